@@ -1,0 +1,35 @@
+"""Entry point of a parse worker process: pickled calls in on stdin, results out.
+
+Frames are an 8-byte big-endian length and a pickle. Only ``prepare_many`` is
+ever called; the parent owns the process and closes stdin to end it.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+
+from ..core.document import prepare_many
+
+
+def main() -> None:
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but frames may reach the parent's pipe
+    while True:
+        head = stdin.read(8)
+        if len(head) < 8:
+            return
+        (size,) = struct.unpack(">Q", head)
+        args = pickle.loads(stdin.read(size))
+        try:
+            reply: object = ("ok", prepare_many(*args))
+        except Exception as exc:  # reported to the parent, which raises it
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.write(struct.pack(">Q", len(data)) + data)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The embedder: turns chunk texts without vectors into vectors, off the event loop.
+
+The database is its queue: when nudged it reads the pending texts (newest
+first, a window at a time), sorts the window by length so each batch pads
+little, runs the model in a worker thread and sends the vectors to the indexer,
+the only writer. It waits for the indexer to commit a window before reading the
+next one, so it never embeds the same text twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import anyio
+import numpy as np
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..core.vectors import F32
+from ..errors import RiffluxError
+from ..store.reader import PendingText, Reader
+from .messages import EmbedWanted, VectorsReady
+from .model import ModelState
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class EmbedderStats:
+    texts_embedded: int = 0
+    batches: int = 0
+    seconds_in_model: float = 0.0
+    failures: int = 0
+    busy: bool = False
+
+
+class EmbedderActor:
+    def __init__(
+        self,
+        *,
+        reader: Reader,
+        model: ModelState,
+        nudges: MemoryObjectReceiveStream[EmbedWanted],
+        out: MemoryObjectSendStream[VectorsReady],
+        batch_size: int,
+        window: int = 512,
+    ) -> None:
+        self._reader = reader
+        self._model = model
+        self._nudges = nudges
+        self._out = out
+        self._batch = batch_size
+        self._window = window
+        self._limiter = anyio.CapacityLimiter(1)
+        self.stats = EmbedderStats()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self._nudges, self._out:
+            task_status.started()
+            await self._model.ready.wait()
+            if self._model.embedder is None:
+                async for _ in self._nudges:
+                    pass  # nothing can embed; drain until shutdown
+                return
+            while True:
+                try:
+                    pending = await self._reader.pending(self._model.embedder.label, self._window)
+                except RiffluxError:
+                    logger.exception("cannot read pending chunks; waiting for the next change")
+                    pending = []
+                if pending:
+                    await self._embed_window(pending)
+                    continue
+                try:
+                    await self._nudges.receive()
+                except anyio.EndOfStream:
+                    return
+
+    async def _embed_window(self, pending: list[PendingText]) -> None:
+        embedder = self._model.embedder
+        assert embedder is not None
+        pending.sort(key=lambda p: len(p.text))
+        acks: list[anyio.Event] = []
+        self.stats.busy = True
+        try:
+            for start in range(0, len(pending), self._batch):
+                part = pending[start : start + self._batch]
+                vectors = await self._embed([p.text for p in part])
+                written = anyio.Event()
+                await self._out.send(
+                    VectorsReady(
+                        model=embedder.label,
+                        hashes=tuple(p.content_hash for p in part),
+                        vectors=vectors,
+                        written=written,
+                    )
+                )
+                acks.append(written)
+            for ack in acks:
+                await ack.wait()
+        finally:
+            self.stats.busy = False
+
+    async def _embed(self, texts: list[str]) -> F32:
+        embedder = self._model.embedder
+        assert embedder is not None
+        started = anyio.current_time()
+        try:
+            vectors = await anyio.to_thread.run_sync(
+                embedder.embed_documents, texts, limiter=self._limiter
+            )
+        except Exception:  # a model failure must not stop the pipeline
+            logger.exception("embedding a batch of %d failed; trying one by one", len(texts))
+            rows = []
+            for text in texts:
+                try:
+                    one = await anyio.to_thread.run_sync(
+                        embedder.embed_documents, [text], limiter=self._limiter
+                    )
+                    rows.append(one[0])
+                except Exception:
+                    logger.exception("cannot embed one chunk; storing a zero vector for it")
+                    self.stats.failures += 1
+                    rows.append(np.zeros(embedder.dim, dtype=np.float32))
+            vectors = np.stack(rows).astype(np.float32)
+        self.stats.seconds_in_model += anyio.current_time() - started
+        self.stats.texts_embedded += len(texts)
+        self.stats.batches += 1
+        return vectors

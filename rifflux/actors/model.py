@@ -1,0 +1,51 @@
+"""The embedding model, loaded once in a worker thread while everything else starts."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskStatus
+
+from ..core.embedders import Embedder, load_embedder
+
+logger = logging.getLogger(__name__)
+
+
+class ModelState:
+    """Set once: ``ready`` fires with either ``embedder`` or ``error``."""
+
+    def __init__(self, backend: str, model_dir: Path | None, embedder: Embedder | None = None):
+        self.requested = backend
+        self._model_dir = model_dir
+        self.embedder: Embedder | None = embedder
+        self.error: str | None = None
+        self.fallback_reason: str | None = None
+        self.ready = anyio.Event()
+        if embedder is not None:
+            self.ready.set()
+
+    @property
+    def label(self) -> str | None:
+        return self.embedder.label if self.embedder else None
+
+    async def load(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        if self.ready.is_set():
+            return
+        try:
+            loaded = await anyio.to_thread.run_sync(load_embedder, self.requested, self._model_dir)
+        except Exception as exc:  # backend="onnx" and the model cannot load
+            self.error = (
+                f"embedding backend 'onnx' could not load ({type(exc).__name__}: {exc}); "
+                "semantic search is off. Use embedding_backend='auto' to fall back to hashing"
+            )
+            logger.error("%s", self.error)
+        else:
+            self.embedder = loaded.embedder
+            self.fallback_reason = loaded.fallback_reason
+            if loaded.fallback_reason:
+                logger.warning("%s", loaded.fallback_reason)
+        finally:
+            self.ready.set()

@@ -1,0 +1,102 @@
+"""Worker processes that parse markdown in parallel with the event loop.
+
+Parsing is pure Python and holds the GIL: in a thread it would stall queries
+while a large folder is indexed; in processes it uses both cores. anyio's own
+``to_process`` re-runs the parent's ``__main__`` in each worker, which an
+embedding application cannot be asked to tolerate, so this small pool starts
+``python -m rifflux.actors._parse_worker`` instead. The indexer owns the pool
+and closes it at shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import sys
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+
+from ..core.chunker import ChunkLimits
+from ..core.document import Prepared, Unreadable
+from ..errors import RiffluxError
+
+Result = list[Prepared | Unreadable | tuple[str, None]]
+
+
+class ParsePool:
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size or max(1, min(4, os.cpu_count() or 1))
+        self._idle: list[Process] = []
+        self._all: list[Process] = []
+        self._limiter = anyio.CapacityLimiter(self.size)
+
+    async def _spawn(self) -> Process:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        proc = await anyio.open_process(
+            [sys.executable, "-m", "rifflux.actors._parse_worker"], env=env, stderr=None
+        )
+        self._all.append(proc)
+        return proc
+
+    async def run(self, root: Any, items: list[tuple[str, str | None]], force: bool,
+                  limits: ChunkLimits) -> Result:
+        async with self._limiter:
+            proc = self._idle.pop() if self._idle else await self._spawn()
+            ok = False
+            try:
+                result = await self._call(proc, (root, items, force, limits))
+                ok = True
+                return result
+            finally:
+                if ok:
+                    self._idle.append(proc)
+                else:
+                    await self._kill(proc)
+
+    async def _call(self, proc: Process, args: tuple[Any, ...]) -> Result:
+        assert proc.stdin is not None and proc.stdout is not None
+        data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        await proc.stdin.send(struct.pack(">Q", len(data)) + data)
+        head = await self._read(proc, 8)
+        (size,) = struct.unpack(">Q", head)
+        status, payload = pickle.loads(await self._read(proc, size))
+        if status != "ok":
+            raise RiffluxError(f"parse worker failed: {payload}")
+        result: Result = payload
+        return result
+
+    @staticmethod
+    async def _read(proc: Process, n: int) -> bytes:
+        assert proc.stdout is not None
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                buf += await proc.stdout.receive(n - len(buf))
+            except anyio.EndOfStream:
+                raise RiffluxError("a parse worker exited unexpectedly") from None
+        return bytes(buf)
+
+    async def _kill(self, proc: Process) -> None:
+        with anyio.CancelScope(shield=True):
+            if proc in self._all:
+                self._all.remove(proc)
+            if proc.returncode is None:
+                proc.kill()
+            with anyio.move_on_after(2):
+                await proc.wait()
+            await proc.aclose()
+
+    async def aclose(self) -> None:
+        """Close every worker: end of input first, a kill if it does not exit."""
+        with anyio.CancelScope(shield=True):
+            for proc in list(self._all):
+                if proc.stdin is not None:
+                    await proc.stdin.aclose()
+                with anyio.move_on_after(1):
+                    await proc.wait()
+                await self._kill(proc)
+        self._idle.clear()

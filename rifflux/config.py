@@ -1,0 +1,156 @@
+"""One ``Settings`` dataclass: defaults < environment < explicit arguments."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import InvalidArgumentError
+
+Backend = Literal["auto", "onnx", "hash"]
+BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
+
+DEFAULT_INCLUDE: tuple[str, ...] = ("*.md", "*.markdown", "*.mdx")
+#: Directory names skipped at any depth, plus editor/temporary files.
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".cache",
+    "site-packages",
+    ".*.swp",
+    "*~",
+    ".#*",
+)
+
+
+def default_db_path() -> Path:
+    """``$RIFFLUX_DB_PATH`` aside, the index lives in the user's data directory.
+
+    A fixed per-user location (not the working directory) works when an MCP
+    client launches the server from an arbitrary folder.
+    """
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "rifflux" / "index.db"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    db_path: Path = field(default_factory=default_db_path)
+    embedding_backend: Backend = "auto"
+    #: A directory holding ``model.onnx`` and ``tokenizer.json``; None = the bundled model.
+    model_dir: Path | None = None
+    rrf_k: int = 60
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    watch_paths: tuple[Path, ...] = ()
+    log_level: str = "WARNING"
+    # chunking
+    chunk_max_chars: int = 1000
+    chunk_min_chars: int = 200
+    code_max_chars: int = 3000
+    # pipeline
+    debounce_seconds: float = 0.05
+    embed_batch_size: int = 32
+    busy_timeout_ms: int = 5000
+    retry_delays: tuple[float, ...] = (1.0, 2.0, 4.0)
+    job_history: int = 100
+    max_queued_jobs: int = 1000
+    shutdown_grace_seconds: float = 3.0
+    watcher_max_backoff: float = 30.0
+    #: MCP only: reindex the configured roots in the background on search (throttled).
+    auto_reindex_on_search: bool = False
+    auto_reindex_min_interval: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.embedding_backend not in BACKENDS:
+            raise InvalidArgumentError(
+                f"embedding_backend must be one of {', '.join(BACKENDS)}, "
+                f"not {self.embedding_backend!r}"
+            )
+        if self.rrf_k < 1:
+            raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
+        if self.chunk_min_chars >= self.chunk_max_chars:
+            raise InvalidArgumentError("chunk_min_chars must be smaller than chunk_max_chars")
+        if self.code_max_chars < self.chunk_max_chars:
+            raise InvalidArgumentError("code_max_chars must be at least chunk_max_chars")
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy where every override that is not None replaces the field."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **_coerce(given))
+
+
+_ENV_FIELDS: dict[str, str] = {
+    "RIFFLUX_DB_PATH": "db_path",
+    "RIFFLUX_EMBEDDING_BACKEND": "embedding_backend",
+    "RIFFLUX_MODEL_DIR": "model_dir",
+    "RIFFLUX_RRF_K": "rrf_k",
+    "RIFFLUX_INCLUDE": "include",
+    "RIFFLUX_EXCLUDE": "exclude",
+    "RIFFLUX_WATCH_PATHS": "watch_paths",
+    "RIFFLUX_LOG_LEVEL": "log_level",
+    "RIFFLUX_AUTO_REINDEX": "auto_reindex_on_search",
+}
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults, then ``RIFFLUX_*`` environment variables, then non-None ``overrides``."""
+    env = os.environ if environ is None else environ
+    from_env: dict[str, Any] = {}
+    for var, name in _ENV_FIELDS.items():
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        from_env[name] = raw
+    return Settings().with_overrides(**from_env).with_overrides(**overrides)
+
+
+def _split_list(value: str | Sequence[Any], sep: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(sep) if p.strip())
+    return tuple(str(v) for v in value)
+
+
+def _coerce(values: dict[str, Any]) -> dict[str, Any]:
+    types = {f.name: f.type for f in fields(Settings)}
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in types:
+            raise InvalidArgumentError(f"unknown setting {name!r}")
+        try:
+            if name in ("db_path", "model_dir"):
+                value = Path(value).expanduser()
+            elif name == "watch_paths":
+                parts = _split_list(value, os.pathsep) if isinstance(value, str) else value
+                value = tuple(Path(p).expanduser() for p in parts)
+            elif name in ("include", "exclude"):
+                value = _split_list(value, ",")
+            elif name == "retry_delays":
+                value = tuple(float(v) for v in value)
+            elif name == "auto_reindex_on_search" and isinstance(value, str):
+                value = value.strip().lower() in ("1", "true", "yes", "on")
+            elif name in ("rrf_k",) or (
+                types[name] == "int" and isinstance(value, str)
+            ):
+                value = int(value)
+            elif types[name] == "float" and isinstance(value, str):
+                value = float(value)
+            elif name == "embedding_backend":
+                value = str(value).strip().lower()
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"setting {name}: cannot use {value!r} ({exc})") from exc
+        out[name] = value
+    return out

@@ -1,0 +1,372 @@
+"""Markdown text -> heading-aware chunks, from mistune's AST.
+
+Rules (each has a test):
+- a heading opens a section; its breadcrumb ``A > B > C`` is the chunk's
+  ``heading_path`` and its line (``## B``) opens the section's first chunk, so
+  heading words are searchable and embedded;
+- blocks are packed into chunks of at most ``max_chars``; a fenced code block is
+  kept whole up to ``code_max_chars`` and split at line boundaries beyond it;
+  any other oversized block is split at paragraph, line, sentence or word
+  boundaries;
+- no content is lost: a chunk shorter than ``min_chars`` is merged into its
+  neighbour when the two fit, and otherwise kept as it is;
+- YAML front matter becomes file metadata (title, tags, aliases), not body text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import mistune
+import yaml
+
+_PARSER = mistune.create_markdown(
+    renderer=None,
+    plugins=["table", "strikethrough", "footnotes", "task_lists", "def_list"],
+)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chunk:
+    chunk_index: int
+    heading_path: str
+    content: str
+
+    @property
+    def embed_text(self) -> str:
+        """What the embedding model sees: the breadcrumb, then the text."""
+        if self.heading_path:
+            return f"{self.heading_path}\n{self.content}"
+        return self.content
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.embed_text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileMetadata:
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedDocument:
+    metadata: FileMetadata
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkLimits:
+    max_chars: int = 1000
+    min_chars: int = 200
+    code_max_chars: int = 3000
+
+
+@dataclass(slots=True)
+class _Draft:
+    path: tuple[str, ...]
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        self.size = sum(len(p) for p in self.parts) + 2 * max(0, len(self.parts) - 1)
+
+    def add(self, parts: list[str]) -> None:
+        for part in parts:
+            self.size += len(part) + (2 if self.parts else 0)
+            self.parts.append(part)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.parts)
+
+
+def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocument:
+    """Parse one markdown document into metadata and bounded chunks."""
+    limits = limits or ChunkLimits()
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    metadata, body = split_front_matter(text)
+    blocks: list[tuple[tuple[str, ...], str, bool]] = []  # (path, text, is_code)
+    stack: list[tuple[int, str]] = []
+    tokens = _block_tokens(body)
+    for tok in tokens:
+        kind = tok.get("type")
+        if kind == "heading":
+            level = int(tok.get("attrs", {}).get("level", 1))
+            title = _inline(str(tok.get("text", ""))).strip()
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            path = tuple(t for _, t in stack)
+            blocks.append((path, f"{'#' * level} {title}".rstrip(), False))
+            continue
+        rendered = _block(tok).strip("\n")
+        if rendered.strip():
+            blocks.append((tuple(t for _, t in stack), rendered, kind == "block_code"))
+    drafts = _pack(blocks, limits)
+    drafts = _merge_small(drafts, limits)
+    chunks = tuple(
+        Chunk(chunk_index=i, heading_path=" > ".join(p for p in d.path if p), content=d.text)
+        for i, d in enumerate(drafts)
+    )
+    return ParsedDocument(metadata=metadata, chunks=chunks)
+
+
+def split_front_matter(text: str) -> tuple[FileMetadata, str]:
+    """YAML front matter -> metadata; invalid YAML stays in the body (nothing is lost)."""
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return FileMetadata(), text
+    try:
+        data = yaml.safe_load(match.group(1) or "")
+    except yaml.YAMLError:
+        return FileMetadata(), text
+    if data is not None and not isinstance(data, dict):
+        return FileMetadata(), text
+    data = data or {}
+    title = data.get("title") or data.get("name")
+    return (
+        FileMetadata(
+            title=str(title) if title is not None else None,
+            tags=_str_tuple(data.get("tags")),
+            aliases=_str_tuple(data.get("aliases")),
+        ),
+        text[match.end() :],
+    )
+
+
+def _str_tuple(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if v is not None)
+    return (str(value),)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _block_tokens(body: str) -> list[dict[str, Any]]:
+    """mistune's block-level AST.
+
+    Inline markup is rendered by :func:`_inline` with a few regular expressions
+    instead of mistune's inline parser, which costs more than half of the
+    parse time and whose output (emphasis, links) we flatten to text anyway.
+    """
+    state = _PARSER.block.state_cls()
+    state.process(body)
+    _PARSER.block.parse(state)
+    return list(state.tokens)
+
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\](?:\([^)]*\)|\[[^\]]*\])")
+_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_NEEDS_INLINE = re.compile(r"[\[<*_\\]")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def _group1(m: re.Match[str]) -> str:
+    return m.group(1)
+
+
+def _group2(m: re.Match[str]) -> str:
+    return m.group(2)
+
+
+def _inline(text: str) -> str:
+    """Inline markdown -> readable text: link and image text kept, code spans kept."""
+    if not _NEEDS_INLINE.search(text):
+        return text.strip("\n")
+    pieces = re.split(r"(`+[^`]*`+)", text)  # leave code spans untouched
+    for i in range(0, len(pieces), 2):
+        t = pieces[i]
+        if "[" in t:
+            t = _LINK.sub(_group1, _IMAGE.sub(_group1, t))
+        if "<" in t:
+            t = _TAG.sub("", _AUTOLINK.sub(_group1, t))
+        if "**" in t or "__" in t:
+            t = _STRONG.sub(_group2, t)
+        if "\\" in t:
+            t = _ESCAPE.sub(_group1, t)
+        pieces[i] = t
+    return "".join(pieces).strip("\n")
+
+
+def _block(tok: dict[str, Any], depth: int = 0) -> str:
+    kind = tok.get("type")
+    if kind in ("paragraph", "block_text", "table_cell"):
+        return _inline(str(tok.get("text", "")))
+    if kind == "block_code":
+        info = str(tok.get("attrs", {}).get("info", "") or "").strip()
+        code = str(tok.get("raw", "")).rstrip("\n")
+        return f"```{info}\n{code}\n```"
+    if kind == "list":
+        return _list(tok, depth)
+    if kind == "table":
+        return _table(tok)
+    if kind == "block_quote":
+        inner = "\n\n".join(_block(c, depth) for c in tok.get("children", []))
+        return "\n".join(f"> {line}".rstrip() for line in inner.strip("\n").split("\n"))
+    if kind in ("blank_line", "thematic_break"):
+        return ""
+    if kind == "heading":  # inside a quote or list
+        return _inline(str(tok.get("text", "")))
+    if kind in ("block_html", "inline_html"):
+        return str(tok.get("raw", "")).strip()
+    if "children" in tok:
+        parts = [_block(c, depth) for c in tok["children"]]
+        return "\n".join(p for p in parts if p)
+    return _inline(str(tok.get("text", ""))) if "text" in tok else str(tok.get("raw", ""))
+
+
+def _list(tok: dict[str, Any], depth: int) -> str:
+    attrs = tok.get("attrs", {})
+    ordered = bool(attrs.get("ordered"))
+    start = int(attrs.get("start", 1) or 1)
+    indent = "  " * depth
+    lines: list[str] = []
+    for n, item in enumerate(tok.get("children", [])):
+        marker = f"{start + n}." if ordered else "-"
+        if item.get("type") == "task_list_item":
+            marker += " [x]" if item.get("attrs", {}).get("checked") else " [ ]"
+        parts: list[str] = []
+        for child in item.get("children", []):
+            if child.get("type") == "list":
+                parts.append(_list(child, depth + 1))
+            else:
+                text = _block(child, depth + 1)
+                if text:
+                    parts.append(text)
+        first, *rest = parts or [""]
+        lines.append(f"{indent}{marker} {first}".rstrip())
+        lines.extend(p if p.startswith(indent + "  ") else _indent(p, indent + "  ") for p in rest)
+    return "\n".join(lines)
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else line for line in text.split("\n"))
+
+
+def _table(tok: dict[str, Any]) -> str:
+    rows: list[str] = []
+    for section in tok.get("children", []):
+        cells_rows = (
+            [section] if section.get("type") == "table_head" else section.get("children", [])
+        )
+        for row in cells_rows:
+            cells = [_inline(str(c.get("text", ""))).strip() for c in row.get("children", [])]
+            rows.append(" | ".join(cells))
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- sizing
+
+
+def _split_oversized(text: str, is_code: bool, limits: ChunkLimits) -> list[str]:
+    if is_code:
+        if len(text) <= limits.code_max_chars:
+            return [text]
+        return _split_code(text, limits.code_max_chars)
+    if len(text) <= limits.max_chars:
+        return [text]
+    return _split_text(text, limits.max_chars)
+
+
+def _split_code(fenced: str, cap: int) -> list[str]:
+    lines = fenced.split("\n")
+    opener, body = lines[0], lines[1:-1]
+    budget = cap - len(opener) - 5
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in body:
+        for part in _hard_wrap(line, budget):
+            if current and size + len(part) + 1 > budget:
+                pieces.append("\n".join([opener, *current, "```"]))
+                current, size = [], 0
+            current.append(part)
+            size += len(part) + 1
+    if current or not pieces:
+        pieces.append("\n".join([opener, *current, "```"]))
+    return pieces
+
+
+def _hard_wrap(text: str, width: int) -> list[str]:
+    if len(text) <= width:
+        return [text]
+    return [text[i : i + width] for i in range(0, len(text), width)]
+
+
+def _split_text(text: str, cap: int) -> list[str]:
+    """Split at the coarsest boundary that works: lines, sentences, words, characters."""
+    for splitter in (lambda t: t.split("\n"), _SENTENCE_END.split, str.split):
+        units = [u for u in splitter(text) if u.strip()]
+        if len(units) > 1:
+            break
+    else:
+        return _hard_wrap(text, cap)
+    joiner = "\n" if "\n" in text else " "
+    out: list[str] = []
+    current = ""
+    for unit in units:
+        for part in ([unit] if len(unit) <= cap else _split_text(unit, cap)):
+            if current and len(current) + len(joiner) + len(part) > cap:
+                out.append(current)
+                current = part
+            else:
+                current = f"{current}{joiner}{part}" if current else part
+    if current:
+        out.append(current)
+    return out
+
+
+def _pack(blocks: list[tuple[tuple[str, ...], str, bool]], limits: ChunkLimits) -> list[_Draft]:
+    drafts: list[_Draft] = []
+    for path, text, is_code in blocks:
+        for piece in _split_oversized(text, is_code, limits):
+            last = drafts[-1] if drafts else None
+            if (
+                last is not None
+                and last.path == path
+                and last.size + 2 + len(piece) <= limits.max_chars
+            ):
+                last.add([piece])
+            else:
+                drafts.append(_Draft(path, [piece]))
+    return drafts
+
+
+def _merge_small(drafts: list[_Draft], limits: ChunkLimits) -> list[_Draft]:
+    """Merge every chunk under ``min_chars`` into a neighbour it fits with."""
+    out: list[_Draft] = []
+    carry: _Draft | None = None
+    for draft in drafts:
+        if carry is not None:
+            if carry.size + 2 + draft.size <= limits.max_chars:
+                path = draft.path if draft.path[: len(carry.path)] == carry.path else carry.path
+                draft = _Draft(path, carry.parts + draft.parts)
+            else:
+                out.append(carry)
+            carry = None
+        if draft.size < limits.min_chars:
+            carry = draft
+        else:
+            out.append(draft)
+    if carry is not None:
+        if out and out[-1].size + 2 + carry.size <= limits.max_chars:
+            out[-1].add(carry.parts)
+        else:
+            out.append(carry)
+    return out

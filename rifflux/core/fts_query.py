@@ -1,0 +1,61 @@
+"""Any user text -> a valid FTS5 MATCH expression (or None when nothing is searchable).
+
+Words become quoted FTS5 strings joined with OR, so bm25 ranks chunks that
+match more (and rarer) terms first. A well-formed ``"quoted phrase"`` stays a
+phrase and ``word*`` stays a prefix query. Everything else that FTS5 would read
+as syntax (``AND``, ``NEAR``, ``-``, ``:``, parentheses, stray quotes, NUL) is
+treated as plain text, so no query can raise a syntax error.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+MAX_TERMS = 32
+
+# Words so common in English prose that they only slow an OR query down and
+# blur its ranking. Dropped unless the query has nothing else.
+STOPWORDS = frozenset(
+    """a an and are as at be but by for from has have how i if in into is it its of on or
+    that the their then there these this to was what when where which who why will with
+    do does did can could should would you your we our they them not no""".split()
+)
+
+_PHRASE = re.compile(r'"([^"]*)"')
+_WORD = re.compile(r"(\w+)(\*?)", re.UNICODE)
+
+
+def _terms(text: str) -> list[tuple[str, bool]]:
+    return [(m.group(1), bool(m.group(2))) for m in _WORD.finditer(text)]
+
+
+def build_match(query: str) -> str | None:
+    """The FTS5 expression for ``query``; None when it has no searchable word."""
+    text = unicodedata.normalize("NFKC", query.replace("\x00", " "))
+    clauses: list[str] = []
+    seen: set[str] = set()
+
+    def add(clause: str) -> None:
+        if clause not in seen and len(clauses) < MAX_TERMS:
+            seen.add(clause)
+            clauses.append(clause)
+
+    rest_parts: list[str] = []
+    last = 0
+    for match in _PHRASE.finditer(text):
+        rest_parts.append(text[last : match.start()])
+        last = match.end()
+        words = [w for w, _ in _terms(match.group(1))]
+        if len(words) > 1:
+            add('"' + " ".join(words) + '"')
+        elif words:
+            rest_parts.append(" " + words[0] + " ")
+    rest_parts.append(text[last:])
+    words = _terms(" ".join(rest_parts))
+    content = [(w, p) for w, p in words if w.lower() not in STOPWORDS or p]
+    for word, prefix in content or words:
+        add(f'"{word}"*' if prefix else f'"{word}"')
+    if not clauses:
+        return None
+    return " OR ".join(clauses)

@@ -1,0 +1,142 @@
+"""Roots + globs -> the files to index, with their (mtime_ns, size).
+
+Include patterns without a ``/`` match the file name; patterns with one match
+the path relative to the root. Exclude patterns also match any directory name
+on the way, so ``node_modules`` is skipped at every depth.
+
+Symbolic links: a link to a file inside the same root is skipped (the file
+itself is indexed once, under its real path); a link that leaves the root is
+indexed under the link's path. Directory links are followed only when they
+leave the root, and each real directory is entered once, so a link loop ends.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    rel_path: str  # posix, relative to the root
+    abs_path: Path
+    mtime_ns: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanProblem:
+    path: str
+    error: str
+
+
+@dataclass(slots=True)
+class ScanResult:
+    files: list[FileState] = field(default_factory=list)
+    problems: list[ScanProblem] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Globs:
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+
+    def _matches(self, patterns: Iterable[str], rel: str) -> bool:
+        name = rel.rsplit("/", 1)[-1]
+        for pat in patterns:
+            if "/" in pat:
+                pat = pat[3:] if pat.startswith("**/") else pat
+                if fnmatchcase(rel, pat) or fnmatchcase(rel, "*/" + pat):
+                    return True
+            elif fnmatchcase(name, pat):
+                return True
+        return False
+
+    def excluded_dir(self, rel_dir: str) -> bool:
+        return self._matches(self.exclude, rel_dir)
+
+    def wanted(self, rel: str) -> bool:
+        """Whether a file at ``rel`` (posix, relative to its root) is indexed."""
+        parts = PurePosixPath(rel).parts
+        for i in range(1, len(parts)):
+            if self.excluded_dir("/".join(parts[:i])):
+                return False
+        return self._matches(self.include, rel) and not self._matches(self.exclude, rel)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def scan_root(root: Path, globs: Globs) -> ScanResult:
+    """Every wanted file under ``root`` (which should be absolute and resolved)."""
+    result = ScanResult()
+    seen_dirs: set[tuple[int, int]] = set()
+    stack: list[tuple[Path, str]] = [(root, "")]
+    while stack:
+        directory, rel_dir = stack.pop()
+        try:
+            st = directory.stat()
+            key = (st.st_dev, st.st_ino)
+            if key in seen_dirs:
+                continue
+            seen_dirs.add(key)
+            entries = list(os.scandir(directory))
+        except OSError as exc:
+            result.problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=True)
+            except OSError as exc:
+                result.problems.append(ScanProblem(rel, str(exc)))
+                continue
+            if is_dir:
+                if globs.excluded_dir(rel):
+                    continue
+                if is_link and _inside(Path(entry.path).resolve(), root):
+                    continue  # its files are reached through the real directory
+                stack.append((Path(entry.path), rel))
+                continue
+            if not globs.wanted(rel):
+                continue
+            state = stat_file(root, rel, is_link=is_link)
+            if isinstance(state, ScanProblem):
+                result.problems.append(state)
+            elif state is not None:
+                result.files.append(state)
+    result.files.sort(key=lambda f: f.rel_path)
+    return result
+
+
+def stat_file(root: Path, rel: str, *, is_link: bool | None = None) -> FileState | ScanProblem | None:
+    """The state of one file; None when it should not be indexed (gone, or a link
+    to a file inside the same root)."""
+    path = root / rel
+    try:
+        if is_link is None:
+            is_link = path.is_symlink()
+        if is_link:
+            target = path.resolve(strict=True)
+            if _inside(target, root):
+                return None
+        st = path.stat()
+    except FileNotFoundError:
+        if is_link:
+            return ScanProblem(rel, "broken symbolic link")
+        return None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on resolve
+        return ScanProblem(rel, str(exc))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return FileState(rel, path, st.st_mtime_ns, st.st_size)

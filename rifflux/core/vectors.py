@@ -1,0 +1,102 @@
+"""The in-memory vector matrix: one contiguous float32 array, updated in place.
+
+Rows are chunk row ids; vectors are stored L2-normalised so cosine similarity
+is one matrix-vector product. Removal swaps the last row into the hole, so the
+live rows stay contiguous and scoring never loops over rows in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+
+
+def normalise(vectors: F32) -> F32:
+    """Rows scaled to unit length; a zero row stays zero (its cosine is 0.0)."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32, copy=False)
+
+
+class VectorIndex:
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self._matrix: F32 = np.zeros((max(capacity, 16), dim), dtype=np.float32)
+        self._ids: npt.NDArray[np.int64] = np.zeros(max(capacity, 16), dtype=np.int64)
+        self._pos: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._pos
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._matrix.nbytes + self._ids.nbytes)
+
+    def _grow(self, needed: int) -> None:
+        cap = self._matrix.shape[0]
+        if needed <= cap:
+            return
+        new_cap = max(needed, cap * 2)
+        matrix = np.zeros((new_cap, self.dim), dtype=np.float32)
+        matrix[:cap] = self._matrix
+        ids = np.zeros(new_cap, dtype=np.int64)
+        ids[:cap] = self._ids
+        self._matrix, self._ids = matrix, ids
+
+    def upsert(self, ids: Sequence[int], vectors: F32) -> None:
+        if len(ids) == 0:
+            return
+        if vectors.shape != (len(ids), self.dim):
+            raise ValueError(f"expected {(len(ids), self.dim)} vectors, got {vectors.shape}")
+        vectors = normalise(np.asarray(vectors, dtype=np.float32))
+        self._grow(len(self._pos) + len(ids))
+        for key, vec in zip(ids, vectors, strict=True):
+            row = self._pos.get(int(key))
+            if row is None:
+                row = len(self._pos)
+                self._pos[int(key)] = row
+                self._ids[row] = key
+            self._matrix[row] = vec
+
+    def remove(self, ids: Iterable[int]) -> None:
+        for key in ids:
+            row = self._pos.pop(int(key), None)
+            if row is None:
+                continue
+            last = len(self._pos)  # index of the last live row after the pop
+            if row != last:
+                moved = int(self._ids[last])
+                self._matrix[row] = self._matrix[last]
+                self._ids[row] = moved
+                self._pos[moved] = row
+
+    def clear(self) -> None:
+        self._pos.clear()
+
+    def top_k(self, query: F32, k: int) -> list[tuple[int, float]]:
+        """(id, cosine) of the ``k`` rows most similar to ``query``, best first."""
+        n = len(self._pos)
+        if n == 0 or k < 1:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0 or not np.isfinite(norm):
+            scores = np.zeros(n, dtype=np.float32)
+        else:
+            scores = self._matrix[:n] @ (q / norm)
+        k = min(k, n)
+        if k < n:
+            part = np.argpartition(-scores, k - 1)[:k]
+        else:
+            part = np.arange(n)
+        # stable tie-break: higher score first, then smaller id
+        order = np.lexsort((self._ids[part], -scores[part]))
+        best = part[order]
+        return [(int(self._ids[i]), float(scores[i])) for i in best]

@@ -1,0 +1,35 @@
+"""The exceptions Rifflux raises. Every message says what to do next."""
+
+from __future__ import annotations
+
+
+class RiffluxError(Exception):
+    """Base class of every error Rifflux raises on purpose."""
+
+
+class InvalidArgumentError(RiffluxError, ValueError):
+    """A caller passed a value Rifflux cannot use (unknown mode, top_k < 1, ...)."""
+
+
+class IndexDatabaseError(RiffluxError):
+    """The SQLite index cannot be opened, read or written."""
+
+
+class IndexBusyError(IndexDatabaseError):
+    """Another process holds a lock on the index longer than the busy timeout."""
+
+
+class SchemaVersionError(IndexDatabaseError):
+    """The index was written by an incompatible version of Rifflux."""
+
+
+class EmbeddingError(RiffluxError):
+    """The embedding model could not be loaded or run."""
+
+
+class JobNotFoundError(RiffluxError):
+    """No background job has that id (it may have aged out of the bounded history)."""
+
+
+class ClosedError(RiffluxError):
+    """The Rifflux instance is not open: use it inside ``async with Rifflux(...)``."""

@@ -1,0 +1,154 @@
+"""Opening a database: pragmas, schema creation, version checks, error mapping."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiosqlite
+
+from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS roots(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY,
+    root_id INTEGER NOT NULL REFERENCES roots(id) ON DELETE CASCADE,
+    rel_path TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    title TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    indexed_at REAL NOT NULL,
+    UNIQUE(root_id, rel_path)
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    chunk_index INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, chunk_index);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    heading_path, content,
+    content='chunks', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, heading_path, content)
+    VALUES (new.id, new.heading_path, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content)
+    VALUES ('delete', old.id, old.heading_path, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content)
+    VALUES ('delete', old.id, old.heading_path, old.content);
+    INSERT INTO chunks_fts(rowid, heading_path, content)
+    VALUES (new.id, new.heading_path, new.content);
+END;
+CREATE TABLE IF NOT EXISTS embeddings(
+    content_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(content_hash, model)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+"""
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
+    """The Rifflux error for a sqlite3 error, with a message that says what to do."""
+    if _is_busy(exc):
+        return IndexBusyError(
+            f"the index {db_path} is locked by another writer ({exc}); "
+            "retry shortly, or stop the other process writing to it"
+        )
+    text = str(exc).lower()
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return IndexDatabaseError(
+            f"the index {db_path} is damaged ({exc}); delete it (and its -wal/-shm files) "
+            "and reindex: the markdown files themselves are untouched"
+        )
+    return IndexDatabaseError(f"index database error on {db_path}: {exc}")
+
+
+@contextmanager
+def mapped_errors(db_path: Path | str) -> Iterator[None]:
+    """Translate sqlite3 errors raised inside the block (httpcore's map_exceptions)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise translate(exc, db_path) from exc
+
+
+async def connect(db_path: Path, *, busy_timeout_ms: int, readonly: bool = False) -> aiosqlite.Connection:
+    """A configured connection; the writer also creates or checks the schema."""
+    with mapped_errors(db_path):
+        if not readonly:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(str(db_path), isolation_level=None)
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            await conn.execute("PRAGMA foreign_keys=ON")
+            if not readonly:
+                await conn.execute("PRAGMA journal_mode=WAL")
+                await conn.execute("PRAGMA synchronous=NORMAL")
+                await _ensure_schema(conn, db_path)
+            else:
+                await check_version(conn, db_path)
+        except BaseException:
+            await conn.close()
+            raise
+    return conn
+
+
+async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
+    cur = await conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
+    )
+    exists = await cur.fetchone() is not None
+    if exists:
+        await check_version(conn, db_path)
+    await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+
+
+async def check_version(conn: aiosqlite.Connection, db_path: Path) -> None:
+    try:
+        cur = await conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+        row = await cur.fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            raise SchemaVersionError(
+                f"{db_path} is not a Rifflux index (no meta table); "
+                "point --db at another file or delete this one"
+            ) from exc
+        raise
+    version = int(row[0]) if row else 0
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{db_path} has index schema version {version}, this Rifflux uses "
+            f"{SCHEMA_VERSION}; delete the file (and its -wal/-shm files) and reindex, "
+            "or use the Rifflux version that wrote it"
+        )
