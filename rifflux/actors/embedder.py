@@ -21,7 +21,7 @@ from ..core.vectors import F32
 from ..errors import RiffluxError
 from ..store.reader import PendingText, Reader
 from .messages import EmbedWanted, VectorsReady
-from .model import ModelState
+from .model import Gate, ModelState
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ class EmbedderActor:
         out: MemoryObjectSendStream[VectorsReady],
         batch_size: int,
         window: int = 512,
+        gate: Gate | None = None,
     ) -> None:
+        self._gate = gate or Gate()
         self._reader = reader
         self._model = model
         self._nudges = nudges
@@ -86,6 +88,7 @@ class EmbedderActor:
         try:
             for start in range(0, len(pending), self._batch):
                 part = pending[start : start + self._batch]
+                await self._gate.wait()
                 vectors = await self._embed([p.text for p in part])
                 written = anyio.Event()
                 await self._out.send(

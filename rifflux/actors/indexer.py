@@ -24,10 +24,10 @@ from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Unreadable, prepare_many
 from ..core.scan import FileState, Globs, ScanProblem, scan_root, stat_file
 from ..errors import IndexBusyError, RiffluxError
-from ..store.writer import FileWritten, StoredFile, Writer
+from ..store.writer import FileToWrite, FileWritten, StoredFile, Writer
 from .jobs import Job, JobQueue, Target
 from .messages import EmbedWanted, IndexChanged, QueryMessage, VectorsReady, VectorsReset
-from .model import ModelState
+from .model import Gate, ModelState
 from .parse_pool import ParsePool
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,9 @@ class Indexer:
         vectors_in: MemoryObjectReceiveStream[VectorsReady],
         embed_nudge: MemoryObjectSendStream[EmbedWanted],
         query_out: MemoryObjectSendStream[QueryMessage],
+        bulk_gate: Gate | None = None,
     ) -> None:
+        self.bulk_gate = bulk_gate or Gate()
         self._writer = writer
         self._settings = settings
         self._jobs = jobs
@@ -290,12 +292,16 @@ class Indexer:
                     for group in groups:
                         tg.start_soon(one, group)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(producer, name="rifflux.indexer.prepare")
-            async with receive:
-                async for batch in receive:
-                    for res in batch:
-                        await self._write_one(job, plan, root_key, res)
+        if use_processes:
+            self.bulk_gate.close()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(producer, name="rifflux.indexer.prepare")
+                async with receive:
+                    async for batch in receive:
+                        await self._write_group(job, plan, root_key, batch)
+        finally:
+            self.bulk_gate.open()
         if plan.deletes:
             async with self._lock:
                 removed = await self._writer.delete_files(plan.root_id, plan.deletes)
@@ -303,65 +309,63 @@ class Indexer:
             if removed:
                 await self._query.send(IndexChanged(removed=removed))
 
-    async def _write_one(
-        self, job: Job, plan: _Plan, root_key: str, res: Prepared | Unreadable | tuple[str, None]
+    async def _write_group(
+        self, job: Job, plan: _Plan, root_key: str,
+        results: list[Prepared | Unreadable | tuple[str, None]],
     ) -> None:
-        if isinstance(res, tuple):  # vanished between listing and reading
-            if res[0] in plan.known:
-                plan.deletes.append(res[0])
-            return
-        if isinstance(res, Unreadable):
-            job.problems.append({"path": str(plan.root / res.rel_path), "error": res.error})
-            return
-        stored = plan.known.get(res.rel_path)
-        if res.document is None and stored is not None:
+        to_write: list[FileToWrite] = []
+        touches: list[tuple[int, Prepared]] = []
+        for res in results:
+            if isinstance(res, tuple):  # vanished between listing and reading
+                if res[0] in plan.known:
+                    plan.deletes.append(res[0])
+            elif isinstance(res, Unreadable):
+                job.problems.append({"path": str(plan.root / res.rel_path), "error": res.error})
+            elif res.document is None and res.rel_path in plan.known:
+                touches.append((plan.known[res.rel_path].id, res))
+            elif res.document is not None:
+                to_write.append(FileToWrite(res.rel_path, res.mtime_ns, res.size, res.sha256,
+                                            res.document.metadata, res.document.chunks))
+        if touches:
             async with self._lock:
-                await self._writer.touch(stored.id, res.mtime_ns, res.size)
-            job.skipped.add((root_key, res.rel_path))
+                for file_id, res in touches:
+                    await self._writer.touch(file_id, res.mtime_ns, res.size)
+            job.skipped.update((root_key, res.rel_path) for _, res in touches)
+        if not to_write:
             return
-        assert res.document is not None
         async with self._lock:
-            written = await self._writer.write_file(
-                root_id=plan.root_id,
-                rel_path=res.rel_path,
-                mtime_ns=res.mtime_ns,
-                size=res.size,
-                sha256=res.sha256,
-                metadata=res.document.metadata,
-                chunks=res.document.chunks,
-            )
-        self.stats.files_written += 1
-        job.indexed.add((root_key, res.rel_path))
+            written = await self._writer.write_files(plan.root_id, to_write)
+        self.stats.files_written += len(to_write)
+        job.indexed.update((root_key, f.rel_path) for f in to_write)
         await self._after_write(job, written)
 
-    async def _after_write(self, job: Job, written: FileWritten) -> None:
+    async def _after_write(self, job: Job, written: list[FileWritten]) -> None:
+        removed = tuple(r for w in written for r in w.removed_rowids)
+        added = [a for w in written for a in w.added]
         added_ids: list[int] = []
         added_vecs: list[bytes] = []
         # Under the lock, so the vector loop cannot write one of these hashes between
         # the look-up and the job's bookkeeping.
         async with self._lock:
             model = self._active_model
-            if model is not None and written.added:
-                have = await self._writer.vectors_for(model, [h for _, h in written.added])
-                for rowid, h in written.added:
+            if model is not None and added:
+                have = await self._writer.vectors_for(model, [h for _, h in added])
+                for rowid, h in added:
                     blob = have.get(h)
                     if blob is None:
                         job.outstanding.add(h)
                     else:
                         added_ids.append(rowid)
                         added_vecs.append(blob)
-            elif written.added and not (
-                self._model.ready.is_set() and self._model.embedder is None
-            ):
-                job.outstanding.update(h for _, h in written.added)
+            elif added and not (self._model.ready.is_set() and self._model.embedder is None):
+                job.outstanding.update(h for _, h in added)
         vectors = (
             np.frombuffer(b"".join(added_vecs), dtype=np.float32).reshape(len(added_vecs), -1)
             if added_vecs
             else None
         )
         await self._query.send(
-            IndexChanged(removed=written.removed_rowids, added_ids=tuple(added_ids),
-                         added_vectors=vectors)
+            IndexChanged(removed=removed, added_ids=tuple(added_ids), added_vectors=vectors)
         )
         if job.outstanding:
             self._nudge_embedder()

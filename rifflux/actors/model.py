@@ -49,3 +49,26 @@ class ModelState:
                 logger.warning("%s", loaded.fallback_reason)
         finally:
             self.ready.set()
+
+
+class Gate:
+    """Open unless a bulk index is running: the embedder waits at it between batches,
+    so a cold index is lexically searchable as early as the cores allow."""
+
+    def __init__(self) -> None:
+        self._open = anyio.Event()
+        self._open.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open.is_set()
+
+    def close(self) -> None:
+        if self._open.is_set():
+            self._open = anyio.Event()
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def wait(self) -> None:
+        await self._open.wait()

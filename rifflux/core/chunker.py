@@ -36,17 +36,19 @@ class Chunk:
     chunk_index: int
     heading_path: str
     content: str
+    #: sha256 of ``embed_text``: vectors are stored and reused by this hash.
+    content_hash: str
 
-    @property
-    def embed_text(self) -> str:
-        """What the embedding model sees: the breadcrumb, then the text."""
-        if self.heading_path:
-            return f"{self.heading_path}\n{self.content}"
-        return self.content
 
-    @property
-    def content_hash(self) -> str:
-        return hashlib.sha256(self.embed_text.encode("utf-8")).hexdigest()
+def embed_text(heading_path: str, content: str) -> str:
+    """What the embedding model sees: the breadcrumb, then the text."""
+    return f"{heading_path}\n{content}" if heading_path else content
+
+
+def make_chunk(index: int, heading_path: str, content: str) -> Chunk:
+    digest = hashlib.sha256(embed_text(heading_path, content).encode("utf-8")).hexdigest()
+    return Chunk(chunk_index=index, heading_path=heading_path, content=content,
+                 content_hash=digest)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,8 +115,7 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
     drafts = _pack(blocks, limits)
     drafts = _merge_small(drafts, limits)
     chunks = tuple(
-        Chunk(chunk_index=i, heading_path=" > ".join(p for p in d.path if p), content=d.text)
-        for i, d in enumerate(drafts)
+        make_chunk(i, " > ".join(p for p in d.path if p), d.text) for i, d in enumerate(drafts)
     )
     return ParsedDocument(metadata=metadata, chunks=chunks)
 

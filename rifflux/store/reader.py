@@ -13,6 +13,7 @@ from typing import Any
 import aiosqlite
 import numpy as np
 
+from ..core.chunker import embed_text
 from ..core.vectors import F32
 from .schema import mapped_errors
 
@@ -138,9 +139,7 @@ class Reader:
                 (model, limit),
             )
             rows = await cur.fetchall()
-        return [
-            PendingText(str(r[0]), f"{r[1]}\n{r[2]}" if r[1] else str(r[2])) for r in rows
-        ]
+        return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
     async def all_vectors(self, model: str, dim: int) -> tuple[list[int], F32]:
         with mapped_errors(self.db_path):

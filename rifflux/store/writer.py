@@ -31,6 +31,16 @@ class StoredFile:
 
 
 @dataclass(frozen=True, slots=True)
+class FileToWrite:
+    rel_path: str
+    mtime_ns: int
+    size: int
+    sha256: str
+    metadata: FileMetadata
+    chunks: Sequence[Chunk]
+
+
+@dataclass(frozen=True, slots=True)
 class FileWritten:
     """What one file's transaction changed, for the in-memory matrix and the embedder."""
 
@@ -82,62 +92,69 @@ class Writer:
                 "UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", (mtime_ns, size, file_id)
             )
 
-    async def write_file(
-        self,
-        *,
-        root_id: int,
-        rel_path: str,
-        mtime_ns: int,
-        size: int,
-        sha256: str,
-        metadata: FileMetadata,
-        chunks: Sequence[Chunk],
-    ) -> FileWritten:
-        """Replace one file's chunks in one transaction."""
+    async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> list[FileWritten]:
+        """Replace the chunks of whole files, all in one transaction.
+
+        Each file is written completely or not at all, so an interrupted run
+        never leaves a half-indexed file; grouping a few files per transaction
+        keeps the FTS5 index from flushing a segment per file.
+        """
+        if not files:
+            return []
+        now = time.time()
         with mapped_errors(self.db_path):
             await self._tx_begin()
             try:
-                cur = await self.conn.execute(
-                    "SELECT id FROM files WHERE root_id = ? AND rel_path = ?", (root_id, rel_path)
-                )
-                row = await cur.fetchone()
-                removed: tuple[int, ...] = ()
-                if row is None:
+                file_ids: list[int] = []
+                for f in files:
+                    m = f.metadata
                     cur = await self.conn.execute(
                         "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
-                        "tags, aliases, indexed_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                        (root_id, rel_path, mtime_ns, size, sha256, metadata.title,
-                         json.dumps(metadata.tags), json.dumps(metadata.aliases), time.time()),
+                        "tags, aliases, indexed_at) VALUES (?,?,?,?,?,?,?,?,?) "
+                        "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
+                        "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
+                        "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
+                        "indexed_at=excluded.indexed_at RETURNING id",
+                        (root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, m.title,
+                         json.dumps(m.tags), json.dumps(m.aliases), now),
                     )
-                    file_id = int(cur.lastrowid or 0)
-                else:
-                    file_id = int(row[0])
-                    cur = await self.conn.execute(
-                        "SELECT id FROM chunks WHERE file_id = ?", (file_id,)
-                    )
-                    removed = tuple(int(r[0]) for r in await cur.fetchall())
-                    await self.conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
-                    await self.conn.execute(
-                        "UPDATE files SET mtime_ns=?, size=?, sha256=?, title=?, tags=?, "
-                        "aliases=?, indexed_at=? WHERE id=?",
-                        (mtime_ns, size, sha256, metadata.title, json.dumps(metadata.tags),
-                         json.dumps(metadata.aliases), time.time(), file_id),
-                    )
-                added: list[tuple[int, str]] = []
-                for chunk in chunks:
-                    h = chunk.content_hash
-                    cur = await self.conn.execute(
-                        "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
-                        "content, content_hash) VALUES (?,?,?,?,?,?)",
-                        (chunk_id_for(root_id, rel_path, chunk.chunk_index, h), file_id,
-                         chunk.chunk_index, chunk.heading_path, chunk.content, h),
-                    )
-                    added.append((int(cur.lastrowid or 0), h))
+                    row = await cur.fetchone()
+                    assert row is not None
+                    file_ids.append(int(row[0]))
+                marks = ",".join("?" * len(file_ids))
+                cur = await self.conn.execute(
+                    f"DELETE FROM chunks WHERE file_id IN ({marks}) RETURNING id, file_id",
+                    tuple(file_ids),
+                )
+                removed: dict[int, list[int]] = {}
+                for r in await cur.fetchall():
+                    removed.setdefault(int(r[1]), []).append(int(r[0]))
+                await self.conn.executemany(
+                    "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
+                    "content, content_hash) VALUES (?,?,?,?,?,?)",
+                    [
+                        (chunk_id_for(root_id, f.rel_path, c.chunk_index, c.content_hash),
+                         fid, c.chunk_index, c.heading_path, c.content, c.content_hash)
+                        for f, fid in zip(files, file_ids, strict=True)
+                        for c in f.chunks
+                    ],
+                )
+                cur = await self.conn.execute(
+                    f"SELECT id, file_id, content_hash FROM chunks WHERE file_id IN ({marks}) "
+                    "ORDER BY file_id, chunk_index",
+                    tuple(file_ids),
+                )
+                added: dict[int, list[tuple[int, str]]] = {}
+                for r in await cur.fetchall():
+                    added.setdefault(int(r[1]), []).append((int(r[0]), str(r[2])))
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
                 raise
-        return FileWritten(removed, tuple(added))
+        return [
+            FileWritten(tuple(removed.get(fid, ())), tuple(added.get(fid, ())))
+            for fid in file_ids
+        ]
 
     async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> tuple[int, ...]:
         """Remove files and their chunks; returns the removed chunk rowids."""

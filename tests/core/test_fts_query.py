@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from rifflux.core.fts_query import build_match
+
+HOSTILE = [
+    '"unbalanced',
+    'a "b c',
+    "AND",
+    "OR NOT",
+    "NEAR(a b)",
+    "*",
+    "-",
+    "-foo",
+    ":",
+    "col:value",
+    "a\x00b",
+    "(",
+    "())",
+    "^start",
+    "x" * 10_000,
+    "word " * 2000,
+    "日本語のテキスト",
+    "café naïve",
+    "🙂 emoji",
+    "''",
+    "a*b*",
+    "{a b}",
+    "+",
+    "",
+    "   ",
+]
+
+
+@pytest.fixture(scope="module")
+def fts() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')")
+    conn.executemany(
+        "INSERT INTO t(body) VALUES (?)",
+        [("the quick brown fox",), ("installing on linux",), ("café naïve 日本語のテキスト",)],
+    )
+    return conn
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_any_text_gives_a_valid_fts5_query_or_none(fts: sqlite3.Connection, query: str) -> None:
+    match = build_match(query)
+    if match is not None:
+        fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,)).fetchall()
+
+
+def test_words_are_ored_so_partial_matches_rank(fts: sqlite3.Connection) -> None:
+    match = build_match("quick linux")
+    assert match is not None
+    rows = fts.execute("SELECT body FROM t WHERE t MATCH ?", (match,)).fetchall()
+    assert {r[0] for r in rows} == {"the quick brown fox", "installing on linux"}
+
+
+def test_quoted_phrase_is_kept(fts: sqlite3.Connection) -> None:
+    assert build_match('"quick brown"') == '"quick brown"'
+    assert build_match('"brown quick"') is not None
+    rows = fts.execute("SELECT body FROM t WHERE t MATCH ?", (build_match('"brown quick"'),))
+    assert rows.fetchall() == []
+
+
+def test_prefix_is_honoured(fts: sqlite3.Connection) -> None:
+    assert build_match("instal*") == '"instal"*'
+    rows = fts.execute("SELECT body FROM t WHERE t MATCH ?", (build_match("instal*"),))
+    assert rows.fetchall() == [("installing on linux",)]
+
+
+def test_stopwords_dropped_unless_nothing_else() -> None:
+    assert build_match("the fox") == '"fox"'
+    assert build_match("the") == '"the"'
+
+
+def test_operators_are_plain_words() -> None:
+    assert build_match("cats NEAR dogs") == '"cats" OR "NEAR" OR "dogs"'
+
+
+def test_punctuation_only_is_not_searchable() -> None:
+    assert build_match("*") is None
+    assert build_match("-:()") is None

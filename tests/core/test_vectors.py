@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rifflux.core.vectors import VectorIndex
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_top_k_orders_by_cosine() -> None:
+    idx = VectorIndex(3)
+    idx.upsert([10, 20, 30], np.stack([unit(1, 0, 0), unit(1, 1, 0), unit(0, 1, 0)]))
+    got = idx.top_k(unit(1, 0.1, 0), 2)
+    assert [i for i, _ in got] == [10, 20]
+    assert got[0][1] == pytest.approx(float(unit(1, 0, 0) @ unit(1, 0.1, 0)), rel=1e-5)
+
+
+def test_remove_keeps_rows_contiguous_and_correct() -> None:
+    idx = VectorIndex(2, capacity=2)
+    vecs = np.stack([unit(1, i) for i in range(50)])
+    idx.upsert(list(range(50)), vecs)
+    idx.remove(range(0, 50, 2))
+    assert len(idx) == 25
+    got = dict(idx.top_k(unit(1, 7), 50))
+    assert set(got) == set(range(1, 50, 2))
+    assert got[7] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_zero_query_vector_gives_zero_cosines() -> None:
+    idx = VectorIndex(2)
+    idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
+    got = idx.top_k(np.zeros(2, dtype=np.float32), 5)
+    assert [s for _, s in got] == [0.0, 0.0]
+
+
+def test_empty_index_returns_nothing() -> None:
+    assert VectorIndex(4).top_k(unit(1, 0, 0, 0), 3) == []
+
+
+def test_upsert_replaces_a_vector() -> None:
+    idx = VectorIndex(2)
+    idx.upsert([1], unit(1, 0)[None, :])
+    idx.upsert([1], unit(0, 1)[None, :])
+    assert len(idx) == 1
+    assert idx.top_k(unit(0, 1), 1)[0][1] == pytest.approx(1.0)
