@@ -1,15 +1,8 @@
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from pathlib import Path
-
-import anyio
-import numpy as np
 import pytest
 
-from rifflux.core.embedders import HashEmbedder
-from rifflux.core.vectors import F32
+from .helpers import CountingEmbedder
 
 
 @pytest.fixture
@@ -17,62 +10,6 @@ def anyio_backend() -> str:
     return "asyncio"  # aiosqlite is asyncio-only
 
 
-class CountingEmbedder:
-    """The hash embedder, counting every text it is asked to embed."""
-
-    backend = "hash"
-
-    def __init__(self, label: str = "counting-v1") -> None:
-        self._inner = HashEmbedder()
-        self._label = label
-        self.embedded: list[str] = []
-        self._lock = threading.Lock()
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    def embed_documents(self, texts: list[str]) -> F32:
-        with self._lock:
-            self.embedded.extend(texts)
-        return self._inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> F32:
-        return self._inner.embed_query(text)
-
-
-class ZeroQueryEmbedder(CountingEmbedder):
-    def embed_query(self, text: str) -> F32:
-        return np.zeros(self.dim, dtype=np.float32)
-
-
 @pytest.fixture
 def embedder() -> CountingEmbedder:
     return CountingEmbedder()
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-async def wait_until(predicate: Callable[[], object], timeout: float = 5.0) -> None:
-    """Poll an async-free condition under fail_after (no sleeping as synchronisation)."""
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
-
-
-async def wait_for_async(check: Callable[[], object], timeout: float = 5.0) -> object:
-    with anyio.fail_after(timeout):
-        while True:
-            value = await check()  # type: ignore[misc]
-            if value:
-                return value
-            await anyio.sleep(0.02)

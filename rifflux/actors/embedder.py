@@ -61,6 +61,8 @@ class EmbedderActor:
         async with self._nudges, self._out:
             task_status.started()
             await self._model.ready.wait()
+            if self._model.embedder is not None:
+                await self._model.adopted.wait()
             if self._model.embedder is None:
                 async for _ in self._nudges:
                     pass  # nothing can embed; drain until shutdown

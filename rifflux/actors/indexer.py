@@ -117,6 +117,7 @@ class Indexer:
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         await self._query.send(VectorsReset(model=embedder.label))
+        self._model.adopted.set()
         self._nudge_embedder()
 
     def _nudge_embedder(self) -> None:
@@ -181,8 +182,6 @@ class Indexer:
                 return
             else:
                 job.result = self._result(job)
-                if job.outstanding and self._model.ready.is_set() and self._model.embedder is None:
-                    job.outstanding.clear()
                 return
 
     def _result(self, job: Job) -> dict[str, Any]:
@@ -198,6 +197,8 @@ class Indexer:
         return result
 
     async def _run_job(self, job: Job) -> None:
+        job.problems.clear()  # a retry reports afresh
+        scopes: list[tuple[int, str, set[str] | None]] = []
         for target in job.targets:
             if target.missing:
                 job.problems.append({"path": target.requested, "error": target.missing})
@@ -210,9 +211,25 @@ class Indexer:
                 continue
             plan = await self._plan(job, target)
             await self._apply(job, plan)
+            scopes.append((plan.root_id, target.prefix, target.paths))
         if job.removed or job.indexed:
             async with self._lock:
                 await self._writer.prune_orphan_vectors()
+        await self._settle(job, scopes)
+
+    async def _settle(self, job: Job, scopes: list[tuple[int, str, set[str] | None]]) -> None:
+        """The job waits for every chunk it covers to have a vector: the ones it wrote,
+        and unchanged ones that still lack one (after a model switch, say)."""
+        if self._model.ready.is_set() and self._model.embedder is None:
+            return  # nothing can embed: the job completes once indexed
+        async with self._lock:
+            model = self._active_model or ""  # before adoption: every chunk is pending
+            outstanding: set[str] = set()
+            for root_id, prefix, paths in scopes:
+                outstanding |= await self._writer.pending_hashes(
+                    model, root_id, prefix, None if paths is None else sorted(paths)
+                )
+            job.outstanding = outstanding
 
     async def _plan(self, job: Job, target: Target) -> _Plan:
         root_id = await self._writer.root_id(target.root)
@@ -344,8 +361,9 @@ class Indexer:
         added = [a for w in written for a in w.added]
         added_ids: list[int] = []
         added_vecs: list[bytes] = []
+        missing = False
         # Under the lock, so the vector loop cannot write one of these hashes between
-        # the look-up and the job's bookkeeping.
+        # the look-up and the matrix update.
         async with self._lock:
             model = self._active_model
             if model is not None and added:
@@ -353,12 +371,10 @@ class Indexer:
                 for rowid, h in added:
                     blob = have.get(h)
                     if blob is None:
-                        job.outstanding.add(h)
+                        missing = True
                     else:
                         added_ids.append(rowid)
                         added_vecs.append(blob)
-            elif added and not (self._model.ready.is_set() and self._model.embedder is None):
-                job.outstanding.update(h for _, h in added)
         vectors = (
             np.frombuffer(b"".join(added_vecs), dtype=np.float32).reshape(len(added_vecs), -1)
             if added_vecs
@@ -367,5 +383,5 @@ class Indexer:
         await self._query.send(
             IndexChanged(removed=removed, added_ids=tuple(added_ids), added_vectors=vectors)
         )
-        if job.outstanding:
+        if missing:
             self._nudge_embedder()

@@ -23,6 +23,9 @@ class ModelState:
         self.error: str | None = None
         self.fallback_reason: str | None = None
         self.ready = anyio.Event()
+        #: Set by the indexer once stored vectors of other models are dropped and the
+        #: matrix reload is on its way: only then may new vectors be made.
+        self.adopted = anyio.Event()
         if embedder is not None:
             self.ready.set()
 

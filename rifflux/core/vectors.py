@@ -94,9 +94,13 @@ class VectorIndex:
         k = min(k, n)
         if k < n:
             part = np.argpartition(-scores, k - 1)[:k]
+            # Rows tied with the k-th score are all candidates, so which of them make
+            # the cut does not depend on argpartition's internal order.
+            kth = scores[part].min()
+            part = np.flatnonzero(scores >= kth)
         else:
             part = np.arange(n)
-        # stable tie-break: higher score first, then smaller id
+        # deterministic order: higher score first, then smaller id
         order = np.lexsort((self._ids[part], -scores[part]))
-        best = part[order]
+        best = part[order][:k]
         return [(int(self._ids[i]), float(scores[i])) for i in best]

@@ -225,6 +225,34 @@ class Writer:
                 out.update((str(r[0]), bytes(r[1])) for r in await cur.fetchall())
         return out
 
+    async def pending_hashes(
+        self, model: str, root_id: int, prefix: str = "", rel_paths: Sequence[str] | None = None
+    ) -> set[str]:
+        """Content hashes of chunks in scope that have no vector from ``model``."""
+        base = (
+            "SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.root_id = ? AND NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.content_hash = c.content_hash AND e.model = ?)"
+        )
+        out: set[str] = set()
+        with mapped_errors(self.db_path):
+            if rel_paths is None:
+                like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                cur = await self.conn.execute(
+                    base + " AND f.rel_path LIKE ? ESCAPE '\\'", (root_id, model, like + "%")
+                )
+                out.update(str(r[0]) for r in await cur.fetchall())
+                return out
+            paths = list(rel_paths)
+            for start in range(0, len(paths), 500):
+                part = paths[start : start + 500]
+                cur = await self.conn.execute(
+                    base + f" AND f.rel_path IN ({','.join('?' * len(part))})",
+                    (root_id, model, *part),
+                )
+                out.update(str(r[0]) for r in await cur.fetchall())
+        return out
+
     async def drop_other_models(self, model: str) -> int:
         """Vectors of any other model are deleted: they are never mixed with ours."""
         with mapped_errors(self.db_path):

@@ -1,0 +1,201 @@
+"""SPEC acceptance criteria 1-5 and 7, the edge cases, and hostile queries, through the
+public library API on a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rifflux import InvalidArgumentError, Rifflux
+from rifflux.core.fusion import rrf
+
+from .helpers import CountingEmbedder, ZeroQueryEmbedder, write
+
+pytestmark = pytest.mark.anyio
+
+DOCS = {
+    "install.md": "# Install\n\nRun pip install rifflux to install the package on Linux.\n\n"
+    "## Windows\n\nOn Windows use the installer and restart the shell.\n",
+    "search.md": "# Searching\n\nHybrid search fuses BM25 and embeddings with reciprocal "
+    "rank fusion.\n\n## Lexical\n\nFTS5 ranks chunks by bm25.\n",
+    "cooking.md": "# Pancakes\n\nMix flour, eggs and milk; fry in butter until golden.\n",
+}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    for rel, text in DOCS.items():
+        write(root, rel, text)
+    return root
+
+
+async def open_indexed(tmp_path: Path, corpus: Path, embedder: Any) -> Rifflux:
+    rf = Rifflux(tmp_path / "index.db", embedder=embedder)
+    await rf.__aenter__()
+    await rf.reindex(corpus)
+    return rf
+
+
+async def test_lexical_results_have_bm25_only(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        results = await rf.search("bm25 fusion", mode="lexical")
+    assert results
+    for r in results:
+        assert set(r["score_breakdown"]) == {"bm25"}
+        assert isinstance(r["score_breakdown"]["bm25"], float)
+        assert {"chunk_id", "path", "heading_path", "chunk_index", "content"} <= set(r)
+    assert results[0]["path"] == "search.md"
+    bm25 = [r["score_breakdown"]["bm25"] for r in results]
+    assert bm25 == sorted(bm25)  # SQLite's bm25: lower is better
+
+
+async def test_semantic_results_have_cosine(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        results = await rf.search("flour eggs milk", mode="semantic", top_k=3)
+    assert results
+    assert all(set(r["score_breakdown"]) == {"cosine"} for r in results)
+    cos = [r["score_breakdown"]["cosine"] for r in results]
+    assert cos == sorted(cos, reverse=True)
+    assert results[0]["path"] == "cooking.md"
+
+
+async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        results = await rf.search("install windows")
+    assert results
+    for r in results:
+        assert set(r["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+
+
+@pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
+@pytest.mark.parametrize("top_k", [1, 2, 5])
+async def test_at_most_top_k_results(tmp_path: Path, corpus: Path, mode: str, top_k: int) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        results = await rf.search("install search pancakes fusion", top_k=top_k, mode=mode)
+    assert 1 <= len(results) <= top_k
+
+
+async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path) -> None:
+    for i in range(12):
+        write(corpus, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), rrf_k=60) as rf:
+        await rf.reindex(corpus)
+        top_k = 5
+        query = "install search fusion"
+        lexical = await rf.search(query, top_k=top_k * 2, mode="lexical")
+        semantic = await rf.search(query, top_k=top_k * 2, mode="semantic")
+        hybrid = await rf.search(query, top_k=top_k, mode="hybrid")
+    lex_ids = [r["chunk_id"] for r in lexical]
+    sem_ids = [r["chunk_id"] for r in semantic]
+    expected: dict[str, float] = {}
+    for ids in (lex_ids, sem_ids):
+        for rank, cid in enumerate(ids, start=1):
+            expected[cid] = expected.get(cid, 0.0) + 1.0 / (60 + rank)
+    assert len(hybrid) == top_k
+    for r in hybrid:
+        b = r["score_breakdown"]
+        assert b["rrf"] == pytest.approx(expected[r["chunk_id"]])
+        assert b["lexical_rank"] == (lex_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in lex_ids else None)
+        assert b["semantic_rank"] == (sem_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in sem_ids else None)
+    scores = [r["score_breakdown"]["rrf"] for r in hybrid]
+    assert scores == sorted(scores, reverse=True)
+    assert [r["chunk_id"] for r in hybrid] == [f.key for f in rrf([lex_ids, sem_ids], k=60)][:top_k]
+    both = [r for r in hybrid if r["score_breakdown"]["lexical_rank"] and r["score_breakdown"]["semantic_rank"]]
+    assert both, "the test needs a chunk present in both branches"
+
+
+async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        results = await rf.search("zzzunknownword", mode="hybrid", top_k=3)
+        lexical = await rf.search("zzzunknownword", mode="lexical")
+    assert lexical == []
+    assert results and all(r["score_breakdown"]["lexical_rank"] is None for r in results)
+    assert [r["score_breakdown"]["semantic_rank"] for r in results] == [1, 2, 3]
+
+
+async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, corpus: Path) -> None:
+    # backend "onnx" with a missing model: no query vector can ever be made
+    async with Rifflux(tmp_path / "i.db", embedding_backend="onnx",
+                       model_dir=tmp_path / "no-model") as rf:
+        await rf.reindex(corpus)
+        semantic = await rf.search("install", mode="semantic")
+        hybrid = await rf.search("install", mode="hybrid")
+        status = await rf.status()
+    assert semantic == []  # criterion 4: no query vector -> empty, no exception
+    assert hybrid and all(r["score_breakdown"]["semantic_rank"] is None for r in hybrid)
+    assert "model.onnx" in status["embedding_error"]
+
+
+async def test_both_branches_empty(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        assert await rf.search("anything at all") == []  # nothing indexed yet
+        await rf.reindex(corpus)
+        assert await rf.search("!!!") == []
+
+
+async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=ZeroQueryEmbedder()) as rf:
+        await rf.reindex(corpus)
+        results = await rf.search("install", mode="semantic", top_k=3)
+    assert results and all(r["score_breakdown"]["cosine"] == 0.0 for r in results)
+
+
+HOSTILE = ['"unbalanced', "AND OR NOT", "NEAR(", "*", "-", ":", "col:val", "a\x00b",
+           "x" * 10_000, "日本語", "café", "()", "-install", "install*", '"install the"', ""]
+
+
+@pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
+async def test_hostile_queries_never_raise(tmp_path: Path, corpus: Path, mode: str) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        for query in HOSTILE:
+            results = await rf.search(query, mode=mode, top_k=3)
+            assert isinstance(results, list) and len(results) <= 3
+        assert await rf.search("install*", mode="lexical")
+
+
+async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        with pytest.raises(InvalidArgumentError, match="mode"):
+            await rf.search("x", mode="fuzzy")
+        for bad in (0, -1):
+            with pytest.raises(InvalidArgumentError, match="top_k"):
+                await rf.search("x", top_k=bad)
+
+
+async def test_get_chunk_and_get_file_read_back(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        hit = (await rf.search("pancakes", mode="lexical"))[0]
+        chunk = await rf.get_chunk(hit["chunk_id"])
+        assert chunk is not None and chunk["content"] == hit["content"]
+        assert await rf.get_chunk("no-such-chunk") is None
+        f = await rf.get_file("install.md")
+        assert f is not None and f["path"] == "install.md"
+        assert [c["chunk_index"] for c in f["chunks"]] == list(range(len(f["chunks"])))
+        same = await rf.get_file(str(corpus / "install.md"))
+        assert same is not None and same["chunks"] == f["chunks"]
+        assert await rf.get_file("missing.md") is None
+
+
+async def test_status_has_the_spec_fields(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(corpus)
+        status = await rf.status()
+    for key in ("files", "chunks", "embeddings", "pending_embeddings"):
+        assert isinstance(status[key], int)
+    assert status["files"] == 3 and status["pending_embeddings"] == 0
+    assert status["embeddings"] >= 1
+    assert status["db_path"] == str((tmp_path / "i.db").resolve())
+    assert status["embedding_backend"] == "hash" and status["embedding_model"] == "counting-v1"
+    assert "*.md" in status["include_globs"] and ".git" in status["exclude_globs"]
+    assert isinstance(status["jobs"], list) and status["jobs"][0]["status"] == "completed"
+    assert status["watcher"]["running"] is False
