@@ -1,0 +1,495 @@
+"""The ``rifflux`` command line: index, search, status, watch, and the MCP server.
+
+Settings come from defaults, then ``RIFFLUX_*`` environment variables, then
+flags (``settings_from_env``). Results go to stdout; progress, logs and errors
+go to stderr, errors as one line. Exit codes: 0 success, 1 failure or a search
+with no results, 2 bad usage or configuration, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Column, Table
+from rich.text import Text
+
+from .api import MODES, Rifflux
+from .config import BACKENDS, Settings, default_db_path, settings_from_env
+from .core.scan import Globs, scan_root
+from .errors import InvalidArgumentError, RiffluxError
+
+logger = logging.getLogger("rifflux.cli")
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+_FINISHED = ("completed", "failed", "cancelled")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr, with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``rifflux``: parse, build settings, run one command; returns the exit code."""
+    args = _parser().parse_args(argv)  # exits 2 on usage errors
+    try:
+        settings = _settings(args)
+    except InvalidArgumentError as exc:
+        return _fail(f"{exc} (check the flags and RIFFLUX_* environment variables)", EXIT_USAGE)
+    _configure_logging(settings.log_level)
+    command: Command = args.run
+    try:
+        return anyio.run(command, args, settings)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BaseException as exc:  # the boundary: every failure becomes one line
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        if isinstance(leaf, CommandError):
+            return _fail(str(leaf), leaf.code)
+        if isinstance(leaf, InvalidArgumentError):
+            return _fail(str(leaf), EXIT_USAGE)
+        if isinstance(leaf, RiffluxError | OSError):
+            return _fail(str(leaf))
+        if not isinstance(leaf, Exception):
+            raise
+        logger.debug("unexpected error", exc_info=leaf)
+        return _fail(f"unexpected {type(leaf).__name__}: {leaf} "
+                     "(run with --log-level DEBUG to see where; please report it)")
+
+
+def mcp_main() -> int:
+    """``rifflux-mcp``: the same as ``rifflux mcp``."""
+    return main(["mcp", *sys.argv[1:]])
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _fail(message: str, code: int = EXIT_FAILURE) -> int:
+    sys.stderr.write(f"rifflux: error: {message}\n")
+    return code
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def _parser() -> argparse.ArgumentParser:
+    # Global options are accepted before or after the command: every subparser
+    # shares them, and SUPPRESS keeps an absent flag from overriding a given one.
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("global options (flags beat RIFFLUX_* variables)")
+    g.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                   help=f"index database file [RIFFLUX_DB_PATH; default {default_db_path()}]")
+    g.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
+                   help="embedding backend; auto uses the bundled ONNX model and falls back "
+                        "to hashing [RIFFLUX_EMBEDDING_BACKEND; default auto]")
+    g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
+                   help="comma-separated file globs to index, replacing the defaults; "
+                        "repeatable [RIFFLUX_INCLUDE; default *.md,*.markdown,*.mdx]")
+    g.add_argument("--exclude", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
+                   help="comma-separated globs to skip, replacing the defaults; repeatable "
+                        "[RIFFLUX_EXCLUDE]")
+    g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
+                   help="hybrid ranking constant [RIFFLUX_RRF_K; default 60]")
+    g.add_argument("--log-level", choices=_LOG_LEVELS, type=str.upper,
+                   default=argparse.SUPPRESS,
+                   help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
+
+    parser = argparse.ArgumentParser(
+        prog="rifflux", parents=[common],
+        description="Local, offline hybrid (keyword + embedding) search over markdown folders.",
+        epilog="Exit codes: 0 ok, 1 failure or no search results, 2 usage, 130 interrupted.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", parents=[common], help="index folders or files",
+                       description="Bring the index up to date for each PATH (changed files only"
+                                   " unless --force); shows progress on a terminal.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--force", action="store_true", help="re-read unchanged files too")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_index)
+
+    p = sub.add_parser("search", parents=[common], help="search the index",
+                       description="Print the best matching chunks: path, heading breadcrumb, "
+                                   "score and a snippet with the query terms highlighted.")
+    p.add_argument("query")
+    p.add_argument("--mode", choices=MODES, default="hybrid",
+                   help="hybrid (default), lexical (exact words) or semantic (meaning)")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N",
+                   help="number of results (default 10)")
+    p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
+    p.set_defaults(run=_search)
+
+    p = sub.add_parser("status", parents=[common], help="show what is indexed")
+    p.add_argument("--json", action="store_true", help="print the index_status JSON object")
+    p.set_defaults(run=_status)
+
+    p = sub.add_parser("watch", parents=[common], help="index folders and keep them up to date",
+                       description="Index each PATH, then reindex changed files as they change "
+                                   "(foreground; Ctrl-C stops). Logs each batch.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.set_defaults(run=_watch)
+
+    p = sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio",
+                       description="Serve the MCP tools over stdin/stdout (for Claude Desktop, "
+                                   "Claude Code, VS Code and other MCP clients).")
+    p.add_argument("--watch", action="append", metavar="PATH", default=argparse.SUPPRESS,
+                   help="keep this folder indexed while serving; repeatable "
+                        f"[RIFFLUX_WATCH_PATHS, separated by {os.pathsep!r}]")
+    p.add_argument("--auto-reindex", action=argparse.BooleanOptionalAction,
+                   default=argparse.SUPPRESS,
+                   help="on search, reindex the watched or indexed folders in the background "
+                        "(throttled), for when a watcher cannot run [RIFFLUX_AUTO_REINDEX]")
+    p.add_argument("--auto-reindex-interval", type=float, metavar="SECONDS",
+                   default=argparse.SUPPRESS,
+                   help="at most one automatic reindex per this many seconds (default 30)")
+    p.set_defaults(run=_mcp)
+    return parser
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    def globs(values: list[str] | None) -> tuple[str, ...] | None:
+        if values is None:
+            return None
+        return tuple(g.strip() for v in values for g in v.split(",") if g.strip())
+
+    watch = args.paths if args.command == "watch" else getattr(args, "watch", None)
+    return settings_from_env(
+        os.environ,
+        db_path=getattr(args, "db", None),
+        embedding_backend=getattr(args, "backend", None),
+        include=globs(getattr(args, "include", None)),
+        exclude=globs(getattr(args, "exclude", None)),
+        rrf_k=getattr(args, "rrf_k", None),
+        log_level=getattr(args, "log_level", None),
+        watch_paths=tuple(watch) if watch else None,
+        auto_reindex_on_search=getattr(args, "auto_reindex", None),
+        auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
+    )
+
+
+def _configure_logging(level: str) -> None:
+    """Logs go to stderr only: under ``rifflux mcp`` stdout is the protocol channel."""
+    handler: logging.Handler
+    if sys.stderr.isatty():
+        handler = RichHandler(console=Console(stderr=True), show_path=False)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper() if level.upper() in _LOG_LEVELS else "WARNING",
+                        handlers=[handler], force=True)
+
+
+# ---------------------------------------------------------------- commands
+
+
+async def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: the MCP SDK takes most of a second to import, which the
+    # other commands should not pay.
+    from .mcp import serve_stdio
+
+    await serve_stdio(settings)
+    return EXIT_OK
+
+
+async def _index(args: argparse.Namespace, settings: Settings) -> int:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    started = time.perf_counter()
+    async with Rifflux(settings=settings) as rf:
+        total = await anyio.to_thread.run_sync(_count_files, args.paths, settings)
+        submitted = await rf.reindex(paths=args.paths, force=args.force, background=True)
+        job_id = str(submitted["job"]["id"])
+        watch = _ProgressView(rf, job_id, total, err) if not args.json else None
+        job = await (watch.run() if watch else rf.wait_for_job(job_id))
+        status = await rf.status()
+    if job["status"] != "completed":
+        raise CommandError(f"indexing {job['status']}: {job.get('error') or 'no reason given'}")
+    result: dict[str, Any] = job["result"]
+    if args.json:
+        _write_json(result)
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        out.print(
+            f"Indexed {result['indexed_files']} files ({result['skipped_files']} unchanged, "
+            f"{result.get('removed_files', 0)} removed) in {time.perf_counter() - started:.1f} s; "
+            f"the index now holds {status['files']} files, {status['chunks']} chunks, "
+            f"{status['embeddings']} embeddings ({result.get('embedding_model')})"
+        )
+    for problem in result.get("errors", []):
+        err.print(f"warning: {problem.get('path')}: {problem.get('error')}")
+    failed = {p.get("path") for p in result.get("errors", [])}
+    return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
+
+
+def _count_files(paths: Sequence[str], settings: Settings) -> int:
+    """How many files the paths hold, for the progress bar's total and ETA."""
+    globs = Globs(settings.include, settings.exclude)
+    total = 0
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_file():
+            total += 1
+        elif path.is_dir():
+            total += len(scan_root(path.resolve(), globs).files)
+    return total
+
+
+class _Rate(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        unit = task.fields.get("unit", "")
+        return Text(f"{speed:,.0f} {unit}/s" if speed else "", style="progress.data.speed")
+
+
+class _ProgressView:
+    """Polls the job and ``status()`` until the job ends: a rich display on a
+    terminal, a plain line every few seconds otherwise (both on stderr)."""
+
+    def __init__(self, rf: Rifflux, job_id: str, total_files: int, console: Console) -> None:
+        self._rf, self._job_id, self._total, self._console = rf, job_id, total_files, console
+
+    async def run(self) -> dict[str, Any]:
+        first = await self._rf.status()
+        base_embeddings = int(first["embeddings"])
+        if not self._console.is_terminal:
+            return await self._plain(base_embeddings)
+        columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[extra]}"), _Rate(table_column=Column(no_wrap=True)),
+                   TimeRemainingColumn())
+        with Progress(*columns, console=self._console, transient=False) as bar:
+            files = bar.add_task("files", total=self._total or None, unit="files", extra="")
+            vectors = bar.add_task("embeddings", total=None, unit="chunks", extra="")
+            while True:
+                job, status = await self._tick()
+                done = int(status["embeddings"]) - base_embeddings
+                bar.update(files, completed=job["indexed_files"],
+                           extra=f"{status['chunks']:,} chunks · {job['phase']}")
+                bar.update(vectors, completed=done, total=done + int(status["pending_embeddings"]))
+                if job["status"] in _FINISHED:
+                    bar.update(files, total=max(job["indexed_files"], 1),
+                               completed=max(job["indexed_files"], 1))
+                    return job
+
+    async def _plain(self, base_embeddings: int) -> dict[str, Any]:
+        started = last = time.monotonic()
+        embedding_from: tuple[float, int] | None = None  # when embedding became the phase
+        while True:
+            job, status = await self._tick()
+            now = time.monotonic()
+            if job["status"] in _FINISHED:
+                return job
+            files, done = int(job["indexed_files"]), int(status["embeddings"]) - base_embeddings
+            pending = int(status["pending_embeddings"])
+            if job["phase"] != "indexing" and embedding_from is None:
+                embedding_from = (now, done)
+            if now - last < 2.0:
+                continue
+            last = now
+            if embedding_from is None:
+                rate = files / (now - started)
+                speed = f"{rate:.1f} files/s"
+                eta = (self._total - files) / rate if rate else None
+            else:
+                rate = (done - embedding_from[1]) / max(now - embedding_from[0], 1e-3)
+                speed = f"{rate:.0f} embeddings/s"
+                eta = pending / rate if rate else None
+            self._console.print(
+                f"{job['phase']}: {files}/{self._total} files, {status['chunks']} chunks, "
+                f"{status['embeddings']} embeddings ({pending} pending), {speed}, "
+                f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
+            )
+
+    async def _tick(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Wait up to 0.25 s for the job to end, then read its state."""
+        with anyio.move_on_after(0.25):
+            await self._rf.wait_for_job(self._job_id)
+        return await self._rf.job(self._job_id), await self._rf.status()
+
+
+async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    await _require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        results = await rf.search(args.query, top_k=args.top_k, mode=args.mode)
+        label = (await rf.status())["embedding_model"]
+    if args.json:
+        _write_json({"query": args.query, "mode": args.mode, "count": len(results),
+                     "embedding_model": label, "results": results})
+    else:
+        _print_results(Console(highlight=False, soft_wrap=True), args.query, results)
+    if not results:
+        sys.stderr.write("rifflux: no results (try other words, --mode semantic, or check "
+                         "`rifflux status`)\n")
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def _print_results(console: Console, query: str, results: list[dict[str, Any]]) -> None:
+    words = sorted({w.lower() for w in re.findall(r"\w{2,}", query)}, key=len, reverse=True)
+    for n, hit in enumerate(results, 1):
+        line = Text(f"{n:>2}. ")
+        line.append(_display_path(hit), style="bold cyan")
+        if hit.get("heading_path"):
+            line.append(f"  {hit['heading_path']}", style="magenta")
+        line.append(f"  {_score(hit['score_breakdown'])}", style="dim")
+        console.print(line)
+        snippet = Text("    " + _snippet(hit["content"], words))
+        snippet.highlight_words(words, style="bold yellow", case_sensitive=False)
+        console.print(snippet)
+
+
+def _display_path(hit: dict[str, Any]) -> str:
+    """The file as a person can open it: relative to the working directory when inside it."""
+    full = Path(str(hit.get("root", ""))) / str(hit["path"])
+    try:
+        return full.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(full)
+
+
+def _score(breakdown: dict[str, Any]) -> str:
+    if "rrf" in breakdown:
+        lex, sem = breakdown.get("lexical_rank"), breakdown.get("semantic_rank")
+        return (f"rrf {breakdown['rrf']:.4f} (lexical {'#' + str(lex) if lex else '-'}, "
+                f"semantic {'#' + str(sem) if sem else '-'})")
+    if "bm25" in breakdown:
+        return f"bm25 {breakdown['bm25']:.3f}"
+    return f"cosine {breakdown.get('cosine', 0.0):.3f}"
+
+
+def _snippet(content: str, words: Sequence[str], width: int = 240) -> str:
+    text = " ".join(content.split())
+    lower = text.lower()
+    hits = [i for i in (lower.find(w) for w in words) if i >= 0]
+    start = max(min(hits) - width // 4, 0) if hits else 0
+    piece = text[start:start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
+
+
+async def _status(args: argparse.Namespace, settings: Settings) -> int:
+    await _require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        # Counts are per model, so wait (bounded) until it is known. The library
+        # offers no readiness event to wait on, hence the poll.
+        with anyio.move_on_after(60):
+            while not (await rf.status())["embedding_model_ready"]:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        status = await rf.status()
+    if args.json:
+        _write_json(status)
+        return EXIT_OK
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    model = f"{status['embedding_model']} ({status['embedding_backend']})"
+    if status.get("embedding_fallback_reason"):
+        model += f" - {status['embedding_fallback_reason']}"
+    rows = [
+        ("index", status["db_path"]),
+        ("files", f"{status['files']:,} in {status.get('roots', '?')} folders"),
+        ("chunks", f"{status['chunks']:,}"),
+        ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
+        ("model", model),
+        ("include", ", ".join(status["include_globs"])),
+        ("exclude", ", ".join(status["exclude_globs"])),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    Console(highlight=False).print(table)
+    return EXIT_OK
+
+
+async def _require_index(settings: Settings) -> None:
+    db = settings.db_path.expanduser()
+    if not await anyio.Path(db).is_file():
+        raise CommandError(f"no index at {db}: run `rifflux index PATH` first, "
+                           "or point --db (RIFFLUX_DB_PATH) at an existing index")
+
+
+async def _watch(args: argparse.Namespace, settings: Settings) -> int:
+    existing = await anyio.to_thread.run_sync(_folders, args.paths)
+    if not existing:
+        raise CommandError(f"no folder to watch: {', '.join(args.paths)} not found; "
+                           "pass existing folders")
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for missing in sorted(set(args.paths) - set(existing)):
+        err.print(f"warning: {missing} does not exist yet; it is watched for when it appears")
+    async with Rifflux(settings=settings) as rf:
+        err.print(f"watching {', '.join(args.paths)} (index {settings.db_path}); "
+                  "Ctrl-C stops")
+        reported: set[str] = set()
+        while True:
+            for job in reversed((await rf.status())["jobs"]):  # oldest first
+                if job["status"] in _FINISHED and job["id"] not in reported:
+                    reported.add(job["id"])
+                    out.print(_batch_line(job))
+            # Polling the public status() is the display's refresh rate, not a
+            # synchronisation: batches are reported however they interleave.
+            await anyio.sleep(0.5)
+
+
+def _folders(paths: Sequence[str]) -> list[str]:
+    return [p for p in paths if Path(p).expanduser().is_dir()]
+
+
+def _batch_line(job: dict[str, Any]) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(job.get("finished_at") or time.time()))
+    result = job.get("result") or {}
+    took = (job.get("finished_at") or 0) - (job.get("started_at") or 0)
+    what = (f"{result.get('indexed_files', 0)} indexed, {result.get('skipped_files', 0)} "
+            f"unchanged, {result.get('removed_files', 0)} removed")
+    if job["status"] != "completed":
+        what = f"{job['status']}: {job.get('error')}"
+    return f"{stamp} {job['source']:<8} {', '.join(job['paths'])}: {what} ({took:.2f} s)"
+
+
+def _write_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
