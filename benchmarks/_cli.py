@@ -1,0 +1,188 @@
+"""``python -m benchmarks``: parse the options, run the sections, write the report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ._common import Skipped
+from ._context import Config, State
+from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
+from ._cranfield import quality
+from ._freshness import watch_edit
+from ._indexing import cold_index, noop_reindex
+from ._latency import in_process
+from ._mcp import through_mcp
+from ._report import render
+from ._ripgrep import ripgrep
+from ._scale import scale
+from ._targets import check_all
+
+Section = Callable[[State], Awaitable[dict[str, Any]]]
+
+
+def _sync(fn: Callable[[State], dict[str, Any]]) -> Section:
+    async def run(state: State) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(fn, state)
+    return run
+
+
+SECTIONS: dict[str, tuple[Section, str]] = {
+    "cold": (cold_index, "cold full index, raw model rate"),
+    "noop": (noop_reindex, "no-op and forced reindex"),
+    "watch": (watch_edit, "single-file edit to searchable through the watcher"),
+    "latency": (in_process, "query latency per mode, in process"),
+    "mcp": (through_mcp, "query latency per mode, through MCP stdio"),
+    "ripgrep": (_sync(ripgrep), "ripgrep on the same queries"),
+    "scale": (_sync(scale), "100,000 chunks: hybrid latency and peak RSS"),
+    "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Rifflux benchmarks: speed, freshness, scale and quality, with targets.",
+        epilog="sections: " + "; ".join(f"{k}: {v[1]}" for k, v in SECTIONS.items()),
+    )
+    p.add_argument("--quick", action="store_true",
+                   help="CI smoke run: small subsets, hash vectors, well under a minute")
+    p.add_argument("--corpus", help="markdown folder (default: ../shared/corpora/awesome-copilot)")
+    p.add_argument("--cranfield", help="Cranfield folder (default: ../shared/eval/cranfield)")
+    p.add_argument("--backend", choices=["onnx", "hash", "auto"],
+                   help="embedding backend for the corpus sections (default onnx; hash "
+                        "with --quick); also used for scale when given")
+    p.add_argument("--scale-backend", choices=["onnx", "hash", "auto"],
+                   help="backend for the 100k-chunk section (default hash, see README)")
+    p.add_argument("--out", default=str(REPO_ROOT / "benchmarks" / "results"),
+                   help="where the JSON and markdown reports go (default benchmarks/results)")
+    p.add_argument("--sections", help=f"comma list to run (default all): {','.join(SECTIONS)}")
+    p.add_argument("--skip", help="comma list of sections not to run")
+    p.add_argument("--queries", type=int, help="timed queries per mode (default 60; quick 20)")
+    p.add_argument("--scale-chunks", type=int, help="scale target (default 100000)")
+    p.add_argument("--reuse-db", action="store_true",
+                   help="keep the indexed Cranfield db in OUT/cranfield and reuse it")
+    p.add_argument("--keep-work", action="store_true", help="keep the temp folder")
+    p.add_argument("--seed", type=int, default=1234)
+    return p
+
+
+def _names(arg: str | None, default: list[str]) -> list[str]:
+    if not arg:
+        return default
+    names = [n.strip() for n in arg.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise SystemExit(
+            f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}"
+        )
+    return names
+
+
+def _config(args: argparse.Namespace, work: Path) -> Config:
+    corpus = resolve_folder(args.corpus, DEFAULT_CORPUS, "corpus")
+    backend = args.backend or ("hash" if args.quick else "onnx")
+    cfg = Config(
+        corpus=corpus,
+        cranfield=resolve_folder(args.cranfield, DEFAULT_CRANFIELD, "Cranfield collection"),
+        backend=backend,
+        scale_backend=args.scale_backend or args.backend or "hash",
+        out=Path(args.out).expanduser().resolve(),
+        work=work,
+        quick=args.quick,
+        reuse_db=args.reuse_db,
+        seed=args.seed,
+    )
+    if args.quick:
+        subset = work / "corpus-quick"
+        copy_corpus(corpus, subset, max_files=60, seed=args.seed)
+        cfg = replace(cfg, corpus=subset, corpus_label=f"60 random files of {corpus}",
+                      latency_queries=20, noop_repeats=3, edit_repeats=2,
+                      reference_sample=128, scale_chunks=3000, cranfield_docs=200,
+                      cranfield_queries=40)
+    if args.queries:
+        cfg = replace(cfg, latency_queries=args.queries)
+    if args.scale_chunks:
+        cfg = replace(cfg, scale_chunks=args.scale_chunks)
+    return cfg
+
+
+def _commit() -> str:
+    def git(*a: str) -> str:
+        out = subprocess.run(["git", *a], cwd=REPO_ROOT, capture_output=True, text=True,
+                             check=False)
+        return out.stdout.strip()
+    sha = git("rev-parse", "--short", "HEAD") or "unknown"
+    return sha + ("+dirty" if git("status", "--porcelain", "--", "rifflux") else "")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def _run(cfg: Config, names: list[str]) -> dict[str, Any]:
+    state = State(cfg)
+    run: dict[str, Any] = {
+        "meta": {
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": _commit(), "cpus": os.cpu_count(), "load_before": _load(),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "backend": cfg.backend, "scale_backend": cfg.scale_backend, "quick": cfg.quick,
+            "corpus": cfg.corpus_label or str(cfg.corpus), "cranfield": str(cfg.cranfield),
+        },
+        "order": names, "results": state.results, "skipped": {}, "errors": {}, "seconds": {},
+    }
+    for name in names:
+        print(f"[bench] {name}: {SECTIONS[name][1]} ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        try:
+            state.results[name] = await SECTIONS[name][0](state)
+        except Skipped as exc:
+            run["skipped"][name] = str(exc)
+            print(f"[bench] {name} skipped: {exc}", file=sys.stderr)
+        except Exception:  # one broken section must not hide the others' figures
+            run["errors"][name] = traceback.format_exc()
+            print(f"[bench] {name} FAILED:\n{run['errors'][name]}", file=sys.stderr)
+        run["seconds"][name] = round(time.perf_counter() - start, 1)
+        print(f"[bench] {name}: {run['seconds'][name]} s", file=sys.stderr, flush=True)
+    run["meta"]["load_after"] = _load()
+    run["targets"] = check_all(state.results)
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    names = [n for n in _names(args.sections, list(SECTIONS)) if n not in _names(args.skip, [])]
+    work = Path(tempfile.mkdtemp(prefix="rifflux-bench-"))
+    try:
+        cfg = _config(args, work)
+        run = anyio.run(_run, cfg, names)
+    finally:
+        if args.keep_work:
+            print(f"[bench] work folder kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + ("-quick" if cfg.quick else "")
+    markdown = render(run)
+    for stem in (f"benchmark-{stamp}", "latest"):
+        (cfg.out / f"{stem}.json").write_text(json.dumps(run, indent=2) + "\n")
+        (cfg.out / f"{stem}.md").write_text(markdown)
+    print(markdown)
+    print(f"[bench] wrote {cfg.out / f'benchmark-{stamp}.json'} and .md", file=sys.stderr)
+    return 1 if run["errors"] else 0

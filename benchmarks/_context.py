@@ -1,0 +1,68 @@
+"""What every section gets: the run's settings and the state sections share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rifflux import Rifflux
+
+from ._corpus import ChunkText, chunk_texts
+from ._queries import QueryPool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    corpus: Path
+    cranfield: Path
+    backend: str  # for the awesome-copilot sections: "onnx" | "hash" | "auto"
+    scale_backend: str
+    out: Path
+    work: Path  # a temporary folder, removed at the end of the run
+    quick: bool
+    reuse_db: bool
+    seed: int = 1234
+    corpus_label: str = ""  # how the report names the corpus (the subset in --quick)
+    latency_queries: int = 60  # per mode, per surface
+    noop_repeats: int = 7
+    edit_repeats: int = 5
+    reference_sample: int = 512
+    scale_chunks: int = 100_000
+    cranfield_docs: int | None = None  # None: all 1,400
+    cranfield_queries: int | None = None  # None: all 225
+
+
+@dataclass(slots=True)
+class State:
+    """Built lazily and shared: the corpus chunks, the query pool, an indexed db."""
+
+    config: Config
+    _chunks: list[ChunkText] | None = None
+    _pool: QueryPool | None = None
+    corpus_db: Path | None = None
+    #: the in-process latency section's timed queries per mode (ripgrep reuses them)
+    timed_queries: dict[str, list[str]] | None = None
+    #: results of the sections run so far, by section name
+    results: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def chunks(self) -> list[ChunkText]:
+        if self._chunks is None:
+            self._chunks = chunk_texts(self.config.corpus)
+        return self._chunks
+
+    @property
+    def queries(self) -> QueryPool:
+        if self._pool is None:
+            self._pool = QueryPool(self.chunks, seed=self.config.seed)
+        return self._pool
+
+    async def ensure_corpus_db(self) -> Path:
+        """The corpus indexed and embedded (by the cold-index section, or now)."""
+        if self.corpus_db is None:
+            db = self.config.work / "corpus" / "index.db"
+            async with Rifflux(db, embedding_backend=self.config.backend) as rf:
+                await rf.reindex(self.config.corpus)
+            self.corpus_db = db
+        return self.corpus_db

@@ -1,0 +1,104 @@
+"""Section 4b: query latency per mode through MCP over stdio.
+
+The server runs as a subprocess (``python -m rifflux mcp --db DB``) on the
+database the in-process section used; an ``mcp.ClientSession`` over
+``stdio_client`` calls ``search_rifflux`` and times each round trip (JSON-RPC
+framing, serialisation and the pipe included). The queries are new ones, not
+those timed in process. The section is skipped with a message when the server
+module is not there yet or does not start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ._common import Skipped
+from ._context import State
+from ._latency import plan_queries, time_modes
+
+_START_TIMEOUT = 180.0
+_CALL_TIMEOUT = 120.0
+
+
+def _server_missing() -> str | None:
+    for module in ("rifflux.__main__", "rifflux.mcp.server"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not importable yet"
+        except (ImportError, ValueError) as exc:
+            return f"{module} is not importable yet ({exc})"
+    return None
+
+
+def _count(result: Any) -> int:
+    data = result.structured_content
+    if not isinstance(data, dict):
+        text = next((c.text for c in result.content if getattr(c, "type", "") == "text"), "")
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            data = {}
+    if result.is_error:
+        raise RuntimeError(f"search_rifflux returned an error: {result.content!r}"[:500])
+    return int(data.get("count", len(data.get("results", [])))) if isinstance(data, dict) else 0
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+async def through_mcp(state: State) -> dict[str, Any]:
+    missing = _server_missing()
+    if missing:
+        raise Skipped(f"MCP server not available: {missing}")
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    cfg = state.config
+    db = await state.ensure_corpus_db()
+    timed, warm = plan_queries(state)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rifflux", "mcp", "--db", str(db)],
+        env={"RIFFLUX_EMBEDDING_BACKEND": cfg.backend, "RIFFLUX_DB_PATH": str(db)},
+        cwd=str(cfg.work),
+    )
+    errlog_path = cfg.work / "mcp-server.stderr.log"
+    try:
+        with errlog_path.open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                with anyio.fail_after(_START_TIMEOUT):
+                    await session.initialize()
+
+                async def search(query: str, mode: str) -> int:
+                    with anyio.fail_after(_CALL_TIMEOUT):
+                        result = await session.call_tool(
+                            "search_rifflux", {"query": query, "top_k": 10, "mode": mode}
+                        )
+                    return _count(result)
+
+                modes = await time_modes(search, timed, warm)
+    except Exception as exc:  # any failure of a server still being written: skip, say why
+        raise Skipped(
+            f"MCP server did not answer ({type(exc).__name__}: {exc}); "
+            f"server stderr:\n{_tail(errlog_path)}"
+        ) from exc
+    return {
+        "surface": "mcp-stdio",
+        "command": f"{Path(sys.executable).name} -m rifflux mcp --db <db>",
+        "top_k": 10,
+        "queries_per_mode": len(timed["lexical"]),
+        "modes": modes,
+    }

@@ -1,0 +1,149 @@
+"""The run's JSON -> a markdown report (targets first, then one table per section)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1 else f"{value:,.{max(digits - 2, 1)}f}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _targets(targets: list[dict[str, Any]]) -> list[str]:
+    rows = [[t["name"], t["target"],
+             "–" if t["measured"] is None else f"{_fmt(t['measured'], 4)}{t['unit']}",
+             t["status"], t["note"]] for t in targets]
+    return _table(["target", "goal", "measured", "status", "note"], rows)
+
+
+def _cold(c: dict[str, Any]) -> list[str]:
+    ref = c["reference"]
+    rows = [
+        ["files / chunks / embedded texts",
+         f"{c['files']} / {c['chunks']} / {c['embedded_texts']}"],
+        ["open (model loads in background)", f"{c['open_s']} s"],
+        ["lexically searchable", f"{c['lexically_searchable_s']} s"],
+        ["fully embedded", f"{c['fully_embedded_s']} s"],
+        ["indexing rate (chunks / searchable time)", f"{c['index_chunks_per_s']} chunks/s"],
+        ["embedding phase rate", f"{c['embed_texts_per_s']} texts/s"],
+        [f"raw {ref['backend']} rate ({ref['sample']} texts, batches of {ref['batch']})",
+         f"{ref['texts_per_s']} texts/s"],
+        ["pipeline / raw", f"{c['pipeline_vs_raw']}x"],
+        ["end to end (texts / fully embedded time) / raw", f"{c['end_to_end_vs_raw']}x"],
+    ]
+    return [f"### Cold full index ({c['backend']}: {c['model']})", ""] + _table(
+        ["measure", "value"], rows)
+
+
+def _noop(n: dict[str, Any]) -> list[str]:
+    rows = [["no-op reindex, median", f"{n['median_s']} s"],
+            ["no-op reindex, min", f"{n['min_s']} s"],
+            ["runs", ", ".join(str(r) for r in n["runs_s"])],
+            ["files re-indexed by no-op runs (expect 0)", n["files_reindexed"]],
+            ["forced full reindex (vectors reused)", f"{n['forced_reindex_s']} s"]]
+    return ["### Reindex", ""] + _table(["measure", "value"], rows)
+
+
+def _watch(w: dict[str, Any]) -> list[str]:
+    rows = [["edit -> lexical hit", _fmt(w["lexical_median_s"]), "s"],
+            ["edit -> hybrid hit with semantic_rank", _fmt(w["semantic_median_s"]), "s"],
+            ["delete -> gone from lexical", _fmt(w["delete_median_s"]), "s"]]
+    head = [f"### Edit to searchable through the watcher ({w['backend']}, "
+            f"median of {w['repetitions']}, {w['timeouts']} timeouts)", ""]
+    return head + _table(["step", "median", "unit"], rows)
+
+
+def _latency(results: dict[str, Any]) -> list[str]:
+    inproc = results.get("latency") or {}
+    mcp = results.get("mcp") or {}
+    rg = results.get("ripgrep") or {}
+    rows = []
+    for mode in ("lexical", "semantic", "hybrid"):
+        ip = inproc.get("modes", {}).get(mode, {})
+        mc = mcp.get("modes", {}).get(mode, {})
+        rq = rg.get("by_query_list", {}).get(mode, {})
+        ratio = rg.get("rifflux_over_rg_p50", {}).get(mode)
+        rows.append([mode, ip.get("p50_ms"), ip.get("p95_ms"), mc.get("p50_ms"),
+                     mc.get("p95_ms"), rq.get("p50_ms"), ratio])
+    n = inproc.get("queries_per_mode") or mcp.get("queries_per_mode")
+    head = [f"### Query latency, top_k=10, {n} distinct queries per mode, each timed once "
+            f"({inproc.get('backend', '?')}, {inproc.get('chunks', '?')} chunks)", ""]
+    table = _table(["mode", "in-process p50 ms", "p95 ms", "MCP stdio p50 ms", "p95 ms",
+                    "rg p50 ms (same queries)", "rifflux / rg"], rows)
+    note = []
+    if rg:
+        note = [f"ripgrep: {rg['version']}, one whole process per query; all queries "
+                f"p50 {rg['all']['p50_ms']} ms, p95 {rg['all']['p95_ms']} ms.", ""]
+    return head + table + note
+
+
+def _scale(s: dict[str, Any]) -> list[str]:
+    ix, sv = s["index"], s["serve"]
+    rows = [
+        ["chunks (target)", f"{sv['chunks']} ({s['target_chunks']})"],
+        ["files / copies", f"{s['growth']['files']} / {s['growth']['copies']}"],
+        ["vectors", f"{ix['backend']} backend"],
+        ["lexically searchable / fully embedded", f"{ix['lexically_searchable_s']} s / "
+                                                  f"{ix['fully_embedded_s']} s"],
+        ["database size", f"{s['db_size_mib']} MiB"],
+        ["hybrid p50 / p95", f"{sv['modes']['hybrid']['p50_ms']} / "
+                             f"{sv['modes']['hybrid']['p95_ms']} ms"],
+        ["lexical p50 / semantic p50", f"{sv['modes']['lexical']['p50_ms']} / "
+                                       f"{sv['modes']['semantic']['p50_ms']} ms"],
+        ["serving: open and load", f"{sv['open_and_load_s']} s"],
+        ["serving: RSS after load / peak while querying / lifetime peak",
+         f"{sv['rss_after_load_mib']} / {_fmt(sv['peak_rss_query_phase_mib'])} / "
+         f"{sv['peak_rss_lifetime_mib']} MiB"],
+        ["indexing process peak RSS (largest parse worker)",
+         f"{ix['peak_rss_mib']} MiB ({ix['largest_child_peak_rss_mib']} MiB)"],
+    ]
+    return ["### Scale", ""] + _table(["measure", "value"], rows)
+
+
+def _cranfield(c: dict[str, Any]) -> list[str]:
+    rows = [[mode, m.get("ndcg@10"), m.get("mrr@10"), m.get("recall@100"), m.get("deep_ndcg@10")]
+            for mode, m in c["metrics"].items()]
+    head = [f"### Cranfield ({c['docs']} docs, {c['chunks']} chunks, {c['queries']} queries, "
+            f"{c['backend']}: {c['model']}, indexed in {c['index_s']} s)", ""]
+    tail = [f"Hybrid below the better single mode on {c['hybrid_below_best_single_queries']} "
+            "queries. Served = `top_k=10` as a user gets it; deep = `top_k=200` cut to 100 "
+            "documents.", ""]
+    return head + _table(["mode", "nDCG@10", "MRR@10", "Recall@100", "deep nDCG@10"],
+                         rows) + tail
+
+
+def render(run: dict[str, Any]) -> str:
+    meta, results = run["meta"], run["results"]
+    lines = [f"# Rifflux benchmarks ({'quick smoke run' if meta['quick'] else 'full run'})", ""]
+    lines += [f"{meta['started']}, commit `{meta['commit']}`, {meta['cpus']} CPUs, "
+              f"load average {meta['load_before']} before / {meta['load_after']} after, "
+              f"Python {meta['python']}, backend {meta['backend']} "
+              f"(scale: {meta['scale_backend']}), corpus `{meta['corpus']}`.", ""]
+    if meta["quick"]:
+        lines += ["**Quick run: small subsets and hash vectors; the figures are not "
+                  "comparable with the targets.**", ""]
+    lines += ["## Targets", ""] + _targets(run["targets"])
+    lines += ["## Sections", ""]
+    renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "scale": _scale,
+                 "cranfield": _cranfield}
+    for name in run["order"]:
+        if name in ("latency", "mcp", "ripgrep"):
+            if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):
+                lines += _latency(results)
+        elif name in results:
+            lines += renderers[name](results[name])
+    for name, reason in run["skipped"].items():
+        lines += [f"- **{name}** skipped: {reason.splitlines()[0]}"]
+    for name, error in run["errors"].items():
+        lines += [f"- **{name}** failed: {error.splitlines()[-1]}"]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,96 @@
+"""The targets of issue 5, checked against a run's results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Results = dict[str, Any]
+
+
+def _dig(results: Results, *keys: str) -> Any:
+    node: Any = results
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _hybrid_margin(r: Results) -> float | None:
+    m = _dig(r, "cranfield", "metrics")
+    if not m:
+        return None
+    return float(m["hybrid"]["ndcg@10"] - max(m["lexical"]["ndcg@10"], m["semantic"]["ndcg@10"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str
+    op: str  # "<=", ">=" or ">"
+    threshold: float
+    unit: str
+    value: Callable[[Results], float | None]
+    note: Callable[[Results], str] = lambda r: ""
+
+    def check(self, results: Results) -> dict[str, Any]:
+        value = self.value(results)
+        if value is None:
+            status = "not run"
+        elif self.op == "<=":
+            status = "pass" if value <= self.threshold else "FAIL"
+        elif self.op == ">=":
+            status = "pass" if value >= self.threshold else "FAIL"
+        else:
+            status = "pass" if value > self.threshold else "FAIL"
+        return {
+            "name": self.name,
+            "target": f"{self.op} {self.threshold:g}{self.unit}",
+            "measured": None if value is None else round(value, 4),
+            "unit": self.unit,
+            "status": status,
+            "note": self.note(results) if value is not None else "",
+        }
+
+
+def _backend_note(section: str, *path: str) -> Callable[[Results], str]:
+    def note(r: Results) -> str:
+        backend = _dig(r, section, *path)
+        return f"{backend} backend" if backend else ""
+    return note
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("hybrid p50, in process", "<=", 15, " ms",
+           lambda r: _dig(r, "latency", "modes", "hybrid", "p50_ms"),
+           _backend_note("latency", "backend")),
+    Target("lexical p50, in process", "<=", 2, " ms",
+           lambda r: _dig(r, "latency", "modes", "lexical", "p50_ms")),
+    Target("semantic p50, in process", "<=", 10, " ms",
+           lambda r: _dig(r, "latency", "modes", "semantic", "p50_ms"),
+           _backend_note("latency", "backend")),
+    Target("no-op reindex (median)", "<=", 0.04, " s",
+           lambda r: _dig(r, "noop", "median_s")),
+    Target("lexically searchable after cold start", "<=", 3, " s",
+           lambda r: _dig(r, "cold", "lexically_searchable_s")),
+    Target("embedding pipeline / raw model rate", ">=", 0.9, "x",
+           lambda r: _dig(r, "cold", "pipeline_vs_raw"),
+           _backend_note("cold", "backend")),
+    Target("hybrid p50 at 100k chunks", "<=", 40, " ms",
+           lambda r: _dig(r, "scale", "hybrid_p50_ms"),
+           lambda r: f"{_dig(r, 'scale', 'serve', 'chunks')} chunks, "
+                     f"{_dig(r, 'scale', 'serve', 'backend')} vectors"),
+    Target("peak RSS at 100k chunks", "<=", 1024, " MiB",
+           lambda r: _dig(r, "scale", "peak_rss_mib"),
+           lambda r: "max of the indexing and serving processes"),
+    Target("Cranfield hybrid nDCG@10", ">=", 0.45, "",
+           lambda r: _dig(r, "cranfield", "metrics", "hybrid", "ndcg@10"),
+           _backend_note("cranfield", "backend")),
+    Target("Cranfield hybrid - best single mode nDCG@10", ">", 0, "",
+           _hybrid_margin),
+)
+
+
+def check_all(results: Results) -> list[dict[str, Any]]:
+    return [t.check(results) for t in TARGETS]
