@@ -68,7 +68,7 @@ async def through_mcp(state: State) -> dict[str, Any]:
     timed, warm = plan_queries(state)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "rifflux", "mcp", "--db", str(db)],
+        args=["-m", "rifflux", "mcp", "--db", str(db), "--backend", cfg.backend],
         env={"RIFFLUX_EMBEDDING_BACKEND": cfg.backend, "RIFFLUX_DB_PATH": str(db)},
         cwd=str(cfg.work),
     )
@@ -97,7 +97,7 @@ async def through_mcp(state: State) -> dict[str, Any]:
         ) from exc
     return {
         "surface": "mcp-stdio",
-        "command": f"{Path(sys.executable).name} -m rifflux mcp --db <db>",
+        "command": f"{Path(sys.executable).name} -m rifflux mcp --db <db> --backend {cfg.backend}",
         "top_k": 10,
         "queries_per_mode": len(timed["lexical"]),
         "modes": modes,
