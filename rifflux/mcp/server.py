@@ -281,7 +281,9 @@ async def _reindex(
         return out
     failed = {e.get("path"): e.get("error") for e in out.get("errors", [])}
     if all(loc in failed for loc in locations):
-        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations))
+        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
+                        + ". Pass existing folders or markdown files (the server's include "
+                        "globs come from RIFFLUX_INCLUDE)")
     return out
 
 

@@ -1,0 +1,412 @@
+"""End to end: a real MCP client spawns ``python -m rifflux mcp`` and talks stdio to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
+
+import rifflux
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(rifflux.__file__).resolve().parent.parent
+TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file"}
+TOPICS = [
+    ("Tomatoes", "Tomatoes want full sun, deep watering twice a week and a cage to climb."),
+    ("Compost", "Compost needs greens, browns, air and a little water; turn the pile weekly."),
+    ("Irrigation", "Drip irrigation lines water the roots directly and waste little water."),
+    ("Mulch", "Mulch keeps water in the soil and weeds out; use straw or shredded leaves."),
+    ("Seeds", "Start seeds indoors six weeks before the last frost, water from below."),
+    ("Pests", "Aphids wash off with a strong jet of water; ladybirds eat the rest."),
+    ("Harvest", "Harvest in the cool morning and water the beds after picking."),
+    ("Soil", "Loamy soil drains well yet holds water; add compost every spring."),
+]
+
+
+def _section(title: str, sentence: str) -> str:
+    return f"## {title}\n\n" + " ".join([sentence] * 4) + "\n\n"
+
+
+def write_corpus(root: Path) -> dict[str, Path]:
+    """notes/ (2 files, many chunks about water), docs/ (1 file), cwd/ (1 file)."""
+    notes, docs, cwd = root / "notes", root / "docs", root / "cwd"
+    for folder in (notes, docs, cwd):
+        folder.mkdir(parents=True)
+    (notes / "garden.md").write_text(
+        "# Garden\n\n" + "".join(_section(t, s) for t, s in TOPICS[:4]), encoding="utf-8")
+    (notes / "seasons.md").write_text(
+        "# Seasons\n\n" + "".join(_section(t, s) for t, s in TOPICS[4:]), encoding="utf-8")
+    (docs / "install.md").write_text(
+        "# Guide\n\n## Install\n\n### Linux\n\nRun the installer with sudo; the wombat "
+        "package manager resolves every dependency for you.\n", encoding="utf-8")
+    (cwd / "here.md").write_text(
+        "# Here\n\nThe quokka lives only in the working directory of the server.\n",
+        encoding="utf-8")
+    return {"notes": notes, "docs": docs, "cwd": cwd}
+
+
+def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "RIFFLUX_EMBEDDING_BACKEND": "hash",
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),  # never touch the user's default index
+        "PYTHONPATH": str(REPO),
+    }
+    env.update(extra)
+    return env
+
+
+@asynccontextmanager
+async def mcp_session(
+    tmp_path: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rifflux", "mcp", "--db", str(tmp_path / "index.db"), *args],
+        env=env or server_env(tmp_path),
+        cwd=cwd or tmp_path,
+    )
+    with (tmp_path / "server.stderr").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                with anyio.fail_after(60):
+                    await session.initialize()
+                yield session
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    with anyio.fail_after(60):
+        result = await session.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    content: dict[str, Any] = result.structured_content
+    assert json.loads(text_of(result)) == content
+    return content
+
+
+async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    with anyio.fail_after(60):
+        result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) should fail but returned {text_of(result)}"
+    return text_of(result)
+
+
+# ---------------------------------------------------------------- schemas
+
+
+async def test_tools_are_listed_with_mode_enum_and_top_k_bounds(tmp_path: Path) -> None:
+    async with mcp_session(tmp_path) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert all(len(t.description or "") > 60 for t in tools.values())
+    search = tools["search_rifflux"].input_schema
+    assert search["required"] == ["query"]
+    props = search["properties"]
+    assert set(props["mode"]["enum"]) == {"hybrid", "lexical", "semantic"}
+    assert props["mode"]["default"] == "hybrid"
+    assert (props["top_k"]["minimum"], props["top_k"]["maximum"]) == (1, 100)
+    assert props["top_k"]["default"] == 10
+    assert "db_path" in props
+    reindex = tools["reindex"].input_schema["properties"]
+    assert {"path", "paths", "force", "background"} <= set(reindex)
+    many = tools["reindex_many"].input_schema
+    assert many["required"] == ["paths"]
+    assert many["properties"]["paths"]["minItems"] == 1
+    assert tools["search_rifflux"].annotations is not None
+    assert tools["search_rifflux"].annotations.read_only_hint is True
+
+
+# ---------------------------------------------------------------- search (criteria 6, 7)
+
+
+async def test_search_output_has_the_contract_fields(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(corpus["notes"]))
+        out = await call(session, "search_rifflux", query="water the soil", top_k=3)
+    assert {"query", "mode", "count", "embedding_model", "results"} <= set(out)
+    assert (out["query"], out["mode"]) == ("water the soil", "hybrid")
+    assert out["embedding_model"] == "hash-384-v1"
+    assert out["count"] == len(out["results"]) == 3
+    assert "auto_reindex" not in out  # only when the opt-in is on
+    for hit in out["results"]:
+        assert {"chunk_id", "path", "heading_path", "chunk_index", "content",
+                "score_breakdown"} <= set(hit)
+        assert hit["path"] in ("garden.md", "seasons.md")
+        assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+
+
+async def test_hybrid_order_is_the_rrf_of_the_lexical_and_semantic_lists(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    k, top_k, query = 10, 3, "water soil compost"
+    async with mcp_session(tmp_path, "--rrf-k", str(k)) as session:
+        await call(session, "reindex", path=str(corpus["notes"]))
+        lexical = await call(session, "search_rifflux", query=query, top_k=top_k * 2,
+                             mode="lexical")
+        semantic = await call(session, "search_rifflux", query=query, top_k=top_k * 2,
+                              mode="semantic")
+        hybrid = await call(session, "search_rifflux", query=query, top_k=top_k)
+    lex_ids = [h["chunk_id"] for h in lexical["results"]]
+    sem_ids = [h["chunk_id"] for h in semantic["results"]]
+    assert len(lex_ids) == len(sem_ids) == top_k * 2  # the lists are deep enough to truncate
+    assert all(set(h["score_breakdown"]) == {"bm25"} for h in lexical["results"])
+    assert all(set(h["score_breakdown"]) == {"cosine"} for h in semantic["results"])
+
+    expected: dict[str, float] = {}
+    for ranked in (lex_ids, sem_ids):
+        for rank, cid in enumerate(ranked, start=1):
+            expected[cid] = expected.get(cid, 0.0) + 1.0 / (k + rank)
+    best = sorted(expected.values(), reverse=True)[:top_k]
+
+    got = hybrid["results"]
+    assert [h["score_breakdown"]["rrf"] for h in got] == pytest.approx(best)
+    for hit in got:
+        cid, breakdown = hit["chunk_id"], hit["score_breakdown"]
+        assert breakdown["rrf"] == pytest.approx(expected[cid])
+        assert breakdown["lexical_rank"] == (lex_ids.index(cid) + 1 if cid in lex_ids else None)
+        assert breakdown["semantic_rank"] == (sem_ids.index(cid) + 1 if cid in sem_ids else None)
+
+
+# ---------------------------------------------------------------- reindex (criteria 8-10)
+
+
+async def test_reindex_with_several_paths_aggregates_the_counts(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        out = await call(session, "reindex", paths=[str(corpus["notes"]), str(corpus["docs"])])
+        status = await call(session, "index_status")
+        again = await call(session, "reindex_many",
+                            paths=[str(corpus["notes"]), str(corpus["docs"])])
+    assert out["indexed_files"] == 3  # 2 in notes + 1 in docs
+    assert out["indexed_paths"] == [str(corpus["notes"]), str(corpus["docs"])]
+    assert out["embedding_backend"] == "hash" and out["embedding_model"] == "hash-384-v1"
+    assert status["files"] == 3
+    assert status["pending_embeddings"] == 0 and status["embeddings"] > 0
+    assert (again["indexed_files"], again["skipped_files"]) == (0, 3)
+
+
+async def test_reindex_with_path_and_paths_uses_only_paths(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        out = await call(session, "reindex", path=str(corpus["docs"]),
+                         paths=[str(corpus["notes"])])
+        status = await call(session, "index_status")
+        missing = await call_error(session, "get_file", path="install.md")
+    assert out["indexed_files"] == 2
+    assert status["files"] == 2
+    assert "not found" in missing
+
+
+async def test_reindex_with_neither_path_nor_paths_indexes_the_server_cwd(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path, cwd=corpus["cwd"]) as session:
+        out = await call(session, "reindex")
+        found = await call(session, "search_rifflux", query="quokka", mode="lexical")
+        status = await call(session, "index_status")
+    assert out["indexed_files"] == 1
+    assert [(h["path"], h["root"]) for h in found["results"]] == [
+        ("here.md", str(corpus["cwd"].resolve()))]
+    assert status["server_cwd"] == str(corpus["cwd"].resolve())
+
+
+async def test_empty_paths_falls_back_to_path_then_to_the_cwd(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path, cwd=corpus["cwd"]) as session:
+        from_path = await call(session, "reindex", path=str(corpus["docs"]), paths=[])
+        from_cwd = await call(session, "reindex", paths=[])
+        docs = await call(session, "get_file", path=str(corpus["docs"] / "install.md"))
+        here = await call(session, "get_file", path="here.md")
+        status = await call(session, "index_status")
+    assert from_path["indexed_files"] == 1 and from_cwd["indexed_files"] == 1
+    assert docs["path"] == "install.md" and here["root"] == str(corpus["cwd"].resolve())
+    assert status["files"] == 2  # reindexing one location keeps the other
+
+
+async def test_background_reindex_returns_a_job_that_completes_embedded(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        out = await call(session, "reindex", path=str(corpus["notes"]), background=True)
+        job_id = out["job_id"]
+        assert out["job"]["id"] == job_id and "index_status" in out["next_step"]
+        with anyio.fail_after(30):
+            while True:
+                status = await call(session, "index_status")
+                job = next(j for j in status["jobs"] if j["id"] == job_id)
+                if job["status"] == "completed":
+                    break
+    assert job["result"]["indexed_files"] == 2
+    assert status["files"] == 2 and status["pending_embeddings"] == 0
+
+
+async def test_get_chunk_and_get_file_read_back_what_search_found(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(corpus["docs"]))
+        hit = (await call(session, "search_rifflux", query="wombat", mode="lexical"))["results"][0]
+        chunk = await call(session, "get_chunk", chunk_id=hit["chunk_id"])
+        whole = await call(session, "get_file", path=hit["path"])
+    assert chunk["content"] == hit["content"]
+    assert hit["heading_path"] == "Guide > Install > Linux"
+    assert [c["chunk_index"] for c in whole["chunks"]] == list(range(len(whole["chunks"])))
+    assert hit["chunk_id"] in {c["chunk_id"] for c in whole["chunks"]}
+
+
+# ---------------------------------------------------------------- errors
+
+
+async def test_bad_arguments_are_error_results_and_the_server_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(corpus["docs"]))
+        unknown_mode = await call_error(session, "search_rifflux", query="x", mode="fuzzy")
+        zero = await call_error(session, "search_rifflux", query="x", top_k=0)
+        too_many = await call_error(session, "search_rifflux", query="x", top_k=101)
+        no_query = await call_error(session, "search_rifflux")
+        chunk = await call_error(session, "get_chunk", chunk_id="no-such-chunk")
+        file = await call_error(session, "get_file", path="nowhere/missing.md")
+        folder = await call_error(session, "reindex", path=str(tmp_path / "does-not-exist"))
+        empty = await call_error(session, "reindex_many", paths=[])
+        other_db = await call_error(session, "search_rifflux", query="x",
+                                    db_path=str(tmp_path / "none.db"))
+        still = await call(session, "search_rifflux", query="wombat", mode="lexical")
+    assert "mode" in unknown_mode and "'hybrid'" in unknown_mode and "call again" in unknown_mode
+    assert "top_k" in zero and "1" in zero
+    assert "top_k" in too_many and "100" in too_many
+    assert "query is required" in no_query
+    assert "not found" in chunk and "search" in chunk
+    assert "not found" in file and "reindex" in file
+    assert "not found" in folder and "existing folder" in folder
+    assert "paths" in empty
+    assert "no index at db_path" in other_db
+    assert still["count"] == 1
+
+
+async def test_search_can_read_another_index_file_by_db_path(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    async with mcp_session(other) as session:  # builds other/index.db
+        await call(session, "reindex", path=str(corpus["docs"]))
+    async with mcp_session(tmp_path) as session:
+        out = await call(session, "search_rifflux", query="wombat", mode="lexical",
+                         db_path=str(other / "index.db"))
+        own = await call(session, "search_rifflux", query="wombat", mode="lexical")
+    assert out["count"] == 1 and own["count"] == 0
+
+
+# ---------------------------------------------------------------- auto reindex
+
+
+async def test_auto_reindex_on_search_starts_a_throttled_background_job(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path, "--auto-reindex") as session:
+        await call(session, "reindex", path=str(corpus["notes"]))
+        (corpus["notes"] / "new.md").write_text("# New\n\nA platypus arrived.\n", encoding="utf-8")
+        first = await call(session, "search_rifflux", query="platypus", mode="lexical")
+        started = first["auto_reindex"]
+        assert started["started"] is True
+        assert started["paths"] == [str(corpus["notes"].resolve())]
+        with anyio.fail_after(30):
+            while True:
+                jobs = (await call(session, "index_status"))["jobs"]
+                if next(j for j in jobs if j["id"] == started["job_id"])["status"] == "completed":
+                    break
+        second = await call(session, "search_rifflux", query="platypus", mode="lexical")
+    assert first["count"] == 0  # the answer did not wait for the reindex it started
+    assert second["count"] == 1 and second["results"][0]["path"] == "new.md"
+    assert second["auto_reindex"]["started"] is False
+    assert "throttled" in second["auto_reindex"]["reason"]
+
+
+# ---------------------------------------------------------------- the wire
+
+
+async def test_nothing_but_json_rpc_reaches_stdout(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    env.update(server_env(tmp_path, RIFFLUX_LOG_LEVEL="DEBUG"))
+    requests: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw-test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "reindex", "arguments": {"path": str(corpus["notes"])}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "search_rifflux", "arguments": {"query": "water"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+         "params": {"name": "search_rifflux", "arguments": {"query": "x", "mode": "bad"}}},
+    ]
+    stderr_path = tmp_path / "raw.stderr"
+    lines: list[bytes] = []
+    with stderr_path.open("wb") as errlog:
+        process = await anyio.open_process(
+            [sys.executable, "-m", "rifflux", "mcp", "--db", str(tmp_path / "raw.db")],
+            cwd=corpus["cwd"], env=env, stderr=errlog,
+        )
+        async with process:
+            assert process.stdin is not None and process.stdout is not None
+            reader = BufferedByteReceiveStream(process.stdout)
+            with anyio.fail_after(60):
+                for request in requests:
+                    await process.stdin.send(json.dumps(request).encode() + b"\n")
+                    if "id" in request:  # wait for its answer before the next request
+                        while True:
+                            line = await reader.receive_until(b"\n", 1 << 24)
+                            lines.append(line)
+                            if json.loads(line).get("id") == request["id"]:
+                                break
+                await process.stdin.aclose()
+                while True:
+                    try:
+                        lines.append(await reader.receive_until(b"\n", 1 << 24))
+                    except (anyio.EndOfStream, anyio.IncompleteRead):
+                        break
+                assert await process.wait() == 0
+    messages = [json.loads(line) for line in lines if line.strip()]
+    assert len(messages) == len(lines) >= 5
+    assert all(m["jsonrpc"] == "2.0" and ("id" in m or "method" in m) for m in messages)
+    answers = {m["id"]: m for m in messages if "id" in m}
+    assert answers[4]["result"]["structuredContent"]["count"] > 0
+    assert answers[5]["result"]["isError"] is True
+    assert "rifflux" in stderr_path.read_text(encoding="utf-8")  # the logs went to stderr
+
+
+# ---------------------------------------------------------------- the real model
+
+
+async def test_real_onnx_model_finds_a_paraphrase(tmp_path: Path) -> None:
+    docs = tmp_path / "pets"
+    docs.mkdir()
+    (docs / "cats.md").write_text("# Cats\n\nKittens are young domestic felines that purr "
+                                  "and chase string.\n", encoding="utf-8")
+    (docs / "taxes.md").write_text("# Taxes\n\nFile your income tax return before the "
+                                   "deadline to avoid penalties.\n", encoding="utf-8")
+    (docs / "rust.md").write_text("# Rust\n\nThe borrow checker rejects programs with "
+                                  "dangling references at compile time.\n", encoding="utf-8")
+    env = server_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx")
+    async with mcp_session(tmp_path, env=env) as session:
+        await call(session, "reindex", path=str(docs))
+        out = await call(session, "search_rifflux", query="a baby cat", mode="semantic", top_k=1)
+        status = await call(session, "index_status")
+    assert out["results"][0]["path"] == "cats.md"
+    assert status["embedding_backend"] == "onnx"
+    assert out["embedding_model"] == status["embedding_model"] != "hash-384-v1"
