@@ -399,7 +399,7 @@ def _score(breakdown: dict[str, Any]) -> str:
         return (f"rrf {breakdown['rrf']:.4f} (lexical {'#' + str(lex) if lex else '-'}, "
                 f"semantic {'#' + str(sem) if sem else '-'})")
     if "bm25" in breakdown:
-        return f"bm25 {breakdown['bm25']:.3f}"
+        return f"bm25 {breakdown['bm25']:.3g}"
     return f"cosine {breakdown.get('cosine', 0.0):.3f}"
 
 
@@ -446,7 +446,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _require_index(settings: Settings) -> None:
-    db = settings.db_path.expanduser()
+    db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
     if not await anyio.Path(db).is_file():
         raise CommandError(f"no index at {db}: run `rifflux index PATH` first, "
                            "or point --db (RIFFLUX_DB_PATH) at an existing index")

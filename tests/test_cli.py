@@ -1,0 +1,181 @@
+"""The ``rifflux`` command line, run as a subprocess on a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+import rifflux
+
+REPO = Path(rifflux.__file__).resolve().parent.parent
+
+
+def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    env.update(RIFFLUX_EMBEDDING_BACKEND="hash", XDG_DATA_HOME=str(tmp_path / "xdg"),
+               PYTHONPATH=str(REPO), COLUMNS="200")
+    env.update(extra)
+    return env
+
+
+def rifflux_cli(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rifflux", *args], cwd=tmp_path, env=env or cli_env(tmp_path),
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def write_notes(root: Path) -> Path:
+    notes = root / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "garden.md").write_text(
+        "# Garden\n\n## Tomatoes\n\n" + "Tomatoes want full sun and deep watering. " * 6
+        + "\n\n## Compost\n\n" + "Turn the compost pile every week. " * 8 + "\n",
+        encoding="utf-8")
+    (notes / "sub" / "guide.md").write_text(
+        "# Guide\n\n## Install\n\n### Linux\n\nRun the wombat installer with sudo.\n",
+        encoding="utf-8")
+    (notes / "todo.txt").write_text("wombat shopping list\n", encoding="utf-8")
+    return notes
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Path:
+    """A temporary folder with notes/ indexed into index.db."""
+    notes = write_notes(tmp_path)
+    done = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Indexed 2 files (0 unchanged, 0 removed)")
+    return tmp_path
+
+
+def test_search_json_has_the_search_rifflux_fields(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "search", "wombat installer", "--json", "--top-k", "1",
+                       "--db", "index.db")
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = json.loads(done.stdout)
+    assert (out["query"], out["mode"], out["count"]) == ("wombat installer", "hybrid", 1)
+    assert out["embedding_model"] == "hash-384-v1"
+    hit = out["results"][0]
+    assert (hit["path"], hit["heading_path"]) == ("sub/guide.md", "Guide > Install > Linux")
+    assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+
+
+def test_search_prints_path_breadcrumb_score_and_snippet(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "search", "compost", "--mode", "lexical")
+    assert done.returncode == 0, done.stderr
+    first, snippet = done.stdout.splitlines()[:2]
+    assert "notes/garden.md" in first and "Garden > Compost" in first and "bm25" in first
+    assert "Turn the compost pile" in snippet
+
+
+def test_search_with_no_results_exits_1(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "search", "zzyzx", "--mode", "lexical",
+                       "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["count"] == 0
+    assert "no results" in done.stderr
+
+
+def test_status_json_reports_the_index(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "status", "--json")
+    assert done.returncode == 0, done.stderr
+    status = json.loads(done.stdout)
+    assert status["files"] == 2 and status["chunks"] >= 3
+    assert status["pending_embeddings"] == 0 and status["embeddings"] > 0
+    assert status["db_path"] == str((indexed / "index.db").resolve())
+    assert (status["embedding_backend"], status["embedding_model"]) == ("hash", "hash-384-v1")
+
+
+def test_status_prints_a_summary(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "status")
+    assert done.returncode == 0, done.stderr
+    assert "files" in done.stdout and "hash-384-v1" in done.stdout
+
+
+def test_flags_beat_environment_which_beats_defaults(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    env = cli_env(tmp_path, RIFFLUX_DB_PATH=str(tmp_path / "from-env.db"))
+    assert rifflux_cli(tmp_path, "index", str(notes), env=env).returncode == 0
+    assert (tmp_path / "from-env.db").is_file()
+    assert rifflux_cli(tmp_path, "index", str(notes), "--db", "flag.db", env=env).returncode == 0
+    assert (tmp_path / "flag.db").is_file()
+    assert not (tmp_path / "xdg").exists()  # the default location was never used
+    included = rifflux_cli(tmp_path, "--db", "txt.db", "--include", "*.txt", "index",
+                           str(notes), "--json", env=env)
+    assert json.loads(included.stdout)["indexed_files"] == 1  # todo.txt only
+
+
+def test_index_json_and_a_second_run_skips_unchanged_files(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "index", "notes", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["indexed_files"], result["skipped_files"]) == (0, 2)
+    assert result["embedding_backend"] == "hash"
+
+
+def test_missing_index_path_is_a_one_line_error(tmp_path: Path) -> None:
+    done = rifflux_cli(tmp_path, "--db", "index.db", "index", "no-such-folder")
+    assert done.returncode == 1
+    assert "no-such-folder" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_search_without_an_index_says_how_to_make_one(tmp_path: Path) -> None:
+    done = rifflux_cli(tmp_path, "--db", "absent.db", "search", "anything")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"rifflux: error: no index at {tmp_path / 'absent.db'}: run `rifflux index PATH` "
+        "first, or point --db (RIFFLUX_DB_PATH) at an existing index"
+    ]
+    assert not (tmp_path / "absent.db").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["search", "q", "--top-k", "0"],
+    ["search", "q", "--mode", "fuzzy"],
+    ["frobnicate"],
+    ["index"],
+    ["--backend", "gpu", "status"],
+])
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
+    done = rifflux_cli(tmp_path, *args)
+    assert done.returncode == 2
+    assert "usage:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bad_environment_values_are_usage_errors(tmp_path: Path) -> None:
+    done = rifflux_cli(tmp_path, "status", env=cli_env(tmp_path, RIFFLUX_RRF_K="many"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("rifflux: error: setting rrf_k: cannot use 'many'")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.anyio
+async def test_watch_logs_each_batch_until_interrupted(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    process = await anyio.open_process(
+        [sys.executable, "-m", "rifflux", "--db", "index.db", "watch", str(notes)],
+        cwd=tmp_path, env=cli_env(tmp_path),
+    )
+    async with process:
+        assert process.stdout is not None
+        lines = BufferedByteReceiveStream(process.stdout)
+        with anyio.fail_after(60):
+            startup = (await lines.receive_until(b"\n", 1 << 16)).decode()
+            assert "startup" in startup and "2 indexed" in startup
+            (notes / "new.md").write_text("# New\n\nA fresh note.\n", encoding="utf-8")
+            batch = (await lines.receive_until(b"\n", 1 << 16)).decode()
+            assert "watcher" in batch and "1 indexed" in batch
+            process.send_signal(signal.SIGINT)
+            assert await process.wait() == 130
