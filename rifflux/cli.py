@@ -80,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(str(leaf), leaf.code)
         if isinstance(leaf, InvalidArgumentError):
             return _fail(str(leaf), EXIT_USAGE)
+        if isinstance(leaf, OSError) and leaf.filename:
+            return _fail(f"{leaf.strerror or leaf}: {leaf.filename} (check the paths given, "
+                         "--db and RIFFLUX_DB_PATH)")
         if isinstance(leaf, RiffluxError | OSError):
             return _fail(str(leaf))
         if not isinstance(leaf, Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,19 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     content: dict[str, Any] = result.structured_content
     assert json.loads(text_of(result)) == content
     return content
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
+    """Poll a condition under ``fail_after``: it lives in the server process, where no
+    event of ours can reach, and the short pause only paces the polling."""
+    with anyio.fail_after(30):
+        while not await check():  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+
+
+async def job_status(session: ClientSession, job_id: str) -> str:
+    jobs = (await call(session, "index_status"))["jobs"]
+    return str(next(j for j in jobs if j["id"] == job_id)["status"])
 
 
 async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
@@ -243,12 +256,13 @@ async def test_background_reindex_returns_a_job_that_completes_embedded(tmp_path
         out = await call(session, "reindex", path=str(corpus["notes"]), background=True)
         job_id = out["job_id"]
         assert out["job"]["id"] == job_id and "index_status" in out["next_step"]
-        with anyio.fail_after(30):
-            while True:
-                status = await call(session, "index_status")
-                job = next(j for j in status["jobs"] if j["id"] == job_id)
-                if job["status"] == "completed":
-                    break
+
+        async def completed() -> bool:
+            return await job_status(session, job_id) == "completed"
+
+        await wait_until(completed)
+        status = await call(session, "index_status")
+        job = next(j for j in status["jobs"] if j["id"] == job_id)
     assert job["result"]["indexed_files"] == 2
     assert status["files"] == 2 and status["pending_embeddings"] == 0
 
@@ -323,16 +337,34 @@ async def test_auto_reindex_on_search_starts_a_throttled_background_job(tmp_path
         started = first["auto_reindex"]
         assert started["started"] is True
         assert started["paths"] == [str(corpus["notes"].resolve())]
-        with anyio.fail_after(30):
-            while True:
-                jobs = (await call(session, "index_status"))["jobs"]
-                if next(j for j in jobs if j["id"] == started["job_id"])["status"] == "completed":
-                    break
+
+        async def completed() -> bool:
+            return await job_status(session, started["job_id"]) == "completed"
+
+        await wait_until(completed)
         second = await call(session, "search_rifflux", query="platypus", mode="lexical")
     assert first["count"] == 0  # the answer did not wait for the reindex it started
     assert second["count"] == 1 and second["results"][0]["path"] == "new.md"
     assert second["auto_reindex"]["started"] is False
     assert "throttled" in second["auto_reindex"]["reason"]
+
+
+async def test_watch_paths_are_indexed_at_start_and_followed(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path, "--watch", str(corpus["notes"])) as session:
+
+        async def started() -> bool:
+            status = await call(session, "index_status")
+            return bool(status["files"] == 2 and status["watcher"]["running"])
+
+        async def found() -> bool:
+            out = await call(session, "search_rifflux", query="echidna", mode="lexical")
+            return bool(out["count"] == 1)
+
+        await wait_until(started)
+        (corpus["notes"] / "echidna.md").write_text("# Echidna\n\nSpiny and calm.\n",
+                                                    encoding="utf-8")
+        await wait_until(found)
 
 
 # ---------------------------------------------------------------- the wire
@@ -410,3 +442,4 @@ async def test_real_onnx_model_finds_a_paraphrase(tmp_path: Path) -> None:
     assert out["results"][0]["path"] == "cats.md"
     assert status["embedding_backend"] == "onnx"
     assert out["embedding_model"] == status["embedding_model"] != "hash-384-v1"
+
