@@ -245,8 +245,9 @@ async def reindex(
     folders is kept. Use it when a folder is not indexed yet or its files changed
     and no watcher runs. A non-empty `paths` wins over `path`; with neither, the
     server's working directory is indexed (rarely what you want). Waits until the
-    files are searchable and embedded, unless background=true."""
-    return await _reindex(_state(ctx), path, paths, force, background)
+    files are searchable and embedded; for large folders (thousands of files) pass
+    background=true and poll index_status."""
+    return await _reindex(ctx, path, paths, force, background)
 
 
 async def reindex_many(
@@ -258,12 +259,14 @@ async def reindex_many(
 ) -> dict[str, Any]:
     """Reindex several folders or files in one call; `indexed_files` and
     `skipped_files` are totals over all of them. Same behaviour as reindex."""
-    return await _reindex(_state(ctx), None, paths, force, False)
+    return await _reindex(ctx, None, paths, force, False)
 
 
 async def _reindex(
-    state: ServerState, path: str | None, paths: list[str] | None, force: bool, background: bool
+    ctx: Context[ServerState, Any], path: str | None, paths: list[str] | None, force: bool,
+    background: bool,
 ) -> dict[str, Any]:
+    state = _state(ctx)
     locations = paths if paths else [path] if path else [os.getcwd()]
     missing = await anyio.to_thread.run_sync(_missing, locations)
     if len(missing) == len(locations):
@@ -273,18 +276,42 @@ async def _reindex(
             "pass an existing folder or file, preferably as an absolute path"
         )
     with _tool_errors():
-        out = await state.rf.reindex(path=path, paths=paths, force=force, background=background)
-    if background:
-        out["job_id"] = out["job"]["id"]
-        out["next_step"] = ("call index_status: this job is listed under `jobs` and reaches "
-                            "status 'completed' once its files are indexed and embedded")
-        return out
+        out = await state.rf.reindex(path=path, paths=paths, force=force, background=True)
+        job_id = str(out["job"]["id"])
+        if background:
+            out["job_id"] = job_id
+            out["next_step"] = ("call index_status: this job is listed under `jobs` and reaches "
+                                "status 'completed' once its files are indexed and embedded")
+            return out
+        out = await _follow(state.rf, job_id, ctx)
     failed = {e.get("path"): e.get("error") for e in out.get("errors", [])}
     if all(loc in failed for loc in locations):
         raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
                         + ". Pass existing folders or markdown files (the server's include "
                         "globs come from RIFFLUX_INCLUDE)")
     return out
+
+
+async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> dict[str, Any]:
+    """Wait until the job is indexed and embedded (what a foreground reindex promises),
+    sending progress notifications to a client that asked for them."""
+    sent = 0
+    while True:
+        with anyio.move_on_after(1.0):
+            await rf.wait_for_job(job_id)
+        job = await rf.job(job_id)
+        if job["status"] in _FINISHED:
+            break
+        done = int(job["indexed_files"])
+        if done > sent:  # progress must only increase
+            sent = done
+            await ctx.report_progress(done, None, f"{job['phase']}: {done} files indexed, "
+                                                  f"{job['pending_embeddings']} chunks to embed")
+    if job["status"] != "completed":
+        raise ToolError(f"reindex {job['status']}: {job['error']}; check index_status and "
+                        "call reindex again")
+    result: dict[str, Any] = job["result"]
+    return result
 
 
 def _missing(locations: list[str]) -> list[str]:
