@@ -431,8 +431,8 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     table.add_column(style="bold")
     table.add_column()
     model = f"{status['embedding_model']} ({status['embedding_backend']})"
-    if status.get("embedding_fallback_reason"):
-        model += f" - {status['embedding_fallback_reason']}"
+    if status.get("embedding_error") or status.get("embedding_fallback_reason"):
+        model += f" - {status.get('embedding_error') or status['embedding_fallback_reason']}"
     rows = [
         ("index", status["db_path"]),
         ("files", f"{status['files']:,} in {status.get('roots', '?')} folders"),
