@@ -29,10 +29,13 @@ def content_words(query: str) -> list[str]:
     return found or re.findall(r"\w+", query)
 
 
+def _useful(word: str) -> bool:
+    return len(word) >= 3 and word.lower() not in STOPWORDS
+
+
 def _good(query: str) -> bool:
     ws = words(query)
-    useful = [w for w in ws if len(w) >= 3 and w.lower() not in STOPWORDS]
-    return 2 <= len(ws) <= 8 and len(useful) >= 1 and len(query) <= 80
+    return 2 <= len(ws) <= 8 and any(_useful(w) for w in ws) and len(query) <= 80
 
 
 def _heading_queries(chunks: Sequence[ChunkText]) -> Iterator[str]:
@@ -49,7 +52,10 @@ def _text_queries(chunks: Sequence[ChunkText], rng: random.Random) -> Iterator[s
             continue
         size = rng.randint(2, 5)
         start = rng.randrange(0, len(ws) - size)
-        yield " ".join(ws[start : start + size])
+        run = ws[start : start + size]
+        # a phrase someone would type: starts and ends on a content word, has two or more
+        if _useful(run[0]) and _useful(run[-1]) and sum(map(_useful, run)) >= 2:
+            yield " ".join(run)
 
 
 class QueryPool:
