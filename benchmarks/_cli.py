@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-chunks", type=int, help="scale target (default 100000)")
     p.add_argument("--reuse-db", action="store_true",
                    help="keep the indexed Cranfield db in OUT/cranfield and reuse it")
+    p.add_argument("--section-timeout", type=float,
+                   help="seconds before a section is abandoned as failed (default 7200; "
+                        "quick 120)")
     p.add_argument("--keep-work", action="store_true", help="keep the temp folder")
     p.add_argument("--seed", type=int, default=1234)
     return p
@@ -117,6 +120,8 @@ def _config(args: argparse.Namespace, work: Path) -> Config:
                       cranfield_queries=40)
     if args.queries:
         cfg = replace(cfg, latency_queries=args.queries)
+    if args.section_timeout or args.quick:
+        cfg = replace(cfg, section_timeout=args.section_timeout or 120.0)
     if args.scale_chunks:
         cfg = replace(cfg, scale_chunks=args.scale_chunks)
     return cfg
@@ -151,7 +156,8 @@ async def _run(cfg: Config, names: list[str]) -> dict[str, Any]:
         print(f"[bench] {name}: {SECTIONS[name][1]} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         try:
-            state.results[name] = await SECTIONS[name][0](state)
+            with anyio.fail_after(cfg.section_timeout):
+                state.results[name] = await SECTIONS[name][0](state)
         except Skipped as exc:
             run["skipped"][name] = str(exc)
             print(f"[bench] {name} skipped: {exc}", file=sys.stderr)

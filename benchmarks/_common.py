@@ -63,6 +63,18 @@ async def poll_until(
     return time.perf_counter() - start
 
 
+async def model_adopted(rf: Any) -> None:
+    """Return once the index has adopted its embedding model (a semantic search waits
+    for the model and the loaded matrix).
+
+    Call it before the first foreground ``reindex`` of an already embedded folder:
+    a job that settles before the model is adopted counts every chunk as pending,
+    adoption then finds them all embedded, and nothing completes the job, so the
+    reindex never returns (rifflux bug, reported with the benchmarks).
+    """
+    await rf.search("warm up", top_k=1, mode="semantic")
+
+
 @dataclass(frozen=True, slots=True)
 class Rss:
     """Resident set size now and the high-water mark, in MiB (Linux /proc, else rusage)."""

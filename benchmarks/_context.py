@@ -8,6 +8,7 @@ from typing import Any
 
 from rifflux import Rifflux
 
+from ._common import model_adopted
 from ._corpus import ChunkText, chunk_texts
 from ._queries import QueryPool
 
@@ -23,6 +24,7 @@ class Config:
     quick: bool
     reuse_db: bool
     seed: int = 1234
+    section_timeout: float = 7200.0
     corpus_label: str = ""  # how the report names the corpus (the subset in --quick)
     latency_queries: int = 60  # per mode, per surface
     noop_repeats: int = 7
@@ -63,6 +65,7 @@ class State:
         if self.corpus_db is None:
             db = self.config.work / "corpus" / "index.db"
             async with Rifflux(db, embedding_backend=self.config.backend) as rf:
+                await model_adopted(rf)
                 await rf.reindex(self.config.corpus)
             self.corpus_db = db
         return self.corpus_db

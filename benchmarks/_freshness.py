@@ -51,12 +51,21 @@ def _marker(rng: random.Random) -> tuple[str, str]:
 
 
 async def _idle(rf: Rifflux) -> bool:
+    """The start-up index is written and every chunk has its vector.
+
+    Judged from the counts rather than from the job reaching ``completed``: a job
+    that settles before the model is adopted never completes (see
+    ``model_adopted``), although nothing is left to do.
+    """
     status = await rf.status()
-    busy = any(j["status"] in ("queued", "running", "retry_wait") for j in status["jobs"])
-    done = any(j["status"] == "completed" for j in status["jobs"])
+    jobs = status["jobs"]
+    busy = any(j["status"] in ("queued", "retry_wait")
+               or (j["status"] == "running" and j["phase"] == "indexing") for j in jobs)
+    indexed = any(j["source"] == "startup" and j["phase"] in ("embedding", "completed")
+                  for j in jobs)
     return (
-        done and not busy and status["pending_embeddings"] == 0
-        and bool(status["watcher"]["running"])
+        indexed and not busy and status["pending_embeddings"] == 0
+        and bool(status["embedding_model_ready"]) and bool(status["watcher"]["running"])
     )
 
 
