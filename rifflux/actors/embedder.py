@@ -74,7 +74,10 @@ class EmbedderActor:
                     logger.exception("cannot read pending chunks; waiting for the next change")
                     pending = []
                 if pending:
-                    await self._embed_window(pending)
+                    try:
+                        await self._embed_window(pending)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return  # the indexer has stopped: we are shutting down
                     continue
                 try:
                     await self._nudges.receive()

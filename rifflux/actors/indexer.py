@@ -107,13 +107,23 @@ class Indexer:
         if embedder is None:
             self._jobs.release_waiting(self._model.error or "no embedding model")
             return
-        async with self._lock:
-            dropped = await self._writer.drop_other_models(embedder.label)
-            await self._writer.set_meta("embedding_model", embedder.label)
-            self._active_model = embedder.label
-            for job in self._jobs.open_jobs():  # written before the model was known
-                have = await self._writer.vectors_for(embedder.label, sorted(job.outstanding))
-                job.outstanding -= set(have)
+        delay = 0.5
+        while True:
+            try:
+                async with self._lock:
+                    dropped = await self._writer.drop_other_models(embedder.label)
+                    await self._writer.set_meta("embedding_model", embedder.label)
+                    self._active_model = embedder.label
+                    for job in self._jobs.open_jobs():  # settled before the model was known
+                        have = await self._writer.vectors_for(
+                            embedder.label, sorted(job.outstanding)
+                        )
+                        job.outstanding -= set(have)
+                break
+            except RiffluxError as exc:  # busy, most likely: try again, never crash
+                logger.warning("cannot adopt model %s yet (%s); retrying", embedder.label, exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 30.0)
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         await self._query.send(VectorsReset(model=embedder.label))
@@ -203,7 +213,9 @@ class Indexer:
             if target.missing:
                 job.problems.append({"path": target.requested, "error": target.missing})
                 continue
-            if not target.root.is_dir():
+            if not target.root.is_dir() and target.paths is None:
+                # A full scan of a missing folder removes nothing: it may be an unmounted
+                # drive or a typo. Named paths (watcher events) are still applied.
                 job.problems.append(
                     {"path": target.requested or str(target.root),
                      "error": "folder not found; check the path (nothing was removed)"}

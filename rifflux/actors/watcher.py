@@ -133,14 +133,14 @@ class Watcher:
             self.stats.running = True
             self.stats.last_error = None
             async for changes in stream:
+                if changes:
+                    await self._dispatch(changes)
                 for root, ident in identities.items():
                     if _identity(root) != ident:
                         raise _RootsChanged(f"watched folder {root} was removed or replaced")
                 for root in missing:
                     if root.is_dir():
                         raise _RootsChanged(f"watched folder {root} appeared")
-                if changes:
-                    await self._dispatch(changes)
 
     async def _dispatch(self, changes: set[tuple[Any, str]]) -> None:
         self.stats.events_seen += len(changes)
