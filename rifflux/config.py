@@ -75,6 +75,13 @@ class Settings:
     auto_reindex_min_interval: float = 30.0
 
     def __post_init__(self) -> None:
+        # Accept str paths from callers building Settings directly.
+        object.__setattr__(self, "db_path", Path(self.db_path).expanduser())
+        if self.model_dir is not None:
+            object.__setattr__(self, "model_dir", Path(self.model_dir).expanduser())
+        object.__setattr__(self, "watch_paths", tuple(Path(p) for p in self.watch_paths))
+        object.__setattr__(self, "include", tuple(self.include))
+        object.__setattr__(self, "exclude", tuple(self.exclude))
         if self.embedding_backend not in BACKENDS:
             raise InvalidArgumentError(
                 f"embedding_backend must be one of {', '.join(BACKENDS)}, "

@@ -119,6 +119,7 @@ class Indexer:
                             embedder.label, sorted(job.outstanding)
                         )
                         job.outstanding -= set(have)
+                    self._jobs.vectors_written(set())  # completes jobs left with nothing
                 break
             except RiffluxError as exc:  # busy, most likely: try again, never crash
                 logger.warning("cannot adopt model %s yet (%s); retrying", embedder.label, exc)

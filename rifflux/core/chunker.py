@@ -96,6 +96,7 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     metadata, body = split_front_matter(text)
     blocks: list[tuple[tuple[str, ...], str, bool]] = []  # (path, text, is_code)
+    headings: set[int] = set()  # indexes of heading blocks
     stack: list[tuple[int, str]] = []
     tokens = _block_tokens(body)
     for tok in tokens:
@@ -107,12 +108,13 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
                 stack.pop()
             stack.append((level, title))
             path = tuple(t for _, t in stack)
+            headings.add(len(blocks))
             blocks.append((path, f"{'#' * level} {title}".rstrip(), False))
             continue
         rendered = _block(tok).strip("\n")
         if rendered.strip():
             blocks.append((tuple(t for _, t in stack), rendered, kind == "block_code"))
-    drafts = _pack(blocks, limits)
+    drafts = _pack(_attach_headings(blocks, headings, limits), limits)
     drafts = _merge_small(drafts, limits)
     chunks = tuple(
         make_chunk(i, " > ".join(p for p in d.path if p), d.text) for i, d in enumerate(drafts)
@@ -310,26 +312,67 @@ def _hard_wrap(text: str, width: int) -> list[str]:
     return [text[i : i + width] for i in range(0, len(text), width)]
 
 
+def _atoms(text: str, cap: int) -> list[tuple[str, str]]:
+    """(piece, separator before it): lines, and where a line is too long, its sentences,
+    words, and at worst fixed-width slices."""
+    out: list[tuple[str, str]] = []
+    line_sep = "\n"
+    for line in text.split("\n"):
+        if not line.strip():
+            line_sep = "\n\n"  # a blank line: keep the paragraph break
+            continue
+        if len(line) <= cap:
+            out.append((line, line_sep))
+        else:
+            first = True
+            for sentence in _SENTENCE_END.split(line):
+                pieces = [sentence] if len(sentence) <= cap else sentence.split()
+                for piece in pieces:
+                    for part in _hard_wrap(piece, cap):
+                        out.append((part, line_sep if first else " "))
+                        first = False
+        line_sep = "\n"
+    return out
+
+
 def _split_text(text: str, cap: int) -> list[str]:
-    """Split at the coarsest boundary that works: lines, sentences, words, characters."""
-    for splitter in (lambda t: t.split("\n"), _SENTENCE_END.split, str.split):
-        units = [u for u in splitter(text) if u.strip()]
-        if len(units) > 1:
-            break
-    else:
-        return _hard_wrap(text, cap)
-    joiner = "\n" if "\n" in text else " "
+    """Pack lines (or, inside an overlong line, sentences and words) into pieces of at
+    most ``cap`` characters, so nothing is cut mid-word unless a word is itself huge."""
     out: list[str] = []
     current = ""
-    for unit in units:
-        for part in ([unit] if len(unit) <= cap else _split_text(unit, cap)):
-            if current and len(current) + len(joiner) + len(part) > cap:
-                out.append(current)
-                current = part
-            else:
-                current = f"{current}{joiner}{part}" if current else part
+    for atom, sep in _atoms(text, cap):
+        if current and len(current) + len(sep) + len(atom) > cap:
+            out.append(current)
+            current = atom
+        else:
+            current = f"{current}{sep}{atom}" if current else atom
     if current:
         out.append(current)
+    return out
+
+
+def _attach_headings(
+    blocks: list[tuple[tuple[str, ...], str, bool]], headings: set[int], limits: ChunkLimits
+) -> list[tuple[tuple[str, ...], str, bool]]:
+    """A heading travels with the block after it, so no chunk is a bare heading line
+    when its section has a body (an oversized block is then split after the heading)."""
+    out: list[tuple[tuple[str, ...], str, bool]] = []
+    i = 0
+    while i < len(blocks):
+        path, text, is_code = blocks[i]
+        nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+        if i in headings and nxt is not None and i + 1 not in headings and nxt[0] == path:
+            joined = f"{text}\n\n{nxt[1]}"
+            if not nxt[2]:
+                out.append((path, joined, False))
+                i += 2
+                continue
+            if len(joined) <= limits.code_max_chars:
+                out.append((path, joined, True))  # kept whole, like the code block itself
+                i += 2
+                continue
+        out.append((path, text, is_code))
+        i += 1
     return out
 
 

@@ -12,12 +12,13 @@ leave the root, and each real directory is entered once, so a link loop ends.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,32 +41,56 @@ class ScanResult:
     problems: list[ScanProblem] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class Globs:
-    include: tuple[str, ...]
-    exclude: tuple[str, ...]
+class _Matcher:
+    """Glob patterns compiled into two regular expressions: name-only and path patterns."""
 
-    def _matches(self, patterns: Iterable[str], rel: str) -> bool:
-        name = rel.rsplit("/", 1)[-1]
-        for pat in patterns:
-            if "/" in pat:
-                pat = pat[3:] if pat.startswith("**/") else pat
-                if fnmatchcase(rel, pat) or fnmatchcase(rel, "*/" + pat):
-                    return True
-            elif fnmatchcase(name, pat):
-                return True
-        return False
+    def __init__(self, patterns: Iterable[str]) -> None:
+        names = [p for p in patterns if "/" not in p]
+        paths = [p[3:] if p.startswith("**/") else p for p in patterns if "/" in p]
+        self._name = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None
+        self._path = (
+            re.compile("|".join(f"(?:.*/)?{fnmatch.translate(p)}" for p in paths))
+            if paths
+            else None
+        )
+
+    def __call__(self, rel: str) -> bool:
+        if self._name is not None and self._name.match(rel.rsplit("/", 1)[-1]):
+            return True
+        return self._path is not None and self._path.match(rel) is not None
+
+
+class Globs:
+    """Which files a root's scan takes. Immutable; compiled once."""
+
+    def __init__(self, include: Iterable[str], exclude: Iterable[str]) -> None:
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        self._inc = _Matcher(self.include)
+        self._exc = _Matcher(self.exclude)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Globs) and (self.include, self.exclude) == (
+            other.include, other.exclude
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.include, self.exclude))
 
     def excluded_dir(self, rel_dir: str) -> bool:
-        return self._matches(self.exclude, rel_dir)
+        return self._exc(rel_dir)
+
+    def wanted_name(self, rel: str) -> bool:
+        """The file's own test, for a file whose folders are known not to be excluded."""
+        return self._inc(rel) and not self._exc(rel)
 
     def wanted(self, rel: str) -> bool:
         """Whether a file at ``rel`` (posix, relative to its root) is indexed."""
-        parts = PurePosixPath(rel).parts
+        parts = rel.split("/")
         for i in range(1, len(parts)):
-            if self.excluded_dir("/".join(parts[:i])):
+            if self._exc("/".join(parts[:i])):
                 return False
-        return self._matches(self.include, rel) and not self._matches(self.exclude, rel)
+        return self.wanted_name(rel)
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -108,7 +133,7 @@ def scan_root(root: Path, globs: Globs) -> ScanResult:
                     continue  # its files are reached through the real directory
                 stack.append((Path(entry.path), rel))
                 continue
-            if not globs.wanted(rel):
+            if not globs.wanted_name(rel):  # its folders passed on the way down
                 continue
             state = stat_file(root, rel, is_link=is_link)
             if isinstance(state, ScanProblem):

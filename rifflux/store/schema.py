@@ -62,13 +62,16 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, heading_path, content)
     VALUES (new.id, new.heading_path, new.content);
 END;
+-- A rowid table: the 1.5 KB vectors live in the table's pages, so the index that
+-- answers "has this text a vector?" stays small and fast.
 CREATE TABLE IF NOT EXISTS embeddings(
+    id INTEGER PRIMARY KEY,
     content_hash TEXT NOT NULL,
     model TEXT NOT NULL,
     dim INTEGER NOT NULL,
     vector BLOB NOT NULL,
-    PRIMARY KEY(content_hash, model)
-) WITHOUT ROWID;
+    UNIQUE(content_hash, model)
+);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
 

@@ -137,3 +137,12 @@ def test_chunk_indexes_are_dense_from_zero() -> None:
     body = "sentence here. " * 100
     doc = parse_markdown("\n\n".join(f"## S{i}\n\n{body}" for i in range(5)))
     assert [c.chunk_index for c in doc.chunks] == list(range(len(doc.chunks)))
+
+
+def test_a_heading_is_never_alone_before_its_oversized_body() -> None:
+    limits = ChunkLimits(max_chars=300, min_chars=50, code_max_chars=600)
+    para = " ".join(f"w{i}" for i in range(200))
+    doc = parse_markdown(f"# Intro\n\n{'x ' * 100}\n\n## Long\n\n{para}\n", limits)
+    assert all(c.content.strip() not in ("# Intro", "## Long") for c in doc.chunks)
+    long_first = next(c for c in doc.chunks if c.heading_path == "Intro > Long")
+    assert long_first.content.startswith("## Long\n\nw0 w1")
