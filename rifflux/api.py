@@ -104,9 +104,8 @@ class Rifflux:
         send, receive = anyio.create_memory_object_stream[list[dict[str, Any]] | BaseException](1)
         assert sup.query_send is not None
         async with receive:
-            await sup.query_send.send(
-                SearchRequested(query=query, top_k=top_k, mode=mode, reply=send)  # type: ignore[arg-type]
-            )
+            request = SearchRequested(query=query, top_k=top_k, mode=mode, reply=send)
+            await sup.query_send.send(request)
             result = await receive.receive()
         if isinstance(result, BaseException):
             raise result
@@ -117,7 +116,9 @@ class Rifflux:
         send, receive = anyio.create_memory_object_stream[Any](1)
         assert sup.query_send is not None
         async with receive:
-            await sup.query_send.send(ReadRequested(what=what, key=key, reply=send))  # type: ignore[arg-type]
+            await sup.query_send.send(
+                ReadRequested(what=what, key=key, reply=send)  # type: ignore[arg-type]
+            )
             result = await receive.receive()
         if isinstance(result, BaseException):
             raise result

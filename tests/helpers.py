@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -53,17 +55,17 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
-async def wait_until(predicate: Callable[[], object], timeout: float = 5.0) -> None:
-    """Poll an async-free condition under fail_after (no sleeping as synchronisation)."""
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
+async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
+    """Poll ``check`` (sync or async) until it returns something truthy, under fail_after.
 
-
-async def wait_for_async(check: Callable[[], object], timeout: float = 5.0) -> object:
-    with anyio.fail_after(timeout):
+    Polling is how the tests wait for state outside the event loop (files on disk, a
+    database written by another task); a deadline, never a sleep, decides failure.
+    """
+    with anyio.fail_after(within):
         while True:
-            value = await check()  # type: ignore[misc]
+            value = check()
+            if inspect.isawaitable(value):
+                value = await value
             if value:
                 return value
             await anyio.sleep(0.02)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -98,7 +97,9 @@ async def test_moving_a_file_reembeds_nothing(tmp_path: Path, embedder: Counting
     assert moved is not None and status["pending_embeddings"] == 0
 
 
-async def test_force_rechunks_but_reuses_vectors(tmp_path: Path, embedder: CountingEmbedder) -> None:
+async def test_force_rechunks_but_reuses_vectors(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
     root = tmp_path / "docs"
     write(root, "a.md", doc(3))
     async with Rifflux(tmp_path / "i.db", embedder=embedder) as rf:
@@ -161,7 +162,9 @@ async def test_a_file_that_turns_bad_keeps_its_previous_index(
         assert result["errors"] and await rf.search("first version", mode="lexical")
 
 
-async def test_directory_symlink_loop_does_not_hang(tmp_path: Path, embedder: CountingEmbedder) -> None:
+async def test_directory_symlink_loop_does_not_hang(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
     root = tmp_path / "docs"
     write(root, "sub/a.md", "# A\n\nloop safe\n")
     os.symlink(root, root / "sub" / "back")

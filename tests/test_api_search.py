@@ -102,12 +102,20 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path
     for r in hybrid:
         b = r["score_breakdown"]
         assert b["rrf"] == pytest.approx(expected[r["chunk_id"]])
-        assert b["lexical_rank"] == (lex_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in lex_ids else None)
-        assert b["semantic_rank"] == (sem_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in sem_ids else None)
+        assert b["lexical_rank"] == (
+            lex_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in lex_ids else None
+        )
+        assert b["semantic_rank"] == (
+            sem_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in sem_ids else None
+        )
     scores = [r["score_breakdown"]["rrf"] for r in hybrid]
     assert scores == sorted(scores, reverse=True)
     assert [r["chunk_id"] for r in hybrid] == [f.key for f in rrf([lex_ids, sem_ids], k=60)][:top_k]
-    both = [r for r in hybrid if r["score_breakdown"]["lexical_rank"] and r["score_breakdown"]["semantic_rank"]]
+    both = [
+        r
+        for r in hybrid
+        if r["score_breakdown"]["lexical_rank"] and r["score_breakdown"]["semantic_rank"]
+    ]
     assert both, "the test needs a chunk present in both branches"
 
 
@@ -123,8 +131,9 @@ async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, corpus: Path) ->
 
 async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, corpus: Path) -> None:
     # backend "onnx" with a missing model: no query vector can ever be made
-    async with Rifflux(tmp_path / "i.db", embedding_backend="onnx",
-                       model_dir=tmp_path / "no-model") as rf:
+    async with Rifflux(
+        tmp_path / "i.db", embedding_backend="onnx", model_dir=tmp_path / "no-model"
+    ) as rf:
         await rf.reindex(corpus)
         semantic = await rf.search("install", mode="semantic")
         hybrid = await rf.search("install", mode="hybrid")
@@ -148,8 +157,24 @@ async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, corpus: 
     assert results and all(r["score_breakdown"]["cosine"] == 0.0 for r in results)
 
 
-HOSTILE = ['"unbalanced', "AND OR NOT", "NEAR(", "*", "-", ":", "col:val", "a\x00b",
-           "x" * 10_000, "日本語", "café", "()", "-install", "install*", '"install the"', ""]
+HOSTILE = [
+    '"unbalanced',
+    "AND OR NOT",
+    "NEAR(",
+    "*",
+    "-",
+    ":",
+    "col:val",
+    "a\x00b",
+    "x" * 10_000,
+    "日本語",
+    "café",
+    "()",
+    "-install",
+    "install*",
+    '"install the"',
+    "",
+]
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])

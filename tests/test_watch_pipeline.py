@@ -15,22 +15,13 @@ import pytest
 
 from rifflux import Rifflux, Settings
 
-from .helpers import CountingEmbedder, write
+from .helpers import CountingEmbedder, eventually, write
 
 pytestmark = pytest.mark.anyio
 
 
 async def found(rf: Rifflux, query: str, mode: str = "lexical") -> list[dict[str, Any]]:
     return await rf.search(query, mode=mode, top_k=5)
-
-
-async def eventually(check: Any, timeout: float = 10.0) -> Any:
-    with anyio.fail_after(timeout):
-        while True:
-            value = await check()
-            if value:
-                return value
-            await anyio.sleep(0.02)
 
 
 def watching(tmp_path: Path, root: Path, **kw: Any) -> Rifflux:
@@ -146,8 +137,7 @@ async def test_watcher_crash_restarts_with_backoff(tmp_path: Path) -> None:
 async def test_busy_database_is_retried_then_completes(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     write(root, "a.md", "# A\n\nretriedcontent\n")
-    settings = Settings(db_path=tmp_path / "i.db", busy_timeout_ms=50,
-                        retry_delays=(0.2, 0.4, 0.8))
+    settings = Settings(db_path=tmp_path / "i.db", busy_timeout_ms=50, retry_delays=(0.2, 0.4, 0.8))
     async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
         blocker = sqlite3.connect(tmp_path / "i.db", isolation_level=None)
         blocker.execute("BEGIN EXCLUSIVE")  # another process holding the write lock
@@ -170,8 +160,9 @@ async def test_busy_database_is_retried_then_completes(tmp_path: Path) -> None:
 async def test_busy_database_fails_after_three_retries(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     write(root, "a.md", "# A\n\nneverindexed\n")
-    settings = Settings(db_path=tmp_path / "i.db", busy_timeout_ms=20,
-                        retry_delays=(0.01, 0.01, 0.01))
+    settings = Settings(
+        db_path=tmp_path / "i.db", busy_timeout_ms=20, retry_delays=(0.01, 0.01, 0.01)
+    )
     async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
         blocker = sqlite3.connect(tmp_path / "i.db", isolation_level=None)
         blocker.execute("BEGIN EXCLUSIVE")
@@ -207,7 +198,7 @@ async def test_shutdown_during_a_running_job_is_prompt_and_clean(tmp_path: Path)
     assert anyio.current_time() - started < 30
     # aiosqlite's connection threads and the parse workers are gone (anyio's idle
     # worker threads are its shared pool, not ours)
-    await eventually_sync(lambda: own_threads() <= threads_before)
+    await eventually(lambda: own_threads() <= threads_before)
     assert child_processes() == []
     # the database is consistent: every file is whole, and a new instance finishes the work
     with sqlite3.connect(tmp_path / "i.db") as conn:
@@ -230,12 +221,6 @@ def child_processes() -> list[str]:
     return kids
 
 
-async def eventually_sync(check: Any, timeout: float = 5.0) -> None:
-    with anyio.fail_after(timeout):
-        while not check():
-            await anyio.sleep(0.02)
-
-
 async def test_a_flood_of_events_ends_in_one_consistent_index(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     root.mkdir()
@@ -252,10 +237,14 @@ async def test_a_flood_of_events_ends_in_one_consistent_index(tmp_path: Path) ->
         async def settled() -> bool:
             st = await rf.status()
             hits = await rf.search(f"round{rounds - 1}", mode="lexical", top_k=1)
-            return (st["files"] == n_files and st["queued_jobs"] == 0 and bool(hits)
-                    and not await rf.search("round0", mode="lexical", top_k=1))
+            return (
+                st["files"] == n_files
+                and st["queued_jobs"] == 0
+                and bool(hits)
+                and not await rf.search("round0", mode="lexical", top_k=1)
+            )
 
-        await eventually(settled, timeout=90)
+        await eventually(settled, within=90)
         status = await rf.status()
     assert max_queued <= 2  # bursts merge into the queued job
     assert status["chunks"] == n_files

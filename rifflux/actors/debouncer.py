@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .messages import DebouncedMessage, FilesChanged, IndexBatch, RescanRequested, WatchMessage
+from .messages import DebouncedMessage, IndexBatch, RescanRequested, WatchMessage
 
 
 class Debouncer:

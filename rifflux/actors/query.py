@@ -148,6 +148,7 @@ class QueryActor:
             if mode in ("semantic", "hybrid"):
                 tg.start_soon(run_semantic)
 
+        picked: list[tuple[int, dict[str, float | int | None]]]
         if mode == "lexical":
             picked = [(cid, {"bm25": score}) for cid, score in lexical[:top_k]]
         elif mode == "semantic":

@@ -33,7 +33,8 @@ _KINDS: dict[int, ChangeKind] = {1: "added", 2: "modified", 3: "deleted"}
 def _default_factory() -> WatchFactory:
     from watchfiles import awatch
 
-    return awatch  # type: ignore[no-any-return]
+    factory: WatchFactory = awatch
+    return factory
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -117,14 +117,16 @@ class OnnxEmbedder:
         self.embed_query("warm up")
 
     @staticmethod
-    def _session(ort: object, model: Path, threads: int) -> object:
-        import onnxruntime as rt
+    def _session(ort: Any, model: Path, threads: int) -> Any:
+        rt = ort
 
         opts = rt.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return rt.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+        return rt.InferenceSession(
+            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
 
     @property
     def label(self) -> str:
@@ -134,12 +136,12 @@ class OnnxEmbedder:
     def dim(self) -> int:
         return self._dim
 
-    def _run(self, session: object, tokenizer: object, texts: list[str]) -> F32:
-        encodings = tokenizer.encode_batch(texts)  # type: ignore[attr-defined]
+    def _run(self, session: Any, tokenizer: Any, texts: list[str]) -> F32:
+        encodings = tokenizer.encode_batch(texts)
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, {k: feeds[k] for k in self._inputs})[0]  # type: ignore[attr-defined]
+        hidden = session.run(None, {k: feeds[k] for k in self._inputs})[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalise(pooled.astype(np.float32))
@@ -150,7 +152,8 @@ class OnnxEmbedder:
         return self._run(self._batch, self._batch_tok, texts)
 
     def embed_query(self, text: str) -> F32:
-        return self._run(self._query, self._query_tok, [text])[0]
+        out: F32 = self._run(self._query, self._query_tok, [text])[0]
+        return out
 
 
 _HASH_TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -187,7 +190,8 @@ class HashEmbedder:
         return normalise(np.stack([self._one(t) for t in texts]))
 
     def embed_query(self, text: str) -> F32:
-        return normalise(self._one(text)[None, :])[0]
+        out: F32 = normalise(self._one(text)[None, :])[0]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

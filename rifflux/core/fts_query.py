@@ -52,9 +52,9 @@ def build_match(query: str) -> str | None:
         elif words:
             rest_parts.append(" " + words[0] + " ")
     rest_parts.append(text[last:])
-    words = _terms(" ".join(rest_parts))
-    content = [(w, p) for w, p in words if w.lower() not in STOPWORDS or p]
-    for word, prefix in content or words:
+    terms = _terms(" ".join(rest_parts))
+    content = [(w, p) for w, p in terms if w.lower() not in STOPWORDS or p]
+    for word, prefix in content or terms:
         add(f'"{word}"*' if prefix else f'"{word}"')
     if not clauses:
         return None

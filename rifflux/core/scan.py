@@ -144,7 +144,9 @@ def scan_root(root: Path, globs: Globs) -> ScanResult:
     return result
 
 
-def stat_file(root: Path, rel: str, *, is_link: bool | None = None) -> FileState | ScanProblem | None:
+def stat_file(
+    root: Path, rel: str, *, is_link: bool | None = None
+) -> FileState | ScanProblem | None:
     """The state of one file; None when it should not be indexed (gone, or a link
     to a file inside the same root)."""
     path = root / rel

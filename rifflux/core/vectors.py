@@ -19,7 +19,8 @@ def normalise(vectors: F32) -> F32:
     """Rows scaled to unit length; a zero row stays zero (its cosine is 0.0)."""
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32, copy=False)
+    out: F32 = (vectors / norms).astype(np.float32, copy=False)
+    return out
 
 
 class VectorIndex:

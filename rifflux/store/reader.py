@@ -4,6 +4,7 @@ the writer writes)."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import anyio
 import numpy as np
 
 from ..core.chunker import embed_text
@@ -41,6 +43,10 @@ def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
         "content": str(row[4]),
         "root": str(row[6]),
     }
+
+
+def _user_path(path: str) -> Path:
+    return Path(os.path.expanduser(path))
 
 
 class Reader:
@@ -86,15 +92,16 @@ class Reader:
     async def file(self, path: str) -> dict[str, Any] | None:
         """A file by path relative to its root, or absolute; first root wins on ties."""
         candidates: list[tuple[str, str]] = []
-        p = Path(path).expanduser()
+        p = _user_path(path)
+        resolved = Path(await anyio.Path(p).resolve()) if p.is_absolute() else p
         with mapped_errors(self.db_path):
             cur = await self.conn.execute("SELECT path FROM roots ORDER BY id")
             roots = [str(r[0]) for r in await cur.fetchall()]
             if p.is_absolute():
                 for root in roots:
                     try:
-                        rel = p.resolve().relative_to(root).as_posix()
-                    except (ValueError, OSError):
+                        rel = resolved.relative_to(root).as_posix()
+                    except ValueError:
                         try:
                             rel = p.relative_to(root).as_posix()
                         except ValueError:
@@ -148,7 +155,7 @@ class Reader:
                 "ON e.content_hash = c.content_hash AND e.model = ?",
                 (model,),
             )
-            rows = await cur.fetchall()
+            rows = list(await cur.fetchall())
         ids = [int(r[0]) for r in rows]
         if not rows:
             return ids, np.zeros((0, dim), dtype=np.float32)

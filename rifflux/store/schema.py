@@ -106,7 +106,9 @@ def mapped_errors(db_path: Path | str) -> Iterator[None]:
         raise translate(exc, db_path) from exc
 
 
-async def connect(db_path: Path, *, busy_timeout_ms: int, readonly: bool = False) -> aiosqlite.Connection:
+async def connect(
+    db_path: Path, *, busy_timeout_ms: int, readonly: bool = False
+) -> aiosqlite.Connection:
     """A configured connection; the writer also creates or checks the schema."""
     with mapped_errors(db_path):
         if not readonly:

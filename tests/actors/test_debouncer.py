@@ -18,7 +18,9 @@ pytestmark = pytest.mark.anyio
 ROOT = Path("/r")
 
 
-async def run_until_closed(events: list[WatchMessage], quiet: float = 3600) -> list[DebouncedMessage]:
+async def run_until_closed(
+    events: list[WatchMessage], quiet: float = 3600
+) -> list[DebouncedMessage]:
     """Feed events, close the input, collect everything the debouncer sends."""
     send, recv = anyio.create_memory_object_stream[WatchMessage](100)
     out_send, out_recv = anyio.create_memory_object_stream[DebouncedMessage](100)
@@ -41,35 +43,43 @@ def changed(*items: tuple[str, str]) -> FilesChanged:
 
 
 async def test_a_burst_becomes_one_batch_and_the_last_event_wins() -> None:
-    got = await run_until_closed([
-        changed(("added", "a.md"), ("modified", "a.md")),
-        changed(("deleted", "b.md")),
-        changed(("added", "b.md")),             # delete then create: an upsert
-        changed(("added", "c.md")),
-        changed(("deleted", "c.md")),           # create then delete: a delete
-        changed(("modified", "a.md")),
-    ])
-    assert got == [IndexBatch(root=ROOT, upserts=frozenset({"a.md", "b.md"}),
-                              deletes=frozenset({"c.md"}))]
+    got = await run_until_closed(
+        [
+            changed(("added", "a.md"), ("modified", "a.md")),
+            changed(("deleted", "b.md")),
+            changed(("added", "b.md")),  # delete then create: an upsert
+            changed(("added", "c.md")),
+            changed(("deleted", "c.md")),  # create then delete: a delete
+            changed(("modified", "a.md")),
+        ]
+    )
+    assert got == [
+        IndexBatch(root=ROOT, upserts=frozenset({"a.md", "b.md"}), deletes=frozenset({"c.md"}))
+    ]
 
 
 async def test_batches_are_per_root() -> None:
     other = Path("/other")
-    got = await run_until_closed([
-        changed(("added", "a.md")),
-        FilesChanged(root=other, changes=(("added", "a.md"),)),
-    ])
+    got = await run_until_closed(
+        [
+            changed(("added", "a.md")),
+            FilesChanged(root=other, changes=(("added", "a.md"),)),
+        ]
+    )
     assert {(b.root, b.upserts) for b in got if isinstance(b, IndexBatch)} == {
-        (ROOT, frozenset({"a.md"})), (other, frozenset({"a.md"}))
+        (ROOT, frozenset({"a.md"})),
+        (other, frozenset({"a.md"})),
     }
 
 
 async def test_a_rescan_supersedes_pending_paths_of_its_root() -> None:
-    got = await run_until_closed([
-        changed(("added", "a.md")),
-        RescanRequested(root=ROOT),
-        changed(("added", "b.md")),
-    ])
+    got = await run_until_closed(
+        [
+            changed(("added", "a.md")),
+            RescanRequested(root=ROOT),
+            changed(("added", "b.md")),
+        ]
+    )
     assert got == [RescanRequested(root=ROOT)]
 
 

@@ -13,7 +13,9 @@ def test_empty_file_has_no_chunks() -> None:
 
 
 def test_front_matter_is_metadata_not_body() -> None:
-    doc = parse_markdown("---\ntitle: Guide\ntags: [a, b]\naliases: g\n---\n# Intro\n\nHello world.\n")
+    doc = parse_markdown(
+        "---\ntitle: Guide\ntags: [a, b]\naliases: g\n---\n# Intro\n\nHello world.\n"
+    )
     assert doc.metadata.title == "Guide"
     assert doc.metadata.tags == ("a", "b")
     assert doc.metadata.aliases == ("g",)
@@ -62,8 +64,10 @@ def test_lone_heading_is_not_dropped() -> None:
 
 def test_fenced_code_is_kept_whole() -> None:
     code = "\n".join(f"line_{i} = {i}" for i in range(60))  # ~800 chars
-    doc = parse_markdown(f"# Code\n\nIntro text.\n\n```python\n{code}\n```\n\nAfter.\n",
-                         ChunkLimits(max_chars=500, min_chars=50, code_max_chars=3000))
+    doc = parse_markdown(
+        f"# Code\n\nIntro text.\n\n```python\n{code}\n```\n\nAfter.\n",
+        ChunkLimits(max_chars=500, min_chars=50, code_max_chars=3000),
+    )
     holders = [c for c in doc.chunks if "line_0 = 0" in c.content]
     assert len(holders) == 1
     assert "line_59 = 59" in holders[0].content
@@ -99,7 +103,9 @@ def test_short_sections_merge_with_a_neighbour() -> None:
 
 
 def test_lists_are_readable_text_with_nesting() -> None:
-    doc = parse_markdown("- top item\n  - nested **bold** item\n- [link text](http://x.y) here\n1. first\n")
+    doc = parse_markdown(
+        "- top item\n  - nested **bold** item\n- [link text](http://x.y) here\n1. first\n"
+    )
     text = doc.chunks[0].content
     assert "- top item" in text
     assert "  - nested bold item" in text

@@ -16,8 +16,16 @@ def touch(root: Path, rel: str) -> None:
 
 
 def test_default_globs_take_markdown_and_skip_tool_folders_at_any_depth(tmp_path: Path) -> None:
-    for rel in ["a.md", "sub/b.markdown", "c.txt", ".git/d.md", "x/node_modules/e.md",
-                "deep/er/.venv/f.md", "y/__pycache__/g.md", "z/h.md"]:
+    for rel in [
+        "a.md",
+        "sub/b.markdown",
+        "c.txt",
+        ".git/d.md",
+        "x/node_modules/e.md",
+        "deep/er/.venv/f.md",
+        "y/__pycache__/g.md",
+        "z/h.md",
+    ]:
         touch(tmp_path, rel)
     got = [f.rel_path for f in scan_root(tmp_path, GLOBS).files]
     assert got == ["a.md", "sub/b.markdown", "z/h.md"]
