@@ -1,0 +1,103 @@
+"""The real ONNX model on a small corpus: semantics that lexical search cannot see."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rifflux import Rifflux
+from rifflux.core.embedders import BUNDLED_MODEL, locate_model
+
+from .helpers import write
+
+pytestmark = pytest.mark.anyio
+
+CORPUS = {
+    "account.md": "# Account help\n\n## Resetting your password\n\nIf you forget your "
+    "credentials, open Settings and choose Forgot password to receive a reset link by email.\n\n"
+    "## Deleting your profile\n\nProfiles are removed permanently after thirty days.\n",
+    "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
+    "twice a week; avoid wetting the leaves.\n",
+    "travel.md": "# Travel\n\n## Packing light\n\nBring one carry-on bag, roll your clothes "
+    "and leave the hair dryer at home.\n",
+    "cooking.md": "# Kitchen\n\n## Baking bread\n\nKnead the dough for ten minutes, let it "
+    "rise for an hour, then bake at 220 degrees.\n",
+}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    for rel, text in CORPUS.items():
+        write(root, rel, text)
+    return root
+
+
+async def test_a_paraphrase_finds_the_section_lexical_search_misses(
+    tmp_path: Path, corpus: Path
+) -> None:
+    query = "I cannot recall my login secret"
+    async with Rifflux(tmp_path / "i.db") as rf:  # the default: auto -> ONNX
+        result = await rf.reindex(corpus)
+        assert result["embedding_backend"] == "onnx"
+        assert result["embedding_model"] == BUNDLED_MODEL
+        lexical = await rf.search(query, mode="lexical")
+        semantic = await rf.search(query, mode="semantic", top_k=3)
+        hybrid = await rf.search(query, mode="hybrid", top_k=3)
+        other = await rf.search("how long should I knead", mode="semantic", top_k=1)
+    assert lexical == []
+    assert semantic[0]["heading_path"] == "Account help > Resetting your password"
+    assert semantic[0]["score_breakdown"]["cosine"] > semantic[1]["score_breakdown"]["cosine"]
+    assert hybrid[0]["chunk_id"] == semantic[0]["chunk_id"]
+    assert hybrid[0]["score_breakdown"]["lexical_rank"] is None
+    assert other[0]["path"] == "cooking.md"
+
+
+async def test_auto_falls_back_to_hashing_and_says_why(tmp_path: Path, corpus: Path) -> None:
+    async with Rifflux(
+        tmp_path / "i.db", embedding_backend="auto", model_dir=tmp_path / "missing"
+    ) as rf:
+        result = await rf.reindex(corpus)
+        status = await rf.status()
+        hits = await rf.search("tomato watering", mode="semantic")
+    assert result["embedding_backend"] == "hash"
+    assert status["embedding_backend"] == "hash"
+    assert "model.onnx" in status["embedding_fallback_reason"]
+    assert hits  # the hash vectors still serve the semantic branch
+
+
+async def test_a_user_model_directory_replaces_the_bundled_model(
+    tmp_path: Path, corpus: Path
+) -> None:
+    files = locate_model()
+    model_dir = tmp_path / "my-model"
+    model_dir.mkdir()
+    os.symlink(files.model, model_dir / "model.onnx")
+    os.symlink(files.tokenizer, model_dir / "tokenizer.json")
+    async with Rifflux(tmp_path / "i.db", embedding_backend="onnx", model_dir=model_dir) as rf:
+        result = await rf.reindex(corpus)
+        hits = await rf.search("I cannot recall my login secret", mode="semantic", top_k=1)
+    assert result["embedding_backend"] == "onnx"
+    assert result["embedding_model"].startswith("onnx:my-model:")
+    assert hits[0]["heading_path"].endswith("Resetting your password")
+
+
+def test_the_readme_library_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Library\n\n```python\n(.*?)```", readme, re.DOTALL)
+    assert block is not None, "README.md lost its library example"
+    write(tmp_path / "docs", "setup.md", "# Setup\n\n## Linux\n\nTo install on linux run make.\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", block.group(1)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "setup.md Setup > Linux" in proc.stdout
