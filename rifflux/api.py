@@ -147,19 +147,44 @@ class Rifflux:
         the current working directory. Returns when those files are indexed and
         embedded, or at once with the job when ``background`` is true."""
         sup = self._open()
+        if self.settings.read_only:
+            raise RiffluxError(
+                f"{self.settings.db_path} is open read-only (searching another index); "
+                "open it without read_only to reindex"
+            )
         if paths:
             locations = [os.fspath(p) for p in paths]
         elif path is not None and os.fspath(path) != "":
             locations = [os.fspath(path)]
         else:
             locations = [os.getcwd()]
-        roots = [Path(r) for r in await self._read("roots")]
+        roots = [Path(r) for r in await self.roots()]
         job = Job([self._target(loc, roots) for loc in locations], force=bool(force))
         sup.jobs.submit(job)
         if background:
             return {"job": job.snapshot(), **self._model_labels()}
         await job.done.wait()
         return self._job_result(job)
+
+    async def roots(self) -> list[str]:
+        """The folders this index holds files from (absolute paths)."""
+        result: list[str] = await self._read("roots")
+        return result
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The active embedding model's label; None until the model has loaded."""
+        return self._open().model.label
+
+    @property
+    def embedding_backend(self) -> str | None:
+        """``onnx`` or ``hash``, the backend actually in use; None until loaded."""
+        emb = self._open().model.embedder
+        return emb.backend if emb else None
+
+    async def wait_until_model_ready(self) -> None:
+        """Wait for the embedding model to load (or fail to: see ``status()``)."""
+        await self._open().model.ready.wait()
 
     async def job(self, job_id: str) -> dict[str, Any]:
         """A background job's state (and its result once completed)."""

@@ -70,6 +70,9 @@ class Settings:
     max_queued_jobs: int = 1000
     shutdown_grace_seconds: float = 3.0
     watcher_max_backoff: float = 30.0
+    #: Open an existing index only to search it: no indexing, no embedding, and vectors
+    #: of another model are left alone (searching someone else's index file).
+    read_only: bool = False
     #: MCP only: reindex the configured roots in the background on search (throttled).
     auto_reindex_on_search: bool = False
     auto_reindex_min_interval: float = 30.0

@@ -298,3 +298,23 @@ async def test_corrupt_database_gets_a_clear_message(tmp_path: Path) -> None:
     with pytest.raises(IndexDatabaseError, match="delete it"):
         async with Rifflux(db, embedder=CountingEmbedder()):
             pass
+
+
+async def test_read_only_open_searches_without_changing_the_index(tmp_path: Path) -> None:
+    from rifflux import RiffluxError, Settings
+
+    root = tmp_path / "docs"
+    write(root, "a.md", doc(3))
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder("model-a")) as rf:
+        await rf.reindex(root)
+        n = (await rf.status())["embeddings"]
+    other = CountingEmbedder("model-b")
+    settings = Settings(db_path=tmp_path / "i.db", read_only=True)
+    async with Rifflux(settings=settings, embedder=other) as rf:
+        assert await rf.search("topic", mode="lexical")
+        with pytest.raises(RiffluxError, match="read-only"):
+            await rf.reindex(root)
+    assert other.embedded == []
+    with sqlite3.connect(tmp_path / "i.db") as conn:
+        rows = conn.execute("SELECT model, COUNT(*) FROM embeddings GROUP BY model").fetchall()
+    assert rows == [("model-a", n)]

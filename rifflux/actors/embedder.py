@@ -46,7 +46,9 @@ class EmbedderActor:
         batch_size: int,
         window: int = 512,
         gate: Gate | None = None,
+        enabled: bool = True,
     ) -> None:
+        self._enabled = enabled
         self._gate = gate or Gate()
         self._reader = reader
         self._model = model
@@ -63,7 +65,7 @@ class EmbedderActor:
             await self._model.ready.wait()
             if self._model.embedder is not None:
                 await self._model.adopted.wait()
-            if self._model.embedder is None:
+            if self._model.embedder is None or not self._enabled:
                 async for _ in self._nudges:
                     pass  # nothing can embed; drain until shutdown
                 return

@@ -111,8 +111,10 @@ class Indexer:
         while True:
             try:
                 async with self._lock:
-                    dropped = await self._writer.drop_other_models(embedder.label)
-                    await self._writer.set_meta("embedding_model", embedder.label)
+                    dropped = 0
+                    if not self._settings.read_only:
+                        dropped = await self._writer.drop_other_models(embedder.label)
+                        await self._writer.set_meta("embedding_model", embedder.label)
                     self._active_model = embedder.label
                     for job in self._jobs.open_jobs():  # settled before the model was known
                         have = await self._writer.vectors_for(

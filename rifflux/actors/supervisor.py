@@ -110,7 +110,8 @@ class Supervisor:
                                 rrf_k=s.rrf_k)
         gate = Gate()
         self.embedder = EmbedderActor(reader=embed_reader, model=self.model, nudges=nudge_recv,
-                                      out=vec_send, batch_size=s.embed_batch_size, gate=gate)
+                                      out=vec_send, batch_size=s.embed_batch_size, gate=gate,
+                                      enabled=not s.read_only)
         self.indexer = Indexer(writer=Writer(writer_conn, db), settings=s, jobs=self.jobs,
                                model=self.model, vectors_in=vec_recv, embed_nudge=nudge_send,
                                query_out=query_send.clone(), bulk_gate=gate)

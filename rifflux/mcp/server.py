@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -87,7 +87,7 @@ class AutoReindex:
         # Claim the slot before awaiting, so concurrent searches do not start a second job.
         previous, self.last_started = self.last_started, now
         try:
-            roots = [str(p) for p in self.watch_paths] or await _indexed_roots(self.rf)
+            roots = [str(p) for p in self.watch_paths] or await self.rf.roots()
             if not roots:
                 self.last_started = previous
                 return {"started": False,
@@ -113,13 +113,6 @@ class AutoReindex:
                 "last_job": self.last_job}
 
 
-async def _indexed_roots(rf: Rifflux) -> list[str]:
-    # The library has no public accessor for the indexed roots yet (requested:
-    # ``Rifflux.roots()``); this is the same read ``Rifflux.reindex`` makes.
-    roots: list[str] = await rf._read("roots")
-    return roots
-
-
 @dataclass(slots=True)
 class ServerState:
     """What the lifespan yields: the one library instance and its helpers."""
@@ -127,16 +120,9 @@ class ServerState:
     rf: Rifflux
     settings: Settings
     auto: AutoReindex
-    _model_label: str | None = field(default=None, init=False)
-    _model_known: bool = field(default=False, init=False)
-
-    async def model_label(self) -> str | None:
-        """The active embedding model's label; cached once the model has loaded."""
-        if not self._model_known:
-            status = await self.rf.status()
-            self._model_label = status["embedding_model"]
-            self._model_known = bool(status["embedding_model_ready"])
-        return self._model_label
+    def model_label(self) -> str | None:
+        """The active embedding model's label (None while the model is still loading)."""
+        return self.rf.embedding_model
 
     def is_own_db(self, db_path: str) -> bool:
         return _resolved(db_path) == _resolved(self.settings.db_path)
@@ -203,7 +189,7 @@ async def search_rifflux(
                                                     "server's own index"}
         else:
             results = await state.rf.search(query, top_k=top_k, mode=mode)
-            label = await state.model_label()
+            label = state.model_label()
             auto = await state.auto.after_search()
     out: dict[str, Any] = {"query": query, "mode": mode, "count": len(results),
                            "embedding_model": label, "results": results}
@@ -218,7 +204,9 @@ async def _search_other_db(
     if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
-    other = settings.with_overrides(db_path=db_path, watch_paths=())
+    # read-only: searching another index must never change it (nor drop its vectors when
+    # they were made by another model)
+    other = settings.with_overrides(db_path=db_path, watch_paths=(), read_only=True)
     async with Rifflux(settings=other) as rf:
         results = await rf.search(query, top_k=top_k, mode=mode)
         label: str | None = (await rf.status())["embedding_model"]
