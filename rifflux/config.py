@@ -61,6 +61,10 @@ class Settings:
     chunk_max_chars: int = 1000
     chunk_min_chars: int = 200
     code_max_chars: int = 3000
+    #: Semantic pseudo-relevance feedback: move the query vector towards the mean of its
+    #: best N chunks and rescore the first pass's best 200 (0 turns it off).
+    semantic_feedback: int = 3
+    semantic_feedback_weight: float = 1.0
     # pipeline
     debounce_seconds: float = 0.05
     embed_batch_size: int = 32
@@ -113,6 +117,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_WATCH_PATHS": "watch_paths",
     "RIFFLUX_LOG_LEVEL": "log_level",
     "RIFFLUX_AUTO_REINDEX": "auto_reindex_on_search",
+    "RIFFLUX_SEMANTIC_FEEDBACK": "semantic_feedback",
 }
 
 

@@ -46,7 +46,11 @@ class QueryActor:
         model: ModelState,
         inbox: MemoryObjectReceiveStream[QueryMessage],
         rrf_k: int,
+        feedback: int = 0,
+        feedback_weight: float = 1.0,
     ) -> None:
+        self._feedback = feedback
+        self._feedback_weight = feedback_weight
         self._reader = reader
         self._model = model
         self._inbox = inbox
@@ -88,7 +92,7 @@ class QueryActor:
         embedder = self._model.embedder
         dim = embedder.dim if embedder else 384
         ids, vectors = await self._reader.all_vectors(model, dim)
-        matrix = VectorIndex(dim, capacity=max(1024, len(ids) * 2))
+        matrix = VectorIndex(dim, capacity=len(ids) + max(1024, len(ids) // 8))
         matrix.upsert(ids, vectors)
         self._matrix = matrix
         self._loaded.set()
@@ -133,20 +137,27 @@ class QueryActor:
         depth = top_k * 2
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
+        rows: dict[int, dict[str, Any]] = {}
 
         async def run_lexical() -> None:
             nonlocal lexical
-            lexical = await self._lexical(query, depth)
+            match = build_match(query)
+            if match is not None:
+                lexical, found = await self._reader.lexical(match, depth)
+                rows.update(found)
 
         async def run_semantic() -> None:
             nonlocal semantic
             semantic = await self._semantic(query, depth)
 
-        async with anyio.create_task_group() as tg:
-            if mode in ("lexical", "hybrid"):
+        if mode == "hybrid":
+            async with anyio.create_task_group() as tg:
                 tg.start_soon(run_lexical)
-            if mode in ("semantic", "hybrid"):
                 tg.start_soon(run_semantic)
+        elif mode == "lexical":
+            await run_lexical()
+        else:
+            await run_semantic()
 
         picked: list[tuple[int, dict[str, float | int | None]]]
         if mode == "lexical":
@@ -159,7 +170,9 @@ class QueryActor:
                 (f.key, {"rrf": f.score, "lexical_rank": f.ranks[0], "semantic_rank": f.ranks[1]})
                 for f in fused[:top_k]
             ]
-        rows = await self._reader.rows([cid for cid, _ in picked])
+        missing = [cid for cid, _ in picked if cid not in rows]
+        if missing:
+            rows.update(await self._reader.rows(missing))
         results: list[dict[str, Any]] = []
         for cid, breakdown in picked:
             row = rows.get(cid)
@@ -167,12 +180,6 @@ class QueryActor:
                 continue  # deleted between ranking and reading
             results.append({**row, "score_breakdown": breakdown})
         return results
-
-    async def _lexical(self, query: str, depth: int) -> list[tuple[int, float]]:
-        match = build_match(query)
-        if match is None:
-            return []
-        return await self._reader.lexical(match, depth)
 
     async def _semantic(self, query: str, depth: int) -> list[tuple[int, float]]:
         if not _HAS_WORD.search(query):
@@ -188,4 +195,6 @@ class QueryActor:
         vector = await anyio.to_thread.run_sync(
             embedder.embed_query, query, limiter=self._limiter
         )
-        return matrix.top_k(vector, depth)
+        return matrix.top_k(
+            vector, depth, feedback=self._feedback, weight=self._feedback_weight
+        )

@@ -107,7 +107,8 @@ class Supervisor:
         self.streams = {"query": query_send, "vectors": vec_send, "embed_nudge": nudge_send}
 
         self.query = QueryActor(reader=query_reader, model=self.model, inbox=query_recv,
-                                rrf_k=s.rrf_k)
+                                rrf_k=s.rrf_k, feedback=s.semantic_feedback,
+                                feedback_weight=s.semantic_feedback_weight)
         gate = Gate()
         self.embedder = EmbedderActor(reader=embed_reader, model=self.model, nudges=nudge_recv,
                                       out=vec_send, batch_size=s.embed_batch_size, gate=gate,

@@ -41,8 +41,18 @@ class Chunk:
 
 
 def embed_text(heading_path: str, content: str) -> str:
-    """What the embedding model sees: the breadcrumb, then the text."""
-    return f"{heading_path}\n{content}" if heading_path else content
+    """What the embedding model sees: the breadcrumb, then the text.
+
+    A section's own heading line opens its first chunk; the breadcrumb already ends
+    with that heading, so the line is left out here rather than said twice (the
+    model reads at most 256 tokens: they are better spent on the body).
+    """
+    if not heading_path:
+        return content
+    first, sep, rest = content.partition("\n")
+    if first.startswith("#") and first.lstrip("#").strip() == heading_path.rsplit(" > ", 1)[-1]:
+        content = rest.lstrip("\n")
+    return f"{heading_path}\n{content}"
 
 
 def make_chunk(index: int, heading_path: str, content: str) -> Chunk:

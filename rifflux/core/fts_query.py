@@ -17,9 +17,14 @@ MAX_TERMS = 32
 # Words so common in English prose that they only slow an OR query down and
 # blur its ranking. Dropped unless the query has nothing else.
 STOPWORDS = frozenset(
-    """a an and are as at be but by for from has have how i if in into is it its of on or
-    that the their then there these this to was what when where which who why will with
-    do does did can could should would you your we our they them not no""".split()
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you
+    your yours yourself yourselves must shall may might also""".split()
 )
 
 _PHRASE = re.compile(r'"([^"]*)"')

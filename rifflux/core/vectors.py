@@ -81,8 +81,16 @@ class VectorIndex:
     def clear(self) -> None:
         self._pos.clear()
 
-    def top_k(self, query: F32, k: int) -> list[tuple[int, float]]:
-        """(id, cosine) of the ``k`` rows most similar to ``query``, best first."""
+    def top_k(
+        self, query: F32, k: int, *, feedback: int = 0, weight: float = 1.0, pool: int = 200
+    ) -> list[tuple[int, float]]:
+        """(id, cosine) of the ``k`` rows most similar to ``query``, best first.
+
+        With ``feedback`` > 0 (pseudo-relevance feedback, Rocchio style), the query
+        moves towards the mean of its ``feedback`` best rows (``q + weight * mean``,
+        renormalised) and the best ``max(pool, k)`` rows of the first pass are scored
+        again against it; the cosines returned are those against the moved query.
+        """
         n = len(self._pos)
         if n == 0 or k < 1:
             return []
@@ -90,9 +98,24 @@ class VectorIndex:
         norm = float(np.linalg.norm(q))
         if norm == 0.0 or not np.isfinite(norm):
             scores = np.zeros(n, dtype=np.float32)
+            feedback = 0  # nothing to move: every cosine is 0.0
         else:
-            scores = self._matrix[:n] @ (q / norm)
-        k = min(k, n)
+            q = q / norm
+            scores = self._matrix[:n] @ q
+        if feedback > 0:
+            cand = self._best(scores, min(n, max(pool, k)))
+            centroid = self._matrix[cand[:feedback]].mean(axis=0)
+            moved = q + weight * centroid
+            moved /= max(float(np.linalg.norm(moved)), 1e-12)
+            rescored = self._matrix[cand] @ moved
+            order = np.lexsort((self._ids[cand], -rescored))[: min(k, len(cand))]
+            return [(int(self._ids[cand[i]]), float(rescored[i])) for i in order]
+        best = self._best(scores, min(k, n))
+        return [(int(self._ids[i]), float(scores[i])) for i in best]
+
+    def _best(self, scores: F32, k: int) -> npt.NDArray[np.intp]:
+        """Row positions of the ``k`` best scores, best first, ties by smaller id."""
+        n = len(scores)
         if k < n:
             part = np.argpartition(-scores, k - 1)[:k]
             # Rows tied with the k-th score are all candidates, so which of them make
@@ -103,5 +126,5 @@ class VectorIndex:
             part = np.arange(n)
         # deterministic order: higher score first, then smaller id
         order = np.lexsort((self._ids[part], -scores[part]))
-        best = part[order][:k]
-        return [(int(self._ids[i]), float(scores[i])) for i in best]
+        best: npt.NDArray[np.intp] = part[order][:k]
+        return best

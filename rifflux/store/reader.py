@@ -54,33 +54,39 @@ class Reader:
         self.conn = conn
         self.db_path = db_path
 
-    async def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """(chunk rowid, bm25) best first. ``match`` must come from ``build_match``."""
+    async def lexical(
+        self, match: str, limit: int
+    ) -> tuple[list[tuple[int, float]], dict[int, dict[str, Any]]]:
+        """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
+        connection's thread. ``match`` must come from ``build_match``."""
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
+        sql = (
+            "WITH hits AS (SELECT rowid AS id, bm25(chunks_fts, " + w + ") AS score "
+            "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?) "
+            "SELECT c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, "
+            "r.path, hits.score FROM hits JOIN chunks c ON c.id = hits.id "
+            "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
+            "ORDER BY hits.score, hits.id"
+        )
         with mapped_errors(self.db_path):
             try:
-                cur = await self.conn.execute(
-                    f"SELECT rowid, bm25(chunks_fts, {w}) AS score FROM chunks_fts "
-                    "WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?",
-                    (match, limit),
-                )
+                rows = await self.conn.execute_fetchall(sql, (match, limit))
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
-                    return []
+                    return [], {}
                 raise
-            rows = await cur.fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
+        ranked = [(int(r[0]), float(r[7])) for r in rows]
+        return ranked, {int(r[0]): _row_dict(r) for r in rows}
 
     async def rows(self, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not rowids:
             return {}
         with mapped_errors(self.db_path):
-            cur = await self.conn.execute(
+            rows = await self.conn.execute_fetchall(
                 _ROW_SQL + f"WHERE c.id IN ({','.join('?' * len(rowids))})", tuple(rowids)
             )
-            rows = await cur.fetchall()
         return {int(r[0]): _row_dict(r) for r in rows}
 
     async def chunk(self, chunk_id: str) -> dict[str, Any] | None:

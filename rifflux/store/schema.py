@@ -11,7 +11,7 @@ import aiosqlite
 
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -47,3 +47,29 @@ def test_upsert_replaces_a_vector() -> None:
     idx.upsert([1], unit(0, 1)[None, :])
     assert len(idx) == 1
     assert idx.top_k(unit(0, 1), 1)[0][1] == pytest.approx(1.0)
+
+
+def test_feedback_rescores_against_the_moved_query() -> None:
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(300, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    idx = VectorIndex(8)
+    idx.upsert(list(range(300)), vecs)
+    q = vecs[5] + 0.5 * vecs[9]
+    plain = idx.top_k(q, 10)
+    assert idx.top_k(q, 10, feedback=0) == plain
+    moved_hits = idx.top_k(q, 10, feedback=3, weight=1.0, pool=300)
+    qn = q / np.linalg.norm(q)
+    top3 = [i for i, _ in plain[:3]]
+    moved = qn + vecs[top3].mean(axis=0)
+    moved /= np.linalg.norm(moved)
+    expected = sorted(((float(vecs[i] @ moved), i) for i in range(300)), reverse=True)[:10]
+    assert [i for i, _ in moved_hits] == [i for _, i in expected]
+    assert [s for _, s in moved_hits] == pytest.approx([s for s, _ in expected], rel=1e-5)
+
+
+def test_feedback_with_a_zero_query_still_gives_zero_cosines() -> None:
+    idx = VectorIndex(2)
+    idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
+    got = idx.top_k(np.zeros(2, dtype=np.float32), 2, feedback=3)
+    assert [s for _, s in got] == [0.0, 0.0]
