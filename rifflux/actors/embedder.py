@@ -21,7 +21,7 @@ from ..core.vectors import F32
 from ..errors import RiffluxError
 from ..store.reader import PendingText, Reader
 from .messages import EmbedWanted, VectorsReady
-from .model import Gate, ModelState
+from .model import Gate, ModelState, PendingTracker
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,9 @@ class EmbedderActor:
         window: int = 512,
         gate: Gate | None = None,
         enabled: bool = True,
+        tracker: PendingTracker | None = None,
     ) -> None:
+        self._tracker = tracker or PendingTracker()
         self._enabled = enabled
         self._gate = gate or Gate()
         self._reader = reader
@@ -70,8 +72,11 @@ class EmbedderActor:
                     pass  # nothing can embed; drain until shutdown
                 return
             while True:
+                generation = self._tracker.generation
                 try:
                     pending = await self._reader.pending(self._model.embedder.label, self._window)
+                    if not pending:
+                        self._tracker.observed_empty(generation)
                 except RiffluxError:
                     logger.exception("cannot read pending chunks; waiting for the next change")
                     pending = []

@@ -27,7 +27,7 @@ from ..errors import IndexBusyError, RiffluxError
 from ..store.writer import FileToWrite, FileWritten, StoredFile, Writer
 from .jobs import Job, JobQueue, Target
 from .messages import EmbedWanted, IndexChanged, QueryMessage, VectorsReady, VectorsReset
-from .model import Gate, ModelState
+from .model import Gate, ModelState, PendingTracker
 from .parse_pool import ParsePool
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,9 @@ class Indexer:
         embed_nudge: MemoryObjectSendStream[EmbedWanted],
         query_out: MemoryObjectSendStream[QueryMessage],
         bulk_gate: Gate | None = None,
+        tracker: PendingTracker | None = None,
     ) -> None:
+        self._tracker = tracker or PendingTracker()
         self.bulk_gate = bulk_gate or Gate()
         self._writer = writer
         self._settings = settings
@@ -116,6 +118,7 @@ class Indexer:
                         dropped = await self._writer.drop_other_models(embedder.label)
                         await self._writer.set_meta("embedding_model", embedder.label)
                     self._active_model = embedder.label
+                    self._tracker.changed()
                     for job in self._jobs.open_jobs():  # settled before the model was known
                         have = await self._writer.vectors_for(
                             embedder.label, sorted(job.outstanding)
@@ -237,6 +240,9 @@ class Indexer:
         and unchanged ones that still lack one (after a model switch, say)."""
         if self._model.ready.is_set() and self._model.embedder is None:
             return  # nothing can embed: the job completes once indexed
+        if self._active_model is not None and self._tracker.clean:
+            job.outstanding = set()  # the embedder has seen nothing pending since
+            return
         async with self._lock:
             model = self._active_model or ""  # before adoption: every chunk is pending
             outstanding: set[str] = set()
@@ -367,6 +373,7 @@ class Indexer:
             return
         async with self._lock:
             written = await self._writer.write_files(plan.root_id, to_write)
+            self._tracker.changed()
         self.stats.files_written += len(to_write)
         job.indexed.update((root_key, f.rel_path) for f in to_write)
         await self._after_write(job, written)

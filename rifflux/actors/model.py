@@ -75,3 +75,28 @@ class Gate:
 
     async def wait(self) -> None:
         await self._open.wait()
+
+
+class PendingTracker:
+    """Whether any chunk may lack a vector, without asking the database.
+
+    The indexer bumps ``generation`` after every commit that adds chunks (and when a
+    model is adopted); the embedder, when a read of the pending texts comes back
+    empty, records the generation it read before that query. The index is known
+    to be fully embedded while the two agree, and a no-op reindex skips the
+    pending-vector query.
+    """
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self._empty_at = -1
+
+    def changed(self) -> None:
+        self.generation += 1
+
+    def observed_empty(self, generation: int) -> None:
+        self._empty_at = max(self._empty_at, generation)
+
+    @property
+    def clean(self) -> bool:
+        return self._empty_at == self.generation

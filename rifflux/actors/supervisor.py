@@ -37,7 +37,7 @@ from .messages import (
     VectorsReady,
     WatchMessage,
 )
-from .model import Gate, ModelState
+from .model import Gate, ModelState, PendingTracker
 from .query import QueryActor
 from .watcher import Watcher, WatchFactory
 
@@ -109,13 +109,13 @@ class Supervisor:
         self.query = QueryActor(reader=query_reader, model=self.model, inbox=query_recv,
                                 rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                                 feedback_weight=s.semantic_feedback_weight)
-        gate = Gate()
+        gate, tracker = Gate(), PendingTracker()
         self.embedder = EmbedderActor(reader=embed_reader, model=self.model, nudges=nudge_recv,
                                       out=vec_send, batch_size=s.embed_batch_size, gate=gate,
-                                      enabled=not s.read_only)
+                                      enabled=not s.read_only, tracker=tracker)
         self.indexer = Indexer(writer=Writer(writer_conn, db), settings=s, jobs=self.jobs,
                                model=self.model, vectors_in=vec_recv, embed_nudge=nudge_send,
-                               query_out=query_send.clone(), bulk_gate=gate)
+                               query_out=query_send.clone(), bulk_gate=gate, tracker=tracker)
         self.query_send = query_send
 
         tg = anyio.create_task_group()

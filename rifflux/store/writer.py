@@ -69,21 +69,24 @@ class Writer:
 
     async def root_id(self, root: Path) -> int:
         with mapped_errors(self.db_path):
-            await self.conn.execute(
-                "INSERT OR IGNORE INTO roots(path) VALUES (?)", (str(root),)
+            rows = await self.conn.execute_fetchall(
+                "SELECT id FROM roots WHERE path = ?", (str(root),)
             )
-            cur = await self.conn.execute("SELECT id FROM roots WHERE path = ?", (str(root),))
-            row = await cur.fetchone()
-            assert row is not None
-            return int(row[0])
+            if not rows:  # a write only for a new root
+                await self.conn.execute(
+                    "INSERT OR IGNORE INTO roots(path) VALUES (?)", (str(root),)
+                )
+                rows = await self.conn.execute_fetchall(
+                    "SELECT id FROM roots WHERE path = ?", (str(root),)
+                )
+            return int(next(iter(rows))[0])
 
     async def known_files(self, root_id: int) -> dict[str, StoredFile]:
         with mapped_errors(self.db_path):
-            cur = await self.conn.execute(
+            rows = await self.conn.execute_fetchall(
                 "SELECT rel_path, id, mtime_ns, size, sha256 FROM files WHERE root_id = ?",
                 (root_id,),
             )
-            rows = await cur.fetchall()
         return {r[0]: StoredFile(int(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows}
 
     async def touch(self, file_id: int, mtime_ns: int, size: int) -> None:
