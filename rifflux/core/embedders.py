@@ -107,6 +107,11 @@ class OnnxEmbedder:
             tok.enable_truncation(max_length=MAX_TOKENS)
             tok.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
         self._batch = self._session(ort, files.model, batch_threads)
+        # Without this, onnxruntime's memory arena keeps the peak activations of the
+        # largest batch (about 1.3 GB at 32 x 256 tokens) for the life of the process;
+        # shrinking it after each run costs no measurable throughput here.
+        self._batch_run = ort.RunOptions()
+        self._batch_run.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         # One short query runs fastest on a single thread (3.5 ms vs 9 ms with two).
         self._query = self._session(ort, files.model, 1)
         names = {i.name for i in self._batch.get_inputs()}
@@ -136,12 +141,14 @@ class OnnxEmbedder:
     def dim(self) -> int:
         return self._dim
 
-    def _run(self, session: Any, tokenizer: Any, texts: list[str]) -> F32:
+    def _run(
+        self, session: Any, tokenizer: Any, texts: list[str], run_options: Any = None
+    ) -> F32:
         encodings = tokenizer.encode_batch(texts)
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, {k: feeds[k] for k in self._inputs})[0]
+        hidden = session.run(None, {k: feeds[k] for k in self._inputs}, run_options)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalise(pooled.astype(np.float32))
@@ -149,7 +156,7 @@ class OnnxEmbedder:
     def embed_documents(self, texts: list[str]) -> F32:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        return self._run(self._batch, self._batch_tok, texts)
+        return self._run(self._batch, self._batch_tok, texts, self._batch_run)
 
     def embed_query(self, text: str) -> F32:
         out: F32 = self._run(self._query, self._query_tok, [text])[0]
