@@ -196,6 +196,11 @@ class Indexer:
                 logger.exception("%s failed", job.id)
                 job.finish("failed", str(exc))
                 return
+            except Exception as exc:  # the actor boundary: a bug fails one job, not the service
+                logger.exception("%s failed unexpectedly", job.id)
+                job.finish("failed", f"internal error ({type(exc).__name__}: {exc}); "
+                                     "unfinished files keep their previous index; please report it")
+                return
             else:
                 job.result = self._result(job)
                 return
@@ -312,9 +317,13 @@ class Indexer:
 
         async def prepare(group: list[tuple[str, str | None]]) -> None:
             args = (plan.root, group, job.force, self._limits)
+            res = None
             if use_processes:
-                res = await self._pool.run(*args)
-            else:
+                try:
+                    res = await self._pool.run(*args)
+                except RiffluxError:  # a worker died: do this group in a thread instead
+                    logger.exception("parse worker failed; parsing %d files here", len(group))
+            if res is None:
                 res = await anyio.to_thread.run_sync(prepare_many, *args)
             await send.send(res)
 
@@ -338,6 +347,14 @@ class Indexer:
                 async with receive:
                     async for batch in receive:
                         await self._write_group(job, plan, root_key, batch)
+        except BaseExceptionGroup as group:
+            # A database error inside the group: hand the retry logic the error itself.
+            split = group.split(RiffluxError)[0]
+            if split is None or group.split(RiffluxError)[1] is not None:
+                raise
+            errors = [e for e in _leaves(split) if isinstance(e, RiffluxError)]
+            busy = [e for e in errors if isinstance(e, IndexBusyError)]
+            raise (busy or errors)[0] from group
         finally:
             self.bulk_gate.open()
         if plan.deletes:
@@ -407,3 +424,9 @@ class Indexer:
         )
         if missing:
             self._nudge_embedder()
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]

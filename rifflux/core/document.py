@@ -49,7 +49,12 @@ def prepare_file(
             rel_path,
             f"not UTF-8 text (byte {exc.start}: {exc.reason}); convert it to UTF-8 to index it",
         )
-    return Prepared(rel_path, sha, st.st_mtime_ns, len(data), parse_markdown(text, limits))
+    try:
+        document = parse_markdown(text, limits)
+    except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
+        # a parser failure on one odd file must not stop the files after it
+        return Unreadable(rel_path, f"cannot parse as markdown ({type(exc).__name__}: {exc})")
+    return Prepared(rel_path, sha, st.st_mtime_ns, len(data), document)
 
 
 def prepare_many(
