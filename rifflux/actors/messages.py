@@ -78,7 +78,6 @@ class ReadRequested:
 
 
 QueryMessage = SearchRequested | ReadRequested | IndexChanged | VectorsReset
-IndexerVectorMessage = VectorsReady
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
