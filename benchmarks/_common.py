@@ -63,16 +63,30 @@ async def poll_until(
     return time.perf_counter() - start
 
 
-async def model_adopted(rf: Any) -> None:
-    """Return once the index has adopted its embedding model (a semantic search waits
-    for the model and the loaded matrix).
+async def job_left_indexing(rf: Any, job_id: str, *, within: float,
+                            interval: float = 0.005) -> dict[str, Any]:
+    """Poll a background job until its files are committed (lexically searchable)."""
+    snap: dict[str, Any] = {}
 
-    Call it before the first foreground ``reindex`` of an already embedded folder:
-    a job that settles before the model is adopted counts every chunk as pending,
-    adoption then finds them all embedded, and nothing completes the job, so the
-    reindex never returns (rifflux bug, reported with the benchmarks).
-    """
-    await rf.search("warm up", top_k=1, mode="semantic")
+    async def check() -> bool:
+        snap.update(await rf.job(job_id))
+        return snap["phase"] not in ("queued", "indexing", "retry_wait")
+
+    await poll_until(check, within=within, interval=interval)
+    return snap
+
+
+async def job_finished(rf: Any, job_id: str, *, within: float,
+                       interval: float = 0.005) -> dict[str, Any]:
+    """Poll a background job until it ends (completed once every chunk has a vector)."""
+    snap: dict[str, Any] = {}
+
+    async def check() -> bool:
+        snap.update(await rf.job(job_id))
+        return snap["status"] in ("completed", "failed", "cancelled")
+
+    await poll_until(check, within=within, interval=interval)
+    return snap
 
 
 @dataclass(frozen=True, slots=True)

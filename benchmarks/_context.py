@@ -8,7 +8,6 @@ from typing import Any
 
 from rifflux import Rifflux
 
-from ._common import model_adopted
 from ._corpus import ChunkText, chunk_texts
 from ._queries import QueryPool
 
@@ -65,7 +64,6 @@ class State:
         if self.corpus_db is None:
             db = self.config.work / "corpus" / "index.db"
             async with Rifflux(db, embedding_backend=self.config.backend) as rf:
-                await model_adopted(rf)
                 await rf.reindex(self.config.corpus)
             self.corpus_db = db
         return self.corpus_db

@@ -27,7 +27,6 @@ from typing import Any
 
 from rifflux import Rifflux
 
-from ._common import model_adopted
 from ._context import State
 from ._latency import MODES
 from ._metrics import dedupe_docs, mrr_at, ndcg_at, recall_at
@@ -102,7 +101,6 @@ async def quality(state: State) -> dict[str, Any]:
     start = time.perf_counter()
     per_query: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
     async with Rifflux(db, embedding_backend=backend) as rf:
-        await model_adopted(rf)
         await rf.reindex(folder)
         index_s = time.perf_counter() - start
         status = await rf.status()

@@ -53,9 +53,7 @@ def _marker(rng: random.Random) -> tuple[str, str]:
 async def _idle(rf: Rifflux) -> bool:
     """The start-up index is written and every chunk has its vector.
 
-    Judged from the counts rather than from the job reaching ``completed``: a job
-    that settles before the model is adopted never completes (see
-    ``model_adopted``), although nothing is left to do.
+    Judged from the counts and job phases the status reports.
     """
     status = await rf.status()
     jobs = status["jobs"]

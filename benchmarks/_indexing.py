@@ -23,7 +23,7 @@ from typing import Any
 from rifflux import Rifflux
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
 
-from ._common import median, model_adopted, poll_until
+from ._common import job_finished, job_left_indexing, median
 from ._context import State
 
 _BATCH = 32
@@ -39,20 +39,10 @@ async def cold_index(state: State) -> dict[str, Any]:
         open_s = time.perf_counter() - opened
         t0 = time.perf_counter()
         job_id = (await rf.reindex(cfg.corpus, background=True))["job"]["id"]
-        snap: dict[str, Any] = {}
-
-        async def left_indexing() -> bool:
-            snap.update(await rf.job(job_id))
-            return snap["phase"] not in ("queued", "indexing", "retry_wait")
-
-        async def completed() -> bool:
-            snap.update(await rf.job(job_id))
-            return snap["status"] in ("completed", "failed", "cancelled")
-
-        await poll_until(left_indexing, within=_TIMEOUT)
+        await job_left_indexing(rf, job_id, within=_TIMEOUT)
         t_lex = time.perf_counter() - t0
         lexical_hits = len(await rf.search(probe, mode="lexical"))
-        await poll_until(completed, within=_TIMEOUT, interval=0.01)
+        snap = await job_finished(rf, job_id, within=_TIMEOUT, interval=0.01)
         t_full = time.perf_counter() - t0
         if snap["status"] != "completed":
             raise RuntimeError(f"cold index job ended {snap['status']}: {snap.get('error')}")
@@ -90,7 +80,6 @@ async def noop_reindex(state: State) -> dict[str, Any]:
     cfg = state.config
     db = await state.ensure_corpus_db()
     async with Rifflux(db, embedding_backend=cfg.backend) as rf:
-        await model_adopted(rf)
         await rf.reindex(cfg.corpus)  # warm-up, untimed: caches are filled
         times: list[float] = []
         indexed = 0

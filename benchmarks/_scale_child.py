@@ -21,7 +21,15 @@ import anyio
 
 from rifflux import Rifflux
 
-from ._common import poll_until, reset_peak_rss, rss, ru_maxrss_mib, summary_ms
+from ._common import (
+    job_finished,
+    job_left_indexing,
+    poll_until,
+    reset_peak_rss,
+    rss,
+    ru_maxrss_mib,
+    summary_ms,
+)
 
 _TIMEOUT = 6 * 3600.0
 
@@ -30,19 +38,9 @@ async def index(db: Path, corpus: Path, backend: str) -> dict[str, Any]:
     async with Rifflux(db, embedding_backend=backend) as rf:
         t0 = time.perf_counter()
         job_id = (await rf.reindex(corpus, background=True))["job"]["id"]
-        snap: dict[str, Any] = {}
-
-        async def left_indexing() -> bool:
-            snap.update(await rf.job(job_id))
-            return snap["phase"] not in ("queued", "indexing", "retry_wait")
-
-        async def completed() -> bool:
-            snap.update(await rf.job(job_id))
-            return snap["status"] in ("completed", "failed", "cancelled")
-
-        await poll_until(left_indexing, within=_TIMEOUT, interval=0.02)
+        await job_left_indexing(rf, job_id, within=_TIMEOUT, interval=0.02)
         t_lex = time.perf_counter() - t0
-        await poll_until(completed, within=_TIMEOUT, interval=0.05)
+        snap = await job_finished(rf, job_id, within=_TIMEOUT, interval=0.05)
         t_full = time.perf_counter() - t0
         status = await rf.status()
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
