@@ -36,7 +36,6 @@ from rich.text import Text
 
 from .api import MODES, Rifflux
 from .config import BACKENDS, Settings, default_db_path, settings_from_env
-from .core.scan import Globs, scan_root
 from .errors import InvalidArgumentError, RiffluxError
 
 logger = logging.getLogger("rifflux.cli")
@@ -246,10 +245,9 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     started = time.perf_counter()
     async with Rifflux(settings=settings) as rf:
-        total = await anyio.to_thread.run_sync(_count_files, args.paths, settings)
         submitted = await rf.reindex(paths=args.paths, force=args.force, background=True)
         job_id = str(submitted["job"]["id"])
-        watch = _ProgressView(rf, job_id, total, err) if not args.json else None
+        watch = _ProgressView(rf, job_id, err) if not args.json else None
         job = await (watch.run() if watch else rf.wait_for_job(job_id))
         status = await rf.status()
     if job["status"] != "completed":
@@ -271,19 +269,6 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
 
 
-def _count_files(paths: Sequence[str], settings: Settings) -> int:
-    """How many files the paths hold, for the progress bar's total and ETA."""
-    globs = Globs(settings.include, settings.exclude)
-    total = 0
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_file():
-            total += 1
-        elif path.is_dir():
-            total += len(scan_root(path.resolve(), globs).files)
-    return total
-
-
 class _Rate(ProgressColumn):
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
@@ -295,8 +280,10 @@ class _ProgressView:
     """Polls the job and ``status()`` until the job ends: a rich display on a
     terminal, a plain line every few seconds otherwise (both on stderr)."""
 
-    def __init__(self, rf: Rifflux, job_id: str, total_files: int, console: Console) -> None:
-        self._rf, self._job_id, self._total, self._console = rf, job_id, total_files, console
+    def __init__(self, rf: Rifflux, job_id: str, console: Console) -> None:
+        # The total is the job's own count of new and changed files, known once it has
+        # compared the folders with the index (no second scan here).
+        self._rf, self._job_id, self._console = rf, job_id, console
 
     async def run(self) -> dict[str, Any]:
         first = await self._rf.status()
@@ -307,12 +294,13 @@ class _ProgressView:
                    TextColumn("{task.fields[extra]}"), _Rate(table_column=Column(no_wrap=True)),
                    TimeRemainingColumn())
         with Progress(*columns, console=self._console, transient=False) as bar:
-            files = bar.add_task("files", total=self._total or None, unit="files", extra="")
+            files = bar.add_task("files", total=None, unit="files", extra="")
             vectors = bar.add_task("embeddings", total=None, unit="chunks", extra="")
             while True:
                 job, status = await self._tick()
                 done = int(status["embeddings"]) - base_embeddings
                 bar.update(files, completed=job["indexed_files"],
+                           total=job["planned_files"] or None,
                            extra=f"{status['chunks']:,} chunks · {job['phase']}")
                 bar.update(vectors, completed=done, total=done + int(status["pending_embeddings"]))
                 if job["status"] in _FINISHED:
@@ -338,13 +326,13 @@ class _ProgressView:
             if embedding_from is None:
                 rate = files / (now - started)
                 speed = f"{rate:.1f} files/s"
-                eta = (self._total - files) / rate if rate else None
+                eta = (int(job["planned_files"]) - files) / rate if rate else None
             else:
                 rate = (done - embedding_from[1]) / max(now - embedding_from[0], 1e-3)
                 speed = f"{rate:.0f} embeddings/s"
                 eta = pending / rate if rate else None
             self._console.print(
-                f"{job['phase']}: {files}/{self._total} files, {status['chunks']} chunks, "
+                f"{job['phase']}: {files}/{job['planned_files']} files, {status['chunks']} chunks, "
                 f"{status['embeddings']} embeddings ({pending} pending), {speed}, "
                 f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
             )

@@ -219,6 +219,7 @@ class Indexer:
 
     async def _run_job(self, job: Job) -> None:
         job.problems.clear()  # a retry reports afresh
+        job.planned = 0
         scopes: list[tuple[int, str, set[str] | None]] = []
         for target in job.targets:
             if target.missing:
@@ -233,6 +234,7 @@ class Indexer:
                 )
                 continue
             plan = await self._plan(job, target)
+            job.planned += len(plan.changed)
             await self._apply(job, plan)
             scopes.append((plan.root_id, target.prefix, target.paths))
         if job.removed or job.indexed:

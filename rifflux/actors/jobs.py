@@ -68,6 +68,7 @@ class Job:
     indexed: set[tuple[str, str]] = field(default_factory=set)
     skipped: set[tuple[str, str]] = field(default_factory=set)
     removed: int = 0
+    planned: int = 0  # files found new or changed, to be (re)indexed by this attempt
     problems: list[dict[str, str]] = field(default_factory=list)
     outstanding: set[str] = field(default_factory=set)  # content hashes awaiting vectors
     embedded: int = 0
@@ -86,6 +87,7 @@ class Job:
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "planned_files": self.planned,
             "indexed_files": len(self.indexed),
             "pending_embeddings": len(self.outstanding),
             "error": self.error,
