@@ -246,8 +246,6 @@ class Rifflux:
         model = sup.model
         label = model.label
         counts = await self._read("counts", label or "")
-        if label is None:
-            counts["pending_embeddings"] = counts["chunks"] and counts["pending_embeddings"]
         watcher = (
             sup.watcher.stats.snapshot()
             if sup.watcher
