@@ -1,6 +1,10 @@
-"""Section 4b: query latency per mode through MCP over stdio.
+"""Section 4b: MCP handshake time, and query latency per mode through MCP over stdio.
 
-The server runs as a subprocess (``python -m rifflux mcp --db DB``) on the
+Handshake: ``_HANDSHAKES`` fresh server processes, each timed from spawn to
+the answer of ``tools/list`` (after ``initialize``), and to the answer of the
+first ``search_rifflux`` (which waits for the SDK and the index to be ready).
+
+Latency: the server runs as a subprocess (``python -m rifflux mcp --db DB``) on the
 database the in-process section used; an ``mcp.ClientSession`` over
 ``stdio_client`` calls ``search_rifflux`` and times each round trip (JSON-RPC
 framing, serialisation and the pipe included). The queries are new ones, not
@@ -12,7 +16,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +30,7 @@ from ._latency import plan_queries, time_modes
 
 _START_TIMEOUT = 180.0
 _CALL_TIMEOUT = 120.0
+_HANDSHAKES = 5
 
 
 def _server_missing() -> str | None:
@@ -56,6 +63,30 @@ def _tail(path: Path, lines: int = 15) -> str:
         return ""
 
 
+async def _handshake(params: Any, errlog: Any, query: str) -> dict[str, float]:
+    """One cold server: spawn -> tools/list answered, and -> first search answered."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    started = time.perf_counter()
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with anyio.fail_after(_START_TIMEOUT):
+            await session.initialize()
+            tools = await session.list_tools()
+            listed = time.perf_counter()
+            result = await session.call_tool("search_rifflux",
+                                             {"query": query, "top_k": 10, "mode": "hybrid"})
+            searched = time.perf_counter()
+    if len(tools.tools) < 5:
+        raise RuntimeError(f"tools/list returned {len(tools.tools)} tools")
+    _count(result)
+    return {"handshake_s": round(listed - started, 4),
+            "first_search_s": round(searched - started, 4)}
+
+
 async def through_mcp(state: State) -> dict[str, Any]:
     missing = _server_missing()
     if missing:
@@ -75,6 +106,9 @@ async def through_mcp(state: State) -> dict[str, Any]:
     errlog_path = cfg.work / "mcp-server.stderr.log"
     try:
         with errlog_path.open("w") as errlog:
+            first = warm["hybrid"]
+            handshakes = [await _handshake(params, errlog, first[i % len(first)])
+                          for i in range(_HANDSHAKES)]
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
@@ -97,6 +131,11 @@ async def through_mcp(state: State) -> dict[str, Any]:
         ) from exc
     return {
         "surface": "mcp-stdio",
+        "handshake": {
+            "runs": handshakes,
+            "median_s": statistics.median(h["handshake_s"] for h in handshakes),
+            "first_search_median_s": statistics.median(h["first_search_s"] for h in handshakes),
+        },
         "command": f"{Path(sys.executable).name} -m rifflux mcp --db <db> --backend {cfg.backend}",
         "top_k": 10,
         "queries_per_mode": len(timed["lexical"]),

@@ -81,6 +81,11 @@ def _latency(results: dict[str, Any]) -> list[str]:
     table = _table(["mode", "in-process p50 ms", "p95 ms", "MCP stdio p50 ms", "p95 ms",
                     "rg p50 ms (same queries)", "rifflux / rg"], rows)
     note = []
+    if mcp.get("handshake"):
+        hs = mcp["handshake"]
+        note += [f"MCP handshake (spawn to `tools/list` answered, cold server, median of "
+                 f"{len(hs['runs'])}): {hs['median_s']} s; first `search_rifflux` answered "
+                 f"after {hs['first_search_median_s']} s.", ""]
     if rg:
         note = [f"ripgrep: {rg['version']}, one whole process per query; all queries "
                 f"p50 {rg['all']['p50_ms']} ms, p95 {rg['all']['p95_ms']} ms.", ""]

@@ -1,5 +1,5 @@
 """``python -m rifflux ...`` runs the command line (``python -m rifflux mcp`` the MCP server)."""
 
-from .cli import main
+from .launch import main
 
 raise SystemExit(main())

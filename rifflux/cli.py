@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -37,6 +37,9 @@ from rich.text import Text
 from .api import MODES, Rifflux
 from .config import BACKENDS, Settings, default_db_path, settings_from_env
 from .errors import InvalidArgumentError, RiffluxError
+
+if TYPE_CHECKING:
+    from .mcp.front import Front
 
 logger = logging.getLogger("rifflux.cli")
 
@@ -58,9 +61,14 @@ class CommandError(Exception):
 # ---------------------------------------------------------------- entry points
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``rifflux``: parse, build settings, run one command; returns the exit code."""
+def main(argv: Sequence[str] | None = None, *, mcp_front: Front | None = None) -> int:
+    """``rifflux``: parse, build settings, run one command; returns the exit code.
+
+    ``mcp_front`` is the MCP front already answering the handshake (``rifflux
+    mcp`` starts there, see ``rifflux.launch``); ``_mcp`` hands off to it.
+    """
     args = _parser().parse_args(argv)  # exits 2 on usage errors
+    args.mcp_front = mcp_front
     try:
         settings = _settings(args)
     except InvalidArgumentError as exc:
@@ -89,11 +97,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.debug("unexpected error", exc_info=leaf)
         return _fail(f"unexpected {type(leaf).__name__}: {leaf} "
                      "(run with --log-level DEBUG to see where; please report it)")
-
-
-def mcp_main() -> int:
-    """``rifflux-mcp``: the same as ``rifflux mcp``."""
-    return main(["mcp", *sys.argv[1:]])
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -233,11 +236,16 @@ def _configure_logging(level: str) -> None:
 
 
 async def _mcp(args: argparse.Namespace, settings: Settings) -> int:
-    # Imported here: the MCP SDK takes most of a second to import, which the
+    # Imported here: the MCP SDK takes over a second to import, which the
     # other commands should not pay.
-    from .mcp import serve_stdio
+    if args.mcp_front is not None:
+        from .mcp.handoff import serve_after_front
 
-    await serve_stdio(settings)
+        await serve_after_front(settings, args.mcp_front)
+    else:
+        from .mcp import serve_stdio
+
+        await serve_stdio(settings)
     return EXIT_OK
 
 

@@ -15,6 +15,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import rifflux
+from rifflux.launch import command
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
 
@@ -22,6 +23,7 @@ REPO = Path(rifflux.__file__).resolve().parent.parent
 def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
     env.update(RIFFLUX_EMBEDDING_BACKEND="hash", XDG_DATA_HOME=str(tmp_path / "xdg"),
+               XDG_CACHE_HOME=str(tmp_path / "xdg-cache"),
                PYTHONPATH=str(REPO), COLUMNS="200")
     env.update(extra)
     return env
@@ -147,11 +149,29 @@ def test_search_without_an_index_says_how_to_make_one(tmp_path: Path) -> None:
     ["frobnicate"],
     ["index"],
     ["--backend", "gpu", "status"],
+    ["mcp", "--rrf-k", "many"],
 ])
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     done = rifflux_cli(tmp_path, *args)
     assert done.returncode == 2
     assert "usage:" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "word"), [
+    (["--db", "x.db", "mcp", "--watch", "y"], "mcp"),
+    (["--db=x.db", "--backend", "hash", "search", "q"], "search"),
+    (["--log-level", "DEBUG"], None),
+])
+def test_the_launcher_finds_the_command_after_global_options(
+    args: list[str], word: str | None
+) -> None:
+    assert command(args) == word
+
+
+def test_mcp_help_goes_to_stdout_without_starting_a_server(tmp_path: Path) -> None:
+    done = rifflux_cli(tmp_path, "mcp", "--help")
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage:") and "--watch" in done.stdout
 
 
 def test_bad_environment_values_are_usage_errors(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {
         "RIFFLUX_EMBEDDING_BACKEND": "hash",
         "XDG_DATA_HOME": str(tmp_path / "xdg"),  # never touch the user's default index
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),  # nor their handshake cache
         "PYTHONPATH": str(REPO),
     }
     env.update(extra)

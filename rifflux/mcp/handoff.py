@@ -1,0 +1,193 @@
+"""The SDK side of ``rifflux mcp``: take the wire over from the front, and snapshot the handshake.
+
+``serve_after_front`` runs the SDK server on the lines the front queued (see
+``front.py`` for why the front exists). ``capture_handshake`` asks the SDK
+itself, in memory, what it answers to ``initialize``, ``tools/list`` and
+``ping`` at every handshake protocol version: that is the snapshot the front
+answers from. The shipped seed (``handshake.json``) is made with
+``python -m rifflux.mcp.handoff --write-seed``; a test fails when it no longer
+matches. At run time the server captures again in the background and keeps a
+cache per Rifflux and SDK version, so an upgraded SDK is answered from its own
+snapshot from the second start on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.runner import serve_dual_era_loop
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from ..config import Settings
+from .front import SEED, Front, cache_path, installed_versions
+from .server import RiffluxMCPServer, build_server
+
+logger = logging.getLogger(__name__)
+
+
+def _lowlevel(server: RiffluxMCPServer) -> Server[Any]:
+    # MCPServer runs its low-level server only over the process's own stdio
+    # (run_stdio_async); serving the front's queue needs the object itself.
+    return server._lowlevel_server
+
+
+def _parse(line: str) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except Exception as exc:  # the SDK answers a bad frame with an error, as over stdio
+        return exc
+
+
+async def serve_after_front(settings: Settings, front: Front) -> None:
+    """Serve MCP over the front's wire until the client closes stdin."""
+    server = build_server(settings)
+    lowlevel = _lowlevel(server)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    # Requests the front answered and the SDK also sees (initialize): the SDK's
+    # answer is not sent a second time.
+    answered_twice: set[RequestId] = set()
+    answered = front.hand_off()
+    logger.debug("MCP SDK ready; the front answered %s before it",
+                 ", ".join(answered) if answered else "nothing")
+
+    async def pump_in() -> None:
+        async with read_send:
+            while True:
+                item = await anyio.to_thread.run_sync(front.receive, abandon_on_cancel=True)
+                if item is None:
+                    return  # the client closed stdin
+                if item.answered is not None and item.answered != "initialize":
+                    continue  # tools/list or ping: answered, and no state to set up
+                if item.answered == "initialize":
+                    answered_twice.add(item.request_id)
+                await read_send.send(_parse(item.line))
+
+    async def pump_out() -> None:
+        async with write_recv:
+            async for out in write_recv:
+                message = out.message
+                if isinstance(message, JSONRPCResponse | JSONRPCError) \
+                        and message.id in answered_twice:
+                    answered_twice.discard(message.id)
+                    continue
+                line = message.model_dump_json(by_alias=True, exclude_unset=True)
+                await anyio.to_thread.run_sync(front.wire.send, line)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump_in)
+            tg.start_soon(pump_out)
+            tg.start_soon(_refresh_snapshot, server, front.snapshot)
+            await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+    finally:
+        front.release()
+
+
+async def _refresh_snapshot(server: RiffluxMCPServer, used: dict[str, Any] | None) -> None:
+    """Capture what the SDK answers; cache it when the front had none or a stale one."""
+    try:
+        captured = await capture_handshake(server)
+    except Exception:
+        logger.warning("could not capture the MCP handshake; the front will keep waiting "
+                       "for the SDK", exc_info=True)
+        return
+    if captured == used:
+        return
+    if used is not None:
+        logger.warning("the MCP handshake snapshot differed from what the SDK answers; the "
+                       "cache is refreshed (regenerate the seed: python -m "
+                       "rifflux.mcp.handoff --write-seed)")
+    path = cache_path(captured["versions"])
+    try:
+        await anyio.to_thread.run_sync(_write_json, path, captured)
+    except OSError as exc:
+        logger.info("MCP handshake snapshot not cached at %s: %s", path, exc)
+    else:
+        logger.debug("MCP handshake snapshot cached at %s", path)
+
+
+async def capture_handshake(server: RiffluxMCPServer) -> dict[str, Any]:
+    """What the SDK answers to the handshake at each protocol version, as the front needs it.
+
+    Runs the server's own request handling in memory, without its lifespan
+    (these three methods never touch the library).
+    """
+    results: dict[str, dict[str, Any]] = {}
+    ping: Any = None
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        replies = await _exchange(server, [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": version, "capabilities": {},
+                        "clientInfo": {"name": "rifflux-handshake-capture", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        ])
+        results[version] = {"initialize": replies[1], "tools/list": replies[2]}
+        ping = replies[3]
+    return {"versions": installed_versions(),
+            "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
+            "ping": ping, "results": results}
+
+
+async def _exchange(server: RiffluxMCPServer, messages: list[dict[str, Any]]) -> dict[int, Any]:
+    lowlevel = _lowlevel(server)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+    expected = {m["id"] for m in messages if "id" in m}
+    replies: dict[int, Any] = {}
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: serve_dual_era_loop(
+                lowlevel, read_recv, write_send, lifespan_state=None,
+                init_options=lowlevel.create_initialization_options()))
+            async with read_send, write_recv:
+                for message in messages:
+                    await read_send.send(SessionMessage(
+                        jsonrpc_message_adapter.validate_python(message, by_name=False)))
+                async for out in write_recv:
+                    reply = json.loads(out.message.model_dump_json(by_alias=True,
+                                                                    exclude_unset=True))
+                    if isinstance(out.message, JSONRPCRequest) or "id" not in reply:
+                        continue  # not an answer (the SDK asked or told the client something)
+                    if "error" in reply:
+                        raise RuntimeError(f"the MCP SDK refused {reply['id']}: {reply['error']}")
+                    replies[int(reply["id"])] = reply["result"]
+                    if expected <= replies.keys():
+                        break
+    return replies
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+async def _write_seed() -> None:
+    _write_json(SEED, await capture_handshake(build_server(Settings())))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write-seed"]:
+        raise SystemExit("usage: python -m rifflux.mcp.handoff --write-seed")
+    anyio.run(_write_seed)
+    print(f"wrote {SEED}", file=sys.stderr)  # noqa: T201

@@ -1,0 +1,252 @@
+"""The MCP front: the handshake answered before the SDK is loaded, then handed off.
+
+Unit tests drive ``Front`` over real pipes; the snapshot tests ask the SDK
+itself (in memory) what it answers; the end-to-end test compares, byte for
+byte after parsing, what a client gets from a server whose front answers with
+what it gets from one where the SDK answers everything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from rifflux import Settings
+from rifflux.mcp.front import SEED, Front, Inbound, Wire, load_snapshot
+from rifflux.mcp.handoff import _refresh_snapshot, capture_handshake
+from rifflux.mcp.server import build_server
+
+from .test_mcp_stdio import server_env, write_corpus
+
+SEED_DATA: dict[str, Any] = json.loads(SEED.read_text(encoding="utf-8"))
+LATEST = SEED_DATA["handshake_versions"][-1]
+
+
+def _initialize(request_id: int, version: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {},
+                       "clientInfo": {"name": "front-test", "version": "0"}, **params}}
+
+
+def _request(request_id: int, method: str, params: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
+    out: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        out["params"] = params
+    return out
+
+
+class Pipes:
+    """A front on real pipes: ``send`` is the client writing, ``answers`` what it read."""
+
+    def __init__(self, snapshot: dict[str, Any] | None) -> None:
+        in_r, self._in_w = os.pipe()
+        self._out_r, out_w = os.pipe()
+        self.front = Front(Wire(os.fdopen(in_r, "rb"), os.fdopen(out_w, "wb")), snapshot)
+        self._answers = os.fdopen(self._out_r, "rb")
+        self.front.start()
+
+    def send(self, *messages: dict[str, Any] | str) -> list[Inbound]:
+        """Write the messages; return the front's queue entries for them."""
+        for message in messages:
+            line = message if isinstance(message, str) else json.dumps(message)
+            os.write(self._in_w, line.encode() + b"\n")
+        return [self._next() for _ in messages]
+
+    def _next(self) -> Inbound:
+        item = self.front.receive()
+        assert item is not None
+        return item
+
+    def answer(self) -> dict[str, Any]:
+        line = self._answers.readline()
+        assert line, "the front closed its output"
+        out: dict[str, Any] = json.loads(line)
+        return out
+
+    def close(self) -> None:
+        os.close(self._in_w)
+        assert self.front.receive() is None  # end of input reaches the consumer
+        self.front.wire.close()
+        self._answers.close()
+
+
+@pytest.fixture
+def pipes() -> Iterator[Pipes]:
+    p = Pipes(SEED_DATA)
+    yield p
+    p.close()
+
+
+# ---------------------------------------------------------------- the front alone
+
+
+def test_the_front_answers_the_handshake_and_queues_every_line_in_order(pipes: Pipes) -> None:
+    early = pipes.send(_request(1, "tools/list"), _request(2, "ping"))
+    assert [i.answered for i in early] == [None, "ping"]  # no tools/list before initialize
+    assert pipes.answer() == {"jsonrpc": "2.0", "id": 2, "result": SEED_DATA["ping"]}
+
+    items = pipes.send(_initialize(3, "2025-06-18"),
+                       {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                       _request(4, "tools/list"),
+                       _request(5, "tools/call", {"name": "index_status", "arguments": {}}))
+    assert [i.answered for i in items] == ["initialize", None, "tools/list", None]
+    assert [i.request_id for i in items] == [3, None, 4, None]
+    assert [json.loads(i.line).get("id") for i in items] == [3, None, 4, 5]
+    init = pipes.answer()
+    assert init["id"] == 3
+    assert init["result"] == SEED_DATA["results"]["2025-06-18"]["initialize"]
+    assert init["result"]["protocolVersion"] == "2025-06-18"
+    tools = pipes.answer()
+    assert tools["id"] == 4
+    assert tools["result"] == SEED_DATA["results"]["2025-06-18"]["tools/list"]
+
+    pipes.front.hand_off()
+    after = pipes.send(_request(6, "tools/list"), _request(7, "ping"))
+    assert [i.answered for i in after] == [None, None]  # the SDK answers from now on
+
+
+def test_an_unknown_protocol_version_gets_the_latest_one(pipes: Pipes) -> None:
+    [item] = pipes.send(_initialize(1, "1999-01-01"))
+    assert item.answered == "initialize"
+    assert pipes.answer()["result"]["protocolVersion"] == LATEST
+
+
+@pytest.mark.parametrize("line", [
+    "{not json",
+    json.dumps([_request(1, "ping")]),  # a batch
+    json.dumps({"id": 1, "method": "ping"}),  # not JSON-RPC 2.0
+    json.dumps(_initialize(1, LATEST, _meta={"io.modelcontextprotocol/protocolVersion": "x"})),
+    json.dumps(_request(1, "resources/list")),
+])
+def test_what_the_front_does_not_know_is_left_to_the_sdk(pipes: Pipes, line: str) -> None:
+    [item] = pipes.send(line)
+    assert item == Inbound(line)
+
+
+def test_a_paged_tools_list_is_left_to_the_sdk(pipes: Pipes) -> None:
+    pipes.send(_initialize(1, LATEST))
+    pipes.answer()
+    [item] = pipes.send(_request(2, "tools/list", {"cursor": "abc"}))
+    assert item.answered is None
+
+
+def test_without_a_snapshot_the_front_answers_nothing() -> None:
+    p = Pipes(None)
+    items = p.send(_initialize(1, LATEST), _request(2, "ping"), _request(3, "tools/list"))
+    assert [i.answered for i in items] == [None, None, None]
+    p.close()
+
+
+# ---------------------------------------------------------------- the snapshot
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.anyio
+async def test_the_shipped_seed_is_what_the_sdk_answers(cache_home: Path) -> None:
+    captured = await capture_handshake(build_server(Settings()))
+    assert set(captured["results"]) == set(captured["handshake_versions"])
+    if captured["versions"] == SEED_DATA["versions"]:
+        assert captured == SEED_DATA, (
+            "rifflux/mcp/handshake.json is out of date: run "
+            "python -m rifflux.mcp.handoff --write-seed")
+    else:  # another SDK or Rifflux version: the seed must never be served
+        assert load_snapshot(captured["versions"]) is None
+
+
+@pytest.mark.anyio
+async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
+    cache_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = build_server(Settings())
+    versions = {"rifflux": "0.0.test", "mcp": "0.0.test"}
+    assert load_snapshot(versions) is None  # the seed is for other versions
+
+    captured = await capture_handshake(server)
+    await _refresh_snapshot(server, None)
+    cached = load_snapshot(captured["versions"])
+    assert cached == captured
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    stale = json.loads(json.dumps(captured))
+    stale["results"][LATEST]["tools/list"]["tools"].pop()
+    await _refresh_snapshot(server, stale)
+    assert "differed" in caplog.text  # a front that answered from it is reported
+    assert load_snapshot(captured["versions"]) == captured
+
+
+# ---------------------------------------------------------------- end to end
+
+
+async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
+                       messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Pipeline every message at once; read until every request is answered."""
+    wanted = {m["id"] for m in messages if "id" in m}
+    stderr_path = tmp_path / f"{name}.stderr"
+    received: list[dict[str, Any]] = []
+    with stderr_path.open("wb") as errlog:
+        process = await anyio.open_process(
+            # a global option before the command: the front must still be used
+            [sys.executable, "-m", "rifflux", "--db", str(tmp_path / f"{name}.db"), "mcp",
+             "--log-level", "DEBUG"], cwd=tmp_path, env=env, stderr=errlog)
+        async with process:
+            assert process.stdin is not None and process.stdout is not None
+            reader = BufferedByteReceiveStream(process.stdout)
+            await process.stdin.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+            with anyio.fail_after(60):
+                while not wanted <= {r.get("id") for r in received}:
+                    received.append(json.loads(await reader.receive_until(b"\n", 1 << 24)))
+                await process.stdin.aclose()
+                while True:  # anything after the answers (a second initialize answer?)
+                    try:
+                        received.append(json.loads(await reader.receive_until(b"\n", 1 << 24)))
+                    except (anyio.EndOfStream, anyio.IncompleteRead):
+                        break
+                assert await process.wait() == 0
+    return received, stderr_path.read_text(encoding="utf-8")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["2025-06-18", "2099-12-31"])
+async def test_the_front_answers_exactly_what_the_sdk_would(tmp_path: Path, version: str) -> None:
+    corpus = write_corpus(tmp_path)
+    messages = [
+        _initialize(1, version),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        _request(2, "tools/list"),
+        _request(3, "ping"),
+        _request(4, "tools/call", {"name": "reindex",
+                                   "arguments": {"path": str(corpus["notes"])}}),
+    ]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    fast_env = {**base, **server_env(tmp_path)}
+    slow_env = {**fast_env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"}
+    fast, fast_log = await _raw_session(tmp_path, "fast", fast_env, messages)
+    slow, slow_log = await _raw_session(tmp_path, "slow", slow_env, messages)
+
+    assert "the front answered initialize, tools/list, ping before it" in fast_log
+    assert "the front answered nothing before it" in slow_log
+    for answers in (fast, slow):
+        ids = [a["id"] for a in answers if "id" in a]
+        assert sorted(ids) == [1, 2, 3, 4]  # each request answered exactly once
+        assert ids[0] == 1 and sorted(ids[:3]) == [1, 2, 3]  # the handshake first
+    by_id = [{a["id"]: a for a in answers if "id" in a} for answers in (fast, slow)]
+    for request_id in (1, 2, 3):
+        assert by_id[0][request_id] == by_id[1][request_id]
+    for answers in by_id:  # the tools work behind the front as without it
+        assert answers[4]["result"]["isError"] is False
+        assert answers[4]["result"]["structuredContent"]["indexed_files"] == 2
