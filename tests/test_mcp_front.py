@@ -21,7 +21,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rifflux import Settings
-from rifflux.mcp.front import SEED, Front, Inbound, Wire, load_snapshot
+from rifflux.mcp.front import SEED, Front, Inbound, Wire, cache_path, load_snapshot
 from rifflux.mcp.handoff import _refresh_snapshot, capture_handshake
 from rifflux.mcp.server import build_server
 
@@ -147,6 +147,13 @@ def test_without_a_snapshot_the_front_answers_nothing() -> None:
     p.close()
 
 
+def test_a_broken_snapshot_leaves_everything_to_the_sdk() -> None:
+    p = Pipes({"handshake_versions": [LATEST], "results": {}, "ping": {}})
+    items = p.send(_initialize(1, LATEST), _request(2, "ping"))
+    assert [i.answered for i in items] == [None, None]  # and the reader is still alive
+    p.close()
+
+
 # ---------------------------------------------------------------- the snapshot
 
 
@@ -154,6 +161,18 @@ def test_without_a_snapshot_the_front_answers_nothing() -> None:
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+def test_an_incomplete_cache_file_is_not_used(cache_home: Path) -> None:
+    versions = SEED_DATA["versions"]
+    cache = cache_path(versions)
+    cache.parent.mkdir(parents=True)
+    broken = json.loads(json.dumps(SEED_DATA))
+    del broken["results"][LATEST]["tools/list"]
+    cache.write_text(json.dumps(broken), encoding="utf-8")
+    assert load_snapshot(versions) == SEED_DATA  # the seed, not the broken cache
+    cache.write_text("{half a file", encoding="utf-8")
+    assert load_snapshot(versions) == SEED_DATA
 
 
 @pytest.mark.anyio

@@ -25,7 +25,6 @@ everything waits for the SDK: slower, never wrong.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -76,9 +75,21 @@ def load_snapshot(versions: dict[str, str] | None = None) -> dict[str, Any] | No
             snapshot = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(snapshot, dict) and snapshot.get("versions") == versions:
+        if isinstance(snapshot, dict) and _usable(snapshot, versions):
             return snapshot
     return None
+
+
+def _usable(snapshot: dict[str, Any], versions: dict[str, str]) -> bool:
+    """Made for these versions, with every answer the front may need."""
+    if snapshot.get("versions") != versions or "ping" not in snapshot:
+        return False
+    handshake, results = snapshot.get("handshake_versions"), snapshot.get("results")
+    if not isinstance(handshake, list) or not handshake or not isinstance(results, dict):
+        return False
+    needed = {"initialize", "tools/list"}
+    return all(isinstance(results.get(v), dict) and needed <= results[v].keys()
+               for v in handshake)
 
 
 def answer(snapshot: dict[str, Any], method: str, version: str | None) -> Any:
@@ -107,8 +118,11 @@ class Wire:
 
     @classmethod
     def claim(cls) -> Wire:
-        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        """Take fds 0 and 1 for the protocol. Raises OSError when they are not open."""
+        # os.dup gives the lowest free descriptor (3 or above while 0-2 are open),
+        # not inherited by child processes.
+        wire_in = os.dup(0)
+        wire_out = os.dup(1)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -183,12 +197,22 @@ class Front:
                 if not line:
                     continue
                 with self._lock:
-                    item = Inbound(line) if self._handed_off else self._maybe_answer(line)
+                    item = Inbound(line) if self._handed_off else self._try_answer(line)
                 self._inbox.put(item)
         except (OSError, ValueError) as exc:  # the client went away mid-line
             logger.debug("stdin closed: %s", exc)
         finally:
             self._inbox.put(None)
+
+    def _try_answer(self, line: str) -> Inbound:
+        try:
+            return self._maybe_answer(line)
+        except OSError:
+            raise  # the client went away
+        except Exception:  # a bad snapshot must not stop the reader: the SDK answers instead
+            logger.exception("the MCP front could not answer; leaving everything to the SDK")
+            self.snapshot = None
+            return Inbound(line)
 
     def _maybe_answer(self, line: str) -> Inbound:
         if self.snapshot is None:
@@ -235,7 +259,14 @@ def main(args: Sequence[str]) -> int:
         return cli_help(args)
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot()
-    front = Front(Wire.claim(), snapshot)
+    try:
+        wire = Wire.claim()
+    except OSError as exc:  # stdin or stdout closed: let the SDK's transport report it
+        logger.warning("MCP front not started: %s", exc)
+        from ..cli import main as cli_plain
+
+        return cli_plain(args)
+    front = Front(wire, snapshot)
     front.start()
     from ..cli import main as cli_main  # the slow imports start here
 

@@ -39,6 +39,9 @@ from .server import RiffluxMCPServer, build_server
 
 logger = logging.getLogger(__name__)
 
+#: Seconds after the hand-off before the snapshot is checked against the SDK.
+_REFRESH_DELAY = 1.0
+
 
 def _lowlevel(server: RiffluxMCPServer) -> Server[Any]:
     # MCPServer runs its low-level server only over the process's own stdio
@@ -93,15 +96,18 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump_in)
             tg.start_soon(pump_out)
-            tg.start_soon(_refresh_snapshot, server, front.snapshot)
+            tg.start_soon(_refresh_snapshot, server, front.snapshot, _REFRESH_DELAY)
             await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
             tg.cancel_scope.cancel()
     finally:
         front.release()
 
 
-async def _refresh_snapshot(server: RiffluxMCPServer, used: dict[str, Any] | None) -> None:
+async def _refresh_snapshot(
+    server: RiffluxMCPServer, used: dict[str, Any] | None, delay: float = 0.0
+) -> None:
     """Capture what the SDK answers; cache it when the front had none or a stale one."""
+    await anyio.sleep(delay)  # after the first requests, which are what the client waits for
     try:
         captured = await capture_handshake(server)
     except Exception:
