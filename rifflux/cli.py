@@ -12,7 +12,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,21 +21,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from rich.console import Console
 from rich.logging import RichHandler
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Column, Table
-from rich.text import Text
+from rich.table import Table
 
 from .api import MODES, Rifflux
 from .config import BACKENDS, Settings, default_db_path, settings_from_env
 from .errors import InvalidArgumentError, RiffluxError
+from .terminal import ProgressView, print_results
 
 if TYPE_CHECKING:
     from .mcp.front import Front
@@ -255,7 +245,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     async with Rifflux(settings=settings) as rf:
         submitted = await rf.reindex(paths=args.paths, force=args.force, background=True)
         job_id = str(submitted["job"]["id"])
-        watch = _ProgressView(rf, job_id, err) if not args.json else None
+        watch = ProgressView(rf, job_id, err) if not args.json else None
         job = await (watch.run() if watch else rf.wait_for_job(job_id))
         status = await rf.status()
     if job["status"] != "completed":
@@ -277,81 +267,6 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
 
 
-class _Rate(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        unit = task.fields.get("unit", "")
-        return Text(f"{speed:,.0f} {unit}/s" if speed else "", style="progress.data.speed")
-
-
-class _ProgressView:
-    """Polls the job and ``status()`` until the job ends: a rich display on a
-    terminal, a plain line every few seconds otherwise (both on stderr)."""
-
-    def __init__(self, rf: Rifflux, job_id: str, console: Console) -> None:
-        # The total is the job's own count of new and changed files, known once it has
-        # compared the folders with the index (no second scan here).
-        self._rf, self._job_id, self._console = rf, job_id, console
-
-    async def run(self) -> dict[str, Any]:
-        first = await self._rf.status()
-        base_embeddings = int(first["embeddings"])
-        if not self._console.is_terminal:
-            return await self._plain(base_embeddings)
-        columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[extra]}"), _Rate(table_column=Column(no_wrap=True)),
-                   TimeRemainingColumn())
-        with Progress(*columns, console=self._console, transient=False) as bar:
-            files = bar.add_task("files", total=None, unit="files", extra="")
-            vectors = bar.add_task("embeddings", total=None, unit="chunks", extra="")
-            while True:
-                job, status = await self._tick()
-                done = int(status["embeddings"]) - base_embeddings
-                bar.update(files, completed=job["indexed_files"],
-                           total=job["planned_files"] or None,
-                           extra=f"{status['chunks']:,} chunks · {job['phase']}")
-                bar.update(vectors, completed=done, total=done + int(status["pending_embeddings"]))
-                if job["status"] in _FINISHED:
-                    bar.update(files, total=max(job["indexed_files"], 1),
-                               completed=max(job["indexed_files"], 1))
-                    return job
-
-    async def _plain(self, base_embeddings: int) -> dict[str, Any]:
-        started = last = time.monotonic()
-        embedding_from: tuple[float, int] | None = None  # when embedding became the phase
-        while True:
-            job, status = await self._tick()
-            now = time.monotonic()
-            if job["status"] in _FINISHED:
-                return job
-            files, done = int(job["indexed_files"]), int(status["embeddings"]) - base_embeddings
-            pending = int(status["pending_embeddings"])
-            if job["phase"] != "indexing" and embedding_from is None:
-                embedding_from = (now, done)
-            if now - last < 2.0:
-                continue
-            last = now
-            if embedding_from is None:
-                rate = files / (now - started)
-                speed = f"{rate:.1f} files/s"
-                eta = (int(job["planned_files"]) - files) / rate if rate else None
-            else:
-                rate = (done - embedding_from[1]) / max(now - embedding_from[0], 1e-3)
-                speed = f"{rate:.0f} embeddings/s"
-                eta = pending / rate if rate else None
-            self._console.print(
-                f"{job['phase']}: {files}/{job['planned_files']} files, {status['chunks']} chunks, "
-                f"{status['embeddings']} embeddings ({pending} pending), {speed}, "
-                f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
-            )
-
-    async def _tick(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Wait up to 0.25 s for the job to end, then read its state."""
-        with anyio.move_on_after(0.25):
-            await self._rf.wait_for_job(self._job_id)
-        return await self._rf.job(self._job_id), await self._rf.status()
-
-
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
     await _require_index(settings)
     async with Rifflux(settings=settings) as rf:
@@ -361,54 +276,12 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         _write_json({"query": args.query, "mode": args.mode, "count": len(results),
                      "embedding_model": label, "results": results})
     else:
-        _print_results(Console(highlight=False, soft_wrap=True), args.query, results)
+        print_results(Console(highlight=False, soft_wrap=True), args.query, results)
     if not results:
         sys.stderr.write("rifflux: no results (try other words, --mode semantic, or check "
                          "`rifflux status`)\n")
         return EXIT_FAILURE
     return EXIT_OK
-
-
-def _print_results(console: Console, query: str, results: list[dict[str, Any]]) -> None:
-    words = sorted({w.lower() for w in re.findall(r"\w{2,}", query)}, key=len, reverse=True)
-    for n, hit in enumerate(results, 1):
-        line = Text(f"{n:>2}. ")
-        line.append(_display_path(hit), style="bold cyan")
-        if hit.get("heading_path"):
-            line.append(f"  {hit['heading_path']}", style="magenta")
-        line.append(f"  {_score(hit['score_breakdown'])}", style="dim")
-        console.print(line)
-        snippet = Text("    " + _snippet(hit["content"], words))
-        snippet.highlight_words(words, style="bold yellow", case_sensitive=False)
-        console.print(snippet)
-
-
-def _display_path(hit: dict[str, Any]) -> str:
-    """The file as a person can open it: relative to the working directory when inside it."""
-    full = Path(str(hit.get("root", ""))) / str(hit["path"])
-    try:
-        return full.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return str(full)
-
-
-def _score(breakdown: dict[str, Any]) -> str:
-    if "rrf" in breakdown:
-        lex, sem = breakdown.get("lexical_rank"), breakdown.get("semantic_rank")
-        return (f"rrf {breakdown['rrf']:.4f} (lexical {'#' + str(lex) if lex else '-'}, "
-                f"semantic {'#' + str(sem) if sem else '-'})")
-    if "bm25" in breakdown:
-        return f"bm25 {breakdown['bm25']:.3g}"
-    return f"cosine {breakdown.get('cosine', 0.0):.3f}"
-
-
-def _snippet(content: str, words: Sequence[str], width: int = 240) -> str:
-    text = " ".join(content.split())
-    lower = text.lower()
-    hits = [i for i in (lower.find(w) for w in words) if i >= 0]
-    start = max(min(hits) - width // 4, 0) if hits else 0
-    piece = text[start:start + width]
-    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
 
 
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
