@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=int, help="timed queries per mode (default 60; quick 20)")
     p.add_argument("--scale-chunks", type=int, help="scale target (default 100000)")
     p.add_argument("--reuse-db", action="store_true",
-                   help="keep the indexed Cranfield db in OUT/cranfield and reuse it")
+                   help="keep the indexed Cranfield and corpus dbs in OUT and reuse them "
+                        "(the cold and scale sections always start from scratch)")
     p.add_argument("--section-timeout", type=float,
                    help="seconds before a section is abandoned as failed (default 7200; "
                         "quick 120)")

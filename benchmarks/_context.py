@@ -62,8 +62,11 @@ class State:
     async def ensure_corpus_db(self) -> Path:
         """The corpus indexed and embedded (by the cold-index section, or now)."""
         if self.corpus_db is None:
-            db = self.config.work / "corpus" / "index.db"
-            async with Rifflux(db, embedding_backend=self.config.backend) as rf:
-                await rf.reindex(self.config.corpus)
+            cfg = self.config
+            # --reuse-db keeps it in OUT (per backend); reindexing an unchanged corpus is a no-op
+            base = cfg.out / "corpus" if cfg.reuse_db and not cfg.quick else cfg.work / "corpus"
+            db = base / f"index-{cfg.backend}.db"
+            async with Rifflux(db, embedding_backend=cfg.backend) as rf:
+                await rf.reindex(cfg.corpus)
             self.corpus_db = db
         return self.corpus_db

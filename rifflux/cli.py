@@ -212,7 +212,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _configure_logging(level: str) -> None:
     """Logs go to stderr only: under ``rifflux mcp`` stdout is the protocol channel."""
     handler: logging.Handler
-    if sys.stderr.isatty():
+    if sys.stderr is None:  # started with fd 2 closed: nowhere to log
+        handler = logging.NullHandler()
+    elif sys.stderr.isatty():
         handler = RichHandler(console=Console(stderr=True), show_path=False)
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,12 +122,29 @@ def test_an_unknown_protocol_version_gets_the_latest_one(pipes: Pipes) -> None:
     assert pipes.answer()["result"]["protocolVersion"] == LATEST
 
 
+ENVELOPE = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+
+
 @pytest.mark.parametrize("line", [
     "{not json",
     json.dumps([_request(1, "ping")]),  # a batch
     json.dumps({"id": 1, "method": "ping"}),  # not JSON-RPC 2.0
-    json.dumps(_initialize(1, LATEST, _meta={"io.modelcontextprotocol/protocolVersion": "x"})),
+    json.dumps(_initialize(1, LATEST, **ENVELOPE)),
+    json.dumps(_request(1, "ping", ENVELOPE)),  # the 2026 era: the SDK decides
     json.dumps(_request(1, "resources/list")),
+    json.dumps({"jsonrpc": "2.0", "id": None, "method": "ping"}),
+    json.dumps({"jsonrpc": "2.0", "id": True, "method": "ping"}),
+    json.dumps({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": 5}),
+    # initialize without what the SDK requires: it answers with an error, not the front
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": LATEST}}),
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": LATEST, "capabilities": {},
+                           "clientInfo": {"name": "x"}}}),
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": 20250618, "capabilities": {},
+                           "clientInfo": {"name": "x", "version": "1"}}}),
 ])
 def test_what_the_front_does_not_know_is_left_to_the_sdk(pipes: Pipes, line: str) -> None:
     [item] = pipes.send(line)
@@ -164,27 +182,29 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_an_incomplete_cache_file_is_not_used(cache_home: Path) -> None:
-    versions = SEED_DATA["versions"]
-    cache = cache_path(versions)
+    key = SEED_DATA["key"]
+    cache = cache_path(key)
     cache.parent.mkdir(parents=True)
     broken = json.loads(json.dumps(SEED_DATA))
     del broken["results"][LATEST]["tools/list"]
     cache.write_text(json.dumps(broken), encoding="utf-8")
-    assert load_snapshot(versions) == SEED_DATA  # the seed, not the broken cache
+    assert load_snapshot(key) == SEED_DATA  # the seed, not the broken cache
     cache.write_text("{half a file", encoding="utf-8")
-    assert load_snapshot(versions) == SEED_DATA
+    assert load_snapshot(key) == SEED_DATA
 
 
 @pytest.mark.anyio
 async def test_the_shipped_seed_is_what_the_sdk_answers(cache_home: Path) -> None:
     captured = await capture_handshake(build_server(Settings()))
     assert set(captured["results"]) == set(captured["handshake_versions"])
-    if captured["versions"] == SEED_DATA["versions"]:
+    assert captured["key"]["tools"] == SEED_DATA["key"]["tools"], (
+        "the tools changed: run python -m rifflux.mcp.handoff --write-seed")
+    if captured["key"] == SEED_DATA["key"]:
         assert captured == SEED_DATA, (
             "rifflux/mcp/handshake.json is out of date: run "
             "python -m rifflux.mcp.handoff --write-seed")
-    else:  # another SDK or Rifflux version: the seed must never be served
-        assert load_snapshot(captured["versions"]) is None
+    else:  # another SDK or pydantic version: the seed must never be served
+        assert load_snapshot(captured["key"]) is None
 
 
 @pytest.mark.anyio
@@ -192,12 +212,14 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
     cache_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = build_server(Settings())
-    versions = {"rifflux": "0.0.test", "mcp": "0.0.test"}
-    assert load_snapshot(versions) is None  # the seed is for other versions
+    other = {**SEED_DATA["key"], "mcp": "0.0.test"}
+    assert load_snapshot(other) is None  # the seed is for another key
+    assert load_snapshot({**SEED_DATA["key"], "tools": "unknown"}) is None
 
     captured = await capture_handshake(server)
     await _refresh_snapshot(server, None)
-    cached = load_snapshot(captured["versions"])
+    assert cache_path(captured["key"]).is_file()
+    cached = load_snapshot(captured["key"])
     assert cached == captured
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
@@ -205,14 +227,18 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
     stale["results"][LATEST]["tools/list"]["tools"].pop()
     await _refresh_snapshot(server, stale)
     assert "differed" in caplog.text  # a front that answered from it is reported
-    assert load_snapshot(captured["versions"]) == captured
+    assert load_snapshot(captured["key"]) == captured
 
 
 # ---------------------------------------------------------------- end to end
 
 
+SDK_ONLY = ["-c", "import sys; from rifflux.cli import main; sys.exit(main(sys.argv[1:]))"]
+
+
 async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
-                       messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+                       messages: list[dict[str, Any]], entry: list[str]
+                       ) -> tuple[list[dict[str, Any]], str]:
     """Pipeline every message at once; read until every request is answered."""
     wanted = {m["id"] for m in messages if "id" in m}
     stderr_path = tmp_path / f"{name}.stderr"
@@ -220,7 +246,7 @@ async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
     with stderr_path.open("wb") as errlog:
         process = await anyio.open_process(
             # a global option before the command: the front must still be used
-            [sys.executable, "-m", "rifflux", "--db", str(tmp_path / f"{name}.db"), "mcp",
+            [sys.executable, *entry, "--db", str(tmp_path / f"{name}.db"), "mcp",
              "--log-level", "DEBUG"], cwd=tmp_path, env=env, stderr=errlog)
         async with process:
             assert process.stdin is not None and process.stdout is not None
@@ -252,20 +278,38 @@ async def test_the_front_answers_exactly_what_the_sdk_would(tmp_path: Path, vers
                                    "arguments": {"path": str(corpus["notes"])}}),
     ]
     base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
-    fast_env = {**base, **server_env(tmp_path)}
-    slow_env = {**fast_env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"}
-    fast, fast_log = await _raw_session(tmp_path, "fast", fast_env, messages)
-    slow, slow_log = await _raw_session(tmp_path, "slow", slow_env, messages)
+    env = {**base, **server_env(tmp_path)}
+    module = ["-m", "rifflux"]
+    fast, fast_log = await _raw_session(tmp_path, "fast", env, messages, module)
+    off, off_log = await _raw_session(
+        tmp_path, "off", {**env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"}, messages, module)
+    # the reference: the SDK's own stdio transport, no front, no hand-off
+    sdk, sdk_log = await _raw_session(tmp_path, "sdk", env, messages, SDK_ONLY)
 
     assert "the front answered initialize, tools/list, ping before it" in fast_log
-    assert "the front answered nothing before it" in slow_log
-    for answers in (fast, slow):
+    assert "the front answered nothing before it" in off_log
+    assert "the front answered" not in sdk_log
+    by_id = []
+    for answers in (fast, off, sdk):
         ids = [a["id"] for a in answers if "id" in a]
         assert sorted(ids) == [1, 2, 3, 4]  # each request answered exactly once
         assert ids[0] == 1 and sorted(ids[:3]) == [1, 2, 3]  # the handshake first
-    by_id = [{a["id"]: a for a in answers if "id" in a} for answers in (fast, slow)]
+        by_id.append({a["id"]: a for a in answers if "id" in a})
     for request_id in (1, 2, 3):
-        assert by_id[0][request_id] == by_id[1][request_id]
+        assert by_id[0][request_id] == by_id[2][request_id] == by_id[1][request_id]
     for answers in by_id:  # the tools work behind the front as without it
         assert answers[4]["result"]["isError"] is False
         assert answers[4]["result"]["structuredContent"]["indexed_files"] == 2
+
+
+@pytest.mark.parametrize("closed", [0, 1])
+def test_a_closed_stdin_or_stdout_is_a_one_line_error(tmp_path: Path, closed: int) -> None:
+    env = {**os.environ, **server_env(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "rifflux", "mcp", "--db", str(tmp_path / "x.db")],
+        stdin=subprocess.PIPE, capture_output=True, env=env,
+        cwd=tmp_path, timeout=60, check=False, preexec_fn=lambda: os.close(closed),
+    )
+    assert done.returncode == 1
+    assert done.stderr.decode().startswith("rifflux: error: cannot serve MCP: stdin or stdout")
+    assert b"Traceback" not in done.stderr

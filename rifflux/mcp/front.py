@@ -25,6 +25,7 @@ everything waits for the SDK: slower, never wrong.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -36,6 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+if sys.platform != "win32":
+    import fcntl
+
 logger = logging.getLogger(__name__)
 
 SEED = Path(__file__).with_name("handshake.json")
@@ -44,45 +48,67 @@ SEED = Path(__file__).with_name("handshake.json")
 # ---------------------------------------------------------------- the snapshot
 
 
-def installed_versions() -> dict[str, str]:
-    """The versions a snapshot is valid for: this Rifflux and this MCP SDK."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("rifflux", "mcp"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "0"
-    return out
+#: Distributions whose code shapes the SDK's answers (dist-info spelling).
+_DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")
 
 
-def cache_path(versions: dict[str, str]) -> Path:
-    """Where a snapshot captured at run time is kept, per Rifflux and SDK version."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rifflux" / f"mcp-handshake-{versions['rifflux']}-{versions['mcp']}.json"
+def snapshot_key() -> dict[str, str]:
+    """What a snapshot is valid for: the versions of Rifflux, the SDK and pydantic, and
+    the tool definitions' source (so an edited checkout never gets a stale answer).
 
-
-def load_snapshot(versions: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """The handshake answers for these versions: the run-time cache, else the shipped seed.
-
-    A file made for other versions, or unreadable, is ignored (None: the SDK
-    answers everything itself).
+    Read from the dist-info folder names on ``sys.path`` (as importlib.metadata
+    does, without its 50 ms of imports); a distribution not found is "unknown".
     """
-    versions = versions or installed_versions()
-    for path in (cache_path(versions), SEED):
+    key = dict.fromkeys(_DISTRIBUTIONS, "unknown")
+    seen: set[str] = set()
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".dist-info"):
+                continue
+            dist, _, version = name[: -len(".dist-info")].partition("-")
+            dist = dist.lower().replace("-", "_").replace(".", "_")
+            if dist in key and dist not in seen:  # the first on sys.path wins, as for imports
+                seen.add(dist)
+                key[dist] = version
+    try:
+        source = Path(__file__).with_name("server.py").read_bytes()
+        key["tools"] = hashlib.sha256(source).hexdigest()[:16]
+    except OSError:
+        key["tools"] = "unknown"
+    return key
+
+
+def cache_path(key: dict[str, str]) -> Path:
+    """Where a snapshot captured at run time is kept, one file per key."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(base) / "rifflux" / f"mcp-handshake-{digest}.json"
+
+
+def load_snapshot(key: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The handshake answers for this key: the run-time cache, else the shipped seed.
+
+    A file made for another key, incomplete or unreadable, is ignored (None:
+    the SDK answers everything itself).
+    """
+    key = key or snapshot_key()
+    for path in (cache_path(key), SEED):
         try:
             snapshot = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(snapshot, dict) and _usable(snapshot, versions):
+        if isinstance(snapshot, dict) and _usable(snapshot, key):
             return snapshot
     return None
 
 
-def _usable(snapshot: dict[str, Any], versions: dict[str, str]) -> bool:
-    """Made for these versions, with every answer the front may need."""
-    if snapshot.get("versions") != versions or "ping" not in snapshot:
+def _usable(snapshot: dict[str, Any], key: dict[str, str]) -> bool:
+    """Made for this key, with every answer the front may need."""
+    if "unknown" in key.values() or snapshot.get("key") != key or "ping" not in snapshot:
         return False
     handshake, results = snapshot.get("handshake_versions"), snapshot.get("results")
     if not isinstance(handshake, list) or not handshake or not isinstance(results, dict):
@@ -118,16 +144,22 @@ class Wire:
 
     @classmethod
     def claim(cls) -> Wire:
-        """Take fds 0 and 1 for the protocol. Raises OSError when they are not open."""
-        # os.dup gives the lowest free descriptor (3 or above while 0-2 are open),
-        # not inherited by child processes.
-        wire_in = os.dup(0)
-        wire_out = os.dup(1)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
+        """Take fds 0 and 1 for the protocol; point fd 0 at the null device and fd 1
+        at stderr. Raises OSError when stdin or stdout is not open."""
+        if sys.stdin is None or sys.stdout is None:
+            raise OSError("stdin or stdout is closed")
+        wire_in = _dup_above_std(0)
+        try:
+            wire_out = _dup_above_std(1)
+        except OSError:
+            os.close(wire_in)
+            raise
         sys.stdout.flush()
-        os.dup2(2, 1)
+        _point(0, os.open(os.devnull, os.O_RDONLY))
+        try:
+            os.dup2(2, 1)
+        except OSError:  # no stderr either
+            _point(1, os.open(os.devnull, os.O_WRONLY))
         return cls(os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb"))
 
     def close(self) -> None:
@@ -141,6 +173,22 @@ class Wire:
         with self._lock:
             self._writer.write(data)
             self._writer.flush()
+
+
+def _dup_above_std(fd: int) -> int:
+    """A private duplicate of ``fd`` that is never 0-2 and not inherited by children."""
+    if sys.platform != "win32":
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    duplicate = os.dup(fd)  # non-inheritable; the lowest free descriptor
+    if duplicate <= 2:
+        os.close(duplicate)
+        raise OSError(f"fd {fd} cannot be duplicated above the standard streams")
+    return duplicate
+
+
+def _point(fd: int, target: int) -> None:
+    os.dup2(target, fd)
+    os.close(target)
 
 
 # ---------------------------------------------------------------- the front
@@ -221,16 +269,16 @@ class Front:
             message = json.loads(line)
         except ValueError:
             return Inbound(line)  # the SDK reports the parse error
-        if not isinstance(message, dict) or "id" not in message or message.get("jsonrpc") != "2.0":
+        if not _plain_request(message):
             return Inbound(line)
-        method, params = message.get("method"), message.get("params")
-        if method == "initialize" and self.negotiated is None and isinstance(params, dict):
-            if _has_modern_envelope(params):
-                return Inbound(line)
-            self.negotiated = negotiate(self.snapshot, params.get("protocolVersion"))
-        elif method == "tools/list" and self.negotiated is not None:
-            if isinstance(params, dict) and (params.get("cursor") or _has_modern_envelope(params)):
-                return Inbound(line)
+        method, params = message["method"], message.get("params") or {}
+        if method == "initialize":
+            if self.negotiated is not None or not _valid_initialize(params):
+                return Inbound(line)  # a second one, or one the SDK would refuse
+            self.negotiated = negotiate(self.snapshot, params["protocolVersion"])
+        elif method == "tools/list":
+            if self.negotiated is None or params.get("cursor") is not None:
+                return Inbound(line)  # before initialize, or a later page
         elif method != "ping":
             return Inbound(line)
         result = answer(self.snapshot, method, self.negotiated)
@@ -238,6 +286,28 @@ class Front:
                                   ensure_ascii=False, separators=(",", ":")))
         self.answered.append(method)
         return Inbound(line, answered=method, request_id=message["id"])
+
+
+def _plain_request(message: object) -> bool:
+    """A JSON-RPC 2.0 request as the handshake era sends it: a string or integer id,
+    a method, params absent or an object without the 2026-07-28 envelope."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return False
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return False
+    params = message.get("params", {})
+    return (isinstance(message.get("method"), str) and isinstance(params, dict)
+            and not _has_modern_envelope(params))
+
+
+def _valid_initialize(params: dict[str, Any]) -> bool:
+    """The fields the SDK requires of ``initialize`` (it answers anything else with an error)."""
+    info = params.get("clientInfo")
+    return (isinstance(params.get("protocolVersion"), str)
+            and isinstance(params.get("capabilities"), dict)
+            and isinstance(info, dict) and isinstance(info.get("name"), str)
+            and isinstance(info.get("version"), str))
 
 
 def _has_modern_envelope(params: dict[str, Any]) -> bool:
@@ -261,11 +331,11 @@ def main(args: Sequence[str]) -> int:
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot()
     try:
         wire = Wire.claim()
-    except OSError as exc:  # stdin or stdout closed: let the SDK's transport report it
-        logger.warning("MCP front not started: %s", exc)
-        from ..cli import main as cli_plain
-
-        return cli_plain(args)
+    except OSError as exc:
+        if sys.stderr is not None:
+            sys.stderr.write(f"rifflux: error: cannot serve MCP: {exc}; an MCP client starts "
+                             "`rifflux mcp` with its stdin and stdout connected to pipes\n")
+        return 1
     front = Front(wire, snapshot)
     front.start()
     from ..cli import main as cli_main  # the slow imports start here

@@ -34,7 +34,7 @@ from mcp.types import (
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..config import Settings
-from .front import SEED, Front, cache_path, installed_versions
+from .front import SEED, Front, cache_path, snapshot_key
 from .server import RiffluxMCPServer, build_server
 
 logger = logging.getLogger(__name__)
@@ -57,17 +57,25 @@ def _parse(line: str) -> SessionMessage | Exception:
 
 
 async def serve_after_front(settings: Settings, front: Front) -> None:
-    """Serve MCP over the front's wire until the client closes stdin."""
-    server = build_server(settings)
+    """Serve MCP over the front's wire until the client closes stdin.
+
+    The front keeps answering the handshake until the index is open (the
+    server's lifespan calls ``hand_off``); the lines it queued meanwhile are
+    replayed to the SDK in arrival order.
+    """
+
+    def hand_off() -> None:
+        answered = front.hand_off()
+        logger.debug("MCP SDK serving; the front answered %s before it",
+                     ", ".join(answered) if answered else "nothing")
+
+    server = build_server(settings, on_open=hand_off)
     lowlevel = _lowlevel(server)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    # Requests the front answered and the SDK also sees (initialize): the SDK's
-    # answer is not sent a second time.
-    answered_twice: set[RequestId] = set()
-    answered = front.hand_off()
-    logger.debug("MCP SDK ready; the front answered %s before it",
-                 ", ".join(answered) if answered else "nothing")
+    # initialize requests the front answered and the SDK sees too: its answer is
+    # not sent a second time.
+    replayed: set[RequestId] = set()
 
     async def pump_in() -> None:
         async with read_send:
@@ -78,7 +86,7 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                 if item.answered is not None and item.answered != "initialize":
                     continue  # tools/list or ping: answered, and no state to set up
                 if item.answered == "initialize":
-                    answered_twice.add(item.request_id)
+                    replayed.add(item.request_id)
                 await read_send.send(_parse(item.line))
 
     async def pump_out() -> None:
@@ -86,19 +94,27 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
             async for out in write_recv:
                 message = out.message
                 if isinstance(message, JSONRPCResponse | JSONRPCError) \
-                        and message.id in answered_twice:
-                    answered_twice.discard(message.id)
+                        and message.id in replayed:
+                    replayed.discard(message.id)
+                    if isinstance(message, JSONRPCError):
+                        logger.error("the MCP SDK refused an initialize request the front had "
+                                     "accepted (%s); the client's session will fail: restart "
+                                     "with RIFFLUX_MCP_FAST_HANDSHAKE=0 and report this",
+                                     message.error.message)
                     continue
                 line = message.model_dump_json(by_alias=True, exclude_unset=True)
                 await anyio.to_thread.run_sync(front.wire.send, line)
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(pump_in)
+            # pump_out is never cancelled: it ends when the SDK closes its side,
+            # after the last answer is written.
             tg.start_soon(pump_out)
-            tg.start_soon(_refresh_snapshot, server, front.snapshot, _REFRESH_DELAY)
-            await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
-            tg.cancel_scope.cancel()
+            async with write_send, anyio.create_task_group() as inner:
+                inner.start_soon(pump_in)
+                inner.start_soon(_refresh_snapshot, server, front.snapshot, _REFRESH_DELAY)
+                await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
+                inner.cancel_scope.cancel()
     finally:
         front.release()
 
@@ -120,7 +136,7 @@ async def _refresh_snapshot(
         logger.warning("the MCP handshake snapshot differed from what the SDK answers; the "
                        "cache is refreshed (regenerate the seed: python -m "
                        "rifflux.mcp.handoff --write-seed)")
-    path = cache_path(captured["versions"])
+    path = cache_path(captured["key"])
     try:
         await anyio.to_thread.run_sync(_write_json, path, captured)
     except OSError as exc:
@@ -148,7 +164,7 @@ async def capture_handshake(server: RiffluxMCPServer) -> dict[str, Any]:
         ])
         results[version] = {"initialize": replies[1], "tools/list": replies[2]}
         ping = replies[3]
-    return {"versions": installed_versions(),
+    return {"key": snapshot_key(),
             "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
             "ping": ping, "results": results}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,12 +322,15 @@ def _explain(tool: str, exc: ValidationError) -> str:
             "Fix them as the tool's input schema says and call again.")
 
 
-def build_server(settings: Settings) -> RiffluxMCPServer:
+def build_server(
+    settings: Settings, *, on_open: Callable[[], object] | None = None
+) -> RiffluxMCPServer:
     """The server; its lifespan opens ``Rifflux`` (and the watcher, if watch paths are set).
 
     Opening is quick: the embedding model loads in a worker thread meanwhile, so
     the handshake is answered at once and searches wait for the model only if
-    they need it.
+    they need it. ``on_open`` is called once the index is open, just before the
+    server starts reading requests.
     """
 
     @asynccontextmanager
@@ -340,6 +343,8 @@ def build_server(settings: Settings) -> RiffluxMCPServer:
             auto = AutoReindex(rf=rf, enabled=settings.auto_reindex_on_search,
                                min_interval=settings.auto_reindex_min_interval,
                                watch_paths=settings.watch_paths)
+            if on_open is not None:
+                on_open()
             yield ServerState(rf=rf, settings=settings, auto=auto)
 
     server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(),
