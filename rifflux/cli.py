@@ -230,13 +230,11 @@ def _configure_logging(level: str) -> None:
 async def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: the MCP SDK takes over a second to import, which the
     # other commands should not pay.
-    if args.mcp_front is not None:
-        from .mcp.handoff import serve_after_front
+    from .mcp.handoff import serve_after_front, serve_stdio
 
+    if args.mcp_front is not None:
         await serve_after_front(settings, args.mcp_front)
     else:
-        from .mcp import serve_stdio
-
         await serve_stdio(settings)
     return EXIT_OK
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -233,7 +235,12 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
 # ---------------------------------------------------------------- end to end
 
 
-SDK_ONLY = ["-c", "import sys; from rifflux.cli import main; sys.exit(main(sys.argv[1:]))"]
+#: The command line without the launcher: no front, serve_stdio (the SDK answers everything).
+CLI_ONLY = ["-c", "import sys; from rifflux.cli import main; sys.exit(main(sys.argv[1:]))"]
+#: The reference: the SDK's own stdio transport (RIFFLUX_DB_PATH gives the index).
+SDK_ONLY = ["-c", "import anyio, os; from rifflux.config import settings_from_env; "
+                  "from rifflux.mcp.server import build_server; "
+                  "anyio.run(build_server(settings_from_env(os.environ)).run_stdio_async)"]
 
 
 async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
@@ -283,20 +290,23 @@ async def test_the_front_answers_exactly_what_the_sdk_would(tmp_path: Path, vers
     fast, fast_log = await _raw_session(tmp_path, "fast", env, messages, module)
     off, off_log = await _raw_session(
         tmp_path, "off", {**env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"}, messages, module)
+    plain, plain_log = await _raw_session(tmp_path, "plain", env, messages, CLI_ONLY)
     # the reference: the SDK's own stdio transport, no front, no hand-off
-    sdk, sdk_log = await _raw_session(tmp_path, "sdk", env, messages, SDK_ONLY)
+    sdk, sdk_log = await _raw_session(
+        tmp_path, "sdk", {**env, "RIFFLUX_DB_PATH": str(tmp_path / "sdk.db")}, messages,
+        SDK_ONLY)
 
     assert "the front answered initialize, tools/list, ping before it" in fast_log
     assert "the front answered nothing before it" in off_log
-    assert "the front answered" not in sdk_log
+    assert "the front answered nothing before it" in plain_log
     by_id = []
-    for answers in (fast, off, sdk):
+    for answers in (sdk, fast, off, plain):
         ids = [a["id"] for a in answers if "id" in a]
         assert sorted(ids) == [1, 2, 3, 4]  # each request answered exactly once
         assert ids[0] == 1 and sorted(ids[:3]) == [1, 2, 3]  # the handshake first
         by_id.append({a["id"]: a for a in answers if "id" in a})
     for request_id in (1, 2, 3):
-        assert by_id[0][request_id] == by_id[2][request_id] == by_id[1][request_id]
+        assert all(answers[request_id] == by_id[0][request_id] for answers in by_id)
     for answers in by_id:  # the tools work behind the front as without it
         assert answers[4]["result"]["isError"] is False
         assert answers[4]["result"]["structuredContent"]["indexed_files"] == 2
@@ -313,3 +323,37 @@ def test_a_closed_stdin_or_stdout_is_a_one_line_error(tmp_path: Path, closed: in
     assert done.returncode == 1
     assert done.stderr.decode().startswith("rifflux: error: cannot serve MCP: stdin or stdout")
     assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("watch", [True, False])
+@pytest.mark.parametrize("entry", [["-m", "rifflux"], CLI_ONLY])
+def test_ctrl_c_stops_the_server_promptly(tmp_path: Path, entry: list[str], watch: bool) -> None:
+    env = {**os.environ, **server_env(tmp_path)}
+    db = tmp_path / "x.db"
+    with subprocess.Popen(
+        [sys.executable, *entry, "mcp", "--db", str(db),
+         *(["--watch", str(tmp_path / "w")] if watch else [])],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        cwd=tmp_path,
+    ) as server:
+        (tmp_path / "w").mkdir()
+        (tmp_path / "w" / "a.md").write_text("# A\n\nsome text about otters\n", encoding="utf-8")
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(_initialize(1, LATEST)).encode() + b"\n")
+        server.stdin.write(json.dumps(_request(2, "tools/call", {
+            "name": "index_status", "arguments": {}})).encode() + b"\n")
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+        assert [a["id"] for a in answers] == [1, 2]  # the SDK is serving
+        server.send_signal(signal.SIGINT)
+        try:
+            code = server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            pytest.fail("the server did not stop after Ctrl-C")
+        assert server.stderr is not None
+        stderr = server.stderr.read().decode()
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    with sqlite3.connect(db) as conn:  # closed cleanly: readable, nothing half-written
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

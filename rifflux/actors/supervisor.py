@@ -174,16 +174,23 @@ class Supervisor:
         self.jobs.close()
         with anyio.move_on_after(self.settings.shutdown_grace_seconds, shield=True):
             await self._indexer_done.wait()
-        if self._tg is not None:
-            tg, self._tg = self._tg, None
-            tg.cancel_scope.cancel()
-            if self.query_send is not None:
-                self.query_send.close()
-            await tg.__aexit__(None, None, None)
-        with anyio.move_on_after(2, shield=True):
-            for conn in self._conns:
-                await conn.close()
-        self._conns.clear()
+        try:
+            if self._tg is not None:
+                tg, self._tg = self._tg, None
+                # Shielded: when the caller is itself being cancelled (Ctrl-C), an
+                # unshielded exit would re-raise that cancellation before the actors
+                # have finished. (The task group's own scope is shielded: a new scope
+                # around its exit would not be the current one when it exits.)
+                tg.cancel_scope.shield = True
+                tg.cancel_scope.cancel()
+                if self.query_send is not None:
+                    self.query_send.close()
+                await tg.__aexit__(None, None, None)
+        finally:
+            with anyio.move_on_after(2, shield=True):
+                for conn in self._conns:
+                    await conn.close()
+            self._conns.clear()
 
     def stream_stats(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .server import RiffluxMCPServer, ServerState, build_server, serve_stdio
+    from .handoff import serve_stdio
+    from .server import RiffluxMCPServer, ServerState, build_server
 
 __all__ = ["RiffluxMCPServer", "ServerState", "build_server", "serve_stdio"]
 
@@ -20,6 +21,6 @@ __all__ = ["RiffluxMCPServer", "ServerState", "build_server", "serve_stdio"]
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'rifflux.mcp' has no attribute {name!r}")
-    from . import server
+    from . import handoff, server
 
-    return getattr(server, name)
+    return getattr(handoff if name == "serve_stdio" else server, name)

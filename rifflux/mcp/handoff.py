@@ -34,7 +34,7 @@ from mcp.types import (
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..config import Settings
-from .front import SEED, Front, cache_path, snapshot_key
+from .front import SEED, Front, Wire, cache_path, snapshot_key
 from .server import RiffluxMCPServer, build_server
 
 logger = logging.getLogger(__name__)
@@ -117,6 +117,17 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                 inner.cancel_scope.cancel()
     finally:
         front.release()
+
+
+async def serve_stdio(settings: Settings) -> None:
+    """Serve MCP over this process's stdin and stdout until the client closes stdin.
+
+    For embedding: the SDK answers everything (no snapshot), over the same
+    transport as ``rifflux mcp``, whose reads never hold up a shutdown.
+    """
+    front = Front(Wire.claim(), None)
+    front.start()
+    await serve_after_front(settings, front)
 
 
 async def _refresh_snapshot(

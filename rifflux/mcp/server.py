@@ -358,11 +358,6 @@ def build_server(
     return server
 
 
-async def serve_stdio(settings: Settings) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin."""
-    await build_server(settings).run_stdio_async()
-
-
 _SDK_LEVELS: dict[str, Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]] = {
     "DEBUG": "DEBUG", "INFO": "INFO", "WARNING": "WARNING", "ERROR": "ERROR",
     "CRITICAL": "CRITICAL",
