@@ -3,7 +3,8 @@
 Settings come from defaults, then ``RIFFLUX_*`` environment variables, then
 flags (``settings_from_env``). Results go to stdout; progress, logs and errors
 go to stderr, errors as one line. Exit codes: 0 success, 1 failure or a search
-with no results, 2 bad usage or configuration, 130 interrupted.
+with no results, 2 bad usage or configuration, 130 interrupted, 128 + N stopped
+by signal N (SIGTERM, SIGHUP).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -66,7 +68,7 @@ def main(argv: Sequence[str] | None = None, *, mcp_front: Front | None = None) -
     _configure_logging(settings.log_level)
     command: Command = args.run
     try:
-        return anyio.run(command, args, settings)
+        return anyio.run(_until_terminated, command, args, settings)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BaseException as exc:  # the boundary: every failure becomes one line
@@ -87,6 +89,34 @@ def main(argv: Sequence[str] | None = None, *, mcp_front: Front | None = None) -
         logger.debug("unexpected error", exc_info=leaf)
         return _fail(f"unexpected {type(leaf).__name__}: {leaf} "
                      "(run with --log-level DEBUG to see where; please report it)")
+
+
+async def _until_terminated(command: Command, args: argparse.Namespace,
+                            settings: Settings) -> int:
+    """Run the command; SIGTERM or SIGHUP stop it as cleanly as Ctrl-C does (the index
+    is closed, the running job gets its grace period) and exit with 128 + the signal."""
+    if sys.platform == "win32":  # no signal receivers there
+        return await command(args, settings)
+    received: list[int] = []
+    result = EXIT_OK
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    logger.info("%s received: shutting down", signal.Signals(signum).name)
+                    received.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
+
+        async def run() -> None:
+            nonlocal result
+            result = await command(args, settings)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_on_signal)
+        tg.start_soon(run)
+    return 128 + received[0] if received else result
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -128,7 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rifflux", parents=[common],
         description="Local, offline hybrid (keyword + embedding) search over markdown folders.",
-        epilog="Exit codes: 0 ok, 1 failure or no search results, 2 usage, 130 interrupted.",
+        epilog="Exit codes: 0 ok, 1 failure or no search results, 2 usage, 130 interrupted, "
+               "143 terminated.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -325,9 +325,16 @@ def test_a_closed_stdin_or_stdout_is_a_one_line_error(tmp_path: Path, closed: in
     assert b"Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("watch", [True, False])
-@pytest.mark.parametrize("entry", [["-m", "rifflux"], CLI_ONLY])
-def test_ctrl_c_stops_the_server_promptly(tmp_path: Path, entry: list[str], watch: bool) -> None:
+@pytest.mark.parametrize(("entry", "watch", "signum", "code"), [
+    (["-m", "rifflux"], False, signal.SIGINT, 130),
+    (CLI_ONLY, False, signal.SIGINT, 130),
+    (["-m", "rifflux"], True, signal.SIGINT, 130),
+    (["-m", "rifflux"], False, signal.SIGTERM, 128 + signal.SIGTERM),
+    (["-m", "rifflux"], True, signal.SIGTERM, 128 + signal.SIGTERM),
+])
+def test_ctrl_c_or_sigterm_stops_the_server_cleanly(
+    tmp_path: Path, entry: list[str], watch: bool, signum: int, code: int
+) -> None:
     env = {**os.environ, **server_env(tmp_path)}
     db = tmp_path / "x.db"
     with subprocess.Popen(
@@ -345,15 +352,15 @@ def test_ctrl_c_stops_the_server_promptly(tmp_path: Path, entry: list[str], watc
         server.stdin.flush()
         answers = [json.loads(server.stdout.readline()) for _ in range(2)]
         assert [a["id"] for a in answers] == [1, 2]  # the SDK is serving
-        server.send_signal(signal.SIGINT)
+        server.send_signal(signum)
         try:
-            code = server.wait(timeout=20)
+            returned = server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
-            pytest.fail("the server did not stop after Ctrl-C")
+            pytest.fail(f"the server did not stop after {signal.Signals(signum).name}")
         assert server.stderr is not None
         stderr = server.stderr.read().decode()
-    assert code == 130, stderr
+    assert returned == code, stderr
     assert "Traceback" not in stderr
     with sqlite3.connect(db) as conn:  # closed cleanly: readable, nothing half-written
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
