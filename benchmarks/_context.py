@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,9 @@ class State:
             cfg = self.config
             # --reuse-db keeps it in OUT (per backend); reindexing an unchanged corpus is a no-op
             base = cfg.out / "corpus" if cfg.reuse_db and not cfg.quick else cfg.work / "corpus"
-            db = base / f"index-{cfg.backend}.db"
+            # one file per corpus folder and backend, so that runs on other corpora never mix
+            tag = hashlib.sha256(str(cfg.corpus.resolve()).encode()).hexdigest()[:12]
+            db = base / f"index-{cfg.backend}-{tag}.db"
             async with Rifflux(db, embedding_backend=cfg.backend) as rf:
                 await rf.reindex(cfg.corpus)
             self.corpus_db = db

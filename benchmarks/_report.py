@@ -87,7 +87,7 @@ def _latency(results: dict[str, Any]) -> list[str]:
                  f"{len(hs['runs'])}): {hs['median_s']} s; first `search_rifflux` answered "
                  f"after {hs['first_search_median_s']} s.", ""]
     if rg:
-        note = [f"ripgrep: {rg['version']}, one whole process per query; all queries "
+        note += [f"ripgrep: {rg['version']}, one whole process per query; all queries "
                 f"p50 {rg['all']['p50_ms']} ms, p95 {rg['all']['p95_ms']} ms.", ""]
     return head + table + note
 

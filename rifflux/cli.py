@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from .actors.jobs import FINISHED
 from .api import MODES, Rifflux
 from .config import BACKENDS, Settings, default_db_path, settings_from_env
 from .errors import InvalidArgumentError, RiffluxError
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("rifflux.cli")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-_FINISHED = ("completed", "failed", "cancelled")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -159,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="rifflux", parents=[common],
         description="Local, offline hybrid (keyword + embedding) search over markdown folders.",
         epilog="Exit codes: 0 ok, 1 failure or no search results, 2 usage, 130 interrupted, "
-               "143 terminated.",
+               "143 terminated (SIGTERM), 129 hung up (SIGHUP).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -370,7 +370,7 @@ async def _watch(args: argparse.Namespace, settings: Settings) -> int:
         reported: set[str] = set()
         while True:
             for job in reversed((await rf.status())["jobs"]):  # oldest first
-                if job["status"] in _FINISHED and job["id"] not in reported:
+                if job["status"] in FINISHED and job["id"] not in reported:
                     reported.add(job["id"])
                     out.print(_batch_line(job))
             # Polling the public status() is the display's refresh rate, not a

@@ -17,20 +17,27 @@ _VALUED = frozenset({"--db", "--backend", "--include", "--exclude", "--rrf-k", "
 def main(argv: Sequence[str] | None = None) -> int:
     """``rifflux``: the command line, or the MCP server for ``rifflux mcp``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if command(args) == "mcp":
-        from .mcp.front import main as front_main
-
-        return front_main(args)
-    from .cli import main as cli_main
-
-    return cli_main(args)
+    return _interruptible(args, mcp=command(args) == "mcp")
 
 
 def mcp_main() -> int:
     """``rifflux-mcp``: the same as ``rifflux mcp``."""
-    from .mcp.front import main as front_main
+    return _interruptible(["mcp", *sys.argv[1:]], mcp=True)
 
-    return front_main(["mcp", *sys.argv[1:]])
+
+def _interruptible(args: list[str], *, mcp: bool) -> int:
+    # Ctrl-C while modules are still importing (before the command line's own
+    # handling) exits 130 without a traceback too.
+    try:
+        if mcp:
+            from .mcp.front import main as front_main
+
+            return front_main(args)
+        from .cli import main as cli_main
+
+        return cli_main(args)
+    except KeyboardInterrupt:
+        return 130
 
 
 def command(args: Sequence[str]) -> str | None:

@@ -26,9 +26,8 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
+from .actors.jobs import FINISHED
 from .api import Rifflux
-
-_FINISHED = ("completed", "failed", "cancelled")
 
 
 class _Rate(ProgressColumn):
@@ -65,7 +64,7 @@ class ProgressView:
                            total=job["planned_files"] or None,
                            extra=f"{status['chunks']:,} chunks · {job['phase']}")
                 bar.update(vectors, completed=done, total=done + int(status["pending_embeddings"]))
-                if job["status"] in _FINISHED:
+                if job["status"] in FINISHED:
                     bar.update(files, total=max(job["indexed_files"], 1),
                                completed=max(job["indexed_files"], 1))
                     return job
@@ -76,7 +75,7 @@ class ProgressView:
         while True:
             job, status = await self._tick()
             now = time.monotonic()
-            if job["status"] in _FINISHED:
+            if job["status"] in FINISHED:
                 return job
             files, done = int(job["indexed_files"]), int(status["embeddings"]) - base_embeddings
             pending = int(status["pending_embeddings"])

@@ -15,7 +15,8 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import rifflux
-from rifflux.launch import command
+from rifflux.cli import _parser
+from rifflux.launch import _VALUED, command
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
 
@@ -166,6 +167,12 @@ def test_the_launcher_finds_the_command_after_global_options(
     args: list[str], word: str | None
 ) -> None:
     assert command(args) == word
+
+
+def test_the_launcher_knows_every_global_option_that_takes_a_value() -> None:
+    valued = {option for action in _parser()._actions for option in action.option_strings
+              if action.nargs != 0}
+    assert valued == _VALUED
 
 
 def test_mcp_help_goes_to_stdout_without_starting_a_server(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rifflux import Settings
 from rifflux.mcp.front import SEED, Front, Inbound, Wire, cache_path, load_snapshot
-from rifflux.mcp.handoff import _refresh_snapshot, capture_handshake
+from rifflux.mcp.handoff import _refresh_snapshot, _write_json, capture_handshake
 from rifflux.mcp.server import build_server
 
 from .test_mcp_stdio import server_env, write_corpus
@@ -214,20 +214,24 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
     cache_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = build_server(Settings())
-    other = {**SEED_DATA["key"], "mcp": "0.0.test"}
-    assert load_snapshot(other) is None  # the seed is for another key
+    assert load_snapshot({**SEED_DATA["key"], "mcp": "0.0.test"}) is None  # another key
     assert load_snapshot({**SEED_DATA["key"], "tools": "unknown"}) is None
-
     captured = await capture_handshake(server)
-    await _refresh_snapshot(server, None)
-    assert cache_path(captured["key"]).is_file()
-    cached = load_snapshot(captured["key"])
-    assert cached == captured
+    cache = cache_path(captured["key"])
+
+    await _refresh_snapshot(server)
+    if captured == SEED_DATA:  # the seed already has it: nothing to write
+        assert not cache.exists()
+    else:
+        assert load_snapshot(captured["key"]) == captured == json.loads(cache.read_text())
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
     stale = json.loads(json.dumps(captured))
     stale["results"][LATEST]["tools/list"]["tools"].pop()
-    await _refresh_snapshot(server, stale)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(stale), encoding="utf-8")
+    assert load_snapshot(captured["key"]) == stale  # the cache comes first
+    await _refresh_snapshot(server)
     assert "differed" in caplog.text  # a front that answered from it is reported
     assert load_snapshot(captured["key"]) == captured
 
@@ -272,9 +276,21 @@ async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
     return received, stderr_path.read_text(encoding="utf-8")
 
 
+async def _snapshot_for_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cache the installed SDK's snapshot where the test's servers look (server_env's
+    XDG_CACHE_HOME), so that the front answers even when the seed is for other versions."""
+    captured = await capture_handshake(build_server(Settings()))
+    assert "unknown" not in captured["key"].values()  # rifflux is installed (pip install -e)
+    monkeypatch.setenv("XDG_CACHE_HOME", server_env(tmp_path)["XDG_CACHE_HOME"])
+    _write_json(cache_path(captured["key"]), captured)
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("version", ["2025-06-18", "2099-12-31"])
-async def test_the_front_answers_exactly_what_the_sdk_would(tmp_path: Path, version: str) -> None:
+async def test_the_front_answers_exactly_what_the_sdk_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    await _snapshot_for_servers(tmp_path, monkeypatch)
     corpus = write_corpus(tmp_path)
     messages = [
         _initialize(1, version),
@@ -325,42 +341,74 @@ def test_a_closed_stdin_or_stdout_is_a_one_line_error(tmp_path: Path, closed: in
     assert b"Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize(("entry", "watch", "signum", "code"), [
-    (["-m", "rifflux"], False, signal.SIGINT, 130),
-    (CLI_ONLY, False, signal.SIGINT, 130),
-    (["-m", "rifflux"], True, signal.SIGINT, 130),
-    (["-m", "rifflux"], False, signal.SIGTERM, 128 + signal.SIGTERM),
-    (["-m", "rifflux"], True, signal.SIGTERM, 128 + signal.SIGTERM),
+@pytest.mark.anyio
+async def test_requests_the_front_answered_still_set_up_the_sdks_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK picks the protocol era from the first request it sees: a ping the front
+    # answered must still reach it, or a 2026-style request after it would be served
+    # differently than without the front.
+    await _snapshot_for_servers(tmp_path, monkeypatch)
+    messages = [_request(1, "ping"), _request(2, "tools/list", ENVELOPE)]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    env = {**base, **server_env(tmp_path)}
+    fast, fast_log = await _raw_session(tmp_path, "fast", env, messages, ["-m", "rifflux"])
+    sdk, _ = await _raw_session(
+        tmp_path, "sdk", {**env, "RIFFLUX_DB_PATH": str(tmp_path / "sdk.db")}, messages,
+        SDK_ONLY)
+    assert "the front answered ping before it" in fast_log
+    assert {a["id"]: a for a in fast} == {a["id"]: a for a in sdk}
+    assert "error" in {a["id"]: a for a in sdk}[2]  # an enveloped request on a legacy session
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("entry", "watch", "signum"), [
+    (["-m", "rifflux"], False, signal.SIGINT),
+    (CLI_ONLY, False, signal.SIGINT),
+    (["-m", "rifflux"], True, signal.SIGINT),
+    (["-m", "rifflux"], False, signal.SIGTERM),
+    (["-m", "rifflux"], True, signal.SIGTERM),
+    (["-m", "rifflux"], False, signal.SIGHUP),
 ])
-def test_ctrl_c_or_sigterm_stops_the_server_cleanly(
-    tmp_path: Path, entry: list[str], watch: bool, signum: int, code: int
+async def test_ctrl_c_sigterm_and_sighup_stop_the_server_cleanly(
+    tmp_path: Path, entry: list[str], watch: bool, signum: int
 ) -> None:
     env = {**os.environ, **server_env(tmp_path)}
     db = tmp_path / "x.db"
-    with subprocess.Popen(
-        [sys.executable, *entry, "mcp", "--db", str(db),
-         *(["--watch", str(tmp_path / "w")] if watch else [])],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        cwd=tmp_path,
-    ) as server:
-        (tmp_path / "w").mkdir()
-        (tmp_path / "w" / "a.md").write_text("# A\n\nsome text about otters\n", encoding="utf-8")
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps(_initialize(1, LATEST)).encode() + b"\n")
-        server.stdin.write(json.dumps(_request(2, "tools/call", {
-            "name": "index_status", "arguments": {}})).encode() + b"\n")
-        server.stdin.flush()
-        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
-        assert [a["id"] for a in answers] == [1, 2]  # the SDK is serving
-        server.send_signal(signum)
-        try:
-            returned = server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            pytest.fail(f"the server did not stop after {signal.Signals(signum).name}")
-        assert server.stderr is not None
-        stderr = server.stderr.read().decode()
-    assert returned == code, stderr
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "a.md").write_text("# A\n\nsome text about otters\n", encoding="utf-8")
+    stderr_path = tmp_path / "server.stderr"
+    with stderr_path.open("wb") as errlog:
+        process = await anyio.open_process(
+            [sys.executable, *entry, "mcp", "--db", str(db),
+             *(["--watch", str(tmp_path / "w")] if watch else [])],
+            cwd=tmp_path, env=env, stderr=errlog)
+        async with process:
+            assert process.stdin is not None and process.stdout is not None
+            reader = BufferedByteReceiveStream(process.stdout)
+            await process.stdin.send(
+                json.dumps(_initialize(1, LATEST)).encode() + b"\n"
+                + json.dumps(_request(2, "tools/call", {
+                    "name": "index_status", "arguments": {}})).encode() + b"\n")
+            with anyio.fail_after(60):
+                answers = [json.loads(await reader.receive_until(b"\n", 1 << 24))
+                           for _ in range(2)]
+            assert [a["id"] for a in answers] == [1, 2]  # the SDK is serving
+            process.send_signal(signum)
+            with anyio.move_on_after(20):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                pytest.fail(f"the server did not stop after {signal.Signals(signum).name}")
+    stderr = stderr_path.read_text(encoding="utf-8")
+    assert process.returncode == (130 if signum == signal.SIGINT else 128 + signum), stderr
     assert "Traceback" not in stderr
-    with sqlite3.connect(db) as conn:  # closed cleanly: readable, nothing half-written
+    _assert_closed_cleanly(db)
+
+
+def _assert_closed_cleanly(db: Path) -> None:
+    # the last connection's close checkpoints and removes the WAL file (a killed
+    # process leaves it behind)
+    assert db.exists() and not Path(f"{db}-wal").exists()
+    with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

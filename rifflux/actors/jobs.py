@@ -24,6 +24,8 @@ from ..errors import JobNotFoundError, RiffluxError
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
+#: The statuses a job ends in.
+FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
 
 @dataclass(slots=True)

@@ -94,10 +94,15 @@ class Supervisor:
     async def start(self) -> None:
         s = self.settings
         db = s.db_path.expanduser().resolve()
-        writer_conn = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
-        self._conns.append(writer_conn)
-        for _ in range(2):
-            self._conns.append(await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True))
+        try:
+            self._conns.append(await connect(db, busy_timeout_ms=s.busy_timeout_ms))
+            for _ in range(2):
+                self._conns.append(
+                    await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True))
+        except BaseException:
+            await self._close_connections()
+            raise
+        writer_conn = self._conns[0]
         query_reader = Reader(self._conns[1], db)
         embed_reader = Reader(self._conns[2], db)
 
@@ -187,10 +192,15 @@ class Supervisor:
                     self.query_send.close()
                 await tg.__aexit__(None, None, None)
         finally:
+            await self._close_connections()
+
+    async def _close_connections(self) -> None:
+        """Close every connection (each within 2 s, also when cancelled): an open one
+        keeps a non-daemon thread, and so the process, alive."""
+        conns, self._conns = self._conns, []
+        for conn in conns:
             with anyio.move_on_after(2, shield=True):
-                for conn in self._conns:
-                    await conn.close()
-            self._conns.clear()
+                await conn.close()
 
     def stream_stats(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

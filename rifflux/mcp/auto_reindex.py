@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..actors.jobs import FINISHED
 from ..api import Rifflux
 from ..errors import JobNotFoundError, RiffluxError
 
 logger = logging.getLogger(__name__)
 
-#: Job statuses after which an automatic reindex may start again.
-_FINISHED = ("completed", "failed", "cancelled")
 
 
 @dataclass(slots=True)
@@ -40,7 +39,7 @@ class AutoReindex:
             return None
         if self.last_job is not None:
             status = await self._job_status(self.last_job)
-            if status not in _FINISHED:
+            if status not in FINISHED:
                 return {"started": False, "job_id": self.last_job,
                         "reason": f"the previous automatic reindex is still {status}"}
         now = time.monotonic()

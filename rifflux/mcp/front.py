@@ -10,13 +10,13 @@ models for every protocol revision), longer than clients like to wait for
 2. A reader thread reads every line the client sends and queues it in order.
    Until the hand-off, it answers ``initialize``, ``tools/list`` and ``ping``
    itself, from a snapshot of exactly what this SDK and these tools answer
-   (``handshake.py`` captures it from the SDK; see ``load_snapshot``).
+   (``handoff.capture_handshake`` asks the SDK; see ``load_snapshot``).
 3. Meanwhile the main thread imports the command line and the SDK, opens the
    index and hands off (``handoff.serve_after_front``): every queued line goes
-   to the SDK in order, ``initialize`` included so its session is set up the
-   same way, and the SDK answers everything from then on. The SDK's second
-   answer to ``initialize`` is dropped; requests the front already answered
-   are not replayed.
+   to the SDK in order, those the front answered included, so that its
+   session is set up exactly as without the front; its answers to those are
+   dropped (and compared with the front's). The SDK answers everything from
+   then on.
 
 Without a usable snapshot (another SDK or Rifflux version and no cache yet),
 or with ``RIFFLUX_MCP_FAST_HANDSHAKE=0``, the front answers nothing and
@@ -137,10 +137,11 @@ def negotiate(snapshot: dict[str, Any], requested: object) -> str:
 class Wire:
     """The protocol's private ends of stdin and stdout (fds 0 and 1 point elsewhere)."""
 
-    def __init__(self, reader: BinaryIO, writer: BinaryIO) -> None:
+    def __init__(self, reader: BinaryIO, writer: BinaryIO, *, claimed: bool = False) -> None:
         self.reader = reader
         self._writer = writer
         self._lock = threading.Lock()
+        self._claimed = claimed  # fds 0 and 1 were redirected by claim()
 
     @classmethod
     def claim(cls) -> Wire:
@@ -160,12 +161,24 @@ class Wire:
             os.dup2(2, 1)
         except OSError:  # no stderr either
             _point(1, os.open(os.devnull, os.O_WRONLY))
-        return cls(os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb"))
+        return cls(os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb"), claimed=True)
 
-    def close(self) -> None:
+    def close(self, *, reader: bool = True) -> None:
+        """Point fds 0 and 1 back at the wire (after ``claim``) and close the private ends.
+
+        ``reader=False`` leaves the reading end open: closing it while another
+        thread is blocked reading it would block until that read returns.
+        """
         with self._lock:
+            if self._claimed:
+                self._claimed = False
+                if sys.stdout is not None:
+                    sys.stdout.flush()
+                os.dup2(self.reader.fileno(), 0)
+                os.dup2(self._writer.fileno(), 1)
             self._writer.close()
-        self.reader.close()
+        if reader:
+            self.reader.close()
 
     def send(self, line: str) -> None:
         """Write one message (a JSON text without newlines) and flush it."""
@@ -201,6 +214,7 @@ class Inbound:
     line: str
     answered: str | None = None
     request_id: Any = None
+    result: Any = None  # what the front answered
 
 
 class Front:
@@ -238,14 +252,23 @@ class Front:
         """Wake a ``receive`` blocked in a worker thread (at shutdown)."""
         self._inbox.put(None)
 
+    def close(self) -> None:
+        """Give fds 0 and 1 back and close the wire (the reading end only once the reader
+        thread has stopped, which it does when the client closes stdin)."""
+        self.wire.close(reader=not self._thread.is_alive())
+
     def _read_loop(self) -> None:
         try:
             for raw in self.wire.reader:
                 line = raw.decode("utf-8", errors="replace").strip()
                 if not line:
                     continue
-                with self._lock:
+                with self._lock:  # decided atomically with hand_off; sent outside the lock
                     item = Inbound(line) if self._handed_off else self._try_answer(line)
+                if item.answered is not None:
+                    self.wire.send(json.dumps(
+                        {"jsonrpc": "2.0", "id": item.request_id, "result": item.result},
+                        ensure_ascii=False, separators=(",", ":")))
                 self._inbox.put(item)
         except (OSError, ValueError) as exc:  # the client went away mid-line
             logger.debug("stdin closed: %s", exc)
@@ -255,8 +278,6 @@ class Front:
     def _try_answer(self, line: str) -> Inbound:
         try:
             return self._maybe_answer(line)
-        except OSError:
-            raise  # the client went away
         except Exception:  # a bad snapshot must not stop the reader: the SDK answers instead
             logger.exception("the MCP front could not answer; leaving everything to the SDK")
             self.snapshot = None
@@ -282,10 +303,8 @@ class Front:
         elif method != "ping":
             return Inbound(line)
         result = answer(self.snapshot, method, self.negotiated)
-        self.wire.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result},
-                                  ensure_ascii=False, separators=(",", ":")))
         self.answered.append(method)
-        return Inbound(line, answered=method, request_id=message["id"])
+        return Inbound(line, answered=method, request_id=message["id"], result=result)
 
 
 def _plain_request(message: object) -> bool:

@@ -34,7 +34,7 @@ from mcp.types import (
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..config import Settings
-from .front import SEED, Front, Wire, cache_path, snapshot_key
+from .front import SEED, Front, Inbound, Wire, cache_path, load_snapshot, snapshot_key
 from .server import RiffluxMCPServer, build_server
 
 logger = logging.getLogger(__name__)
@@ -73,9 +73,9 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
     lowlevel = _lowlevel(server)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    # initialize requests the front answered and the SDK sees too: its answer is
-    # not sent a second time.
-    replayed: set[RequestId] = set()
+    # Requests the front answered: the SDK sees them too (so that its session is
+    # exactly as without the front) but its answers are not sent a second time.
+    replayed: dict[RequestId, Inbound] = {}
 
     async def pump_in() -> None:
         async with read_send:
@@ -83,26 +83,19 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                 item = await anyio.to_thread.run_sync(front.receive, abandon_on_cancel=True)
                 if item is None:
                     return  # the client closed stdin
-                if item.answered is not None and item.answered != "initialize":
-                    continue  # tools/list or ping: answered, and no state to set up
-                if item.answered == "initialize":
-                    replayed.add(item.request_id)
+                if item.answered is not None:
+                    replayed[item.request_id] = item
                 await read_send.send(_parse(item.line))
 
     async def pump_out() -> None:
         async with write_recv:
             async for out in write_recv:
                 message = out.message
+                line = message.model_dump_json(by_alias=True, exclude_unset=True)
                 if isinstance(message, JSONRPCResponse | JSONRPCError) \
                         and message.id in replayed:
-                    replayed.discard(message.id)
-                    if isinstance(message, JSONRPCError):
-                        logger.error("the MCP SDK refused an initialize request the front had "
-                                     "accepted (%s); the client's session will fail: restart "
-                                     "with RIFFLUX_MCP_FAST_HANDSHAKE=0 and report this",
-                                     message.error.message)
+                    _check_replayed(replayed.pop(message.id), json.loads(line))
                     continue
-                line = message.model_dump_json(by_alias=True, exclude_unset=True)
                 await anyio.to_thread.run_sync(front.wire.send, line)
 
     try:
@@ -112,11 +105,23 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
             tg.start_soon(pump_out)
             async with write_send, anyio.create_task_group() as inner:
                 inner.start_soon(pump_in)
-                inner.start_soon(_refresh_snapshot, server, front.snapshot, _REFRESH_DELAY)
+                inner.start_soon(_refresh_snapshot, server, _REFRESH_DELAY)
                 await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
                 inner.cancel_scope.cancel()
     finally:
         front.release()
+        front.close()
+
+
+def _check_replayed(item: Inbound, sdk: dict[str, Any]) -> None:
+    """The SDK's answer to a request the front answered: it should be the same."""
+    if "error" in sdk:
+        logger.error("the MCP SDK refused %s, which the front had answered (%s); the client's "
+                     "session may fail: restart with RIFFLUX_MCP_FAST_HANDSHAKE=0 and report "
+                     "this", item.answered, sdk["error"].get("message"))
+    elif sdk.get("result") != item.result:
+        logger.warning("the front's answer to %s differed from the MCP SDK's (a stale "
+                       "handshake snapshot?); it is refreshed shortly", item.answered)
 
 
 async def serve_stdio(settings: Settings) -> None:
@@ -130,10 +135,8 @@ async def serve_stdio(settings: Settings) -> None:
     await serve_after_front(settings, front)
 
 
-async def _refresh_snapshot(
-    server: RiffluxMCPServer, used: dict[str, Any] | None, delay: float = 0.0
-) -> None:
-    """Capture what the SDK answers; cache it when the front had none or a stale one."""
+async def _refresh_snapshot(server: RiffluxMCPServer, delay: float = 0.0) -> None:
+    """Capture what the SDK answers and cache it, unless the seed or cache already has it."""
     await anyio.sleep(delay)  # after the first requests, which are what the client waits for
     try:
         captured = await capture_handshake(server)
@@ -141,13 +144,17 @@ async def _refresh_snapshot(
         logger.warning("could not capture the MCP handshake; the front will keep waiting "
                        "for the SDK", exc_info=True)
         return
-    if captured == used:
+    key = captured["key"]
+    if "unknown" in key.values():
+        return  # a snapshot for an unknown version would never be used
+    current = await anyio.to_thread.run_sync(load_snapshot, key)
+    if current == captured:
         return
-    if used is not None:
+    if current is not None:
         logger.warning("the MCP handshake snapshot differed from what the SDK answers; the "
                        "cache is refreshed (regenerate the seed: python -m "
                        "rifflux.mcp.handoff --write-seed)")
-    path = cache_path(captured["key"])
+    path = cache_path(key)
     try:
         await anyio.to_thread.run_sync(_write_json, path, captured)
     except OSError as exc:
@@ -215,12 +222,18 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-async def _write_seed() -> None:
-    _write_json(SEED, await capture_handshake(build_server(Settings())))
+async def _write_seed() -> dict[str, str]:
+    captured = await capture_handshake(build_server(Settings()))
+    if "unknown" in captured["key"].values():
+        raise SystemExit(f"not written: some versions are unknown {captured['key']} (is "
+                         "rifflux installed, e.g. pip install -e .?)")
+    _write_json(SEED, captured)
+    key: dict[str, str] = captured["key"]
+    return key
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write-seed"]:
         raise SystemExit("usage: python -m rifflux.mcp.handoff --write-seed")
-    anyio.run(_write_seed)
-    print(f"wrote {SEED}", file=sys.stderr)  # noqa: T201
+    written = anyio.run(_write_seed)
+    print(f"wrote {SEED} for {written}", file=sys.stderr)  # noqa: T201

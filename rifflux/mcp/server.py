@@ -8,8 +8,8 @@ the server keeps serving.
 
 stdout is the protocol channel. Nothing here writes to it: logs go to stderr
 (configured by the command line before the server starts), and while serving
-the SDK points fd 1 at stderr so that stray output from libraries or child
-processes cannot corrupt the wire.
+fd 1 points at stderr (``front.Wire.claim``) so that stray output from
+libraries or child processes cannot corrupt the wire.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from ..actors.jobs import FINISHED
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
@@ -39,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME = "rifflux"
 MAX_TOP_K = 100
-#: Job statuses at which a followed reindex has ended.
-_FINISHED = ("completed", "failed", "cancelled")
 
 _INSTRUCTIONS = """\
 Rifflux searches the user's local markdown (notes, docs, READMEs) offline.
@@ -228,7 +227,7 @@ async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> d
         with anyio.move_on_after(1.0):
             await rf.wait_for_job(job_id)
         job = await rf.job(job_id)
-        if job["status"] in _FINISHED:
+        if job["status"] in FINISHED:
             break
         done = int(job["indexed_files"])
         if done > sent:  # progress must only increase

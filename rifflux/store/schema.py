@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import aiosqlite
+import anyio
 
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
 
@@ -124,7 +125,8 @@ async def connect(
             else:
                 await check_version(conn, db_path)
         except BaseException:
-            await conn.close()
+            with anyio.CancelScope(shield=True):  # also when cancelled: its thread must end
+                await conn.close()
             raise
     return conn
 
