@@ -114,7 +114,10 @@ async def connect(
     with mapped_errors(db_path):
         if not readonly:
             db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(str(db_path), isolation_level=None)
+        # Shielded (it takes milliseconds): cancelled half-way, the connection's
+        # thread would be left running with no one to close it.
+        with anyio.CancelScope(shield=True):
+            conn = await aiosqlite.connect(str(db_path), isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             await conn.execute("PRAGMA foreign_keys=ON")
