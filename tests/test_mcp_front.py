@@ -248,17 +248,19 @@ SDK_ONLY = ["-c", "import anyio, os; from rifflux.config import settings_from_en
 
 
 async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
-                       messages: list[dict[str, Any]], entry: list[str]
-                       ) -> tuple[list[dict[str, Any]], str]:
-    """Pipeline every message at once; read until every request is answered."""
+                       messages: list[dict[str, Any]], entry: list[str],
+                       argv: list[str] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Start ``python ENTRY --db NAME.db mcp --log-level DEBUG`` (or ``argv``), pipeline
+    every message at once, read until every request is answered."""
     wanted = {m["id"] for m in messages if "id" in m}
     stderr_path = tmp_path / f"{name}.stderr"
     received: list[dict[str, Any]] = []
     with stderr_path.open("wb") as errlog:
         process = await anyio.open_process(
             # a global option before the command: the front must still be used
-            [sys.executable, *entry, "--db", str(tmp_path / f"{name}.db"), "mcp",
-             "--log-level", "DEBUG"], cwd=tmp_path, env=env, stderr=errlog)
+            argv or [sys.executable, *entry, "--db", str(tmp_path / f"{name}.db"), "mcp",
+                     "--log-level", "DEBUG"],
+            cwd=tmp_path, env=env, stderr=errlog)
         async with process:
             assert process.stdin is not None and process.stdout is not None
             reader = BufferedByteReceiveStream(process.stdout)
@@ -339,6 +341,29 @@ def test_a_closed_stdin_or_stdout_is_a_one_line_error(tmp_path: Path, closed: in
     assert done.returncode == 1
     assert done.stderr.decode().startswith("rifflux: error: cannot serve MCP: stdin or stdout")
     assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("script", [["rifflux-mcp"], ["rifflux", "mcp"]])
+async def test_the_console_scripts_serve_through_the_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: list[str]
+) -> None:
+    program = Path(sys.executable).parent / script[0]
+    if not program.exists():
+        pytest.skip(f"{program} is not installed (pip install -e .)")
+    await _snapshot_for_servers(tmp_path, monkeypatch)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")},
+           **server_env(tmp_path), "RIFFLUX_LOG_LEVEL": "DEBUG"}
+    messages = [_initialize(1, LATEST), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                _request(2, "tools/list"),
+                _request(3, "tools/call", {"name": "index_status", "arguments": {}})]
+    answers, log = await _raw_session(tmp_path, "script", env, messages, [], argv=[
+        str(program), "--db", str(tmp_path / "script.db"), *script[1:]])
+    by_id = {a["id"]: a for a in answers if "id" in a}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "rifflux"
+    assert {t["name"] for t in by_id[2]["result"]["tools"]} >= {"search_rifflux", "reindex"}
+    assert by_id[3]["result"]["isError"] is False
+    assert "the front answered initialize, tools/list before it" in log
 
 
 @pytest.mark.anyio
