@@ -6,9 +6,10 @@ itself, in memory, what it answers to ``initialize``, ``tools/list`` and
 ``ping`` at every handshake protocol version: that is the snapshot the front
 answers from. The shipped seed (``handshake.json``) is made with
 ``python -m rifflux.mcp.handoff --write-seed``; a test fails when it no longer
-matches. At run time the server captures again in the background and keeps a
-cache per Rifflux and SDK version, so an upgraded SDK is answered from its own
-snapshot from the second start on.
+matches. At run time the server captures again in the background and, when
+neither the seed nor the cache holds these answers, caches them per snapshot
+key (the Rifflux, SDK and pydantic versions and the tools' source), so that
+an upgraded SDK is answered from its own snapshot from the second start on.
 """
 
 from __future__ import annotations
