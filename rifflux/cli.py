@@ -91,10 +91,7 @@ def main(argv: Sequence[str] | None = None, *, mcp_front: Front | None = None) -
                      "(run with --log-level DEBUG to see where; please report it)")
 
 
-async def _until_terminated(command: Command, args: argparse.Namespace,
-                            settings: Settings) -> int:
-    """Run the command; SIGTERM or SIGHUP stop it as cleanly as Ctrl-C does (the index
-    is closed, the running job gets its grace period) and exit with 128 + the signal."""
+async def _with_signals(command: Command, args: argparse.Namespace, settings: Settings) -> int:
     if sys.platform == "win32":  # no signal receivers there
         return await command(args, settings)
     received: list[int] = []
@@ -117,6 +114,31 @@ async def _until_terminated(command: Command, args: argparse.Namespace,
         tg.start_soon(stop_on_signal)
         tg.start_soon(run)
     return 128 + received[0] if received else result
+
+
+async def _until_terminated(command: Command, args: argparse.Namespace,
+                            settings: Settings) -> int:
+    """Run the command; SIGTERM or SIGHUP stop it as cleanly as Ctrl-C does (the index
+    is closed, the running job gets its grace period) and exit with 128 + the signal."""
+    try:
+        return await _with_signals(command, args, settings)
+    except BaseExceptionGroup as group:
+        # One failure comes out as itself, as it would without the signal watcher.
+        if len(group.exceptions) != 1:
+            raise
+        leaf = group.exceptions[0]
+        if isinstance(leaf, SystemExit):
+            return _exit_code(leaf)
+        raise leaf from group
+    except SystemExit as exc:
+        return _exit_code(exc)
+
+
+def _exit_code(exc: SystemExit) -> int:
+    # A SystemExit (rich's answer to a closed pipe, as in `rifflux search q | head`)
+    # becomes a return: raised through asyncio it skips the loop's clean-up, and an
+    # idle worker thread then keeps the process alive.
+    return exc.code if isinstance(exc.code, int) else EXIT_FAILURE
 
 
 def _leaf(exc: BaseException) -> BaseException:

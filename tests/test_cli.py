@@ -91,6 +91,20 @@ def test_search_with_no_results_exits_1(indexed: Path) -> None:
     assert "no results" in done.stderr
 
 
+def test_a_closed_stdout_ends_a_search_quietly(indexed: Path) -> None:
+    # as in `rifflux search q | head -1`: the reader is gone before the results are written
+    with subprocess.Popen(
+        [sys.executable, "-m", "rifflux", "search", "water", "--db", "index.db"], cwd=indexed,
+        env=cli_env(indexed), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as search:
+        assert search.stdout is not None and search.stderr is not None
+        search.stdout.close()
+        code = search.wait(timeout=120)
+        stderr = search.stderr.read().decode()
+    assert code == 1
+    assert "Traceback" not in stderr and "unhandled" not in stderr
+
+
 def test_status_json_reports_the_index(indexed: Path) -> None:
     done = rifflux_cli(indexed, "--db", "index.db", "status", "--json")
     assert done.returncode == 0, done.stderr
