@@ -24,7 +24,6 @@ from pathlib import Path
 @dataclass(frozen=True, slots=True)
 class FileState:
     rel_path: str  # posix, relative to the root
-    abs_path: Path
     mtime_ns: int
     size: int
 
@@ -105,16 +104,18 @@ def scan_root(root: Path, globs: Globs) -> ScanResult:
     """Every wanted file under ``root`` (which should be absolute and resolved)."""
     result = ScanResult()
     seen_dirs: set[tuple[int, int]] = set()
-    stack: list[tuple[Path, str]] = [(root, "")]
+    # plain strings, not Path objects: a no-op reindex is mostly this walk
+    stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
         directory, rel_dir = stack.pop()
         try:
-            st = directory.stat()
+            st = os.stat(directory)
             key = (st.st_dev, st.st_ino)
             if key in seen_dirs:
                 continue
             seen_dirs.add(key)
-            entries = list(os.scandir(directory))
+            with os.scandir(directory) as listing:
+                entries = list(listing)
         except OSError as exc:
             result.problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
             continue
@@ -131,17 +132,30 @@ def scan_root(root: Path, globs: Globs) -> ScanResult:
                     continue
                 if is_link and _inside(Path(entry.path).resolve(), root):
                     continue  # its files are reached through the real directory
-                stack.append((Path(entry.path), rel))
+                stack.append((entry.path, rel))
                 continue
             if not globs.wanted_name(rel):  # its folders passed on the way down
                 continue
-            state = stat_file(root, rel, is_link=is_link)
+            state = stat_file(root, rel, is_link=True) if is_link else _entry_state(entry, rel)
             if isinstance(state, ScanProblem):
                 result.problems.append(state)
             elif state is not None:
                 result.files.append(state)
     result.files.sort(key=lambda f: f.rel_path)
     return result
+
+
+def _entry_state(entry: os.DirEntry[str], rel: str) -> FileState | ScanProblem | None:
+    """``stat_file`` for a directory entry that is not a link (no path building)."""
+    try:
+        st = entry.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ScanProblem(rel, str(exc))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return FileState(rel, st.st_mtime_ns, st.st_size)
 
 
 def stat_file(
@@ -166,4 +180,4 @@ def stat_file(
         return ScanProblem(rel, str(exc))
     if not stat.S_ISREG(st.st_mode):
         return None
-    return FileState(rel, path, st.st_mtime_ns, st.st_size)
+    return FileState(rel, st.st_mtime_ns, st.st_size)
