@@ -132,13 +132,19 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
     return ParsedDocument(metadata=metadata, chunks=chunks)
 
 
+#: libyaml's safe loader when PyYAML was built with it (ten times faster than the pure
+#: Python one, which took 14% of parsing time on a corpus where most files have
+#: front matter); the same safe subset of YAML either way.
+_YAML_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def split_front_matter(text: str) -> tuple[FileMetadata, str]:
     """YAML front matter -> metadata; invalid YAML stays in the body (nothing is lost)."""
     match = _FRONT_MATTER.match(text)
     if not match:
         return FileMetadata(), text
     try:
-        data = yaml.safe_load(match.group(1) or "")
+        data = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
     except yaml.YAMLError:
         return FileMetadata(), text
     if data is not None and not isinstance(data, dict):
