@@ -48,6 +48,21 @@ class ZeroQueryEmbedder(CountingEmbedder):
         return np.zeros(self.dim, dtype=np.float32)
 
 
+class GatedEmbedder(CountingEmbedder):
+    """Embeds only while ``gate`` is set; ``entered`` is set once a batch is waiting on it."""
+
+    def __init__(self, label: str = "gated-v1") -> None:
+        super().__init__(label)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> F32:
+        self.entered.set()
+        if not self.gate.wait(timeout=30):
+            raise TimeoutError("the test never opened the gate")
+        return super().embed_documents(texts)
+
+
 def write(root: Path, rel: str, text: str) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)

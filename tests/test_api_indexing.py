@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from rifflux import IndexDatabaseError, Rifflux, SchemaVersionError
 
-from .helpers import CountingEmbedder, write
+from .helpers import CountingEmbedder, GatedEmbedder, eventually, write
 
 pytestmark = pytest.mark.anyio
 
@@ -318,3 +320,38 @@ async def test_read_only_open_searches_without_changing_the_index(tmp_path: Path
     with sqlite3.connect(tmp_path / "i.db") as conn:
         rows = conn.execute("SELECT model, COUNT(*) FROM embeddings GROUP BY model").fetchall()
     assert rows == [("model-a", n)]
+
+
+async def test_a_job_does_not_wait_for_text_an_edit_replaced_before_it_was_embedded(
+    tmp_path: Path,
+) -> None:
+    # A job waits for the vectors of what it indexed; if a later edit replaces that
+    # text before the embedder reads it, no vector will ever be made for it, and the
+    # job (and a foreground reindex waiting on it) must still complete.
+    docs = tmp_path / "docs"
+    write(docs, "big.md", "# Big\n\n" + "Some words about gardens and water. " * 40)
+    embedder = GatedEmbedder()
+    async with Rifflux(tmp_path / "i.db", embedder=embedder) as rf:
+        first = await rf.reindex(docs, background=True)
+        await anyio.to_thread.run_sync(embedder.entered.wait, 10)  # busy with big.md
+        write(docs, "a.md", "# A\n\nThe first version, about otters and their dens.\n")
+        second = await rf.reindex(docs, background=True)
+
+        async def phase(job: dict[str, Any]) -> str:
+            return str((await rf.job(job["job"]["id"]))["phase"])
+
+        await eventually(lambda: _is(phase(second), "embedding"))  # a.md v1 indexed
+        write(docs, "a.md", "# A\n\nThe second version, about beavers and their lodges.\n")
+        third = await rf.reindex(docs, background=True)
+        await eventually(lambda: _is(phase(third), "embedding"))  # v1 replaced by v2
+        embedder.gate.set()
+        for job in (first, second, third):
+            with anyio.fail_after(15):
+                done = await rf.wait_for_job(job["job"]["id"])
+            assert done["status"] == "completed"
+        assert not any("first version" in t for t in embedder.embedded)
+        assert (await rf.status())["pending_embeddings"] == 0
+
+
+async def _is(value: Awaitable[str], expected: str) -> bool:
+    return await value == expected

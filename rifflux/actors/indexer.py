@@ -362,6 +362,8 @@ class Indexer:
         if plan.deletes:
             async with self._lock:
                 removed = await self._writer.delete_files(plan.root_id, plan.deletes)
+                if removed:
+                    await self._forget_replaced()
             job.removed += len(plan.deletes)
             if removed:
                 await self._query.send(IndexChanged(removed=removed))
@@ -393,9 +395,18 @@ class Indexer:
         async with self._lock:
             written = await self._writer.write_files(plan.root_id, to_write)
             self._tracker.changed()
+            if any(w.removed_rowids for w in written):
+                await self._forget_replaced()
         self.stats.files_written += len(to_write)
         job.indexed.update((root_key, f.rel_path) for f in to_write)
         await self._after_write(job, written)
+
+    async def _forget_replaced(self) -> None:
+        """Open jobs stop waiting for texts that chunks were just replaced or deleted
+        away from (under the lock, right after that write)."""
+        waited = self._jobs.outstanding()
+        if waited:
+            self._jobs.forget(waited - await self._writer.present_hashes(waited))
 
     async def _after_write(self, job: Job, written: list[FileWritten]) -> None:
         removed = tuple(r for w in written for r in w.removed_rowids)

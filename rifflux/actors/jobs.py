@@ -170,21 +170,31 @@ class JobQueue:
         return ([self.running] if self.running else []) + self._waiting
 
     def vectors_written(self, hashes: set[str]) -> None:
-        if self.running is not None:
-            before = len(self.running.outstanding)
-            self.running.outstanding -= hashes
-            self.running.embedded += before - len(self.running.outstanding)
+        self._settle(hashes, embedded=True)
+
+    def outstanding(self) -> set[str]:
+        """Every content hash an open job still waits for."""
+        return set().union(*(job.outstanding for job in self.open_jobs()))
+
+    def forget(self, hashes: set[str]) -> None:
+        """Texts no chunk has any more (an edit or delete replaced them before they were
+        embedded): no vector will ever be made for them, so no job waits for one."""
+        if hashes:
+            self._settle(hashes, embedded=False)
+
+    def _settle(self, hashes: set[str], *, embedded: bool) -> None:
         still: list[Job] = []
-        for job in self._waiting:
+        for job in self.open_jobs():
             before = len(job.outstanding)
             job.outstanding -= hashes
-            job.embedded += before - len(job.outstanding)
-            if job.outstanding:
+            if embedded:
+                job.embedded += before - len(job.outstanding)
+            if job is self.running or job.outstanding:
                 still.append(job)
             else:
                 job.finish("completed")
                 self._history.append(job)
-        self._waiting = still
+        self._waiting = [job for job in still if job is not self.running]
 
     def release_waiting(self, reason: str) -> None:
         """No embedder will ever come: complete the waiting jobs, saying why."""

@@ -159,6 +159,21 @@ class Writer:
             for fid in file_ids
         ]
 
+    async def present_hashes(self, hashes: set[str]) -> set[str]:
+        """Which of these content hashes some chunk still has."""
+        found: set[str] = set()
+        ordered = sorted(hashes)
+        with mapped_errors(self.db_path):
+            for i in range(0, len(ordered), 500):
+                part = ordered[i : i + 500]
+                rows = await self.conn.execute_fetchall(
+                    "SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN "
+                    f"({','.join('?' * len(part))})",
+                    part,
+                )
+                found.update(str(r[0]) for r in rows)
+        return found
+
     async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> tuple[int, ...]:
         """Remove files and their chunks; returns the removed chunk rowids."""
         removed: list[int] = []
