@@ -68,6 +68,10 @@ class Settings:
     # pipeline
     debounce_seconds: float = 0.05
     embed_batch_size: int = 32
+    #: At most this many characters per batch, each text counted up to 1,024 (about the
+    #: model's 256-token cut): the model's activations grow with batch x length, and
+    #: long texts embed as fast 8 at a time as 32 at a time, at 0.5 GB less peak memory.
+    embed_batch_chars: int = 8192
     busy_timeout_ms: int = 5000
     retry_delays: tuple[float, ...] = (1.0, 2.0, 4.0)
     job_history: int = 100

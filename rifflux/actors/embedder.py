@@ -44,6 +44,7 @@ class EmbedderActor:
         nudges: MemoryObjectReceiveStream[EmbedWanted],
         out: MemoryObjectSendStream[VectorsReady],
         batch_size: int,
+        batch_chars: int = 8192,
         window: int = 512,
         gate: Gate | None = None,
         enabled: bool = True,
@@ -57,6 +58,7 @@ class EmbedderActor:
         self._nudges = nudges
         self._out = out
         self._batch = batch_size
+        self._batch_chars = batch_chars
         self._window = window
         self._limiter = anyio.CapacityLimiter(1)
         self.stats = EmbedderStats()
@@ -98,8 +100,7 @@ class EmbedderActor:
         acks: list[anyio.Event] = []
         self.stats.busy = True
         try:
-            for start in range(0, len(pending), self._batch):
-                part = pending[start : start + self._batch]
+            for part in batches(pending, self._batch, self._batch_chars):
                 await self._gate.wait()
                 vectors = await self._embed([p.text for p in part])
                 written = anyio.Event()
@@ -143,3 +144,28 @@ class EmbedderActor:
         self.stats.texts_embedded += len(texts)
         self.stats.batches += 1
         return vectors
+
+
+#: A text counts for at most this many characters in a batch's budget: the model
+#: cuts at 256 tokens, about 1,000 characters of English.
+_TEXT_CHARS_CAP = 1024
+
+
+def batches(
+    pending: list[PendingText], size: int, chars: int
+) -> list[list[PendingText]]:
+    """Consecutive batches of at most ``size`` texts and ``chars`` characters (each text
+    counted up to ``_TEXT_CHARS_CAP``; a batch always takes at least one text)."""
+    out: list[list[PendingText]] = []
+    current: list[PendingText] = []
+    used = 0
+    for item in pending:
+        cost = min(len(item.text), _TEXT_CHARS_CAP)
+        if current and (len(current) >= size or used + cost > chars):
+            out.append(current)
+            current, used = [], 0
+        current.append(item)
+        used += cost
+    if current:
+        out.append(current)
+    return out

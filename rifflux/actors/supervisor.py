@@ -116,7 +116,8 @@ class Supervisor:
                                 feedback_weight=s.semantic_feedback_weight)
         gate, tracker = Gate(), PendingTracker()
         self.embedder = EmbedderActor(reader=embed_reader, model=self.model, nudges=nudge_recv,
-                                      out=vec_send, batch_size=s.embed_batch_size, gate=gate,
+                                      out=vec_send, batch_size=s.embed_batch_size,
+                                      batch_chars=s.embed_batch_chars, gate=gate,
                                       enabled=not s.read_only, tracker=tracker)
         self.indexer = Indexer(writer=Writer(writer_conn, db), settings=s, jobs=self.jobs,
                                model=self.model, vectors_in=vec_recv, embed_nudge=nudge_send,
