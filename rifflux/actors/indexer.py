@@ -351,10 +351,10 @@ class Indexer:
                         await self._write_group(job, plan, root_key, batch)
         except BaseExceptionGroup as group:
             # A database error inside the group: hand the retry logic the error itself.
-            split = group.split(RiffluxError)[0]
-            if split is None or group.split(RiffluxError)[1] is not None:
+            ours, others = group.split(RiffluxError)
+            if ours is None or others is not None:
                 raise
-            errors = [e for e in _leaves(split) if isinstance(e, RiffluxError)]
+            errors = [e for e in _leaves(ours) if isinstance(e, RiffluxError)]
             busy = [e for e in errors if isinstance(e, IndexBusyError)]
             raise (busy or errors)[0] from group
         finally:

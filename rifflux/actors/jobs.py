@@ -183,18 +183,16 @@ class JobQueue:
             self._settle(hashes, embedded=False)
 
     def _settle(self, hashes: set[str], *, embedded: bool) -> None:
-        still: list[Job] = []
         for job in self.open_jobs():
             before = len(job.outstanding)
             job.outstanding -= hashes
             if embedded:
                 job.embedded += before - len(job.outstanding)
-            if job is self.running or job.outstanding:
-                still.append(job)
-            else:
+        for job in self._waiting:
+            if not job.outstanding:
                 job.finish("completed")
                 self._history.append(job)
-        self._waiting = [job for job in still if job is not self.running]
+        self._waiting = [job for job in self._waiting if job.outstanding]
 
     def release_waiting(self, reason: str) -> None:
         """No embedder will ever come: complete the waiting jobs, saying why."""

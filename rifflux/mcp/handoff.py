@@ -6,8 +6,9 @@ itself, in memory, what it answers to ``initialize``, ``tools/list`` and
 ``ping`` at every handshake protocol version: that is the snapshot the front
 answers from. The shipped seed (``handshake.json``) is made with
 ``python -m rifflux.mcp.handoff --write-seed``; a test fails when it no longer
-matches. At run time the server captures again in the background and, when
-neither the seed nor the cache holds these answers, caches them per snapshot
+matches. When the front had no snapshot for this key, the server captures the
+SDK's answers in the background and, when neither the seed nor the cache holds
+them (RIFFLUX_MCP_FAST_HANDSHAKE=0 leaves them alone), caches them per snapshot
 key (the Rifflux, SDK and pydantic versions and the tools' source), so that
 an upgraded SDK is answered from its own snapshot from the second start on.
 """
@@ -106,7 +107,8 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
             tg.start_soon(pump_out)
             async with write_send, anyio.create_task_group() as inner:
                 inner.start_soon(pump_in)
-                inner.start_soon(_refresh_snapshot, server, _REFRESH_DELAY)
+                if front.snapshot is None:  # else the key (versions, tools) already matched
+                    inner.start_soon(_refresh_snapshot, server, _REFRESH_DELAY)
                 await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
                 inner.cancel_scope.cancel()
     finally:
