@@ -8,7 +8,7 @@ answers from. The shipped seed (``handshake.json``) is made with
 ``python -m rifflux.mcp.handoff --write-seed``; a test fails when it no longer
 matches. When the front had no snapshot for this key, the server captures the
 SDK's answers in the background and, when neither the seed nor the cache holds
-them (RIFFLUX_MCP_FAST_HANDSHAKE=0 leaves them alone), caches them per snapshot
+them, caches them per snapshot
 key (the Rifflux, SDK and pydantic versions and the tools' source), so that
 an upgraded SDK is answered from its own snapshot from the second start on.
 """
