@@ -1,7 +1,9 @@
 """``Rifflux``: the async context manager other programs (and the MCP server) hold.
 
-It starts the supervisor, turns method calls into messages to the actors, and
-awaits their replies. Two instances on two databases do not share anything.
+It starts the supervisor and talks to the actors through one handle
+(``actors.service.Service``): searches and reads are messages to the query
+actor, reindexing submits jobs, and ``status()`` is composed from each
+component's snapshot. Two instances on two databases share nothing.
 """
 
 from __future__ import annotations
@@ -10,20 +12,28 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import anyio
+from typing import Literal, overload
 
 from .actors.jobs import Job, Target
-from .actors.messages import Mode, ReadRequested, SearchRequested
+from .actors.model import EmbedderSource
+from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
-from .core.embedders import Embedder
 from .core.scan import Globs
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
+from .types import (
+    MODES,
+    BackgroundReindex,
+    ChunkRecord,
+    FileRecord,
+    JobInfo,
+    ReindexResult,
+    SearchResult,
+    Status,
+)
 
-MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
+__all__ = ["MODES", "Rifflux"]
 
 
 class Rifflux:
@@ -42,7 +52,7 @@ class Rifflux:
         watch_paths: Sequence[str | os.PathLike[str]] = (),
         *,
         settings: Settings | None = None,
-        embedder: Embedder | None = None,
+        embedder: EmbedderSource | None = None,
         model_dir: str | os.PathLike[str] | None = None,
         _watch_factory: WatchFactory | None = None,
     ) -> None:
@@ -56,19 +66,16 @@ class Rifflux:
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
             model_dir=model_dir,
         )
-        self._embedder = embedder
-        self._watch_factory = _watch_factory
-        self._sup: Supervisor | None = None
+        self._supervisor = Supervisor(self.settings, embedder=embedder,
+                                      watch_factory=_watch_factory)
+        self._service: Service | None = None
 
     # ------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Rifflux:
-        if self._sup is not None:
+        if self._service is not None:
             raise RiffluxError("this Rifflux instance is already open")
-        sup = Supervisor(self.settings, embedder=self._embedder,
-                         watch_factory=self._watch_factory)
-        await sup.start()
-        self._sup = sup
+        self._service = await self._supervisor.__aenter__()
         return self
 
     async def __aexit__(
@@ -77,20 +84,19 @@ class Rifflux:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        sup, self._sup = self._sup, None
-        if sup is not None:
-            await sup.stop()
+        if self._service is None:
+            return
+        self._service = None
+        await self._supervisor.__aexit__(exc_type, exc, tb)
 
-    def _open(self) -> Supervisor:
-        if self._sup is None:
+    def _open(self) -> Service:
+        if self._service is None:
             raise ClosedError("Rifflux is not open: use it as `async with Rifflux(...) as rf:`")
-        return self._sup
+        return self._service
 
     # ------------------------------------------------------------ search and reads
 
-    async def search(
-        self, query: str, top_k: int = 10, mode: str = "hybrid"
-    ) -> list[dict[str, Any]]:
+    async def search(self, query: str, top_k: int = 10, mode: str = "hybrid") -> list[SearchResult]:
         """Ranked chunks for ``query``; see SPEC.md for the fields and score breakdowns."""
         if mode not in MODES:
             raise InvalidArgumentError(
@@ -100,41 +106,35 @@ class Rifflux:
             raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
         if not isinstance(query, str):
             raise InvalidArgumentError("query must be a string")
-        sup = self._open()
-        send, receive = anyio.create_memory_object_stream[list[dict[str, Any]] | BaseException](1)
-        assert sup.query_send is not None
-        async with receive:
-            request = SearchRequested(query=query, top_k=top_k, mode=mode, reply=send)
-            await sup.query_send.send(request)
-            result = await receive.receive()
-        if isinstance(result, BaseException):
-            raise result
-        return result
+        return await self._open().search(query, top_k, mode)
 
-    async def _read(self, what: str, key: str = "") -> Any:
-        sup = self._open()
-        send, receive = anyio.create_memory_object_stream[Any](1)
-        assert sup.query_send is not None
-        async with receive:
-            await sup.query_send.send(
-                ReadRequested(what=what, key=key, reply=send)  # type: ignore[arg-type]
-            )
-            result = await receive.receive()
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    async def get_chunk(self, chunk_id: str) -> dict[str, Any] | None:
+    async def get_chunk(self, chunk_id: str) -> ChunkRecord | None:
         """A stored chunk by id, or None when no chunk has that id."""
-        result: dict[str, Any] | None = await self._read("chunk", str(chunk_id))
-        return result
+        return await self._open().chunk(str(chunk_id))
 
-    async def get_file(self, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    async def get_file(self, path: str | os.PathLike[str]) -> FileRecord | None:
         """A stored file's chunks in order (path relative to its root, or absolute)."""
-        result: dict[str, Any] | None = await self._read("file", os.fspath(path))
-        return result
+        return await self._open().file(os.fspath(path))
+
+    async def roots(self) -> list[str]:
+        """The folders this index holds files from (absolute paths)."""
+        return await self._open().roots()
 
     # ------------------------------------------------------------ indexing
+
+    @overload
+    async def reindex(
+        self, path: str | os.PathLike[str] | None = None,
+        paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False,
+        background: Literal[False] = False,
+    ) -> ReindexResult: ...
+
+    @overload
+    async def reindex(
+        self, path: str | os.PathLike[str] | None = None,
+        paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False, *,
+        background: Literal[True],
+    ) -> BackgroundReindex: ...
 
     async def reindex(
         self,
@@ -142,11 +142,11 @@ class Rifflux:
         paths: Sequence[str | os.PathLike[str]] | None = None,
         force: bool = False,
         background: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ReindexResult | BackgroundReindex:
         """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else
         the current working directory. Returns when those files are indexed and
         embedded, or at once with the job when ``background`` is true."""
-        sup = self._open()
+        service = self._open()
         if self.settings.read_only:
             raise RiffluxError(
                 f"{self.settings.db_path} is open read-only (searching another index); "
@@ -158,45 +158,36 @@ class Rifflux:
             locations = [os.fspath(path)]
         else:
             locations = [os.getcwd()]
-        roots = [Path(r) for r in await self.roots()]
-        job = Job([self._target(loc, roots) for loc in locations], force=bool(force))
-        sup.jobs.submit(job)
+        roots = [Path(r) for r in await service.roots()]
+        job = service.submit(Job([self._target(loc, roots) for loc in locations],
+                                 force=bool(force)))
         if background:
-            return {"job": job.snapshot(), **self._model_labels()}
+            labels = self._model_labels()
+            return {"job": job.snapshot(), "embedding_model": labels[0],
+                    "embedding_backend": labels[1]}
         await job.done.wait()
         return self._job_result(job)
-
-    async def roots(self) -> list[str]:
-        """The folders this index holds files from (absolute paths)."""
-        result: list[str] = await self._read("roots")
-        return result
 
     @property
     def embedding_model(self) -> str | None:
         """The active embedding model's label; None until the model has loaded."""
-        return self._open().model.label
+        return self._model_labels()[0]
 
     @property
     def embedding_backend(self) -> str | None:
         """``onnx`` or ``hash``, the backend actually in use; None until loaded."""
-        emb = self._open().model.embedder
-        return emb.backend if emb else None
+        return self._model_labels()[1]
 
-    async def wait_until_model_ready(self) -> None:
-        """Wait for the embedding model to load (or fail to: see ``status()``)."""
-        await self._open().model.ready.wait()
-
-    async def job(self, job_id: str) -> dict[str, Any]:
+    async def job(self, job_id: str) -> JobInfo:
         """A background job's state (and its result once completed)."""
-        job = self._open().jobs.get(job_id)
+        job = self._open().job(job_id)
         out = job.snapshot()
         if job.done.is_set() and job.status == "completed":
             out["result"] = self._job_result(job)
         return out
 
-    async def wait_for_job(self, job_id: str) -> dict[str, Any]:
-        job = self._open().jobs.get(job_id)
-        await job.done.wait()
+    async def wait_for_job(self, job_id: str) -> JobInfo:
+        await self._open().job(job_id).done.wait()
         return await self.job(job_id)
 
     def _target(self, location: str, roots: list[Path]) -> Target:
@@ -215,66 +206,50 @@ class Rifflux:
                 return Target(root, requested=location,
                               missing="not indexed: the file does not match the include globs "
                                       f"({', '.join(self.settings.include)})")
-            return Target(root, paths={rel}, requested=location)
+            return Target(root, paths=frozenset({rel}), requested=location)
         if container is not None:
             return Target(container, prefix=loc.relative_to(container).as_posix() + "/",
                           requested=location)
         return Target(loc, requested=location)
 
-    def _model_labels(self) -> dict[str, Any]:
-        model = self._open().model
-        emb = model.embedder
-        return {
-            "embedding_model": emb.label if emb else None,
-            "embedding_backend": emb.backend if emb else None,
-        }
+    def _model_labels(self) -> tuple[str | None, str | None]:
+        model = self._open().model()
+        return model["label"], model["backend"]
 
-    def _job_result(self, job: Job) -> dict[str, Any]:
+    def _job_result(self, job: Job) -> ReindexResult:
         if job.status != "completed" and job.error:
             raise RiffluxError(f"reindex {job.id} {job.status}: {job.error}")
-        result = dict(job.result or {})
-        result.update(self._model_labels())
+        result: ReindexResult = {**(job.result or job.progress.result(job.targets))}
+        result["embedding_model"], result["embedding_backend"] = self._model_labels()
         result["job_id"] = job.id
         result["embedded_chunks"] = job.embedded
         return result
 
     # ------------------------------------------------------------ status
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> Status:
         """The ``index_status`` object of SPEC.md."""
-        sup = self._open()
-        model = sup.model
-        label = model.label
-        counts = await self._read("counts", label or "")
-        watcher = (
-            sup.watcher.stats.snapshot()
-            if sup.watcher
-            else {"running": False, "paths": [], "events_seen": 0, "batches": 0,
-                  "restarts": 0, "last_error": None}
-        )
-        if sup.debouncer is not None:
-            watcher["pending_paths"] = sup.debouncer.pending_paths
-        emb_stats = sup.embedder.stats if sup.embedder else None
+        service = self._open()
+        counts, counted_for = await service.counts()
+        snap = service.snapshot()
+        model = snap["model"]
         return {
             **counts,
             "db_path": str(self.settings.db_path.expanduser().resolve()),
-            "embedding_backend": model.embedder.backend if model.embedder else None,
-            "embedding_backend_requested": model.requested,
-            "embedding_model": label,
-            "embedding_model_ready": model.ready.is_set(),
-            "embedding_fallback_reason": model.fallback_reason,
-            "embedding_error": model.error,
-            "vectors_in_memory": sup.query.vectors_in_memory if sup.query else 0,
+            "embedding_backend": model["backend"],
+            "embedding_backend_requested": model["requested"],
+            "embedding_model": model["label"],
+            "embedding_model_ready": model["ready"],
+            "embedding_counts_model": counted_for,
+            "embedding_fallback_reason": model["fallback_reason"],
+            "embedding_error": model["error"],
+            "vectors_in_memory": snap["query"]["vectors_in_memory"],
             "include_globs": list(self.settings.include),
             "exclude_globs": list(self.settings.exclude),
             "rrf_k": self.settings.rrf_k,
-            "jobs": sup.jobs.snapshot(),
-            "queued_jobs": len(sup.jobs),
-            "watcher": watcher,
-            "queues": sup.stream_stats(),
-            "embedder": {
-                "texts_embedded": emb_stats.texts_embedded if emb_stats else 0,
-                "busy": emb_stats.busy if emb_stats else False,
-                "failures": emb_stats.failures if emb_stats else 0,
-            },
+            "jobs": snap["jobs"],
+            "queued_jobs": snap["queued_jobs"],
+            "watcher": snap["watcher"],
+            "queues": snap["queues"],
+            "embedder": snap["embedder"],
         }

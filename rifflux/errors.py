@@ -33,3 +33,9 @@ class JobNotFoundError(RiffluxError):
 
 class ClosedError(RiffluxError):
     """The Rifflux instance is not open: use it inside ``async with Rifflux(...)``."""
+
+
+class InternalError(RiffluxError):
+    """Something failed that Rifflux did not expect (a bug, or a library failing in a new
+    way). The request it belongs to failed; the instance keeps serving, and the log has
+    the traceback."""

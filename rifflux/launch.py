@@ -1,53 +1,64 @@
 """The console scripts' entry points: ``rifflux`` and ``rifflux-mcp``.
 
-``rifflux mcp`` goes to the MCP front before anything heavy is imported (the
-command line alone pulls in rich, numpy and aiosqlite), so that the server can
-answer the handshake within a fraction of a second; see ``rifflux.mcp.front``.
+The arguments are parsed first (``entry``: standard library only). ``rifflux
+mcp`` then starts the MCP front, which answers the handshake while the rest
+loads, and runs the server behind it (``rifflux.mcp.handoff``); every other
+command runs from ``rifflux.cli``.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
-#: The command line's global options that take a value (``--db PATH``).
-_VALUED = frozenset({"--db", "--backend", "--include", "--exclude", "--rrf-k", "--log-level"})
+from .config import Settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``rifflux``: the command line, or the MCP server for ``rifflux mcp``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return _interruptible(args, mcp=command(args) == "mcp")
-
-
-def mcp_main() -> int:
-    """``rifflux-mcp``: the same as ``rifflux mcp``."""
-    return _interruptible(["mcp", *sys.argv[1:]], mcp=True)
-
-
-def _interruptible(args: list[str], *, mcp: bool) -> int:
-    # Ctrl-C while modules are still importing (before the command line's own
-    # handling) exits 130 without a traceback too.
+    # Ctrl-C while modules are still importing (before a command's own handling)
+    # exits 130 without a traceback too.
     try:
-        if mcp:
-            from .mcp.front import main as front_main
-
-            return front_main(args)
-        from .cli import main as cli_main
-
-        return cli_main(args)
+        return _main(args)
     except KeyboardInterrupt:
         return 130
 
 
-def command(args: Sequence[str]) -> str | None:
-    """The command word in a command line (global options may come before it)."""
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in _VALUED:
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return None
+def mcp_main() -> int:
+    """``rifflux-mcp``: the same as ``rifflux mcp``."""
+    return main(["mcp", *sys.argv[1:]])
+
+
+def _main(argv: list[str]) -> int:
+    from . import entry
+
+    args, settings = entry.parse(argv)
+    if isinstance(settings, int):
+        return settings
+    if args.command == "mcp":
+        return _mcp(args, settings)
+    from .cli import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
+
+    return entry.run(COMMANDS[args.command], args, settings)
+
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from . import entry
+    from .mcp.front import start_front
+
+    try:
+        front = start_front()
+    except OSError as exc:
+        return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
+                          "with its stdin and stdout connected to pipes")
+
+    async def serve(args: argparse.Namespace, settings: Settings) -> int:
+        # Imported here, after the front has started: the SDK takes over a second.
+        from .mcp.handoff import serve_after_front
+
+        await serve_after_front(settings, front)
+        return entry.EXIT_OK
+
+    return entry.run(serve, args, settings)

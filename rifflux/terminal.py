@@ -10,7 +10,6 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 from rich.console import Console
@@ -26,8 +25,8 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from .actors.jobs import FINISHED
 from .api import Rifflux
+from .types import FINISHED, JobInfo, ScoreBreakdown, SearchResult, Status
 
 
 class _Rate(ProgressColumn):
@@ -46,7 +45,7 @@ class ProgressView:
         # compared the folders with the index (no second scan here).
         self._rf, self._job_id, self._console = rf, job_id, console
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> JobInfo:
         first = await self._rf.status()
         base_embeddings = int(first["embeddings"])
         if not self._console.is_terminal:
@@ -69,7 +68,7 @@ class ProgressView:
                                completed=max(job["indexed_files"], 1))
                     return job
 
-    async def _plain(self, base_embeddings: int) -> dict[str, Any]:
+    async def _plain(self, base_embeddings: int) -> JobInfo:
         started = last = time.monotonic()
         embedding_from: tuple[float, int] | None = None  # when embedding became the phase
         while True:
@@ -98,14 +97,14 @@ class ProgressView:
                 f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
             )
 
-    async def _tick(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def _tick(self) -> tuple[JobInfo, Status]:
         """Wait up to 0.25 s for the job to end, then read its state."""
         with anyio.move_on_after(0.25):
             await self._rf.wait_for_job(self._job_id)
         return await self._rf.job(self._job_id), await self._rf.status()
 
 
-def print_results(console: Console, query: str, results: list[dict[str, Any]]) -> None:
+def print_results(console: Console, query: str, results: list[SearchResult]) -> None:
     words = sorted({w.lower() for w in re.findall(r"\w{2,}", query)}, key=len, reverse=True)
     for n, hit in enumerate(results, 1):
         line = Text(f"{n:>2}. ")
@@ -119,7 +118,7 @@ def print_results(console: Console, query: str, results: list[dict[str, Any]]) -
         console.print(snippet)
 
 
-def _display_path(hit: dict[str, Any]) -> str:
+def _display_path(hit: SearchResult) -> str:
     """The file as a person can open it: relative to the working directory when inside it."""
     full = Path(str(hit.get("root", ""))) / str(hit["path"])
     try:
@@ -128,7 +127,7 @@ def _display_path(hit: dict[str, Any]) -> str:
         return str(full)
 
 
-def _score(breakdown: dict[str, Any]) -> str:
+def _score(breakdown: ScoreBreakdown) -> str:
     if "rrf" in breakdown:
         lex, sem = breakdown.get("lexical_rank"), breakdown.get("semantic_rank")
         return (f"rrf {breakdown['rrf']:.4f} (lexical {'#' + str(lex) if lex else '-'}, "

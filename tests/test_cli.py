@@ -15,8 +15,6 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import rifflux
-from rifflux.cli import _parser
-from rifflux.launch import _VALUED, command
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
 
@@ -170,23 +168,6 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     done = rifflux_cli(tmp_path, *args)
     assert done.returncode == 2
     assert "usage:" in done.stderr and "Traceback" not in done.stderr
-
-
-@pytest.mark.parametrize(("args", "word"), [
-    (["--db", "x.db", "mcp", "--watch", "y"], "mcp"),
-    (["--db=x.db", "--backend", "hash", "search", "q"], "search"),
-    (["--log-level", "DEBUG"], None),
-])
-def test_the_launcher_finds_the_command_after_global_options(
-    args: list[str], word: str | None
-) -> None:
-    assert command(args) == word
-
-
-def test_the_launcher_knows_every_global_option_that_takes_a_value() -> None:
-    valued = {option for action in _parser()._actions for option in action.option_strings
-              if action.nargs != 0}
-    assert valued == _VALUED
 
 
 def test_mcp_help_goes_to_stdout_without_starting_a_server(tmp_path: Path) -> None:

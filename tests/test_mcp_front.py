@@ -239,8 +239,15 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
 # ---------------------------------------------------------------- end to end
 
 
-#: The command line without the launcher: no front, serve_stdio (the SDK answers everything).
-CLI_ONLY = ["-c", "import sys; from rifflux.cli import main; sys.exit(main(sys.argv[1:]))"]
+#: The command line without the front: serve_stdio, for embedding (the SDK answers everything).
+NO_FRONT = ["-c", "import sys\n"
+                  "from rifflux import entry\n"
+                  "from rifflux.mcp import serve_stdio\n"
+                  "args, settings = entry.parse(sys.argv[1:])\n"
+                  "async def serve(args, settings):\n"
+                  "    await serve_stdio(settings)\n"
+                  "    return 0\n"
+                  "sys.exit(entry.run(serve, args, settings))\n"]
 #: The reference: the SDK's own stdio transport (RIFFLUX_DB_PATH gives the index).
 SDK_ONLY = ["-c", "import anyio, os; from rifflux.config import settings_from_env; "
                   "from rifflux.mcp.server import build_server; "
@@ -308,7 +315,7 @@ async def test_the_front_answers_exactly_what_the_sdk_would(
     fast, fast_log = await _raw_session(tmp_path, "fast", env, messages, module)
     off, off_log = await _raw_session(
         tmp_path, "off", {**env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"}, messages, module)
-    plain, plain_log = await _raw_session(tmp_path, "plain", env, messages, CLI_ONLY)
+    plain, plain_log = await _raw_session(tmp_path, "plain", env, messages, NO_FRONT)
     # the reference: the SDK's own stdio transport, no front, no hand-off
     sdk, sdk_log = await _raw_session(
         tmp_path, "sdk", {**env, "RIFFLUX_DB_PATH": str(tmp_path / "sdk.db")}, messages,
@@ -389,7 +396,7 @@ async def test_requests_the_front_answered_still_set_up_the_sdks_session(
 @pytest.mark.anyio
 @pytest.mark.parametrize(("entry", "watch", "signum"), [
     (["-m", "rifflux"], False, signal.SIGINT),
-    (CLI_ONLY, False, signal.SIGINT),
+    (NO_FRONT, False, signal.SIGINT),
     (["-m", "rifflux"], True, signal.SIGINT),
     (["-m", "rifflux"], False, signal.SIGTERM),
     (["-m", "rifflux"], True, signal.SIGTERM),

@@ -1,10 +1,10 @@
-"""anyio actors: each owns one resource and one receive stream, and ends with it.
+"""anyio actors: each owns its state and one inbox (a union of messages), and ends
+with it. ``supervisor`` wires them:
 
-    watcher --FilesChanged--> debouncer --IndexBatch--> jobs queue --> indexer
-    indexer --EmbedWanted--> embedder --VectorsReady--> indexer   (the only writer)
-    indexer --IndexChanged--> query  (in-memory vector matrix kept current)
-    api ----SearchRequested / ReadRequested--> query
+    watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
+    model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
+    embedder --VectorsEmbedded--> indexer (the only writer)
+    indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ReadRequested-- api
 
-The supervisor makes every stream (all bounded), starts consumers before
-producers in one task group, and stops them in order.
+Every buffer is bounded. The facade holds one handle (``service.Service``).
 """

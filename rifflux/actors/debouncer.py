@@ -1,8 +1,10 @@
-"""The debouncer: coalesces bursts of file events into index batches.
+"""The debouncer: the one place where bursts of file events are coalesced.
 
 Events are held until no new event has arrived for ``quiet`` seconds (or the
 oldest has waited ``max_delay``, so a steady stream cannot starve the index),
-then sent as one ``IndexBatch`` per root. For each path the last event wins:
+then sent as one ``IndexBatch`` per root. Its output stream has no buffer and
+the job feeder takes a batch only once the previous one's job has started,
+so while the indexer is busy, new events keep coalescing here. For each path the last event wins:
 delete-then-create is an upsert, create-then-delete is a delete, and an
 editor's write-temp-then-rename shows up as one change to the target (the
 temporary name is filtered out by the include globs before it gets here).
@@ -46,6 +48,7 @@ class Debouncer:
 
     @property
     def pending_paths(self) -> int:
+        """Paths held, waiting for their quiet window (or for the indexer to take them)."""
         return sum(len(p) for p in self._pending.values())
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -74,7 +77,10 @@ class Debouncer:
             now = anyio.current_time()
             deadline = min(self._last + self._quiet, self._oldest + self._max_delay)
             if self._closing or self._urgent or now >= deadline:
-                await self._flush()
+                try:
+                    await self._flush()
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # nobody takes batches any more: shutting down
                 continue
             with anyio.move_on_after(deadline - now):
                 await self._wake.wait()

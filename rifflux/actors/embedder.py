@@ -1,29 +1,41 @@
 """The embedder: turns chunk texts without vectors into vectors, off the event loop.
 
-The database is its queue: when nudged it reads the pending texts (newest
-first, a window at a time), sorts the window by length so each batch pads
-little, runs the model in a worker thread and sends the vectors to the indexer,
-the only writer. It waits for the indexer to commit a window before reading the
-next one, so it never embeds the same text twice.
+The database is its queue: once the indexer has adopted a model (``ModelAdopted``)
+and whenever it says texts lack vectors (``EmbedWanted``), the embedder reads
+the pending texts (newest first, a window at a time), sorts the window by
+length so each batch pads little, runs the model in a worker thread and sends
+each batch's vectors to the indexer, the only writer.
+
+At most one batch is in flight: before sending a batch it waits until the
+indexer has stored the previous one. While the indexer runs a job it stores
+nothing, so the embedder pauses after at most one batch and the job's files
+become searchable as early as the cores allow (lexical first); it also never
+reads a text again that it has already embedded.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TypedDict
 
 import anyio
 import numpy as np
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..core.embedders import Embedder
 from ..core.vectors import F32
-from ..errors import RiffluxError
 from ..store.reader import PendingText, Reader
-from .messages import EmbedWanted, VectorsReady
-from .model import Gate, ModelState, PendingTracker
+from .messages import EmbedderMessage, IndexerMessage, ModelAdopted, Receipt, VectorsEmbedded
 
 logger = logging.getLogger(__name__)
+
+
+class EmbedderSnapshot(TypedDict):
+    texts_embedded: int
+    busy: bool
+    failures: int
 
 
 @dataclass(slots=True)
@@ -40,93 +52,71 @@ class EmbedderActor:
         self,
         *,
         reader: Reader,
-        model: ModelState,
-        nudges: MemoryObjectReceiveStream[EmbedWanted],
-        out: MemoryObjectSendStream[VectorsReady],
+        inbox: MemoryObjectReceiveStream[EmbedderMessage],
+        out: MemoryObjectSendStream[IndexerMessage],
         batch_size: int,
         batch_chars: int = 8192,
         window: int = 512,
-        gate: Gate | None = None,
-        enabled: bool = True,
-        tracker: PendingTracker | None = None,
     ) -> None:
-        self._tracker = tracker or PendingTracker()
-        self._enabled = enabled
-        self._gate = gate or Gate()
         self._reader = reader
-        self._model = model
-        self._nudges = nudges
+        self._inbox = inbox
         self._out = out
         self._batch = batch_size
         self._batch_chars = batch_chars
         self._window = window
+        self._embedder: Embedder | None = None
         self._limiter = anyio.CapacityLimiter(1)
-        self.stats = EmbedderStats()
+        self._stats = EmbedderStats()
+
+    def snapshot(self) -> EmbedderSnapshot:
+        st = self._stats
+        return {"texts_embedded": st.texts_embedded, "busy": st.busy, "failures": st.failures}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self._nudges, self._out:
+        async with self._inbox, self._out:
             task_status.started()
-            await self._model.ready.wait()
-            if self._model.embedder is not None:
-                await self._model.adopted.wait()
-            if self._model.embedder is None or not self._enabled:
-                async for _ in self._nudges:
-                    pass  # nothing can embed; drain until shutdown
-                return
-            while True:
-                generation = self._tracker.generation
+            async for msg in self._inbox:
+                if isinstance(msg, ModelAdopted):
+                    self._embedder = msg.embedder
+                if self._embedder is None:
+                    continue  # nothing can embed
                 try:
-                    pending = await self._reader.pending(self._model.embedder.label, self._window)
-                    if not pending:
-                        self._tracker.observed_empty(generation)
-                except RiffluxError:
-                    logger.exception("cannot read pending chunks; waiting for the next change")
-                    pending = []
-                if pending:
-                    try:
-                        await self._embed_window(pending)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        return  # the indexer has stopped: we are shutting down
-                    continue
-                try:
-                    await self._nudges.receive()
-                except anyio.EndOfStream:
-                    return
+                    await self._drain(self._embedder)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # the indexer has stopped: we are shutting down
+                except Exception:  # the boundary: a failure here must not stop the service
+                    logger.exception("embedding stopped; it resumes at the next change")
 
-    async def _embed_window(self, pending: list[PendingText]) -> None:
-        embedder = self._model.embedder
-        assert embedder is not None
-        pending.sort(key=lambda p: len(p.text))
-        acks: list[anyio.Event] = []
-        self.stats.busy = True
+    async def _drain(self, embedder: Embedder) -> None:
+        """Embed windows of pending texts until none is left, or the indexer could not
+        store a batch (a full or locked disk: the next change tries again)."""
+        previous: Receipt | None = None
+        self._stats.busy = True
         try:
-            for part in batches(pending, self._batch, self._batch_chars):
-                await self._gate.wait()
-                vectors = await self._embed([p.text for p in part])
-                written = anyio.Event()
-                await self._out.send(
-                    VectorsReady(
-                        model=embedder.label,
-                        hashes=tuple(p.content_hash for p in part),
-                        vectors=vectors,
-                        written=written,
-                    )
-                )
-                acks.append(written)
-            for ack in acks:
-                await ack.wait()
+            while pending := await self._reader.pending(embedder.label, self._window):
+                pending.sort(key=lambda p: len(p.text))
+                for part in batches(pending, self._batch, self._batch_chars):
+                    vectors = await self._embed(embedder, [p.text for p in part])
+                    if previous is not None and not await _stored(previous):
+                        return
+                    previous = Receipt()
+                    await self._out.send(VectorsEmbedded(
+                        model=embedder.label, hashes=tuple(p.content_hash for p in part),
+                        vectors=vectors, receipt=previous,
+                    ))
+                # stored before the next window is read, so no text is embedded twice
+                if previous is not None and not await _stored(previous):
+                    return
         finally:
-            self.stats.busy = False
+            self._stats.busy = False
 
-    async def _embed(self, texts: list[str]) -> F32:
-        embedder = self._model.embedder
-        assert embedder is not None
+    async def _embed(self, embedder: Embedder, texts: list[str]) -> F32:
         started = anyio.current_time()
         try:
             vectors = await anyio.to_thread.run_sync(
                 embedder.embed_documents, texts, limiter=self._limiter
             )
-        except Exception:  # a model failure must not stop the pipeline
+        except Exception:  # a model failure on one batch must not stop the pipeline
             logger.exception("embedding a batch of %d failed; trying one by one", len(texts))
             rows = []
             for text in texts:
@@ -137,13 +127,18 @@ class EmbedderActor:
                     rows.append(one[0])
                 except Exception:
                     logger.exception("cannot embed one chunk; storing a zero vector for it")
-                    self.stats.failures += 1
+                    self._stats.failures += 1
                     rows.append(np.zeros(embedder.dim, dtype=np.float32))
             vectors = np.stack(rows).astype(np.float32)
-        self.stats.seconds_in_model += anyio.current_time() - started
-        self.stats.texts_embedded += len(texts)
-        self.stats.batches += 1
+        self._stats.seconds_in_model += anyio.current_time() - started
+        self._stats.texts_embedded += len(texts)
+        self._stats.batches += 1
         return vectors
+
+
+async def _stored(receipt: Receipt) -> bool:
+    await receipt.done.wait()
+    return receipt.stored
 
 
 #: A text counts for at most this many characters in a batch's budget: the model

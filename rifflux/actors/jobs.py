@@ -1,12 +1,18 @@
-"""Index jobs: what the indexer works through, one at a time.
+"""Index jobs and the queue that owns their state.
 
 Lifecycle: queued -> running -> completed | failed (| cancelled at shutdown),
 with retry_wait between attempts after a transient SQLite busy/locked error.
-A job is completed only when every chunk it wrote has its vector.
+Every change of a job's state goes through a ``JobQueue`` command; the indexer
+only fills in the job's ``progress`` while it runs it.
 
-Watcher batches for a location that already has a queued job merge into it; a
-change that arrives while a job runs becomes (or joins) a queued job after it,
-so nothing is lost. Finished jobs are kept in a bounded history.
+Completion is one rule (``settle``): a job whose files are written is complete
+once none of the texts it waits for still lacks a vector of the active model.
+The texts it waits for are those its scope lacked vectors for when its files
+were written; the store keeps the set of texts that lack vectors exact, so a
+text an edit replaced, or that another job embedded, stops holding the job up.
+
+Coalescing of file events happens once, in the debouncer: jobs are never
+merged here.
 """
 
 from __future__ import annotations
@@ -14,41 +20,51 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 import anyio
 
+from ..core.plan import Scope
 from ..errors import JobNotFoundError, RiffluxError
-
-JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
-JobSource = Literal["api", "watcher", "startup", "auto"]
-#: The statuses a job ends in.
-FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
+from ..types import JobInfo, JobSource, JobStatus, Problem, ReindexResult
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Target:
     """One root to bring up to date: all of it (``paths is None``, optionally only
     below ``prefix``) or just the named relative paths."""
 
     root: Path
-    paths: set[str] | None = None
-    deletes: set[str] = field(default_factory=set)
+    paths: frozenset[str] | None = None
+    deletes: frozenset[str] = frozenset()
     prefix: str = ""
     requested: str = ""  # the path as the caller gave it, for reporting
-    missing: str | None = None  # why this location could not be indexed
+    missing: str | None = None  # why this location cannot be indexed
 
-    def merge(self, other: Target) -> None:
-        """Fold a later watcher batch in: the last event for a path wins."""
-        if self.paths is None:
-            return  # a full scan already covers it
-        if other.paths is None:
-            self.paths, self.deletes, self.prefix = None, set(), other.prefix
-            return
-        self.paths = (self.paths - other.deletes) | other.paths
-        self.deletes = (self.deletes - other.paths) | other.deletes
+
+@dataclass(slots=True)
+class Progress:
+    """What the running attempt has done so far; written by the indexer only."""
+
+    planned: int = 0  # files found new or changed
+    indexed: set[tuple[str, str]] = field(default_factory=set)  # (root, rel_path)
+    skipped: set[tuple[str, str]] = field(default_factory=set)
+    removed: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    scopes: list[Scope] = field(default_factory=list)
+
+    def result(self, targets: list[Target]) -> ReindexResult:
+        result: ReindexResult = {
+            "indexed_files": len(self.indexed),
+            "skipped_files": len(self.skipped - self.indexed),
+            "removed_files": self.removed,
+            "errors": list(self.problems),
+        }
+        if len(targets) > 1:
+            result["indexed_paths"] = [t.requested or str(t.root) for t in targets]
+        return result
 
 
 _ids = itertools.count(1)
@@ -67,17 +83,16 @@ class Job:
     finished_at: float | None = None
     attempts: int = 0
     error: str | None = None
-    indexed: set[tuple[str, str]] = field(default_factory=set)
-    skipped: set[tuple[str, str]] = field(default_factory=set)
-    removed: int = 0
-    planned: int = 0  # files found new or changed, to be (re)indexed by this attempt
-    problems: list[dict[str, str]] = field(default_factory=list)
-    outstanding: set[str] = field(default_factory=set)  # content hashes awaiting vectors
+    progress: Progress = field(default_factory=Progress)
+    #: Texts (content hashes) still without a vector; None until the model is known.
+    waiting: set[str] | None = None
     embedded: int = 0
-    result: dict[str, Any] | None = None
+    result: ReindexResult | None = None
+    #: Set when the job leaves the queue: taken by the indexer, or cancelled.
+    dequeued: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> JobInfo:
         return {
             "id": self.id,
             "status": self.status,
@@ -89,131 +104,136 @@ class Job:
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
-            "planned_files": self.planned,
-            "indexed_files": len(self.indexed),
-            "pending_embeddings": len(self.outstanding),
+            "planned_files": self.progress.planned,
+            "indexed_files": len(self.progress.indexed),
+            "pending_embeddings": len(self.waiting or ()),
             "error": self.error,
             "result": self.result,
         }
 
-    def finish(self, status: JobStatus, error: str | None = None) -> None:
-        self.status, self.phase, self.error = status, status, error
-        self.finished_at = time.time()
-        self.done.set()
-
 
 class JobQueue:
-    def __init__(self, *, history: int, max_queued: int) -> None:
+    """Queued jobs, the running one, those whose vectors are being made, and a bounded
+    history. ``on_submit`` is called after each submission (it nudges the indexer)."""
+
+    def __init__(
+        self, *, history: int, max_queued: int, on_submit: Callable[[], None] = lambda: None
+    ) -> None:
         self._queued: deque[Job] = deque()
         self._max_queued = max_queued
-        self.running: Job | None = None
-        self._waiting: list[Job] = []  # indexed, awaiting vectors
+        self._on_submit = on_submit
+        self._running: Job | None = None
+        self._embedding: list[Job] = []  # written, waiting for vectors
         self._history: deque[Job] = deque(maxlen=history)
-        self._wakeup = anyio.Event()
         self._closed = False
+        self._idle = anyio.Event()  # no job running
+        self._idle.set()
 
     def __len__(self) -> int:
         return len(self._queued)
 
-    @property
-    def waiting(self) -> list[Job]:
-        return self._waiting
+    # ------------------------------------------------------------ commands
 
     def submit(self, job: Job) -> Job:
-        """Queue ``job``, or merge a watcher job into a queued job for the same root."""
         if self._closed:
             raise RiffluxError("Rifflux is shutting down; no new index jobs are accepted")
-        if job.source == "watcher" and len(job.targets) == 1:
-            target = job.targets[0]
-            for queued in self._queued:
-                if (
-                    len(queued.targets) == 1
-                    and queued.targets[0].root == target.root
-                    and queued.targets[0].prefix == ""
-                ):
-                    queued.targets[0].merge(target)
-                    return queued
         if len(self._queued) >= self._max_queued:
             raise RiffluxError(
                 f"{len(self._queued)} index jobs are already queued; wait for some to finish"
             )
         self._queued.append(job)
-        self._wakeup.set()
+        self._on_submit()
         return job
 
-    async def next(self) -> Job | None:
-        """The next queued job, now running; None once the queue is closed."""
-        while not self._queued:
-            if self._closed:
-                return None
-            await self._wakeup.wait()
-            self._wakeup = anyio.Event()
+    def start_next(self) -> Job | None:
+        """Take the next queued job and mark it running (None when none is queued)."""
+        if self._closed or not self._queued or self._running is not None:
+            return None
         job = self._queued.popleft()
         job.status, job.phase, job.started_at = "running", "indexing", time.time()
-        self.running = job
+        job.attempts = 1
+        self._running = job
+        self._idle = anyio.Event()
+        job.dequeued.set()
         return job
 
-    def indexed(self, job: Job) -> None:
-        """The running job has written its files; it completes when its vectors exist."""
-        self.running = None
-        if job.done.is_set():
-            self._history.append(job)
-        elif job.outstanding:
-            job.phase = "embedding"
-            self._waiting.append(job)
-        else:
-            job.finish("completed")
-            self._history.append(job)
+    def retry_later(self, job: Job, error: str) -> None:
+        """The running job hit a transient error; it runs again after a pause."""
+        job.status, job.phase, job.error = "retry_wait", "retry_wait", error
 
-    def open_jobs(self) -> list[Job]:
-        """Jobs whose vectors may still be outstanding: the running one and the waiting."""
-        return ([self.running] if self.running else []) + self._waiting
+    def retry_now(self, job: Job) -> None:
+        job.status, job.phase, job.error = "running", "indexing", None
+        job.attempts += 1
+        job.progress = Progress()  # a retry reports afresh
 
-    def vectors_written(self, hashes: set[str]) -> None:
-        self._settle(hashes, embedded=True)
+    def fail(self, job: Job, error: str) -> None:
+        self._ran(job)
+        self._finish(job, "failed", error)
 
-    def outstanding(self) -> set[str]:
-        """Every content hash an open job still waits for."""
-        return set().union(*(job.outstanding for job in self.open_jobs()))
+    def abandon(self, job: Job) -> None:
+        """Shutdown cancelled the running job (its unfinished files keep their old index)."""
+        self._ran(job)
+        self._finish(job, "cancelled", "Rifflux shut down while this job ran; files it had "
+                                       "not written keep their previous index")
 
-    def forget(self, hashes: set[str]) -> None:
-        """Texts no chunk has any more (an edit or delete replaced them before they were
-        embedded): no vector will ever be made for them, so no job waits for one."""
-        if hashes:
-            self._settle(hashes, embedded=False)
+    def mark_written(self, job: Job) -> None:
+        """The running job's files are written; it completes once its vectors exist."""
+        self._ran(job)
+        job.result = job.progress.result(job.targets)
+        job.phase = "embedding"
+        self._embedding.append(job)
 
-    def _settle(self, hashes: set[str], *, embedded: bool) -> None:
-        for job in self.open_jobs():
-            before = len(job.outstanding)
-            job.outstanding -= hashes
-            if embedded:
-                job.embedded += before - len(job.outstanding)
-        for job in self._waiting:
-            if not job.outstanding:
-                job.finish("completed")
-                self._history.append(job)
-        self._waiting = [job for job in self._waiting if job.outstanding]
+    def awaiting_texts(self) -> list[Job]:
+        """Written jobs that do not know yet which texts they wait for (model not known)."""
+        return [job for job in self._embedding if job.waiting is None]
 
-    def release_waiting(self, reason: str) -> None:
-        """No embedder will ever come: complete the waiting jobs, saying why."""
-        for job in self._waiting:
-            job.outstanding.clear()
-            job.finish("completed", reason)
-            self._history.append(job)
-        self._waiting = []
+    def wait_for(self, job: Job, texts: Set[str]) -> None:
+        job.waiting = set(texts)
+
+    def settle(self, missing: Set[str] | None, stored: Set[str] = frozenset()) -> None:
+        """The completion rule, checked after every commit: a written job is complete
+        once none of its texts is ``missing`` (lacks a vector). ``stored`` are texts
+        whose vectors were just written (counted as embedded by the jobs that wait)."""
+        if missing is None:
+            return  # the model is not known yet: nobody knows what lacks a vector
+        still: list[Job] = []
+        for job in self._embedding:
+            if job.waiting is None:
+                still.append(job)
+                continue
+            if stored:
+                job.embedded += len(job.waiting & stored)
+            job.waiting &= missing
+            if job.waiting:
+                still.append(job)
+            else:
+                self._finish(job, "completed")
+        self._embedding = still
 
     def close(self) -> None:
-        """Cancel queued jobs and wake the indexer so it can end."""
+        """Cancel queued jobs and those waiting for vectors; accept no new ones."""
         self._closed = True
         while self._queued:
-            job = self._queued.popleft()
-            job.finish("cancelled", "Rifflux shut down before this job ran")
-            self._history.append(job)
-        for job in self._waiting:
-            job.finish("cancelled", "Rifflux shut down before its embeddings were written")
-            self._history.append(job)
-        self._waiting = []
-        self._wakeup.set()
+            self._finish(self._queued.popleft(), "cancelled",
+                         "Rifflux shut down before this job ran")
+        for job in self._embedding:
+            self._finish(job, "cancelled", "Rifflux shut down before its embeddings were written")
+        self._embedding = []
+
+    def _ran(self, job: Job) -> None:
+        if self._running is job:
+            self._running = None
+            self._idle.set()
+
+    # ------------------------------------------------------------ queries
+
+    async def wait_idle(self) -> None:
+        """Until no job is running (after ``close``, none starts again)."""
+        await self._idle.wait()
+
+    @property
+    def running(self) -> Job | None:
+        return self._running
 
     def get(self, job_id: str) -> Job:
         for job in self._all():
@@ -221,9 +241,18 @@ class JobQueue:
                 return job
         raise JobNotFoundError(f"no job {job_id!r}; index_status lists the recent jobs")
 
-    def _all(self) -> list[Job]:
-        active = ([self.running] if self.running else []) + list(self._queued) + self._waiting
-        return active + list(reversed(self._history))
-
-    def snapshot(self) -> list[dict[str, Any]]:
+    def snapshot(self) -> list[JobInfo]:
         return [j.snapshot() for j in self._all()]
+
+    def _all(self) -> list[Job]:
+        running = [self._running] if self._running else []
+        return running + list(self._queued) + self._embedding + list(reversed(self._history))
+
+    def _finish(self, job: Job, status: JobStatus, error: str | None = None) -> None:
+        job.status, job.phase, job.error = status, status, error
+        job.finished_at = time.time()
+        if job.result is None and status == "completed":
+            job.result = job.progress.result(job.targets)
+        self._history.append(job)
+        job.dequeued.set()
+        job.done.set()

@@ -1,19 +1,23 @@
-"""Every message exchanged between actors: frozen, slotted, keyword-only; events
-are named in the past tense. One union type per stream."""
+"""Every message exchanged between actors: frozen, slotted, keyword-only; events are
+named in the past tense. One union type per inbox."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..core.embedders import Embedder
 from ..core.vectors import F32
+from ..types import Mode
 
 ChangeKind = Literal["added", "modified", "deleted"]
-Mode = Literal["lexical", "semantic", "hybrid"]
+
+
+# ---------------------------------------------------------------- watch pipeline
 
 
 # watcher -> debouncer
@@ -23,7 +27,14 @@ class FilesChanged:
     changes: tuple[tuple[ChangeKind, str], ...]  # (kind, path relative to root)
 
 
-# debouncer -> jobs
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RescanRequested:
+    """Events for ``root`` may have been missed: compare all of it with the index."""
+
+    root: Path
+
+
+# debouncer -> job feeder
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexBatch:
     root: Path
@@ -31,22 +42,72 @@ class IndexBatch:
     deletes: frozenset[str]
 
 
-# indexer -> embedder: "there may be chunks without vectors" (a nudge, may be dropped)
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EmbedWanted:
-    pass
+WatchMessage = FilesChanged | RescanRequested
+DebouncedMessage = IndexBatch | RescanRequested
 
 
-# embedder -> indexer
+# ---------------------------------------------------------------- indexer inbox
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class VectorsReady:
+class JobsQueued:
+    """The job queue has work (a nudge: dropped when the inbox already holds a message,
+    since the indexer looks at the queue after every message)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelLoaded:
+    """The model loader is done: ``embedder`` is None when no model could be loaded."""
+
+    embedder: Embedder | None
+    attempt: int = 0  # earlier attempts to adopt it (the database was busy)
+
+
+@dataclass(slots=True)
+class Receipt:
+    """The indexer's answer to a batch of vectors (a reply channel, like a stream)."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    stored: bool = False
+
+    def settle(self, stored: bool) -> None:
+        self.stored = stored
+        self.done.set()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VectorsEmbedded:
     model: str
     hashes: tuple[str, ...]
     vectors: F32
-    written: anyio.Event  # set by the indexer once they are committed
+    receipt: Receipt
 
 
-# indexer -> query
+IndexerMessage = JobsQueued | ModelLoaded | VectorsEmbedded
+
+
+# ---------------------------------------------------------------- embedder inbox
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelAdopted:
+    """Vectors of other models are gone: texts may now be embedded with ``embedder``
+    (None: nothing is ever embedded)."""
+
+    embedder: Embedder | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbedWanted:
+    """Some chunks lack vectors (a nudge: dropped when one is already waiting)."""
+
+
+EmbedderMessage = ModelAdopted | EmbedWanted
+
+
+# ---------------------------------------------------------------- query inbox
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexChanged:
     removed: tuple[int, ...] = ()
@@ -56,36 +117,28 @@ class IndexChanged:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VectorsReset:
-    """The active model changed: drop every vector held in memory and reload."""
+    """The active model is known: (re)load the vector matrix; ``embedder`` makes the
+    query vectors (None: semantic search answers nothing)."""
 
-    model: str
+    embedder: Embedder | None
 
 
-# api -> query
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequested:
     query: str
     top_k: int
     mode: Mode
-    reply: MemoryObjectSendStream[list[dict[str, Any]] | BaseException]
+    reply: MemoryObjectSendStream[Any]
+
+
+ReadKind = Literal["chunk", "file", "counts", "roots"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadRequested:
-    what: Literal["chunk", "file", "counts", "roots"]
-    key: str = ""
+    what: ReadKind
+    key: str | None = None
     reply: MemoryObjectSendStream[Any]
 
 
 QueryMessage = SearchRequested | ReadRequested | IndexChanged | VectorsReset
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RescanRequested:
-    """Events for ``root`` may have been missed: compare all of it with the index."""
-
-    root: Path
-
-
-WatchMessage = FilesChanged | RescanRequested
-DebouncedMessage = IndexBatch | RescanRequested

@@ -1,102 +1,87 @@
-"""The embedding model, loaded once in a worker thread while everything else starts."""
+"""The model loader: loads the embedding model once, in a worker thread, while
+everything else starts, and tells the indexer (which adopts it) what it got."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 import anyio
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.embedders import Embedder, load_embedder
+from .messages import IndexerMessage, ModelLoaded
 
 logger = logging.getLogger(__name__)
 
+#: An embedder, or a function that makes one (called in a worker thread).
+EmbedderSource = Embedder | Callable[[], Embedder]
 
-class ModelState:
-    """Set once: ``ready`` fires with either ``embedder`` or ``error``."""
 
-    def __init__(self, backend: str, model_dir: Path | None, embedder: Embedder | None = None):
-        self.requested = backend
+class ModelSnapshot(TypedDict):
+    requested: str
+    ready: bool
+    label: str | None
+    backend: str | None
+    fallback_reason: str | None
+    error: str | None
+
+
+class ModelLoader:
+    def __init__(
+        self,
+        *,
+        backend: str,
+        model_dir: Path | None,
+        out: MemoryObjectSendStream[IndexerMessage],
+        given: EmbedderSource | None = None,
+    ) -> None:
+        self._requested = backend
         self._model_dir = model_dir
-        self.embedder: Embedder | None = embedder
-        self.error: str | None = None
-        self.fallback_reason: str | None = None
-        self.ready = anyio.Event()
-        #: Set by the indexer once stored vectors of other models are dropped and the
-        #: matrix reload is on its way: only then may new vectors be made.
-        self.adopted = anyio.Event()
-        if embedder is not None:
-            self.ready.set()
+        self._out = out
+        self._given = given
+        self._embedder: Embedder | None = None
+        self._ready = False
+        self._error: str | None = None
+        self._fallback_reason: str | None = None
+        if given is not None and not callable(given):
+            self._embedder, self._ready = given, True
 
-    @property
-    def label(self) -> str | None:
-        return self.embedder.label if self.embedder else None
+    def snapshot(self) -> ModelSnapshot:
+        emb = self._embedder
+        return {
+            "requested": self._requested,
+            "ready": self._ready,
+            "label": emb.label if emb else None,
+            "backend": emb.backend if emb else None,
+            "fallback_reason": self._fallback_reason,
+            "error": self._error,
+        }
 
-    async def load(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-        if self.ready.is_set():
-            return
-        try:
-            loaded = await anyio.to_thread.run_sync(load_embedder, self.requested, self._model_dir)
-        except Exception as exc:  # backend="onnx" and the model cannot load
-            self.error = (
-                f"embedding backend 'onnx' could not load ({type(exc).__name__}: {exc}); "
-                "semantic search is off. Use embedding_backend='auto' to fall back to hashing"
-            )
-            logger.error("%s", self.error)
-        else:
-            self.embedder = loaded.embedder
-            self.fallback_reason = loaded.fallback_reason
-            if loaded.fallback_reason:
-                logger.warning("%s", loaded.fallback_reason)
-        finally:
-            self.ready.set()
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self._out:
+            task_status.started()
+            if not self._ready:
+                try:
+                    self._embedder = await anyio.to_thread.run_sync(self._load)
+                except Exception as exc:  # the boundary: no model is a state, not a crash
+                    self._error = (
+                        f"embedding backend {self._requested!r} could not load "
+                        f"({type(exc).__name__}: {exc}); semantic search is off. "
+                        "Use embedding_backend='auto' to fall back to hashing"
+                    )
+                    logger.error("%s", self._error)
+                self._ready = True
+            await self._out.send(ModelLoaded(embedder=self._embedder))
 
-
-class Gate:
-    """Open unless a bulk index is running: the embedder waits at it between batches,
-    so a cold index is lexically searchable as early as the cores allow."""
-
-    def __init__(self) -> None:
-        self._open = anyio.Event()
-        self._open.set()
-
-    @property
-    def is_open(self) -> bool:
-        return self._open.is_set()
-
-    def close(self) -> None:
-        if self._open.is_set():
-            self._open = anyio.Event()
-
-    def open(self) -> None:
-        self._open.set()
-
-    async def wait(self) -> None:
-        await self._open.wait()
-
-
-class PendingTracker:
-    """Whether any chunk may lack a vector, without asking the database.
-
-    The indexer bumps ``generation`` after every commit that adds chunks (and when a
-    model is adopted); the embedder, when a read of the pending texts comes back
-    empty, records the generation it read before that query. The index is known
-    to be fully embedded while the two agree, and a no-op reindex skips the
-    pending-vector query.
-    """
-
-    def __init__(self) -> None:
-        self.generation = 0
-        self._empty_at = -1
-
-    def changed(self) -> None:
-        self.generation += 1
-
-    def observed_empty(self, generation: int) -> None:
-        self._empty_at = max(self._empty_at, generation)
-
-    @property
-    def clean(self) -> bool:
-        return self._empty_at == self.generation
+    def _load(self) -> Embedder:
+        if callable(self._given):
+            return self._given()
+        loaded = load_embedder(self._requested, self._model_dir)
+        if loaded.fallback_reason:
+            self._fallback_reason = loaded.fallback_reason
+            logger.warning("%s", loaded.fallback_reason)
+        return loaded.embedder

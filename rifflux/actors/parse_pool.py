@@ -23,7 +23,7 @@ from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Unreadable
 from ..errors import RiffluxError
 
-Result = list[Prepared | Unreadable | tuple[str, None]]
+ParseResult = list[Prepared | Unreadable | tuple[str, None]]
 
 
 class ParsePool:
@@ -43,7 +43,7 @@ class ParsePool:
         return proc
 
     async def run(self, root: Any, items: list[tuple[str, str | None]], force: bool,
-                  limits: ChunkLimits) -> Result:
+                  limits: ChunkLimits) -> ParseResult:
         async with self._limiter:
             proc = self._idle.pop() if self._idle else await self._spawn()
             ok = False
@@ -57,7 +57,7 @@ class ParsePool:
                 else:
                     await self._kill(proc)
 
-    async def _call(self, proc: Process, args: tuple[Any, ...]) -> Result:
+    async def _call(self, proc: Process, args: tuple[Any, ...]) -> ParseResult:
         assert proc.stdin is not None and proc.stdout is not None
         data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
         await proc.stdin.send(struct.pack(">Q", len(data)) + data)
@@ -66,7 +66,7 @@ class ParsePool:
         status, payload = pickle.loads(await self._read(proc, size))
         if status != "ok":
             raise RiffluxError(f"parse worker failed: {payload}")
-        result: Result = payload
+        result: ParseResult = payload
         return result
 
     @staticmethod

@@ -1,35 +1,38 @@
 """The query actor: a read connection of its own plus the in-memory vector matrix.
 
-Searches run side by side (each in its own task); within a hybrid search the
-lexical and semantic branches run concurrently and are fused by RRF. The matrix
-is loaded once and then kept current by the indexer's ``IndexChanged``
-messages, which are applied between awaits, so a search always scores a
-consistent matrix.
+Requests (searches and reads) run side by side, each in its own task, at most
+``concurrency`` at a time; within a hybrid search the lexical and semantic
+branches run concurrently and are fused by RRF. Each request is an error
+boundary: whatever fails inside it is answered to that caller as a
+``RiffluxError`` and the actor keeps serving.
+
+The matrix is loaded when the indexer has adopted a model (``VectorsReset``), in
+a task of its own on a connection of its own, so lexical searches and reads
+never wait behind it; ``IndexChanged`` messages that arrive meanwhile are
+replayed on the new matrix (each is idempotent: set or drop rows). Changes
+are applied between awaits, so a search always scores a consistent matrix.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypedDict
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from ..core.embedders import Embedder
 from ..core.fts_query import build_match
 from ..core.fusion import rrf
 from ..core.vectors import VectorIndex
-from ..errors import RiffluxError
+from ..errors import InternalError, RiffluxError
 from ..store.reader import Reader
-from .messages import (
-    IndexChanged,
-    QueryMessage,
-    ReadRequested,
-    SearchRequested,
-    VectorsReset,
-)
-from .model import ModelState
+from ..types import ChunkRecord, HybridScores, ScoreBreakdown, SearchResult
+from .messages import IndexChanged, QueryMessage, ReadRequested, SearchRequested, VectorsReset
 
 logger = logging.getLogger(__name__)
 
@@ -37,107 +40,146 @@ _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How long a semantic search waits for the model and matrix at start-up.
 _MODEL_WAIT_SECONDS = 60.0
 
+OpenReader = Callable[[], AbstractAsyncContextManager[Reader]]
+
+
+class QuerySnapshot(TypedDict):
+    vectors_in_memory: int
+    searches: int
+    failures: int
+
 
 class QueryActor:
     def __init__(
         self,
         *,
         reader: Reader,
-        model: ModelState,
+        open_reader: OpenReader,
         inbox: MemoryObjectReceiveStream[QueryMessage],
         rrf_k: int,
         feedback: int = 0,
         feedback_weight: float = 1.0,
+        concurrency: int = 8,
     ) -> None:
-        self._feedback = feedback
-        self._feedback_weight = feedback_weight
         self._reader = reader
-        self._model = model
+        self._open_reader = open_reader
         self._inbox = inbox
         self._rrf_k = rrf_k
+        self._feedback = feedback
+        self._feedback_weight = feedback_weight
+        self._limiter = anyio.CapacityLimiter(concurrency)
+        self._embed_limiter = anyio.CapacityLimiter(1)  # one query embedding at a time
+        self._embedder: Embedder | None = None
         self._matrix: VectorIndex | None = None
-        self._loaded = anyio.Event()
-        self._limiter = anyio.CapacityLimiter(1)  # one query embedding at a time
-        self.searches = 0
+        self._ready = anyio.Event()  # the model is adopted and the matrix loaded (or none)
+        self._replay: list[IndexChanged] | None = None  # changes seen while a load runs
+        self._searches = 0
+        self._failures = 0
 
-    @property
-    def vectors_in_memory(self) -> int:
-        return len(self._matrix) if self._matrix is not None else 0
+    def snapshot(self) -> QuerySnapshot:
+        return {
+            "vectors_in_memory": len(self._matrix) if self._matrix is not None else 0,
+            "searches": self._searches,
+            "failures": self._failures,
+        }
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._inbox, anyio.create_task_group() as tg:
             task_status.started()
             async for msg in self._inbox:
                 if isinstance(msg, IndexChanged):
-                    self._apply(msg)
+                    self._changed(msg)
                 elif isinstance(msg, VectorsReset):
-                    await self._reset(msg.model)
-                elif isinstance(msg, SearchRequested):
-                    tg.start_soon(self._serve_search, msg, name="rifflux.query.search")
+                    self._reset(msg, tg)
                 else:
-                    tg.start_soon(self._serve_read, msg, name="rifflux.query.read")
+                    tg.start_soon(self._serve, msg, name=f"rifflux.query.{_kind(msg)}")
             tg.cancel_scope.cancel()
 
     # ------------------------------------------------------------ matrix
 
-    def _apply(self, msg: IndexChanged) -> None:
-        if self._matrix is None:
-            return  # the reset that loads the matrix will read these from the database
-        if msg.removed:
-            self._matrix.remove(msg.removed)
-        if msg.added_ids and msg.added_vectors is not None:
-            self._matrix.upsert(msg.added_ids, msg.added_vectors)
+    def _changed(self, msg: IndexChanged) -> None:
+        if self._replay is not None:
+            self._replay.append(msg)
+        if self._matrix is not None:
+            _apply(self._matrix, msg)
+        # no matrix yet: the load that VectorsReset starts reads these from the database
 
-    async def _reset(self, model: str) -> None:
-        embedder = self._model.embedder
-        dim = embedder.dim if embedder else 384
-        ids, vectors = await self._reader.all_vectors(model, dim)
-        matrix = VectorIndex(dim, capacity=len(ids) + max(1024, len(ids) // 8))
+    def _reset(self, msg: VectorsReset, tg: TaskGroup) -> None:
+        self._embedder = msg.embedder
+        if msg.embedder is None:
+            self._matrix = None
+            self._ready.set()
+            return
+        self._replay = []
+        tg.start_soon(self._load, msg.embedder, name="rifflux.query.load")
+
+    async def _load(self, embedder: Embedder) -> None:
+        try:
+            async with self._open_reader() as reader:
+                ids, vectors = await reader.all_vectors(embedder.label, embedder.dim)
+        except Exception:  # searches go on lexically; semantic stays empty
+            logger.exception("cannot load the vectors of %s; semantic search is off until "
+                             "the next restart", embedder.label)
+            self._replay = None
+            self._ready.set()
+            return
+        matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
         matrix.upsert(ids, vectors)
-        self._matrix = matrix
-        self._loaded.set()
-        logger.info("loaded %d vectors of %s", len(ids), model)
+        for change in self._replay or ():
+            _apply(matrix, change)
+        self._matrix, self._replay = matrix, None
+        self._ready.set()
+        logger.info("loaded %d vectors of %s", len(ids), embedder.label)
 
     # ------------------------------------------------------------ serving
 
-    async def _serve_search(self, msg: SearchRequested) -> None:
+    async def _serve(self, msg: SearchRequested | ReadRequested) -> None:
+        """One request, answered whatever happens inside it."""
         async with msg.reply:
+            result: Any
             try:
-                result: list[dict[str, Any]] | BaseException = await self.search(
-                    msg.query, msg.top_k, msg.mode
-                )
+                if isinstance(msg, SearchRequested):
+                    result = await self.search(msg.query, msg.top_k, msg.mode)
+                else:
+                    result = await self._read(msg)
             except RiffluxError as exc:
                 result = exc
+            except Exception as exc:  # the boundary: one bad request never ends the service
+                self._failures += 1
+                logger.exception("%s failed unexpectedly", _describe(msg))
+                result = InternalError(
+                    f"{_describe(msg)} failed unexpectedly ({type(exc).__name__}: {exc}); "
+                    "Rifflux keeps serving: try again, or another mode, and please report "
+                    "it with the log"
+                )
             try:
                 await msg.reply.send(result)
             except anyio.BrokenResourceError:
                 pass  # the caller went away (cancelled); nothing to answer
 
-    async def _serve_read(self, msg: ReadRequested) -> None:
-        async with msg.reply:
-            result: Any
-            try:
-                if msg.what == "chunk":
-                    result = await self._reader.chunk(msg.key)
-                elif msg.what == "file":
-                    result = await self._reader.file(msg.key)
-                elif msg.what == "roots":
-                    result = await self._reader.roots()
-                else:
-                    result = await self._reader.counts(msg.key)
-            except RiffluxError as exc:
-                result = exc
-            try:
-                await msg.reply.send(result)
-            except anyio.BrokenResourceError:
-                pass
+    async def _read(self, msg: ReadRequested) -> Any:
+        async with self._limiter:
+            if msg.what == "chunk":
+                return await self._reader.chunk(msg.key or "")
+            if msg.what == "file":
+                return await self._reader.file(msg.key or "")
+            if msg.what == "roots":
+                return await self._reader.roots()
+            return await self._reader.counts(self._embedder.label if self._embedder else None)
 
-    async def search(self, query: str, top_k: int, mode: str) -> list[dict[str, Any]]:
-        self.searches += 1
+    async def search(self, query: str, top_k: int, mode: str) -> list[SearchResult]:
+        if mode != "lexical":  # before taking a slot: the model may still be loading
+            with anyio.move_on_after(_MODEL_WAIT_SECONDS):
+                await self._ready.wait()
+        async with self._limiter:
+            self._searches += 1
+            return await self._search(query, top_k, mode)
+
+    async def _search(self, query: str, top_k: int, mode: str) -> list[SearchResult]:
         depth = top_k * 2
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
-        rows: dict[int, dict[str, Any]] = {}
+        rows: dict[int, ChunkRecord] = {}
 
         async def run_lexical() -> None:
             nonlocal lexical
@@ -159,21 +201,18 @@ class QueryActor:
         else:
             await run_semantic()
 
-        picked: list[tuple[int, dict[str, float | int | None]]]
+        picked: list[tuple[int, ScoreBreakdown]]
         if mode == "lexical":
             picked = [(cid, {"bm25": score}) for cid, score in lexical[:top_k]]
         elif mode == "semantic":
             picked = [(cid, {"cosine": score}) for cid, score in semantic[:top_k]]
         else:
             fused = rrf([[c for c, _ in lexical], [c for c, _ in semantic]], k=self._rrf_k)
-            picked = [
-                (f.key, {"rrf": f.score, "lexical_rank": f.ranks[0], "semantic_rank": f.ranks[1]})
-                for f in fused[:top_k]
-            ]
+            picked = [(f.key, _hybrid(f.score, f.ranks)) for f in fused[:top_k]]
         missing = [cid for cid, _ in picked if cid not in rows]
         if missing:
             rows.update(await self._reader.rows(missing))
-        results: list[dict[str, Any]] = []
+        results: list[SearchResult] = []
         for cid, breakdown in picked:
             row = rows.get(cid)
             if row is None:
@@ -182,19 +221,33 @@ class QueryActor:
         return results
 
     async def _semantic(self, query: str, depth: int) -> list[tuple[int, float]]:
-        if not _HAS_WORD.search(query):
-            return []
-        with anyio.move_on_after(_MODEL_WAIT_SECONDS):
-            await self._model.ready.wait()
-            if self._model.embedder is not None:
-                await self._loaded.wait()
-        embedder = self._model.embedder
-        matrix = self._matrix
-        if embedder is None or matrix is None:
+        embedder, matrix = self._embedder, self._matrix
+        if not _HAS_WORD.search(query) or embedder is None or matrix is None:
             return []  # no query vector can be made: semantic mode answers nothing
         vector = await anyio.to_thread.run_sync(
-            embedder.embed_query, query, limiter=self._limiter
+            embedder.embed_query, query, limiter=self._embed_limiter
         )
         return matrix.top_k(
             vector, depth, feedback=self._feedback, weight=self._feedback_weight
         )
+
+
+def _apply(matrix: VectorIndex, msg: IndexChanged) -> None:
+    if msg.removed:
+        matrix.remove(msg.removed)
+    if msg.added_ids and msg.added_vectors is not None:
+        matrix.upsert(msg.added_ids, msg.added_vectors)
+
+
+def _hybrid(score: float, ranks: tuple[int | None, ...]) -> HybridScores:
+    return {"rrf": score, "lexical_rank": ranks[0], "semantic_rank": ranks[1]}
+
+
+def _kind(msg: SearchRequested | ReadRequested) -> str:
+    return "search" if isinstance(msg, SearchRequested) else "read"
+
+
+def _describe(msg: SearchRequested | ReadRequested) -> str:
+    if isinstance(msg, SearchRequested):
+        return f"{msg.mode} search for {msg.query[:60]!r}"
+    return f"reading {msg.what} {msg.key!r}" if msg.key else f"reading {msg.what}"

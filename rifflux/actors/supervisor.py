@@ -1,69 +1,52 @@
-"""The supervisor: makes every stream, starts every actor in one task group, stops them.
+"""The supervisor: opens the connections, makes every stream, starts every actor in one
+task group, and stops them.
 
-Consumers start before producers (``await tg.start``): query, then indexer and
-embedder, then the job feeder, debouncer and watcher. Shutdown runs the other
-way: the watcher stops first, queued jobs are cancelled, a running job gets a
-bounded grace period, then everything is cancelled and the connections closed.
+``async with Supervisor(settings) as service`` enters everything into an
+``AsyncExitStack`` (as apscheduler v4's ``AsyncScheduler`` does) and hands out
+the ``Service`` handle; leaving passes the exception information on. Consumers
+start before producers (``await tg.start``): query, indexer, embedder, model
+loader, then the watch pipeline. Shutdown runs the other way: the watcher
+stops (its pipeline drains), queued jobs are cancelled, a running job gets a
+bounded grace period, then the actors are cancelled and the connections closed.
+
+    watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
+    model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
+    embedder --VectorsEmbedded--> indexer (the only writer)
+    indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ReadRequested-- api
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import aiosqlite
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
-from ..core.embedders import Embedder
-from ..core.scan import Globs
-from ..errors import RiffluxError
 from ..store.reader import Reader
 from ..store.schema import connect
 from ..store.writer import Writer
-from .debouncer import Debouncer
 from .embedder import EmbedderActor
 from .indexer import Indexer
-from .jobs import Job, JobQueue, Target
-from .messages import (
-    DebouncedMessage,
-    EmbedWanted,
-    IndexBatch,
-    QueryMessage,
-    RescanRequested,
-    VectorsReady,
-    WatchMessage,
-)
-from .model import Gate, ModelState, PendingTracker
+from .jobs import JobQueue
+from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
+from .model import EmbedderSource, ModelLoader
 from .query import QueryActor
-from .watcher import Watcher, WatchFactory
+from .service import Service
+from .watch import WatchPipeline
+from .watcher import WatchFactory
 
 logger = logging.getLogger(__name__)
 
-
-async def feed_jobs(
-    inbox: MemoryObjectReceiveStream[DebouncedMessage], jobs: JobQueue,
-    *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Debounced batches -> watcher jobs (merged into a queued job for the same root)."""
-    async with inbox:
-        task_status.started()
-        async for msg in inbox:
-            if isinstance(msg, RescanRequested):
-                job = Job([Target(msg.root)], source="watcher")
-            else:
-                assert isinstance(msg, IndexBatch)
-                job = Job(
-                    [Target(msg.root, paths=set(msg.upserts), deletes=set(msg.deletes))],
-                    source="watcher",
-                )
-            try:
-                jobs.submit(job)
-            except RiffluxError:
-                logger.exception("could not queue a watcher batch for %s", msg.root)
+#: How long the watch pipeline may take to drain at shutdown.
+_DRAIN_SECONDS = 1.0
 
 
 class Supervisor:
@@ -71,145 +54,128 @@ class Supervisor:
         self,
         settings: Settings,
         *,
-        embedder: Embedder | None = None,
+        embedder: EmbedderSource | None = None,
         watch_factory: WatchFactory | None = None,
     ) -> None:
-        self.settings = settings
-        self.model = ModelState(settings.embedding_backend, settings.model_dir, embedder)
-        self.jobs = JobQueue(history=settings.job_history, max_queued=settings.max_queued_jobs)
+        self._settings = settings
+        self._embedder = embedder
         self._watch_factory = watch_factory
-        self._conns: list[aiosqlite.Connection] = []
-        self._tg: TaskGroup | None = None
-        self._watch_scope: anyio.CancelScope | None = None
-        self._indexer_done = anyio.Event()
-        self.query_send: MemoryObjectSendStream[QueryMessage] | None = None
-        self.indexer: Indexer | None = None
-        self.embedder: EmbedderActor | None = None
-        self.query: QueryActor | None = None
-        self.debouncer: Debouncer | None = None
-        self.watcher: Watcher | None = None
-        self.streams: dict[str, MemoryObjectSendStream[Any]] = {}
-        self.watch_roots = [Path(p).expanduser().resolve() for p in settings.watch_paths]
+        self._db = settings.db_path.expanduser().resolve()
+        self._roots = [Path(p).expanduser().resolve() for p in settings.watch_paths]
+        self._exit: AsyncExitStack | None = None
 
-    async def start(self) -> None:
-        s = self.settings
-        db = s.db_path.expanduser().resolve()
-        try:
-            self._conns.append(await connect(db, busy_timeout_ms=s.busy_timeout_ms))
-            for _ in range(2):
-                self._conns.append(
-                    await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True))
-        except BaseException:
-            await self._close_connections()
-            raise
-        writer_conn = self._conns[0]
-        query_reader = Reader(self._conns[1], db)
-        embed_reader = Reader(self._conns[2], db)
+    async def __aenter__(self) -> Service:
+        s, db, roots = self._settings, self._db, self._roots
+        async with AsyncExitStack() as stack:
+            writer_conn = await self._connect(stack, db)
+            query_conn = await self._connect(stack, db, readonly=True)
+            embed_conn = await self._connect(stack, db, readonly=True)
 
-        query_send, query_recv = anyio.create_memory_object_stream[QueryMessage](64)
-        vec_send, vec_recv = anyio.create_memory_object_stream[VectorsReady](4)
-        nudge_send, nudge_recv = anyio.create_memory_object_stream[EmbedWanted](1)
-        self.streams = {"query": query_send, "vectors": vec_send, "embed_nudge": nudge_send}
+            indexer_send, indexer_recv = anyio.create_memory_object_stream[IndexerMessage](4)
+            embed_send, embed_recv = anyio.create_memory_object_stream[EmbedderMessage](1)
+            query_send, query_recv = anyio.create_memory_object_stream[QueryMessage](64)
 
-        self.query = QueryActor(reader=query_reader, model=self.model, inbox=query_recv,
-                                rrf_k=s.rrf_k, feedback=s.semantic_feedback,
-                                feedback_weight=s.semantic_feedback_weight)
-        gate, tracker = Gate(), PendingTracker()
-        self.embedder = EmbedderActor(reader=embed_reader, model=self.model, nudges=nudge_recv,
-                                      out=vec_send, batch_size=s.embed_batch_size,
-                                      batch_chars=s.embed_batch_chars, gate=gate,
-                                      enabled=not s.read_only, tracker=tracker)
-        self.indexer = Indexer(writer=Writer(writer_conn, db), settings=s, jobs=self.jobs,
-                               model=self.model, vectors_in=vec_recv, embed_nudge=nudge_send,
-                               query_out=query_send.clone(), bulk_gate=gate, tracker=tracker)
-        self.query_send = query_send
-
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            await tg.start(self.query.run, name="rifflux.query")
-            await tg.start(self.embedder.run, name="rifflux.embedder")
-            await tg.start(self._run_indexer, name="rifflux.indexer")
-            await tg.start(self.model.load, name="rifflux.model")
-            if self.watch_roots:
-                await tg.start(self._run_watch_pipeline, name="rifflux.watch")
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def _run_indexer(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        assert self.indexer is not None
-        try:
-            await self.indexer.run(task_status=task_status)
-        finally:
-            self._indexer_done.set()
-
-    async def _run_watch_pipeline(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        s = self.settings
-        watch_send, watch_recv = anyio.create_memory_object_stream[WatchMessage](64)
-        deb_send, deb_recv = anyio.create_memory_object_stream[DebouncedMessage](16)
-        self.streams.update({"watch_events": watch_send, "debounced": deb_send})
-        self.debouncer = Debouncer(inbox=watch_recv, out=deb_send, quiet=s.debounce_seconds)
-        self.watcher = Watcher(
-            roots=self.watch_roots,
-            globs=Globs(s.include, s.exclude),
-            out=watch_send,
-            max_backoff=s.watcher_max_backoff,
-            watch_factory=self._watch_factory,
-        )
-        with anyio.CancelScope() as scope:
-            self._watch_scope = scope
-            async with anyio.create_task_group() as tg:
-                await tg.start(feed_jobs, deb_recv, self.jobs, name="rifflux.jobs.feed")
-                await tg.start(self.debouncer.run, name="rifflux.debouncer")
-                await tg.start(self.watcher.run, name="rifflux.watcher")
-                # What is already in the folders is indexed at start, in the background.
-                self.jobs.submit(Job([Target(r, requested=str(r)) for r in self.watch_roots],
-                                     source="startup"))
-                task_status.started()
-
-    async def stop(self) -> None:
-        """Watcher first, then queued jobs, then a bounded wait for the running job."""
-        if self._watch_scope is not None:
-            self._watch_scope.cancel()
-        self.jobs.close()
-        with anyio.move_on_after(self.settings.shutdown_grace_seconds, shield=True):
-            await self._indexer_done.wait()
-        try:
-            if self._tg is not None:
-                tg, self._tg = self._tg, None
-                # Shielded: when the caller is itself being cancelled (Ctrl-C), an
-                # unshielded exit would re-raise that cancellation before the actors
-                # have finished. (The task group's own scope is shielded: a new scope
-                # around its exit would not be the current one when it exits.)
-                tg.cancel_scope.shield = True
-                tg.cancel_scope.cancel()
-                if self.query_send is not None:
-                    self.query_send.close()
-                await tg.__aexit__(None, None, None)
-        finally:
-            await self._close_connections()
-
-    async def _close_connections(self) -> None:
-        """Close every connection (each within 2 s, also when cancelled): an open one
-        keeps a non-daemon thread, and so the process, alive."""
-        conns, self._conns = self._conns, []
-        for conn in conns:
-            with anyio.move_on_after(2, shield=True):
-                await conn.close()
-
-    def stream_stats(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for name, stream in self.streams.items():
-            st = stream.statistics()
-            out[name] = {
-                "buffered": st.current_buffer_used,
-                "max_buffer": int(st.max_buffer_size),
-                "waiting_senders": st.tasks_waiting_send,
+            jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
+                            on_submit=lambda: _nudge(indexer_send))
+            query = QueryActor(
+                reader=Reader(query_conn, db), open_reader=lambda: _reading(db, s),
+                inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
+                feedback_weight=s.semantic_feedback_weight,
+            )
+            indexer = Indexer(writer=Writer(writer_conn, db), settings=s, jobs=jobs,
+                              inbox=indexer_recv, embedder_out=embed_send,
+                              query_out=query_send.clone(), retry_out=indexer_send.clone())
+            embedder = EmbedderActor(reader=Reader(embed_conn, db), inbox=embed_recv,
+                                     out=indexer_send.clone(), batch_size=s.embed_batch_size,
+                                     batch_chars=s.embed_batch_chars)
+            loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
+                                 out=indexer_send.clone(), given=self._embedder)
+            pipeline = (WatchPipeline(roots=roots, settings=s, jobs=jobs,
+                                      watch_factory=self._watch_factory) if roots else None)
+            streams: dict[str, MemoryObjectSendStream[Any]] = {
+                "query": query_send, "indexer": indexer_send, "embedder": embed_send,
+                **(pipeline.streams() if pipeline else {}),
             }
-        return out
+
+            tg = await stack.enter_async_context(anyio.create_task_group())
+
+            async def stop() -> None:
+                await self._stop(tg, jobs, pipeline, [indexer_send, query_send])
+
+            stack.push_async_callback(stop)
+            await tg.start(query.run, name="rifflux.query")
+            await tg.start(indexer.run, name="rifflux.indexer")
+            await tg.start(embedder.run, name="rifflux.embedder")
+            await tg.start(loader.run, name="rifflux.model")
+            if pipeline is not None:
+                await tg.start(pipeline.run, name="rifflux.watch")
+            service = Service(
+                settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
+                watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
+                query_stats=query.snapshot, indexer=indexer.snapshot,
+            )
+            self._exit = stack.pop_all()
+        return service
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._exit = self._exit, None
+        if stack is None:
+            return None
+        return await stack.__aexit__(exc_type, exc, tb)
+
+    async def _connect(
+        self, stack: AsyncExitStack, db: Path, *, readonly: bool = False
+    ) -> aiosqlite.Connection:
+        conn = await connect(db, busy_timeout_ms=self._settings.busy_timeout_ms,
+                             readonly=readonly)
+        stack.push_async_callback(_close, conn)
+        return conn
+
+    async def _stop(self, tg: TaskGroup, jobs: JobQueue, pipeline: WatchPipeline | None,
+                    inboxes: list[MemoryObjectSendStream[Any]]) -> None:
+        """Watcher first (its pipeline drains), then queued jobs, then a bounded wait for
+        the running job; then every actor is cancelled."""
+        try:
+            if pipeline is not None:
+                pipeline.stop()
+            jobs.close()
+            if pipeline is not None:
+                with anyio.move_on_after(_DRAIN_SECONDS, shield=True):
+                    await pipeline.stopped.wait()
+            with anyio.move_on_after(self._settings.shutdown_grace_seconds, shield=True):
+                await jobs.wait_idle()
+        finally:
+            for inbox in inboxes:
+                inbox.close()
+            tg.cancel_scope.cancel()
+
+
+def _nudge(inbox: MemoryObjectSendStream[IndexerMessage]) -> None:
+    try:
+        inbox.send_nowait(JobsQueued())
+    except anyio.WouldBlock:
+        pass  # the inbox holds a message: the indexer looks at the queue after it
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # shutting down
+
+
+async def _close(conn: aiosqlite.Connection) -> None:
+    """Close within 2 s, also when cancelled: an open connection keeps a non-daemon
+    thread, and so the process, alive."""
+    with anyio.move_on_after(2, shield=True):
+        await conn.close()
+
+
+@asynccontextmanager
+async def _reading(db: Path, settings: Settings) -> AsyncIterator[Reader]:
+    """A short-lived read connection (for loading the vector matrix)."""
+    conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
+    try:
+        yield Reader(conn, db)
+    finally:
+        await _close(conn)

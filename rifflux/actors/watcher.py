@@ -1,9 +1,12 @@
 """The watcher: watchfiles over the watch paths -> ``FilesChanged`` / ``RescanRequested``.
 
-It restarts after a crash with exponential backoff up to a cap (counted in its
-stats), and survives a watched folder being deleted and recreated: it notices
-the folder is gone, waits for it to come back, and asks for a rescan, since
-events were missed meanwhile.
+watchfiles hands over what it saw every ``step_ms`` (its own debounce window is
+set no longer than that step): coalescing bursts is the debouncer's job, done
+once. The watcher restarts after a crash with exponential backoff up to a cap
+(counted in its stats), and survives a watched folder being deleted and
+recreated: it notices the folder is gone, waits for it to come back, and asks
+for a rescan, since events were missed meanwhile. ``stop()`` ends it, and so
+closes the first stream of the watch pipeline.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.scan import Globs
+from ..types import WatcherStatus
 from .messages import ChangeKind, FilesChanged, RescanRequested
 
 logger = logging.getLogger(__name__)
@@ -46,7 +50,7 @@ class WatcherStats:
     restarts: int = 0
     last_error: str | None = None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> WatcherStatus:
         return {
             "running": self.running,
             "paths": list(self.paths),
@@ -54,6 +58,7 @@ class WatcherStats:
             "batches": self.batches,
             "restarts": self.restarts,
             "last_error": self.last_error,
+            "pending_paths": 0,
         }
 
 
@@ -73,7 +78,7 @@ class Watcher:
         globs: Globs,
         out: MemoryObjectSendStream[FilesChanged | RescanRequested],
         max_backoff: float,
-        step_ms: int = 50,
+        step_ms: int = 20,
         check_seconds: float = 1.0,
         watch_factory: WatchFactory | None = None,
     ) -> None:
@@ -84,19 +89,28 @@ class Watcher:
         self._step_ms = step_ms
         self._check_ms = int(check_seconds * 1000)
         self._factory = watch_factory or _default_factory()
+        self._stop = anyio.Event()
         self.stats = WatcherStats(paths=[str(r) for r in roots])
+
+    def stop(self) -> None:
+        """End the watch (the output stream closes once the current batch is sent)."""
+        self._stop.set()
+
+    async def _pause(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._stop.wait()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._out:
             task_status.started()
             backoff = 0.5
             first = True
-            while True:
+            while not self._stop.is_set():
                 live = [r for r in self._roots if r.is_dir()]
                 if not live:
                     self.stats.running = False
                     self.stats.last_error = "no watched folder exists; waiting for one to appear"
-                    await anyio.sleep(min(backoff, 1.0))
+                    await self._pause(min(backoff, 1.0))
                     continue
                 if not first:
                     for root in live:  # events may have been missed while not watching
@@ -104,15 +118,15 @@ class Watcher:
                 first = False
                 try:
                     await self._watch(live)
-                    return  # the iterator ended: the watch was stopped on purpose
+                    continue  # the iterator ended: stopped on purpose (or watched again)
                 except _RootsChanged as exc:
                     self.stats.last_error = str(exc)
                     logger.info("%s; restarting the watcher", exc)
                     backoff = 0.5
-                except (OSError, RuntimeError) as exc:
+                except Exception as exc:  # the boundary: the watcher restarts, never crashes
                     self.stats.last_error = f"{type(exc).__name__}: {exc}"
                     logger.exception("watcher crashed; restarting in %.1fs", backoff)
-                    await anyio.sleep(backoff)
+                    await self._pause(backoff)
                     backoff = min(backoff * 2, self._max_backoff)
                 finally:
                     self.stats.running = False
@@ -124,8 +138,9 @@ class Watcher:
         stream = self._factory(
             *live,
             watch_filter=None,
-            debounce=1600,
+            debounce=self._step_ms,  # no window of its own beyond one step
             step=self._step_ms,
+            stop_event=self._stop,
             rust_timeout=self._check_ms,
             yield_on_timeout=True,
             recursive=True,

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..actors.jobs import FINISHED
 from ..api import Rifflux
 from ..errors import JobNotFoundError, RiffluxError
+from ..types import FINISHED
 
 logger = logging.getLogger(__name__)
 

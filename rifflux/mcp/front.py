@@ -32,7 +32,6 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -337,26 +336,15 @@ def _has_modern_envelope(params: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- entry point
 
 
-def main(args: Sequence[str]) -> int:
-    """``rifflux mcp`` / ``rifflux-mcp``: start the front, then the real server behind it.
+def start_front() -> Front:
+    """Claim the wire and start answering the handshake (``rifflux mcp`` calls this first,
+    then runs the server behind it: ``handoff.serve_after_front``).
 
-    ``args`` is the whole command line after the program name, ``mcp`` included.
+    ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. Raises OSError
+    when stdin or stdout is not open.
     """
-    if "-h" in args or "--help" in args:  # help goes to the real stdout, no server
-        from ..cli import main as cli_help
-
-        return cli_help(args)
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot()
-    try:
-        wire = Wire.claim()
-    except OSError as exc:
-        if sys.stderr is not None:
-            sys.stderr.write(f"rifflux: error: cannot serve MCP: {exc}; an MCP client starts "
-                             "`rifflux mcp` with its stdin and stdout connected to pipes\n")
-        return 1
-    front = Front(wire, snapshot)
+    front = Front(Wire.claim(), snapshot)
     front.start()
-    from ..cli import main as cli_main  # the slow imports start here
-
-    return cli_main(args, mcp_front=front)
+    return front

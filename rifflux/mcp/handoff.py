@@ -23,19 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp.server.lowlevel import Server
-from mcp.server.runner import serve_dual_era_loop
-from mcp.shared.message import SessionMessage
-from mcp.types import (
-    JSONRPCError,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    RequestId,
-    jsonrpc_message_adapter,
-)
-from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..config import Settings
+from . import sdk
 from .front import SEED, Front, Inbound, Wire, cache_path, load_snapshot, snapshot_key
 from .server import RiffluxMCPServer, build_server
 
@@ -43,19 +33,6 @@ logger = logging.getLogger(__name__)
 
 #: Seconds after the hand-off before the snapshot is checked against the SDK.
 _REFRESH_DELAY = 1.0
-
-
-def _lowlevel(server: RiffluxMCPServer) -> Server[Any]:
-    # MCPServer runs its low-level server only over the process's own stdio
-    # (run_stdio_async); serving the front's queue needs the object itself.
-    return server._lowlevel_server
-
-
-def _parse(line: str) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except Exception as exc:  # the SDK answers a bad frame with an error, as over stdio
-        return exc
 
 
 async def serve_after_front(settings: Settings, front: Front) -> None:
@@ -72,12 +49,11 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                      ", ".join(answered) if answered else "nothing")
 
     server = build_server(settings, on_open=hand_off)
-    lowlevel = _lowlevel(server)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    read_send, read_recv = anyio.create_memory_object_stream[sdk.Message | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[sdk.Message](0)
     # Requests the front answered: the SDK sees them too (so that its session is
     # exactly as without the front) but its answers are not sent a second time.
-    replayed: dict[RequestId, Inbound] = {}
+    replayed: dict[Any, Inbound] = {}
 
     async def pump_in() -> None:
         async with read_send:
@@ -87,16 +63,15 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                     return  # the client closed stdin
                 if item.answered is not None:
                     replayed[item.request_id] = item
-                await read_send.send(_parse(item.line))
+                await read_send.send(sdk.parse(item.line))
 
     async def pump_out() -> None:
         async with write_recv:
             async for out in write_recv:
-                message = out.message
-                line = message.model_dump_json(by_alias=True, exclude_unset=True)
-                if isinstance(message, JSONRPCResponse | JSONRPCError) \
-                        and message.id in replayed:
-                    _check_replayed(replayed.pop(message.id), json.loads(line))
+                line = sdk.dump(out)
+                answered = sdk.answer_to(out)
+                if answered is not None and answered in replayed:
+                    _check_replayed(replayed.pop(answered), json.loads(line))
                     continue
                 await anyio.to_thread.run_sync(front.wire.send, line)
 
@@ -109,7 +84,7 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                 inner.start_soon(pump_in)
                 if front.snapshot is None:  # else the key (versions, tools) already matched
                     inner.start_soon(_refresh_snapshot, server, _REFRESH_DELAY)
-                await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
+                await sdk.run_lowlevel(server, read_recv, write_send)
                 inner.cancel_scope.cancel()
     finally:
         front.release()
@@ -174,7 +149,7 @@ async def capture_handshake(server: RiffluxMCPServer) -> dict[str, Any]:
     """
     results: dict[str, dict[str, Any]] = {}
     ping: Any = None
-    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+    for version in sdk.HANDSHAKE_PROTOCOL_VERSIONS:
         replies = await _exchange(server, [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": version, "capabilities": {},
@@ -186,29 +161,24 @@ async def capture_handshake(server: RiffluxMCPServer) -> dict[str, Any]:
         results[version] = {"initialize": replies[1], "tools/list": replies[2]}
         ping = replies[3]
     return {"key": snapshot_key(),
-            "handshake_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
+            "handshake_versions": list(sdk.HANDSHAKE_PROTOCOL_VERSIONS),
             "ping": ping, "results": results}
 
 
 async def _exchange(server: RiffluxMCPServer, messages: list[dict[str, Any]]) -> dict[int, Any]:
-    lowlevel = _lowlevel(server)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+    read_send, read_recv = anyio.create_memory_object_stream[sdk.Message | Exception](16)
+    write_send, write_recv = anyio.create_memory_object_stream[sdk.Message](16)
     expected = {m["id"] for m in messages if "id" in m}
     replies: dict[int, Any] = {}
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: serve_dual_era_loop(
-                lowlevel, read_recv, write_send, lifespan_state=None,
-                init_options=lowlevel.create_initialization_options()))
+            tg.start_soon(sdk.serve_in_memory, server, read_recv, write_send)
             async with read_send, write_recv:
                 for message in messages:
-                    await read_send.send(SessionMessage(
-                        jsonrpc_message_adapter.validate_python(message, by_name=False)))
+                    await read_send.send(sdk.to_message(message))
                 async for out in write_recv:
-                    reply = json.loads(out.message.model_dump_json(by_alias=True,
-                                                                    exclude_unset=True))
-                    if isinstance(out.message, JSONRPCRequest) or "id" not in reply:
+                    reply = sdk.loads(out)
+                    if sdk.is_request(out) or "id" not in reply:
                         continue  # not an answer (the SDK asked or told the client something)
                     if "error" in reply:
                         raise RuntimeError(f"the MCP SDK refused {reply['id']}: {reply['error']}")

@@ -30,10 +30,10 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from ..actors.jobs import FINISHED
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
+from ..types import FINISHED, ReindexResult, SearchAnswer, SearchResult
 from .auto_reindex import AutoReindex
 
 logger = logging.getLogger(__name__)
@@ -130,16 +130,16 @@ async def search_rifflux(
             results = await state.rf.search(query, top_k=top_k, mode=mode)
             label = state.model_label()
             auto = await state.auto.after_search()
-    out: dict[str, Any] = {"query": query, "mode": mode, "count": len(results),
-                           "embedding_model": label, "results": results}
+    out: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
+                         "embedding_model": label, "results": results}
     if auto is not None:
         out["auto_reindex"] = auto
-    return out
+    return dict(out)
 
 
 async def _search_other_db(
     settings: Settings, db_path: str, query: str, top_k: int, mode: str
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[SearchResult], str | None]:
     if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
@@ -203,23 +203,23 @@ async def _reindex(
             "pass an existing folder or file, preferably as an absolute path"
         )
     with _tool_errors():
-        out = await state.rf.reindex(path=path, paths=paths, force=force, background=True)
-        job_id = str(out["job"]["id"])
+        started = await state.rf.reindex(path=path, paths=paths, force=force, background=True)
+        job_id = started["job"]["id"]
         if background:
-            out["job_id"] = job_id
-            out["next_step"] = ("call index_status: this job is listed under `jobs` and reaches "
-                                "status 'completed' once its files are indexed and embedded")
-            return out
+            return {**started, "job_id": job_id,
+                    "next_step": "call index_status: this job is listed under `jobs` and "
+                                 "reaches status 'completed' once its files are indexed and "
+                                 "embedded"}
         out = await _follow(state.rf, job_id, ctx)
-    failed = {e.get("path"): e.get("error") for e in out.get("errors", [])}
+    failed = {e["path"]: e["error"] for e in out["errors"]}
     if all(loc in failed for loc in locations):
         raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
                         + ". Pass existing folders or markdown files (the server's include "
                         "globs come from RIFFLUX_INCLUDE)")
-    return out
+    return dict(out)
 
 
-async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> dict[str, Any]:
+async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> ReindexResult:
     """Wait until the job is indexed and embedded (what a foreground reindex promises),
     sending progress notifications to a client that asked for them."""
     sent = 0
@@ -237,8 +237,8 @@ async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> d
     if job["status"] != "completed":
         raise ToolError(f"reindex {job['status']}: {job['error']}; check index_status and "
                         "call reindex again")
-    result: dict[str, Any] = job["result"]
-    return result
+    assert job["result"] is not None  # a completed job has one
+    return job["result"]
 
 
 def _missing(locations: list[str]) -> list[str]:
@@ -252,10 +252,8 @@ async def index_status(ctx: Context[ServerState, Any]) -> dict[str, Any]:
     finished, or why a search finds nothing."""
     state = _state(ctx)
     with _tool_errors():
-        out = await state.rf.status()
-    out["server_cwd"] = os.getcwd()
-    out["auto_reindex"] = state.auto.snapshot()
-    return out
+        status = await state.rf.status()
+    return {**status, "server_cwd": os.getcwd(), "auto_reindex": state.auto.snapshot()}
 
 
 async def get_chunk(
@@ -268,7 +266,7 @@ async def get_chunk(
     if chunk is None:
         raise ToolError(f"chunk {chunk_id!r} not found: use a chunk_id from recent search_rifflux "
                         "results (ids change when a file is edited; search again)")
-    return chunk
+    return dict(chunk)
 
 
 async def get_file(
@@ -285,7 +283,7 @@ async def get_file(
     if found is None:
         raise ToolError(f"file {path!r} not found in the index: give the `path` of a search "
                         "result or an absolute path; if the file is new, reindex its folder")
-    return found
+    return dict(found)
 
 
 # ---------------------------------------------------------------- server

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.chunker import embed_text
 from ..core.vectors import F32
+from ..types import ChunkRecord, Counts, FileRecord
 from .schema import mapped_errors
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
@@ -34,7 +35,7 @@ class PendingText:
     text: str
 
 
-def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
+def _row_dict(row: Sequence[Any]) -> ChunkRecord:
     return {
         "chunk_id": str(row[1]),
         "path": str(row[5]),
@@ -56,7 +57,7 @@ class Reader:
 
     async def lexical(
         self, match: str, limit: int
-    ) -> tuple[list[tuple[int, float]], dict[int, dict[str, Any]]]:
+    ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
         """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
         connection's thread. ``match`` must come from ``build_match``."""
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
@@ -80,7 +81,7 @@ class Reader:
         ranked = [(int(r[0]), float(r[7])) for r in rows]
         return ranked, {int(r[0]): _row_dict(r) for r in rows}
 
-    async def rows(self, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    async def rows(self, rowids: Sequence[int]) -> dict[int, ChunkRecord]:
         if not rowids:
             return {}
         with mapped_errors(self.db_path):
@@ -89,13 +90,13 @@ class Reader:
             )
         return {int(r[0]): _row_dict(r) for r in rows}
 
-    async def chunk(self, chunk_id: str) -> dict[str, Any] | None:
+    async def chunk(self, chunk_id: str) -> ChunkRecord | None:
         with mapped_errors(self.db_path):
             cur = await self.conn.execute(_ROW_SQL + "WHERE c.chunk_id = ?", (chunk_id,))
             row = await cur.fetchone()
         return _row_dict(row) if row else None
 
-    async def file(self, path: str) -> dict[str, Any] | None:
+    async def file(self, path: str) -> FileRecord | None:
         """A file by path relative to its root, or absolute; first root wins on ties."""
         candidates: list[tuple[str, str]] = []
         p = _user_path(path)
@@ -168,25 +169,34 @@ class Reader:
         blob = b"".join(bytes(r[1]) for r in rows)
         return ids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
 
-    async def counts(self, model: str) -> dict[str, int]:
+    async def counts(self, model: str | None) -> tuple[Counts, str | None]:
+        """The index's counts; vectors are counted for ``model``, or when it is None (not
+        loaded yet) for the model the index was last embedded with. Returns the counts
+        and the model they were counted for."""
         with mapped_errors(self.db_path):
+            if model is None:
+                cur = await self.conn.execute(
+                    "SELECT value FROM meta WHERE key = 'embedding_model'")
+                row = await cur.fetchone()
+                model = str(row[0]) if row else None
             cur = await self.conn.execute(
                 "SELECT (SELECT COUNT(*) FROM files), (SELECT COUNT(*) FROM chunks), "
                 "(SELECT COUNT(*) FROM embeddings WHERE model = ?), "
                 "(SELECT COUNT(DISTINCT content_hash) FROM chunks c WHERE NOT EXISTS "
                 " (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash "
                 "  AND e.model = ?)), (SELECT COUNT(*) FROM roots)",
-                (model, model),
+                (model or "", model or ""),
             )
             row = await cur.fetchone()
         assert row is not None
-        return {
+        counts: Counts = {
             "files": int(row[0]),
             "chunks": int(row[1]),
             "embeddings": int(row[2]),
             "pending_embeddings": int(row[3]),
             "roots": int(row[4]),
         }
+        return counts, model
 
     async def roots(self) -> list[str]:
         with mapped_errors(self.db_path):

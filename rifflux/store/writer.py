@@ -1,7 +1,14 @@
 """The writer's statements. Only the indexer actor holds a writer connection.
 
-Each public coroutine is one transaction, so an interrupted run never leaves a
-half-indexed file behind.
+Each public coroutine that changes the index is one transaction, so an
+interrupted run never leaves a half-indexed file behind.
+
+The writer also keeps, in memory, the exact set of texts (content hashes) that
+some chunk has and that lack a vector of the active model (``missing``): it is
+read from the database once when the model is adopted, then updated by every
+write. Job completion (``JobQueue.settle``) is decided against it, so it never
+needs a query per job, and a text replaced before it was embedded simply stops
+being missing.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,16 +25,11 @@ import aiosqlite
 import numpy as np
 
 from ..core.chunker import Chunk, FileMetadata
+from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
 from .schema import mapped_errors
 
-
-@dataclass(frozen=True, slots=True)
-class StoredFile:
-    id: int
-    mtime_ns: int
-    size: int
-    sha256: str
+_BATCH = 500  # host parameters per IN (...) list
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +43,21 @@ class FileToWrite:
 
 
 @dataclass(frozen=True, slots=True)
-class FileWritten:
-    """What one file's transaction changed, for the in-memory matrix and the embedder."""
+class Written:
+    """What a commit changed, for the query actor's matrix."""
 
-    removed_rowids: tuple[int, ...]
-    added: tuple[tuple[int, str], ...]  # (chunk rowid, content_hash)
+    removed: tuple[int, ...] = ()  # chunk rowids that are gone
+    added_ids: tuple[int, ...] = ()  # chunk rowids whose vector exists (rows of added_vectors)
+    added_vectors: F32 | None = None
+    lacking: int = 0  # texts now stored without a vector
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    removed: list[tuple[int, str]]  # (chunk rowid, content hash)
+    added: list[tuple[int, str]]
+    have: dict[str, bytes]  # stored vectors of added texts
+    gone: set[str]  # missing texts no chunk has any more
 
 
 def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:
@@ -53,19 +65,92 @@ def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> 
     return hashlib.sha256(raw).hexdigest()[:20]
 
 
+def _parts(items: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), _BATCH):
+        yield items[start : start + _BATCH]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
 class Writer:
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
+        self._model: str | None = None
+        self._missing: set[str] | None = None  # None until a model is adopted
 
-    async def _tx_begin(self) -> None:
-        await self.conn.execute("BEGIN IMMEDIATE")
+    # ------------------------------------------------------------ the active model
 
-    async def _rollback(self) -> None:
-        try:
-            await self.conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass  # no transaction was open
+    @property
+    def missing(self) -> Set[str] | None:
+        """Texts some chunk has without a vector of the active model; None until a
+        model is adopted, empty when there is none (nothing can be embedded)."""
+        return self._missing
+
+    async def adopt(self, model: str | None, *, read_only: bool = False) -> int:
+        """Make ``model`` the active one: vectors of other models are deleted (they are
+        never mixed with its own), and the texts lacking a vector are read. Returns the
+        number of vectors dropped."""
+        self._model = model
+        if model is None or read_only:
+            self._missing = set()
+            return 0
+        with mapped_errors(self.db_path):
+            await self._tx_begin()
+            try:
+                cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
+                dropped = cur.rowcount
+                await self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
+                    (model,),
+                )
+                await self.conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
+            rows = await self.conn.execute_fetchall(
+                "SELECT DISTINCT content_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?)",
+                (model,),
+            )
+        self._missing = {str(r[0]) for r in rows}
+        return dropped
+
+    async def missing_in(self, scopes: Sequence[Scope]) -> set[str]:
+        """The missing texts of the chunks in ``scopes`` (no query when none is missing)."""
+        if not self._missing or self._model is None:
+            return set()
+        base = (
+            "SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.root_id = ? AND NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.content_hash = c.content_hash AND e.model = ?)"
+        )
+        out: set[str] = set()
+        with mapped_errors(self.db_path):
+            for scope in scopes:
+                if scope.paths is None:
+                    rows = await self.conn.execute_fetchall(
+                        base + " AND f.rel_path LIKE ? ESCAPE '\\'",
+                        (scope.root_id, self._model, _like_prefix(scope.prefix)),
+                    )
+                    out.update(str(r[0]) for r in rows)
+                    continue
+                for part in _parts(scope.paths):
+                    rows = await self.conn.execute_fetchall(
+                        base + f" AND f.rel_path IN ({_marks(len(part))})",
+                        (scope.root_id, self._model, *part),
+                    )
+                    out.update(str(r[0]) for r in rows)
+        return out
+
+    # ------------------------------------------------------------ files
 
     async def root_id(self, root: Path) -> int:
         with mapped_errors(self.db_path):
@@ -81,21 +166,31 @@ class Writer:
                 )
             return int(next(iter(rows))[0])
 
-    async def known_files(self, root_id: int) -> dict[str, StoredFile]:
+    async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
                 "SELECT rel_path, id, mtime_ns, size, sha256 FROM files WHERE root_id = ?",
                 (root_id,),
             )
-        return {r[0]: StoredFile(int(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows}
+        return {r[0]: StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows}
 
-    async def touch(self, file_id: int, mtime_ns: int, size: int) -> None:
+    async def touch(self, touches: Sequence[tuple[int, int, int]]) -> None:
+        """(file id, mtime_ns, size): files whose bytes did not change, in one transaction."""
+        if not touches:
+            return
         with mapped_errors(self.db_path):
-            await self.conn.execute(
-                "UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", (mtime_ns, size, file_id)
-            )
+            await self._tx_begin()
+            try:
+                await self.conn.executemany(
+                    "UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?",
+                    [(mtime, size, file_id) for file_id, mtime, size in touches],
+                )
+                await self.conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
 
-    async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> list[FileWritten]:
+    async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written:
         """Replace the chunks of whole files, all in one transaction.
 
         Each file is written completely or not at all, so an interrupted run
@@ -103,7 +198,7 @@ class Writer:
         keeps the FTS5 index from flushing a segment per file.
         """
         if not files:
-            return []
+            return Written()
         now = time.time()
         with mapped_errors(self.db_path):
             await self._tx_begin()
@@ -124,14 +219,12 @@ class Writer:
                     row = await cur.fetchone()
                     assert row is not None
                     file_ids.append(int(row[0]))
-                marks = ",".join("?" * len(file_ids))
+                marks = _marks(len(file_ids))
                 cur = await self.conn.execute(
-                    f"DELETE FROM chunks WHERE file_id IN ({marks}) RETURNING id, file_id",
+                    f"DELETE FROM chunks WHERE file_id IN ({marks}) RETURNING id, content_hash",
                     tuple(file_ids),
                 )
-                removed: dict[int, list[int]] = {}
-                for r in await cur.fetchall():
-                    removed.setdefault(int(r[1]), []).append(int(r[0]))
+                removed = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
                 await self.conn.executemany(
                     "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
                     "content, content_hash) VALUES (?,?,?,?,?,?)",
@@ -143,68 +236,105 @@ class Writer:
                     ],
                 )
                 cur = await self.conn.execute(
-                    f"SELECT id, file_id, content_hash FROM chunks WHERE file_id IN ({marks}) "
+                    f"SELECT id, content_hash FROM chunks WHERE file_id IN ({marks}) "
                     "ORDER BY file_id, chunk_index",
                     tuple(file_ids),
                 )
-                added: dict[int, list[tuple[int, str]]] = {}
-                for r in await cur.fetchall():
-                    added.setdefault(int(r[1]), []).append((int(r[0]), str(r[2])))
+                added = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+                change = await self._inspect(removed, added)
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
                 raise
-        return [
-            FileWritten(tuple(removed.get(fid, ())), tuple(added.get(fid, ())))
-            for fid in file_ids
-        ]
+        return self._committed(change)
 
-    async def present_hashes(self, hashes: set[str]) -> set[str]:
-        """Which of these content hashes some chunk still has."""
-        found: set[str] = set()
-        ordered = sorted(hashes)
+    async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> Written:
+        """Remove files and their chunks, in one transaction."""
+        if not rel_paths:
+            return Written()
+        removed: list[tuple[int, str]] = []
         with mapped_errors(self.db_path):
-            for i in range(0, len(ordered), 500):
-                part = ordered[i : i + 500]
+            await self._tx_begin()
+            try:
+                for part in _parts(rel_paths):
+                    cur = await self.conn.execute(
+                        "DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE "
+                        f"root_id = ? AND rel_path IN ({_marks(len(part))})) "
+                        "RETURNING id, content_hash",
+                        (root_id, *part),
+                    )
+                    removed.extend((int(r[0]), str(r[1])) for r in await cur.fetchall())
+                    await self.conn.execute(
+                        f"DELETE FROM files WHERE root_id = ? AND rel_path IN "
+                        f"({_marks(len(part))})",
+                        (root_id, *part),
+                    )
+                change = await self._inspect(removed, [])
+                await self.conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
+        return self._committed(change)
+
+    async def _inspect(
+        self, removed: list[tuple[int, str]], added: list[tuple[int, str]]
+    ) -> _Change:
+        """Inside the write's transaction: the stored vectors of the new chunks, and which
+        missing texts no chunk has any more (so that ``missing`` stays exact)."""
+        have: dict[str, bytes] = {}
+        gone: set[str] = set()
+        if self._model is not None and added:
+            have = await self._vectors_for(self._model, [h for _, h in added])
+        if self._missing:
+            candidates = sorted(({h for _, h in removed} - {h for _, h in added})
+                                & self._missing)
+            if candidates:
+                gone = set(candidates) - await self._present(candidates)
+        return _Change(removed, added, have, gone)
+
+    def _committed(self, change: _Change) -> Written:
+        added, have = change.added, change.have
+        lacking = {h for _, h in added if h not in have}
+        if self._missing is not None and self._model is not None:
+            self._missing -= change.gone
+            self._missing |= lacking
+        ids = tuple(rowid for rowid, h in added if h in have)
+        vectors = None
+        if ids:
+            blob = b"".join(have[h] for _, h in added if h in have)
+            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), -1)
+        return Written(removed=tuple(r for r, _ in change.removed), added_ids=ids,
+                       added_vectors=vectors, lacking=len(lacking))
+
+    async def _present(self, hashes: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        with mapped_errors(self.db_path):
+            for part in _parts(hashes):
                 rows = await self.conn.execute_fetchall(
                     "SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN "
-                    f"({','.join('?' * len(part))})",
+                    f"({_marks(len(part))})",
                     part,
                 )
                 found.update(str(r[0]) for r in rows)
         return found
 
-    async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> tuple[int, ...]:
-        """Remove files and their chunks; returns the removed chunk rowids."""
-        removed: list[int] = []
+    async def _vectors_for(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(hashes))
         with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
-                for rel in rel_paths:
-                    cur = await self.conn.execute(
-                        "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
-                        "WHERE f.root_id = ? AND f.rel_path = ?",
-                        (root_id, rel),
-                    )
-                    removed.extend(int(r[0]) for r in await cur.fetchall())
-                    await self.conn.execute(
-                        "DELETE FROM chunks WHERE file_id IN "
-                        "(SELECT id FROM files WHERE root_id = ? AND rel_path = ?)",
-                        (root_id, rel),
-                    )
-                    await self.conn.execute(
-                        "DELETE FROM files WHERE root_id = ? AND rel_path = ?", (root_id, rel)
-                    )
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
-        return tuple(removed)
+            for part in _parts(unique):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT content_hash, vector FROM embeddings WHERE model = ? AND "
+                    f"content_hash IN ({_marks(len(part))})",
+                    (model, *part),
+                )
+                out.update((str(r[0]), bytes(r[1])) for r in rows)
+        return out
 
-    async def write_vectors(
-        self, model: str, hashes: Sequence[str], vectors: F32
-    ) -> list[tuple[int, int]]:
-        """Store vectors; returns (chunk rowid, row in ``vectors``) for every chunk using them."""
+    # ------------------------------------------------------------ vectors
+
+    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
+        """Store vectors of ``model``; the answer lists every chunk that uses them."""
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         with mapped_errors(self.db_path):
             await self._tx_begin()
@@ -220,64 +350,22 @@ class Writer:
                 raise
             index = {h: i for i, h in enumerate(hashes)}
             users: list[tuple[int, int]] = []
-            for start in range(0, len(hashes), 500):
-                part = hashes[start : start + 500]
-                cur = await self.conn.execute(
+            for part in _parts(hashes):
+                rows = await self.conn.execute_fetchall(
                     f"SELECT id, content_hash FROM chunks WHERE content_hash IN "
-                    f"({','.join('?' * len(part))})",
+                    f"({_marks(len(part))})",
                     tuple(part),
                 )
-                users.extend((int(r[0]), index[str(r[1])]) for r in await cur.fetchall())
-        return users
-
-    async def vectors_for(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
-        with mapped_errors(self.db_path):
-            for start in range(0, len(hashes), 500):
-                part = list(dict.fromkeys(hashes[start : start + 500]))
-                cur = await self.conn.execute(
-                    f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND "
-                    f"content_hash IN ({','.join('?' * len(part))})",
-                    (model, *part),
-                )
-                out.update((str(r[0]), bytes(r[1])) for r in await cur.fetchall())
-        return out
-
-    async def pending_hashes(
-        self, model: str, root_id: int, prefix: str = "", rel_paths: Sequence[str] | None = None
-    ) -> set[str]:
-        """Content hashes of chunks in scope that have no vector from ``model``."""
-        base = (
-            "SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE f.root_id = ? AND NOT EXISTS (SELECT 1 FROM embeddings e "
-            "WHERE e.content_hash = c.content_hash AND e.model = ?)"
-        )
-        out: set[str] = set()
-        with mapped_errors(self.db_path):
-            if rel_paths is None:
-                like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                cur = await self.conn.execute(
-                    base + " AND f.rel_path LIKE ? ESCAPE '\\'", (root_id, model, like + "%")
-                )
-                out.update(str(r[0]) for r in await cur.fetchall())
-                return out
-            paths = list(rel_paths)
-            for start in range(0, len(paths), 500):
-                part = paths[start : start + 500]
-                cur = await self.conn.execute(
-                    base + f" AND f.rel_path IN ({','.join('?' * len(part))})",
-                    (root_id, model, *part),
-                )
-                out.update(str(r[0]) for r in await cur.fetchall())
-        return out
-
-    async def drop_other_models(self, model: str) -> int:
-        """Vectors of any other model are deleted: they are never mixed with ours."""
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
-            return cur.rowcount
+                users.extend((int(r[0]), index[str(r[1])]) for r in rows)
+        if self._missing is not None and model == self._model:
+            self._missing.difference_update(hashes)
+        if not users:
+            return Written()
+        rows_of = np.asarray([u[1] for u in users], dtype=np.int64)
+        return Written(added_ids=tuple(u[0] for u in users), added_vectors=vecs[rows_of])
 
     async def prune_orphan_vectors(self) -> int:
+        """Vectors no chunk uses any more (their texts were edited or deleted away)."""
         with mapped_errors(self.db_path):
             cur = await self.conn.execute(
                 "DELETE FROM embeddings WHERE content_hash NOT IN "
@@ -285,8 +373,13 @@ class Writer:
             )
             return cur.rowcount
 
-    async def set_meta(self, key: str, value: str) -> None:
-        with mapped_errors(self.db_path):
-            await self.conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value)
-            )
+    # ------------------------------------------------------------ transactions
+
+    async def _tx_begin(self) -> None:
+        await self.conn.execute("BEGIN IMMEDIATE")
+
+    async def _rollback(self) -> None:
+        try:
+            await self.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # no transaction was open

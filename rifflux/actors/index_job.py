@@ -1,0 +1,171 @@
+"""One attempt at an index job, as the indexer runs it: plan each target, parse the
+changed files in parallel, write them a few whole files per transaction.
+
+Parsing is CPU-bound pure Python: for more than a few dozen files it runs in
+the indexer's worker processes (both cores, and the event loop stays free),
+otherwise in threads. The writes stay on the indexer's task, in order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import anyio
+
+from ..core.chunker import ChunkLimits
+from ..core.document import Prepared, Unreadable, prepare_many
+from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
+from ..core.scan import FileState, Globs, ScanProblem, scan_root, stat_file
+from ..errors import RiffluxError
+from ..store.writer import FileToWrite, Writer, Written
+from .jobs import Job, Progress, Target
+from .parse_pool import ParsePool, ParseResult
+
+logger = logging.getLogger(__name__)
+
+#: Files per worker call, and the job size above which parsing uses processes.
+_PREPARE_GROUP = 16
+_PROCESS_THRESHOLD = 64
+
+OnCommit = Callable[[Written], Awaitable[None]]
+
+
+class IndexRun:
+    def __init__(self, job: Job, writer: Writer, globs: Globs, limits: ChunkLimits,
+                 pool: ParsePool, on_commit: OnCommit) -> None:
+        self._job = job
+        self._progress: Progress = job.progress
+        self._writer = writer
+        self._globs = globs
+        self._limits = limits
+        self._pool = pool
+        self._on_commit = on_commit
+
+    async def execute(self) -> None:
+        for target in self._job.targets:
+            if target.missing:
+                self._problem(target.requested, target.missing)
+                continue
+            if target.paths is None and not await anyio.Path(target.root).is_dir():
+                # A full scan of a missing folder removes nothing: it may be an unmounted
+                # drive or a typo. Named paths (watcher events) are still applied.
+                self._problem(target.requested or str(target.root),
+                              "folder not found; check the path (nothing was removed)")
+                continue
+            root_id = await self._writer.root_id(target.root)
+            known = await self._writer.known_files(root_id)
+            plan = await self._plan(target, known)
+            self._progress.planned += len(plan.changed)
+            root_key = str(target.root)
+            self._progress.skipped.update((root_key, rel) for rel in plan.unchanged)
+            await self._apply(target.root, root_id, known, plan)
+            paths = None if target.paths is None else tuple(sorted(target.paths | target.deletes))
+            self._progress.scopes.append(Scope(root_id, target.prefix, paths))
+        if self._progress.removed or self._progress.indexed:
+            await self._writer.prune_orphan_vectors()
+
+    def _problem(self, path: str, error: str) -> None:
+        self._progress.problems.append({"path": path, "error": error})
+
+    def _report(self, root: Path, problems: Sequence[ScanProblem]) -> None:
+        for p in problems:
+            self._problem(str(root / p.path), p.error)
+
+    async def _plan(self, target: Target, known: dict[str, StoredState]) -> Plan:
+        force = self._job.force
+        if target.paths is None:
+            scan = await anyio.to_thread.run_sync(scan_root, target.root, self._globs)
+            self._report(target.root, scan.problems)
+            return plan_scan(scan.files, known, prefix=target.prefix, force=force)
+        wanted = sorted(p for p in target.paths | target.deletes if self._globs.wanted(p))
+        stats = await anyio.to_thread.run_sync(
+            lambda: [(rel, stat_file(target.root, rel)) for rel in wanted])
+        states: dict[str, FileState | None] = {}
+        for rel, state in stats:
+            if isinstance(state, ScanProblem):
+                self._report(target.root, [state])
+            else:
+                states[rel] = state
+        for rel in target.deletes:  # not wanted any more, but stored: the event says gone
+            states.setdefault(rel, None)
+        return plan_named(states, known, force=force)
+
+    async def _apply(self, root: Path, root_id: int, known: dict[str, StoredState],
+                     plan: Plan) -> None:
+        items = plan.to_read(known)
+        groups = [items[i : i + _PREPARE_GROUP] for i in range(0, len(items), _PREPARE_GROUP)]
+        use_processes = len(items) > _PROCESS_THRESHOLD
+        send, receive = anyio.create_memory_object_stream[ParseResult](4)
+        force, limits = self._job.force, self._limits
+
+        async def prepare(group: list[tuple[str, str | None]]) -> ParseResult:
+            if use_processes:
+                try:
+                    return await self._pool.run(root, group, force, limits)
+                except RiffluxError:  # a worker died: do this group in a thread instead
+                    logger.exception("parse worker failed; parsing %d files here", len(group))
+            return await anyio.to_thread.run_sync(prepare_many, root, group, force, limits)
+
+        async def produce() -> None:
+            async with send:
+                limiter = anyio.CapacityLimiter(2)
+
+                async def one(group: list[tuple[str, str | None]]) -> None:
+                    async with limiter:
+                        result = await prepare(group)
+                    try:
+                        await send.send(result)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        pass  # the writer stopped (it failed): its error ends the job
+
+                async with anyio.create_task_group() as tg:
+                    for group in groups:
+                        tg.start_soon(one, group)
+
+        failure: RiffluxError | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(produce, name="rifflux.indexer.prepare")
+            try:
+                async with receive:
+                    async for results in receive:
+                        await self._write(root, root_id, known, plan, results)
+            except RiffluxError as exc:  # hand the job's retry logic the error itself
+                failure = exc
+                tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if plan.deletes:
+            written = await self._writer.delete_files(root_id, plan.deletes)
+            self._progress.removed += len(plan.deletes)
+            await self._on_commit(written)
+
+    async def _write(self, root: Path, root_id: int, known: dict[str, StoredState], plan: Plan,
+                     results: ParseResult) -> None:
+        to_write: list[FileToWrite] = []
+        touches: list[tuple[int, int, int]] = []
+        root_key = str(root)
+        for res in results:
+            if isinstance(res, tuple):  # vanished between listing and reading
+                if res[0] in known:
+                    plan.deletes.append(res[0])
+            elif isinstance(res, Unreadable):
+                self._problem(str(root / res.rel_path), res.error)
+            elif res.document is None:  # the same bytes: only mtime and size change
+                if res.rel_path in known:
+                    touches.append((known[res.rel_path].id, res.mtime_ns, res.size))
+                    self._progress.skipped.add((root_key, res.rel_path))
+            else:
+                to_write.append(_to_write(res))
+        await self._writer.touch(touches)
+        if to_write:
+            written = await self._writer.write_files(root_id, to_write)
+            self._progress.indexed.update((root_key, f.rel_path) for f in to_write)
+            await self._on_commit(written)
+
+
+def _to_write(res: Prepared) -> FileToWrite:
+    assert res.document is not None
+    return FileToWrite(res.rel_path, res.mtime_ns, res.size, res.sha256,
+                       res.document.metadata, res.document.chunks)

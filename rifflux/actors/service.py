@@ -1,0 +1,148 @@
+"""``Service``: the one narrow handle the facade holds on the running actors.
+
+Searches and reads are messages to the query actor, answered on a reply stream
+of their own; jobs go to the job queue; ``snapshot()`` composes the status of
+every component from the snapshot each one gives of itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ..config import Settings
+from ..errors import ClosedError
+from ..types import (
+    ChunkRecord,
+    Counts,
+    FileRecord,
+    JobInfo,
+    Mode,
+    QueueStatus,
+    SearchResult,
+    WatcherStatus,
+)
+from .embedder import EmbedderSnapshot
+from .indexer import IndexerSnapshot
+from .jobs import Job, JobQueue
+from .messages import QueryMessage, ReadKind, ReadRequested, SearchRequested
+from .model import ModelSnapshot
+from .query import QuerySnapshot
+
+_CLOSED = ("Rifflux has been closed (or is shutting down): use it inside "
+           "`async with Rifflux(...) as rf:`")
+
+
+class ServiceSnapshot(TypedDict):
+    model: ModelSnapshot
+    jobs: list[JobInfo]
+    queued_jobs: int
+    watcher: WatcherStatus
+    queues: dict[str, QueueStatus]
+    embedder: EmbedderSnapshot
+    query: QuerySnapshot
+    indexer: IndexerSnapshot
+
+
+def _no_watcher() -> WatcherStatus:
+    return {"running": False, "paths": [], "events_seen": 0, "batches": 0, "restarts": 0,
+            "last_error": None, "pending_paths": 0}
+
+
+class Service:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        query: MemoryObjectSendStream[QueryMessage],
+        jobs: JobQueue,
+        streams: dict[str, MemoryObjectSendStream[Any]],
+        model: Callable[[], ModelSnapshot],
+        watcher: Callable[[], WatcherStatus] | None,
+        embedder: Callable[[], EmbedderSnapshot],
+        query_stats: Callable[[], QuerySnapshot],
+        indexer: Callable[[], IndexerSnapshot],
+    ) -> None:
+        self.settings = settings
+        self._query = query
+        self._jobs = jobs
+        self._streams = streams
+        self._model = model
+        self._watcher = watcher or _no_watcher
+        self._embedder = embedder
+        self._query_stats = query_stats
+        self._indexer = indexer
+
+    # ------------------------------------------------------------ the query actor
+
+    async def _ask(self, make: Callable[[MemoryObjectSendStream[Any]], QueryMessage]) -> Any:
+        send, receive = anyio.create_memory_object_stream[Any](1)
+        async with receive:
+            try:
+                await self._query.send(make(send))
+                result = await receive.receive()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError,
+                    anyio.EndOfStream) as exc:
+                raise ClosedError(_CLOSED) from exc
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    async def search(self, query: str, top_k: int, mode: Mode) -> list[SearchResult]:
+        result: list[SearchResult] = await self._ask(
+            lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, reply=reply))
+        return result
+
+    async def _read(self, what: ReadKind, key: str | None = None) -> Any:
+        return await self._ask(lambda reply: ReadRequested(what=what, key=key, reply=reply))
+
+    async def chunk(self, chunk_id: str) -> ChunkRecord | None:
+        result: ChunkRecord | None = await self._read("chunk", chunk_id)
+        return result
+
+    async def file(self, path: str) -> FileRecord | None:
+        result: FileRecord | None = await self._read("file", path)
+        return result
+
+    async def roots(self) -> list[str]:
+        result: list[str] = await self._read("roots")
+        return result
+
+    async def counts(self) -> tuple[Counts, str | None]:
+        """The counts, and the model whose vectors they count."""
+        result: tuple[Counts, str | None] = await self._read("counts")
+        return result
+
+    # ------------------------------------------------------------ jobs
+
+    def submit(self, job: Job) -> Job:
+        return self._jobs.submit(job)
+
+    def job(self, job_id: str) -> Job:
+        return self._jobs.get(job_id)
+
+    # ------------------------------------------------------------ status
+
+    def model(self) -> ModelSnapshot:
+        return self._model()
+
+    def snapshot(self) -> ServiceSnapshot:
+        return {
+            "model": self._model(),
+            "jobs": self._jobs.snapshot(),
+            "queued_jobs": len(self._jobs),
+            "watcher": self._watcher(),
+            "queues": {name: _queue(stream) for name, stream in self._streams.items()},
+            "embedder": self._embedder(),
+            "query": self._query_stats(),
+            "indexer": self._indexer(),
+        }
+
+
+def _queue(stream: MemoryObjectSendStream[Any]) -> QueueStatus:
+    st = stream.statistics()
+    return {"buffered": st.current_buffer_used, "max_buffer": int(st.max_buffer_size),
+            "waiting_senders": st.tasks_waiting_send}

@@ -1,0 +1,89 @@
+"""What an index job has to do for one root: pure functions of what is on disk and what
+is stored.
+
+The indexer actor gathers the inputs (a scan, or a ``stat`` of named paths, and
+the stored files of the root) and executes the plan; deciding is done here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .scan import FileState
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """What the index holds of one file: enough to tell whether it changed."""
+
+    id: int
+    mtime_ns: int
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The files of one root a job covers: the named ``paths``, or everything below
+    ``prefix`` (the whole root when it is empty)."""
+
+    root_id: int
+    prefix: str = ""
+    paths: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class Plan:
+    changed: list[FileState] = field(default_factory=list)  # to read and (re)index
+    unchanged: list[str] = field(default_factory=list)  # same mtime and size: skipped
+    deletes: list[str] = field(default_factory=list)  # stored, gone from disk
+
+    def to_read(self, known: Mapping[str, StoredState]) -> list[tuple[str, str | None]]:
+        """(rel_path, stored sha256 or None) of every changed file: a file whose bytes
+        turn out unchanged is only touched, not re-chunked."""
+        return [(f.rel_path, known[f.rel_path].sha256 if f.rel_path in known else None)
+                for f in self.changed]
+
+
+def plan_scan(
+    files: Iterable[FileState], known: Mapping[str, StoredState], *, prefix: str = "",
+    force: bool = False,
+) -> Plan:
+    """A full scan of a root (or of the part below ``prefix``): stored files that are no
+    longer on disk are deleted."""
+    plan = Plan()
+    present: set[str] = set()
+    for state in files:
+        if state.rel_path.startswith(prefix):
+            present.add(state.rel_path)
+            _classify(plan, state, known, force)
+    plan.deletes = [rel for rel in known if rel.startswith(prefix) and rel not in present]
+    return plan
+
+
+def plan_named(
+    states: Mapping[str, FileState | None], known: Mapping[str, StoredState], *,
+    force: bool = False,
+) -> Plan:
+    """Named paths (watcher events): what is on disk now decides, whatever the event
+    said; a stored path that is gone (``None``) is deleted."""
+    plan = Plan()
+    for rel in sorted(states):
+        state = states[rel]
+        if state is None:
+            if rel in known:
+                plan.deletes.append(rel)
+        else:
+            _classify(plan, state, known, force)
+    return plan
+
+
+def _classify(plan: Plan, state: FileState, known: Mapping[str, StoredState],
+              force: bool) -> None:
+    stored = known.get(state.rel_path)
+    if (stored is not None and not force and stored.mtime_ns == state.mtime_ns
+            and stored.size == state.size):
+        plan.unchanged.append(state.rel_path)
+    else:
+        plan.changed.append(state)

@@ -1,0 +1,273 @@
+"""From a command line to a finished command: arguments and environment become
+``Settings``, and a command runs with signal handling and one-line errors.
+
+Settings come from defaults, then ``RIFFLUX_*`` environment variables, then
+flags (``settings_from_env``). Exit codes: 0 success, 1 failure (or a search
+with no results), 2 bad usage or configuration, 130 interrupted, 128 + N stopped
+by signal N (SIGTERM, SIGHUP).
+
+This module imports only the standard library and ``rifflux.config`` at the top:
+``rifflux mcp`` parses its arguments here before the MCP front starts, and the
+front must start within milliseconds (see ``rifflux.mcp.front``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+
+from .config import BACKENDS, Settings, default_db_path, settings_from_env
+from .errors import InvalidArgumentError, RiffluxError
+from .types import MODES
+
+logger = logging.getLogger("rifflux.cli")
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr, with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, Settings | int]:
+    """The parsed arguments and the settings, or the exit code of a configuration error
+    (already reported). Usage errors exit 2 here, as argparse does."""
+    args = parser().parse_args(argv)
+    try:
+        return args, _settings(args)
+    except InvalidArgumentError as exc:
+        return args, fail(f"{exc} (check the flags and RIFFLUX_* environment variables)",
+                          EXIT_USAGE)
+
+
+def parser() -> argparse.ArgumentParser:
+    # Global options are accepted before or after the command: every subparser
+    # shares them, and SUPPRESS keeps an absent flag from overriding a given one.
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("global options (flags beat RIFFLUX_* variables)")
+    g.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                   help=f"index database file [RIFFLUX_DB_PATH; default {default_db_path()}]")
+    g.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
+                   help="embedding backend; auto uses the bundled ONNX model and falls back "
+                        "to hashing [RIFFLUX_EMBEDDING_BACKEND; default auto]")
+    g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
+                   help="comma-separated file globs to index, replacing the defaults; "
+                        "repeatable [RIFFLUX_INCLUDE; default *.md,*.markdown,*.mdx]")
+    g.add_argument("--exclude", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
+                   help="comma-separated globs to skip, replacing the defaults; repeatable "
+                        "[RIFFLUX_EXCLUDE]")
+    g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
+                   help="hybrid ranking constant [RIFFLUX_RRF_K; default 60]")
+    g.add_argument("--log-level", choices=_LOG_LEVELS, type=str.upper,
+                   default=argparse.SUPPRESS,
+                   help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
+
+    top = argparse.ArgumentParser(
+        prog="rifflux", parents=[common],
+        description="Local, offline hybrid (keyword + embedding) search over markdown folders.",
+        epilog="Exit codes: 0 ok, 1 failure or no search results, 2 usage, 130 interrupted, "
+               "143 terminated (SIGTERM), 129 hung up (SIGHUP).",
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", parents=[common], help="index folders or files",
+                       description="Bring the index up to date for each PATH (changed files only"
+                                   " unless --force); shows progress on a terminal.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--force", action="store_true", help="re-read unchanged files too")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("search", parents=[common], help="search the index",
+                       description="Print the best matching chunks: path, heading breadcrumb, "
+                                   "score and a snippet with the query terms highlighted.")
+    p.add_argument("query")
+    p.add_argument("--mode", choices=MODES, default="hybrid",
+                   help="hybrid (default), lexical (exact words) or semantic (meaning)")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N",
+                   help="number of results (default 10)")
+    p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
+
+    p = sub.add_parser("status", parents=[common], help="show what is indexed")
+    p.add_argument("--json", action="store_true", help="print the index_status JSON object")
+
+    p = sub.add_parser("watch", parents=[common], help="index folders and keep them up to date",
+                       description="Index each PATH, then reindex changed files as they change "
+                                   "(foreground; Ctrl-C stops). Logs each batch.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+
+    p = sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio",
+                       description="Serve the MCP tools over stdin/stdout (for Claude Desktop, "
+                                   "Claude Code, VS Code and other MCP clients).")
+    p.add_argument("--watch", action="append", metavar="PATH", default=argparse.SUPPRESS,
+                   help="keep this folder indexed while serving; repeatable "
+                        f"[RIFFLUX_WATCH_PATHS, separated by {os.pathsep!r}]")
+    p.add_argument("--auto-reindex", action=argparse.BooleanOptionalAction,
+                   default=argparse.SUPPRESS,
+                   help="on search, reindex the watched or indexed folders in the background "
+                        "(throttled), for when a watcher cannot run [RIFFLUX_AUTO_REINDEX]")
+    p.add_argument("--auto-reindex-interval", type=float, metavar="SECONDS",
+                   default=argparse.SUPPRESS,
+                   help="at most one automatic reindex per this many seconds (default 30)")
+    return top
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    def globs(values: list[str] | None) -> tuple[str, ...] | None:
+        if values is None:
+            return None
+        return tuple(g.strip() for v in values for g in v.split(",") if g.strip())
+
+    watch = args.paths if args.command == "watch" else getattr(args, "watch", None)
+    return settings_from_env(
+        os.environ,
+        db_path=getattr(args, "db", None),
+        embedding_backend=getattr(args, "backend", None),
+        include=globs(getattr(args, "include", None)),
+        exclude=globs(getattr(args, "exclude", None)),
+        rrf_k=getattr(args, "rrf_k", None),
+        log_level=getattr(args, "log_level", None),
+        watch_paths=tuple(watch) if watch else None,
+        auto_reindex_on_search=getattr(args, "auto_reindex", None),
+        auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
+    )
+
+
+# ---------------------------------------------------------------- running
+
+
+def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
+    """Run one command to its exit code: SIGTERM and SIGHUP stop it as cleanly as
+    Ctrl-C, and every failure becomes one line on stderr."""
+    import anyio  # here, not at the top: see the module's docstring
+
+    _configure_logging(settings.log_level)
+    try:
+        return anyio.run(_until_terminated, command, args, settings)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BaseException as exc:  # the boundary: every failure becomes one line
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        if isinstance(leaf, CommandError):
+            return fail(str(leaf), leaf.code)
+        if isinstance(leaf, InvalidArgumentError):
+            return fail(str(leaf), EXIT_USAGE)
+        if isinstance(leaf, OSError) and leaf.filename:
+            return fail(f"{leaf.strerror or leaf}: {leaf.filename} (check the paths given, "
+                        "--db and RIFFLUX_DB_PATH)")
+        if isinstance(leaf, RiffluxError | OSError):
+            return fail(str(leaf))
+        if not isinstance(leaf, Exception):
+            raise
+        logger.debug("unexpected error", exc_info=leaf)
+        return fail(f"unexpected {type(leaf).__name__}: {leaf} "
+                    "(run with --log-level DEBUG to see where; please report it)")
+
+
+async def _until_terminated(command: Command, args: argparse.Namespace,
+                            settings: Settings) -> int:
+    """Run the command; SIGTERM or SIGHUP cancel it (the index is closed, the running
+    job gets its grace period) and the exit code is 128 + the signal."""
+    try:
+        return await _with_signals(command, args, settings)
+    except BaseExceptionGroup as group:
+        # One failure comes out as itself, as it would without the signal watcher.
+        if len(group.exceptions) != 1:
+            raise
+        leaf = group.exceptions[0]
+        if isinstance(leaf, SystemExit):
+            return _exit_code(leaf)
+        raise leaf from group
+    except SystemExit as exc:
+        return _exit_code(exc)
+
+
+async def _with_signals(command: Command, args: argparse.Namespace, settings: Settings) -> int:
+    import signal
+
+    import anyio
+
+    if sys.platform == "win32":  # no signal receivers there
+        return await command(args, settings)
+    received: list[int] = []
+    result = EXIT_OK
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    logger.info("%s received: shutting down", signal.Signals(signum).name)
+                    received.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
+
+        async def run_command() -> None:
+            nonlocal result
+            result = await command(args, settings)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_on_signal)
+        tg.start_soon(run_command)
+    return 128 + received[0] if received else result
+
+
+def _exit_code(exc: SystemExit) -> int:
+    # A SystemExit (rich's answer to a closed pipe, as in `rifflux search q | head`)
+    # becomes a return: raised through asyncio it skips the loop's clean-up, and an
+    # idle worker thread then keeps the process alive.
+    return exc.code if isinstance(exc.code, int) else EXIT_FAILURE
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def fail(message: str, code: int = EXIT_FAILURE) -> int:
+    """Report one failure line on stderr; returns ``code``."""
+    if sys.stderr is not None:
+        sys.stderr.write(f"rifflux: error: {message}\n")
+    return code
+
+
+def _configure_logging(level: str) -> None:
+    """Logs go to stderr only: under ``rifflux mcp`` stdout is the protocol channel."""
+    handler: logging.Handler
+    if sys.stderr is None:  # started with fd 2 closed: nowhere to log
+        handler = logging.NullHandler()
+    elif sys.stderr.isatty():
+        from rich.console import Console
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=Console(stderr=True), show_path=False)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper() if level.upper() in _LOG_LEVELS else "WARNING",
+                        handlers=[handler], force=True)

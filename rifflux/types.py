@@ -1,0 +1,176 @@
+"""The shapes Rifflux returns, as ``TypedDict``s: search results, chunks, files, jobs, status.
+
+SPEC.md is the contract; these types are how mypy holds the library, the MCP
+server and the command line to it. Extra fields may be added; the ones SPEC
+names never change meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict, final
+
+Mode = Literal["lexical", "semantic", "hybrid"]
+MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
+
+JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
+JobSource = Literal["api", "watcher", "startup", "auto"]
+#: The statuses a job ends in.
+FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
+
+
+@final
+class LexicalScores(TypedDict):
+    bm25: float
+
+
+@final
+class SemanticScores(TypedDict):
+    cosine: float
+
+
+@final
+class HybridScores(TypedDict):
+    rrf: float
+    lexical_rank: int | None
+    semantic_rank: int | None
+
+
+#: Final, so that ``"rrf" in breakdown`` tells mypy which one it is.
+ScoreBreakdown = LexicalScores | SemanticScores | HybridScores
+
+
+class ChunkRecord(TypedDict):
+    """A stored chunk, as ``get_chunk`` returns it."""
+
+    chunk_id: str
+    path: str  # relative to ``root``
+    heading_path: str
+    chunk_index: int
+    content: str
+    root: str
+
+
+class SearchResult(ChunkRecord):
+    score_breakdown: ScoreBreakdown
+
+
+class SearchAnswer(TypedDict):
+    """``search_rifflux``'s output (and ``rifflux search --json``)."""
+
+    query: str
+    mode: Mode
+    count: int
+    embedding_model: str | None
+    results: list[SearchResult]
+    auto_reindex: NotRequired[dict[str, object]]
+
+
+class FileRecord(TypedDict):
+    """A stored file and its chunks in order, as ``get_file`` returns it."""
+
+    path: str
+    root: str
+    title: str | None
+    tags: list[str]
+    aliases: list[str]
+    sha256: str
+    size: int
+    chunks: list[ChunkRecord]
+
+
+class Problem(TypedDict):
+    path: str
+    error: str
+
+
+class ReindexResult(TypedDict):
+    indexed_files: int
+    skipped_files: int
+    removed_files: int
+    errors: list[Problem]
+    indexed_paths: NotRequired[list[str]]
+    # added by the library once the job is complete
+    embedding_model: NotRequired[str | None]
+    embedding_backend: NotRequired[str | None]
+    job_id: NotRequired[str]
+    embedded_chunks: NotRequired[int]
+
+
+class JobInfo(TypedDict):
+    id: str
+    status: JobStatus
+    phase: str
+    source: JobSource
+    paths: list[str]
+    force: bool
+    attempts: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    planned_files: int
+    indexed_files: int
+    pending_embeddings: int
+    error: str | None
+    result: ReindexResult | None
+
+
+class BackgroundReindex(TypedDict):
+    """``reindex(background=True)``: the job, at once."""
+
+    job: JobInfo
+    embedding_model: str | None
+    embedding_backend: str | None
+
+
+class WatcherStatus(TypedDict):
+    running: bool
+    paths: list[str]
+    events_seen: int
+    batches: int
+    restarts: int
+    last_error: str | None
+    pending_paths: int
+
+
+class QueueStatus(TypedDict):
+    buffered: int
+    max_buffer: int
+    waiting_senders: int
+
+
+class EmbedderStatus(TypedDict):
+    texts_embedded: int
+    busy: bool
+    failures: int
+
+
+class Counts(TypedDict):
+    files: int
+    chunks: int
+    embeddings: int
+    pending_embeddings: int
+    roots: int
+
+
+class Status(Counts):
+    """``status()`` and the MCP ``index_status`` tool."""
+
+    db_path: str
+    embedding_backend: str | None
+    embedding_backend_requested: str
+    embedding_model: str | None
+    embedding_model_ready: bool
+    #: The model ``embeddings`` and ``pending_embeddings`` were counted for: the active
+    #: one, or while it loads, the one the index was last embedded with.
+    embedding_counts_model: str | None
+    embedding_fallback_reason: str | None
+    embedding_error: str | None
+    vectors_in_memory: int
+    include_globs: list[str]
+    exclude_globs: list[str]
+    rrf_k: int
+    jobs: list[JobInfo]
+    queued_jobs: int
+    watcher: WatcherStatus
+    queues: dict[str, QueueStatus]
+    embedder: EmbedderStatus
