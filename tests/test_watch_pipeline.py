@@ -28,6 +28,18 @@ def watching(tmp_path: Path, root: Path, **kw: Any) -> Rifflux:
     return Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), watch_paths=[root], **kw)
 
 
+async def watcher_started(rf: Rifflux) -> None:
+    """Until the watcher runs and the start-up scan of the watched folders has finished."""
+
+    async def ready() -> bool:
+        status = await rf.status()
+        startup = [j for j in status["jobs"] if j["source"] == "startup"]
+        return status["watcher"]["running"] and bool(startup) and all(
+            j["status"] == "completed" for j in startup)
+
+    await eventually(ready)
+
+
 async def test_existing_files_are_indexed_at_start_and_changes_followed(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     write(root, "old.md", "# Old\n\nalreadythere\n")
@@ -75,7 +87,7 @@ async def test_semantic_side_catches_up_after_lexical(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     root.mkdir()
     async with watching(tmp_path, root) as rf:
-        await eventually(lambda: rf.status())
+        await watcher_started(rf)
         write(root, "a.md", "# Zebra\n\nstriped zebra facts\n")
         await eventually(lambda: found(rf, "striped zebra facts", mode="lexical"))
 
@@ -184,18 +196,18 @@ async def test_shutdown_during_a_running_job_is_prompt_and_clean(tmp_path: Path)
     for i in range(400):
         write(root, f"d{i % 20}/f{i}.md", f"# File {i}\n\n" + f"content number {i} " * 80)
     threads_before = own_threads()
-    rf = Rifflux(tmp_path / "i.db", embedder=CountingEmbedder())
-    started = anyio.current_time()
-    async with rf:
+    # a short grace period: the job is still running when it ends, and is cancelled
+    settings = Settings(db_path=tmp_path / "i.db", shutdown_grace_seconds=0.1)
+    async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
         job = (await rf.reindex(root, background=True))["job"]
 
-        async def running() -> bool:
-            return (await rf.job(job["id"]))["status"] == "running"
+        async def writing() -> bool:
+            return (await rf.job(job["id"]))["indexed_files"] > 0
 
-        await eventually(running)
-        entered_exit = anyio.current_time()
-    assert anyio.current_time() - entered_exit < 5.0
-    assert anyio.current_time() - started < 30
+        await eventually(writing)
+    with sqlite3.connect(tmp_path / "i.db") as conn:
+        written = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+    assert 0 < written < 400  # shutdown did not wait for the whole job
     # aiosqlite's connection threads and the parse workers are gone (anyio's idle
     # worker threads are its shared pool, not ours)
     await eventually(lambda: own_threads() <= threads_before)
@@ -204,6 +216,10 @@ async def test_shutdown_during_a_running_job_is_prompt_and_clean(tmp_path: Path)
     with sqlite3.connect(tmp_path / "i.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')")
+        whole = conn.execute(
+            "SELECT COUNT(*) FROM files f WHERE (SELECT COUNT(*) FROM chunks c "
+            "WHERE c.file_id = f.id) = 0").fetchone()[0]
+    assert whole == 0  # no file without its chunks
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf2:
         result = await rf2.reindex(root)
         assert result["indexed_files"] + result["skipped_files"] == 400
@@ -226,7 +242,7 @@ async def test_a_flood_of_events_ends_in_one_consistent_index(tmp_path: Path) ->
     root.mkdir()
     n_files, rounds = 2500, 4  # 10,000 file events
     async with watching(tmp_path, root) as rf:
-        await eventually(lambda: rf.status())
+        await watcher_started(rf)
         max_queued = 0
         for r in range(rounds):
             for i in range(n_files):

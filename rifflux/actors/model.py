@@ -66,7 +66,9 @@ class ModelLoader:
             task_status.started()
             if not self._ready:
                 try:
-                    self._embedder = await anyio.to_thread.run_sync(self._load)
+                    # abandoned when cancelled: a shutdown never waits for a model to load
+                    self._embedder = await anyio.to_thread.run_sync(
+                        self._load, abandon_on_cancel=True)
                 except Exception as exc:  # the boundary: no model is a state, not a crash
                     self._error = (
                         f"embedding backend {self._requested!r} could not load "

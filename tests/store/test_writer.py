@@ -1,0 +1,129 @@
+"""The writer on a real SQLite file: whole-file transactions, the exact set of texts that
+lack vectors, scope queries, and the schema version check."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rifflux import IndexDatabaseError, SchemaVersionError
+from rifflux.core.chunker import FileMetadata, make_chunk
+from rifflux.core.plan import Scope
+from rifflux.store.schema import connect
+from rifflux.store.writer import FileToWrite, Writer
+
+pytestmark = pytest.mark.anyio
+MODEL = "test-model"
+
+
+@pytest.fixture
+async def writer(tmp_path: Path) -> AsyncIterator[Writer]:
+    conn = await connect(tmp_path / "i.db", busy_timeout_ms=1000)
+    try:
+        yield Writer(conn, tmp_path / "i.db")
+    finally:
+        await conn.close()
+
+
+def afile(rel: str, *texts: str) -> FileToWrite:
+    chunks = [make_chunk(i, "Title", text) for i, text in enumerate(texts)]
+    return FileToWrite(rel, 1, 10, "sha-" + rel, FileMetadata(), chunks)
+
+
+def hashes(*texts: str) -> set[str]:
+    return {make_chunk(0, "Title", t).content_hash for t in texts}
+
+
+def vectors(n: int) -> np.ndarray:
+    return np.ones((n, 4), dtype=np.float32)
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+async def test_a_write_that_fails_mid_transaction_leaves_no_partial_file(
+    writer: Writer, tmp_path: Path
+) -> None:
+    await writer.adopt(MODEL)
+    root = await writer.root_id(tmp_path / "docs")
+    await writer.write_files(root, [afile("kept.md", "kept text")])
+    good = afile("good.md", "good text")
+    # two chunks with the same index and text get the same chunk_id: the UNIQUE
+    # constraint fails after the files rows and the first chunks were inserted
+    bad = afile("bad.md", "same text", "other")
+    bad = FileToWrite(bad.rel_path, 1, 10, "sha", FileMetadata(),
+                      [bad.chunks[0], bad.chunks[0]])
+    with pytest.raises(IndexDatabaseError):
+        await writer.write_files(root, [good, bad])
+    db = tmp_path / "i.db"
+    assert rows(db, "SELECT rel_path FROM files ORDER BY rel_path") == [("kept.md",)]
+    assert rows(db, "SELECT COUNT(*) FROM chunks") == [(1,)]
+    assert rows(db, "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH 'good'") == [(0,)]
+    assert writer.missing == hashes("kept text")  # unchanged by the failed write
+
+
+async def test_missing_texts_follow_writes_edits_vectors_and_deletes(
+    writer: Writer, tmp_path: Path
+) -> None:
+    assert writer.missing is None  # no model adopted yet
+    await writer.adopt(MODEL)
+    assert writer.missing == set()
+    root = await writer.root_id(tmp_path / "docs")
+    written = await writer.write_files(root, [afile("a.md", "alpha"), afile("b.md", "alpha")])
+    assert writer.missing == hashes("alpha") and written.lacking == 1
+    await writer.write_files(root, [afile("a.md", "beta")])  # edited before it was embedded
+    assert writer.missing == hashes("alpha", "beta")  # b.md still has "alpha"
+    await writer.delete_files(root, ["b.md"])
+    assert writer.missing == hashes("beta")  # no chunk has "alpha" any more
+    (beta,) = hashes("beta")
+    stored = await writer.write_vectors(MODEL, [beta], vectors(1))
+    assert writer.missing == set() and len(stored.added_ids) == 1
+    again = await writer.write_files(root, [afile("c.md", "beta")])  # a known text
+    assert writer.missing == set() and again.lacking == 0 and len(again.added_ids) == 1
+
+
+async def test_adopting_a_model_reads_what_lacks_its_vectors_and_drops_other_models(
+    writer: Writer, tmp_path: Path
+) -> None:
+    await writer.adopt("old-model")
+    root = await writer.root_id(tmp_path / "docs")
+    await writer.write_files(root, [afile("a.md", "alpha", "beta")])
+    await writer.write_vectors("old-model", sorted(hashes("alpha", "beta")), vectors(2))
+    assert writer.missing == set()
+    assert await writer.adopt(MODEL) == 2  # vectors of the old model dropped
+    assert writer.missing == hashes("alpha", "beta")
+    assert rows(tmp_path / "i.db", "SELECT value FROM meta WHERE key = 'embedding_model'") \
+        == [(MODEL,)]
+
+
+async def test_scope_queries_take_underscore_and_percent_in_paths_literally(
+    writer: Writer, tmp_path: Path
+) -> None:
+    await writer.adopt(MODEL)
+    root = await writer.root_id(tmp_path / "docs")
+    await writer.write_files(root, [
+        afile("a_b/x.md", "under"), afile("axb/y.md", "lookalike"),
+        afile("100%/z.md", "percent"), afile("1000/w.md", "digits"),
+    ])
+    assert await writer.missing_in([Scope(root, prefix="a_b/")]) == hashes("under")
+    assert await writer.missing_in([Scope(root, prefix="100%/")]) == hashes("percent")
+    assert await writer.missing_in([Scope(root, paths=("axb/y.md",))]) == hashes("lookalike")
+    assert await writer.missing_in([Scope(root)]) == hashes(
+        "under", "lookalike", "percent", "digits")
+
+
+async def test_another_schema_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    conn = await connect(db, busy_timeout_ms=1000)
+    await conn.close()
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    for readonly in (False, True):
+        with pytest.raises(SchemaVersionError, match="schema version 999.*delete the file"):
+            await connect(db, busy_timeout_ms=1000, readonly=readonly)

@@ -1,0 +1,239 @@
+"""What happens when something fails where nobody expected it: one request or one job
+fails, with an error that says so, and the instance keeps serving. Also: counts that
+are true from the first moment, and shutdown while requests are in flight."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
+from rifflux.actors import index_job
+from rifflux.core.vectors import F32
+from rifflux.store.reader import Reader
+
+from .helpers import CountingEmbedder, eventually, write
+
+pytestmark = pytest.mark.anyio
+
+
+def notes(root: Path) -> Path:
+    write(root, "otters.md", "# Otters\n\nOtters hold hands while they sleep in the river.\n")
+    write(root, "bread.md", "# Bread\n\nKnead the dough, let it rise, bake it hot.\n")
+    return root
+
+
+def failing_once(original: Callable[..., Any], trigger: Callable[..., bool],
+                 exc: BaseException) -> Callable[..., Any]:
+    """``original``, except that the first call for which ``trigger(*args)`` holds raises."""
+    fired = False
+
+    async def patched(*args: Any, **kwargs: Any) -> Any:
+        nonlocal fired
+        if not fired and trigger(*args):
+            fired = True
+            raise exc
+        return await original(*args, **kwargs)
+
+    return patched
+
+
+async def still_serving(rf: Rifflux, root: Path) -> None:
+    assert (await rf.search("otters", mode="lexical"))[0]["path"] == "otters.md"
+    assert (await rf.search("river sleep", mode="hybrid"))
+    write(root, "new.md", "# New\n\nA note about herons.\n")
+    assert (await rf.reindex(root))["indexed_files"] == 1
+    assert (await rf.status())["files"] == 3
+
+
+async def test_an_unexpected_error_in_the_lexical_branch_fails_only_that_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = notes(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        monkeypatch.setattr(Reader, "lexical", failing_once(
+            Reader.lexical, lambda _self, match, _limit: "explode" in match,
+            sqlite3.DatabaseError("unmapped driver failure")))
+        with pytest.raises(InternalError, match="hybrid search for 'explode'.*keeps serving"):
+            await rf.search("explode", mode="hybrid")
+        await still_serving(rf, root)
+
+
+async def test_an_unexpected_error_making_the_query_vector_fails_only_that_search(
+    tmp_path: Path
+) -> None:
+    class BrokenQueries(CountingEmbedder):
+        def embed_query(self, text: str) -> F32:
+            if "explode" in text:
+                raise ValueError("onnxruntime said no (injected)")
+            return super().embed_query(text)
+
+    root = notes(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=BrokenQueries()) as rf:
+        await rf.reindex(root)
+        with pytest.raises(RiffluxError, match="ValueError: onnxruntime said no"):
+            await rf.search("explode", mode="semantic")
+        await still_serving(rf, root)
+        assert (await rf.search("otters in rivers", mode="semantic"))
+
+
+async def test_an_unexpected_error_in_a_read_fails_only_that_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = notes(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        chunk_id = (await rf.search("otters", mode="lexical"))[0]["chunk_id"]
+        monkeypatch.setattr(Reader, "chunk", failing_once(
+            Reader.chunk, lambda _self, _key: True, KeyError("a bug (injected)")))
+        with pytest.raises(InternalError, match="reading chunk"):
+            await rf.get_chunk(chunk_id)
+        chunk = await rf.get_chunk(chunk_id)
+        assert chunk is not None and chunk["path"] == "otters.md"
+        await still_serving(rf, root)
+
+
+async def test_an_unexpected_error_inside_a_job_fails_that_job_and_the_next_one_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = notes(tmp_path / "docs")
+    real_plan = index_job.plan_scan
+    calls = 0
+
+    def plan_scan(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("planner bug (injected)")
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(index_job, "plan_scan", plan_scan)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        with pytest.raises(RiffluxError, match="internal error.*planner bug"):
+            await rf.reindex(root)
+        failed = (await rf.status())["jobs"][0]
+        assert failed["status"] == "failed" and "RuntimeError" in (failed["error"] or "")
+        assert (await rf.reindex(root))["indexed_files"] == 2
+        await still_serving(rf, root)
+
+
+async def test_a_slow_vector_load_holds_up_neither_lexical_search_nor_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = notes(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    release = anyio.Event()
+    loading = anyio.Event()
+    real_load = Reader.all_vectors
+
+    async def slow_load(self: Reader, model: str, dim: int) -> Any:
+        loading.set()
+        await release.wait()
+        return await real_load(self, model, dim)
+
+    monkeypatch.setattr(Reader, "all_vectors", slow_load)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        with anyio.fail_after(5):
+            await loading.wait()
+            assert (await rf.search("otters", mode="lexical"))[0]["path"] == "otters.md"
+            status = await rf.status()
+        assert status["vectors_in_memory"] == 0 and status["embeddings"] == 2
+        release.set()
+        hits = await rf.search("otters sleeping in a river", mode="semantic")
+        assert hits and (await rf.status())["vectors_in_memory"] == 2
+
+
+async def test_status_right_after_opening_an_embedded_index_reports_true_counts(
+    tmp_path: Path
+) -> None:
+    root = notes(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        embedded = await rf.status()
+    assert embedded["embeddings"] == 2 and embedded["pending_embeddings"] == 0
+
+    gate = threading.Event()
+
+    def slow_model() -> CountingEmbedder:
+        gate.wait(10)
+        return CountingEmbedder()
+
+    async with Rifflux(tmp_path / "i.db", embedder=slow_model) as rf:
+        loading = await rf.status()
+        assert loading["embedding_model_ready"] is False
+        assert loading["embedding_counts_model"] == "counting-v1"
+        assert (loading["embeddings"], loading["pending_embeddings"]) == (2, 0)
+        gate.set()
+
+        async def ready() -> bool:
+            return (await rf.status())["embedding_model_ready"]
+
+        await eventually(ready)
+        loaded = await rf.status()
+    assert (loaded["embeddings"], loaded["pending_embeddings"]) == (2, 0)
+    assert loaded["embedding_model"] == loaded["embedding_counts_model"] == "counting-v1"
+
+
+async def test_requests_in_flight_at_shutdown_get_closed_error(tmp_path: Path) -> None:
+    root = notes(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    gate = threading.Event()
+
+    def never_loads() -> CountingEmbedder:
+        gate.wait(30)  # released at the end: the shutdown must not wait for it
+        return CountingEmbedder()
+
+    outcomes: list[BaseException | None] = []
+
+    async def semantic_search(rf: Rifflux) -> None:
+        try:
+            await rf.search("otters", mode="semantic")  # waits for the model
+            outcomes.append(None)
+        except RiffluxError as exc:
+            outcomes.append(exc)
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                rf = Rifflux(tmp_path / "i.db", embedder=never_loads)
+                async with rf:
+                    tg.start_soon(semantic_search, rf)
+                    await anyio.wait_all_tasks_blocked()
+    finally:
+        gate.set()
+    assert len(outcomes) == 1 and isinstance(outcomes[0], ClosedError)
+    with pytest.raises(ClosedError, match="async with Rifflux"):
+        await rf.search("otters")
+
+
+async def test_200_edits_during_a_background_reindex_all_complete(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    for i in range(300):
+        write(root, f"bulk/f{i}.md", f"# File {i}\n\n" + f"words of file {i}. " * 40)
+    target = write(root, "edited.md", "# Edited\n\nversion zero\n")
+    settings = Settings(db_path=tmp_path / "i.db", job_history=300)
+    async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
+        bulk = (await rf.reindex(root, background=True))["job"]["id"]
+        edits = []
+        for n in range(1, 201):
+            target.write_text(f"# Edited\n\nversion {n} of the text, rev{n}\n", encoding="utf-8")
+            edits.append((await rf.reindex(target, background=True))["job"]["id"])
+            if n == 1:
+                assert (await rf.job(bulk))["status"] != "completed"  # edits during it
+        with anyio.fail_after(60):
+            for job_id in [bulk, *edits]:
+                assert (await rf.wait_for_job(job_id))["status"] == "completed"
+        hits = await rf.search("rev200", mode="lexical")
+        stale = await rf.search("rev199", mode="lexical")
+        status = await rf.status()
+    assert hits and hits[0]["path"] == "edited.md" and not stale
+    assert status["pending_embeddings"] == 0 and status["files"] == 301
