@@ -194,8 +194,8 @@ async def test_busy_database_fails_after_three_retries(tmp_path: Path) -> None:
 
 async def test_shutdown_during_a_running_job_is_prompt_and_clean(tmp_path: Path) -> None:
     root = tmp_path / "docs"
-    for i in range(400):
-        write(root, f"d{i % 20}/f{i}.md", f"# File {i}\n\n" + f"content number {i} " * 80)
+    for i in range(400):  # big enough that parsing and writing them takes seconds
+        write(root, f"d{i % 20}/f{i}.md", f"# File {i}\n\n" + f"content number {i}. " * 1500)
     threads_before = own_threads()
     # a short grace period: the job is still running when it ends, and is cancelled
     settings = Settings(db_path=tmp_path / "i.db", shutdown_grace_seconds=0.1)

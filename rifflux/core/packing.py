@@ -1,0 +1,196 @@
+"""Sizing and packing: rendered blocks -> chunk drafts within :class:`ChunkLimits`.
+
+Oversized blocks are split (code at line boundaries, other text at paragraph, line,
+sentence or word boundaries), headings travel with the block after them, blocks of
+one section are packed together, and drafts under ``min_chars`` are merged into a
+neighbour they fit with.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkLimits:
+    max_chars: int = 1000
+    min_chars: int = 200
+    code_max_chars: int = 3000
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One rendered block of a section: its heading path and its text."""
+
+    path: tuple[str, ...]
+    text: str
+    is_code: bool = False
+    is_heading: bool = False
+
+
+@dataclass(slots=True)
+class Draft:
+    """A chunk being built: the parts of one section, joined by blank lines."""
+
+    path: tuple[str, ...]
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        self.size = sum(len(p) for p in self.parts) + 2 * max(0, len(self.parts) - 1)
+
+    def add(self, parts: list[str]) -> None:
+        for part in parts:
+            self.size += len(part) + (2 if self.parts else 0)
+            self.parts.append(part)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.parts)
+
+
+def _split_oversized(text: str, is_code: bool, limits: ChunkLimits) -> list[str]:
+    if is_code:
+        if len(text) <= limits.code_max_chars:
+            return [text]
+        return _split_code(text, limits.code_max_chars)
+    if len(text) <= limits.max_chars:
+        return [text]
+    return _split_text(text, limits.max_chars)
+
+
+def _split_code(fenced: str, cap: int) -> list[str]:
+    lines = fenced.split("\n")
+    opener, body = lines[0], lines[1:-1]
+    budget = cap - len(opener) - 5
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in body:
+        for part in _hard_wrap(line, budget):
+            if current and size + len(part) + 1 > budget:
+                pieces.append("\n".join([opener, *current, "```"]))
+                current, size = [], 0
+            current.append(part)
+            size += len(part) + 1
+    if current or not pieces:
+        pieces.append("\n".join([opener, *current, "```"]))
+    return pieces
+
+
+def _hard_wrap(text: str, width: int) -> list[str]:
+    if len(text) <= width:
+        return [text]
+    return [text[i : i + width] for i in range(0, len(text), width)]
+
+
+def _atoms(text: str, cap: int) -> list[tuple[str, str]]:
+    """(piece, separator before it): lines, and where a line is too long, its sentences,
+    words, and at worst fixed-width slices."""
+    out: list[tuple[str, str]] = []
+    line_sep = "\n"
+    for line in text.split("\n"):
+        if not line.strip():
+            line_sep = "\n\n"  # a blank line: keep the paragraph break
+            continue
+        if len(line) <= cap:
+            out.append((line, line_sep))
+        else:
+            first = True
+            for sentence in _SENTENCE_END.split(line):
+                pieces = [sentence] if len(sentence) <= cap else sentence.split()
+                for piece in pieces:
+                    for part in _hard_wrap(piece, cap):
+                        out.append((part, line_sep if first else " "))
+                        first = False
+        line_sep = "\n"
+    return out
+
+
+def _split_text(text: str, cap: int) -> list[str]:
+    """Pack lines (or, inside an overlong line, sentences and words) into pieces of at
+    most ``cap`` characters, so nothing is cut mid-word unless a word is itself huge."""
+    out: list[str] = []
+    current = ""
+    for atom, sep in _atoms(text, cap):
+        if current and len(current) + len(sep) + len(atom) > cap:
+            out.append(current)
+            current = atom
+        else:
+            current = f"{current}{sep}{atom}" if current else atom
+    if current:
+        out.append(current)
+    return out
+
+
+def attach_headings(blocks: list[Block], limits: ChunkLimits) -> list[Block]:
+    """A heading travels with the block after it, so no chunk is a bare heading line
+    when its section has a body (an oversized block is then split after the heading)."""
+    out: list[Block] = []
+    i = 0
+    while i < len(blocks):
+        current = blocks[i]
+        nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+        if (
+            current.is_heading
+            and nxt is not None
+            and not nxt.is_heading
+            and nxt.path == current.path
+        ):
+            joined = f"{current.text}\n\n{nxt.text}"
+            if not nxt.is_code:
+                out.append(Block(current.path, joined))
+                i += 2
+                continue
+            if len(joined) <= limits.code_max_chars:
+                # kept whole, like the code block itself
+                out.append(Block(current.path, joined, is_code=True))
+                i += 2
+                continue
+        out.append(current)
+        i += 1
+    return out
+
+
+def pack(blocks: list[Block], limits: ChunkLimits) -> list[Draft]:
+    """Consecutive blocks of one section share a draft while it stays within ``max_chars``."""
+    drafts: list[Draft] = []
+    for block in blocks:
+        for piece in _split_oversized(block.text, block.is_code, limits):
+            last = drafts[-1] if drafts else None
+            if (
+                last is not None
+                and last.path == block.path
+                and last.size + 2 + len(piece) <= limits.max_chars
+            ):
+                last.add([piece])
+            else:
+                drafts.append(Draft(block.path, [piece]))
+    return drafts
+
+
+def merge_small(drafts: list[Draft], limits: ChunkLimits) -> list[Draft]:
+    """Merge every chunk under ``min_chars`` into a neighbour it fits with."""
+    out: list[Draft] = []
+    carry: Draft | None = None
+    for draft in drafts:
+        if carry is not None:
+            if carry.size + 2 + draft.size <= limits.max_chars:
+                path = draft.path if draft.path[: len(carry.path)] == carry.path else carry.path
+                draft = Draft(path, carry.parts + draft.parts)
+            else:
+                out.append(carry)
+            carry = None
+        if draft.size < limits.min_chars:
+            carry = draft
+        else:
+            out.append(draft)
+    if carry is not None:
+        if out and out[-1].size + 2 + carry.size <= limits.max_chars:
+            out[-1].add(carry.parts)
+        else:
+            out.append(carry)
+    return out
