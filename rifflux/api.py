@@ -242,7 +242,7 @@ class Rifflux:
             "embedding_model_ready": model["ready"],
             "embedding_counts_model": counted_for,
             "embedding_fallback_reason": model["fallback_reason"],
-            "embedding_error": model["error"],
+            "embedding_error": model["error"] or snap["indexer"]["adopt_error"],
             "vectors_in_memory": snap["query"]["vectors_in_memory"],
             "include_globs": list(self.settings.include),
             "exclude_globs": list(self.settings.exclude),

@@ -55,6 +55,7 @@ class IndexerSnapshot(TypedDict):
     vectors_written: int
     busy_retries: int
     last_job_seconds: float
+    adopt_error: str | None
 
 
 class Indexer:
@@ -84,11 +85,13 @@ class Indexer:
         self._retry_out = retry_out
         self._model: str | None = None
         self._pool = ParsePool()
+        self._adopt_error: str | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
-                                        "busy_retries": 0, "last_job_seconds": 0.0}
+                                        "busy_retries": 0, "last_job_seconds": 0.0,
+                                        "adopt_error": None}
 
     def snapshot(self) -> IndexerSnapshot:
-        return dict(self._stats)  # type: ignore[return-value]
+        return {**self._stats, "adopt_error": self._adopt_error}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -120,8 +123,14 @@ class Indexer:
             delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
             logger.warning("cannot adopt model %s yet (%s); retrying in %.1fs", label, exc, delay)
             timers.start_soon(self._send_later, replace(msg, attempt=msg.attempt + 1),
-                                    delay, name="rifflux.indexer.adopt-retry")
+                              delay, name="rifflux.indexer.adopt-retry")
             return
+        except Exception as exc:  # the boundary: without a model, jobs still complete
+            logger.exception("cannot adopt model %s; semantic search is off", label)
+            self._adopt_error = (f"the embedding model could not be adopted "
+                                 f"({type(exc).__name__}: {exc}); semantic search is off")
+            embedder, label, dropped = None, None, 0
+            await self._writer.adopt(None)
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         self._model = label
@@ -220,7 +229,7 @@ class Indexer:
             return
         try:
             texts = await self._writer.missing_in(job.progress.scopes)
-        except RiffluxError:
+        except Exception:  # waiting for every missing text still ends
             logger.exception("%s: cannot tell which texts it waits for; waiting for all", job.id)
             texts = set(missing)
         self._jobs.wait_for(job, texts)

@@ -3,6 +3,7 @@ everything else starts, and tells the indexer (which adopts it) what it got."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -77,7 +78,8 @@ class ModelLoader:
                     )
                     logger.error("%s", self._error)
                 self._ready = True
-            await self._out.send(ModelLoaded(embedder=self._embedder))
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self._out.send(ModelLoaded(embedder=self._embedder))  # (or shut down)
 
     def _load(self) -> Embedder:
         if callable(self._given):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypedDict
 
 import anyio
@@ -88,7 +88,7 @@ class QueryActor:
             task_status.started()
             async for msg in self._inbox:
                 if isinstance(msg, IndexChanged):
-                    self._changed(msg)
+                    self._changed(msg, tg)
                 elif isinstance(msg, VectorsReset):
                     self._reset(msg, tg)
                 else:
@@ -97,12 +97,16 @@ class QueryActor:
 
     # ------------------------------------------------------------ matrix
 
-    def _changed(self, msg: IndexChanged) -> None:
+    def _changed(self, msg: IndexChanged, tg: TaskGroup) -> None:
         if self._replay is not None:
             self._replay.append(msg)
-        if self._matrix is not None:
+        if self._matrix is None:
+            return  # the load that VectorsReset starts reads these from the database
+        try:
             _apply(self._matrix, msg)
-        # no matrix yet: the load that VectorsReset starts reads these from the database
+        except Exception:  # the boundary: a matrix in doubt is loaded again
+            logger.exception("could not apply a change to the vector matrix; reloading it")
+            self._reset(VectorsReset(embedder=self._embedder), tg)
 
     def _reset(self, msg: VectorsReset, tg: TaskGroup) -> None:
         self._embedder = msg.embedder
@@ -117,16 +121,16 @@ class QueryActor:
         try:
             async with self._open_reader() as reader:
                 ids, vectors = await reader.all_vectors(embedder.label, embedder.dim)
+            matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
+            matrix.upsert(ids, vectors)
+            for change in self._replay or ():
+                _apply(matrix, change)
         except Exception:  # searches go on lexically; semantic stays empty
             logger.exception("cannot load the vectors of %s; semantic search is off until "
                              "the next restart", embedder.label)
             self._replay = None
             self._ready.set()
             return
-        matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
-        matrix.upsert(ids, vectors)
-        for change in self._replay or ():
-            _apply(matrix, change)
         self._matrix, self._replay = matrix, None
         self._ready.set()
         logger.info("loaded %d vectors of %s", len(ids), embedder.label)
@@ -158,7 +162,7 @@ class QueryActor:
                 pass  # the caller went away (cancelled); nothing to answer
 
     async def _read(self, msg: ReadRequested) -> Any:
-        async with self._limiter:
+        async with _slot(self._limiter):
             if msg.what == "chunk":
                 return await self._reader.chunk(msg.key or "")
             if msg.what == "file":
@@ -168,10 +172,11 @@ class QueryActor:
             return await self._reader.counts(self._embedder.label if self._embedder else None)
 
     async def search(self, query: str, top_k: int, mode: str) -> list[SearchResult]:
-        if mode != "lexical":  # before taking a slot: the model may still be loading
+        if mode != "lexical" and not self._ready.is_set():
+            # before taking a slot: the model may still be loading
             with anyio.move_on_after(_MODEL_WAIT_SECONDS):
                 await self._ready.wait()
-        async with self._limiter:
+        async with _slot(self._limiter):
             self._searches += 1
             return await self._search(query, top_k, mode)
 
@@ -230,6 +235,20 @@ class QueryActor:
         return matrix.top_k(
             vector, depth, feedback=self._feedback, weight=self._feedback_weight
         )
+
+
+@asynccontextmanager
+async def _slot(limiter: anyio.CapacityLimiter) -> AsyncIterator[None]:
+    """A slot of ``limiter``, taken without a trip through the event loop when one is free
+    (a search is a few milliseconds: every checkpoint shows)."""
+    try:
+        limiter.acquire_nowait()
+    except anyio.WouldBlock:
+        await limiter.acquire()
+    try:
+        yield
+    finally:
+        limiter.release()
 
 
 def _apply(matrix: VectorIndex, msg: IndexChanged) -> None:
