@@ -113,12 +113,14 @@ class IndexRun:
                 limiter = anyio.CapacityLimiter(2)
 
                 async def one(group: list[tuple[str, str | None]]) -> None:
+                    # The slot is held until the writer takes the result: when writing
+                    # falls behind, parsing waits instead of taking the writer's core.
                     async with limiter:
                         result = await prepare(group)
-                    try:
-                        await send.send(result)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        pass  # the writer stopped (it failed): its error ends the job
+                        try:
+                            await send.send(result)
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            pass  # the writer stopped (it failed): its error ends the job
 
                 async with anyio.create_task_group() as tg:
                     for group in groups:
