@@ -9,10 +9,11 @@ component's snapshot. Two instances on two databases share nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 from .actors.jobs import Job, Target
 from .actors.model import EmbedderSource
@@ -20,17 +21,20 @@ from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
+from .core.filters import make_filters
 from .core.scan import Globs
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .types import (
     MODES,
     BackgroundReindex,
-    ChunkRecord,
+    ChunkDetail,
+    FileLines,
     FileRecord,
     JobInfo,
     ReindexResult,
     SearchResult,
     Status,
+    TagCount,
 )
 
 __all__ = ["MODES", "Rifflux"]
@@ -96,8 +100,23 @@ class Rifflux:
 
     # ------------------------------------------------------------ search and reads
 
-    async def search(self, query: str, top_k: int = 10, mode: str = "hybrid") -> list[SearchResult]:
-        """Ranked chunks for ``query``; see SPEC.md for the fields and score breakdowns."""
+    async def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        *,
+        paths: Sequence[str] | str | None = None,
+        root: str | os.PathLike[str] | None = None,
+        tags: Sequence[str] | str | None = None,
+        frontmatter: Mapping[str, Any] | None = None,
+        modified_after: str | date | None = None,
+        modified_before: str | date | None = None,
+    ) -> list[SearchResult]:
+        """Ranked chunks for ``query``; see SPEC.md for the fields and score breakdowns.
+
+        The filters narrow the search to files before either branch ranks anything
+        (``rifflux.core.filters`` says exactly how each one matches)."""
         if mode not in MODES:
             raise InvalidArgumentError(
                 f"unknown mode {mode!r}: use one of {', '.join(MODES)}"
@@ -106,15 +125,50 @@ class Rifflux:
             raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
         if not isinstance(query, str):
             raise InvalidArgumentError("query must be a string")
-        return await self._open().search(query, top_k, mode)
+        filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
+                               tags=tags, frontmatter=frontmatter,
+                               modified_after=modified_after, modified_before=modified_before)
+        return await self._open().search(query, top_k, mode, filters)
 
-    async def get_chunk(self, chunk_id: str) -> ChunkRecord | None:
-        """A stored chunk by id, or None when no chunk has that id."""
+    async def get_chunk(self, chunk_id: str) -> ChunkDetail | None:
+        """A stored chunk by id (with its neighbours' ids), or None when no chunk has it."""
         return await self._open().chunk(str(chunk_id))
 
-    async def get_file(self, path: str | os.PathLike[str]) -> FileRecord | None:
-        """A stored file's chunks in order (path relative to its root, or absolute)."""
-        return await self._open().file(os.fspath(path))
+    @overload
+    async def get_file(self, path: str | os.PathLike[str], *,
+                       root: str | os.PathLike[str] | None = None,
+                       start_line: None = None, end_line: None = None) -> FileRecord | None: ...
+
+    @overload
+    async def get_file(self, path: str | os.PathLike[str], *,
+                       root: str | os.PathLike[str] | None = None,
+                       start_line: int | None = None,
+                       end_line: int | None = None) -> FileRecord | FileLines | None: ...
+
+    async def get_file(
+        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
+        start_line: int | None = None, end_line: int | None = None,
+    ) -> FileRecord | FileLines | None:
+        """A stored file (path relative to its root, or absolute inside it), or None when
+        the index holds no such file.
+
+        Without a line range: its metadata and chunks in order. With ``start_line`` or
+        ``end_line`` (1-based, inclusive): those lines as they are on disk now (an end
+        past the file's end is clamped; ``end_line`` in the answer says where it stopped).
+        """
+        service = self._open()
+        where = None if root is None else os.fspath(root)
+        for name, value in (("start_line", start_line), ("end_line", end_line)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidArgumentError(f"{name} must be a line number, not {value!r}")
+        if start_line is None and end_line is None:
+            return await service.file(os.fspath(path), where)
+        return await service.lines(os.fspath(path), where, start_line, end_line)
+
+    async def list_tags(self, paths: Sequence[str] | str | None = None) -> list[TagCount]:
+        """Every tag (front matter and inline), with the number of files that carry it;
+        with ``paths`` (globs), only files that match them are counted."""
+        return await self._open().tags(make_filters(paths=paths).paths)
 
     async def roots(self) -> list[str]:
         """The folders this index holds files from (absolute paths)."""

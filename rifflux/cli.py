@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -57,7 +58,9 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
     await _require_index(settings)
     async with Rifflux(settings=settings) as rf:
-        results = await rf.search(args.query, top_k=args.top_k, mode=args.mode)
+        results = await rf.search(args.query, top_k=args.top_k, mode=args.mode,
+                                  paths=args.path_globs, root=args.root, tags=args.tags,
+                                  modified_after=args.since, modified_before=args.before)
         label = (await rf.status())["embedding_model"]
     if args.json:
         answer: SearchAnswer = {"query": args.query, "mode": args.mode, "count": len(results),
@@ -69,6 +72,33 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write("rifflux: no results (try other words, --mode semantic, or check "
                          "`rifflux status`)\n")
         return EXIT_FAILURE
+    return EXIT_OK
+
+
+_LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+
+
+async def _show(args: argparse.Namespace, settings: Settings) -> int:
+    await _require_index(settings)
+    path, start, end = args.target, 1, None
+    if (m := _LOCATION.match(args.target)) and not await anyio.Path(args.target).exists():
+        path, start = m.group("path"), int(m.group("start"))
+        end = int(m.group("end")) if m.group("end") else start
+    local = await anyio.Path(path).expanduser()
+    if not local.is_absolute() and await local.is_file():  # as search prints it
+        path = str(await local.resolve())
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
+    if found is None or "text" not in found:
+        raise CommandError(f"{path} is not in the index: give a path as `rifflux search` "
+                           "prints it, or index its folder first")
+    out = Console(highlight=False, soft_wrap=True)
+    where = Path(found["root"]) / found["path"]
+    out.print(f"{where}:{found['start_line']}-{found['end_line']} "
+              f"(of {found['total_lines']} lines)", style="bold cyan")
+    width = len(str(found["end_line"]))
+    for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
+        out.print(f"{n:>{width}} │ {line}", markup=False)
     return EXIT_OK
 
 
@@ -158,6 +188,7 @@ def _write_json(value: Any) -> None:
 COMMANDS: dict[str, Command] = {
     "index": _index,
     "search": _search,
+    "show": _show,
     "status": _status,
     "watch": _watch,
 }

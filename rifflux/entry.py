@@ -99,6 +99,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N",
                    help="number of results (default 10)")
     p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
+    f = p.add_argument_group("filters (applied before ranking)")
+    f.add_argument("--path", action="append", metavar="GLOB", dest="path_globs",
+                   help="only files whose path in its indexed folder matches GLOB, as in "
+                        ".gitignore ('docs/**', '**/adr-*.md'); repeatable, any may match")
+    f.add_argument("--root", metavar="DIR", help="only files under this indexed folder "
+                                                 "(its path, or its name if unique)")
+    f.add_argument("--tag", action="append", metavar="TAG", dest="tags",
+                   help="only files with this tag (front matter or #inline; 'a' matches "
+                        "'a/b'); repeatable, all must be present")
+    f.add_argument("--since", metavar="WHEN",
+                   help="only files modified at or after WHEN: 2026-11-01, "
+                        "2026-11-01T09:30, or an age: 7d, 2w, 3m, 1y")
+    f.add_argument("--before", metavar="WHEN", help="only files modified before WHEN")
+
+    p = sub.add_parser("show", parents=[common], help="print lines of an indexed file",
+                       description="Print an indexed file's lines with line numbers: "
+                                   "PATH:START-END as search prints it, PATH:LINE, or PATH.")
+    p.add_argument("target", metavar="PATH[:START[-END]]")
+    p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
+                                                 "when several hold it")
 
     p = sub.add_parser("status", parents=[common], help="show what is indexed")
     p.add_argument("--json", action="store_true", help="print the index_status JSON object")

@@ -119,12 +119,15 @@ def print_results(console: Console, query: str, results: list[SearchResult]) -> 
 
 
 def _display_path(hit: SearchResult) -> str:
-    """The file as a person can open it: relative to the working directory when inside it."""
+    """The file as a person can open it (relative to the working directory when inside
+    it) and the lines the hit came from: ``path:start-end``, which terminals and editors
+    open at that line, and ``rifflux show`` prints."""
     full = Path(str(hit.get("root", ""))) / str(hit["path"])
     try:
-        return full.relative_to(Path.cwd()).as_posix()
+        shown = full.relative_to(Path.cwd()).as_posix()
     except ValueError:
-        return str(full)
+        shown = str(full)
+    return f"{shown}:{hit['line_start']}-{hit['line_end']}"
 
 
 def _score(breakdown: ScoreBreakdown) -> str:

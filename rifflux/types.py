@@ -40,7 +40,7 @@ ScoreBreakdown = LexicalScores | SemanticScores | HybridScores
 
 
 class ChunkRecord(TypedDict):
-    """A stored chunk, as ``get_chunk`` returns it."""
+    """A stored chunk: SPEC's fields, then where it is and what note it belongs to."""
 
     chunk_id: str
     path: str  # relative to ``root``
@@ -48,6 +48,18 @@ class ChunkRecord(TypedDict):
     chunk_index: int
     content: str
     root: str
+    title: str  # front-matter title, else the first H1, else the file name
+    tags: list[str]  # as filters see them: front matter and inline, nested levels included
+    modified: str  # the file's mtime, ISO 8601 UTC
+    line_start: int  # 1-based, inclusive: the source lines the text came from
+    line_end: int
+
+
+class ChunkDetail(ChunkRecord):
+    """``get_chunk``: a chunk and its neighbours in the file."""
+
+    prev_chunk_id: str | None
+    next_chunk_id: str | None
 
 
 class SearchResult(ChunkRecord):
@@ -65,17 +77,41 @@ class SearchAnswer(TypedDict):
     auto_reindex: NotRequired[dict[str, object]]
 
 
+@final
 class FileRecord(TypedDict):
     """A stored file and its chunks in order, as ``get_file`` returns it."""
 
     path: str
     root: str
-    title: str | None
+    title: str
     tags: list[str]
     aliases: list[str]
+    frontmatter: dict[str, object]
     sha256: str
     size: int
+    total_lines: int
+    modified: str
     chunks: list[ChunkRecord]
+    #: Other indexed roots that hold a file at the same relative path.
+    other_roots: NotRequired[list[str]]
+
+
+@final
+class FileLines(TypedDict):
+    """``get_file`` with a line range: the lines as they are on disk now."""
+
+    path: str
+    root: str
+    start_line: int
+    end_line: int  # clamped to the file's end
+    total_lines: int  # as str.splitlines() counts them
+    text: str
+    other_roots: NotRequired[list[str]]
+
+
+class TagCount(TypedDict):
+    tag: str
+    files: int
 
 
 class Problem(TypedDict):

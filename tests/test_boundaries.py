@@ -17,6 +17,7 @@ from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
 from rifflux.actors import index_job
 from rifflux.core.vectors import F32
 from rifflux.store.reader import Reader
+from rifflux.store.records import Records
 
 from .helpers import CountingEmbedder, eventually, write
 
@@ -59,7 +60,7 @@ async def test_an_unexpected_error_in_the_lexical_branch_fails_only_that_search(
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         monkeypatch.setattr(Reader, "lexical", failing_once(
-            Reader.lexical, lambda _self, match, _limit: "explode" in match,
+            Reader.lexical, lambda _self, match, *_: "explode" in match,
             sqlite3.DatabaseError("unmapped driver failure")))
         with pytest.raises(InternalError, match="hybrid search for 'explode'.*keeps serving"):
             await rf.search("explode", mode="hybrid")
@@ -91,8 +92,8 @@ async def test_an_unexpected_error_in_a_read_fails_only_that_read(
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         chunk_id = (await rf.search("otters", mode="lexical"))[0]["chunk_id"]
-        monkeypatch.setattr(Reader, "chunk", failing_once(
-            Reader.chunk, lambda _self, _key: True, KeyError("a bug (injected)")))
+        monkeypatch.setattr(Records, "chunk", failing_once(
+            Records.chunk, lambda _self, _key: True, KeyError("a bug (injected)")))
         with pytest.raises(InternalError, match="reading chunk"):
             await rf.get_chunk(chunk_id)
         chunk = await rf.get_chunk(chunk_id)

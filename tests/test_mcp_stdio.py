@@ -22,7 +22,8 @@ import rifflux
 pytestmark = pytest.mark.anyio
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
-TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file"}
+TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
+         "list_tags"}
 TOPICS = [
     ("Tomatoes", "Tomatoes want full sun, deep watering twice a week and a cage to climb."),
     ("Compost", "Compost needs greens, browns, air and a little water; turn the pile weekly."),

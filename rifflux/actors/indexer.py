@@ -30,7 +30,7 @@ from ..core.scan import Globs
 from ..errors import IndexBusyError, RiffluxError
 from ..store.writer import Writer, Written
 from .index_job import IndexRun
-from .jobs import Job, JobQueue
+from .jobs import Job, JobQueue, Target
 from .messages import (
     EmbedderMessage,
     EmbedWanted,
@@ -98,6 +98,7 @@ class Indexer:
             async with self._inbox, self._embedder_out, self._query, self._retry_out, \
                     anyio.create_task_group() as timers:
                 task_status.started()
+                await self._reread_stale()
                 async for msg in self._inbox:
                     if isinstance(msg, ModelLoaded):
                         await self._adopt(msg, timers)
@@ -108,6 +109,19 @@ class Indexer:
                 timers.cancel_scope.cancel()
         finally:
             await self._pool.aclose()
+
+    async def _reread_stale(self) -> None:
+        """Files an upgrade of the index marked stale are read again, in the background."""
+        if self._settings.read_only:
+            return
+        try:
+            roots = await self._writer.stale_roots()
+            if roots:
+                logger.info("the index was upgraded: re-reading %s", ", ".join(map(str, roots)))
+                self._jobs.submit(Job([Target(r, requested=str(r)) for r in roots],
+                                      source="startup"))
+        except Exception:  # the boundary: the next reindex reads them anyway
+            logger.exception("cannot queue the re-reading of an upgraded index")
 
     # ------------------------------------------------------------ model and vectors
 
@@ -162,10 +176,12 @@ class Indexer:
 
     async def _committed(self, written: Written, stored: frozenset[str] = frozenset()) -> None:
         """After every commit: the matrix follows, and jobs are checked for completion."""
-        if written.removed or written.added_ids:
-            await self._query.send(IndexChanged(removed=written.removed,
-                                                added_ids=written.added_ids,
-                                                added_vectors=written.added_vectors))
+        if written.removed or written.added_ids or written.files or written.files_removed:
+            await self._query.send(IndexChanged(
+                removed=written.removed, added_ids=written.added_ids,
+                added_files=written.added_files, added_vectors=written.added_vectors,
+                files=written.files, files_removed=written.files_removed,
+                roots=written.roots))
         self._jobs.settle(self._writer.missing, stored)
 
     def _nudge_embedder(self) -> None:

@@ -11,6 +11,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.embedders import Embedder
+from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..core.vectors import F32
 from ..types import Mode
 
@@ -110,9 +111,15 @@ EmbedderMessage = ModelAdopted | EmbedWanted
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexChanged:
+    """A commit: chunks gone and chunks (with vectors) added, files written or deleted."""
+
     removed: tuple[int, ...] = ()
     added_ids: tuple[int, ...] = ()
+    added_files: tuple[int, ...] = ()  # the file of each added chunk
     added_vectors: F32 | None = None
+    files: tuple[FileEntry, ...] = ()
+    files_removed: tuple[int, ...] = ()
+    roots: tuple[tuple[int, str], ...] = ()  # (id, path) of the roots of ``files``
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,16 +135,23 @@ class SearchRequested:
     query: str
     top_k: int
     mode: Mode
+    filters: Filters = NO_FILTERS
     reply: MemoryObjectSendStream[Any]
 
 
-ReadKind = Literal["chunk", "file", "counts", "roots"]
+ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "tags"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadRequested:
+    """``key``: a chunk id, a file's path; ``root`` and ``lines`` narrow a file read;
+    ``paths`` narrows the tags listed."""
+
     what: ReadKind
     key: str | None = None
+    root: str | None = None
+    lines: tuple[int | None, int | None] = (None, None)
+    paths: tuple[str, ...] = ()
     reply: MemoryObjectSendStream[Any]
 
 

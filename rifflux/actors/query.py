@@ -1,16 +1,19 @@
-"""The query actor: a read connection of its own plus the in-memory vector matrix.
+"""The query actor: a read connection of its own, the in-memory vector matrix, and the
+catalog of files that filters are resolved against.
 
 Requests (searches and reads) run side by side, each in its own task, at most
 ``concurrency`` at a time; within a hybrid search the lexical and semantic
-branches run concurrently and are fused by RRF. Each request is an error
-boundary: whatever fails inside it is answered to that caller as a
-``RiffluxError`` and the actor keeps serving.
+branches run concurrently and are fused by RRF. Filters are resolved to a set of
+files first and applied inside each branch before its top ``top_k * 2`` are
+taken. Each request is an error boundary: whatever fails inside it is answered
+to that caller as a ``RiffluxError`` and the actor keeps serving.
 
-The matrix is loaded when the indexer has adopted a model (``VectorsReset``), in
-a task of its own on a connection of its own, so lexical searches and reads
-never wait behind it; ``IndexChanged`` messages that arrive meanwhile are
-replayed on the new matrix (each is idempotent: set or drop rows). Changes
-are applied between awaits, so a search always scores a consistent matrix.
+The catalog is loaded at start and the matrix when the indexer has adopted a
+model (``VectorsReset``), each in a task of its own, on a connection of its own
+for the matrix, so lexical searches and reads never wait behind them;
+``IndexChanged`` messages that arrive meanwhile are replayed on what was loaded
+(each is idempotent: set or drop rows). Changes are applied between awaits, so
+a search always sees a consistent matrix and catalog.
 """
 
 from __future__ import annotations
@@ -25,14 +28,18 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from ..core.catalog import Allowed, Catalog
 from ..core.embedders import Embedder
+from ..core.filters import NO_FILTERS, Filters
 from ..core.fts_query import build_match
 from ..core.fusion import rrf
 from ..core.vectors import VectorIndex
 from ..errors import InternalError, RiffluxError
 from ..store.reader import Reader
+from ..store.records import Records
 from ..types import ChunkRecord, HybridScores, ScoreBreakdown, SearchResult
 from .messages import IndexChanged, QueryMessage, ReadRequested, SearchRequested, VectorsReset
+from .reads import Reads
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +61,7 @@ class QueryActor:
         self,
         *,
         reader: Reader,
+        records: Records,
         open_reader: OpenReader,
         inbox: MemoryObjectReceiveStream[QueryMessage],
         rrf_k: int,
@@ -73,6 +81,11 @@ class QueryActor:
         self._matrix: VectorIndex | None = None
         self._ready = anyio.Event()  # the model is adopted and the matrix loaded (or none)
         self._replay: list[IndexChanged] | None = None  # changes seen while a load runs
+        self._catalog = Catalog()
+        self._catalog_ready = anyio.Event()
+        self._catalog_replay: list[IndexChanged] | None = []
+        self._reads = Reads(reader=reader, records=records, catalog=self._catalog,
+                            catalog_ready=self._catalog_ready)
         self._searches = 0
         self._failures = 0
 
@@ -85,6 +98,7 @@ class QueryActor:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._inbox, anyio.create_task_group() as tg:
+            tg.start_soon(self._load_catalog, name="rifflux.query.catalog")
             task_status.started()
             async for msg in self._inbox:
                 if isinstance(msg, IndexChanged):
@@ -95,9 +109,13 @@ class QueryActor:
                     tg.start_soon(self._serve, msg, name=f"rifflux.query.{_kind(msg)}")
             tg.cancel_scope.cancel()
 
-    # ------------------------------------------------------------ matrix
+    # ------------------------------------------------------------ matrix and catalog
 
     def _changed(self, msg: IndexChanged, tg: TaskGroup) -> None:
+        if self._catalog_replay is not None:
+            self._catalog_replay.append(msg)
+        else:
+            self._catalog.update(dict(msg.roots), msg.files, msg.files_removed)
         if self._replay is not None:
             self._replay.append(msg)
         if self._matrix is None:
@@ -107,6 +125,19 @@ class QueryActor:
         except Exception:  # the boundary: a matrix in doubt is loaded again
             logger.exception("could not apply a change to the vector matrix; reloading it")
             self._reset(VectorsReset(embedder=self._embedder), tg)
+
+    async def _load_catalog(self) -> None:
+        try:
+            roots, files = await self._reader.catalog()
+        except Exception:  # filters then match nothing; searches without them go on
+            logger.exception("cannot load the catalog of files; filtered searches find "
+                             "nothing until the next restart")
+            roots, files = {}, []
+        self._catalog.replace(roots, files)
+        for change in self._catalog_replay or ():
+            self._catalog.update(dict(change.roots), change.files, change.files_removed)
+        self._catalog_replay = None
+        self._catalog_ready.set()
 
     def _reset(self, msg: VectorsReset, tg: TaskGroup) -> None:
         self._embedder = msg.embedder
@@ -120,9 +151,9 @@ class QueryActor:
     async def _load(self, embedder: Embedder) -> None:
         try:
             async with self._open_reader() as reader:
-                ids, vectors = await reader.all_vectors(embedder.label, embedder.dim)
+                ids, files, vectors = await reader.all_vectors(embedder.label, embedder.dim)
             matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
-            matrix.upsert(ids, vectors)
+            matrix.upsert(ids, vectors, files)
             for change in self._replay or ():
                 _apply(matrix, change)
         except Exception:  # searches go on lexically; semantic stays empty
@@ -143,9 +174,10 @@ class QueryActor:
             result: Any
             try:
                 if isinstance(msg, SearchRequested):
-                    result = await self.search(msg.query, msg.top_k, msg.mode)
+                    result = await self.search(msg.query, msg.top_k, msg.mode, msg.filters)
                 else:
-                    result = await self._read(msg)
+                    async with _slot(self._limiter):
+                        result = await self._reads.serve(msg, self._embedder)
             except RiffluxError as exc:
                 result = exc
             except Exception as exc:  # the boundary: one bad request never ends the service
@@ -161,26 +193,25 @@ class QueryActor:
             except anyio.BrokenResourceError:
                 pass  # the caller went away (cancelled); nothing to answer
 
-    async def _read(self, msg: ReadRequested) -> Any:
-        async with _slot(self._limiter):
-            if msg.what == "chunk":
-                return await self._reader.chunk(msg.key or "")
-            if msg.what == "file":
-                return await self._reader.file(msg.key or "")
-            if msg.what == "roots":
-                return await self._reader.roots()
-            return await self._reader.counts(self._embedder.label if self._embedder else None)
-
-    async def search(self, query: str, top_k: int, mode: str) -> list[SearchResult]:
+    async def search(self, query: str, top_k: int, mode: str,
+                     filters: Filters = NO_FILTERS) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
             # before taking a slot: the model may still be loading
             with anyio.move_on_after(_MODEL_WAIT_SECONDS):
                 await self._ready.wait()
+        allowed: Allowed | None = None
+        if filters.active:
+            if not self._catalog_ready.is_set():
+                await self._catalog_ready.wait()
+            allowed = self._catalog.allowed(filters)
+            if allowed is not None and not allowed.ids:
+                return []  # no file passes: nothing to rank
         async with _slot(self._limiter):
             self._searches += 1
-            return await self._search(query, top_k, mode)
+            return await self._search(query, top_k, mode, allowed)
 
-    async def _search(self, query: str, top_k: int, mode: str) -> list[SearchResult]:
+    async def _search(self, query: str, top_k: int, mode: str,
+                      allowed: Allowed | None) -> list[SearchResult]:
         depth = top_k * 2
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
@@ -190,12 +221,12 @@ class QueryActor:
             nonlocal lexical
             match = build_match(query)
             if match is not None:
-                lexical, found = await self._reader.lexical(match, depth)
+                lexical, found = await self._reader.lexical(match, depth, allowed)
                 rows.update(found)
 
         async def run_semantic() -> None:
             nonlocal semantic
-            semantic = await self._semantic(query, depth)
+            semantic = await self._semantic(query, depth, allowed)
 
         if mode == "hybrid":
             async with anyio.create_task_group() as tg:
@@ -225,16 +256,17 @@ class QueryActor:
             results.append({**row, "score_breakdown": breakdown})
         return results
 
-    async def _semantic(self, query: str, depth: int) -> list[tuple[int, float]]:
+    async def _semantic(self, query: str, depth: int,
+                        allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._embedder, self._matrix
         if not _HAS_WORD.search(query) or embedder is None or matrix is None:
             return []  # no query vector can be made: semantic mode answers nothing
         vector = await anyio.to_thread.run_sync(
             embedder.embed_query, query, limiter=self._embed_limiter
         )
-        return matrix.top_k(
-            vector, depth, feedback=self._feedback, weight=self._feedback_weight
-        )
+        return matrix.top_k(vector, depth, feedback=self._feedback,
+                            weight=self._feedback_weight,
+                            groups=allowed.array if allowed is not None else None)
 
 
 @asynccontextmanager
@@ -255,7 +287,7 @@ def _apply(matrix: VectorIndex, msg: IndexChanged) -> None:
     if msg.removed:
         matrix.remove(msg.removed)
     if msg.added_ids and msg.added_vectors is not None:
-        matrix.upsert(msg.added_ids, msg.added_vectors)
+        matrix.upsert(msg.added_ids, msg.added_vectors, msg.added_files or None)
 
 
 def _hybrid(score: float, ranks: tuple[int | None, ...]) -> HybridScores:

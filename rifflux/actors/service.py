@@ -14,15 +14,18 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
+from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError
 from ..types import (
-    ChunkRecord,
+    ChunkDetail,
     Counts,
+    FileLines,
     FileRecord,
     JobInfo,
     Mode,
     QueueStatus,
     SearchResult,
+    TagCount,
     WatcherStatus,
 )
 from .embedder import EmbedderSnapshot
@@ -91,20 +94,33 @@ class Service:
             raise result
         return result
 
-    async def search(self, query: str, top_k: int, mode: Mode) -> list[SearchResult]:
+    async def search(self, query: str, top_k: int, mode: Mode,
+                     filters: Filters = NO_FILTERS) -> list[SearchResult]:
         result: list[SearchResult] = await self._ask(
-            lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, reply=reply))
+            lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, filters=filters,
+                                          reply=reply))
         return result
 
-    async def _read(self, what: ReadKind, key: str | None = None) -> Any:
-        return await self._ask(lambda reply: ReadRequested(what=what, key=key, reply=reply))
+    async def _read(self, what: ReadKind, key: str | None = None, **kw: Any) -> Any:
+        return await self._ask(
+            lambda reply: ReadRequested(what=what, key=key, reply=reply, **kw))
 
-    async def chunk(self, chunk_id: str) -> ChunkRecord | None:
-        result: ChunkRecord | None = await self._read("chunk", chunk_id)
+    async def chunk(self, chunk_id: str) -> ChunkDetail | None:
+        result: ChunkDetail | None = await self._read("chunk", chunk_id)
         return result
 
-    async def file(self, path: str) -> FileRecord | None:
-        result: FileRecord | None = await self._read("file", path)
+    async def file(self, path: str, root: str | None = None) -> FileRecord | None:
+        result: FileRecord | None = await self._read("file", path, root=root)
+        return result
+
+    async def lines(self, path: str, root: str | None, start: int | None,
+                    end: int | None) -> FileLines | None:
+        result: FileLines | None = await self._read("lines", path, root=root,
+                                                    lines=(start, end))
+        return result
+
+    async def tags(self, paths: tuple[str, ...]) -> list[TagCount]:
+        result: list[TagCount] = await self._read("tags", paths=paths)
         return result
 
     async def roots(self) -> list[str]:

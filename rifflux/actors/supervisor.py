@@ -31,6 +31,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
 from ..store.reader import Reader
+from ..store.records import Records
 from ..store.schema import connect
 from ..store.writer import Writer
 from .embedder import EmbedderActor
@@ -78,7 +79,8 @@ class Supervisor:
             jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
                             on_submit=lambda: _nudge(indexer_send))
             query = QueryActor(
-                reader=Reader(query_conn, db), open_reader=lambda: _reading(db, s),
+                reader=Reader(query_conn, db), records=Records(query_conn, db),
+                open_reader=lambda: _reading(db, s),
                 inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight,
             )

@@ -8,9 +8,16 @@ Rules (each has a test):
   kept whole up to ``code_max_chars`` and split at line boundaries beyond it;
   any other oversized block is split at paragraph, line, sentence or word
   boundaries;
-- no content is lost: a chunk shorter than ``min_chars`` is merged into its
-  neighbour when the two fit, and otherwise kept as it is;
-- YAML front matter becomes file metadata (title, tags, aliases), not body text.
+- chunks follow sections: a chunk never spans two sections of the same or a higher
+  level; a chunk shorter than ``min_chars`` merges only with the rest of its own
+  section, or (a short opening, a bare heading) with the subsection right after it;
+  otherwise it stays as it is (no content is lost);
+- every chunk knows the source lines it came from (``line_start``/``line_end``,
+  1-based, as ``str.splitlines()`` counts them);
+- HTML comments are not text: readers never see them;
+- YAML front matter becomes file metadata (title, tags, aliases, the whole front
+  matter), not body text; inline ``#tags`` join the front-matter tags, and the first
+  H1 is the title when the front matter gives none.
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ import hashlib
 from dataclasses import dataclass
 
 from .frontmatter import FileMetadata, split_front_matter
+from .lines import SourceMap
 from .packing import Block, ChunkLimits, attach_headings, merge_small, pack
-from .render import block, block_tokens, inline
+from .render import block, block_tokens, inline, inline_tags
 
 __all__ = [
     "Chunk",
@@ -41,6 +49,9 @@ class Chunk:
     content: str
     #: sha256 of ``embed_text``: vectors are stored and reused by this hash.
     content_hash: str
+    #: The source lines the text came from (1-based, inclusive).
+    line_start: int = 0
+    line_end: int = 0
 
 
 def embed_text(heading_path: str, content: str) -> str:
@@ -58,43 +69,59 @@ def embed_text(heading_path: str, content: str) -> str:
     return f"{heading_path}\n{content}"
 
 
-def make_chunk(index: int, heading_path: str, content: str) -> Chunk:
+def make_chunk(index: int, heading_path: str, content: str,
+               lines: tuple[int, int] = (0, 0)) -> Chunk:
     digest = hashlib.sha256(embed_text(heading_path, content).encode("utf-8")).hexdigest()
     return Chunk(chunk_index=index, heading_path=heading_path, content=content,
-                 content_hash=digest)
+                 content_hash=digest, line_start=lines[0], line_end=lines[1])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedDocument:
     metadata: FileMetadata
     chunks: tuple[Chunk, ...]
+    line_count: int = 0  # as str.splitlines() counts them
 
 
 def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocument:
     """Parse one markdown document into metadata and bounded chunks."""
     limits = limits or ChunkLimits()
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    # Lines as str.splitlines() counts them (CRLF, CR and the rarer breaks alike), so
+    # that line numbers agree with every reader of the file.
+    lines = text.lstrip("\ufeff").splitlines()
+    text = "\n".join(lines)
     metadata, body = split_front_matter(text)
+    source = SourceMap(body, first_line=text.count("\n", 0, len(text) - len(body)) + 1)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
-    for tok in block_tokens(body):
+    first_h1: str | None = None
+    tags: list[str] = []
+    for tok, start, end in block_tokens(body):
         kind = tok.get("type")
         if kind == "heading":
             level = int(tok.get("attrs", {}).get("level", 1))
             title = inline(str(tok.get("text", ""))).strip()
+            if level == 1 and first_h1 is None and title:
+                first_h1 = title
+            tags += inline_tags(title)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-            path = tuple(t for _, t in stack)
-            blocks.append(Block(path, f"{'#' * level} {title}".rstrip(), is_heading=True))
+            if title:  # a heading that is only a comment closes sections, shows nothing
+                blocks.append(Block(tuple(t for _, t in stack), f"{'#' * level} {title}",
+                                    is_heading=True, src=(start, end)))
             continue
         rendered = block(tok).strip("\n")
         if rendered.strip():
-            blocks.append(
-                Block(tuple(t for _, t in stack), rendered, is_code=kind == "block_code")
-            )
-    drafts = merge_small(pack(attach_headings(blocks, limits), limits), limits)
+            is_code = kind == "block_code"
+            if not is_code:
+                tags += inline_tags(rendered)
+            blocks.append(Block(tuple(t for _, t in stack), rendered, is_code=is_code,
+                                src=(start, end)))
+    drafts = merge_small(pack(attach_headings(blocks, limits), limits, source), limits)
     chunks = tuple(
-        make_chunk(i, " > ".join(p for p in d.path if p), d.text) for i, d in enumerate(drafts)
+        make_chunk(i, " > ".join(p for p in d.path if p), d.text, d.lines)
+        for i, d in enumerate(drafts)
     )
-    return ParsedDocument(metadata=metadata, chunks=chunks)
+    return ParsedDocument(metadata=metadata.with_body(first_h1, tags), chunks=chunks,
+                          line_count=len(lines))

@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InvalidArgumentError, RiffluxError
 from .chunker import ChunkLimits, ParsedDocument, parse_markdown
 
 
@@ -66,3 +67,30 @@ def prepare_many(
         res = prepare_file(root, rel, sha, force, limits)
         out.append((rel, None) if res is None else res)
     return out
+
+
+def read_lines(path: Path, start: int | None, end: int | None) -> tuple[int, int, int, str]:
+    """Lines ``start``..``end`` (1-based, inclusive, as ``str.splitlines()`` counts them)
+    of the file as it is on disk now: (start, end clamped to the file, total lines, text).
+
+    Raises ``InvalidArgumentError`` for a range that cannot be read, ``RiffluxError`` when
+    the file is gone.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RiffluxError(f"{path} is no longer on disk; reindex its folder") from None
+    except OSError as exc:
+        raise RiffluxError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    lines = data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+    total = len(lines)
+    first = 1 if start is None else start
+    if first < 1 or (end is not None and end < first):
+        raise InvalidArgumentError(
+            f"lines {start}-{end} are not a range: start_line is 1 or more and end_line is "
+            "not before it")
+    if first > max(total, 1):
+        raise InvalidArgumentError(
+            f"start_line {first} is past the end of {path.name} ({total} lines)")
+    last = total if end is None else min(end, total)
+    return first, last, total, "\n".join(lines[first - 1 : last])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -18,9 +20,24 @@ _YAML_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileMetadata:
+    #: Front-matter ``title`` (or ``name``), else the first H1; None when neither exists.
     title: str | None = None
+    #: Front-matter tags and inline ``#tags``, normalised (see :func:`normalise_tag`).
     tags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    #: The whole front matter, as JSON-safe values (dates become ISO strings).
+    frontmatter: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_body(self, first_h1: str | None, inline_tags: Iterable[str]) -> FileMetadata:
+        """What the body adds: a title when the front matter gave none, inline tags."""
+        tags = tuple(dict.fromkeys([*self.tags, *(normalise_tag(t) for t in inline_tags)]))
+        return replace(self, title=self.title or first_h1, tags=tuple(t for t in tags if t))
+
+
+def normalise_tag(tag: str) -> str:
+    """``#Project/Alpha`` -> ``project/alpha``: no ``#``, lower case, no empty levels (tags
+    match case-insensitively, as in Obsidian)."""
+    return "/".join(p for p in tag.strip().lstrip("#").lower().split("/") if p)
 
 
 def split_front_matter(text: str) -> tuple[FileMetadata, str]:
@@ -36,21 +53,30 @@ def split_front_matter(text: str) -> tuple[FileMetadata, str]:
         return FileMetadata(), text
     data = data or {}
     title = data.get("title") or data.get("name")
+    tags = (normalise_tag(t) for t in _str_tuple(data.get("tags")))
     return (
         FileMetadata(
             title=str(title) if title is not None else None,
-            tags=_str_tuple(data.get("tags")),
+            tags=tuple(dict.fromkeys(t for t in tags if t)),
             aliases=_str_tuple(data.get("aliases")),
+            frontmatter=_json_safe(data),
         ),
         text[match.end() :],
     )
+
+
+def _json_safe(data: dict[Any, Any]) -> dict[str, Any]:
+    """Keys as strings, dates and anything else JSON lacks as strings."""
+    safe: dict[str, Any] = json.loads(json.dumps({str(k): v for k, v in data.items()},
+                                                 default=str))
+    return safe
 
 
 def _str_tuple(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
+        return tuple(v.strip() for v in re.split(r"[,\s]+", value) if v.strip())
     if isinstance(value, list | tuple):
         return tuple(str(v) for v in value if v is not None)
     return (str(value),)

@@ -9,7 +9,9 @@ neighbour they fit with.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from .lines import SourceMap
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -23,29 +25,34 @@ class ChunkLimits:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One rendered block of a section: its heading path and its text."""
+    """One rendered block of a section: its heading path, its text, and the span of the
+    source body it was rendered from (offsets)."""
 
     path: tuple[str, ...]
     text: str
     is_code: bool = False
     is_heading: bool = False
+    src: tuple[int, int] = (0, 0)
 
 
 @dataclass(slots=True)
 class Draft:
-    """A chunk being built: the parts of one section, joined by blank lines."""
+    """A chunk being built: the parts of one section, joined by blank lines, and the
+    source lines they came from."""
 
     path: tuple[str, ...]
-    parts: list[str] = field(default_factory=list)
+    parts: list[str]
+    lines: tuple[int, int]
     size: int = 0
 
     def __post_init__(self) -> None:
         self.size = sum(len(p) for p in self.parts) + 2 * max(0, len(self.parts) - 1)
 
-    def add(self, parts: list[str]) -> None:
+    def add(self, parts: list[str], lines: tuple[int, int]) -> None:
         for part in parts:
             self.size += len(part) + (2 if self.parts else 0)
             self.parts.append(part)
+        self.lines = (min(self.lines[0], lines[0]), max(self.lines[1], lines[1]))
 
     @property
     def text(self) -> str:
@@ -141,13 +148,14 @@ def attach_headings(blocks: list[Block], limits: ChunkLimits) -> list[Block]:
             and nxt.path == current.path
         ):
             joined = f"{current.text}\n\n{nxt.text}"
+            src = (current.src[0], nxt.src[1])
             if not nxt.is_code:
-                out.append(Block(current.path, joined))
+                out.append(Block(current.path, joined, src=src))
                 i += 2
                 continue
             if len(joined) <= limits.code_max_chars:
                 # kept whole, like the code block itself
-                out.append(Block(current.path, joined, is_code=True))
+                out.append(Block(current.path, joined, is_code=True, src=src))
                 i += 2
                 continue
         out.append(current)
@@ -155,32 +163,43 @@ def attach_headings(blocks: list[Block], limits: ChunkLimits) -> list[Block]:
     return out
 
 
-def pack(blocks: list[Block], limits: ChunkLimits) -> list[Draft]:
+def pack(blocks: list[Block], limits: ChunkLimits, source: SourceMap) -> list[Draft]:
     """Consecutive blocks of one section share a draft while it stays within ``max_chars``."""
     drafts: list[Draft] = []
     for block in blocks:
-        for piece in _split_oversized(block.text, block.is_code, limits):
+        pieces = _split_oversized(block.text, block.is_code, limits)
+        located = pieces
+        if block.is_code and len(pieces) > 1:
+            # every piece of a split code block repeats its fence line: only the first
+            # one's is in the source at that place
+            located = [pieces[0], *(p.partition("\n")[2] for p in pieces[1:])]
+        for piece, lines in zip(pieces, source.locate(located, *block.src), strict=True):
             last = drafts[-1] if drafts else None
             if (
                 last is not None
                 and last.path == block.path
                 and last.size + 2 + len(piece) <= limits.max_chars
             ):
-                last.add([piece])
+                last.add([piece], lines)
             else:
-                drafts.append(Draft(block.path, [piece]))
+                drafts.append(Draft(block.path, [piece], lines))
     return drafts
 
 
 def merge_small(drafts: list[Draft], limits: ChunkLimits) -> list[Draft]:
-    """Merge every chunk under ``min_chars`` into a neighbour it fits with."""
+    """Merge a draft under ``min_chars`` into a neighbour, but never across sections: only
+    with the rest of its own section, or (a section's short opening, a bare heading) with
+    the subsection right after it, whose breadcrumb the merged chunk keeps. A short
+    section of its own stays a chunk of its own."""
     out: list[Draft] = []
     carry: Draft | None = None
     for draft in drafts:
         if carry is not None:
-            if carry.size + 2 + draft.size <= limits.max_chars:
-                path = draft.path if draft.path[: len(carry.path)] == carry.path else carry.path
-                draft = Draft(path, carry.parts + draft.parts)
+            if (draft.path[: len(carry.path)] == carry.path
+                    and carry.size + 2 + draft.size <= limits.max_chars):
+                merged = Draft(draft.path, carry.parts + draft.parts, carry.lines)
+                merged.lines = (carry.lines[0], max(carry.lines[1], draft.lines[1]))
+                draft = merged
             else:
                 out.append(carry)
             carry = None
@@ -189,8 +208,10 @@ def merge_small(drafts: list[Draft], limits: ChunkLimits) -> list[Draft]:
         else:
             out.append(draft)
     if carry is not None:
-        if out and out[-1].size + 2 + carry.size <= limits.max_chars:
-            out[-1].add(carry.parts)
+        last = out[-1] if out else None
+        if (last is not None and last.path == carry.path
+                and last.size + 2 + carry.size <= limits.max_chars):
+            last.add(carry.parts, carry.lines)
         else:
             out.append(carry)
     return out

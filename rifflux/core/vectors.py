@@ -28,6 +28,8 @@ class VectorIndex:
         self.dim = dim
         self._matrix: F32 = np.zeros((max(capacity, 16), dim), dtype=np.float32)
         self._ids: npt.NDArray[np.int64] = np.zeros(max(capacity, 16), dtype=np.int64)
+        #: Each row's group (the chunk's file), so that a search can be limited to files.
+        self._groups: npt.NDArray[np.int64] = np.zeros(max(capacity, 16), dtype=np.int64)
         self._pos: dict[int, int] = {}
 
     def __len__(self) -> int:
@@ -49,22 +51,28 @@ class VectorIndex:
         matrix[:cap] = self._matrix
         ids = np.zeros(new_cap, dtype=np.int64)
         ids[:cap] = self._ids
-        self._matrix, self._ids = matrix, ids
+        groups = np.zeros(new_cap, dtype=np.int64)
+        groups[:cap] = self._groups
+        self._matrix, self._ids, self._groups = matrix, ids, groups
 
-    def upsert(self, ids: Sequence[int], vectors: F32) -> None:
+    def upsert(self, ids: Sequence[int], vectors: F32,
+               groups: Sequence[int] | None = None) -> None:
         if len(ids) == 0:
             return
         if vectors.shape != (len(ids), self.dim):
             raise ValueError(f"expected {(len(ids), self.dim)} vectors, got {vectors.shape}")
+        if groups is not None and len(groups) != len(ids):
+            raise ValueError(f"expected {len(ids)} groups, got {len(groups)}")
         vectors = normalise(np.asarray(vectors, dtype=np.float32))
         self._grow(len(self._pos) + len(ids))
-        for key, vec in zip(ids, vectors, strict=True):
+        for i, (key, vec) in enumerate(zip(ids, vectors, strict=True)):
             row = self._pos.get(int(key))
             if row is None:
                 row = len(self._pos)
                 self._pos[int(key)] = row
                 self._ids[row] = key
             self._matrix[row] = vec
+            self._groups[row] = groups[i] if groups is not None else 0
 
     def remove(self, ids: Iterable[int]) -> None:
         for key in ids:
@@ -76,15 +84,20 @@ class VectorIndex:
                 moved = int(self._ids[last])
                 self._matrix[row] = self._matrix[last]
                 self._ids[row] = moved
+                self._groups[row] = self._groups[last]
                 self._pos[moved] = row
 
     def clear(self) -> None:
         self._pos.clear()
 
     def top_k(
-        self, query: F32, k: int, *, feedback: int = 0, weight: float = 1.0, pool: int = 200
+        self, query: F32, k: int, *, feedback: int = 0, weight: float = 1.0, pool: int = 200,
+        groups: npt.NDArray[np.int64] | None = None,
     ) -> list[tuple[int, float]]:
         """(id, cosine) of the ``k`` rows most similar to ``query``, best first.
+
+        With ``groups`` (sorted), only rows of those groups are candidates: the filter
+        applies before the top ``k`` are taken, and feedback looks at them only.
 
         With ``feedback`` > 0 (pseudo-relevance feedback, Rocchio style), the query
         moves towards the mean of its ``feedback`` best rows (``q + weight * mean``,
@@ -94,6 +107,12 @@ class VectorIndex:
         n = len(self._pos)
         if n == 0 or k < 1:
             return []
+        rows: npt.NDArray[np.intp] | None = None
+        if groups is not None:
+            rows = np.flatnonzero(np.isin(self._groups[:n], groups, assume_unique=False))
+            if len(rows) == 0:
+                return []
+            return self._top_k_of(rows, query, k, feedback, weight, pool)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         if norm == 0.0 or not np.isfinite(norm):
@@ -112,6 +131,15 @@ class VectorIndex:
             return [(int(self._ids[cand[i]]), float(rescored[i])) for i in order]
         best = self._best(scores, min(k, n))
         return [(int(self._ids[i]), float(scores[i])) for i in best]
+
+    def _top_k_of(self, rows: npt.NDArray[np.intp], query: F32, k: int, feedback: int,
+                  weight: float, pool: int) -> list[tuple[int, float]]:
+        """``top_k`` among ``rows`` only (a view of the matrix, scored the same way)."""
+        sub = VectorIndex(self.dim, capacity=len(rows))
+        sub._matrix[: len(rows)] = self._matrix[rows]
+        sub._ids[: len(rows)] = self._ids[rows]
+        sub._pos = {int(i): r for r, i in enumerate(self._ids[rows])}
+        return sub.top_k(query, k, feedback=feedback, weight=weight, pool=pool)
 
     def _best(self, scores: F32, k: int) -> npt.NDArray[np.intp]:
         """Row positions of the ``k`` best scores, best first, ties by smaller id."""

@@ -47,6 +47,9 @@ SEED = Path(__file__).with_name("handshake.json")
 # ---------------------------------------------------------------- the snapshot
 
 
+#: The modules whose source defines what ``tools/list`` answers.
+_TOOL_SOURCES = ("server.py", "tools.py", "params.py")
+
 #: Distributions whose code shapes the SDK's answers (dist-info spelling).
 _DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")
 
@@ -74,8 +77,10 @@ def snapshot_key() -> dict[str, str]:
                 seen.add(dist)
                 key[dist] = version
     try:
-        source = Path(__file__).with_name("server.py").read_bytes()
-        key["tools"] = hashlib.sha256(source).hexdigest()[:16]
+        digest = hashlib.sha256()
+        for name in _TOOL_SOURCES:
+            digest.update(Path(__file__).with_name(name).read_bytes())
+        key["tools"] = digest.hexdigest()[:16]
     except OSError:
         key["tools"] = "unknown"
     return key

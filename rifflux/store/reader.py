@@ -4,27 +4,33 @@ the writer writes)."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import aiosqlite
-import anyio
 import numpy as np
 
+from ..core.catalog import Allowed
 from ..core.chunker import embed_text
+from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
-from ..types import ChunkRecord, Counts, FileRecord
+from ..types import ChunkRecord, Counts
 from .schema import mapped_errors
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = (2.0, 1.0)
 
-_ROW_SQL = (
-    "SELECT c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path "
+#: The columns of a result row, in the order ``row_dict`` reads them.
+ROW_COLUMNS = (
+    "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
+    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
+)
+ROW_SQL = (
+    f"SELECT {ROW_COLUMNS} "
     "FROM chunks c JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
 )
 
@@ -35,19 +41,32 @@ class PendingText:
     text: str
 
 
-def _row_dict(row: Sequence[Any]) -> ChunkRecord:
+def row_dict(row: Sequence[Any]) -> ChunkRecord:
+    """A chunk row (``ROW_COLUMNS``) as a result: SPEC's fields, then where it is and what
+    note it belongs to."""
+    rel = str(row[5])
     return {
         "chunk_id": str(row[1]),
-        "path": str(row[5]),
+        "path": rel,
         "heading_path": str(row[3]),
         "chunk_index": int(row[2]),
         "content": str(row[4]),
         "root": str(row[6]),
+        "title": title_of(row[7], rel),
+        "tags": sorted(tag_levels(json.loads(row[8]))),
+        "modified": iso_utc(int(row[9])),
+        "line_start": int(row[10]),
+        "line_end": int(row[11]),
     }
 
 
-def _user_path(path: str) -> Path:
-    return Path(os.path.expanduser(path))
+def title_of(stored: str | None, rel_path: str) -> str:
+    """The front-matter title, else the first H1 (both stored), else the file's name."""
+    return stored or PurePosixPath(rel_path).stem
+
+
+def iso_utc(mtime_ns: int) -> str:
+    return datetime.fromtimestamp(mtime_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Reader:
@@ -56,91 +75,47 @@ class Reader:
         self.db_path = db_path
 
     async def lexical(
-        self, match: str, limit: int
+        self, match: str, limit: int, allowed: Allowed | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
         """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
-        connection's thread. ``match`` must come from ``build_match``."""
+        connection's thread. ``match`` must come from ``build_match``. With ``allowed``,
+        only chunks of those files are ranked (before the limit)."""
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
+        if allowed is None:
+            hits = ("SELECT rowid AS id, bm25(chunks_fts, " + w + ") AS score "
+                    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?")
+            params: tuple[Any, ...] = (match, limit)
+        else:
+            hits = ("SELECT t.rowid AS id, bm25(chunks_fts, " + w + ") AS score "
+                    "FROM chunks_fts t JOIN chunks k ON k.id = t.rowid "
+                    "WHERE chunks_fts MATCH ? AND k.file_id IN (SELECT value FROM json_each(?)) "
+                    "ORDER BY score, t.rowid LIMIT ?")
+            params = (match, allowed.json, limit)
         sql = (
-            "WITH hits AS (SELECT rowid AS id, bm25(chunks_fts, " + w + ") AS score "
-            "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?) "
-            "SELECT c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, "
-            "r.path, hits.score FROM hits JOIN chunks c ON c.id = hits.id "
-            "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
-            "ORDER BY hits.score, hits.id"
+            f"WITH hits AS ({hits}) SELECT {ROW_COLUMNS}, hits.score FROM hits "
+            "JOIN chunks c ON c.id = hits.id JOIN files f ON f.id = c.file_id "
+            "JOIN roots r ON r.id = f.root_id ORDER BY hits.score, hits.id"
         )
         with mapped_errors(self.db_path):
             try:
-                rows = await self.conn.execute_fetchall(sql, (match, limit))
+                rows = await self.conn.execute_fetchall(sql, params)
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     return [], {}
                 raise
-        ranked = [(int(r[0]), float(r[7])) for r in rows]
-        return ranked, {int(r[0]): _row_dict(r) for r in rows}
+        ranked = [(int(r[0]), float(r[-1])) for r in rows]
+        return ranked, {int(r[0]): row_dict(r) for r in rows}
 
     async def rows(self, rowids: Sequence[int]) -> dict[int, ChunkRecord]:
         if not rowids:
             return {}
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
-                _ROW_SQL + f"WHERE c.id IN ({','.join('?' * len(rowids))})", tuple(rowids)
+                ROW_SQL + f"WHERE c.id IN ({','.join('?' * len(rowids))})", tuple(rowids)
             )
-        return {int(r[0]): _row_dict(r) for r in rows}
-
-    async def chunk(self, chunk_id: str) -> ChunkRecord | None:
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute(_ROW_SQL + "WHERE c.chunk_id = ?", (chunk_id,))
-            row = await cur.fetchone()
-        return _row_dict(row) if row else None
-
-    async def file(self, path: str) -> FileRecord | None:
-        """A file by path relative to its root, or absolute; first root wins on ties."""
-        candidates: list[tuple[str, str]] = []
-        p = _user_path(path)
-        resolved = Path(await anyio.Path(p).resolve()) if p.is_absolute() else p
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute("SELECT path FROM roots ORDER BY id")
-            roots = [str(r[0]) for r in await cur.fetchall()]
-            if p.is_absolute():
-                for root in roots:
-                    try:
-                        rel = resolved.relative_to(root).as_posix()
-                    except ValueError:
-                        try:
-                            rel = p.relative_to(root).as_posix()
-                        except ValueError:
-                            continue
-                    candidates.append((root, rel))
-            else:
-                rel = p.as_posix().removeprefix("./")
-                candidates.extend((root, rel) for root in roots)
-            for root, rel in candidates:
-                cur = await self.conn.execute(
-                    "SELECT f.id, f.title, f.tags, f.aliases, f.sha256, f.size FROM files f "
-                    "JOIN roots r ON r.id = f.root_id WHERE r.path = ? AND f.rel_path = ?",
-                    (root, rel),
-                )
-                frow = await cur.fetchone()
-                if frow is None:
-                    continue
-                cur = await self.conn.execute(
-                    _ROW_SQL + "WHERE c.file_id = ? ORDER BY c.chunk_index", (int(frow[0]),)
-                )
-                chunks = [_row_dict(r) for r in await cur.fetchall()]
-                return {
-                    "path": rel,
-                    "root": root,
-                    "title": frow[1],
-                    "tags": json.loads(frow[2]),
-                    "aliases": json.loads(frow[3]),
-                    "sha256": frow[4],
-                    "size": frow[5],
-                    "chunks": chunks,
-                }
-        return None
+        return {int(r[0]): row_dict(r) for r in rows}
 
     async def pending(self, model: str, limit: int) -> list[PendingText]:
         """Distinct chunk texts with no vector from ``model``, newest first."""
@@ -155,19 +130,31 @@ class Reader:
             rows = await cur.fetchall()
         return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
-    async def all_vectors(self, model: str, dim: int) -> tuple[list[int], F32]:
+    async def all_vectors(self, model: str, dim: int) -> tuple[list[int], list[int], F32]:
+        """Every chunk with a vector of ``model``: rowids, their files, the vectors."""
         with mapped_errors(self.db_path):
             cur = await self.conn.execute(
-                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
                 "ON e.content_hash = c.content_hash AND e.model = ?",
                 (model,),
             )
             rows = list(await cur.fetchall())
         ids = [int(r[0]) for r in rows]
+        files = [int(r[1]) for r in rows]
         if not rows:
-            return ids, np.zeros((0, dim), dtype=np.float32)
-        blob = b"".join(bytes(r[1]) for r in rows)
-        return ids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+            return ids, files, np.zeros((0, dim), dtype=np.float32)
+        blob = b"".join(bytes(r[2]) for r in rows)
+        return ids, files, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+
+    async def catalog(self) -> tuple[dict[int, str], list[FileEntry]]:
+        """Every root, and every file as filters see it."""
+        with mapped_errors(self.db_path):
+            roots = await self.conn.execute_fetchall("SELECT id, path FROM roots")
+            files = await self.conn.execute_fetchall(
+                "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files")
+        return ({int(r[0]): str(r[1]) for r in roots},
+                [FileEntry(int(f[0]), int(f[1]), str(f[2]), int(f[3]),
+                           tag_levels(json.loads(f[4])), json.loads(f[5])) for f in files])
 
     async def counts(self, model: str | None) -> tuple[Counts, str | None]:
         """The index's counts; vectors are counted for ``model``, or when it is None (not

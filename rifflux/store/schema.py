@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ import anyio
 
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,6 +32,8 @@ CREATE TABLE IF NOT EXISTS files(
     tags TEXT NOT NULL DEFAULT '[]',
     aliases TEXT NOT NULL DEFAULT '[]',
     indexed_at REAL NOT NULL,
+    frontmatter TEXT NOT NULL DEFAULT '{{}}',
+    line_count INTEGER NOT NULL DEFAULT 0,
     UNIQUE(root_id, rel_path)
 );
 CREATE TABLE IF NOT EXISTS chunks(
@@ -40,7 +43,9 @@ CREATE TABLE IF NOT EXISTS chunks(
     chunk_index INTEGER NOT NULL,
     heading_path TEXT NOT NULL,
     content TEXT NOT NULL,
-    content_hash TEXT NOT NULL
+    content_hash TEXT NOT NULL,
+    line_start INTEGER NOT NULL DEFAULT 0,
+    line_end INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, chunk_index);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
@@ -139,9 +144,53 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
         "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
     )
     exists = await cur.fetchone() is not None
+    if exists and await _version(conn) in _UPGRADES:
+        await _upgrade(conn)
     if exists:
         await check_version(conn, db_path)
     await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+
+
+#: Older schema versions this one upgrades in place: the statements, then every file is
+#: marked stale (``mtime_ns = -1``) so that the next scan reads it again.
+_UPGRADES: dict[int, str] = {
+    2: """
+    ALTER TABLE files ADD COLUMN frontmatter TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE files ADD COLUMN line_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE chunks ADD COLUMN line_start INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0;
+    """,
+}
+
+#: ``mtime_ns`` of a file that must be read again (after an upgrade).
+STALE_MTIME = -1
+
+
+async def _upgrade(conn: aiosqlite.Connection) -> None:
+    """Bring an older index to this version, in one transaction: what it lacks is read
+    from the files again (stale files are reindexed at start), vectors are kept."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = await _version(conn)
+        while version in _UPGRADES:
+            # one statement at a time: executescript would commit first
+            for statement in filter(str.strip, _UPGRADES[version].split(";")):
+                await conn.execute(statement)
+            version += 1
+        await conn.execute("UPDATE files SET mtime_ns = ?, sha256 = ''", (STALE_MTIME,))
+        await conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                           (str(version),))
+        await conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            await conn.execute("ROLLBACK")
+        raise
+
+
+async def _version(conn: aiosqlite.Connection) -> int:
+    cur = await conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def check_version(conn: aiosqlite.Connection, db_path: Path) -> None:
@@ -156,6 +205,12 @@ async def check_version(conn: aiosqlite.Connection, db_path: Path) -> None:
             ) from exc
         raise
     version = int(row[0]) if row else 0
+    if version in _UPGRADES:
+        raise SchemaVersionError(
+            f"{db_path} was written by an older Rifflux (index schema version {version}, "
+            f"this one uses {SCHEMA_VERSION}); open it once without read_only (or reindex) "
+            "to upgrade it in place"
+        )
     if version != SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{db_path} has index schema version {version}, this Rifflux uses "

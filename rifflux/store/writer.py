@@ -13,56 +13,33 @@ being missing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import aiosqlite
 import numpy as np
 
-from ..core.chunker import Chunk, FileMetadata
+from ..core.filters import FileEntry, tag_levels
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
-from .schema import mapped_errors
+from .schema import STALE_MTIME, mapped_errors
+from .written import FileToWrite, Written, chunk_id_for
+
+__all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
 _BATCH = 500  # host parameters per IN (...) list
 
 
 @dataclass(frozen=True, slots=True)
-class FileToWrite:
-    rel_path: str
-    mtime_ns: int
-    size: int
-    sha256: str
-    metadata: FileMetadata
-    chunks: Sequence[Chunk]
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    """What a commit changed, for the query actor's matrix."""
-
-    removed: tuple[int, ...] = ()  # chunk rowids that are gone
-    added_ids: tuple[int, ...] = ()  # chunk rowids whose vector exists (rows of added_vectors)
-    added_vectors: F32 | None = None
-    lacking: int = 0  # texts now stored without a vector
-
-
-@dataclass(frozen=True, slots=True)
 class _Change:
     removed: list[tuple[int, str]]  # (chunk rowid, content hash)
-    added: list[tuple[int, str]]
+    added: list[tuple[int, str, int]]  # (chunk rowid, content hash, file id)
     have: dict[str, bytes]  # stored vectors of added texts
     gone: set[str]  # missing texts no chunk has any more
-
-
-def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:
-    raw = f"{root_id}\0{rel_path}\0{index}\0{content_hash}".encode()
-    return hashlib.sha256(raw).hexdigest()[:20]
 
 
 def _parts(items: Sequence[str]) -> Iterable[Sequence[str]]:
@@ -85,6 +62,7 @@ class Writer:
         self.db_path = db_path
         self._model: str | None = None
         self._missing: set[str] | None = None  # None until a model is adopted
+        self._roots: dict[int, str] = {}
 
     # ------------------------------------------------------------ the active model
 
@@ -164,7 +142,18 @@ class Writer:
                 rows = await self.conn.execute_fetchall(
                     "SELECT id FROM roots WHERE path = ?", (str(root),)
                 )
-            return int(next(iter(rows))[0])
+            root_id = int(next(iter(rows))[0])
+        self._roots[root_id] = str(root)
+        return root_id
+
+    async def stale_roots(self) -> list[Path]:
+        """Roots holding files that must be read again (an upgrade of the index marks
+        them), in the order they were first indexed."""
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT path FROM roots r WHERE EXISTS (SELECT 1 FROM files f "
+                "WHERE f.root_id = r.id AND f.mtime_ns = ?) ORDER BY id", (STALE_MTIME,))
+        return [Path(str(r[0])) for r in rows]
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):
@@ -208,13 +197,16 @@ class Writer:
                     m = f.metadata
                     cur = await self.conn.execute(
                         "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
-                        "tags, aliases, indexed_at) VALUES (?,?,?,?,?,?,?,?,?) "
+                        "tags, aliases, indexed_at, frontmatter, line_count) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                         "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
                         "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
                         "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
-                        "indexed_at=excluded.indexed_at RETURNING id",
+                        "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
+                        "line_count=excluded.line_count RETURNING id",
                         (root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, m.title,
-                         json.dumps(m.tags), json.dumps(m.aliases), now),
+                         json.dumps(m.tags), json.dumps(m.aliases), now,
+                         json.dumps(m.frontmatter, ensure_ascii=False), f.line_count),
                     )
                     row = await cur.fetchone()
                     assert row is not None
@@ -227,32 +219,40 @@ class Writer:
                 removed = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
                 await self.conn.executemany(
                     "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
-                    "content, content_hash) VALUES (?,?,?,?,?,?)",
+                    "content, content_hash, line_start, line_end) VALUES (?,?,?,?,?,?,?,?)",
                     [
                         (chunk_id_for(root_id, f.rel_path, c.chunk_index, c.content_hash),
-                         fid, c.chunk_index, c.heading_path, c.content, c.content_hash)
+                         fid, c.chunk_index, c.heading_path, c.content, c.content_hash,
+                         c.line_start, c.line_end)
                         for f, fid in zip(files, file_ids, strict=True)
                         for c in f.chunks
                     ],
                 )
                 cur = await self.conn.execute(
-                    f"SELECT id, content_hash FROM chunks WHERE file_id IN ({marks}) "
+                    f"SELECT id, content_hash, file_id FROM chunks WHERE file_id IN ({marks}) "
                     "ORDER BY file_id, chunk_index",
                     tuple(file_ids),
                 )
-                added = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+                added = [(int(r[0]), str(r[1]), int(r[2])) for r in await cur.fetchall()]
                 change = await self._inspect(removed, added)
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
                 raise
-        return self._committed(change)
+        entries = tuple(
+            FileEntry(fid, root_id, f.rel_path, f.mtime_ns, tag_levels(f.metadata.tags),
+                      f.metadata.frontmatter)
+            for f, fid in zip(files, file_ids, strict=True)
+        )
+        roots = ((root_id, self._roots[root_id]),) if root_id in self._roots else ()
+        return replace(self._committed(change), files=entries, roots=roots)
 
     async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> Written:
         """Remove files and their chunks, in one transaction."""
         if not rel_paths:
             return Written()
         removed: list[tuple[int, str]] = []
+        gone: list[int] = []
         with mapped_errors(self.db_path):
             await self._tx_begin()
             try:
@@ -264,46 +264,49 @@ class Writer:
                         (root_id, *part),
                     )
                     removed.extend((int(r[0]), str(r[1])) for r in await cur.fetchall())
-                    await self.conn.execute(
+                    cur = await self.conn.execute(
                         f"DELETE FROM files WHERE root_id = ? AND rel_path IN "
-                        f"({_marks(len(part))})",
+                        f"({_marks(len(part))}) RETURNING id",
                         (root_id, *part),
                     )
+                    gone.extend(int(r[0]) for r in await cur.fetchall())
                 change = await self._inspect(removed, [])
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
                 raise
-        return self._committed(change)
+        return replace(self._committed(change), files_removed=tuple(gone))
 
     async def _inspect(
-        self, removed: list[tuple[int, str]], added: list[tuple[int, str]]
+        self, removed: list[tuple[int, str]], added: list[tuple[int, str, int]]
     ) -> _Change:
         """Inside the write's transaction: the stored vectors of the new chunks, and which
         missing texts no chunk has any more (so that ``missing`` stays exact)."""
         have: dict[str, bytes] = {}
         gone: set[str] = set()
         if self._model is not None and added:
-            have = await self._vectors_for(self._model, [h for _, h in added])
+            have = await self._vectors_for(self._model, [h for _, h, _ in added])
         if self._missing:
-            candidates = sorted(({h for _, h in removed} - {h for _, h in added})
+            candidates = sorted(({h for _, h in removed} - {h for _, h, _ in added})
                                 & self._missing)
             if candidates:
                 gone = set(candidates) - await self._present(candidates)
         return _Change(removed, added, have, gone)
 
     def _committed(self, change: _Change) -> Written:
-        added, have = change.added, change.have
-        lacking = {h for _, h in added if h not in have}
+        have = change.have
+        kept = [(rowid, h, fid) for rowid, h, fid in change.added if h in have]
+        lacking = {h for _, h, _ in change.added if h not in have}
         if self._missing is not None and self._model is not None:
             self._missing -= change.gone
             self._missing |= lacking
-        ids = tuple(rowid for rowid, h in added if h in have)
         vectors = None
-        if ids:
-            blob = b"".join(have[h] for _, h in added if h in have)
-            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), -1)
-        return Written(removed=tuple(r for r, _ in change.removed), added_ids=ids,
+        if kept:
+            blob = b"".join(have[h] for _, h, _ in kept)
+            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(kept), -1)
+        return Written(removed=tuple(r for r, _ in change.removed),
+                       added_ids=tuple(r for r, _, _ in kept),
+                       added_files=tuple(f for _, _, f in kept),
                        added_vectors=vectors, lacking=len(lacking))
 
     async def _present(self, hashes: Sequence[str]) -> set[str]:
@@ -349,20 +352,21 @@ class Writer:
                 await self._rollback()
                 raise
             index = {h: i for i, h in enumerate(hashes)}
-            users: list[tuple[int, int]] = []
+            users: list[tuple[int, int, int]] = []
             for part in _parts(hashes):
                 rows = await self.conn.execute_fetchall(
-                    f"SELECT id, content_hash FROM chunks WHERE content_hash IN "
+                    f"SELECT id, content_hash, file_id FROM chunks WHERE content_hash IN "
                     f"({_marks(len(part))})",
                     tuple(part),
                 )
-                users.extend((int(r[0]), index[str(r[1])]) for r in rows)
+                users.extend((int(r[0]), index[str(r[1])], int(r[2])) for r in rows)
         if self._missing is not None and model == self._model:
             self._missing.difference_update(hashes)
         if not users:
             return Written()
         rows_of = np.asarray([u[1] for u in users], dtype=np.int64)
-        return Written(added_ids=tuple(u[0] for u in users), added_vectors=vecs[rows_of])
+        return Written(added_ids=tuple(u[0] for u in users),
+                       added_files=tuple(u[2] for u in users), added_vectors=vecs[rows_of])
 
     async def prune_orphan_vectors(self) -> int:
         """Vectors no chunk uses any more (their texts were edited or deleted away)."""

@@ -95,11 +95,26 @@ def test_every_chunk_is_bounded_and_nothing_is_lost() -> None:
     assert [w for w in words if w.startswith("word")] == para.split()
 
 
-def test_short_sections_merge_with_a_neighbour() -> None:
+def test_short_sibling_sections_stay_chunks_of_their_own() -> None:
     doc = parse_markdown("# A\n\nshort a\n\n# B\n\nshort b\n\n# C\n\nshort c\n")
-    assert len(doc.chunks) == 1
-    for word in ("short a", "short b", "short c"):
-        assert word in doc.chunks[0].content
+    assert [(c.heading_path, c.content) for c in doc.chunks] == [
+        ("A", "# A\n\nshort a"), ("B", "# B\n\nshort b"), ("C", "# C\n\nshort c")]
+
+
+def test_a_short_section_at_the_end_of_a_long_readme_keeps_its_own_chunk() -> None:
+    long_body = "\n\n".join(f"Paragraph {i} about installing the tool. " * 4 for i in range(6))
+    text = (f"# Tool\n\n## Install\n\n{long_body}\n\n"
+            "## Zanzibar flamingo procedure\n\nFeed the flamingos at dawn.\n")
+    last = parse_markdown(text).chunks[-1]
+    assert last.heading_path == "Tool > Zanzibar flamingo procedure"
+    assert last.content == "## Zanzibar flamingo procedure\n\nFeed the flamingos at dawn."
+    assert (last.line_start, last.line_end) == (text.count("\n") - 2, text.count("\n"))
+
+
+def test_a_bare_or_short_parent_merges_into_the_subsection_after_it() -> None:
+    doc = parse_markdown("# Guide\n\n## Install\n\n### Linux\n\nRun the installer.\n")
+    assert [(c.heading_path, c.content) for c in doc.chunks] == [
+        ("Guide > Install > Linux", "# Guide\n\n## Install\n\n### Linux\n\nRun the installer.")]
 
 
 def test_lists_are_readable_text_with_nesting() -> None:

@@ -1,0 +1,74 @@
+"""The query actor's reads: chunks, files (whole, or lines from disk), tags, counts, roots.
+
+Files are found through the catalog's roots, by their indexed path only; lines
+are read from the file as it is on disk now, in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import anyio
+
+from ..core.catalog import Catalog
+from ..core.document import read_lines
+from ..core.embedders import Embedder
+from ..core.filters import CompiledFilters, make_filters
+from ..store.reader import Reader
+from ..store.records import Located, Records
+from ..types import FileLines, FileRecord, TagCount
+from .messages import ReadRequested
+
+
+class Reads:
+    def __init__(self, *, reader: Reader, records: Records, catalog: Catalog,
+                 catalog_ready: anyio.Event) -> None:
+        self._reader = reader
+        self._records = records
+        self._catalog = catalog
+        self._catalog_ready = catalog_ready
+
+    async def serve(self, msg: ReadRequested, embedder: Embedder | None) -> Any:
+        if msg.what == "chunk":
+            return await self._records.chunk(msg.key or "")
+        if msg.what == "roots":
+            return await self._reader.roots()
+        if msg.what == "counts":
+            return await self._reader.counts(embedder.label if embedder else None)
+        await self._catalog_ready.wait()
+        if msg.what == "tags":
+            return self._tags(msg.paths)
+        located = await self._locate(msg.key or "", msg.root)
+        if located is None:
+            return None
+        if msg.what == "file":
+            return await self._records.file(located)
+        return await self._lines(located, *msg.lines)
+
+    async def _locate(self, path: str, root: str | None) -> Located | None:
+        root_id = self._catalog.resolve_root(root) if root is not None else None
+        return await self._records.locate(path, self._catalog.roots, root_id)
+
+    async def _lines(self, located: Located, start: int | None, end: int | None) -> FileLines:
+        first, last, total, text = await anyio.to_thread.run_sync(
+            read_lines, located.disk_path, start, end)
+        out: FileLines = {"path": located.rel_path, "root": located.root, "start_line": first,
+                          "end_line": last, "total_lines": total, "text": text}
+        if located.other_roots:
+            out["other_roots"] = list(located.other_roots)
+        return out
+
+    def _tags(self, paths: tuple[str, ...]) -> list[TagCount]:
+        """Every tag with the number of files that carry it (a nested tag counts for each
+        of its levels, as filters see it), most used first."""
+        compiled = CompiledFilters.compile(make_filters(paths=paths), None) if paths else None
+        counts: Counter[str] = Counter()
+        for entry in self._catalog.entries():
+            if compiled is None or compiled.matches(entry):
+                counts.update(entry.tags)
+        return [{"tag": tag, "files": n}
+                for tag, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+FileAnswer = FileRecord | FileLines | None

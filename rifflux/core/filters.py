@@ -1,0 +1,273 @@
+"""Search filters: what the caller may say, checked once, and how a file is tested.
+
+Filters narrow a search to a set of files before either branch ranks anything
+(filter first, then rank). Every check here is pure: ``make_filters`` turns the
+caller's values into a ``Filters`` (or an ``InvalidArgumentError`` that says what
+to fix), and ``FileEntry.matches`` tests one stored file.
+
+- ``paths``: globs relative to the root, as in ``.gitignore`` (``docs/**``,
+  ``**/adr-*.md``, ``notes/2026-*``; a glob without a ``/`` matches at any depth);
+  a file matches if any glob does.
+- ``root``: one indexed root (resolved against the index by the caller).
+- ``tags``: every tag must be present (front matter and inline ``#tags``, case
+  insensitive; a nested ``a/b`` also counts as ``a``).
+- ``frontmatter``: ``{key: value}`` equality; a list field matches when it contains
+  the value; values compare as JSON, or else as text without regard to case
+  (``"true"`` matches ``true``, ``"3"`` matches ``3``).
+- ``modified_after`` (inclusive) / ``modified_before`` (exclusive): on the file's
+  mtime; an ISO date or datetime (without a zone: local time) or a relative ``7d``,
+  ``2w``, ``3m`` (months, 30 days), ``1y`` (365 days) before now.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pathspec
+
+from ..errors import InvalidArgumentError
+from .frontmatter import normalise_tag
+
+Scalar = str | int | float | bool
+FrontmatterValue = Scalar | tuple[Scalar, ...]
+
+_RELATIVE = re.compile(r"^\s*(\d+)\s*([dwmy])\s*$", re.IGNORECASE)
+_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """What filters look at, for one stored file."""
+
+    id: int
+    root_id: int
+    rel_path: str
+    mtime_ns: int
+    tags: frozenset[str]  # as the filter sees them: nested tags with every parent level
+    frontmatter: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+def tag_levels(tags: Sequence[str]) -> frozenset[str]:
+    """``["a/b/c"]`` -> ``{"a", "a/b", "a/b/c"}``."""
+    out: set[str] = set()
+    for tag in tags:
+        parts = normalise_tag(tag).split("/")
+        out.update("/".join(parts[: i + 1]) for i in range(len(parts)) if parts[0])
+    return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    paths: tuple[str, ...] = ()
+    root: str | None = None
+    tags: tuple[str, ...] = ()
+    frontmatter: tuple[tuple[str, FrontmatterValue], ...] = ()
+    modified_after: float | None = None  # seconds since the epoch, inclusive
+    modified_before: float | None = None  # exclusive
+
+    @property
+    def active(self) -> bool:
+        return self != NO_FILTERS
+
+    def describe(self) -> dict[str, Any]:
+        """The filters applied, as a caller would read them back."""
+        out: dict[str, Any] = {}
+        if self.paths:
+            out["paths"] = list(self.paths)
+        if self.root is not None:
+            out["root"] = self.root
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.frontmatter:
+            out["frontmatter"] = {k: list(v) if isinstance(v, tuple) else v
+                                  for k, v in self.frontmatter}
+        for name in ("modified_after", "modified_before"):
+            when = getattr(self, name)
+            if when is not None:
+                out[name] = datetime.fromtimestamp(when, UTC).isoformat()
+        return out
+
+
+NO_FILTERS = Filters()
+
+
+def make_filters(
+    *,
+    paths: Sequence[str] | str | None = None,
+    root: str | None = None,
+    tags: Sequence[str] | str | None = None,
+    frontmatter: Mapping[str, Any] | None = None,
+    modified_after: str | date | None = None,
+    modified_before: str | date | None = None,
+    now: datetime | None = None,
+) -> Filters:
+    """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
+    now = now or datetime.now().astimezone()
+    return Filters(
+        paths=_globs(paths),
+        root=_root(root),
+        tags=_tags(tags),
+        frontmatter=_frontmatter(frontmatter),
+        modified_after=_when("modified_after", modified_after, now),
+        modified_before=_when("modified_before", modified_before, now),
+    )
+
+
+def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(v, str) for v in items):
+        raise InvalidArgumentError(f"{name} must be a list of strings, not {value!r}")
+    return tuple(v.strip() for v in items if v.strip())
+
+
+def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
+    globs = tuple(g.lstrip("/").removeprefix("./") for g in _strings("paths", paths))
+    try:
+        pathspec.PathSpec.from_lines("gitwildmatch", globs)
+    except Exception as exc:  # pathspec's own errors vary by version
+        raise InvalidArgumentError(f"paths: cannot read glob ({exc}); use globs such as "
+                                   "'docs/**' or '**/adr-*.md'") from exc
+    return globs
+
+
+def _root(root: str | None) -> str | None:
+    if root is None:
+        return None
+    if not isinstance(root, str) or not root.strip():
+        raise InvalidArgumentError(f"root must be an indexed folder (path or name), not "
+                                   f"{root!r}")
+    return root.strip()
+
+
+def _tags(tags: Sequence[str] | str | None) -> tuple[str, ...]:
+    out = tuple(dict.fromkeys(normalise_tag(t) for t in _strings("tags", tags)))
+    if any(not t for t in out):
+        raise InvalidArgumentError(f"tags: {tags!r} holds an empty tag")
+    return out
+
+
+def _scalar(key: str, value: object) -> Scalar:
+    if isinstance(value, str | int | float | bool):
+        return value
+    raise InvalidArgumentError(
+        f"frontmatter[{key!r}]: {value!r} is not a string, number or boolean (or a list of "
+        "them); give the value to compare the field with"
+    )
+
+
+def _frontmatter(fm: Mapping[str, Any] | None) -> tuple[tuple[str, FrontmatterValue], ...]:
+    if fm is None:
+        return ()
+    if not isinstance(fm, Mapping):
+        raise InvalidArgumentError(f"frontmatter must be an object of field: value, not {fm!r}")
+    out: list[tuple[str, FrontmatterValue]] = []
+    for key, value in sorted(fm.items()):
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"frontmatter: {key!r} is not a field name")
+        if isinstance(value, list | tuple):
+            out.append((key, tuple(_scalar(key, v) for v in value)))
+        else:
+            out.append((key, _scalar(key, value)))
+    return tuple(out)
+
+
+def _when(name: str, value: str | date | None, now: datetime) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        relative = _RELATIVE.match(value)
+        if relative:
+            days = int(relative.group(1)) * _DAYS[relative.group(2).lower()]
+            return (now - timedelta(days=days)).timestamp()
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidArgumentError(
+                f"{name}: cannot read {value!r} as a date; use an ISO date or datetime "
+                "(2026-11-01, 2026-11-01T09:30, 2026-11-01T09:30+01:00) or a relative "
+                "age (7d, 2w, 3m for months, 1y)"
+            ) from None
+    else:
+        raise InvalidArgumentError(f"{name} must be a date string such as 2026-11-01 or 7d")
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # a date or datetime without a zone: local time
+    return moment.timestamp()
+
+
+# ---------------------------------------------------------------- matching
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledFilters:
+    """``Filters`` made ready to test many files (the root already resolved to its id)."""
+
+    filters: Filters
+    root_id: int | None
+    _path_matches: Callable[[str], bool] | None
+
+    @classmethod
+    def compile(cls, filters: Filters, root_id: int | None) -> CompiledFilters:
+        return cls(filters, root_id, _path_matcher(filters.paths) if filters.paths else None)
+
+    def matches(self, entry: FileEntry) -> bool:
+        f = self.filters
+        if self.root_id is not None and entry.root_id != self.root_id:
+            return False
+        if self._path_matches is not None and not self._path_matches(entry.rel_path):
+            return False
+        if f.tags and not all(t in entry.tags for t in f.tags):
+            return False
+        mtime = entry.mtime_ns / 1e9
+        if f.modified_after is not None and mtime < f.modified_after:
+            return False
+        if f.modified_before is not None and mtime >= f.modified_before:
+            return False
+        return all(_field_matches(entry.frontmatter.get(k), v) for k, v in f.frontmatter)
+
+
+def _path_matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
+    """One regular expression for all the globs (pathspec's, fused): a file is tested in
+    one ``match`` instead of one per glob. With a negated glob, pathspec decides."""
+    spec = pathspec.PathSpec.from_lines("gitwildmatch", globs)
+    regexes = [getattr(p, "regex", None) for p in spec.patterns]
+    if any(getattr(p, "include", None) is not True for p in spec.patterns) or None in regexes:
+        return spec.match_file
+    fused = "|".join(re.sub(r"\(\?P<\w+>", "(?:", r.pattern) for r in regexes if r)
+    match = re.compile(fused).match
+    return lambda rel: match(rel) is not None
+
+
+def _field_matches(field_value: object, wanted: FrontmatterValue) -> bool:
+    if isinstance(wanted, tuple):
+        return all(_field_matches(field_value, w) for w in wanted)
+    if isinstance(field_value, list):
+        return any(_same(item, wanted) for item in field_value)
+    return _same(field_value, wanted)
+
+
+def _same(value: object, wanted: Scalar) -> bool:
+    if value is None:
+        return False
+    if type(value) is type(wanted) or (_number(value) and _number(wanted)):
+        return value == wanted
+    return _text(value) == _text(wanted)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip().lower()

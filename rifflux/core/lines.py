@@ -1,0 +1,73 @@
+"""Where a chunk's text came from: 1-based, inclusive source lines.
+
+Lines are counted as ``str.splitlines()`` counts them (the chunker joins the
+file's lines with ``\\n`` before parsing, so the two agree). A chunk's text is
+rendered from its blocks (inline markup flattened, list markers redrawn), so
+its lines are found by walking its words through the block's source, in order:
+its first word is on ``line_start`` and its last on ``line_end``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+#: Words that rendering never invents: at least one letter (list numbers are redrawn).
+_WORD = re.compile(r"\w*[^\W\d_]\w*")
+#: How far past the cursor a word is looked for before it counts as not in the source
+#: (what rendering drops between two words, a link's address say, is far shorter).
+_LOOKAHEAD = 512
+
+
+class SourceMap:
+    """Offsets of ``body`` (the text after any front matter) -> file line numbers."""
+
+    def __init__(self, body: str, first_line: int = 1) -> None:
+        self._body = body
+        self._first = first_line
+        self._starts = [0, *(m.end() for m in re.finditer("\n", body))]
+        #: Blocks are located in document order: none starts before the last word found
+        #: (two blocks parsed in one step share a span, and the second one starts after
+        #: the first one's words).
+        self._cursor = 0
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset) - 1 + self._first
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The lines of ``body[start:end]``, without its leading and trailing blank space."""
+        text = self._body[start:end]
+        stripped = text.strip()
+        if not stripped:
+            line = self.line(start)
+            return line, line
+        lead = len(text) - len(text.lstrip())
+        return self.line(start + lead), self.line(start + lead + len(stripped) - 1)
+
+    def locate(self, pieces: list[str], start: int, end: int) -> list[tuple[int, int]]:
+        """The lines of consecutive pieces of text rendered from ``body[start:end]`` (the
+        blocks of a document are located in order)."""
+        fallback = self.span(start, end)
+        start = min(max(start, self._cursor), end)
+        source = [(m.group(), m.start()) for m in _WORD.finditer(self._body, start, end)]
+        out: list[tuple[int, int]] = []
+        j = 0  # words before j are behind us
+        for piece in pieces:
+            first = last = -1
+            for word in _WORD.findall(piece):
+                k, stop = j, min(len(source), j + _LOOKAHEAD)
+                while k < stop and source[k][0] != word:
+                    k += 1
+                if k == stop:
+                    continue  # not in the source (or too far ahead to trust)
+                if first < 0:
+                    first = source[k][1]
+                last = source[k][1] + len(word) - 1
+                j = k + 1
+            if first < 0:  # no word to go by: the line after the previous piece
+                line = out[-1][1] if out else fallback[0]
+                out.append((line, line))
+            else:
+                out.append((self.line(first), self.line(last)))
+                self._cursor = last + 1
+        return out

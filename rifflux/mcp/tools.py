@@ -1,0 +1,284 @@
+"""The MCP tools: thin adapters over ``Rifflux``, one per tool.
+
+Each tool validates nothing the input schema already declares (the SDK checks
+arguments against ``params``), calls one ``Rifflux`` method and shapes the
+answer per SPEC.md. Failures the caller can fix come back as tool error results
+(``isError``) whose message says what to do; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ..api import Rifflux
+from ..config import Settings
+from ..errors import RiffluxError
+from ..types import FINISHED, ReindexResult, SearchAnswer, SearchResult
+from .auto_reindex import AutoReindex
+from .params import (
+    Background,
+    ChunkId,
+    DbPath,
+    EndLine,
+    FilePath,
+    FileRoot,
+    Force,
+    Frontmatter,
+    ModifiedAfter,
+    ModifiedBefore,
+    Paths,
+    Query,
+    ReindexMany,
+    ReindexPath,
+    ReindexPaths,
+    Root,
+    SearchMode,
+    StartLine,
+    Tags,
+    TopK,
+)
+
+
+@dataclass(slots=True)
+class ServerState:
+    """What the lifespan yields: the one library instance and its helpers."""
+
+    rf: Rifflux
+    settings: Settings
+    auto: AutoReindex
+
+    def model_label(self) -> str | None:
+        """The active embedding model's label (None while the model is still loading)."""
+        return self.rf.embedding_model
+
+    def is_own_db(self, db_path: str) -> bool:
+        return _resolved(db_path) == _resolved(self.settings.db_path)
+
+
+def _resolved(path: str | os.PathLike[str]) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def _state(ctx: Context[ServerState, Any]) -> ServerState:
+    return ctx.request_context.lifespan_context
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """The library's errors become error results; their messages already say what to do."""
+    try:
+        yield
+    except RiffluxError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+# ---------------------------------------------------------------- searching and reading
+
+
+async def search_rifflux(
+    ctx: Context[ServerState, Any],
+    query: Query,
+    top_k: TopK = 10,
+    mode: SearchMode = "hybrid",
+    paths: Paths = None,
+    root: Root = None,
+    tags: Tags = None,
+    frontmatter: Frontmatter = None,
+    modified_after: ModifiedAfter = None,
+    modified_before: ModifiedBefore = None,
+    db_path: DbPath = None,
+) -> dict[str, Any]:
+    """Search the user's indexed markdown (notes, docs, READMEs) and return the best
+    matching chunks, each with its file path, source lines (line_start-line_end),
+    heading breadcrumb, note title and tags, text and scores. Use it first whenever
+    the answer may be written down in the indexed folders. Narrow it with paths,
+    root, tags, frontmatter or modified_after/modified_before when the question is
+    about one folder, topic or period. Read more with get_chunk (by chunk_id) or
+    get_file (by path, with start_line/end_line for exact lines). If nothing relevant
+    comes back, check index_status and reindex the folder."""
+    state = _state(ctx)
+    filters: dict[str, Any] = {
+        "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
+        "modified_after": modified_after, "modified_before": modified_before}
+    auto: dict[str, Any] | None = None
+    with _tool_errors():
+        if db_path and not state.is_own_db(db_path):
+            results, label = await _search_other_db(state.settings, db_path, query, top_k,
+                                                    mode, filters)
+            if state.auto.enabled:
+                auto = {"started": False, "reason": "automatic reindex only runs for the "
+                                                    "server's own index"}
+        else:
+            results = await state.rf.search(query, top_k=top_k, mode=mode, **filters)
+            label = state.model_label()
+            auto = await state.auto.after_search()
+    out: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
+                         "embedding_model": label, "results": results}
+    if auto is not None:
+        out["auto_reindex"] = auto
+    return dict(out)
+
+
+async def _search_other_db(
+    settings: Settings, db_path: str, query: str, top_k: int, mode: str,
+    filters: dict[str, Any],
+) -> tuple[list[SearchResult], str | None]:
+    if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
+        raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
+                        "index file, or leave db_path out to search the server's own index")
+    # read-only: searching another index must never change it (nor drop its vectors when
+    # they were made by another model)
+    other = settings.with_overrides(db_path=db_path, watch_paths=(), read_only=True)
+    async with Rifflux(settings=other) as rf:
+        results = await rf.search(query, top_k=top_k, mode=mode, **filters)
+        label: str | None = (await rf.status())["embedding_model"]
+    return results, label
+
+
+async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId) -> dict[str, Any]:
+    """Read one stored chunk in full by its chunk_id (from search_rifflux results), with
+    its location (path, line_start-line_end), note metadata, and the ids of the chunks
+    before and after it in the file (prev_chunk_id, next_chunk_id) to read on."""
+    with _tool_errors():
+        chunk = await _state(ctx).rf.get_chunk(chunk_id)
+    if chunk is None:
+        raise ToolError(f"chunk {chunk_id!r} not found: use a chunk_id from recent search_rifflux "
+                        "results (ids change when a file is edited; search again)")
+    return dict(chunk)
+
+
+async def get_file(
+    ctx: Context[ServerState, Any],
+    path: FilePath,
+    root: FileRoot = None,
+    start_line: StartLine = None,
+    end_line: EndLine = None,
+) -> dict[str, Any]:
+    """Read an indexed file. With start_line/end_line (e.g. a search result's
+    line_start and line_end, widened for context), the exact lines from the file
+    on disk with total_lines; without, its title, tags, front matter and chunks in
+    order. Only files in the index can be read, by the path search results give."""
+    with _tool_errors():
+        found = await _state(ctx).rf.get_file(path, root=root, start_line=start_line,
+                                                end_line=end_line)
+    if found is None:
+        raise ToolError(f"file {path!r} not found in the index: give the `path` of a search "
+                        "result (with its `root`) or an absolute path; if the file is new, "
+                        "reindex its folder")
+    return dict(found)
+
+
+async def list_tags(ctx: Context[ServerState, Any], paths: Paths = None) -> dict[str, Any]:
+    """List the tags in the indexed notes (front matter and inline #tags, nested tags
+    with each level), each with the number of files that carry it, most used first.
+    Use it to pick values for search_rifflux's tags filter; paths narrows it to files
+    matching those globs."""
+    with _tool_errors():
+        tags = await _state(ctx).rf.list_tags(paths)
+    return {"count": len(tags), "tags": tags}
+
+
+async def index_status(ctx: Context[ServerState, Any]) -> dict[str, Any]:
+    """Report what is indexed (files, chunks, embeddings, pending embeddings), the
+    database and embedding model in use, the include/exclude globs, recent reindex
+    jobs and the watcher's state. Use it to see whether a background reindex has
+    finished, or why a search finds nothing."""
+    state = _state(ctx)
+    with _tool_errors():
+        status = await state.rf.status()
+    return {**status, "server_cwd": os.getcwd(), "auto_reindex": state.auto.snapshot()}
+
+
+# ---------------------------------------------------------------- indexing
+
+
+async def reindex(
+    ctx: Context[ServerState, Any],
+    path: ReindexPath = None,
+    paths: ReindexPaths = None,
+    force: Force = False,
+    background: Background = False,
+) -> dict[str, Any]:
+    """Bring the index up to date for a folder or file: new and edited files are
+    (re)indexed and embedded, deleted ones dropped; what was indexed from other
+    folders is kept. Use it when a folder is not indexed yet or its files changed
+    and no watcher runs. A non-empty `paths` wins over `path`; with neither, the
+    server's working directory is indexed (rarely what you want). Waits until the
+    files are searchable and embedded; for large folders (thousands of files) pass
+    background=true and poll index_status."""
+    return await _reindex(ctx, path, paths, force, background)
+
+
+async def reindex_many(
+    ctx: Context[ServerState, Any],
+    paths: ReindexMany,
+    force: Force = False,
+) -> dict[str, Any]:
+    """Reindex several folders or files in one call; `indexed_files` and
+    `skipped_files` are totals over all of them. Same behaviour as reindex."""
+    return await _reindex(ctx, None, paths, force, False)
+
+
+async def _reindex(
+    ctx: Context[ServerState, Any], path: str | None, paths: list[str] | None, force: bool,
+    background: bool,
+) -> dict[str, Any]:
+    state = _state(ctx)
+    locations = paths if paths else [path] if path else [os.getcwd()]
+    missing = await anyio.to_thread.run_sync(_missing, locations)
+    if len(missing) == len(locations):
+        raise ToolError(
+            f"nothing to index: {', '.join(repr(p) for p in missing)} not found (relative paths "
+            f"resolve against the server's working directory {os.getcwd()!r}); "
+            "pass an existing folder or file, preferably as an absolute path"
+        )
+    with _tool_errors():
+        started = await state.rf.reindex(path=path, paths=paths, force=force, background=True)
+        job_id = started["job"]["id"]
+        if background:
+            return {**started, "job_id": job_id,
+                    "next_step": "call index_status: this job is listed under `jobs` and "
+                                 "reaches status 'completed' once its files are indexed and "
+                                 "embedded"}
+        out = await _follow(state.rf, job_id, ctx)
+    failed = {e["path"]: e["error"] for e in out["errors"]}
+    if all(loc in failed for loc in locations):
+        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
+                        + ". Pass existing folders or markdown files (the server's include "
+                        "globs come from RIFFLUX_INCLUDE)")
+    return dict(out)
+
+
+async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> ReindexResult:
+    """Wait until the job is indexed and embedded (what a foreground reindex promises),
+    sending progress notifications to a client that asked for them."""
+    sent = 0
+    while True:
+        with anyio.move_on_after(1.0):
+            await rf.wait_for_job(job_id)
+        job = await rf.job(job_id)
+        if job["status"] in FINISHED:
+            break
+        done = int(job["indexed_files"])
+        if done > sent:  # progress must only increase
+            sent = done
+            await ctx.report_progress(done, None, f"{job['phase']}: {done} files indexed, "
+                                                  f"{job['pending_embeddings']} chunks to embed")
+    if job["status"] != "completed":
+        raise ToolError(f"reindex {job['status']}: {job['error']}; check index_status and "
+                        "call reindex again")
+    assert job["result"] is not None  # a completed job has one
+    return job["result"]
+
+
+def _missing(locations: list[str]) -> list[str]:
+    return [p for p in locations if not Path(p).expanduser().exists()]

@@ -1,0 +1,124 @@
+"""Reading back what the index holds: a file by its path, a chunk by its id.
+
+A file is found by its indexed path only: relative to a root (``..`` may not
+climb out of it), or absolute inside a root. When several roots hold the same
+relative path, the first root indexed wins and the others are named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiosqlite
+
+from ..errors import InvalidArgumentError
+from ..types import ChunkDetail, FileRecord
+from .reader import ROW_SQL, iso_utc, row_dict, title_of
+from .schema import mapped_errors
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    file_id: int
+    root: str
+    rel_path: str
+    other_roots: tuple[str, ...]
+
+    @property
+    def disk_path(self) -> Path:
+        return Path(self.root) / self.rel_path
+
+
+class Records:
+    def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
+        self.conn = conn
+        self.db_path = db_path
+
+    async def locate(self, path: str, roots: dict[int, str],
+                     root_id: int | None = None) -> Located | None:
+        """The indexed file at ``path`` (under ``root_id`` when given); None when the
+        index holds no file there. A path that leaves every root is an error."""
+        candidates = _candidates(path, roots)
+        if root_id is not None:
+            candidates = [(rid, rel) for rid, rel in candidates if rid == root_id]
+        found: list[tuple[int, int, str]] = []  # (root id, file id, rel)
+        with mapped_errors(self.db_path):
+            for rid, rel in sorted(set(candidates)):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT id FROM files WHERE root_id = ? AND rel_path = ?", (rid, rel))
+                found.extend((rid, int(r[0]), rel) for r in rows)
+        if not found:
+            return None
+        rid, file_id, rel = found[0]
+        return Located(file_id, roots[rid], rel, tuple(roots[r] for r, _, _ in found[1:]))
+
+    async def file(self, located: Located) -> FileRecord | None:
+        with mapped_errors(self.db_path):
+            cur = await self.conn.execute(
+                "SELECT title, tags, aliases, frontmatter, sha256, size, line_count, mtime_ns "
+                "FROM files WHERE id = ?", (located.file_id,))
+            row = await cur.fetchone()
+            if row is None:
+                return None  # deleted since it was located
+            cur = await self.conn.execute(
+                ROW_SQL + "WHERE c.file_id = ? ORDER BY c.chunk_index", (located.file_id,))
+            chunks = [row_dict(r) for r in await cur.fetchall()]
+        record: FileRecord = {
+            "path": located.rel_path,
+            "root": located.root,
+            "title": title_of(row[0], located.rel_path),
+            "tags": sorted(json.loads(row[1])),
+            "aliases": json.loads(row[2]),
+            "frontmatter": json.loads(row[3]),
+            "sha256": str(row[4]),
+            "size": int(row[5]),
+            "total_lines": int(row[6]),
+            "modified": iso_utc(int(row[7])),
+            "chunks": chunks,
+        }
+        if located.other_roots:
+            record["other_roots"] = list(located.other_roots)
+        return record
+
+    async def chunk(self, chunk_id: str) -> ChunkDetail | None:
+        """A chunk with the ids of the chunks before and after it in its file."""
+        with mapped_errors(self.db_path):
+            cur = await self.conn.execute(ROW_SQL + "WHERE c.chunk_id = ?", (chunk_id,))
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            file_id, index = int(row[12]), int(row[2])
+            rows = await self.conn.execute_fetchall(
+                "SELECT chunk_index, chunk_id FROM chunks WHERE file_id = ? "
+                "AND chunk_index IN (?, ?)", (file_id, index - 1, index + 1))
+        near = {int(r[0]): str(r[1]) for r in rows}
+        return {**row_dict(row), "prev_chunk_id": near.get(index - 1),
+                "next_chunk_id": near.get(index + 1)}
+
+
+def _candidates(path: str, roots: dict[int, str]) -> list[tuple[int, str]]:
+    """(root id, relative path) pairs ``path`` may name."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidArgumentError("path must be a file's path as search results give it")
+    given = os.path.expanduser(path.strip())
+    if os.path.isabs(given):
+        out: list[tuple[int, str]] = []
+        for spelling in dict.fromkeys([os.path.normpath(given), os.path.realpath(given)]):
+            for rid, root in roots.items():
+                if spelling.startswith(root.rstrip(os.sep) + os.sep):
+                    out.append((rid, Path(spelling).relative_to(root).as_posix()))
+        if not out:
+            listing = ", ".join(sorted(roots.values())) or "none yet"
+            raise InvalidArgumentError(
+                f"{path} is outside every indexed folder ({listing}); give a path from "
+                "search results, relative to its folder, or a path inside one of them")
+        return out
+    rel = posixpath.normpath(given.replace(os.sep, "/"))
+    if rel == ".." or rel.startswith("../") or rel == ".":
+        raise InvalidArgumentError(
+            f"{path!r} leaves its indexed folder; give a path from search results")
+    return [(rid, rel) for rid in roots]
