@@ -81,6 +81,31 @@ def test_search_prints_path_breadcrumb_score_and_snippet(indexed: Path) -> None:
     assert "Turn the compost pile" in snippet
 
 
+def test_search_filters_and_prints_clickable_locations(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "search", "wombat installer",
+                       "--path", "sub/**", "--since", "1d", "--mode", "lexical")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split()[1] == "notes/sub/guide.md:1-7"
+    elsewhere = rifflux_cli(indexed, "--db", "index.db", "search", "wombat installer",
+                            "--path", "nowhere/**", "--mode", "lexical")
+    assert elsewhere.returncode == 1 and "no results" in elsewhere.stderr
+    bad = rifflux_cli(indexed, "--db", "index.db", "search", "wombat", "--before", "someday")
+    assert bad.returncode == 2 and "cannot read 'someday' as a date" in bad.stderr
+
+
+def test_show_prints_the_lines_of_a_hit_with_their_numbers(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "show", "notes/sub/guide.md:3-7")
+    assert done.returncode == 0, done.stderr
+    header, *lines = done.stdout.splitlines()
+    assert header.endswith("notes/sub/guide.md:3-7 (of 7 lines)")
+    assert lines[0].split("│") == ["3 ", " ## Install"]
+    assert lines[-1].split("│") == ["7 ", " Run the wombat installer with sudo."]
+    whole = rifflux_cli(indexed, "--db", "index.db", "show", "sub/guide.md")  # root-relative
+    assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 8
+    outside = rifflux_cli(indexed, "--db", "index.db", "show", "../x.md:1")
+    assert outside.returncode == 2 and "leaves its indexed folder" in outside.stderr
+
+
 def test_search_with_no_results_exits_1(indexed: Path) -> None:
     done = rifflux_cli(indexed, "--db", "index.db", "search", "zzyzx", "--mode", "lexical",
                        "--json")

@@ -445,3 +445,42 @@ async def test_real_onnx_model_finds_a_paraphrase(tmp_path: Path) -> None:
     assert status["embedding_backend"] == "onnx"
     assert out["embedding_model"] == status["embedding_model"] != "hash-384-v1"
 
+
+
+# ---------------------------------------------------------------- narrow and locate
+
+
+async def test_an_agent_narrows_a_search_and_reads_the_exact_lines(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    (corpus["notes"] / "tagged.md").write_text(
+        "---\ntags: [garden/veg]\nstatus: draft\n---\n# Beans\n\nBeans need water and a pole. "
+        "#summer\n", encoding="utf-8")
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", paths=[str(corpus["notes"]), str(corpus["docs"])])
+        narrowed = await call(session, "search_rifflux", query="water", top_k=20,
+                              paths=["garden.md"])
+        assert narrowed["count"] > 0
+        assert {r["path"] for r in narrowed["results"]} == {"garden.md"}
+        tagged = await call(session, "search_rifflux", query="water", tags=["garden"],
+                            frontmatter={"status": "draft"}, modified_after="1d")
+        assert [r["path"] for r in tagged["results"]] == ["tagged.md"]
+        hit = tagged["results"][0]
+        assert hit["title"] == "Beans" and "garden/veg" in hit["tags"]
+        assert hit["root"] == str(corpus["notes"].resolve())
+        lines = await call(session, "get_file", path=hit["path"], root=hit["root"],
+                           start_line=hit["line_start"], end_line=hit["line_end"])
+        assert "Beans need water" in lines["text"] and lines["total_lines"] == 7
+        chunk = await call(session, "get_chunk", chunk_id=hit["chunk_id"])
+        assert chunk["line_start"] == hit["line_start"] and chunk["prev_chunk_id"] is None
+        tags = await call(session, "list_tags")
+        assert {"tag": "garden/veg", "files": 1} in tags["tags"]
+        assert {"tag": "summer", "files": 1} in tags["tags"]
+        assert (await call(session, "search_rifflux", query="water", mode="lexical",
+                           root="docs"))["results"] == []
+        bad = await call_error(session, "search_rifflux", query="water",
+                               modified_after="next week")
+        assert "cannot read 'next week' as a date" in bad
+        escape = await call_error(session, "get_file", path="../secret.md", start_line=1)
+        assert "leaves its indexed folder" in escape
+        nowhere = await call_error(session, "search_rifflux", query="water", root="attic")
+        assert "not an indexed folder" in nowhere and str(corpus["docs"].resolve()) in nowhere

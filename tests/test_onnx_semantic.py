@@ -101,3 +101,24 @@ def test_the_readme_library_example_runs_as_written(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "setup.md Setup > Linux" in proc.stdout
+
+
+async def test_a_short_section_at_the_end_of_a_long_readme_is_found_by_its_sentence(
+    tmp_path: Path,
+) -> None:
+    # Before chunks followed sections, this section was merged into the one above it and
+    # kept that one's breadcrumb; a search for its own sentence missed it.
+    topics = ["installing on Linux", "configuring the proxy", "upgrading the database",
+              "rotating the logs", "backing up the data", "tuning the cache"]
+    readme = "# Tool\n\n" + "".join(
+        f"## {t.capitalize()}\n\n" + f"This part explains {t} in detail, step by step. " * 8
+        + "\n\n" for t in topics)
+    readme += ("## Zanzibar flamingo procedure\n\n"
+               "Feed the flamingos shrimp at dawn before opening the gates.\n")
+    write(tmp_path / "docs", "README.md", readme)
+    async with Rifflux(tmp_path / "i.db", embedding_backend="onnx") as rf:
+        await rf.reindex(tmp_path / "docs")
+        hits = await rf.search("Feed the flamingos shrimp at dawn before opening the gates.",
+                               mode="semantic", top_k=3)
+    assert hits[0]["heading_path"] == "Tool > Zanzibar flamingo procedure"
+    assert hits[0]["line_start"] == readme.count("\n") - 2

@@ -68,7 +68,9 @@ class Supervisor:
     async def __aenter__(self) -> Service:
         s, db, roots = self._settings, self._db, self._roots
         async with AsyncExitStack() as stack:
-            writer_conn = await self._connect(stack, db)
+            # read-only: the writer's connection cannot write either (no schema upgrade,
+            # no vectors dropped: the index is someone else's)
+            writer_conn = await self._connect(stack, db, readonly=s.read_only)
             query_conn = await self._connect(stack, db, readonly=True)
             embed_conn = await self._connect(stack, db, readonly=True)
 

@@ -129,7 +129,7 @@ def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
 def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
     globs = tuple(g.lstrip("/").removeprefix("./") for g in _strings("paths", paths))
     try:
-        pathspec.PathSpec.from_lines("gitwildmatch", globs)
+        pathspec.GitIgnoreSpec.from_lines(globs)
     except Exception as exc:  # pathspec's own errors vary by version
         raise InvalidArgumentError(f"paths: cannot read glob ({exc}); use globs such as "
                                    "'docs/**' or '**/adr-*.md'") from exc
@@ -238,7 +238,7 @@ class CompiledFilters:
 def _path_matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
     """One regular expression for all the globs (pathspec's, fused): a file is tested in
     one ``match`` instead of one per glob. With a negated glob, pathspec decides."""
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", globs)
+    spec = pathspec.GitIgnoreSpec.from_lines(globs)
     regexes = [getattr(p, "regex", None) for p in spec.patterns]
     if any(getattr(p, "include", None) is not True for p in spec.patterns) or None in regexes:
         return spec.match_file

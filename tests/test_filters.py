@@ -1,0 +1,173 @@
+"""Filters through the library: applied inside both branches before top-k, each alone and
+combined, with clear errors for what cannot be used."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from rifflux import InvalidArgumentError, Rifflux
+
+from .helpers import CountingEmbedder, write
+
+pytestmark = pytest.mark.anyio
+MODES = ("lexical", "semantic", "hybrid")
+
+
+def note(root: Path, rel: str, body: str, *, tags: str | None = None, extra: str = "",
+         age_days: float | None = None) -> Path:
+    front = f"---\ntags: [{tags}]\n{extra}---\n" if tags is not None or extra else ""
+    path = write(root, rel, f"{front}# {Path(rel).stem}\n\n{body}\n")
+    if age_days is not None:
+        when = time.time() - age_days * 86400
+        os.utime(path, (when, when))
+    return path
+
+
+async def test_a_filter_finds_a_small_folder_that_unfiltered_results_never_reach(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "docs"
+    for i in range(300):  # decoys: more about the query than the files we want
+        note(root, f"decoys/d{i}.md", "garden compost garden compost garden compost " * 5
+             + f"decoy number {i}.")
+    for i in range(5):
+        note(root, f"small/s{i}.md", f"A short remark on garden compost, item {i}.")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for mode in MODES:
+            unfiltered = await rf.search("garden compost", top_k=5, mode=mode)
+            assert not any(r["path"].startswith("small/") for r in unfiltered), mode
+            hits = await rf.search("garden compost", top_k=5, mode=mode, paths=["small/**"])
+            assert sorted(r["path"] for r in hits) == [f"small/s{i}.md" for i in range(5)], mode
+        hybrid = await rf.search("garden compost", top_k=5, paths=["small/**"])
+        # RRF of the two filtered lists: both ranks are known for every hit
+        assert all(r["score_breakdown"]["lexical_rank"] is not None  # type: ignore[typeddict-item]
+                   for r in hybrid)
+
+
+@pytest.fixture
+async def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    note(root, "projects/alpha.md", "Otters build dams in the river. #idea #area/river/north",
+         tags="project, Active", extra="status: draft\nowners: [ann, bo]\npriority: 2\n",
+         age_days=1)
+    note(root, "projects/beta.md", "Otters sleep holding hands.", tags="project",
+         extra="status: done\ndraft: true\n", age_days=40)
+    note(root, "journal/2026-11-01.md", "Saw otters near the old mill. #area/river",
+         age_days=400)
+    note(root, "journal/2026-11-02.md", "Otters again, and a heron.", age_days=3)
+    return root.resolve()
+
+
+async def search_paths(rf: Rifflux, **filters: object) -> list[str]:
+    found: set[str] = set()
+    for mode in MODES:
+        hits = await rf.search("otters", top_k=10, mode=mode, **filters)  # type: ignore[arg-type]
+        found.update(r["path"] for r in hits)
+        assert {r["path"] for r in hits} <= found
+    return sorted(found)
+
+
+async def test_each_filter_alone_and_combined(tmp_path: Path, vault: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        assert len(await search_paths(rf)) == 4
+        assert await search_paths(rf, paths=["journal/**"]) == [
+            "journal/2026-11-01.md", "journal/2026-11-02.md"]
+        assert await search_paths(rf, paths=["**/alpha.md", "journal/2026-11-0*"]) == [
+            "journal/2026-11-01.md", "journal/2026-11-02.md", "projects/alpha.md"]
+        assert await search_paths(rf, tags=["project"]) == [
+            "projects/alpha.md", "projects/beta.md"]
+        assert await search_paths(rf, tags=["PROJECT", "active"]) == ["projects/alpha.md"]
+        assert await search_paths(rf, tags=["idea"]) == ["projects/alpha.md"]  # inline
+        assert await search_paths(rf, tags=["area"]) == [  # nested: a/b counts as a
+            "journal/2026-11-01.md", "projects/alpha.md"]
+        assert await search_paths(rf, tags=["area/river/north"]) == ["projects/alpha.md"]
+        assert await search_paths(rf, frontmatter={"status": "draft"}) == ["projects/alpha.md"]
+        assert await search_paths(rf, frontmatter={"owners": "bo"}) == ["projects/alpha.md"]
+        assert await search_paths(rf, frontmatter={"draft": "true"}) == ["projects/beta.md"]
+        assert await search_paths(rf, frontmatter={"priority": 2.0}) == ["projects/alpha.md"]
+        assert await search_paths(rf, modified_after="7d") == [
+            "journal/2026-11-02.md", "projects/alpha.md"]
+        assert await search_paths(rf, modified_before="2w") == [
+            "journal/2026-11-01.md", "projects/beta.md"]
+        a_month_ago = (datetime.now() - timedelta(days=30)).date().isoformat()
+        assert await search_paths(rf, modified_after=a_month_ago, modified_before="2d") == [
+            "journal/2026-11-02.md"]
+        assert await search_paths(rf, modified_after="1y") == [
+            "journal/2026-11-02.md", "projects/alpha.md", "projects/beta.md"]
+        assert await search_paths(rf, tags=["project"], modified_after="1w",
+                                  paths=["projects/*"]) == ["projects/alpha.md"]
+        assert await search_paths(rf, tags=["nosuchtag"]) == []
+        assert await search_paths(rf, root="vault") == await search_paths(rf)
+        assert await search_paths(rf, root=str(vault)) == await search_paths(rf)
+
+
+async def test_results_say_where_they_are_and_what_note_they_belong_to(
+    tmp_path: Path, vault: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        hit = (await rf.search("dams", mode="lexical", paths=["projects/alpha.md"]))[0]
+    lines = (vault / "projects" / "alpha.md").read_text().splitlines()
+    assert hit["root"] == str(vault) and hit["title"] == "alpha"
+    assert hit["tags"] == ["active", "area", "area/river", "area/river/north", "idea",
+                           "project"]
+    assert "dams" in lines[hit["line_end"] - 1] and lines[hit["line_start"] - 1] == "# alpha"
+    assert datetime.fromisoformat(hit["modified"]).timestamp() == pytest.approx(
+        (vault / "projects" / "alpha.md").stat().st_mtime, abs=1)
+
+
+async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
+    tmp_path: Path,
+) -> None:
+    a, b = tmp_path / "one" / "notes", tmp_path / "two" / "notes"
+    note(a, "x.md", "otters of one")
+    note(b, "y.md", "otters of two")
+    note(tmp_path / "three", "z.md", "otters of three")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(paths=[a, b, tmp_path / "three"])
+        assert [r["path"] for r in await rf.search("otters", root="three")] == ["z.md"]
+        assert [r["path"] for r in await rf.search("otters", root=str(a))] == ["x.md"]
+        with pytest.raises(InvalidArgumentError, match="names 2 indexed folders.*one/notes"):
+            await rf.search("otters", root="notes")
+        with pytest.raises(InvalidArgumentError, match="not an indexed folder.*three"):
+            await rf.search("otters", root="elsewhere")
+
+
+@pytest.mark.parametrize(("filters", "message"), [
+    ({"modified_after": "last tuesday"}, "cannot read 'last tuesday' as a date"),
+    ({"modified_before": "12q"}, "cannot read '12q'"),
+    ({"frontmatter": {"status": {"nested": 1}}}, "not a string, number or boolean"),
+    ({"frontmatter": {"status": [None]}}, "not a string, number or boolean"),
+    ({"tags": [3]}, "list of strings"),
+    ({"paths": "docs/**"}, None),  # one glob as a string is fine
+])
+async def test_malformed_filters_are_clear_errors(
+    tmp_path: Path, filters: dict[str, object], message: str | None
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        if message is None:
+            assert await rf.search("anything", **filters) == []  # type: ignore[arg-type]
+            return
+        with pytest.raises(InvalidArgumentError, match=message):
+            await rf.search("anything", **filters)  # type: ignore[arg-type]
+
+
+async def test_filters_follow_edits_and_deletes(tmp_path: Path, vault: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        assert await search_paths(rf, tags=["project"]) == [
+            "projects/alpha.md", "projects/beta.md"]
+        note(vault, "projects/beta.md", "Otters, retagged.", tags="archive")
+        (vault / "projects" / "alpha.md").unlink()
+        await rf.reindex(vault)
+        assert await search_paths(rf, tags=["project"]) == []
+        assert await search_paths(rf, tags=["archive"]) == ["projects/beta.md"]
+        assert {t["tag"]: t["files"] for t in await rf.list_tags()} == {
+            "archive": 1, "area": 1, "area/river": 1}

@@ -1,0 +1,139 @@
+"""Reading what a hit points to: file line ranges from disk, whole files with their
+metadata, chunks with their neighbours; and an index from the previous version."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
+
+from .helpers import CountingEmbedder, eventually, write
+
+pytestmark = pytest.mark.anyio
+
+GUIDE = "---\ntitle: The Guide\ntags: [howto]\n---\n# Guide\n\n" + "".join(
+    f"## Step {i}\n\nDo thing number {i} carefully.\n\n" for i in range(1, 8))
+
+
+@pytest.fixture
+async def indexed(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    write(root, "guide.md", GUIDE)
+    write(root, "sub/other.md", "# Other\n\nNothing to see.\n")
+    return root
+
+
+async def test_a_line_range_is_read_from_disk_and_clamped(tmp_path: Path, indexed: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(indexed)
+        hit = (await rf.search("thing number 3", mode="lexical", top_k=1))[0]
+        lines = await rf.get_file(hit["path"], start_line=hit["line_start"],
+                                  end_line=hit["line_end"])
+        assert lines is not None and "text" in lines
+        assert "Do thing number 3 carefully." in lines["text"]
+        assert lines["total_lines"] == len(GUIDE.splitlines())
+        past = await rf.get_file("guide.md", start_line=30, end_line=999)
+        assert past is not None and "text" in past
+        assert (past["start_line"], past["end_line"]) == (30, past["total_lines"])
+        assert past["text"] == "\n".join(GUIDE.splitlines()[29:])
+        one = await rf.get_file(str(indexed / "guide.md"), start_line=5, end_line=5)
+        assert one is not None and "text" in one and one["text"] == "# Guide"
+        with pytest.raises(InvalidArgumentError, match="past the end of guide.md"):
+            await rf.get_file("guide.md", start_line=500)
+        with pytest.raises(InvalidArgumentError, match="not a range"):
+            await rf.get_file("guide.md", start_line=9, end_line=3)
+
+
+async def test_only_indexed_files_can_be_read_by_their_indexed_path(
+    tmp_path: Path, indexed: Path
+) -> None:
+    write(tmp_path, "secret.md", "# Secret\n\nnot indexed\n")
+    write(indexed, "notes.txt", "not matched by the globs\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(indexed)
+        with pytest.raises(InvalidArgumentError, match="leaves its indexed folder"):
+            await rf.get_file("../secret.md", start_line=1)
+        with pytest.raises(InvalidArgumentError, match="leaves its indexed folder"):
+            await rf.get_file("sub/../../secret.md")
+        with pytest.raises(InvalidArgumentError, match="outside every indexed folder"):
+            await rf.get_file(str(tmp_path / "secret.md"), start_line=1)
+        assert await rf.get_file("notes.txt", start_line=1) is None  # not in the index
+        assert await rf.get_file("missing.md") is None
+        (indexed / "sub" / "other.md").unlink()  # gone from disk, still in the index
+        with pytest.raises(RiffluxError, match="no longer on disk; reindex"):
+            await rf.get_file("sub/other.md", start_line=1)
+
+
+async def test_a_whole_file_comes_with_its_metadata(tmp_path: Path, indexed: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(indexed)
+        found = await rf.get_file("guide.md")
+    assert found is not None and "chunks" in found
+    assert (found["title"], found["tags"]) == ("The Guide", ["howto"])
+    assert found["frontmatter"] == {"title": "The Guide", "tags": ["howto"]}
+    assert found["total_lines"] == len(GUIDE.splitlines())
+    assert [c["chunk_index"] for c in found["chunks"]] == list(range(len(found["chunks"])))
+
+
+async def test_the_same_path_in_two_roots_names_the_root_used_and_the_others(
+    tmp_path: Path,
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "readme.md", "# A\n\nfrom a\n")
+    write(b, "readme.md", "# B\n\nfrom b\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(paths=[a, b])
+        first = await rf.get_file("readme.md", start_line=1)
+        assert first is not None and first["root"] == str(a.resolve())
+        assert first.get("other_roots") == [str(b.resolve())]
+        chosen = await rf.get_file("readme.md", root="b", start_line=3)
+        assert chosen is not None and "text" in chosen and chosen["text"] == "from b"
+        assert "other_roots" not in chosen
+
+
+async def test_a_chunk_knows_its_neighbours(tmp_path: Path, indexed: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(indexed)
+        found = await rf.get_file("guide.md")
+        assert found is not None and "chunks" in found and len(found["chunks"]) >= 3
+        ids = [c["chunk_id"] for c in found["chunks"]]
+        first, middle, last = (await rf.get_chunk(ids[0]), await rf.get_chunk(ids[1]),
+                               await rf.get_chunk(ids[-1]))
+    assert first is not None and middle is not None and last is not None
+    assert (first["prev_chunk_id"], first["next_chunk_id"]) == (None, ids[1])
+    assert (middle["prev_chunk_id"], middle["next_chunk_id"]) == (ids[0], ids[2])
+    assert last["next_chunk_id"] is None
+    assert middle["title"] == "The Guide" and middle["line_start"] > first["line_end"]
+
+
+async def test_an_index_of_the_previous_version_is_upgraded_in_place(
+    tmp_path: Path, indexed: Path
+) -> None:
+    db = tmp_path / "i.db"
+    embedder = CountingEmbedder()
+    async with Rifflux(db, embedder=embedder) as rf:
+        await rf.reindex(indexed)
+        embedded = len(embedder.embedded)
+    with sqlite3.connect(db) as conn:  # what version 2 wrote: no lines, no front matter
+        for table, column in (("files", "frontmatter"), ("files", "line_count"),
+                              ("chunks", "line_start"), ("chunks", "line_end")):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="open it once without read_only"):
+        async with Rifflux(settings=Settings(db_path=db, read_only=True),
+                           embedder=CountingEmbedder()):
+            pass
+    async with Rifflux(db, embedder=embedder) as rf:
+
+        async def reread() -> bool:
+            jobs = (await rf.status())["jobs"]
+            return bool(jobs) and all(j["status"] == "completed" for j in jobs)
+
+        await eventually(reread)  # the files are read again in the background
+        hit = (await rf.search("thing number 4", mode="lexical", top_k=1))[0]
+        found = await rf.get_file("guide.md")
+    assert hit["line_start"] > 0 and found is not None and found["total_lines"] > 0
+    assert len(embedder.embedded) == embedded  # the vectors were kept
