@@ -136,10 +136,17 @@ _CODE_SPAN = re.compile(r"`+[^`]*`+")
 _INLINE_TAG = re.compile(r"(?<!\S)#([\w/-]*[^\W\d][\w/-]*)")
 
 
+#: A colour such as ``#1f2328`` or ``#fff0``: hex digits, at least one of them a number.
+_COLOUR = re.compile(r"^(?=[a-f]*\d)(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$", re.IGNORECASE)
+
+
 def inline_tags(text: str) -> list[str]:
     """The ``#tags`` in rendered text (not in code spans; headings are rendered as ``## x``,
-    whose ``#`` is followed by a space or another ``#``, so they are not tags)."""
-    return _INLINE_TAG.findall(_CODE_SPAN.sub(" ", text)) if "#" in text else []
+    whose ``#`` is followed by a space or another ``#``, so they are not tags; CSS colours
+    are not tags either)."""
+    if "#" not in text:
+        return []
+    return [t for t in _INLINE_TAG.findall(_CODE_SPAN.sub(" ", text)) if not _COLOUR.match(t)]
 
 
 def inline(text: str) -> str:

@@ -93,9 +93,10 @@ def test_html_comments_are_neither_indexed_nor_embedded() -> None:
 def test_inline_tags_join_front_matter_tags_normalised() -> None:
     doc = parse_markdown("---\ntags: [Project/Alpha, draft]\n---\n# Note #Heading-tag\n\n"
                          "Text with #idea and #area/sub/leaf, not #123 or a#b or `#code` "
-                         "or http://x.org/#frag.\n\n```\n#not-a-tag\n```\n")
+                         "or http://x.org/#frag, nor colours #1f2328 #fff0 but #face.\n\n"
+                         "```\n#not-a-tag\n```\n")
     assert doc.metadata.tags == ("project/alpha", "draft", "heading-tag", "idea",
-                                 "area/sub/leaf")
+                                 "area/sub/leaf", "face")
 
 
 def test_title_is_front_matter_title_else_first_h1() -> None:
