@@ -24,6 +24,7 @@ from ._common import Skipped
 from ._context import Config, State
 from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
 from ._cranfield import quality
+from ._filters import filtered
 from ._freshness import watch_edit
 from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
@@ -49,6 +50,7 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "latency": (in_process, "query latency per mode, in process"),
     "mcp": (through_mcp, "query latency per mode, through MCP stdio"),
     "ripgrep": (_sync(ripgrep), "ripgrep on the same queries"),
+    "filters": (filtered, "hybrid latency filtered to a folder and to a tag vs unfiltered"),
     "scale": (_sync(scale), "100,000 chunks: hybrid latency and peak RSS"),
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
 }

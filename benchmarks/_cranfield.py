@@ -1,4 +1,4 @@
-"""Section 7: retrieval quality on the Cranfield collection, per mode.
+"""Section 8: retrieval quality on the Cranfield collection, per mode.
 
 Each document becomes ``<docno>.md`` holding ``# {title}`` and its text (lines
 left-stripped, so indented lines do not turn into markdown code blocks). The

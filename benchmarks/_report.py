@@ -92,6 +92,26 @@ def _latency(results: dict[str, Any]) -> list[str]:
     return head + table + note
 
 
+def _filters(f: dict[str, Any]) -> list[str]:
+    labels = {"unfiltered": "unfiltered",
+              "folder": f"folder: paths={','.join(f['folder']['paths'])} "
+                        f"({f['folder']['files']} files)",
+              "tag": f"tag: tags=[{f['tag']['tag']}] ({f['tag']['files']} files)"}
+    rows = [[labels[k], m["p50_ms"], m["p95_ms"], f["ratio_p50"].get(k, 1.0),
+             f["ratio_p95"].get(k, 1.0), m["mean_results"], m["empty_results"],
+             m["results_not_matching"]] for k, m in f["kinds"].items()]
+    head = [f"### Filtered hybrid search, top_k={f['top_k']}, {f['queries']} queries, each "
+            f"searched three ways, interleaved ({f['backend']}, {f['chunks']} chunks, "
+            f"{f['files']} files)", ""]
+    table = _table(["search", "p50 ms", "p95 ms", "p50 / unfiltered", "p95 / unfiltered",
+                    "mean results", "empty", "results not matching the filter"], rows)
+    same = ("the latency section's hybrid queries" if f["same_queries_as_latency"]
+            else "the latency section's hybrid list (same seeded helper)")
+    note = [f"Queries: {same}. Every filtered result matches its filter: "
+            f"{'yes' if f['all_filtered_results_match'] else 'NO'}.", ""]
+    return head + table + note
+
+
 def _scale(s: dict[str, Any]) -> list[str]:
     ix, sv = s["index"], s["serve"]
     rows = [
@@ -142,8 +162,8 @@ def render(run: dict[str, Any]) -> str:
                   "comparable with the targets.**", ""]
     lines += ["## Targets", ""] + _targets(run["targets"])
     lines += ["## Sections", ""]
-    renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "scale": _scale,
-                 "cranfield": _cranfield}
+    renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
+                 "scale": _scale, "cranfield": _cranfield}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

@@ -1,4 +1,4 @@
-"""Section 6: a corpus grown to 100,000 chunks; hybrid latency and peak RSS.
+"""Section 7: a corpus grown to 100,000 chunks; hybrid latency and peak RSS.
 
 The grown corpus is written to the temp folder (see ``_grow``), indexed in one
 worker process and served from another (``_scale_child``), so the RSS figures

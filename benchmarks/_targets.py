@@ -70,6 +70,15 @@ TARGETS: tuple[Target, ...] = (
     Target("semantic p50, in process", "<=", 10, " ms",
            lambda r: _dig(r, "latency", "modes", "semantic", "p50_ms"),
            _backend_note("latency", "backend")),
+    Target("folder-filtered hybrid p50 / unfiltered hybrid p50", "<=", 1.2, "x",
+           lambda r: _dig(r, "filters", "ratio_p50", "folder"),
+           lambda r: f"paths={','.join(_dig(r, 'filters', 'folder', 'paths') or [])}, "
+                     f"{_dig(r, 'filters', 'backend')} backend"),
+    Target("tag-filtered hybrid p50 / unfiltered hybrid p50", "<=", 1.2, "x",
+           lambda r: _dig(r, "filters", "ratio_p50", "tag"),
+           lambda r: f"tag {_dig(r, 'filters', 'tag', 'tag')} "
+                     f"({_dig(r, 'filters', 'tag', 'files')} files), "
+                     f"{_dig(r, 'filters', 'backend')} backend"),
     Target("MCP handshake, cold server (median)", "<=", 1, " s",
            lambda r: _dig(r, "mcp", "handshake", "median_s"),
            lambda r: "first search answered after "
