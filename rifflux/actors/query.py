@@ -25,6 +25,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypedDict
 
 import anyio
+import numpy as np
+import numpy.typing as npt
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -44,6 +46,8 @@ from .reads import Reads
 logger = logging.getLogger(__name__)
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
+#: Row masks of filtered searches kept (per matrix version).
+_MASKS = 16
 #: How long a semantic search waits for the model and matrix at start-up.
 _MODEL_WAIT_SECONDS = 60.0
 
@@ -81,6 +85,7 @@ class QueryActor:
         self._matrix: VectorIndex | None = None
         self._ready = anyio.Event()  # the model is adopted and the matrix loaded (or none)
         self._replay: list[IndexChanged] | None = None  # changes seen while a load runs
+        self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
         self._catalog = Catalog()
         self._catalog_ready = anyio.Event()
         self._catalog_replay: list[IndexChanged] | None = []
@@ -264,9 +269,20 @@ class QueryActor:
         vector = await anyio.to_thread.run_sync(
             embedder.embed_query, query, limiter=self._embed_limiter
         )
+        mask = None if allowed is None else self._mask(matrix, allowed)
         return matrix.top_k(vector, depth, feedback=self._feedback,
-                            weight=self._feedback_weight,
-                            groups=allowed.array if allowed is not None else None)
+                            weight=self._feedback_weight, mask=mask)
+
+    def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
+        """The matrix rows of the allowed files, kept while neither changes."""
+        key = (id(matrix), matrix.version, allowed.json)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = matrix.mask(allowed.array)
+            if len(self._masks) >= _MASKS:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = mask
+        return mask
 
 
 @asynccontextmanager

@@ -31,6 +31,8 @@ class VectorIndex:
         #: Each row's group (the chunk's file), so that a search can be limited to files.
         self._groups: npt.NDArray[np.int64] = np.zeros(max(capacity, 16), dtype=np.int64)
         self._pos: dict[int, int] = {}
+        #: Bumped by every change, so that a cached row mask knows when it is stale.
+        self.version = 0
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -65,6 +67,7 @@ class VectorIndex:
             raise ValueError(f"expected {len(ids)} groups, got {len(groups)}")
         vectors = normalise(np.asarray(vectors, dtype=np.float32))
         self._grow(len(self._pos) + len(ids))
+        self.version += 1
         for i, (key, vec) in enumerate(zip(ids, vectors, strict=True)):
             row = self._pos.get(int(key))
             if row is None:
@@ -75,6 +78,7 @@ class VectorIndex:
             self._groups[row] = groups[i] if groups is not None else 0
 
     def remove(self, ids: Iterable[int]) -> None:
+        self.version += 1
         for key in ids:
             row = self._pos.pop(int(key), None)
             if row is None:
@@ -89,14 +93,20 @@ class VectorIndex:
 
     def clear(self) -> None:
         self._pos.clear()
+        self.version += 1
+
+    def mask(self, groups: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Which rows belong to ``groups`` (valid until ``version`` changes)."""
+        mask: npt.NDArray[np.bool_] = np.isin(self._groups[: len(self._pos)], groups)
+        return mask
 
     def top_k(
         self, query: F32, k: int, *, feedback: int = 0, weight: float = 1.0, pool: int = 200,
-        groups: npt.NDArray[np.int64] | None = None,
+        mask: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[int, float]]:
         """(id, cosine) of the ``k`` rows most similar to ``query``, best first.
 
-        With ``groups`` (sorted), only rows of those groups are candidates: the filter
+        With ``mask`` (from :meth:`mask`), only those rows are candidates: the filter
         applies before the top ``k`` are taken, and feedback looks at them only.
 
         With ``feedback`` > 0 (pseudo-relevance feedback, Rocchio style), the query
@@ -105,14 +115,11 @@ class VectorIndex:
         again against it; the cosines returned are those against the moved query.
         """
         n = len(self._pos)
-        if n == 0 or k < 1:
+        if mask is not None and len(mask) != n:
+            raise ValueError(f"the mask has {len(mask)} rows, the matrix {n}: make it again")
+        live = n if mask is None else int(np.count_nonzero(mask))
+        if live == 0 or k < 1:
             return []
-        rows: npt.NDArray[np.intp] | None = None
-        if groups is not None:
-            rows = np.flatnonzero(np.isin(self._groups[:n], groups, assume_unique=False))
-            if len(rows) == 0:
-                return []
-            return self._top_k_of(rows, query, k, feedback, weight, pool)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         if norm == 0.0 or not np.isfinite(norm):
@@ -121,25 +128,18 @@ class VectorIndex:
         else:
             q = q / norm
             scores = self._matrix[:n] @ q
+        if mask is not None:
+            scores = np.where(mask, scores, np.float32(-np.inf))
         if feedback > 0:
-            cand = self._best(scores, min(n, max(pool, k)))
+            cand = self._best(scores, min(live, max(pool, k)))
             centroid = self._matrix[cand[:feedback]].mean(axis=0)
             moved = q + weight * centroid
             moved /= max(float(np.linalg.norm(moved)), 1e-12)
             rescored = self._matrix[cand] @ moved
             order = np.lexsort((self._ids[cand], -rescored))[: min(k, len(cand))]
             return [(int(self._ids[cand[i]]), float(rescored[i])) for i in order]
-        best = self._best(scores, min(k, n))
+        best = self._best(scores, min(k, live))
         return [(int(self._ids[i]), float(scores[i])) for i in best]
-
-    def _top_k_of(self, rows: npt.NDArray[np.intp], query: F32, k: int, feedback: int,
-                  weight: float, pool: int) -> list[tuple[int, float]]:
-        """``top_k`` among ``rows`` only (a view of the matrix, scored the same way)."""
-        sub = VectorIndex(self.dim, capacity=len(rows))
-        sub._matrix[: len(rows)] = self._matrix[rows]
-        sub._ids[: len(rows)] = self._ids[rows]
-        sub._pos = {int(i): r for r, i in enumerate(self._ids[rows])}
-        return sub.top_k(query, k, feedback=feedback, weight=weight, pool=pool)
 
     def _best(self, scores: F32, k: int) -> npt.NDArray[np.intp]:
         """Row positions of the ``k`` best scores, best first, ties by smaller id."""

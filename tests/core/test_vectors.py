@@ -73,3 +73,29 @@ def test_feedback_with_a_zero_query_still_gives_zero_cosines() -> None:
     idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
     got = idx.top_k(np.zeros(2, dtype=np.float32), 2, feedback=3)
     assert [s for _, s in got] == [0.0, 0.0]
+
+
+def test_a_mask_limits_top_k_to_its_groups_before_the_cut() -> None:
+    rng = np.random.default_rng(7)
+    index = VectorIndex(8)
+    vectors = rng.normal(size=(200, 8)).astype(np.float32)
+    groups = [i % 10 for i in range(200)]
+    index.upsert(list(range(200)), vectors, groups)
+    query = rng.normal(size=8).astype(np.float32)
+    allowed = np.asarray([3, 7], dtype=np.int64)
+    mask = index.mask(allowed)
+    got = index.top_k(query, 15, mask=mask)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = unit @ (query / np.linalg.norm(query))
+    expected = sorted((i for i in range(200) if groups[i] in (3, 7)),
+                      key=lambda i: (-cosines[i], i))[:15]
+    assert [i for i, _ in got] == expected
+    assert len(index.top_k(query, 500, mask=mask)) == 40  # only the masked rows exist
+    with_feedback = index.top_k(query, 15, mask=mask, feedback=3)
+    assert {i for i, _ in with_feedback} <= set(expected) | {i for i in range(200)
+                                                              if groups[i] in (3, 7)}
+    assert all(groups[i] in (3, 7) for i, _ in with_feedback)
+    index.remove([3])
+    with pytest.raises(ValueError, match="make it again"):
+        index.top_k(query, 5, mask=mask)  # stale: the matrix changed
+    assert index.top_k(query, 5, mask=index.mask(np.asarray([99], dtype=np.int64))) == []
