@@ -16,15 +16,18 @@ from types import TracebackType
 from typing import Any, Literal, overload
 
 from .actors.jobs import Job, Target
+from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
 from .core.filters import make_filters
+from .core.fts_query import build_match
 from .core.scan import Globs
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .types import (
+    CONTENT_MODES,
     MODES,
     BackgroundReindex,
     ChunkDetail,
@@ -32,6 +35,7 @@ from .types import (
     FileRecord,
     JobInfo,
     ReindexResult,
+    SearchExplain,
     SearchResult,
     Status,
     TagCount,
@@ -112,11 +116,17 @@ class Rifflux:
         frontmatter: Mapping[str, Any] | None = None,
         modified_after: str | date | None = None,
         modified_before: str | date | None = None,
+        max_per_file: int | None = None,
+        content: str = "full",
+        explain: bool = False,
     ) -> list[SearchResult]:
-        """Ranked chunks for ``query``; see SPEC.md for the fields and score breakdowns.
+        """Ranked chunks for ``query``; see docs/CONTRACT.md for the fields and scores.
 
         The filters narrow the search to files before either branch ranks anything
-        (``rifflux.core.filters`` says exactly how each one matches)."""
+        (``rifflux.core.filters`` says exactly how each one matches). ``max_per_file``
+        passes over further chunks of a file that already has that many hits;
+        ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
+        ``explain`` adds each hit's ranks and raw scores in the branches that found it."""
         if mode not in MODES:
             raise InvalidArgumentError(
                 f"unknown mode {mode!r}: use one of {', '.join(MODES)}"
@@ -128,7 +138,26 @@ class Rifflux:
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before)
-        return await self._open().search(query, top_k, mode, filters)
+        if max_per_file is not None and (isinstance(max_per_file, bool)
+                                         or not isinstance(max_per_file, int)
+                                         or max_per_file < 1):
+            raise InvalidArgumentError(
+                f"max_per_file must be an integer of at least 1, or None, not {max_per_file!r}")
+        if content not in CONTENT_MODES:
+            raise InvalidArgumentError(
+                f"unknown content {content!r}: use one of {', '.join(CONTENT_MODES)}")
+        shape = SearchShape(max_per_file=max_per_file, content=content, explain=bool(explain))
+        return await self._open().search(query, top_k, mode, filters, shape)
+
+    def describe_search(self, query: str, **filters: Any) -> SearchExplain:
+        """What a search for ``query`` looks for: the FTS5 expression of its lexical branch
+        and the filters as applied (the top-level ``explain`` of MCP and JSON answers)."""
+        applied = make_filters(**filters)
+        return {"fts_query": build_match(query), "filters": applied.describe()}
+
+    def pending_embeddings(self) -> int | None:
+        """Texts still without a vector, from memory (None while the model loads)."""
+        return self._open().pending()
 
     async def get_chunk(self, chunk_id: str) -> ChunkDetail | None:
         """A stored chunk by id (with its neighbours' ids), or None when no chunk has it."""

@@ -11,6 +11,8 @@ from typing import Literal, NotRequired, TypedDict, final
 
 Mode = Literal["lexical", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
+ContentMode = Literal["full", "snippet"]
+CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
@@ -62,8 +64,38 @@ class ChunkDetail(ChunkRecord):
     next_chunk_id: str | None
 
 
-class SearchResult(ChunkRecord):
+class HitExplain(TypedDict, total=False):
+    """Why a hit ranks where it does: whichever branch found it."""
+
+    lexical_rank: int
+    bm25: float
+    semantic_rank: int
+    cosine: float
+
+
+class SearchResult(TypedDict):
+    """A search hit: SPEC's fields (``content`` unless ``content="snippet"``), where it
+    is, what note it belongs to, its snippet, and on request why it ranks there."""
+
+    chunk_id: str
+    path: str
+    heading_path: str
+    chunk_index: int
+    content: NotRequired[str]
+    root: str
+    title: str
+    tags: list[str]
+    modified: str
+    line_start: int
+    line_end: int
     score_breakdown: ScoreBreakdown
+    snippet: str  # ~240 characters around the query's terms, matches marked **...**
+    explain: NotRequired[HitExplain]
+
+
+class SearchExplain(TypedDict):
+    fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
+    filters: dict[str, object]  # as applied
 
 
 class SearchAnswer(TypedDict):
@@ -75,6 +107,11 @@ class SearchAnswer(TypedDict):
     embedding_model: str | None
     results: list[SearchResult]
     auto_reindex: NotRequired[dict[str, object]]
+    #: Texts still without a vector: semantic results cover only part of the index.
+    pending_embeddings: NotRequired[int]
+    hint: NotRequired[str]  # an empty or cut answer says what to do
+    truncated: NotRequired[bool]
+    explain: NotRequired[SearchExplain]
 
 
 @final

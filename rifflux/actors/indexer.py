@@ -56,6 +56,8 @@ class IndexerSnapshot(TypedDict):
     busy_retries: int
     last_job_seconds: float
     adopt_error: str | None
+    #: Texts without a vector of the active model (None until it is adopted).
+    pending: int | None
 
 
 class Indexer:
@@ -88,10 +90,12 @@ class Indexer:
         self._adopt_error: str | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
-                                        "adopt_error": None}
+                                        "adopt_error": None, "pending": None}
 
     def snapshot(self) -> IndexerSnapshot:
-        return {**self._stats, "adopt_error": self._adopt_error}
+        missing = self._writer.missing
+        return {**self._stats, "adopt_error": self._adopt_error,
+                "pending": None if missing is None else len(missing)}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:

@@ -13,7 +13,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..core.vectors import F32
-from ..types import Mode
+from ..types import ContentMode, Mode
 
 ChangeKind = Literal["added", "modified", "deleted"]
 
@@ -131,11 +131,26 @@ class VectorsReset:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SearchShape:
+    """How a search's answer is shaped: a cap of hits per file, content or only the
+    snippet, and why each hit ranks where it does."""
+
+    max_per_file: int | None = None
+    content: ContentMode = "full"
+    explain: bool = False
+
+
+#: Answers as SPEC has them: all hits, whole contents, no explanation.
+PLAIN = SearchShape()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequested:
     query: str
     top_k: int
     mode: Mode
     filters: Filters = NO_FILTERS
+    shape: SearchShape = PLAIN
     reply: MemoryObjectSendStream[Any]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypedDict
@@ -35,17 +36,28 @@ from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, Filters
 from ..core.fts_query import build_match
 from ..core.fusion import rrf
+from ..core.snippets import Snippets
 from ..core.vectors import VectorIndex
 from ..errors import InternalError, RiffluxError
 from ..store.reader import Reader
 from ..store.records import Records
-from ..types import ChunkRecord, HybridScores, ScoreBreakdown, SearchResult
-from .messages import IndexChanged, QueryMessage, ReadRequested, SearchRequested, VectorsReset
+from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
+from .messages import (
+    PLAIN,
+    IndexChanged,
+    QueryMessage,
+    ReadRequested,
+    SearchRequested,
+    SearchShape,
+    VectorsReset,
+)
 from .reads import Reads
 
 logger = logging.getLogger(__name__)
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
+#: How far down each branch a search with a per-file cap reads at most.
+_MAX_DEPTH = 1000
 #: Row masks of filtered searches kept (per matrix version).
 _MASKS = 16
 #: How long a semantic search waits for the model and matrix at start-up.
@@ -179,7 +191,8 @@ class QueryActor:
             result: Any
             try:
                 if isinstance(msg, SearchRequested):
-                    result = await self.search(msg.query, msg.top_k, msg.mode, msg.filters)
+                    result = await self.search(msg.query, msg.top_k, msg.mode, msg.filters,
+                                               msg.shape)
                 else:
                     async with _slot(self._limiter):
                         result = await self._reads.serve(msg, self._embedder)
@@ -199,7 +212,8 @@ class QueryActor:
                 pass  # the caller went away (cancelled); nothing to answer
 
     async def search(self, query: str, top_k: int, mode: str,
-                     filters: Filters = NO_FILTERS) -> list[SearchResult]:
+                     filters: Filters = NO_FILTERS,
+                     shape: SearchShape = PLAIN) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
             # before taking a slot: the model may still be loading
             with anyio.move_on_after(_MODEL_WAIT_SECONDS):
@@ -213,11 +227,13 @@ class QueryActor:
                 return []  # no file passes: nothing to rank
         async with _slot(self._limiter):
             self._searches += 1
-            return await self._search(query, top_k, mode, allowed)
+            return await self._search(query, top_k, mode, allowed, shape)
 
-    async def _search(self, query: str, top_k: int, mode: str,
-                      allowed: Allowed | None) -> list[SearchResult]:
-        depth = top_k * 2
+    async def _search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
+                      shape: SearchShape) -> list[SearchResult]:
+        # SPEC: each branch fetches top_k * 2. A per-file cap reads further down both
+        # lists, so that capped files leave room for the next ones.
+        depth = top_k * 2 if shape.max_per_file is None else min(top_k * 10, _MAX_DEPTH)
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         rows: dict[int, ChunkRecord] = {}
@@ -242,23 +258,36 @@ class QueryActor:
         else:
             await run_semantic()
 
-        picked: list[tuple[int, ScoreBreakdown]]
+        ranked: list[tuple[int, ScoreBreakdown]]
         if mode == "lexical":
-            picked = [(cid, {"bm25": score}) for cid, score in lexical[:top_k]]
+            ranked = [(cid, {"bm25": score}) for cid, score in lexical]
         elif mode == "semantic":
-            picked = [(cid, {"cosine": score}) for cid, score in semantic[:top_k]]
+            ranked = [(cid, {"cosine": score}) for cid, score in semantic]
         else:
             fused = rrf([[c for c, _ in lexical], [c for c, _ in semantic]], k=self._rrf_k)
-            picked = [(f.key, _hybrid(f.score, f.ranks)) for f in fused[:top_k]]
-        missing = [cid for cid, _ in picked if cid not in rows]
+            ranked = [(f.key, _hybrid(f.score, f.ranks)) for f in fused]
+        # rows of hits beyond the lexical list are read in one go (more than top_k with a
+        # cap: some of them will be passed over)
+        wanted = ranked[: top_k if shape.max_per_file is None else len(ranked)]
+        missing = [cid for cid, _ in wanted if cid not in rows]
         if missing:
             rows.update(await self._reader.rows(missing))
+        why = _Explainer(lexical, semantic) if shape.explain else None
+        snippets = Snippets(query)
+        per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
-        for cid, breakdown in picked:
+        for cid, breakdown in wanted:
             row = rows.get(cid)
             if row is None:
                 continue  # deleted between ranking and reading
-            results.append({**row, "score_breakdown": breakdown})
+            if shape.max_per_file is not None:
+                where = (row["root"], row["path"])
+                if per_file[where] >= shape.max_per_file:
+                    continue
+                per_file[where] += 1
+            results.append(_result(row, breakdown, snippets, shape, why, cid))
+            if len(results) == top_k:
+                break
         return results
 
     async def _semantic(self, query: str, depth: int,
@@ -297,6 +326,39 @@ async def _slot(limiter: anyio.CapacityLimiter) -> AsyncIterator[None]:
         yield
     finally:
         limiter.release()
+
+
+class _Explainer:
+    """Each hit's rank and raw score in each branch that found it."""
+
+    def __init__(self, lexical: list[tuple[int, float]],
+                 semantic: list[tuple[int, float]]) -> None:
+        self._lexical = {cid: (rank, score) for rank, (cid, score) in enumerate(lexical, 1)}
+        self._semantic = {cid: (rank, score) for rank, (cid, score) in enumerate(semantic, 1)}
+
+    def of(self, cid: int) -> HitExplain:
+        out: HitExplain = {}
+        if cid in self._lexical:
+            out["lexical_rank"], out["bm25"] = self._lexical[cid]
+        if cid in self._semantic:
+            out["semantic_rank"], out["cosine"] = self._semantic[cid]
+        return out
+
+
+def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
+            shape: SearchShape, why: _Explainer | None, cid: int) -> SearchResult:
+    result: SearchResult = {
+        "chunk_id": row["chunk_id"], "path": row["path"], "heading_path": row["heading_path"],
+        "chunk_index": row["chunk_index"], "root": row["root"], "title": row["title"],
+        "tags": row["tags"], "modified": row["modified"], "line_start": row["line_start"],
+        "line_end": row["line_end"], "score_breakdown": breakdown,
+        "snippet": snippets.make(row["content"]),
+    }
+    if shape.content == "full":
+        result["content"] = row["content"]
+    if why is not None:
+        result["explain"] = why.of(cid)
+    return result
 
 
 def _apply(matrix: VectorIndex, msg: IndexChanged) -> None:

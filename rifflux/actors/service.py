@@ -31,7 +31,7 @@ from ..types import (
 from .embedder import EmbedderSnapshot
 from .indexer import IndexerSnapshot
 from .jobs import Job, JobQueue
-from .messages import QueryMessage, ReadKind, ReadRequested, SearchRequested
+from .messages import PLAIN, QueryMessage, ReadKind, ReadRequested, SearchRequested, SearchShape
 from .model import ModelSnapshot
 from .query import QuerySnapshot
 
@@ -95,10 +95,11 @@ class Service:
         return result
 
     async def search(self, query: str, top_k: int, mode: Mode,
-                     filters: Filters = NO_FILTERS) -> list[SearchResult]:
+                     filters: Filters = NO_FILTERS,
+                     shape: SearchShape = PLAIN) -> list[SearchResult]:
         result: list[SearchResult] = await self._ask(
             lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, filters=filters,
-                                          reply=reply))
+                                          shape=shape, reply=reply))
         return result
 
     async def _read(self, what: ReadKind, key: str | None = None, **kw: Any) -> Any:
@@ -144,6 +145,9 @@ class Service:
 
     def model(self) -> ModelSnapshot:
         return self._model()
+
+    def pending(self) -> int | None:
+        return self._indexer()["pending"]
 
     def snapshot(self) -> ServiceSnapshot:
         return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 MAX_TERMS = 32
 
@@ -35,32 +36,51 @@ def _terms(text: str) -> list[tuple[str, bool]]:
     return [(m.group(1), bool(m.group(2))) for m in _WORD.finditer(text)]
 
 
-def build_match(query: str) -> str | None:
-    """The FTS5 expression for ``query``; None when it has no searchable word."""
-    text = unicodedata.normalize("NFKC", query.replace("\x00", " "))
-    clauses: list[str] = []
-    seen: set[str] = set()
+@dataclass(frozen=True, slots=True)
+class QueryTerms:
+    """What the lexical branch looks for: words (with whether each is a prefix) and
+    phrases, in the order the query gives them."""
 
-    def add(clause: str) -> None:
-        if clause not in seen and len(clauses) < MAX_TERMS:
-            seen.add(clause)
-            clauses.append(clause)
+    words: tuple[tuple[str, bool], ...] = ()
+    phrases: tuple[tuple[str, ...], ...] = ()
+
+
+def query_terms(query: str) -> QueryTerms:
+    """The terms of ``query`` as ``build_match`` uses them (stopwords dropped unless the
+    query has nothing else; at most ``MAX_TERMS`` clauses)."""
+    text = unicodedata.normalize("NFKC", query.replace("\x00", " "))
+    phrases: list[tuple[str, ...]] = []
+    words: list[tuple[str, bool]] = []
+    seen: set[object] = set()
+
+    def room() -> bool:
+        return len(phrases) + len(words) < MAX_TERMS
 
     rest_parts: list[str] = []
     last = 0
     for match in _PHRASE.finditer(text):
         rest_parts.append(text[last : match.start()])
         last = match.end()
-        words = [w for w, _ in _terms(match.group(1))]
-        if len(words) > 1:
-            add('"' + " ".join(words) + '"')
-        elif words:
-            rest_parts.append(" " + words[0] + " ")
+        found = tuple(w for w, _ in _terms(match.group(1)))
+        if len(found) > 1:
+            if found not in seen and room():
+                seen.add(found)
+                phrases.append(found)
+        elif found:
+            rest_parts.append(" " + found[0] + " ")
     rest_parts.append(text[last:])
     terms = _terms(" ".join(rest_parts))
     content = [(w, p) for w, p in terms if w.lower() not in STOPWORDS or p]
-    for word, prefix in content or terms:
-        add(f'"{word}"*' if prefix else f'"{word}"')
-    if not clauses:
-        return None
-    return " OR ".join(clauses)
+    for term in content or terms:
+        if term not in seen and room():
+            seen.add(term)
+            words.append(term)
+    return QueryTerms(tuple(words), tuple(phrases))
+
+
+def build_match(query: str) -> str | None:
+    """The FTS5 expression for ``query``; None when it has no searchable word."""
+    terms = query_terms(query)
+    clauses = ['"' + " ".join(p) + '"' for p in terms.phrases]
+    clauses += [f'"{w}"*' if prefix else f'"{w}"' for w, prefix in terms.words]
+    return " OR ".join(clauses) if clauses else None

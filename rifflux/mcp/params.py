@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from .budget import MIN_MAX_CHARS
+
 MAX_TOP_K = 100
 
 Query = Annotated[str, Field(description="What to look for: words, a phrase, an identifier or "
@@ -49,6 +51,24 @@ ModifiedAfter = Annotated[str | None, Field(
                 "age: 7d, 2w, 3m (months), 1y.")]
 ModifiedBefore = Annotated[str | None, Field(
     description="Only files modified before this time (same forms as modified_after).")]
+
+# ---------------------------------------------------------------- shaping the answer
+
+MaxPerFile = Annotated[int | None, Field(
+    ge=1, description="At most this many hits from one file (the list goes on down the "
+                      "ranking). Use 1 or 2 to see which files are relevant rather than "
+                      "many sections of one long file.")]
+Content = Annotated[Literal["full", "snippet"], Field(
+    description="'full' (default) returns each hit's whole text; 'snippet' only ~240 "
+                "characters around the matches (a cheap first look: read a hit whole "
+                "with get_chunk).")]
+Explain = Annotated[bool, Field(
+    description="Add each hit's ranks and raw scores (bm25, cosine) and the lexical query "
+                "and filters applied.")]
+MaxChars = Annotated[int, Field(
+    ge=MIN_MAX_CHARS, description="Most characters of text (contents, snippets, lines) in "
+                                  "the answer; longer answers are cut, say so (truncated, "
+                                  "hint) and say how to read the rest.")]
 
 # ---------------------------------------------------------------- reading
 

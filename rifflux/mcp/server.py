@@ -10,6 +10,8 @@ processes cannot corrupt the wire.
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
 import os
 import time
@@ -20,7 +22,7 @@ from typing import Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
 from ..api import Rifflux
@@ -68,12 +70,20 @@ class RiffluxMCPServer(MCPServer[ServerState]):
         context: Context[ServerState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             raise ToolError(_explain(name, cause)) from cause
+        if isinstance(result, CallToolResult) and result.structured_content is not None:
+            # The SDK writes the text twin of structured content indented; an agent
+            # pays for every character, so it is compact JSON here.
+            text = json.dumps(result.structured_content, ensure_ascii=False,
+                              separators=(",", ":"))
+            result = result.model_copy(update={"content": [TextContent(type="text",
+                                                                       text=text)]})
+        return result
 
 
 def _explain(tool: str, exc: ValidationError) -> str:
@@ -117,10 +127,11 @@ def build_server(
 
     server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(),
                               lifespan=lifespan, log_level=_sdk_level(settings.log_level))
-    for read in (search_rifflux, index_status, get_chunk, get_file, list_tags):
-        server.add_tool(read, annotations=_READS)
-    for write in (reindex, reindex_many):
-        server.add_tool(write, annotations=_WRITES)
+    for tool, hints in ((search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
+                        (get_file, _READS), (list_tags, _READS), (reindex, _WRITES),
+                        (reindex_many, _WRITES)):
+        server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""),
+                        annotations=hints)
     return server
 
 

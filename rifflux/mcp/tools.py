@@ -22,17 +22,23 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
-from ..types import FINISHED, ReindexResult, SearchAnswer, SearchResult
+from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
+from .answers import chunk_answer, file_answer, search_answer
 from .auto_reindex import AutoReindex
+from .budget import DEFAULT_MAX_CHARS
 from .params import (
     Background,
     ChunkId,
+    Content,
     DbPath,
     EndLine,
+    Explain,
     FilePath,
     FileRoot,
     Force,
     Frontmatter,
+    MaxChars,
+    MaxPerFile,
     ModifiedAfter,
     ModifiedBefore,
     Paths,
@@ -95,43 +101,54 @@ async def search_rifflux(
     frontmatter: Frontmatter = None,
     modified_after: ModifiedAfter = None,
     modified_before: ModifiedBefore = None,
+    max_per_file: MaxPerFile = None,
+    content: Content = "full",
+    explain: Explain = False,
+    max_chars: MaxChars = DEFAULT_MAX_CHARS,
     db_path: DbPath = None,
 ) -> dict[str, Any]:
     """Search the user's indexed markdown (notes, docs, READMEs) and return the best
     matching chunks, each with its file path, source lines (line_start-line_end),
-    heading breadcrumb, note title and tags, text and scores. Use it first whenever
-    the answer may be written down in the indexed folders. Narrow it with paths,
-    root, tags, frontmatter or modified_after/modified_before when the question is
-    about one folder, topic or period. Read more with get_chunk (by chunk_id) or
-    get_file (by path, with start_line/end_line for exact lines). If nothing relevant
-    comes back, check index_status and reindex the folder."""
+    heading breadcrumb, note title and tags, a snippet with the matches marked
+    **like this**, its text and scores. Use it first whenever the answer may be
+    written down in the indexed folders.
+
+    Narrow it with paths, root, tags, frontmatter or modified_after/modified_before
+    when the question is about one folder, topic or period. For a cheap first look use
+    content='snippet', and max_per_file=1 to see which files matter rather than many
+    sections of one long file; then read a hit whole with get_chunk (by chunk_id) or
+    exact lines with get_file (path, start_line, end_line). If nothing relevant comes
+    back, the answer's hint says what to try."""
     state = _state(ctx)
     filters: dict[str, Any] = {
         "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
         "modified_after": modified_after, "modified_before": modified_before}
+    shape: dict[str, Any] = {"max_per_file": max_per_file, "content": content,
+                             "explain": explain}
     auto: dict[str, Any] | None = None
+    other = bool(db_path) and not state.is_own_db(db_path or "")
     with _tool_errors():
-        if db_path and not state.is_own_db(db_path):
-            results, label = await _search_other_db(state.settings, db_path, query, top_k,
-                                                    mode, filters)
+        if other:
+            assert db_path is not None
+            answer = await _search_other_db(state.settings, db_path, query, top_k, mode,
+                                            filters, shape, max_chars)
             if state.auto.enabled:
                 auto = {"started": False, "reason": "automatic reindex only runs for the "
                                                     "server's own index"}
         else:
-            results = await state.rf.search(query, top_k=top_k, mode=mode, **filters)
-            label = state.model_label()
+            results = await state.rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
+            answer = await search_answer(state.rf, query, mode, results, filters,
+                                         explain=explain, max_chars=max_chars)
             auto = await state.auto.after_search()
-    out: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
-                         "embedding_model": label, "results": results}
     if auto is not None:
-        out["auto_reindex"] = auto
-    return dict(out)
+        answer["auto_reindex"] = auto
+    return dict(answer)
 
 
 async def _search_other_db(
-    settings: Settings, db_path: str, query: str, top_k: int, mode: str,
-    filters: dict[str, Any],
-) -> tuple[list[SearchResult], str | None]:
+    settings: Settings, db_path: str, query: str, top_k: int, mode: Mode,
+    filters: dict[str, Any], shape: dict[str, Any], max_chars: int,
+) -> SearchAnswer:
     if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
@@ -139,12 +156,13 @@ async def _search_other_db(
     # they were made by another model)
     other = settings.with_overrides(db_path=db_path, watch_paths=(), read_only=True)
     async with Rifflux(settings=other) as rf:
-        results = await rf.search(query, top_k=top_k, mode=mode, **filters)
-        label: str | None = (await rf.status())["embedding_model"]
-    return results, label
+        results = await rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
+        return await search_answer(rf, query, mode, results, filters,
+                                   explain=shape["explain"], max_chars=max_chars)
 
 
-async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId) -> dict[str, Any]:
+async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,
+                    max_chars: MaxChars = DEFAULT_MAX_CHARS) -> dict[str, Any]:
     """Read one stored chunk in full by its chunk_id (from search_rifflux results), with
     its location (path, line_start-line_end), note metadata, and the ids of the chunks
     before and after it in the file (prev_chunk_id, next_chunk_id) to read on."""
@@ -153,7 +171,7 @@ async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId) -> dict[s
     if chunk is None:
         raise ToolError(f"chunk {chunk_id!r} not found: use a chunk_id from recent search_rifflux "
                         "results (ids change when a file is edited; search again)")
-    return dict(chunk)
+    return chunk_answer(chunk, max_chars)
 
 
 async def get_file(
@@ -162,11 +180,14 @@ async def get_file(
     root: FileRoot = None,
     start_line: StartLine = None,
     end_line: EndLine = None,
+    max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
     """Read an indexed file. With start_line/end_line (e.g. a search result's
-    line_start and line_end, widened for context), the exact lines from the file
-    on disk with total_lines; without, its title, tags, front matter and chunks in
-    order. Only files in the index can be read, by the path search results give."""
+    line_start and line_end, widened for context), the exact lines from the file on
+    disk with total_lines; without, its title, tags, front matter and chunks in order.
+    Long answers come in pages: when `truncated` is true, call again with
+    start_line=next_start_line to read on. Only files in the index can be read, by the
+    path search results give."""
     with _tool_errors():
         found = await _state(ctx).rf.get_file(path, root=root, start_line=start_line,
                                                 end_line=end_line)
@@ -174,7 +195,7 @@ async def get_file(
         raise ToolError(f"file {path!r} not found in the index: give the `path` of a search "
                         "result (with its `root`) or an absolute path; if the file is new, "
                         "reindex its folder")
-    return dict(found)
+    return file_answer(found, max_chars)
 
 
 async def list_tags(ctx: Context[ServerState, Any], paths: Paths = None) -> dict[str, Any]:

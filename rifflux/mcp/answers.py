@@ -1,0 +1,71 @@
+"""The MCP tools' answers, shaped for an agent: within a budget, and honest about what is
+missing (an empty index, filters that match nothing, embeddings not finished)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api import Rifflux
+from ..types import ChunkDetail, FileLines, FileRecord, Mode, SearchAnswer, SearchResult
+from .budget import fit_chunks, fit_lines, fit_results
+
+
+async def search_answer(
+    rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+    filters: dict[str, Any], *, explain: bool, max_chars: int,
+) -> SearchAnswer:
+    answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
+                            "embedding_model": rf.embedding_model, "results": results}
+    hints: list[str] = []
+    pending = rf.pending_embeddings()
+    if pending:
+        answer["pending_embeddings"] = pending
+        hints.append(f"{pending} chunks are still being embedded: semantic results cover "
+                     "only part of the index; index_status shows the progress")
+    if not results:
+        hints.append(await _why_empty(rf, query, filters))
+    if explain:
+        answer["explain"] = rf.describe_search(query, **filters)
+    if fit_results(results, max_chars):
+        answer["truncated"] = True
+        hints.append(f"contents were cut to fit max_chars={max_chars} (marked …[+N chars]): "
+                     "read a hit whole with get_chunk(chunk_id), or ask with "
+                     "content='snippet', a smaller top_k or max_per_file")
+    if hints:
+        answer["hint"] = "; ".join(hints)
+    return answer
+
+
+async def _why_empty(rf: Rifflux, query: str, filters: dict[str, Any]) -> str:
+    status = await rf.status()
+    if status["files"] == 0:
+        return ("the index holds no files yet: call reindex with the folder to search "
+                "(an absolute path), then search again")
+    if any(v is not None for v in filters.values()):
+        return ("no chunk matched within these filters: relax them (list_tags shows the "
+                "tags in use, index_status the indexed folders), or search without them")
+    if rf.describe_search(query)["fts_query"] is None:
+        return "the query has no searchable word: ask with words"
+    return ("nothing matched: try other words or mode='semantic'; if the files changed, "
+            "reindex their folder")
+
+
+def chunk_answer(chunk: ChunkDetail, max_chars: int) -> dict[str, Any]:
+    out: dict[str, Any] = dict(chunk)
+    if fit_results([out], max_chars):
+        out["truncated"] = True
+        out["hint"] = (f"the chunk was cut to fit max_chars={max_chars}: read its lines with "
+                       f"get_file(path, start_line={chunk['line_start']}, "
+                       f"end_line={chunk['line_end']})")
+    return out
+
+
+def file_answer(found: FileRecord | FileLines, max_chars: int) -> dict[str, Any]:
+    out: dict[str, Any] = dict(found)
+    cut = fit_lines(out, max_chars) if "text" in found else fit_chunks(out, max_chars)
+    if cut:
+        out["truncated"] = True
+        out["hint"] = (f"the answer stops at line {out['next_start_line'] - 1} to fit "
+                       f"max_chars={max_chars}: call get_file again with "
+                       f"start_line={out['next_start_line']} to read on")
+    return out

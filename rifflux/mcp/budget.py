@@ -1,0 +1,104 @@
+"""Keeping MCP answers within a character budget: an agent pays for every character.
+
+The budget covers the texts of an answer (``content``, ``snippet``, ``text``):
+search results are never dropped, their contents are cut (the longest first,
+down to an even share) with a visible marker; a file is paged by lines, and
+the answer says where the next page starts. A cut answer has ``truncated:
+true`` and a ``hint`` saying how to read the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+DEFAULT_MAX_CHARS = 40_000
+MIN_MAX_CHARS = 1_000
+
+
+def marker(cut: int) -> str:
+    return f"…[+{cut} chars]"
+
+
+def _cut(text: str, keep: int) -> str:
+    """``text`` cut to at most ``keep`` characters, marker included, at a word boundary."""
+    if len(text) <= keep:
+        return text
+    room = max(0, keep - len(marker(len(text))))
+    space = text.rfind(" ", 0, room)
+    end = space if space > room * 3 // 4 else room
+    return text[:end] + marker(len(text) - end)
+
+
+def _cap(lengths: list[int], budget: int) -> int:
+    """The largest ``c`` with ``sum(min(n, c)) <= budget`` (water-filling)."""
+    low, high = 0, max(lengths, default=0)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def fit_results(results: Sequence[Any], max_chars: int) -> bool:
+    """Cut the results' ``content`` (then ``snippet``) so that all of them together stay
+    within ``max_chars``; True when something was cut. Results are never dropped."""
+    for field in ("content", "snippet"):
+        texts = [r[field] for r in results if isinstance(r.get(field), str)]
+        other = sum(len(r[f]) for r in results for f in ("content", "snippet")
+                    if f != field and isinstance(r.get(f), str))
+        if other + sum(map(len, texts)) <= max_chars:
+            return field == "snippet"  # contents were cut already (or nothing was)
+        cap = _cap([len(t) for t in texts], max(0, max_chars - other))
+        for result in results:
+            if isinstance(result.get(field), str):
+                result[field] = _cut(result[field], cap)
+        if other + sum(len(r[field]) for r in results if isinstance(r.get(field), str)) \
+                <= max_chars:
+            return True
+    return True
+
+
+def fit_lines(answer: dict[str, Any], max_chars: int) -> bool:
+    """Cut a ``get_file`` line range to whole lines within ``max_chars``: ``end_line`` says
+    where it stopped, ``next_start_line`` where the next page starts. True when cut."""
+    text: str = answer["text"]
+    if len(text) <= max_chars:
+        return False
+    lines = text.split("\n")
+    used, kept = 0, 0
+    for line in lines:
+        if used + len(line) + (1 if kept else 0) > max_chars:
+            break
+        used += len(line) + (1 if kept else 0)
+        kept += 1
+    if kept == 0:  # one line longer than the budget: its start, cut
+        answer["text"] = _cut(lines[0], max_chars)
+        kept = 1
+    else:
+        answer["text"] = "\n".join(lines[:kept])
+    answer["end_line"] = answer["start_line"] + kept - 1
+    answer["next_start_line"] = answer["end_line"] + 1
+    return True
+
+
+def fit_chunks(answer: dict[str, Any], max_chars: int) -> bool:
+    """A whole file's chunks, as many as fit in ``max_chars`` (at least one, cut if need
+    be); ``next_start_line`` is the line after the last chunk given. True when cut."""
+    chunks: list[dict[str, Any]] = answer["chunks"]
+    used, kept = 0, 0
+    for chunk in chunks:
+        if used + len(chunk["content"]) > max_chars and kept:
+            break
+        used += len(chunk["content"])
+        kept += 1
+    if kept == len(chunks) and used <= max_chars:
+        return False
+    answer["chunks"] = chunks[:kept]
+    last = answer["chunks"][-1]
+    if len(last["content"]) > max_chars:
+        last["content"] = _cut(last["content"], max_chars)
+    answer["next_start_line"] = last["line_end"] + 1
+    return True
