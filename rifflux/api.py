@@ -209,14 +209,14 @@ class Rifflux:
     async def reindex(
         self, path: str | os.PathLike[str] | None = None,
         paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False,
-        background: Literal[False] = False,
+        background: Literal[False] = False, *, count_left_out: bool = False,
     ) -> ReindexResult: ...
 
     @overload
     async def reindex(
         self, path: str | os.PathLike[str] | None = None,
         paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False, *,
-        background: Literal[True],
+        background: Literal[True], count_left_out: bool = False,
     ) -> BackgroundReindex: ...
 
     async def reindex(
@@ -225,10 +225,14 @@ class Rifflux:
         paths: Sequence[str | os.PathLike[str]] | None = None,
         force: bool = False,
         background: bool = False,
+        *,
+        count_left_out: bool = False,
     ) -> ReindexResult | BackgroundReindex:
         """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else
         the current working directory. Returns when those files are indexed and
-        embedded, or at once with the job when ``background`` is true."""
+        embedded, or at once with the job when ``background`` is true. With
+        ``count_left_out``, the result's ``left_out`` counts the files the include and
+        exclude globs left out, by why (excluded folders are walked to count them)."""
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(
@@ -243,7 +247,7 @@ class Rifflux:
             locations = [os.getcwd()]
         roots = [Path(r) for r in await service.roots()]
         job = service.submit(Job([self._target(loc, roots) for loc in locations],
-                                 force=bool(force)))
+                                 force=bool(force), count_left_out=count_left_out))
         if background:
             labels = self._model_labels()
             return {"job": job.snapshot(), "embedding_model": labels[0],

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from .api import Rifflux
 from .config import Settings
-from .entry import EXIT_FAILURE, EXIT_OK, Command, CommandError
+from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
 from .terminal import ProgressView, print_results
 from .types import FINISHED, JobInfo, ReindexResult, SearchAnswer
 
@@ -30,7 +30,8 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     started = time.perf_counter()
     async with Rifflux(settings=settings) as rf:
-        submitted = await rf.reindex(paths=args.paths, force=args.force, background=True)
+        submitted = await rf.reindex(paths=args.paths, force=args.force, background=True,
+                                     count_left_out=True)
         job_id = str(submitted["job"]["id"])
         watch = ProgressView(rf, job_id, err) if not args.json else None
         job = await (watch.run() if watch else rf.wait_for_job(job_id))
@@ -42,44 +43,75 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _write_json(result)
     else:
-        out = Console(highlight=False, soft_wrap=True)
-        out.print(
-            f"Indexed {result['indexed_files']} files ({result['skipped_files']} unchanged, "
-            f"{result.get('removed_files', 0)} removed) in {time.perf_counter() - started:.1f} s; "
-            f"the index now holds {status['files']} files, {status['chunks']} chunks, "
-            f"{status['embeddings']} embeddings ({result.get('embedding_model')})"
+        model = result.get("embedding_model") or "no embedding model"
+        Console(highlight=False, soft_wrap=True).print(
+            f"Indexed {_count(result['indexed_files'], 'file')} "
+            f"({result['skipped_files']:,} unchanged, {result['removed_files']:,} removed) "
+            f"in {time.perf_counter() - started:.1f} s; the index now holds "
+            f"{_count(status['files'], 'file')}, {_count(status['chunks'], 'chunk')}, "
+            f"{_count(status['embeddings'], 'embedding')} ({model})"
         )
+    for skipped in result.get("left_out", []):
+        err.print(f"{_count(skipped['files'], 'file')} {skipped['reason']}; "
+                  "--include/--exclude to change", markup=False)
     for problem in result.get("errors", []):
-        err.print(f"warning: {problem.get('path')}: {problem.get('error')}")
+        err.print(f"warning: {problem.get('path')}: {problem.get('error')}", markup=False)
     failed = {p.get("path") for p in result.get("errors", [])}
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    query = " ".join(args.query).strip()
+    if not query:
+        raise CommandError("the query is empty: give words to search for, e.g. "
+                           "`rifflux search configure the watcher`", EXIT_USAGE)
     await _require_index(settings)
+    filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
+                               "modified_after": args.since, "modified_before": args.before}
     async with Rifflux(settings=settings) as rf:
-        results = await rf.search(args.query, top_k=args.top_k, mode=args.mode,
-                                  paths=args.path_globs, root=args.root, tags=args.tags,
-                                  modified_after=args.since, modified_before=args.before)
-        label = (await rf.status())["embedding_model"]
+        results = await rf.search(query, top_k=args.top_k, mode=args.mode,
+                                  max_per_file=args.max_per_file, explain=args.explain,
+                                  content="snippet" if args.snippets else "full", **filters)
+        answer: SearchAnswer = {"query": query, "mode": args.mode, "count": len(results),
+                                "embedding_model": rf.embedding_model, "results": results}
+        pending = rf.pending_embeddings()
+        if pending:
+            answer["pending_embeddings"] = pending
+        if args.explain:
+            answer["explain"] = rf.describe_search(query, **filters)
     if args.json:
-        answer: SearchAnswer = {"query": args.query, "mode": args.mode, "count": len(results),
-                                "embedding_model": label, "results": results}
         _write_json(answer)
     else:
-        print_results(Console(highlight=False, soft_wrap=True), args.query, results)
+        out = Console(highlight=False, soft_wrap=True)
+        if "explain" in answer:
+            out.print(f"lexical query: {answer['explain']['fts_query']}", style="dim",
+                      markup=False)
+        print_results(out, results)
+    if pending:
+        sys.stderr.write(f"rifflux: {_count(pending, 'chunk')} still being embedded: semantic "
+                         "results are partial (`rifflux status` shows the progress)\n")
     if not results:
-        sys.stderr.write("rifflux: no results (try other words, --mode semantic, or check "
-                         "`rifflux status`)\n")
+        sys.stderr.write("rifflux: no results (try other words, --mode semantic, fewer "
+                         "filters, or check `rifflux status`)\n")
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``: counts people read."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 
 
+_CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
+
+
 async def _show(args: argparse.Namespace, settings: Settings) -> int:
     await _require_index(settings)
+    if _CHUNK_ID.match(args.target) and not await anyio.Path(args.target).exists():
+        return await _show_chunk(args.target, settings)
     path, start, end = args.target, 1, None
     if (m := _LOCATION.match(args.target)) and not await anyio.Path(args.target).exists():
         path, start = m.group("path"), int(m.group("start"))
@@ -99,6 +131,20 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     width = len(str(found["end_line"]))
     for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
         out.print(f"{n:>{width}} │ {line}", markup=False)
+    return EXIT_OK
+
+
+async def _show_chunk(chunk_id: str, settings: Settings) -> int:
+    async with Rifflux(settings=settings) as rf:
+        chunk = await rf.get_chunk(chunk_id)
+    if chunk is None:
+        raise CommandError(f"no chunk {chunk_id!r} in the index (ids change when a file is "
+                           "edited: search again)")
+    out = Console(highlight=False, soft_wrap=True)
+    where = Path(chunk["root"]) / chunk["path"]
+    out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  {chunk['heading_path']}",
+              style="bold cyan", markup=False)
+    out.print(chunk["content"], markup=False)
     return EXIT_OK
 
 
@@ -173,10 +219,14 @@ def _batch_line(job: JobInfo) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(job.get("finished_at") or time.time()))
     result: ReindexResult | dict[str, Any] = job.get("result") or {}
     took = (job.get("finished_at") or 0) - (job.get("started_at") or 0)
-    what = (f"{result.get('indexed_files', 0)} indexed, {result.get('skipped_files', 0)} "
-            f"unchanged, {result.get('removed_files', 0)} removed")
+    changed = result.get("changed") or {}
+    what = ", ".join(
+        f"{result.get(key, 0):,} {label}" + (f" ({', '.join(names)})" if names else "")
+        for key, label, names in (("indexed_files", "indexed", changed.get("indexed", [])),
+                                  ("removed_files", "removed", changed.get("removed", []))))
+    what += f", {result.get('skipped_files', 0):,} unchanged"
     if job["status"] != "completed":
-        what = f"{job['status']}: {job.get('error')}"
+        what = f"{job['status']}: {job.get('error') or 'no reason given'}"
     return f"{stamp} {job['source']:<8} {', '.join(job['paths'])}: {what} ({took:.2f} s)"
 
 

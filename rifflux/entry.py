@@ -93,11 +93,17 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="search the index",
                        description="Print the best matching chunks: path, heading breadcrumb, "
                                    "score and a snippet with the query terms highlighted.")
-    p.add_argument("query")
+    p.add_argument("query", nargs="+", help="words to search for (no quotes needed)")
     p.add_argument("--mode", choices=MODES, default="hybrid",
                    help="hybrid (default), lexical (exact words) or semantic (meaning)")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N",
                    help="number of results (default 10)")
+    p.add_argument("--max-per-file", type=_positive_int, metavar="N",
+                   help="at most N hits from one file (the list goes on down the ranking)")
+    p.add_argument("--snippets", action="store_true",
+                   help="with --json: each hit's snippet only, not its whole text")
+    p.add_argument("--explain", action="store_true",
+                   help="show why each hit ranks where it does, and the lexical query")
     p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
     f = p.add_argument_group("filters (applied before ranking)")
     f.add_argument("--path", action="append", metavar="GLOB", dest="path_globs",
@@ -113,10 +119,11 @@ def parser() -> argparse.ArgumentParser:
                         "2026-11-01T09:30, or an age: 7d, 2w, 3m, 1y")
     f.add_argument("--before", metavar="WHEN", help="only files modified before WHEN")
 
-    p = sub.add_parser("show", parents=[common], help="print lines of an indexed file",
-                       description="Print an indexed file's lines with line numbers: "
-                                   "PATH:START-END as search prints it, PATH:LINE, or PATH.")
-    p.add_argument("target", metavar="PATH[:START[-END]]")
+    p = sub.add_parser("show", parents=[common], help="print lines of a file, or a chunk",
+                       description="Print an indexed file's lines with line numbers "
+                                   "(PATH:START-END as search prints it, PATH:LINE, or PATH), "
+                                   "or a chunk by its CHUNK_ID with where it is.")
+    p.add_argument("target", metavar="PATH[:START[-END]] | CHUNK_ID")
     p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
                                                  "when several hold it")
 

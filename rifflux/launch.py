@@ -48,6 +48,11 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from . import entry
     from .mcp.front import start_front
 
+    if sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None:
+        # started by hand: say what this is, since it waits silently for a client
+        sys.stderr.write(f"rifflux: serving MCP on stdio (index {settings.db_path}); an MCP "
+                         "client starts this command and talks to it over stdin/stdout. "
+                         "Ctrl-C stops.\n")
     try:
         front = start_front()
     except OSError as exc:

@@ -6,9 +6,7 @@ seconds when stderr is not a terminal).
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -104,8 +102,9 @@ class ProgressView:
         return await self._rf.job(self._job_id), await self._rf.status()
 
 
-def print_results(console: Console, query: str, results: list[SearchResult]) -> None:
-    words = sorted({w.lower() for w in re.findall(r"\w{2,}", query)}, key=len, reverse=True)
+def print_results(console: Console, results: list[SearchResult]) -> None:
+    """Each hit: its location (``path:start-end``), breadcrumb and score, then its snippet
+    with the matches in colour (and, with explain, why it ranks there)."""
     for n, hit in enumerate(results, 1):
         line = Text(f"{n:>2}. ")
         line.append(_display_path(hit), style="bold cyan")
@@ -113,9 +112,19 @@ def print_results(console: Console, query: str, results: list[SearchResult]) -> 
             line.append(f"  {hit['heading_path']}", style="magenta")
         line.append(f"  {_score(hit['score_breakdown'])}", style="dim")
         console.print(line)
-        snippet = Text("    " + _snippet(hit["content"], words))
-        snippet.highlight_words(words, style="bold yellow", case_sensitive=False)
-        console.print(snippet)
+        console.print(_marked("    " + hit["snippet"]))
+        if "explain" in hit:
+            why = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                            for k, v in hit["explain"].items())
+            console.print(Text(f"    why: {why or 'no branch found it'}", style="dim"))
+
+
+def _marked(snippet: str) -> Text:
+    """A snippet with its ``**matches**`` shown in colour instead of between stars."""
+    text = Text()
+    for i, piece in enumerate(snippet.split("**")):
+        text.append(piece, style="bold yellow" if i % 2 else "")
+    return text
 
 
 def _display_path(hit: SearchResult) -> str:
@@ -138,12 +147,3 @@ def _score(breakdown: ScoreBreakdown) -> str:
     if "bm25" in breakdown:
         return f"bm25 {breakdown['bm25']:.3g}"
     return f"cosine {breakdown.get('cosine', 0.0):.3f}"
-
-
-def _snippet(content: str, words: Sequence[str], width: int = 240) -> str:
-    text = " ".join(content.split())
-    lower = text.lower()
-    hits = [i for i in (lower.find(w) for w in words) if i >= 0]
-    start = max(min(hits) - width // 4, 0) if hits else 0
-    piece = text[start:start + width]
-    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")

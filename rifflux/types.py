@@ -156,11 +156,19 @@ class Problem(TypedDict):
     error: str
 
 
+class LeftOut(TypedDict):
+    files: int
+    reason: str  # e.g. "under node_modules/, excluded by default (node_modules)"
+
+
 class ReindexResult(TypedDict):
     indexed_files: int
     skipped_files: int
     removed_files: int
     errors: list[Problem]
+    left_out: NotRequired[list[LeftOut]]  # with count_left_out
+    #: The files indexed and removed, by their path in their folder (the first 50 of each).
+    changed: NotRequired[dict[str, list[str]]]
     indexed_paths: NotRequired[list[str]]
     # added by the library once the job is complete
     embedding_model: NotRequired[str | None]

@@ -220,9 +220,75 @@ async def test_watch_logs_each_batch_until_interrupted(tmp_path: Path) -> None:
         lines = BufferedByteReceiveStream(process.stdout)
         with anyio.fail_after(60):
             startup = (await lines.receive_until(b"\n", 1 << 16)).decode()
-            assert "startup" in startup and "2 indexed" in startup
+            assert "startup" in startup and "2 indexed (garden.md, sub/guide.md)" in startup
             (notes / "new.md").write_text("# New\n\nA fresh note.\n", encoding="utf-8")
             batch = (await lines.receive_until(b"\n", 1 << 16)).decode()
-            assert "watcher" in batch and "1 indexed" in batch
+            assert "watcher" in batch and "1 indexed (new.md)" in batch
             process.send_signal(signal.SIGINT)
             assert await process.wait() == 130
+
+
+def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    (notes / "node_modules" / "pkg").mkdir(parents=True)
+    for name in ("readme.md", "index.js", "more.md"):
+        (notes / "node_modules" / "pkg" / name).write_text("x\n", encoding="utf-8")
+    done = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes / "sub"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Indexed 1 file (0 unchanged, 0 removed)")
+    assert "1 chunk," in done.stdout and "(None)" not in done.stdout
+    whole = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes))
+    assert "3 files under node_modules/, excluded by default (node_modules); " \
+           "--include/--exclude to change" in whole.stderr
+    assert "1 file not matching the include globs (*.md, *.markdown, *.mdx)" in whole.stderr
+
+
+def test_search_takes_words_without_quotes_and_refuses_an_empty_query(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "search", "run", "the", "wombat",
+                       "installer", "--json", "--explain", "--snippets", "--max-per-file", "1")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["query"] == "run the wombat installer"
+    assert out["explain"]["fts_query"] == '"run" OR "wombat" OR "installer"'
+    assert len({(r["root"], r["path"]) for r in out["results"]}) == out["count"]
+    hit = out["results"][0]
+    assert "content" not in hit and "**wombat** **installer**" in hit["snippet"]
+    assert {"lexical_rank", "bm25"} <= set(hit["explain"])
+    for empty in ([], ["  "]):
+        refused = rifflux_cli(indexed, "--db", "index.db", "search", *empty)
+        assert refused.returncode == 2, refused.stderr
+        assert "rifflux: error" in refused.stderr or "usage:" in refused.stderr
+
+
+def test_show_prints_a_chunk_by_its_id_with_where_it_is(indexed: Path) -> None:
+    found = rifflux_cli(indexed, "--db", "index.db", "search", "compost", "--json")
+    hit = json.loads(found.stdout)["results"][0]
+    done = rifflux_cli(indexed, "--db", "index.db", "show", hit["chunk_id"])
+    assert done.returncode == 0, done.stderr
+    first, *rest = done.stdout.splitlines()
+    assert first.endswith(f"notes/garden.md:{hit['line_start']}-{hit['line_end']}  "
+                          f"{hit['heading_path']}")
+    assert "\n".join(rest) == hit["content"]
+    gone = rifflux_cli(indexed, "--db", "index.db", "show", "0" * 20)
+    assert gone.returncode == 1 and "no chunk" in gone.stderr
+
+
+def test_mcp_started_by_hand_says_what_it_is_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    import pty
+
+    controller, terminal = pty.openpty()  # stdin is a terminal, as when typed at a prompt
+    try:
+        with subprocess.Popen(
+            [sys.executable, "-m", "rifflux", "--db", "i.db", "mcp"], cwd=tmp_path,
+            env=cli_env(tmp_path), stdin=terminal, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as server:
+            assert server.stderr is not None
+            said = server.stderr.readline().decode()
+            assert "serving MCP on stdio" in said and "Ctrl-C stops" in said
+            server.send_signal(signal.SIGINT)
+            assert server.wait(timeout=60) == 130
+            assert b"Traceback" not in server.stderr.read()
+    finally:
+        os.close(controller)
+        os.close(terminal)

@@ -484,3 +484,94 @@ async def test_an_agent_narrows_a_search_and_reads_the_exact_lines(tmp_path: Pat
         assert "leaves its indexed folder" in escape
         nowhere = await call_error(session, "search_rifflux", query="water", root="attic")
         assert "not an indexed folder" in nowhere and str(corpus["docs"].resolve()) in nowhere
+
+
+# ---------------------------------------------------------------- answers that fit
+
+
+async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> None:
+    notes = tmp_path / "many"
+    notes.mkdir()
+    for i in range(100):  # 100 chunks of about 1,000 characters
+        (notes / f"n{i:03}.md").write_text(
+            f"# Note {i}\n\n" + f"Paragraph about the river delta number {i}. " * 22,
+            encoding="utf-8")
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(notes))
+        with anyio.fail_after(60):
+            result = await session.call_tool("search_rifflux", {
+                "query": "river delta", "top_k": 100, "max_per_file": 1})
+        answer = result.structured_content
+        assert answer is not None and answer["count"] == 100
+        texts = sum(len(r["content"]) + len(r["snippet"]) for r in answer["results"])
+        assert texts <= 40_000 < 100 * 1000
+        assert answer["truncated"] is True and "get_chunk" in answer["hint"]
+        assert all("…[+" in r["content"] for r in answer["results"])
+        text = text_of(result)
+        assert "\n" not in text and ": " not in text[:200]  # compact JSON
+        small = await call(session, "search_rifflux", query="river delta", top_k=10,
+                           content="snippet")
+        assert "truncated" not in small and all("content" not in r for r in small["results"])
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        description = tools["search_rifflux"].description or ""
+        assert "\n    " not in description  # dedented
+
+
+async def test_a_large_file_is_read_page_by_page_with_no_line_lost_or_repeated(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "big"
+    notes.mkdir()
+    lines = [f"line {i}: " + "x" * (i % 90) for i in range(8000)]
+    (notes / "big.md").write_text("# Big\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    source = (notes / "big.md").read_text(encoding="utf-8").splitlines()
+    assert len("\n".join(source)) > 400_000
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(notes))
+        first = await call(session, "get_file", path="big.md")
+        assert first["truncated"] is True and first["next_start_line"] > 1
+        read: list[str] = []
+        start, pages = 1, 0
+        while True:
+            page = await call(session, "get_file", path="big.md", start_line=start)
+            assert len(page["text"]) <= 40_000 and page["start_line"] == start
+            read += page["text"].split("\n")
+            pages += 1
+            if not page.get("truncated"):
+                break
+            assert page["end_line"] == page["next_start_line"] - 1
+            assert f"start_line={page['next_start_line']}" in page["hint"]
+            start = page["next_start_line"]
+        assert read == source and pages >= 10
+
+
+async def test_an_empty_index_and_an_empty_filter_say_what_to_do(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        empty = await call(session, "search_rifflux", query="wombat")
+        assert empty["count"] == 0 and "holds no files yet" in empty["hint"]
+        await call(session, "reindex", path=str(corpus["docs"]))
+        filtered = await call(session, "search_rifflux", query="wombat", tags=["none"])
+        assert filtered["count"] == 0 and "relax them" in filtered["hint"]
+        found = await call(session, "search_rifflux", query="wombat", explain=True)
+        assert found["explain"] == {"fts_query": '"wombat"', "filters": {}}
+        assert set(found["results"][0]["explain"]) >= {"lexical_rank", "bm25"}
+        assert "hint" not in found and "pending_embeddings" not in found
+
+
+async def test_a_search_while_embeddings_are_unfinished_says_they_are_partial(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(60):
+        (notes / f"n{i}.md").write_text(f"# N{i}\n\n" + f"The otter {i} swims. " * 40,
+                                        encoding="utf-8")
+    async with mcp_session(tmp_path) as session:  # the hash model embeds them all
+        await call(session, "reindex", path=str(notes))
+    # the same index with the ONNX model: every text is embedded again, at ~40 a second
+    env = server_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx")
+    async with mcp_session(tmp_path, env=env) as session:
+        answer = await call(session, "search_rifflux", query="otter swims")
+        assert answer["pending_embeddings"] > 0
+        assert "only part of the index" in answer["hint"]

@@ -76,8 +76,12 @@ class IndexRun:
     async def _plan(self, target: Target, known: dict[str, StoredState]) -> Plan:
         force = self._job.force
         if target.paths is None:
-            scan = await anyio.to_thread.run_sync(scan_root, target.root, self._globs)
+            scan = await anyio.to_thread.run_sync(
+                lambda: scan_root(target.root, self._globs,
+                                  count_left_out=self._job.count_left_out))
             self._report(target.root, scan.problems)
+            for why, n in scan.left_out.items():
+                self._progress.left_out[why] = self._progress.left_out.get(why, 0) + n
             return plan_scan(scan.files, known, prefix=target.prefix, force=force)
         wanted = sorted(p for p in target.paths | target.deletes if self._globs.wanted(p))
         stats = await anyio.to_thread.run_sync(
@@ -141,6 +145,7 @@ class IndexRun:
         if plan.deletes:
             written = await self._writer.delete_files(root_id, plan.deletes)
             self._progress.removed += len(plan.deletes)
+            self._progress.removed_paths += plan.deletes[:50]
             await self._on_commit(written)
 
     async def _write(self, root: Path, root_id: int, known: dict[str, StoredState], plan: Plan,

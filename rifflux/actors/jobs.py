@@ -52,8 +52,10 @@ class Progress:
     indexed: set[tuple[str, str]] = field(default_factory=set)  # (root, rel_path)
     skipped: set[tuple[str, str]] = field(default_factory=set)
     removed: int = 0
+    removed_paths: list[str] = field(default_factory=list)  # (the first ones, for reports)
     problems: list[Problem] = field(default_factory=list)
     scopes: list[Scope] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)  # files the globs left out, by why
 
     def result(self, targets: list[Target]) -> ReindexResult:
         result: ReindexResult = {
@@ -62,10 +64,19 @@ class Progress:
             "removed_files": self.removed,
             "errors": list(self.problems),
         }
+        if self.left_out:
+            result["left_out"] = [{"files": n, "reason": why} for why, n in
+                                  sorted(self.left_out.items(), key=lambda kv: -kv[1])]
         if len(targets) > 1:
             result["indexed_paths"] = [t.requested or str(t.root) for t in targets]
+        if self.indexed or self.removed_paths:
+            result["changed"] = {"indexed": sorted(rel for _, rel in self.indexed)[:_NAMED],
+                                 "removed": self.removed_paths[:_NAMED]}
         return result
 
+
+#: How many changed files a result names (it counts them all).
+_NAMED = 50
 
 _ids = itertools.count(1)
 
@@ -75,6 +86,7 @@ class Job:
     targets: list[Target]
     force: bool = False
     source: JobSource = "api"
+    count_left_out: bool = False  # report the files the globs leave out (walks excluded dirs)
     id: str = field(default_factory=lambda: f"job-{next(_ids)}")
     status: JobStatus = "queued"
     phase: str = "queued"

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import DEFAULT_EXCLUDE as _DEFAULT_EXCLUDE
+
 
 @dataclass(frozen=True, slots=True)
 class FileState:
@@ -38,6 +40,8 @@ class ScanProblem:
 class ScanResult:
     files: list[FileState] = field(default_factory=list)
     problems: list[ScanProblem] = field(default_factory=list)
+    #: Files the globs left out, by why (counted only when asked: see ``scan_root``).
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 class _Matcher:
@@ -83,6 +87,15 @@ class Globs:
         """The file's own test, for a file whose folders are known not to be excluded."""
         return self._inc(rel) and not self._exc(rel)
 
+    def why_excluded(self, rel: str) -> str:
+        """Why ``rel`` is left out, as a person reads it."""
+        name = rel.rsplit("/", 1)[-1]
+        for pattern in self.exclude:
+            if _Matcher([pattern])(rel) or _Matcher([pattern])(name):
+                source = "excluded by default" if pattern in _DEFAULT_EXCLUDE else "excluded"
+                return f"{source} ({pattern})"
+        return f"not matching the include globs ({', '.join(self.include)})"
+
     def wanted(self, rel: str) -> bool:
         """Whether a file at ``rel`` (posix, relative to its root) is indexed."""
         parts = rel.split("/")
@@ -100,9 +113,17 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def scan_root(root: Path, globs: Globs) -> ScanResult:
-    """Every wanted file under ``root`` (which should be absolute and resolved)."""
+#: At most this many files are counted under one excluded folder.
+_COUNT_CAP = 100_000
+
+
+def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False) -> ScanResult:
+    """Every wanted file under ``root`` (which should be absolute and resolved).
+
+    With ``count_left_out``, the files the globs leave out are counted by why (which
+    means walking excluded folders such as ``node_modules``: a report, not a scan)."""
     result = ScanResult()
+    left_out = result.left_out
     seen_dirs: set[tuple[int, int]] = set()
     # plain strings, not Path objects: a no-op reindex is mostly this walk
     stack: list[tuple[str, str]] = [(str(root), "")]
@@ -129,12 +150,18 @@ def scan_root(root: Path, globs: Globs) -> ScanResult:
                 continue
             if is_dir:
                 if globs.excluded_dir(rel):
+                    if count_left_out:
+                        why = f"under {entry.name}/, {globs.why_excluded(rel)}"
+                        left_out[why] = left_out.get(why, 0) + _count_files(entry.path)
                     continue
                 if is_link and _inside(Path(entry.path).resolve(), root):
                     continue  # its files are reached through the real directory
                 stack.append((entry.path, rel))
                 continue
             if not globs.wanted_name(rel):  # its folders passed on the way down
+                if count_left_out:
+                    why = globs.why_excluded(rel)
+                    left_out[why] = left_out.get(why, 0) + 1
                 continue
             state = stat_file(root, rel, is_link=True) if is_link else _entry_state(entry, rel)
             if isinstance(state, ScanProblem):
@@ -143,6 +170,15 @@ def scan_root(root: Path, globs: Globs) -> ScanResult:
                 result.files.append(state)
     result.files.sort(key=lambda f: f.rel_path)
     return result
+
+
+def _count_files(directory: str) -> int:
+    count = 0
+    for _, _, files in os.walk(directory):
+        count += len(files)
+        if count >= _COUNT_CAP:
+            break
+    return count
 
 
 def _entry_state(entry: os.DirEntry[str], rel: str) -> FileState | ScanProblem | None:

@@ -1,0 +1,81 @@
+"""Shaping search answers through the library: snippets, a cap per file, snippet-only
+results, and why each hit ranks where it does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rifflux import InvalidArgumentError, Rifflux
+
+from .helpers import CountingEmbedder, write
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    write(root, "long.md", "# Long\n\n" + "".join(
+        f"## Part {i}\n\nThe compost heap in part {i} needs turning and water.\n\n"
+        for i in range(8)))
+    write(root, "short.md", "# Short\n\nA compost note of its own.\n")
+    write(root, "other.md", "# Other\n\nNothing about heaps, just a garden bench.\n")
+    return root
+
+
+async def test_every_hit_has_a_snippet_with_the_terms_marked(tmp_path: Path, docs: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        for mode in ("lexical", "semantic", "hybrid"):
+            hits = await rf.search("composting heaps", mode=mode)
+            assert hits and all("snippet" in h for h in hits), mode
+        lexical = await rf.search("composting heaps", mode="lexical")
+    assert "**compost**" in lexical[0]["snippet"] and "**heap**" in lexical[0]["snippet"]
+
+
+async def test_max_per_file_caps_a_file_and_goes_on_down_the_ranking(
+    tmp_path: Path, docs: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        plain = await rf.search("compost turning", mode="lexical", top_k=5)
+        capped = await rf.search("compost turning", mode="lexical", top_k=5, max_per_file=2)
+        one = await rf.search("compost", top_k=10, max_per_file=1)
+    assert [h["path"] for h in plain] == ["long.md"] * 5  # one file crowds the list
+    assert [h["path"] for h in capped] == ["long.md", "long.md", "short.md"]
+    assert sorted(h["path"] for h in one) == ["long.md", "other.md", "short.md"]
+    assert capped[:2] == plain[:2]  # the ranking itself is unchanged
+
+
+async def test_snippet_only_results_leave_the_content_out(tmp_path: Path, docs: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        full = await rf.search("compost", top_k=3)
+        light = await rf.search("compost", top_k=3, content="snippet")
+        with pytest.raises(InvalidArgumentError, match="unknown content 'some'"):
+            await rf.search("compost", content="some")
+        with pytest.raises(InvalidArgumentError, match="max_per_file"):
+            await rf.search("compost", max_per_file=0)
+    assert all("content" not in h and h["snippet"] for h in light)
+    assert [h["chunk_id"] for h in light] == [h["chunk_id"] for h in full]
+
+
+async def test_explain_gives_each_hits_ranks_and_raw_scores(tmp_path: Path, docs: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        hybrid = await rf.search("garden bench", explain=True)
+        lexical = await rf.search("garden bench", mode="lexical", explain=True)
+        semantic = await rf.search("garden bench", mode="semantic", explain=True)
+        plain = await rf.search("garden bench")
+        described = rf.describe_search('garden "bench seat" the', tags=["x"], paths="docs/**")
+    first = hybrid[0]["explain"]
+    assert set(first) == {"lexical_rank", "bm25", "semantic_rank", "cosine"}
+    assert first["lexical_rank"] == hybrid[0]["score_breakdown"]["lexical_rank"]  # type: ignore[typeddict-item]
+    assert set(lexical[0]["explain"]) == {"lexical_rank", "bm25"}
+    assert lexical[0]["explain"]["bm25"] == lexical[0]["score_breakdown"]["bm25"]  # type: ignore[typeddict-item]
+    assert set(semantic[0]["explain"]) == {"semantic_rank", "cosine"}
+    assert "explain" not in plain[0]
+    assert described == {"fts_query": '"bench seat" OR "garden"',
+                         "filters": {"paths": ["docs/**"], "tags": ["x"]}}
