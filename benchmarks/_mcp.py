@@ -124,6 +124,7 @@ async def through_mcp(state: State) -> dict[str, Any]:
                     return _count(result)
 
                 modes = await time_modes(search, timed, warm)
+                sizes = await _answer_sizes(session, timed["hybrid"])
     except Exception as exc:  # any failure of a server still being written: skip, say why
         raise Skipped(
             f"MCP server did not answer ({type(exc).__name__}: {exc}); "
@@ -140,4 +141,20 @@ async def through_mcp(state: State) -> dict[str, Any]:
         "top_k": 10,
         "queries_per_mode": len(timed["lexical"]),
         "modes": modes,
+        "answer_chars": sizes,
     }
+
+
+async def _answer_sizes(session: Any, queries: list[str]) -> dict[str, Any]:
+    """Characters of a top-10 hybrid answer's text, as an agent receives it, with whole
+    contents and with content='snippet' (the first look an agent pays for)."""
+    sizes: dict[str, list[int]] = {"full": [], "snippet": []}
+    for query in queries:
+        for content in sizes:
+            with anyio.fail_after(_CALL_TIMEOUT):
+                result = await session.call_tool("search_rifflux", {
+                    "query": query, "top_k": 10, "content": content})
+            _count(result)
+            sizes[content].append(sum(len(getattr(c, "text", "")) for c in result.content))
+    return {content: {"median": statistics.median(n), "max": max(n), "queries": len(n)}
+            for content, n in sizes.items()}

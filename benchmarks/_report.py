@@ -86,6 +86,12 @@ def _latency(results: dict[str, Any]) -> list[str]:
         note += [f"MCP handshake (spawn to `tools/list` answered, cold server, median of "
                  f"{len(hs['runs'])}): {hs['median_s']} s; first `search_rifflux` answered "
                  f"after {hs['first_search_median_s']} s.", ""]
+    if mcp.get("answer_chars"):
+        sizes = mcp["answer_chars"]
+        note += [f"A top-10 hybrid `search_rifflux` answer, as text: median "
+                 f"{sizes['full']['median']} characters (max {sizes['full']['max']}) with whole "
+                 f"contents, {sizes['snippet']['median']} (max {sizes['snippet']['max']}) with "
+                 "`content='snippet'`.", ""]
     if rg:
         note += [f"ripgrep: {rg['version']}, one whole process per query; all queries "
                 f"p50 {rg['all']['p50_ms']} ms, p95 {rg['all']['p95_ms']} ms.", ""]

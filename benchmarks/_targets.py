@@ -83,6 +83,10 @@ TARGETS: tuple[Target, ...] = (
            lambda r: _dig(r, "mcp", "handshake", "median_s"),
            lambda r: "first search answered after "
                      f"{_dig(r, 'mcp', 'handshake', 'first_search_median_s')} s"),
+    Target("MCP top-10 answer with content='snippet' (largest)", "<=", 4000, " chars",
+           lambda r: _dig(r, "mcp", "answer_chars", "snippet", "max"),
+           lambda r: f"median {_dig(r, 'mcp', 'answer_chars', 'snippet', 'median')}; whole "
+                     f"contents: median {_dig(r, 'mcp', 'answer_chars', 'full', 'median')}"),
     Target("no-op reindex (median)", "<=", 0.04, " s",
            lambda r: _dig(r, "noop", "median_s")),
     Target("lexically searchable after cold start", "<=", 3, " s",

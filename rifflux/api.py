@@ -119,6 +119,7 @@ class Rifflux:
         max_per_file: int | None = None,
         content: str = "full",
         explain: bool = False,
+        snippet_chars: int = 240,
     ) -> list[SearchResult]:
         """Ranked chunks for ``query``; see docs/CONTRACT.md for the fields and scores.
 
@@ -126,7 +127,8 @@ class Rifflux:
         (``rifflux.core.filters`` says exactly how each one matches). ``max_per_file``
         passes over further chunks of a file that already has that many hits;
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
-        ``explain`` adds each hit's ranks and raw scores in the branches that found it."""
+        ``explain`` adds each hit's ranks and raw scores in the branches that found it;
+        ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
         if mode not in MODES:
             raise InvalidArgumentError(
                 f"unknown mode {mode!r}: use one of {', '.join(MODES)}"
@@ -146,7 +148,12 @@ class Rifflux:
         if content not in CONTENT_MODES:
             raise InvalidArgumentError(
                 f"unknown content {content!r}: use one of {', '.join(CONTENT_MODES)}")
-        shape = SearchShape(max_per_file=max_per_file, content=content, explain=bool(explain))
+        if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) \
+                or not 40 <= snippet_chars <= 1000:
+            raise InvalidArgumentError(
+                f"snippet_chars must be a whole number from 40 to 1000, not {snippet_chars!r}")
+        shape = SearchShape(max_per_file=max_per_file, content=content, explain=bool(explain),
+                            snippet_chars=snippet_chars)
         return await self._open().search(query, top_k, mode, filters, shape)
 
     def describe_search(self, query: str, **filters: Any) -> SearchExplain:

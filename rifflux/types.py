@@ -110,6 +110,7 @@ class SearchAnswer(TypedDict):
     #: Texts still without a vector: semantic results cover only part of the index.
     pending_embeddings: NotRequired[int]
     hint: NotRequired[str]  # an empty or cut answer says what to do
+    root: NotRequired[str]  # content='snippet': the root every hit shares
     truncated: NotRequired[bool]
     explain: NotRequired[SearchExplain]
 

@@ -58,7 +58,11 @@ async def test_snippet_only_results_leave_the_content_out(tmp_path: Path, docs: 
             await rf.search("compost", content="some")
         with pytest.raises(InvalidArgumentError, match="max_per_file"):
             await rf.search("compost", max_per_file=0)
+        with pytest.raises(InvalidArgumentError, match="snippet_chars"):
+            await rf.search("compost", snippet_chars=5)
+        short = await rf.search("compost", top_k=3, snippet_chars=60)
     assert all("content" not in h and h["snippet"] for h in light)
+    assert all(len(h["snippet"].replace("**", "")) <= 62 for h in short)
     assert [h["chunk_id"] for h in light] == [h["chunk_id"] for h in full]
 
 

@@ -511,7 +511,17 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
         assert "\n" not in text and ": " not in text[:200]  # compact JSON
         small = await call(session, "search_rifflux", query="river delta", top_k=10,
                            content="snippet")
-        assert "truncated" not in small and all("content" not in r for r in small["results"])
+        assert "truncated" not in small and small["root"] == str(notes.resolve())
+        for hit in small["results"]:  # a first look: where, what, why; get_chunk for more
+            assert set(hit) == {"chunk_id", "path", "heading_path", "chunk_index",
+                                "line_start", "line_end", "score_breakdown", "snippet"}
+            assert len(hit["snippet"].replace("**", "")) <= 162
+            assert len(repr(hit["score_breakdown"]["rrf"])) <= 8  # 4 significant digits
+        light = text_of(await session.call_tool("search_rifflux", {
+            "query": "river delta", "top_k": 10, "content": "snippet"}))
+        whole = text_of(await session.call_tool("search_rifflux", {
+            "query": "river delta", "top_k": 10}))
+        assert len(light) * 2 < len(whole)
         tools = {t.name: t for t in (await session.list_tools()).tools}
         description = tools["search_rifflux"].description or ""
         assert "\n    " not in description  # dedented

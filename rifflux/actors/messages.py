@@ -138,6 +138,7 @@ class SearchShape:
     max_per_file: int | None = None
     content: ContentMode = "full"
     explain: bool = False
+    snippet_chars: int = 240
 
 
 #: Answers as SPEC has them: all hits, whole contents, no explanation.

@@ -273,7 +273,7 @@ class QueryActor:
         if missing:
             rows.update(await self._reader.rows(missing))
         why = _Explainer(lexical, semantic) if shape.explain else None
-        snippets = Snippets(query)
+        snippets = Snippets(query, shape.snippet_chars)
         per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
         for cid, breakdown in wanted:

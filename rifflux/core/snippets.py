@@ -71,7 +71,7 @@ class Snippets:
                           if " " not in folded[i : i + 3]}
 
     def make(self, content: str) -> str:
-        text = " ".join(content.split())
+        text = " ".join(_without_headings(content).split())
         if self._candidates is None:
             return _clip(text, 0, self._width)
         marks = self._marks(text)
@@ -137,6 +137,16 @@ class Snippets:
             return 0
         best = max(found, key=lambda i: (len(found[i]), -i))
         return ends[best - 1] if best > 0 else 0
+
+
+def _without_headings(content: str) -> str:
+    """The chunk's text after the heading lines it opens with (the result's breadcrumb
+    names them already), unless there is nothing else."""
+    lines = content.split("\n")
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or lines[i].startswith("#")):
+        i += 1
+    return "\n".join(lines[i:]) if i < len(lines) else content
 
 
 def _fold_keeping_length(text: str) -> str:

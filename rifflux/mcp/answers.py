@@ -9,13 +9,21 @@ from ..api import Rifflux
 from ..types import ChunkDetail, FileLines, FileRecord, Mode, SearchAnswer, SearchResult
 from .budget import fit_chunks, fit_lines, fit_results
 
+#: What a content='snippet' hit keeps: SPEC's fields but the text, where it is, the
+#: snippet (the rest of the metadata is a get_chunk away).
+_FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "line_start", "line_end",
+               "score_breakdown", "snippet", "explain")
+SNIPPET_WIDTH = 160
+
 
 async def search_answer(
     rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
-    filters: dict[str, Any], *, explain: bool, max_chars: int,
+    filters: dict[str, Any], *, explain: bool, max_chars: int, content: str = "full",
 ) -> SearchAnswer:
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
+    if content == "snippet":
+        _first_look(answer)
     hints: list[str] = []
     pending = rf.pending_embeddings()
     if pending:
@@ -34,6 +42,25 @@ async def search_answer(
     if hints:
         answer["hint"] = "; ".join(hints)
     return answer
+
+
+def _first_look(answer: SearchAnswer) -> None:
+    """content='snippet': a compact answer an agent skims, then expands with get_chunk.
+    The root moves up when every hit shares it; scores keep 4 significant digits."""
+    results = answer["results"]
+    roots = {r["root"] for r in results}
+    shared = roots.pop() if len(roots) == 1 else None
+    if shared is not None:
+        answer["root"] = shared
+    compact: list[Any] = []
+    for hit in results:
+        light: dict[str, Any] = {k: v for k, v in hit.items() if k in _FIRST_LOOK}
+        if shared is None:
+            light["root"] = hit["root"]
+        light["score_breakdown"] = {k: float(f"{v:.4g}") if isinstance(v, float) else v
+                                    for k, v in hit["score_breakdown"].items()}
+        compact.append(light)
+    answer["results"] = compact
 
 
 async def _why_empty(rf: Rifflux, query: str, filters: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
-from .answers import chunk_answer, file_answer, search_answer
+from .answers import SNIPPET_WIDTH, chunk_answer, file_answer, search_answer
 from .auto_reindex import AutoReindex
 from .budget import DEFAULT_MAX_CHARS
 from .params import (
@@ -125,20 +125,23 @@ async def search_rifflux(
         "modified_after": modified_after, "modified_before": modified_before}
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": content,
                              "explain": explain}
+    if content == "snippet":  # a first look: shorter snippets (answers.search_answer)
+        shape["snippet_chars"] = SNIPPET_WIDTH
     auto: dict[str, Any] | None = None
     other = bool(db_path) and not state.is_own_db(db_path or "")
     with _tool_errors():
         if other:
             assert db_path is not None
             answer = await _search_other_db(state.settings, db_path, query, top_k, mode,
-                                            filters, shape, max_chars)
+                                            filters, shape, max_chars, content)
             if state.auto.enabled:
                 auto = {"started": False, "reason": "automatic reindex only runs for the "
                                                     "server's own index"}
         else:
             results = await state.rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
             answer = await search_answer(state.rf, query, mode, results, filters,
-                                         explain=explain, max_chars=max_chars)
+                                         explain=explain, max_chars=max_chars,
+                                         content=content)
             auto = await state.auto.after_search()
     if auto is not None:
         answer["auto_reindex"] = auto
@@ -147,7 +150,7 @@ async def search_rifflux(
 
 async def _search_other_db(
     settings: Settings, db_path: str, query: str, top_k: int, mode: Mode,
-    filters: dict[str, Any], shape: dict[str, Any], max_chars: int,
+    filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
 ) -> SearchAnswer:
     if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
@@ -158,7 +161,8 @@ async def _search_other_db(
     async with Rifflux(settings=other) as rf:
         results = await rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
         return await search_answer(rf, query, mode, results, filters,
-                                   explain=shape["explain"], max_chars=max_chars)
+                                   explain=shape["explain"], max_chars=max_chars,
+                                   content=content)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,
