@@ -9,6 +9,7 @@ component's snapshot. Two instances on two databases share nothing.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
@@ -293,6 +294,11 @@ class Rifflux:
                           missing="path not found; check the path (nothing was removed)")
         globs = Globs(self.settings.include, self.settings.exclude)
         container = next((r for r in roots if r != loc and r in loc.parents), None)
+        mode = loc.stat().st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # never opened: a FIFO blocks
+            return Target(loc, requested=location,
+                          missing="not a regular file or folder (a FIFO, socket or device); "
+                                  "give a folder or a markdown file")
         if loc.is_file():
             root = container or loc.parent
             rel = loc.relative_to(root).as_posix()

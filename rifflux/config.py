@@ -61,6 +61,8 @@ class Settings:
     chunk_max_chars: int = 1000
     chunk_min_chars: int = 200
     code_max_chars: int = 3000
+    #: Files larger than this are not read (skipped with a warning): 20 MiB.
+    max_file_bytes: int = 20 * 1024 * 1024
     #: Semantic pseudo-relevance feedback: move the query vector towards the mean of its
     #: best N chunks and rescore the first pass's best 200 (0 turns it off).
     semantic_feedback: int = 3
@@ -122,6 +124,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_LOG_LEVEL": "log_level",
     "RIFFLUX_AUTO_REINDEX": "auto_reindex_on_search",
     "RIFFLUX_SEMANTIC_FEEDBACK": "semantic_feedback",
+    "RIFFLUX_MAX_FILE_BYTES": "max_file_bytes",
 }
 
 

@@ -125,6 +125,7 @@ class FileRecord(TypedDict):
     tags: list[str]
     aliases: list[str]
     frontmatter: dict[str, object]
+    encoding: str  # what the file was read as: utf-8, utf-16-le, cp1252, ...
     sha256: str
     size: int
     total_lines: int
@@ -153,8 +154,18 @@ class TagCount(TypedDict):
 
 
 class Problem(TypedDict):
+    """A location or file that could not be indexed (what was indexed of it is kept)."""
+
     path: str
     error: str
+
+
+class FileWarning(TypedDict):
+    """A file indexed with something replaced or guessed, or skipped as not markdown
+    text (binary, too large, not a regular file)."""
+
+    path: str
+    reason: str
 
 
 class LeftOut(TypedDict):
@@ -167,6 +178,7 @@ class ReindexResult(TypedDict):
     skipped_files: int
     removed_files: int
     errors: list[Problem]
+    warnings: list[FileWarning]
     left_out: NotRequired[list[LeftOut]]  # with count_left_out
     #: The files indexed and removed, by their path in their folder (the first 50 of each).
     changed: NotRequired[dict[str, list[str]]]

@@ -119,7 +119,8 @@ async def test_an_index_of_the_previous_version_is_upgraded_in_place(
         embedded = len(embedder.embedded)
     with sqlite3.connect(db) as conn:  # what version 2 wrote: no lines, no front matter
         for table, column in (("files", "frontmatter"), ("files", "line_count"),
-                              ("chunks", "line_start"), ("chunks", "line_end")):
+                              ("files", "encoding"), ("chunks", "line_start"),
+                              ("chunks", "line_end")):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="open it once without read_only"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 
 from ..core.chunker import ChunkLimits
-from ..core.document import Prepared, Unreadable, prepare_many
+from ..core.document import Prepared, Skipped, Unreadable, prepare_many
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, scan_root, stat_file
 from ..errors import RiffluxError
@@ -68,6 +68,9 @@ class IndexRun:
 
     def _problem(self, path: str, error: str) -> None:
         self._progress.problems.append({"path": path, "error": error})
+
+    def _warn(self, path: str, reason: str) -> None:
+        self._progress.warnings.append({"path": path, "reason": reason})
 
     def _report(self, root: Path, problems: Sequence[ScanProblem]) -> None:
         for p in problems:
@@ -159,11 +162,17 @@ class IndexRun:
                     plan.deletes.append(res[0])
             elif isinstance(res, Unreadable):
                 self._problem(str(root / res.rel_path), res.error)
+            elif isinstance(res, Skipped):  # not markdown text (any more)
+                self._warn(str(root / res.rel_path), res.reason)
+                if res.rel_path in known:
+                    plan.deletes.append(res.rel_path)
             elif res.document is None:  # the same bytes: only mtime and size change
                 if res.rel_path in known:
                     touches.append((known[res.rel_path].id, res.mtime_ns, res.size))
                     self._progress.skipped.add((root_key, res.rel_path))
             else:
+                if res.warning:
+                    self._warn(str(root / res.rel_path), res.warning)
                 to_write.append(_to_write(res))
         await self._writer.touch(touches)
         if to_write:
@@ -175,4 +184,5 @@ class IndexRun:
 def _to_write(res: Prepared) -> FileToWrite:
     assert res.document is not None
     return FileToWrite(res.rel_path, res.mtime_ns, res.size, res.sha256,
-                       res.document.metadata, res.document.chunks, res.document.line_count)
+                       res.document.metadata, res.document.chunks, res.document.line_count,
+                       res.encoding)

@@ -83,6 +83,7 @@ class Indexer:
             max_chars=settings.chunk_max_chars,
             min_chars=settings.chunk_min_chars,
             code_max_chars=settings.code_max_chars,
+            max_file_bytes=settings.max_file_bytes,
         )
         self._retry_out = retry_out
         self._model: str | None = None

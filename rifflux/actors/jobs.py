@@ -28,7 +28,7 @@ import anyio
 
 from ..core.plan import Scope
 from ..errors import JobNotFoundError, RiffluxError
-from ..types import JobInfo, JobSource, JobStatus, Problem, ReindexResult
+from ..types import FileWarning, JobInfo, JobSource, JobStatus, Problem, ReindexResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +54,7 @@ class Progress:
     removed: int = 0
     removed_paths: list[str] = field(default_factory=list)  # (the first ones, for reports)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[FileWarning] = field(default_factory=list)  # indexed anyway, or skipped
     scopes: list[Scope] = field(default_factory=list)
     left_out: dict[str, int] = field(default_factory=dict)  # files the globs left out, by why
 
@@ -63,6 +64,7 @@ class Progress:
             "skipped_files": len(self.skipped - self.indexed),
             "removed_files": self.removed,
             "errors": list(self.problems),
+            "warnings": list(self.warnings),
         }
         if self.left_out:
             result["left_out"] = [{"files": n, "reason": why} for why, n in

@@ -20,10 +20,10 @@ import anyio
 from anyio.abc import Process
 
 from ..core.chunker import ChunkLimits
-from ..core.document import Prepared, Unreadable
+from ..core.document import Prepared, Skipped, Unreadable
 from ..errors import RiffluxError
 
-ParseResult = list[Prepared | Unreadable | tuple[str, None]]
+ParseResult = list[Prepared | Unreadable | Skipped | tuple[str, None]]
 
 
 class ParsePool:

@@ -21,6 +21,8 @@ class ChunkLimits:
     max_chars: int = 1000
     min_chars: int = 200
     code_max_chars: int = 3000
+    #: Larger files are not read (they are skipped with a warning).
+    max_file_bytes: int = 20 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,8 +59,8 @@ class Records:
     async def file(self, located: Located) -> FileRecord | None:
         with mapped_errors(self.db_path):
             cur = await self.conn.execute(
-                "SELECT title, tags, aliases, frontmatter, sha256, size, line_count, mtime_ns "
-                "FROM files WHERE id = ?", (located.file_id,))
+                "SELECT title, tags, aliases, frontmatter, sha256, size, line_count, mtime_ns, "
+                "encoding FROM files WHERE id = ?", (located.file_id,))
             row = await cur.fetchone()
             if row is None:
                 return None  # deleted since it was located
@@ -74,6 +74,7 @@ class Records:
             "tags": sorted(json.loads(row[1])),
             "aliases": json.loads(row[2]),
             "frontmatter": json.loads(row[3]),
+            "encoding": str(row[8]),
             "sha256": str(row[4]),
             "size": int(row[5]),
             "total_lines": int(row[6]),

@@ -13,7 +13,7 @@ import anyio
 
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS files(
     indexed_at REAL NOT NULL,
     frontmatter TEXT NOT NULL DEFAULT '{{}}',
     line_count INTEGER NOT NULL DEFAULT 0,
+    encoding TEXT NOT NULL DEFAULT 'utf-8',
     UNIQUE(root_id, rel_path)
 );
 CREATE TABLE IF NOT EXISTS chunks(
@@ -151,15 +152,19 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
     await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
 
 
-#: Older schema versions this one upgrades in place: the statements, then every file is
-#: marked stale (``mtime_ns = -1``) so that the next scan reads it again.
-_UPGRADES: dict[int, str] = {
-    2: """
+#: Older schema versions this one upgrades in place: the statements, and whether every
+#: file must be read again (then it is marked stale, ``mtime_ns = -1``, and the next
+#: start reads it in the background).
+_UPGRADES: dict[int, tuple[str, bool]] = {
+    2: ("""
     ALTER TABLE files ADD COLUMN frontmatter TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE files ADD COLUMN line_count INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE chunks ADD COLUMN line_start INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0;
-    """,
+    """, True),
+    3: ("""
+    ALTER TABLE files ADD COLUMN encoding TEXT NOT NULL DEFAULT 'utf-8';
+    """, False),  # every file indexed so far was read as UTF-8
 }
 
 #: ``mtime_ns`` of a file that must be read again (after an upgrade).
@@ -172,12 +177,16 @@ async def _upgrade(conn: aiosqlite.Connection) -> None:
     await conn.execute("BEGIN IMMEDIATE")
     try:
         version = await _version(conn)
+        reread = False
         while version in _UPGRADES:
+            statements, stale = _UPGRADES[version]
             # one statement at a time: executescript would commit first
-            for statement in filter(str.strip, _UPGRADES[version].split(";")):
+            for statement in filter(str.strip, statements.split(";")):
                 await conn.execute(statement)
+            reread = reread or stale
             version += 1
-        await conn.execute("UPDATE files SET mtime_ns = ?, sha256 = ''", (STALE_MTIME,))
+        if reread:
+            await conn.execute("UPDATE files SET mtime_ns = ?, sha256 = ''", (STALE_MTIME,))
         await conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(version),))
         await conn.execute("COMMIT")

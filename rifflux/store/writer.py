@@ -197,16 +197,18 @@ class Writer:
                     m = f.metadata
                     cur = await self.conn.execute(
                         "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
-                        "tags, aliases, indexed_at, frontmatter, line_count) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                        "tags, aliases, indexed_at, frontmatter, line_count, encoding) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
                         "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
                         "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
                         "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
                         "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
-                        "line_count=excluded.line_count RETURNING id",
+                        "line_count=excluded.line_count, encoding=excluded.encoding "
+                        "RETURNING id",
                         (root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, m.title,
                          json.dumps(m.tags), json.dumps(m.aliases), now,
-                         json.dumps(m.frontmatter, ensure_ascii=False), f.line_count),
+                         json.dumps(m.frontmatter, ensure_ascii=False), f.line_count,
+                         f.encoding),
                     )
                     row = await cur.fetchone()
                     assert row is not None

@@ -20,6 +20,7 @@ class FileToWrite:
     metadata: FileMetadata
     chunks: Sequence[Chunk]
     line_count: int = 0
+    encoding: str = "utf-8"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,157 @@
+"""Hostile files: other encodings, binaries with markdown names, special files, very large
+files, and files that change while they are read. Nothing is lost, nothing blocks."""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rifflux import Rifflux, Settings
+from rifflux.core.decode import Binary, Decoded, decode
+
+from ..helpers import CountingEmbedder, write
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(("data", "encoding", "text"), [
+    ("# Café\n".encode(), "utf-8", "# Café\n"),
+    (codecs.BOM_UTF8 + "# Café\n".encode(), "utf-8", "# Café\n"),
+    ("# Grüße\n".encode("utf-16"), "utf-16-le", "# Grüße\n"),
+    (codecs.BOM_UTF16_BE + "# Grüße\n".encode("utf-16-be"), "utf-16-be", "# Grüße\n"),
+    ("# Café naïve – “quoted”\n".encode("cp1252"), "cp1252", "# Café naïve – “quoted”\n"),
+    ("# Ærøskøbing\n".encode("latin-1"), "cp1252", "# Ærøskøbing\n"),
+])
+def test_text_in_other_encodings_is_decoded(data: bytes, encoding: str, text: str) -> None:
+    assert decode(data) == Decoded(text, encoding)
+
+
+def test_a_few_bad_bytes_in_utf8_are_replaced_with_a_warning() -> None:
+    data = ("Ünïcödé text. " * 20).encode() + b"\xff broken"
+    decoded = decode(data)
+    assert isinstance(decoded, Decoded) and decoded.encoding == "utf-8"
+    assert decoded.text.endswith("\ufffd broken")
+    assert decoded.warning is not None and "1 byte is not valid UTF-8" in decoded.warning
+
+
+@pytest.mark.parametrize(("data", "kind"), [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "PNG image"),
+    (b"\xff\xd8\xff\xe0\x00\x10JFIF", "JPEG image"),
+    (b"%PDF-1.7\n", "PDF document"),
+    (b"some text\x00with a NUL", "NUL bytes"),
+])
+def test_binary_files_are_recognised(data: bytes, kind: str) -> None:
+    decoded = decode(data)
+    assert isinstance(decoded, Binary) and kind in decoded.reason
+
+
+async def test_every_encoding_is_searchable_and_get_file_shows_it(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "windows.md").write_bytes("# Réunion\n\nCafé crème à Noël.\n".encode("cp1252"))
+    (root / "utf16.md").write_bytes("# Übersicht\n\nStraße und Grüße.\n".encode("utf-16"))
+    (root / "bom.md").write_bytes(codecs.BOM_UTF8 + b"# Plain\n\nbom marked text\n")
+    (root / "damaged.md").write_bytes(("Dégâts partout. " * 30).encode() + b"\xfe tail words\n")
+    (root / "photo.md").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        result = await rf.reindex(root)
+        assert result["indexed_files"] == 4 and result["errors"] == []
+        warnings = {Path(w["path"]).name: w["reason"] for w in result["warnings"]}
+        assert set(warnings) == {"damaged.md", "photo.md"}
+        assert "replaced by U+FFFD" in warnings["damaged.md"]
+        assert "PNG image" in warnings["photo.md"]
+        for query, path in (("creme", "windows.md"), ("noel", "windows.md"),
+                            ("ubersicht", "utf16.md"), ("bom marked", "bom.md"),
+                            ("tail words", "damaged.md")):
+            hits = await rf.search(query, mode="lexical")
+            assert hits and hits[0]["path"] == path, query
+        encodings = {name: (await rf.get_file(name))["encoding"]  # type: ignore[index]
+                     for name in ("windows.md", "utf16.md", "bom.md", "damaged.md")}
+        lines = await rf.get_file("windows.md", start_line=3)
+    assert encodings == {"windows.md": "cp1252", "utf16.md": "utf-16-le", "bom.md": "utf-8",
+                         "damaged.md": "utf-8"}
+    assert lines is not None and "text" in lines and lines["text"] == "Café crème à Noël."
+
+
+async def test_a_file_that_becomes_binary_leaves_the_index(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    path = write(root, "note.md", "# Note\n\nsoon an image\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        path.write_bytes(b"\xff\xd8\xff\xe0" + os.urandom(512))
+        result = await rf.reindex(root)
+        assert "JPEG image" in result["warnings"][0]["reason"]
+        assert await rf.search("image", mode="lexical") == []
+        assert (await rf.status())["files"] == 0
+
+
+async def test_a_fifo_is_never_opened_but_skipped_with_a_reason(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, "real.md", "# Real\n\nreal words\n")
+    os.mkfifo(root / "pipe.md")  # opening it for reading would block forever
+    os.mkfifo(tmp_path / "argument.md")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        with anyio.fail_after(10):
+            folder = await rf.reindex(root)
+            argument = await rf.reindex(tmp_path / "argument.md")
+    assert folder["indexed_files"] == 1
+    assert "not a regular file or folder" in argument["errors"][0]["error"]
+
+
+async def test_files_over_the_size_limit_are_skipped_with_a_reason(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, "small.md", "# Small\n\nfits\n")
+    write(root, "big.md", "# Big\n\n" + "word " * 3000)
+    settings = Settings(db_path=tmp_path / "i.db", max_file_bytes=4096)
+    async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
+        result = await rf.reindex(root)
+    assert result["indexed_files"] == 1
+    assert "over the limit of 4,096 (max_file_bytes)" in result["warnings"][0]["reason"]
+
+
+async def test_a_file_rewritten_while_it_is_read_never_mixes_two_versions(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "notes"
+    path = write(root, "live.md", "# Live\n\nversion 0\n")
+    stop = threading.Event()
+
+    def rewrite() -> None:  # truncate, grow, replace: as fast as the disk allows
+        n = 0
+        while not stop.is_set():
+            n += 1
+            if n % 3 == 0:
+                tmp = root / ".live.tmp"
+                tmp.write_text(f"# Live\n\nversion {n}\n" + f"line {n}\n" * (n % 40), "utf-8")
+                os.replace(tmp, path)
+            else:
+                path.write_text(f"# Live\n\nversion {n}\n" + f"line {n}\n" * (n % 40), "utf-8")
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+            for _ in range(30):
+                await rf.reindex(root, force=True)
+    finally:
+        stop.set()
+        writer.join()
+    with sqlite3.connect(tmp_path / "i.db") as conn:
+        sha, chunks = conn.execute(
+            "SELECT f.sha256, group_concat(c.content, char(10)) FROM files f "
+            "LEFT JOIN chunks c ON c.file_id = f.id GROUP BY f.id").fetchone()
+    if chunks is None:  # read just after a truncation: the empty version, whole
+        assert sha == hashlib.sha256(b"").hexdigest()
+        return
+    versions = {line for line in chunks.splitlines() if line.startswith("version ")}
+    assert len(versions) == 1  # one version of the file, whole
+    n = int(versions.pop().split()[1])
+    expected = f"# Live\n\nversion {n}\n" + f"line {n}\n" * (n % 40)
+    assert sha == hashlib.sha256(expected.encode()).hexdigest()  # the hash is of those bytes
