@@ -56,6 +56,8 @@ class Settings:
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     watch_paths: tuple[Path, ...] = ()
+    #: Obey .gitignore, .ignore and .riffluxignore files (on top of include/exclude).
+    use_ignore_files: bool = True
     log_level: str = "WARNING"
     # chunking
     chunk_max_chars: int = 1000
@@ -125,6 +127,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_AUTO_REINDEX": "auto_reindex_on_search",
     "RIFFLUX_SEMANTIC_FEEDBACK": "semantic_feedback",
     "RIFFLUX_MAX_FILE_BYTES": "max_file_bytes",
+    "RIFFLUX_USE_IGNORE_FILES": "use_ignore_files",
 }
 
 
@@ -162,7 +165,7 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = _split_list(value, ",")
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
-            elif name == "auto_reindex_on_search" and isinstance(value, str):
+            elif name in ("auto_reindex_on_search", "use_ignore_files") and isinstance(value, str):
                 value = value.strip().lower() in ("1", "true", "yes", "on")
             elif name in ("rrf_k",) or (
                 types[name] == "int" and isinstance(value, str)

@@ -69,6 +69,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--exclude", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated globs to skip, replacing the defaults; repeatable "
                         "[RIFFLUX_EXCLUDE]")
+    g.add_argument("--no-ignore-files", dest="use_ignore_files", action="store_false",
+                   default=argparse.SUPPRESS,
+                   help="index files that .gitignore, .ignore or .riffluxignore leave out "
+                        "[RIFFLUX_USE_IGNORE_FILES=0]")
     g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
                    help="hybrid ranking constant [RIFFLUX_RRF_K; default 60]")
     g.add_argument("--log-level", choices=_LOG_LEVELS, type=str.upper,
@@ -179,6 +183,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         watch_paths=tuple(watch) if watch else None,
         auto_reindex_on_search=getattr(args, "auto_reindex", None),
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
+        use_ignore_files=getattr(args, "use_ignore_files", None),
     )
 
 

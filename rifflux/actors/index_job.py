@@ -16,6 +16,7 @@ import anyio
 
 from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Skipped, Unreadable, prepare_many
+from ..core.ignore import IgnoreFiles
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, scan_root, stat_file
 from ..errors import RiffluxError
@@ -34,8 +35,9 @@ OnCommit = Callable[[Written], Awaitable[None]]
 
 class IndexRun:
     def __init__(self, job: Job, writer: Writer, globs: Globs, limits: ChunkLimits,
-                 pool: ParsePool, on_commit: OnCommit) -> None:
+                 pool: ParsePool, on_commit: OnCommit, *, use_ignore_files: bool = True) -> None:
         self._job = job
+        self._use_ignore_files = use_ignore_files
         self._progress: Progress = job.progress
         self._writer = writer
         self._globs = globs
@@ -81,14 +83,17 @@ class IndexRun:
         if target.paths is None:
             scan = await anyio.to_thread.run_sync(
                 lambda: scan_root(target.root, self._globs,
-                                  count_left_out=self._job.count_left_out))
+                                  count_left_out=self._job.count_left_out,
+                                  use_ignore_files=self._use_ignore_files))
             self._report(target.root, scan.problems)
             for why, n in scan.left_out.items():
                 self._progress.left_out[why] = self._progress.left_out.get(why, 0) + n
             return plan_scan(scan.files, known, prefix=target.prefix, force=force)
         wanted = sorted(p for p in target.paths | target.deletes if self._globs.wanted(p))
+        rules = IgnoreFiles(str(target.root)) if self._use_ignore_files else None
         stats = await anyio.to_thread.run_sync(
-            lambda: [(rel, stat_file(target.root, rel)) for rel in wanted])
+            lambda: [(rel, None if rules and rules.ignored(rel) else stat_file(target.root, rel))
+                     for rel in wanted])
         states: dict[str, FileState | None] = {}
         for rel, state in stats:
             if isinstance(state, ScanProblem):

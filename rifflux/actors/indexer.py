@@ -209,7 +209,8 @@ class Indexer:
             while True:
                 try:
                     await IndexRun(job, self._writer, self._globs, self._limits, self._pool,
-                                   self._committed).execute()
+                                   self._committed,
+                                   use_ignore_files=self._settings.use_ignore_files).execute()
                     break
                 except IndexBusyError as exc:
                     if job.attempts > len(delays):

@@ -23,6 +23,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..core.ignore import IGNORE_FILES
 from ..core.scan import Globs
 from ..types import WatcherStatus
 from .messages import ChangeKind, FilesChanged, RescanRequested
@@ -169,7 +170,9 @@ class Watcher:
             if root is None or path == root:
                 continue
             rel = path.relative_to(root).as_posix()
-            if self._globs.wanted(rel):
+            if path.name in IGNORE_FILES:  # what is left out changed: look at it all again
+                rescans.add(root)
+            elif self._globs.wanted(rel):
                 per_root.setdefault(root, []).append((kind, rel))
             elif self._is_directory_event(kind, path, rel):
                 rescans.add(root)

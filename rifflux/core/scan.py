@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_EXCLUDE as _DEFAULT_EXCLUDE
+from .ignore import IGNORE_FILES, Levels, ignored, read_level
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,22 +114,26 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
+_IGNORED = "ignored by an ignore file (.gitignore, .ignore, .riffluxignore)"
 #: At most this many files are counted under one excluded folder.
 _COUNT_CAP = 100_000
 
 
-def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False) -> ScanResult:
+def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
+              use_ignore_files: bool = True) -> ScanResult:
     """Every wanted file under ``root`` (which should be absolute and resolved).
 
-    With ``count_left_out``, the files the globs leave out are counted by why (which
-    means walking excluded folders such as ``node_modules``: a report, not a scan)."""
+    With ``use_ignore_files``, ``.gitignore``/``.ignore``/``.riffluxignore`` files
+    are obeyed too (``core.ignore``). With ``count_left_out``, the files left out are
+    counted by why (which means walking excluded folders such as ``node_modules``: a
+    report, not a scan)."""
     result = ScanResult()
     left_out = result.left_out
     seen_dirs: set[tuple[int, int]] = set()
     # plain strings, not Path objects: a no-op reindex is mostly this walk
-    stack: list[tuple[str, str]] = [(str(root), "")]
+    stack: list[tuple[str, str, Levels]] = [(str(root), "", ())]
     while stack:
-        directory, rel_dir = stack.pop()
+        directory, rel_dir, levels = stack.pop()
         try:
             st = os.stat(directory)
             key = (st.st_dev, st.st_ino)
@@ -140,6 +145,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False) -> Scan
         except OSError as exc:
             result.problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
             continue
+        if use_ignore_files and any(e.name in IGNORE_FILES for e in entries):
+            level = read_level(directory, rel_dir)
+            levels = (*levels, level) if level is not None else levels
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
@@ -156,12 +164,20 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False) -> Scan
                     continue
                 if is_link and _inside(Path(entry.path).resolve(), root):
                     continue  # its files are reached through the real directory
-                stack.append((entry.path, rel))
+                if levels and ignored(levels, rel, is_dir=True):
+                    if count_left_out:
+                        left_out[_IGNORED] = left_out.get(_IGNORED, 0) + _count_files(entry.path)
+                    continue
+                stack.append((entry.path, rel, levels))
                 continue
             if not globs.wanted_name(rel):  # its folders passed on the way down
                 if count_left_out:
                     why = globs.why_excluded(rel)
                     left_out[why] = left_out.get(why, 0) + 1
+                continue
+            if levels and ignored(levels, rel):
+                if count_left_out:
+                    left_out[_IGNORED] = left_out.get(_IGNORED, 0) + 1
                 continue
             state = stat_file(root, rel, is_link=True) if is_link else _entry_state(entry, rel)
             if isinstance(state, ScanProblem):
