@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         InternalError,
         InvalidArgumentError,
         JobNotFoundError,
+        NotAnIndexError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -36,6 +37,7 @@ __all__ = [
     "InternalError",
     "InvalidArgumentError",
     "JobNotFoundError",
+    "NotAnIndexError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

@@ -27,6 +27,7 @@ from .core.filters import make_filters
 from .core.fts_query import build_match
 from .core.scan import Globs
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
+from .store.recovery import Recovery
 from .types import (
     CONTENT_MODES,
     MODES,
@@ -43,6 +44,11 @@ from .types import (
 )
 
 __all__ = ["MODES", "Rifflux"]
+
+
+def _recovered(recovery: Recovery) -> dict[str, object]:
+    return {"moved_to": str(recovery.moved_to), "reason": recovery.reason, "at": recovery.at,
+            "roots": [str(r) for r in recovery.roots]}
 
 
 class Rifflux:
@@ -333,8 +339,10 @@ class Rifflux:
         counts, counted_for = await service.counts()
         snap = service.snapshot()
         model = snap["model"]
-        return {
-            **counts,
+        status: Status = {
+            "files": counts["files"], "chunks": counts["chunks"],
+            "embeddings": counts["embeddings"],
+            "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
             "db_path": str(self.settings.db_path.expanduser().resolve()),
             "embedding_backend": model["backend"],
             "embedding_backend_requested": model["requested"],
@@ -353,3 +361,6 @@ class Rifflux:
             "queues": snap["queues"],
             "embedder": snap["embedder"],
         }
+        if service.recovery is not None:
+            status["recovered"] = _recovered(service.recovery)
+        return status

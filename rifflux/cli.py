@@ -29,6 +29,10 @@ from .types import FINISHED, JobInfo, ReindexResult, SearchAnswer
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     started = time.perf_counter()
+    if not any([await (await anyio.Path(p).expanduser()).exists() for p in args.paths]):
+        # nothing to index: do not create an index file either
+        raise CommandError(f"nothing to index: {', '.join(args.paths)} not found; "
+                           "pass existing folders or markdown files")
     async with Rifflux(settings=settings) as rf:
         submitted = await rf.reindex(paths=args.paths, force=args.force, background=True,
                                      count_left_out=True)

@@ -39,3 +39,7 @@ class InternalError(RiffluxError):
     """Something failed that Rifflux did not expect (a bug, or a library failing in a new
     way). The request it belongs to failed; the instance keeps serving, and the log has
     the traceback."""
+
+
+class NotAnIndexError(IndexDatabaseError):
+    """The index path holds something that is not a Rifflux index (it is never touched)."""

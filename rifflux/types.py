@@ -268,3 +268,5 @@ class Status(Counts):
     watcher: WatcherStatus
     queues: dict[str, QueueStatus]
     embedder: EmbedderStatus
+    #: The index was damaged and rebuilt at this open: where the old file went, and why.
+    recovered: NotRequired[dict[str, object]]

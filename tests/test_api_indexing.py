@@ -295,12 +295,17 @@ async def test_other_schema_version_gets_a_clear_message(tmp_path: Path) -> None
             pass
 
 
-async def test_corrupt_database_gets_a_clear_message(tmp_path: Path) -> None:
-    db = tmp_path / "bad.db"
-    db.write_bytes(b"this is not a sqlite database at all" * 100)
-    with pytest.raises(IndexDatabaseError, match="delete it"):
+async def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "notes.md"  # --db pointed at a markdown file by mistake
+    db.write_bytes(b"# My notes\n\nthis is not a sqlite database at all\n" * 100)
+    before = db.read_bytes()
+    with pytest.raises(IndexDatabaseError, match="not a Rifflux index.*left untouched"):
         async with Rifflux(db, embedder=CountingEmbedder()):
             pass
+    assert db.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["notes.md"]
 
 
 async def test_read_only_open_searches_without_changing_the_index(tmp_path: Path) -> None:

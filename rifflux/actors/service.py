@@ -16,6 +16,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError
+from ..store.recovery import Recovery
 from ..types import (
     ChunkDetail,
     Counts,
@@ -68,7 +69,9 @@ class Service:
         embedder: Callable[[], EmbedderSnapshot],
         query_stats: Callable[[], QuerySnapshot],
         indexer: Callable[[], IndexerSnapshot],
+        recovery: Recovery | None = None,
     ) -> None:
+        self.recovery = recovery
         self.settings = settings
         self._query = query
         self._jobs = jobs

@@ -30,13 +30,22 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
+from ..errors import IndexDatabaseError
 from ..store.reader import Reader
 from ..store.records import Records
+from ..store.recovery import (
+    Recovery,
+    damage,
+    is_damage,
+    move_aside,
+    needs_check,
+    refuse_foreign,
+)
 from ..store.schema import connect
 from ..store.writer import Writer
 from .embedder import EmbedderActor
 from .indexer import Indexer
-from .jobs import JobQueue
+from .jobs import Job, JobQueue, Target
 from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
 from .model import EmbedderSource, ModelLoader
 from .query import QueryActor
@@ -67,10 +76,17 @@ class Supervisor:
 
     async def __aenter__(self) -> Service:
         s, db, roots = self._settings, self._db, self._roots
+        recovery = await anyio.to_thread.run_sync(self._check, db)
         async with AsyncExitStack() as stack:
             # read-only: the writer's connection cannot write either (no schema upgrade,
             # no vectors dropped: the index is someone else's)
-            writer_conn = await self._connect(stack, db, readonly=s.read_only)
+            try:
+                writer_conn = await self._connect(stack, db, readonly=s.read_only)
+            except IndexDatabaseError as exc:
+                if s.read_only or not _damaged(exc):
+                    raise
+                recovery = await anyio.to_thread.run_sync(move_aside, db, str(exc.__cause__))
+                writer_conn = await self._connect(stack, db)
             query_conn = await self._connect(stack, db, readonly=True)
             embed_conn = await self._connect(stack, db, readonly=True)
 
@@ -113,10 +129,13 @@ class Supervisor:
             await tg.start(loader.run, name="rifflux.model")
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
+            if recovery is not None and recovery.roots:
+                jobs.submit(Job([Target(r, requested=str(r)) for r in recovery.roots],
+                                source="startup"))
             service = Service(
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
-                query_stats=query.snapshot, indexer=indexer.snapshot,
+                query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
             )
             self._exit = stack.pop_all()
         return service
@@ -131,6 +150,20 @@ class Supervisor:
         if stack is None:
             return None
         return await stack.__aexit__(exc_type, exc, tb)
+
+    def _check(self, db: Path) -> Recovery | None:
+        """Before opening: someone else's file is refused untouched; a damaged index is
+        moved aside (a read-only open reports the damage instead)."""
+        refuse_foreign(db)
+        if not needs_check(db):
+            return None
+        reason = damage(db)
+        if reason is None:
+            return None
+        if self._settings.read_only:
+            raise IndexDatabaseError(f"the index {db} is damaged ({reason}); it is open "
+                                     "read-only, so it was left as it is")
+        return move_aside(db, reason)
 
     async def _connect(
         self, stack: AsyncExitStack, db: Path, *, readonly: bool = False
@@ -157,6 +190,10 @@ class Supervisor:
             for inbox in inboxes:
                 inbox.close()
             tg.cancel_scope.cancel()
+
+
+def _damaged(exc: IndexDatabaseError) -> bool:
+    return is_damage(str(exc.__cause__ or exc))
 
 
 def _nudge(inbox: MemoryObjectSendStream[IndexerMessage]) -> None:

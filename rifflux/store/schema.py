@@ -12,6 +12,7 @@ import aiosqlite
 import anyio
 
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
+from .recovery import is_damage, mark_for_check
 
 SCHEMA_VERSION = 4
 
@@ -96,10 +97,32 @@ def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
             "retry shortly, or stop the other process writing to it"
         )
     text = str(exc).lower()
-    if "malformed" in text or "not a database" in text or "corrupt" in text:
+    if is_damage(text):
+        mark_for_check(Path(db_path))
         return IndexDatabaseError(
-            f"the index {db_path} is damaged ({exc}); delete it (and its -wal/-shm files) "
-            "and reindex: the markdown files themselves are untouched"
+            f"the index {db_path} is damaged ({exc}); Rifflux moves it aside and rebuilds it "
+            "from your markdown files the next time it opens it (restart it); the files "
+            "themselves are untouched"
+        )
+    if "full" in text:
+        return IndexDatabaseError(
+            f"the disk holding the index {db_path} is full ({exc}): nothing half-written was "
+            "kept and searches go on; free some space and reindex"
+        )
+    if "disk i/o error" in text:
+        return IndexDatabaseError(
+            f"the index {db_path} could not be written ({exc}: a full disk, a file size "
+            "limit or a failing drive); nothing half-written was kept; fix that and reindex"
+        )
+    if "readonly" in text or "read-only" in text:
+        return IndexDatabaseError(
+            f"the index {db_path} cannot be written ({exc}: a read-only file, folder or file "
+            "system); make it writable, or point --db (RIFFLUX_DB_PATH) somewhere writable"
+        )
+    if "unable to open" in text:
+        return IndexDatabaseError(
+            f"cannot open the index {db_path} ({exc}): check that its folder exists and is "
+            "writable, or point --db (RIFFLUX_DB_PATH) elsewhere"
         )
     return IndexDatabaseError(f"index database error on {db_path}: {exc}")
 
@@ -117,9 +140,14 @@ async def connect(
     db_path: Path, *, busy_timeout_ms: int, readonly: bool = False
 ) -> aiosqlite.Connection:
     """A configured connection; the writer also creates or checks the schema."""
-    with mapped_errors(db_path):
-        if not readonly:
+    if not readonly:
+        try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexDatabaseError(
+                f"cannot create the folder {db_path.parent} for the index ({exc.strerror or exc}):"
+                " point --db (RIFFLUX_DB_PATH) at a writable place") from exc
+    with mapped_errors(db_path):
         # Shielded (it takes milliseconds): cancelled half-way, the connection's
         # thread would be left running with no one to close it.
         with anyio.CancelScope(shield=True):

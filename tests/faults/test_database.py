@@ -1,0 +1,185 @@
+"""The index file under stress: someone else's file, a damaged index, a full disk, a folder
+that cannot be made. The markdown files are the truth: Rifflux keeps serving what it
+can, says what is wrong, and rebuilds rather than ask anyone to delete files."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, Settings
+
+from ..helpers import CountingEmbedder, eventually, write
+
+pytestmark = pytest.mark.anyio
+REPO = Path(__file__).resolve().parents[2]
+
+
+def notes(root: Path, n: int = 30) -> Path:
+    for i in range(n):
+        write(root, f"n{i}.md", f"# Note {i}\n\n" + f"heron number {i} wades. " * 30)
+    return root
+
+
+def damage_pages(db: Path, start: float = 0.0) -> None:
+    """Overwrite the pages from ``start`` (a fraction of the file) on, never the first one:
+    still an SQLite file, no longer sound."""
+    size = db.stat().st_size
+    offset = max(4096, int(size * start) // 4096 * 4096)
+    with db.open("r+b") as f:
+        f.seek(offset)
+        f.write(os.urandom(size - offset))
+
+
+async def test_an_sqlite_database_rifflux_did_not_make_is_left_untouched(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "app.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT)")
+    before = db.read_bytes()
+    with pytest.raises(NotAnIndexError, match="SQLite database that Rifflux did not make"):
+        async with Rifflux(db, embedder=CountingEmbedder()):
+            pass
+    assert db.read_bytes() == before
+
+
+async def test_a_damaged_index_is_moved_aside_and_rebuilt_from_its_roots(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes")
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    damage_pages(db, start=0.5)  # the roots table, written first, can still be read
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        status = await rf.status()
+        recovered = status["recovered"]
+        assert recovered["roots"] == [str(root.resolve())]
+        reason = str(recovered["reason"])
+        assert "quick_check" in reason or "malformed" in reason
+        moved = Path(str(recovered["moved_to"]))
+        assert moved.name.startswith("i.db.corrupt-") and moved.name in os.listdir(tmp_path)
+
+        async def rebuilt() -> bool:
+            return (await rf.status())["files"] == 30
+
+        await eventually(rebuilt)
+        assert await rf.search("heron number 7", mode="lexical")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_a_destroyed_index_is_replaced_and_the_next_reindex_fills_it(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 5)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    damage_pages(db)  # nothing but the header survives
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        assert (await rf.status())["recovered"]["roots"] == []
+        assert (await rf.reindex(root))["indexed_files"] == 5
+
+
+async def test_a_read_only_open_reports_the_damage_and_moves_nothing(tmp_path: Path) -> None:
+    root = notes(tmp_path / "notes", 5)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    damage_pages(db)
+    with pytest.raises(IndexDatabaseError, match="damaged.*left as it is"):
+        async with Rifflux(settings=Settings(db_path=db, read_only=True),
+                           embedder=CountingEmbedder()):
+            pass
+    assert sorted(os.listdir(tmp_path)) == ["i.db", "notes"]
+
+
+async def test_damage_seen_by_a_search_rebuilds_the_index_at_the_next_open(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 5)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    with sqlite3.connect(db) as conn:  # checked just now: no check at the next open
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('checked_at', ?)",
+                     (str(time.time()),))
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        damage_pages(db)  # damaged under a running instance
+        with pytest.raises(IndexDatabaseError, match="damaged.*rebuilds it"):
+            for _ in range(3):  # until a read reaches a damaged page
+                await rf.search("heron", mode="lexical")
+                await rf.get_file("n1.md")
+                await rf.status()
+    assert (tmp_path / "i.db.check").exists()
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        assert "recovered" in await rf.status()
+
+
+def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_completes(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 5)
+    db = tmp_path / "i.db"
+    script = (
+        "import anyio, resource, signal, sys\n"
+        "from rifflux import Rifflux\n"
+        "async def main():\n"
+        f"    async with Rifflux({str(db)!r}, embedding_backend='hash') as rf:\n"
+        f"        await rf.reindex({str(root)!r})\n"
+        "        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))\n"
+        f"        for i in range(400):\n"
+        f"            with open(f'{root}/big{{i}}.md', 'w') as f:\n"
+        f"                f.write('# Big\\\\n\\\\n' + f'word{{i}} ' * 400)\n"
+        "        try:\n"
+        f"            await rf.reindex({str(root)!r})\n"
+        "        except Exception as exc:\n"
+        "            sys.stdout.write('FAILED ' + str(exc) + '\\n')\n"
+        "        hits = await rf.search('heron number 3', mode='lexical')\n"
+        "        sys.stdout.write(f'SEARCH {len(hits)}\\n')\n"
+        "anyio.run(main)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert "FAILED reindex" in done.stdout, done.stdout + done.stderr
+    assert "could not be written" in done.stdout or "is full" in done.stdout
+    assert "internal error" not in done.stdout
+    assert "SEARCH 5" in done.stdout  # searches keep answering from what was committed
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        no_chunks = conn.execute("SELECT COUNT(*) FROM files f WHERE NOT EXISTS "
+                                 "(SELECT 1 FROM chunks c WHERE c.file_id = f.id)").fetchone()[0]
+    assert no_chunks == 0  # no half-written file
+    again = subprocess.run(
+        [sys.executable, "-m", "rifflux", "--db", str(db), "--backend", "hash", "index",
+         str(root), "--json"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert again.returncode == 0, again.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 405
+
+
+async def test_an_index_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = write(tmp_path, "a-file", "not a folder")
+    with pytest.raises(IndexDatabaseError, match="cannot create the folder .*a-file/sub"):
+        async with Rifflux(blocker / "sub" / "i.db", embedder=CountingEmbedder()):
+            pass
+
+
+def test_indexing_a_path_that_does_not_exist_creates_no_index(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rifflux", "--db", str(tmp_path / "new.db"), "index",
+         str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "RIFFLUX_EMBEDDING_BACKEND": "hash"},
+        check=False)
+    assert done.returncode == 1 and "nothing to index" in done.stderr
+    assert not (tmp_path / "new.db").exists()
