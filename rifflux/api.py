@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
 
+import anyio
+
 from .actors.jobs import Job, Target
 from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
@@ -35,6 +37,7 @@ from .types import (
     ChunkDetail,
     FileLines,
     FileRecord,
+    ForgetResult,
     JobInfo,
     ReindexResult,
     SearchExplain,
@@ -44,6 +47,17 @@ from .types import (
 )
 
 __all__ = ["MODES", "Rifflux"]
+
+
+def _too_wide(folder: Path) -> str | None:
+    """Why indexing this folder is nearly always a mistake (None: it is not)."""
+    if folder == Path(folder.anchor):
+        return "the whole file system"
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError):  # no home folder (a service account)
+        return None
+    return "your home folder" if folder == home else None
 
 
 def _recovered(recovery: Recovery) -> dict[str, object]:
@@ -224,13 +238,14 @@ class Rifflux:
         self, path: str | os.PathLike[str] | None = None,
         paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False,
         background: Literal[False] = False, *, count_left_out: bool = False,
+        yes: bool = False,
     ) -> ReindexResult: ...
 
     @overload
     async def reindex(
         self, path: str | os.PathLike[str] | None = None,
         paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False, *,
-        background: Literal[True], count_left_out: bool = False,
+        background: Literal[True], count_left_out: bool = False, yes: bool = False,
     ) -> BackgroundReindex: ...
 
     async def reindex(
@@ -241,12 +256,18 @@ class Rifflux:
         background: bool = False,
         *,
         count_left_out: bool = False,
+        yes: bool = False,
     ) -> ReindexResult | BackgroundReindex:
         """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else
         the current working directory. Returns when those files are indexed and
         embedded, or at once with the job when ``background`` is true. With
         ``count_left_out``, the result's ``left_out`` counts the files the include and
-        exclude globs left out, by why (excluded folders are walked to count them)."""
+        exclude globs left out, by why (excluded folders are walked to count them).
+
+        A folder not indexed yet that is ``/``, the home folder itself, or holds more
+        than ``Settings.max_root_files`` candidate files is refused (listed in
+        ``errors``) unless ``yes`` (or ``force``) is true: it is nearly always a wrong
+        working directory or a typo."""
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(
@@ -260,14 +281,50 @@ class Rifflux:
         else:
             locations = [os.getcwd()]
         roots = [Path(r) for r in await service.roots()]
-        job = service.submit(Job([self._target(loc, roots) for loc in locations],
-                                 force=bool(force), count_left_out=count_left_out))
+        allow_large = bool(yes or force)
+        job = service.submit(Job([self._target(loc, roots, allow_large) for loc in locations],
+                                 force=bool(force), count_left_out=count_left_out,
+                                 allow_large=allow_large))
         if background:
             labels = self._model_labels()
             return {"job": job.snapshot(), "embedding_model": labels[0],
                     "embedding_backend": labels[1]}
         await job.done.wait()
         return self._job_result(job)
+
+    async def forget(self, path: str | os.PathLike[str]) -> ForgetResult:
+        """Remove from the index an indexed folder with everything under it, a folder or
+        file inside one, or every indexed folder inside ``path``. The files on disk are
+        not touched; the path need not exist any more. A watched folder comes back with
+        its next change: stop watching it first."""
+        service = self._open()
+        if self.settings.read_only:
+            raise RiffluxError(f"{self.settings.db_path} is open read-only; open it without "
+                               "read_only to forget folders")
+        location = os.fspath(path)
+        if not location.strip():
+            raise InvalidArgumentError("forget needs the path of an indexed folder or file "
+                                       "(status lists the indexed folders)")
+        loc = await anyio.to_thread.run_sync(
+            lambda: Path(location).expanduser().absolute().resolve())
+        roots = [Path(r) for r in await service.roots()]
+        container = next((r for r in roots if r in loc.parents), None)
+        target = (Target(container, prefix=loc.relative_to(container).as_posix(),
+                         requested=location, forget=True) if container is not None
+                  else Target(loc, requested=location, forget=True))
+        job = service.submit(Job([target]))
+        await job.done.wait()
+        if job.status != "completed":
+            raise RiffluxError(f"forget {location} {job.status}: {job.error}")
+        result = job.progress.result(job.targets)
+        errors = result["errors"]
+        if errors:
+            raise InvalidArgumentError(f"{location}: {errors[0]['error']}")
+        remaining = {str(r) for r in await service.roots()}
+        return {"path": str(loc), "removed_files": result["removed_files"],
+                "removed_roots": [str(r) for r in roots if str(r) not in remaining],
+                "removed_paths": result.get("changed", {}).get("removed", []),
+                "job_id": job.id}
 
     @property
     def embedding_model(self) -> str | None:
@@ -291,7 +348,7 @@ class Rifflux:
         await self._open().job(job_id).done.wait()
         return await self.job(job_id)
 
-    def _target(self, location: str, roots: list[Path]) -> Target:
+    def _target(self, location: str, roots: list[Path], allow_large: bool = False) -> Target:
         loc = Path(location).expanduser()
         try:
             loc = loc.resolve(strict=True)
@@ -316,6 +373,10 @@ class Rifflux:
         if container is not None:
             return Target(container, prefix=loc.relative_to(container).as_posix() + "/",
                           requested=location)
+        if not allow_large and loc not in roots and (whole := _too_wide(loc)):
+            return Target(loc, requested=location,
+                          missing=f"refused: {loc} is {whole}; index the folder you mean, "
+                                  "or pass yes=true (rifflux index --yes) to index it all")
         return Target(loc, requested=location)
 
     def _model_labels(self) -> tuple[str | None, str | None]:
@@ -355,6 +416,7 @@ class Rifflux:
             "include_globs": list(self.settings.include),
             "exclude_globs": list(self.settings.exclude),
             "rrf_k": self.settings.rrf_k,
+            "indexed_roots": await service.root_counts(),
             "jobs": snap["jobs"],
             "queued_jobs": snap["queued_jobs"],
             "watcher": snap["watcher"],

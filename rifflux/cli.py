@@ -22,8 +22,9 @@ from rich.table import Table
 from .api import Rifflux
 from .config import Settings
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
+from .errors import InvalidArgumentError
 from .terminal import ProgressView, print_results
-from .types import FINISHED, JobInfo, ReindexResult, SearchAnswer
+from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, SearchAnswer
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -35,7 +36,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
                            "pass existing folders or markdown files")
     async with Rifflux(settings=settings) as rf:
         submitted = await rf.reindex(paths=args.paths, force=args.force, background=True,
-                                     count_left_out=True)
+                                     count_left_out=True, yes=args.yes)
         job_id = str(submitted["job"]["id"])
         watch = ProgressView(rf, job_id, err) if not args.json else None
         job = await (watch.run() if watch else rf.wait_for_job(job_id))
@@ -62,6 +63,33 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         err.print(f"warning: {problem.get('path')}: {problem.get('error')}", markup=False)
     failed = {p.get("path") for p in result.get("errors", [])}
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
+
+
+async def _forget(args: argparse.Namespace, settings: Settings) -> int:
+    await _require_index(settings)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    results: list[ForgetResult] = []
+    failed = False
+    async with Rifflux(settings=settings) as rf:
+        for path in args.paths:
+            try:
+                results.append(await rf.forget(path))
+            except InvalidArgumentError as exc:
+                err.print(f"warning: {exc}", markup=False)
+                failed = True
+        status = await rf.status()
+    if args.json:
+        _write_json(results)
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        for r in results:
+            what = (f"the folder{'s' if len(r['removed_roots']) > 1 else ''} "
+                    f"{', '.join(r['removed_roots'])}" if r["removed_roots"] else r["path"])
+            out.print(f"Forgot {what}: {_count(r['removed_files'], 'file')} removed from the "
+                      f"index", markup=False)
+        out.print(f"The index now holds {_count(status['files'], 'file')} in "
+                  f"{_count(status['roots'], 'folder')}", markup=False)
+    return EXIT_FAILURE if failed else EXIT_OK
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
@@ -179,6 +207,9 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         ("include", ", ".join(status["include_globs"])),
         ("exclude", ", ".join(status["exclude_globs"])),
     ]
+    for root in status["indexed_roots"]:
+        rows.append(("folder", f"{root['path']}: {_count(root['files'], 'file')}, "
+                               f"{_count(root['chunks'], 'chunk')}"))
     for key, value in rows:
         table.add_row(key, value)
     Console(highlight=False).print(table)
@@ -241,6 +272,7 @@ def _write_json(value: Any) -> None:
 
 COMMANDS: dict[str, Command] = {
     "index": _index,
+    "forget": _forget,
     "search": _search,
     "show": _show,
     "status": _status,

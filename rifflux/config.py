@@ -65,6 +65,9 @@ class Settings:
     code_max_chars: int = 3000
     #: Files larger than this are not read (skipped with a warning): 20 MiB.
     max_file_bytes: int = 20 * 1024 * 1024
+    #: A folder not yet indexed with more candidate files than this is refused unless
+    #: the reindex says so (force / --yes): a typo or a desktop client's cwd of / or ~.
+    max_root_files: int = 50_000
     #: Semantic pseudo-relevance feedback: move the query vector towards the mean of its
     #: best N chunks and rescore the first pass's best 200 (0 turns it off).
     semantic_feedback: int = 3
@@ -128,6 +131,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_SEMANTIC_FEEDBACK": "semantic_feedback",
     "RIFFLUX_MAX_FILE_BYTES": "max_file_bytes",
     "RIFFLUX_USE_IGNORE_FILES": "use_ignore_files",
+    "RIFFLUX_MAX_ROOT_FILES": "max_root_files",
 }
 
 

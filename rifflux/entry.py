@@ -92,7 +92,17 @@ def parser() -> argparse.ArgumentParser:
                                    " unless --force); shows progress on a terminal.")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--force", action="store_true", help="re-read unchanged files too")
+    p.add_argument("--yes", action="store_true",
+                   help="index it even when it is / or your home folder, or a new folder of "
+                        "more than max_root_files (50,000) markdown files")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("forget", parents=[common], help="remove folders or files from the index",
+                       description="Remove each PATH from the index: an indexed folder with "
+                                   "everything under it, or a folder or file inside one. The "
+                                   "files on disk are not touched.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
 
     p = sub.add_parser("search", parents=[common], help="search the index",
                        description="Print the best matching chunks: path, heading breadcrumb, "

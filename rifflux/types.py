@@ -190,6 +190,18 @@ class ReindexResult(TypedDict):
     embedded_chunks: NotRequired[int]
 
 
+class ForgetResult(TypedDict):
+    """What ``forget`` removed from the index (the files on disk are untouched)."""
+
+    path: str
+    removed_files: int
+    #: The indexed folders that are gone (all of them, not only a part).
+    removed_roots: list[str]
+    #: The files removed, by their path in their folder (the first 50).
+    removed_paths: list[str]
+    job_id: str
+
+
 class JobInfo(TypedDict):
     id: str
     status: JobStatus
@@ -246,6 +258,14 @@ class Counts(TypedDict):
     roots: int
 
 
+class RootCount(TypedDict):
+    """An indexed folder and what the index holds from it."""
+
+    path: str
+    files: int
+    chunks: int
+
+
 class Status(Counts):
     """``status()`` and the MCP ``index_status`` tool."""
 
@@ -263,6 +283,8 @@ class Status(Counts):
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int
+    #: The indexed folders with their file and chunk counts (``roots`` counts them).
+    indexed_roots: list[RootCount]
     jobs: list[JobInfo]
     queued_jobs: int
     watcher: WatcherStatus

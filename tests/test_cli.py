@@ -292,3 +292,25 @@ def test_mcp_started_by_hand_says_what_it_is_and_ctrl_c_ends_it(tmp_path: Path) 
     finally:
         os.close(controller)
         os.close(terminal)
+
+
+def test_index_of_home_needs_yes_and_forget_removes_it_again(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    env = cli_env(tmp_path, HOME=str(notes))
+    refused = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes), env=env)
+    assert refused.returncode == 1
+    assert "your home folder" in refused.stderr and "--yes" in refused.stderr
+    assert "Indexed 0 files" in refused.stdout
+    allowed = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes), "--yes", env=env)
+    assert allowed.returncode == 0 and allowed.stdout.startswith("Indexed 2 files")
+    status = rifflux_cli(tmp_path, "--db", "index.db", "status", env=env)
+    assert f"{notes}: 2 files, " in status.stdout
+    part = rifflux_cli(tmp_path, "--db", "index.db", "forget", str(notes / "sub"), env=env)
+    assert part.returncode == 0, part.stderr
+    assert part.stdout.splitlines() == [f"Forgot {notes / 'sub'}: 1 file removed from the index",
+                                        "The index now holds 1 file in 1 folder"]
+    whole = rifflux_cli(tmp_path, "--db", "index.db", "forget", str(notes), "nowhere", env=env)
+    assert whole.returncode == 1
+    assert f"Forgot the folder {notes}: 1 file removed" in whole.stdout
+    assert "nowhere: not in the index; nothing was removed" in whole.stderr
+    assert "The index now holds 0 files in 0 folders" in whole.stdout

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
 TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "list_tags"}
+         "list_tags", "forget"}
 TOPICS = [
     ("Tomatoes", "Tomatoes want full sun, deep watering twice a week and a cage to climb."),
     ("Compost", "Compost needs greens, browns, air and a little water; turn the pile weekly."),
@@ -138,7 +138,10 @@ async def test_tools_are_listed_with_mode_enum_and_top_k_bounds(tmp_path: Path) 
     assert props["top_k"]["default"] == 10
     assert "db_path" in props
     reindex = tools["reindex"].input_schema["properties"]
-    assert {"path", "paths", "force", "background"} <= set(reindex)
+    assert {"path", "paths", "force", "background", "yes"} <= set(reindex)
+    forget = tools["forget"]
+    assert forget.input_schema["required"] == ["path"]
+    assert forget.annotations is not None and forget.annotations.destructive_hint is True
     many = tools["reindex_many"].input_schema
     assert many["required"] == ["paths"]
     assert many["properties"]["paths"]["minItems"] == 1

@@ -18,7 +18,7 @@ from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Skipped, Unreadable, prepare_many
 from ..core.ignore import IgnoreFiles
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
-from ..core.scan import FileState, Globs, ScanProblem, scan_root, stat_file
+from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import RiffluxError
 from ..store.writer import FileToWrite, Writer, Written
 from .jobs import Job, Progress, Target
@@ -50,15 +50,25 @@ class IndexRun:
             if target.missing:
                 self._problem(target.requested, target.missing)
                 continue
+            if target.forget:
+                await self._forget(target)
+                continue
             if target.paths is None and not await anyio.Path(target.root).is_dir():
                 # A full scan of a missing folder removes nothing: it may be an unmounted
                 # drive or a typo. Named paths (watcher events) are still applied.
                 self._problem(target.requested or str(target.root),
                               "folder not found; check the path (nothing was removed)")
                 continue
-            root_id = await self._writer.root_id(target.root)
+            scan = await self._scan(target) if target.paths is None else None
+            root_id = await self._writer.find_root(target.root)
+            if root_id is None and scan is not None and self._too_large(target, scan):
+                continue
+            if root_id is None:
+                root_id = await self._writer.root_id(target.root)
+            if target.paths is None:
+                await self._absorb(target.root, root_id)
             known = await self._writer.known_files(root_id)
-            plan = await self._plan(target, known)
+            plan = await self._plan(target, known, scan)
             self._progress.planned += len(plan.changed)
             root_key = str(target.root)
             self._progress.skipped.update((root_key, rel) for rel in plan.unchanged)
@@ -67,6 +77,58 @@ class IndexRun:
             self._progress.scopes.append(Scope(root_id, target.prefix, paths))
         if self._progress.removed or self._progress.indexed:
             await self._writer.prune_orphan_vectors()
+
+    def _too_large(self, target: Target, scan: ScanResult) -> bool:
+        """A new folder with more candidate files than the limit is refused unless the
+        job says so (a folder already indexed is followed whatever its size)."""
+        found = len(scan.files)
+        if found <= self._limits.max_root_files or self._job.allow_large:
+            return False
+        self._problem(target.requested or str(target.root),
+                      f"refused: {found:,} files to index, more than the limit of "
+                      f"{self._limits.max_root_files:,} for a new folder (max_root_files); "
+                      "index the folder you mean, or pass yes=true (rifflux index --yes) "
+                      "to index them all")
+        return True
+
+    async def _absorb(self, root: Path, root_id: int) -> None:
+        """Roots never overlap: an indexed folder inside this one becomes part of it (its
+        files keep their chunks and vectors, and are stored once)."""
+        for child_id, child in await self._writer.roots_inside(root):
+            prefix = child.relative_to(root).as_posix() + "/"
+            written = await self._writer.absorb(root_id, child_id, prefix)
+            await self._on_commit(written)
+
+    async def _forget(self, target: Target) -> None:
+        """Remove a root with everything under it, or the files below a path inside one
+        (``prefix``: a folder or a file), or every root inside ``target.root``."""
+        root_id = await self._writer.find_root(target.root)
+        if root_id is not None and target.prefix:
+            known = await self._writer.known_files(root_id)
+            folder = target.prefix.rstrip("/") + "/"
+            gone = sorted(rel for rel in known
+                          if rel == target.prefix.rstrip("/") or rel.startswith(folder))
+            if not gone:
+                self._problem(target.requested or str(target.root),
+                              "no indexed file there; nothing was removed")
+                return
+            await self._forgotten(await self._writer.delete_files(root_id, gone), gone)
+            return
+        inside = [] if root_id is not None else await self._writer.roots_inside(target.root)
+        if root_id is None and not inside:
+            self._problem(target.requested or str(target.root),
+                          "not in the index; nothing was removed (status lists the "
+                          "indexed folders)")
+            return
+        for forget_id in [root_id] if root_id is not None else [i for i, _ in inside]:
+            assert forget_id is not None
+            gone = sorted(await self._writer.known_files(forget_id))
+            await self._forgotten(await self._writer.forget_root(forget_id), gone)
+
+    async def _forgotten(self, written: Written, paths: list[str]) -> None:
+        self._progress.removed += len(written.files_removed)
+        self._progress.removed_paths += paths[:50]
+        await self._on_commit(written)
 
     def _problem(self, path: str, error: str) -> None:
         self._progress.problems.append({"path": path, "error": error})
@@ -78,17 +140,22 @@ class IndexRun:
         for p in problems:
             self._problem(str(root / p.path), p.error)
 
-    async def _plan(self, target: Target, known: dict[str, StoredState]) -> Plan:
+    async def _scan(self, target: Target) -> ScanResult:
+        scan = await anyio.to_thread.run_sync(
+            lambda: scan_root(target.root, self._globs,
+                              count_left_out=self._job.count_left_out,
+                              use_ignore_files=self._use_ignore_files))
+        self._report(target.root, scan.problems)
+        for why, n in scan.left_out.items():
+            self._progress.left_out[why] = self._progress.left_out.get(why, 0) + n
+        return scan
+
+    async def _plan(self, target: Target, known: dict[str, StoredState],
+                    scan: ScanResult | None) -> Plan:
         force = self._job.force
-        if target.paths is None:
-            scan = await anyio.to_thread.run_sync(
-                lambda: scan_root(target.root, self._globs,
-                                  count_left_out=self._job.count_left_out,
-                                  use_ignore_files=self._use_ignore_files))
-            self._report(target.root, scan.problems)
-            for why, n in scan.left_out.items():
-                self._progress.left_out[why] = self._progress.left_out.get(why, 0) + n
+        if scan is not None:
             return plan_scan(scan.files, known, prefix=target.prefix, force=force)
+        assert target.paths is not None
         wanted = sorted(p for p in target.paths | target.deletes if self._globs.wanted(p))
         rules = IgnoreFiles(str(target.root)) if self._use_ignore_files else None
         stats = await anyio.to_thread.run_sync(

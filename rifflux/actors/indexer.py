@@ -84,6 +84,7 @@ class Indexer:
             min_chars=settings.chunk_min_chars,
             code_max_chars=settings.code_max_chars,
             max_file_bytes=settings.max_file_bytes,
+            max_root_files=settings.max_root_files,
         )
         self._retry_out = retry_out
         self._model: str | None = None
@@ -181,12 +182,13 @@ class Indexer:
 
     async def _committed(self, written: Written, stored: frozenset[str] = frozenset()) -> None:
         """After every commit: the matrix follows, and jobs are checked for completion."""
-        if written.removed or written.added_ids or written.files or written.files_removed:
+        if (written.removed or written.added_ids or written.files or written.files_removed
+                or written.roots_removed):
             await self._query.send(IndexChanged(
                 removed=written.removed, added_ids=written.added_ids,
                 added_files=written.added_files, added_vectors=written.added_vectors,
                 files=written.files, files_removed=written.files_removed,
-                roots=written.roots))
+                roots=written.roots, roots_removed=written.roots_removed))
         self._jobs.settle(self._writer.missing, stored)
 
     def _nudge_embedder(self) -> None:

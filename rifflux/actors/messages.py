@@ -120,6 +120,7 @@ class IndexChanged:
     files: tuple[FileEntry, ...] = ()
     files_removed: tuple[int, ...] = ()
     roots: tuple[tuple[int, str], ...] = ()  # (id, path) of the roots of ``files``
+    roots_removed: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,7 +156,7 @@ class SearchRequested:
     reply: MemoryObjectSendStream[Any]
 
 
-ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "tags"]
+ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "root_counts", "tags"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -132,7 +132,8 @@ class QueryActor:
         if self._catalog_replay is not None:
             self._catalog_replay.append(msg)
         else:
-            self._catalog.update(dict(msg.roots), msg.files, msg.files_removed)
+            self._catalog.update(dict(msg.roots), msg.files, msg.files_removed,
+                                 msg.roots_removed)
         if self._replay is not None:
             self._replay.append(msg)
         if self._matrix is None:
@@ -152,7 +153,8 @@ class QueryActor:
             roots, files = {}, []
         self._catalog.replace(roots, files)
         for change in self._catalog_replay or ():
-            self._catalog.update(dict(change.roots), change.files, change.files_removed)
+            self._catalog.update(dict(change.roots), change.files, change.files_removed,
+                                 change.roots_removed)
         self._catalog_replay = None
         self._catalog_ready.set()
 

@@ -34,6 +34,8 @@ class Reads:
             return await self._records.chunk(msg.key or "")
         if msg.what == "roots":
             return await self._reader.roots()
+        if msg.what == "root_counts":
+            return await self._reader.root_counts()
         if msg.what == "counts":
             return await self._reader.counts(embedder.label if embedder else None)
         await self._catalog_ready.wait()

@@ -25,6 +25,7 @@ from ..types import (
     JobInfo,
     Mode,
     QueueStatus,
+    RootCount,
     SearchResult,
     TagCount,
     WatcherStatus,
@@ -129,6 +130,10 @@ class Service:
 
     async def roots(self) -> list[str]:
         result: list[str] = await self._read("roots")
+        return result
+
+    async def root_counts(self) -> list[RootCount]:
+        result: list[RootCount] = await self._read("root_counts")
         return result
 
     async def counts(self) -> tuple[Counts, str | None]:

@@ -130,8 +130,9 @@ class Supervisor:
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
             if recovery is not None and recovery.roots:
+                # (they were indexed before, whatever their size)
                 jobs.submit(Job([Target(r, requested=str(r)) for r in recovery.roots],
-                                source="startup"))
+                                source="startup", allow_large=True))
             service = Service(
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,

@@ -85,9 +85,10 @@ class WatchPipeline:
                 await tg.start(feed_jobs, self._batch_recv, self._jobs, name="rifflux.jobs.feed")
                 await tg.start(self._debouncer.run, name="rifflux.debouncer")
                 await tg.start(self._watcher.run, name="rifflux.watcher")
-                # What is already in the folders is indexed at start, in the background.
+                # What is already in the folders is indexed at start, in the background
+                # (whatever their size: watched folders are named on purpose).
                 self._jobs.submit(Job([Target(r, requested=str(r)) for r in self._roots],
-                                      source="startup"))
+                                      source="startup", allow_large=True))
                 task_status.started()
         finally:
             self.stopped.set()

@@ -54,8 +54,10 @@ class Catalog:
         self._cache.clear()
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
-               removed: Iterable[int]) -> None:
+               removed: Iterable[int], roots_removed: Iterable[int] = ()) -> None:
         self.roots.update(roots)
+        for root_id in roots_removed:
+            self.roots.pop(root_id, None)
         for entry in written:
             self._files[entry.id] = entry
         for file_id in removed:

@@ -89,6 +89,14 @@ ChunkId = Annotated[str, Field(description="A chunk_id from search_rifflux resul
 # ---------------------------------------------------------------- indexing
 
 Force = Annotated[bool, Field(description="Re-read and re-chunk files even when unchanged.")]
+Yes = Annotated[bool, Field(
+    description="Index it even when it is / or the home folder itself, or a folder not "
+                "indexed yet with more than 50,000 markdown files (refused otherwise: it "
+                "is nearly always a wrong working directory). Ask the user first.")]
+ForgetPath = Annotated[str, Field(
+    min_length=1, description="An indexed folder (as index_status lists it under "
+                              "indexed_roots), or a folder or file inside one; absolute "
+                              "paths are best.")]
 ReindexPath = Annotated[str | None, Field(
     description="A folder or markdown file to index; best given as an absolute path "
                 "(relative paths resolve against the server's working directory).")]

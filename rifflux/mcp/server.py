@@ -31,6 +31,7 @@ from .auto_reindex import AutoReindex
 from .params import MAX_TOP_K
 from .tools import (
     ServerState,
+    forget,
     get_chunk,
     get_file,
     index_status,
@@ -57,6 +58,8 @@ whether a background reindex has finished."""
 _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                           open_world_hint=False)
+_REMOVES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                           open_world_hint=False)
 
 
 # ---------------------------------------------------------------- server
@@ -129,7 +132,7 @@ def build_server(
                               lifespan=lifespan, log_level=_sdk_level(settings.log_level))
     for tool, hints in ((search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
                         (get_file, _READS), (list_tags, _READS), (reindex, _WRITES),
-                        (reindex_many, _WRITES)):
+                        (reindex_many, _WRITES), (forget, _REMOVES)):
         server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""),
                         annotations=hints)
     return server

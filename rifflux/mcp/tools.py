@@ -36,6 +36,7 @@ from .params import (
     FilePath,
     FileRoot,
     Force,
+    ForgetPath,
     Frontmatter,
     MaxChars,
     MaxPerFile,
@@ -51,6 +52,7 @@ from .params import (
     StartLine,
     Tags,
     TopK,
+    Yes,
 )
 
 
@@ -232,6 +234,7 @@ async def reindex(
     paths: ReindexPaths = None,
     force: Force = False,
     background: Background = False,
+    yes: Yes = False,
 ) -> dict[str, Any]:
     """Bring the index up to date for a folder or file: new and edited files are
     (re)indexed and embedded, deleted ones dropped; what was indexed from other
@@ -240,22 +243,23 @@ async def reindex(
     server's working directory is indexed (rarely what you want). Waits until the
     files are searchable and embedded; for large folders (thousands of files) pass
     background=true and poll index_status."""
-    return await _reindex(ctx, path, paths, force, background)
+    return await _reindex(ctx, path, paths, force, background, yes)
 
 
 async def reindex_many(
     ctx: Context[ServerState, Any],
     paths: ReindexMany,
     force: Force = False,
+    yes: Yes = False,
 ) -> dict[str, Any]:
     """Reindex several folders or files in one call; `indexed_files` and
     `skipped_files` are totals over all of them. Same behaviour as reindex."""
-    return await _reindex(ctx, None, paths, force, False)
+    return await _reindex(ctx, None, paths, force, False, yes)
 
 
 async def _reindex(
     ctx: Context[ServerState, Any], path: str | None, paths: list[str] | None, force: bool,
-    background: bool,
+    background: bool, yes: bool,
 ) -> dict[str, Any]:
     state = _state(ctx)
     locations = paths if paths else [path] if path else [os.getcwd()]
@@ -267,7 +271,8 @@ async def _reindex(
             "pass an existing folder or file, preferably as an absolute path"
         )
     with _tool_errors():
-        started = await state.rf.reindex(path=path, paths=paths, force=force, background=True)
+        started = await state.rf.reindex(path=path, paths=paths, force=force, background=True,
+                                         yes=yes)
         job_id = started["job"]["id"]
         if background:
             return {**started, "job_id": job_id,
@@ -277,10 +282,18 @@ async def _reindex(
         out = await _follow(state.rf, job_id, ctx)
     failed = {e["path"]: e["error"] for e in out["errors"]}
     if all(loc in failed for loc in locations):
-        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
-                        + ". Pass existing folders or markdown files (the server's include "
-                        "globs come from RIFFLUX_INCLUDE)")
+        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations))
     return dict(out)
+
+
+async def forget(ctx: Context[ServerState, Any], path: ForgetPath) -> dict[str, Any]:
+    """Remove a folder from the index: an indexed folder with everything under it, or a
+    folder or file inside one (the files on disk are not touched). Use it when the user
+    no longer wants a folder searched, or it was indexed by mistake; reindex brings it
+    back."""
+    state = _state(ctx)
+    with _tool_errors():
+        return dict(await state.rf.forget(path))
 
 
 async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> ReindexResult:

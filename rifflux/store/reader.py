@@ -18,7 +18,7 @@ from ..core.catalog import Allowed
 from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
-from ..types import ChunkRecord, Counts
+from ..types import ChunkRecord, Counts, RootCount
 from .schema import mapped_errors
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
@@ -184,6 +184,15 @@ class Reader:
             "roots": int(row[4]),
         }
         return counts, model
+
+    async def root_counts(self) -> list[RootCount]:
+        """Every root with its file and chunk counts, in the order they were indexed."""
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT r.path, COUNT(f.id), COALESCE(SUM("
+                " (SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id)), 0) "
+                "FROM roots r LEFT JOIN files f ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
+        return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
 
     async def roots(self) -> list[str]:
         with mapped_errors(self.db_path):

@@ -146,6 +146,62 @@ class Writer:
         self._roots[root_id] = str(root)
         return root_id
 
+    async def find_root(self, root: Path) -> int | None:
+        """The id of an indexed root (None: not indexed; nothing is created)."""
+        with mapped_errors(self.db_path):
+            rows = list(await self.conn.execute_fetchall(
+                "SELECT id FROM roots WHERE path = ?", (str(root),)))
+        if not rows:
+            return None
+        self._roots[int(rows[0][0])] = str(root)
+        return int(rows[0][0])
+
+    async def roots_inside(self, root: Path) -> list[tuple[int, Path]]:
+        """Indexed roots strictly inside ``root``."""
+        prefix = str(root).rstrip("/") + "/"
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall("SELECT id, path FROM roots")
+        return [(int(r[0]), Path(str(r[1]))) for r in rows if str(r[1]).startswith(prefix)]
+
+    async def absorb(self, parent_id: int, child_id: int, prefix: str) -> Written:
+        """Move a root's files under a root that contains it (``prefix`` is the child's
+        path in the parent, with a trailing ``/``): stored once, vectors and chunks kept."""
+        with mapped_errors(self.db_path):
+            await self._tx_begin()
+            try:
+                await self.conn.execute(
+                    "UPDATE OR IGNORE files SET root_id = ?, rel_path = ? || rel_path "
+                    "WHERE root_id = ?", (parent_id, prefix, child_id))
+                leftover = [str(r[0]) for r in await self.conn.execute_fetchall(
+                    "SELECT rel_path FROM files WHERE root_id = ?", (child_id,))]
+                await self.conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
+        removed = await self.delete_files(child_id, leftover) if leftover else Written()
+        with mapped_errors(self.db_path):
+            await self.conn.execute("DELETE FROM roots WHERE id = ?", (child_id,))
+            rows = await self.conn.execute_fetchall(
+                "SELECT id, rel_path, mtime_ns, tags, frontmatter FROM files "
+                "WHERE root_id = ? AND rel_path LIKE ? ESCAPE '\\'",
+                (parent_id, _like_prefix(prefix)))
+        self._roots.pop(child_id, None)
+        moved = tuple(FileEntry(int(r[0]), parent_id, str(r[1]), int(r[2]),
+                                tag_levels(json.loads(r[3])), json.loads(r[4])) for r in rows)
+        roots = ((parent_id, self._roots[parent_id]),) if parent_id in self._roots else ()
+        return replace(removed, files=moved, roots=roots, roots_removed=(child_id,))
+
+    async def forget_root(self, root_id: int) -> Written:
+        """Remove a root and everything under it."""
+        with mapped_errors(self.db_path):
+            rels = [str(r[0]) for r in await self.conn.execute_fetchall(
+                "SELECT rel_path FROM files WHERE root_id = ?", (root_id,))]
+        written = await self.delete_files(root_id, rels)
+        with mapped_errors(self.db_path):
+            await self.conn.execute("DELETE FROM roots WHERE id = ?", (root_id,))
+        self._roots.pop(root_id, None)
+        return replace(written, roots_removed=(root_id,))
+
     async def stale_roots(self) -> list[Path]:
         """Roots holding files that must be read again (an upgrade of the index marks
         them), in the order they were first indexed."""

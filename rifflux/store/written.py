@@ -35,6 +35,7 @@ class Written:
     files: tuple[FileEntry, ...] = ()  # files written
     files_removed: tuple[int, ...] = ()  # file ids deleted
     roots: tuple[tuple[int, str], ...] = ()  # (id, path) of the root of ``files``
+    roots_removed: tuple[int, ...] = ()
 
 
 def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:

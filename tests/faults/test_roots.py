@@ -1,0 +1,194 @@
+"""Roots: what is indexed, and nothing twice. The whole file system, the home folder
+and huge new folders are refused unless asked for; a parent absorbs an indexed child
+(kept once, with its vectors); forget removes a root or a part of one."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rifflux import Rifflux, Settings
+from rifflux.errors import InvalidArgumentError
+
+from ..helpers import CountingEmbedder, write
+from ..test_mcp_stdio import call, call_error, mcp_session, server_env
+
+pytestmark = pytest.mark.anyio
+
+
+def folder(root: Path, n: int, word: str = "text") -> Path:
+    for i in range(n):
+        write(root, f"note-{i}.md", f"# Note {i}\n\n{word} number {i} of {root.name}\n")
+    return root
+
+
+def open_rifflux(tmp_path: Path, embedder: CountingEmbedder | None = None,
+                 **settings: object) -> Rifflux:
+    return Rifflux(settings=Settings(db_path=tmp_path / "i.db", **settings),  # type: ignore[arg-type]
+                   embedder=embedder or CountingEmbedder())
+
+
+def stored(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(db) as conn:
+        return sorted((str(r[0]), str(r[1])) for r in conn.execute(
+            "SELECT r.path, f.rel_path FROM files f JOIN roots r ON r.id = f.root_id"))
+
+
+async def test_the_home_folder_and_the_whole_file_system_need_yes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = folder(tmp_path / "home", 2)
+    monkeypatch.setenv("HOME", str(home))
+    async with open_rifflux(tmp_path) as rf:
+        refused = await rf.reindex(home)
+        whole = await rf.reindex("/")  # refused before anything is read
+        assert (await rf.status())["files"] == 0
+        allowed = await rf.reindex(home, yes=True)
+        again = await rf.reindex(home)  # indexed now: followed without asking again
+    assert [e["path"] for e in refused["errors"]] == [str(home)]
+    assert "your home folder" in refused["errors"][0]["error"]
+    assert "yes=true" in refused["errors"][0]["error"]
+    assert refused["indexed_files"] == 0
+    assert "the whole file system" in whole["errors"][0]["error"]
+    assert allowed["indexed_files"] == 2 and not allowed["errors"]
+    assert not again["errors"] and again["skipped_files"] == 2
+
+
+async def test_a_new_folder_over_the_limit_is_refused_until_asked_for(tmp_path: Path) -> None:
+    big = folder(tmp_path / "big", 5)
+    small = folder(tmp_path / "small", 3)
+    async with open_rifflux(tmp_path, max_root_files=3) as rf:
+        refused = await rf.reindex(paths=[big, small])
+        assert stored(tmp_path / "i.db") == [(str(small), f"note-{i}.md") for i in range(3)]
+        allowed = await rf.reindex(big, yes=True)
+        folder(big, 7)  # an indexed folder is followed whatever its size
+        grown = await rf.reindex(big)
+        roots = (await rf.status())["indexed_roots"]
+    error = refused["errors"][0]
+    assert error["path"] == str(big)
+    assert "5 files" in error["error"] and "limit of 3" in error["error"]
+    assert "rifflux index --yes" in error["error"]
+    assert refused["indexed_files"] == 3
+    assert allowed["indexed_files"] == 5 and grown["indexed_files"] == 2
+    assert roots == [{"path": str(small), "files": 3, "chunks": 3},
+                     {"path": str(big), "files": 7, "chunks": 7}]
+
+
+async def test_a_parent_absorbs_an_indexed_child_keeping_its_vectors_once(
+    tmp_path: Path
+) -> None:
+    parent = tmp_path / "nodejs"
+    child = folder(parent / "contributing", 3, word="quokka")
+    write(parent, "README.md", "# Node\n\nthe parent readme\n")
+    embedder = CountingEmbedder()
+    async with open_rifflux(tmp_path, embedder) as rf:
+        await rf.reindex(child)
+        before = await rf.search("quokka number 1", mode="lexical", top_k=10)
+        embedded_before = len(embedder.embedded)
+        absorbed = await rf.reindex(parent)
+        after = await rf.search("quokka number 1", mode="lexical", top_k=10)
+        semantic = await rf.search("quokka number 1", mode="semantic", top_k=10)
+        status = await rf.status()
+        inside = await rf.reindex(child)  # a folder inside a root updates that part
+        roots_after_inside = await rf.roots()
+    assert absorbed["indexed_files"] == 1  # only the readme was read
+    assert absorbed["skipped_files"] == 3
+    assert len(embedder.embedded) == embedded_before + 1  # the child's vectors were kept
+    assert stored(tmp_path / "i.db") == sorted(
+        [(str(parent), "README.md")]
+        + [(str(parent), f"contributing/note-{i}.md") for i in range(3)])
+    assert status["roots"] == 1 and status["files"] == 4 and status["embeddings"] == 4
+    assert status["indexed_roots"] == [{"path": str(parent), "files": 4, "chunks": 4}]
+    assert before[0]["path"] == "note-1.md" and before[0]["root"] == str(child)
+    paths = [(h["root"], h["path"]) for h in after]
+    assert len(paths) == len(set(paths)) == 3  # each quokka file once
+    assert paths[0] == (str(parent), "contributing/note-1.md")
+    assert [h["chunk_id"] for h in semantic].count(after[0]["chunk_id"]) == 1
+    assert inside["skipped_files"] == 3 and not inside["errors"]
+    assert roots_after_inside == [str(parent)]
+
+
+async def test_two_children_are_absorbed_and_a_file_edited_meanwhile_is_read_again(
+    tmp_path: Path
+) -> None:
+    parent = tmp_path / "docs"
+    a, b = folder(parent / "a", 2), folder(parent / "b", 2)
+    async with open_rifflux(tmp_path) as rf:
+        await rf.reindex(paths=[a, b])
+        write(a, "note-0.md", "# Note 0\n\nrewritten while nobody watched\n")
+        out = await rf.reindex(parent)
+        hits = await rf.search("rewritten", mode="lexical")
+        assert await rf.roots() == [str(parent)]
+    assert out["indexed_files"] == 1 and out["skipped_files"] == 3
+    assert [(h["path"], h["root"]) for h in hits] == [("a/note-0.md", str(parent))]
+
+
+async def test_forget_removes_a_root_a_folder_or_a_file_and_what_only_they_held(
+    tmp_path: Path
+) -> None:
+    notes = folder(tmp_path / "notes", 2, word="wombat")
+    write(notes, "sub/deep.md", "# Deep\n\nwombat burrows deep\n")
+    write(notes, "sub/other.md", "# Other\n\nanother wombat\n")
+    docs = folder(tmp_path / "docs", 2, word="platypus")
+    async with open_rifflux(tmp_path) as rf:
+        await rf.reindex(paths=[notes, docs])
+        embeddings = (await rf.status())["embeddings"]
+        one_file = await rf.forget(notes / "sub" / "deep.md")
+        sub = await rf.forget(notes / "sub")
+        left = await rf.search("wombat", mode="lexical")
+        whole = await rf.forget(docs)
+        status = await rf.status()
+        gone = await rf.search("platypus", mode="hybrid")
+        with pytest.raises(InvalidArgumentError, match="not in the index"):
+            await rf.forget(tmp_path / "elsewhere")
+        with pytest.raises(InvalidArgumentError, match="no indexed file there"):
+            await rf.forget(notes / "sub")
+    assert one_file["removed_files"] == 1 and one_file["removed_roots"] == []
+    assert one_file["removed_paths"] == ["sub/deep.md"]
+    assert sub["removed_files"] == 1 and sub["removed_paths"] == ["sub/other.md"]
+    assert whole["removed_files"] == 2 and whole["removed_roots"] == [str(docs)]
+    assert sorted(h["path"] for h in left) == ["note-0.md", "note-1.md"]
+    assert gone and {h["root"] for h in gone} == {str(notes)}  # nothing from docs
+    assert status["indexed_roots"] == [{"path": str(notes), "files": 2, "chunks": 2}]
+    assert status["embeddings"] == embeddings - 4  # vectors no chunk uses are dropped
+    assert stored(tmp_path / "i.db") == [(str(notes), "note-0.md"), (str(notes), "note-1.md")]
+    assert (docs / "note-0.md").exists()  # the files on disk are untouched
+
+
+async def test_forget_a_deleted_folder_and_every_root_under_a_parent(tmp_path: Path) -> None:
+    a = folder(tmp_path / "all" / "a", 1)
+    b = folder(tmp_path / "all" / "b", 1)
+    c = folder(tmp_path / "c", 1)
+    async with open_rifflux(tmp_path) as rf:
+        await rf.reindex(paths=[a, b, c])
+        (c / "note-0.md").unlink()
+        c.rmdir()
+        deleted = await rf.forget(c)
+        parent = await rf.forget(tmp_path / "all")
+        status = await rf.status()
+    assert deleted["removed_roots"] == [str(c)] and deleted["removed_files"] == 1
+    assert sorted(parent["removed_roots"]) == [str(a), str(b)]
+    assert parent["removed_files"] == 2
+    assert status["roots"] == 0 and status["files"] == 0 and status["indexed_roots"] == []
+
+
+async def test_mcp_reindex_from_a_server_started_in_home_is_refused_and_forget_works(
+    tmp_path: Path
+) -> None:
+    home = folder(tmp_path / "home", 2, word="echidna")
+    env = server_env(tmp_path, HOME=str(home))
+    async with mcp_session(tmp_path, cwd=home, env=env) as session:
+        refused = await call_error(session, "reindex")
+        status = await call(session, "index_status")
+        allowed = await call(session, "reindex", yes=True)
+        forgot = await call(session, "forget", path=str(home))
+        missing = await call_error(session, "forget", path=str(home))
+        after = await call(session, "index_status")
+    assert "your home folder" in refused and "yes=true" in refused
+    assert status["files"] == 0 and status["indexed_roots"] == []
+    assert allowed["indexed_files"] == 2
+    assert forgot["removed_roots"] == [str(home.resolve())] and forgot["removed_files"] == 2
+    assert "not in the index" in missing
+    assert after["files"] == 0 and after["roots"] == 0
