@@ -6,6 +6,7 @@ ever called; the parent owns the process and closes stdin to end it.
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import sys
@@ -32,4 +33,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # the parent is gone (killed): nobody is left to answer
+        os._exit(0)

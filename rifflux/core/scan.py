@@ -16,7 +16,7 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,15 +140,14 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
             if key in seen_dirs:
                 continue
             seen_dirs.add(key)
-            with os.scandir(directory) as listing:
-                entries = list(listing)
         except OSError as exc:
             result.problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
             continue
-        if use_ignore_files and any(e.name in IGNORE_FILES for e in entries):
+        if use_ignore_files and any(os.path.isfile(os.path.join(directory, name))
+                                    for name in IGNORE_FILES):
             level = read_level(directory, rel_dir)
             levels = (*levels, level) if level is not None else levels
-        for entry in entries:
+        for entry in _listing(directory, rel_dir, result.problems):
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 is_link = entry.is_symlink()
@@ -186,6 +185,17 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                 result.files.append(state)
     result.files.sort(key=lambda f: f.rel_path)
     return result
+
+
+def _listing(directory: str, rel_dir: str,
+             problems: list[ScanProblem]) -> Iterator[os.DirEntry[str]]:
+    """A folder's entries as they are read: a folder of 100,000 entries is never held
+    whole (the ignore files in it are looked up by name)."""
+    try:
+        with os.scandir(directory) as listing:
+            yield from listing
+    except OSError as exc:
+        problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
 
 
 def _count_files(directory: str) -> int:

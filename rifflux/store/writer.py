@@ -395,8 +395,16 @@ class Writer:
     # ------------------------------------------------------------ vectors
 
     async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
-        """Store vectors of ``model``; the answer lists every chunk that uses them."""
+        """Store vectors of ``model``; the answer lists every chunk that uses them. Texts
+        no chunk has any more (edited or deleted while they were embedded) are dropped:
+        their vectors would be orphans."""
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self._missing is not None and model == self._model:
+            keep = [i for i, h in enumerate(hashes) if h in self._missing]
+            if len(keep) < len(hashes):
+                hashes, vecs = [hashes[i] for i in keep], vecs[keep]
+        if not hashes:
+            return Written()
         with mapped_errors(self.db_path):
             await self._tx_begin()
             try:

@@ -8,6 +8,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import tracemalloc
 from pathlib import Path
 
 import anyio
@@ -15,6 +16,7 @@ import pytest
 
 from rifflux import Rifflux, Settings
 from rifflux.core.decode import Binary, Decoded, decode
+from rifflux.core.scan import Globs, scan_root
 
 from ..helpers import CountingEmbedder, write
 
@@ -155,3 +157,20 @@ async def test_a_file_rewritten_while_it_is_read_never_mixes_two_versions(
     n = int(versions.pop().split()[1])
     expected = f"# Live\n\nversion {n}\n" + f"line {n}\n" * (n % 40)
     assert sha == hashlib.sha256(expected.encode()).hexdigest()  # the hash is of those bytes
+
+
+def test_a_folder_of_100000_entries_is_read_as_it_comes_not_held_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    for i in range(100_000):  # one note in ten, the rest other files
+        (folder / (f"n{i}.md" if i % 10 == 0 else f"f{i}.txt")).touch()
+    tracemalloc.start()
+    try:
+        found = scan_root(folder, Globs(("*.md",), ()))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(found.files) == 10_000
+    # What is kept is the 10,000 notes (about 200 bytes each); holding the listing
+    # whole took 27 MiB here.
+    assert peak < 5 * 1024 * 1024, f"{peak:,} bytes"
