@@ -84,3 +84,44 @@ async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
             if value:
                 return value
             await anyio.sleep(0.02)
+
+
+_V4_FTS = """
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    heading_path, content, content='chunks', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2');
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, heading_path, content)
+    VALUES (new.id, new.heading_path, new.content);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content)
+    VALUES ('delete', old.id, old.heading_path, old.content);
+END;
+CREATE TRIGGER chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content)
+    VALUES ('delete', old.id, old.heading_path, old.content);
+    INSERT INTO chunks_fts(rowid, heading_path, content)
+    VALUES (new.id, new.heading_path, new.content);
+END;
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+"""
+
+
+def downgrade(db: Path, version: int) -> None:
+    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 4) wrote."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.executescript(
+            "DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; "
+            "DROP TABLE chunks_fts; DROP VIEW chunks_fts_text; "
+            "ALTER TABLE chunks DROP COLUMN fts_heading; "
+            "ALTER TABLE chunks DROP COLUMN fts_content; ALTER TABLE chunks DROP COLUMN cjk;"
+            + _V4_FTS)
+        dropped = {3: [("files", "encoding")],
+                   2: [("files", "encoding"), ("files", "frontmatter"), ("files", "line_count"),
+                       ("chunks", "line_start"), ("chunks", "line_end")]}.get(version, [])
+        for table, column in dropped:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))

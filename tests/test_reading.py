@@ -3,14 +3,13 @@ metadata, chunks with their neighbours; and an index from the previous version."
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
 
-from .helpers import CountingEmbedder, eventually, write
+from .helpers import CountingEmbedder, downgrade, eventually, write
 
 pytestmark = pytest.mark.anyio
 
@@ -117,12 +116,7 @@ async def test_an_index_of_the_previous_version_is_upgraded_in_place(
     async with Rifflux(db, embedder=embedder) as rf:
         await rf.reindex(indexed)
         embedded = len(embedder.embedded)
-    with sqlite3.connect(db) as conn:  # what version 2 wrote: no lines, no front matter
-        for table, column in (("files", "frontmatter"), ("files", "line_count"),
-                              ("files", "encoding"), ("chunks", "line_start"),
-                              ("chunks", "line_end")):
-            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    downgrade(db, 2)  # what version 2 wrote: no lines, no front matter
     with pytest.raises(SchemaVersionError, match="open it once without read_only"):
         async with Rifflux(settings=Settings(db_path=db, read_only=True),
                            embedder=CountingEmbedder()):

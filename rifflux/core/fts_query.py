@@ -5,6 +5,9 @@ match more (and rarer) terms first. A well-formed ``"quoted phrase"`` stays a
 phrase and ``word*`` stays a prefix query. Everything else that FTS5 would read
 as syntax (``AND``, ``NEAR``, ``-``, ``:``, parentheses, stray quotes, NUL) is
 treated as plain text, so no query can raise a syntax error.
+
+Chinese, Japanese and Korean words are looked up as the index holds them
+(``core.cjk``): by their character bigrams, a single character by itself.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from .cjk import is_cjk_word, match_word, phrase_tokens, set_apart
 
 MAX_TERMS = 32
 
@@ -48,7 +53,7 @@ class QueryTerms:
 def query_terms(query: str) -> QueryTerms:
     """The terms of ``query`` as ``build_match`` uses them (stopwords dropped unless the
     query has nothing else; at most ``MAX_TERMS`` clauses)."""
-    text = unicodedata.normalize("NFKC", query.replace("\x00", " "))
+    text = set_apart(unicodedata.normalize("NFKC", query.replace("\x00", " ")))
     phrases: list[tuple[str, ...]] = []
     words: list[tuple[str, bool]] = []
     seen: set[object] = set()
@@ -81,6 +86,7 @@ def query_terms(query: str) -> QueryTerms:
 def build_match(query: str) -> str | None:
     """The FTS5 expression for ``query``; None when it has no searchable word."""
     terms = query_terms(query)
-    clauses = ['"' + " ".join(p) + '"' for p in terms.phrases]
-    clauses += [f'"{w}"*' if prefix else f'"{w}"' for w, prefix in terms.words]
+    clauses = ['"' + " ".join(phrase_tokens(p)) + '"' for p in terms.phrases]
+    clauses += [match_word(w, prefix) if is_cjk_word(w) else f'"{w}"*' if prefix else f'"{w}"'
+                for w, prefix in terms.words]
     return " OR ".join(clauses) if clauses else None

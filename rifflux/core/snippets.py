@@ -22,11 +22,13 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from .cjk import OTHER_WORD, is_cjk_word
 from .fts_query import query_terms
 
 WIDTH = 240
-#: A token as FTS5's unicode61 tokenizer cuts them: letters and digits (``_`` separates).
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: A token as FTS5's unicode61 tokenizer cuts them: letters and digits (``_`` separates),
+#: with CJK runs apart (they are matched as CJK words).
+_WORD = OTHER_WORD
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _STEMMER = snowballstemmer.stemmer("porter")
 
@@ -52,13 +54,22 @@ class Snippets:
     def __init__(self, query: str, width: int = WIDTH) -> None:
         self._width = width
         terms = query_terms(query)
+        # CJK words are found inside running text, as the index finds them (core.cjk)
+        self._cjk = tuple(sorted({w for w, _ in terms.words if is_cjk_word(w)}
+                                 | {w for p in terms.phrases for w in p if is_cjk_word(w)},
+                                 key=len, reverse=True))
         # a term such as snake_case is a phrase of tokens to FTS5, as here
-        split = [(_WORD.findall(w), prefix) for w, prefix in terms.words]
-        self._stems = frozenset(_stem(_fold(t[0])) for t, p in split if len(t) == 1 and not p)
+        split = [(_WORD.findall(w), prefix) for w, prefix in terms.words
+                 if not is_cjk_word(w)]
+        mixed = [w for p in terms.phrases if any(map(is_cjk_word, p)) for w in p
+                 if not is_cjk_word(w)]  # the other words of a phrase with CJK in it
+        self._stems = frozenset([*(_stem(_fold(t[0])) for t, p in split if len(t) == 1
+                                   and not p), *(_stem(_fold(w)) for w in mixed)])
         self._prefixes = tuple(_fold(t[0]) for t, p in split if len(t) == 1 and p)
         self._phrases = tuple(
             tuple(_stem(_fold(w)) for w in phrase)
-            for phrase in [*terms.phrases, *(tuple(t) for t, _ in split if len(t) > 1)])
+            for phrase in [*(p for p in terms.phrases if not any(map(is_cjk_word, p))),
+                           *(tuple(t) for t, _ in split if len(t) > 1)])
         heads = {s[:3] for s in self._stems} | {p[0][:3] for p in self._phrases if p}
         starts = sorted(heads | set(self._prefixes), key=len, reverse=True)
         # ASCII text: one pass of the regex engine finds every word that may match
@@ -72,9 +83,11 @@ class Snippets:
 
     def make(self, content: str) -> str:
         text = " ".join(_without_headings(content).split())
-        if self._candidates is None:
+        if self._candidates is None and not self._cjk:
             return _clip(text, 0, self._width)
-        marks = self._marks(text)
+        marks = self._marks(text) if self._candidates is not None else []
+        if self._cjk:
+            marks = self._cjk_marks(text, marks)
         if not marks:
             return _clip(text, self._likely_sentence(text), self._width)
         start = _best_window(marks, self._width)
@@ -105,6 +118,25 @@ class Snippets:
             elif stem in self._stems or (self._prefixes and folded.startswith(self._prefixes)):
                 marks.append((start, end, stem))
         return marks
+
+    def _cjk_marks(self, text: str,
+                   marks: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """``marks`` with every occurrence of the query's CJK words added (the longest
+        word first where they overlap)."""
+        taken = [(s, e) for s, e, _ in marks]
+        found = list(marks)
+        normal = unicodedata.normalize("NFKC", text) if not text.isascii() else text
+        if len(normal) != len(text):  # offsets must point into text: match it as it is
+            normal = text
+        for word in self._cjk:
+            at = normal.find(word)
+            while at >= 0:
+                end = at + len(word)
+                if not any(s < end and at < e for s, e in taken):
+                    taken.append((at, end))
+                    found.append((at, end, word))
+                at = normal.find(word, end)
+        return sorted(found)
 
     def _phrase_at(self, text: str, end: int, first: str) -> tuple[int, str] | None:
         """Where a phrase starting with a word of stem ``first`` (ending at ``end``) ends."""
@@ -198,7 +230,10 @@ def _clip(text: str, start: int, width: int,
     for s, e in marks or ():
         if s < cursor or e > end:
             continue
-        out += [text[cursor:s], "**", text[s:e], "**"]
+        if s == cursor and len(out) > 1 and out[-1] == "**":  # touching marks: one
+            out[-1:] = [text[s:e], "**"]
+        else:
+            out += [text[cursor:s], "**", text[s:e], "**"]
         cursor = e
     out.append(text[cursor:end])
     if end < len(text):

@@ -22,7 +22,7 @@ from ..types import ChunkRecord, Counts, RootCount
 from .schema import mapped_errors
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
-BM25_WEIGHTS = (2.0, 1.0)
+BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
 
 #: The columns of a result row, in the order ``row_dict`` reads them.
 ROW_COLUMNS = (

@@ -11,10 +11,11 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
+from ..core.cjk import characters, has_cjk, index_text
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
 from .recovery import is_damage, mark_for_check
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,6 +39,8 @@ CREATE TABLE IF NOT EXISTS files(
     encoding TEXT NOT NULL DEFAULT 'utf-8',
     UNIQUE(root_id, rel_path)
 );
+-- fts_heading, fts_content, cjk: what FTS5 indexes instead for text with CJK in it
+-- (core.cjk), NULL otherwise. (No comments inside CREATE TABLE: ALTER TABLE rewrites it.)
 CREATE TABLE IF NOT EXISTS chunks(
     id INTEGER PRIMARY KEY,
     chunk_id TEXT NOT NULL UNIQUE,
@@ -47,28 +50,39 @@ CREATE TABLE IF NOT EXISTS chunks(
     content TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     line_start INTEGER NOT NULL DEFAULT 0,
-    line_end INTEGER NOT NULL DEFAULT 0
+    line_end INTEGER NOT NULL DEFAULT 0,
+    fts_heading TEXT,
+    fts_content TEXT,
+    cjk TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, chunk_index);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+-- FTS5's content table: the text as indexed (FTS5 reads it to rebuild and check)
+CREATE VIEW IF NOT EXISTS chunks_fts_text AS SELECT id,
+    COALESCE(fts_heading, heading_path) AS heading_path,
+    COALESCE(fts_content, content) AS content, COALESCE(cjk, '') AS cjk FROM chunks;
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    heading_path, content,
-    content='chunks', content_rowid='id',
+    heading_path, content, cjk,
+    content='chunks_fts_text', content_rowid='id',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, heading_path, content)
-    VALUES (new.id, new.heading_path, new.content);
+    INSERT INTO chunks_fts(rowid, heading_path, content, cjk)
+    VALUES (new.id, COALESCE(new.fts_heading, new.heading_path),
+            COALESCE(new.fts_content, new.content), COALESCE(new.cjk, ''));
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content)
-    VALUES ('delete', old.id, old.heading_path, old.content);
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content, cjk)
+    VALUES ('delete', old.id, COALESCE(old.fts_heading, old.heading_path),
+            COALESCE(old.fts_content, old.content), COALESCE(old.cjk, ''));
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content)
-    VALUES ('delete', old.id, old.heading_path, old.content);
-    INSERT INTO chunks_fts(rowid, heading_path, content)
-    VALUES (new.id, new.heading_path, new.content);
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content, cjk)
+    VALUES ('delete', old.id, COALESCE(old.fts_heading, old.heading_path),
+            COALESCE(old.fts_content, old.content), COALESCE(old.cjk, ''));
+    INSERT INTO chunks_fts(rowid, heading_path, content, cjk)
+    VALUES (new.id, COALESCE(new.fts_heading, new.heading_path),
+            COALESCE(new.fts_content, new.content), COALESCE(new.cjk, ''));
 END;
 -- A rowid table: the 1.5 KB vectors live in the table's pages, so the index that
 -- answers "has this text a vector?" stays small and fast.
@@ -178,6 +192,40 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
     if exists:
         await check_version(conn, db_path)
     await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+    if exists:
+        await _fill_fts(conn)
+
+
+async def _fill_fts(conn: aiosqlite.Connection) -> None:
+    """After an upgrade that recreated the full-text index, build it from the stored
+    chunks (an interrupted build is redone at the next open)."""
+    cur = await conn.execute("SELECT 1 FROM meta WHERE key = 'fill_fts'")
+    if await cur.fetchone() is None:
+        return
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        await conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        await conn.execute("DELETE FROM meta WHERE key = 'fill_fts'")
+        await conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            await conn.execute("ROLLBACK")
+        raise
+
+
+async def _fill_cjk_columns(conn: aiosqlite.Connection) -> None:
+    """What FTS5 indexes for the stored chunks with CJK text (upgrade to version 5, while
+    the full-text index and its triggers are gone)."""
+    rows = await conn.execute_fetchall("SELECT id, heading_path, content FROM chunks")
+    await conn.executemany(
+        "UPDATE chunks SET fts_heading = ?, fts_content = ?, cjk = ? WHERE id = ?",
+        [(*cjk_columns(str(r[1]), str(r[2])), int(r[0])) for r in rows
+         if has_cjk(str(r[1])) or has_cjk(str(r[2]))])
+
+
+def cjk_columns(heading_path: str, content: str) -> tuple[str | None, str | None, str | None]:
+    """``fts_heading``, ``fts_content`` and ``cjk`` of a chunk (all None without CJK)."""
+    return index_text(heading_path), index_text(content), characters(heading_path, content)
 
 
 #: Older schema versions this one upgrades in place: the statements, and whether every
@@ -193,6 +241,16 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     3: ("""
     ALTER TABLE files ADD COLUMN encoding TEXT NOT NULL DEFAULT 'utf-8';
     """, False),  # every file indexed so far was read as UTF-8
+    4: ("""
+    DROP TRIGGER IF EXISTS chunks_ai;
+    DROP TRIGGER IF EXISTS chunks_ad;
+    DROP TRIGGER IF EXISTS chunks_au;
+    DROP TABLE IF EXISTS chunks_fts;
+    ALTER TABLE chunks ADD COLUMN fts_heading TEXT;
+    ALTER TABLE chunks ADD COLUMN fts_content TEXT;
+    ALTER TABLE chunks ADD COLUMN cjk TEXT;
+    INSERT OR REPLACE INTO meta(key, value) VALUES ('fill_fts', '1');
+    """, False),  # the CJK columns are filled and FTS5 rebuilt from the stored chunks
 }
 
 #: ``mtime_ns`` of a file that must be read again (after an upgrade).
@@ -212,6 +270,8 @@ async def _upgrade(conn: aiosqlite.Connection) -> None:
             for statement in filter(str.strip, statements.split(";")):
                 await conn.execute(statement)
             reread = reread or stale
+            if version == 4:
+                await _fill_cjk_columns(conn)
             version += 1
         if reread:
             await conn.execute("UPDATE files SET mtime_ns = ?, sha256 = ''", (STALE_MTIME,))

@@ -26,7 +26,7 @@ import numpy as np
 from ..core.filters import FileEntry, tag_levels
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
-from .schema import STALE_MTIME, mapped_errors
+from .schema import STALE_MTIME, cjk_columns, mapped_errors
 from .written import FileToWrite, Written, chunk_id_for
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
@@ -277,11 +277,12 @@ class Writer:
                 removed = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
                 await self.conn.executemany(
                     "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
-                    "content, content_hash, line_start, line_end) VALUES (?,?,?,?,?,?,?,?)",
+                    "content, content_hash, line_start, line_end, fts_heading, fts_content, "
+                    "cjk) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     [
                         (chunk_id_for(root_id, f.rel_path, c.chunk_index, c.content_hash),
                          fid, c.chunk_index, c.heading_path, c.content, c.content_hash,
-                         c.line_start, c.line_end)
+                         c.line_start, c.line_end, *cjk_columns(c.heading_path, c.content))
                         for f, fid in zip(files, file_ids, strict=True)
                         for c in f.chunks
                     ],
