@@ -47,8 +47,8 @@ class SourceMap:
     def locate(self, pieces: list[str], start: int, end: int) -> list[tuple[int, int]]:
         """The lines of consecutive pieces of text rendered from ``body[start:end]`` (the
         blocks of a document are located in order)."""
-        fallback = self.span(start, end)
         start = min(max(start, self._cursor), end)
+        fallback = self.span(start, end)  # after what earlier blocks' words took
         source = [(m.group(), m.start()) for m in _WORD.finditer(self._body, start, end)]
         out: list[tuple[int, int]] = []
         j = 0  # words before j are behind us

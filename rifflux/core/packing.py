@@ -76,7 +76,10 @@ def _split_oversized(text: str, is_code: bool, limits: ChunkLimits) -> list[str]
 def _split_code(fenced: str, cap: int) -> list[str]:
     lines = fenced.split("\n")
     opener, body = lines[0], lines[1:-1]
-    budget = cap - len(opener) - 5
+    # The opener is repeated in every piece: a huge info string (a language tag, not
+    # code) is cut so that it leaves most of each piece to the code.
+    opener = opener[: max(3, cap // 4)]
+    budget = max(1, cap - len(opener) - 5)
     pieces: list[str] = []
     current: list[str] = []
     size = 0
