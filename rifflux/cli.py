@@ -24,7 +24,7 @@ from .config import Settings
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
 from .errors import InvalidArgumentError
 from .terminal import ProgressView, print_results
-from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, SearchAnswer
+from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, SearchAnswer, Status
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -195,7 +195,8 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    model = f"{status['embedding_model']} ({status['embedding_backend']})"
+    model = (f"{status['embedding_model'] or 'none'} "
+             f"({status['embedding_backend'] or status['embedding_backend_requested']})")
     if status.get("embedding_error") or status.get("embedding_fallback_reason"):
         model += f" - {status.get('embedding_error') or status['embedding_fallback_reason']}"
     rows = [
@@ -204,6 +205,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         ("chunks", f"{status['chunks']:,}"),
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
         ("model", model),
+        *([("vectors", _vectors(status))] if status["embedding_dim"] else []),
         ("include", ", ".join(status["include_globs"])),
         ("exclude", ", ".join(status["exclude_globs"])),
     ]
@@ -214,6 +216,20 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(key, value)
     Console(highlight=False).print(table)
     return EXIT_OK
+
+
+def _vectors(status: Status) -> str:
+    """How the model makes its vectors, in one line: '384 dimensions, mean pooling, ...'."""
+    parts = [f"{status['embedding_dim']} dimensions"]
+    if status["embedding_pooling"]:
+        parts.append(f"{status['embedding_pooling']} pooling")
+    if status["embedding_max_tokens"]:
+        parts.append(f"up to {status['embedding_max_tokens']} tokens")
+    if status["embedding_query_prefix"]:
+        parts.append(f"query prefix {status['embedding_query_prefix']!r}")
+    if status["embedding_document_prefix"]:
+        parts.append(f"document prefix {status['embedding_document_prefix']!r}")
+    return ", ".join(parts)
 
 
 async def _require_index(settings: Settings) -> None:

@@ -50,7 +50,8 @@ def default_db_path() -> Path:
 class Settings:
     db_path: Path = field(default_factory=default_db_path)
     embedding_backend: Backend = "auto"
-    #: A directory holding ``model.onnx`` and ``tokenizer.json``; None = the bundled model.
+    #: A directory holding ``model.onnx``, ``tokenizer.json`` and optionally
+    #: ``rifflux-model.json`` (how to run it); None = the bundled model.
     model_dir: Path | None = None
     rrf_k: int = 60
     include: tuple[str, ...] = DEFAULT_INCLUDE

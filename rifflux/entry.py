@@ -61,8 +61,13 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
                    help=f"index database file [RIFFLUX_DB_PATH; default {default_db_path()}]")
     g.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
-                   help="embedding backend; auto uses the bundled ONNX model and falls back "
-                        "to hashing [RIFFLUX_EMBEDDING_BACKEND; default auto]")
+                   help="embedding backend; auto uses the ONNX model (bundled, or "
+                        "--model-dir's) and falls back to hashing "
+                        "[RIFFLUX_EMBEDDING_BACKEND; default auto]")
+    g.add_argument("--model-dir", metavar="DIR", default=argparse.SUPPRESS,
+                   help="your own embedding model: a directory with model.onnx, "
+                        "tokenizer.json and optionally rifflux-model.json (see the README) "
+                        "[RIFFLUX_MODEL_DIR; default the bundled all-MiniLM-L6-v2]")
     g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated file globs to index, replacing the defaults; "
                         "repeatable [RIFFLUX_INCLUDE; default *.md,*.markdown,*.mdx]")
@@ -186,6 +191,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         os.environ,
         db_path=getattr(args, "db", None),
         embedding_backend=getattr(args, "backend", None),
+        model_dir=getattr(args, "model_dir", None),
         include=globs(getattr(args, "include", None)),
         exclude=globs(getattr(args, "exclude", None)),
         rrf_k=getattr(args, "rrf_k", None),

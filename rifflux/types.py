@@ -279,6 +279,14 @@ class Status(Counts):
     embedding_counts_model: str | None
     embedding_fallback_reason: str | None
     embedding_error: str | None
+    #: How the model runs: its vectors' dimension (the hash backend's too), pooling
+    #: (``mean`` or ``cls``), the prefixes put before queries and documents ("" for none)
+    #: and the tokens a text is cut to. None where it does not apply (hashing, no model).
+    embedding_dim: int | None
+    embedding_pooling: str | None
+    embedding_query_prefix: str | None
+    embedding_document_prefix: str | None
+    embedding_max_tokens: int | None
     vectors_in_memory: int
     include_globs: list[str]
     exclude_globs: list[str]

@@ -13,7 +13,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..core.embedders import Embedder, load_embedder
+from ..core.embedders import Embedder, OnnxEmbedder, load_embedder
 from .messages import IndexerMessage, ModelLoaded
 
 logger = logging.getLogger(__name__)
@@ -29,6 +29,12 @@ class ModelSnapshot(TypedDict):
     backend: str | None
     fallback_reason: str | None
     error: str | None
+    #: How the model runs (None where it does not apply: the hash backend, no model).
+    dim: int | None
+    pooling: str | None
+    query_prefix: str | None
+    document_prefix: str | None
+    max_tokens: int | None
 
 
 class ModelLoader:
@@ -53,6 +59,7 @@ class ModelLoader:
 
     def snapshot(self) -> ModelSnapshot:
         emb = self._embedder
+        how = _how_it_runs(emb)
         return {
             "requested": self._requested,
             "ready": self._ready,
@@ -60,6 +67,11 @@ class ModelLoader:
             "backend": emb.backend if emb else None,
             "fallback_reason": self._fallback_reason,
             "error": self._error,
+            "dim": emb.dim if emb else None,
+            "pooling": how["pooling"],
+            "query_prefix": how["query_prefix"],
+            "document_prefix": how["document_prefix"],
+            "max_tokens": how["max_tokens"],
         }
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -89,3 +101,19 @@ class ModelLoader:
             self._fallback_reason = loaded.fallback_reason
             logger.warning("%s", loaded.fallback_reason)
         return loaded.embedder
+
+
+class _HowItRuns(TypedDict):
+    pooling: str | None
+    query_prefix: str | None
+    document_prefix: str | None
+    max_tokens: int | None
+
+
+def _how_it_runs(emb: Embedder | None) -> _HowItRuns:
+    if not isinstance(emb, OnnxEmbedder):  # hashing (or a test's fake) has none of these
+        return {"pooling": None, "query_prefix": None, "document_prefix": None,
+                "max_tokens": None}
+    c = emb.config
+    return {"pooling": c.pooling, "query_prefix": c.query_prefix,
+            "document_prefix": c.document_prefix, "max_tokens": c.max_tokens}

