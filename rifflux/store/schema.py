@@ -126,7 +126,8 @@ def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
     if "disk i/o error" in text:
         return IndexDatabaseError(
             f"the index {db_path} could not be written ({exc}: a full disk, a file size "
-            "limit or a failing drive); nothing half-written was kept; fix that and reindex"
+            "limit, a file made read-only or immutable, or a failing drive); nothing "
+            "half-written was kept; fix that and reindex"
         )
     if "readonly" in text or "read-only" in text:
         return IndexDatabaseError(

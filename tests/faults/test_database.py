@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, Settings
+from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 
 from ..helpers import CountingEmbedder, eventually, write
 
@@ -183,3 +183,38 @@ def test_indexing_a_path_that_does_not_exist_creates_no_index(tmp_path: Path) ->
         check=False)
     assert done.returncode == 1 and "nothing to index" in done.stderr
     assert not (tmp_path / "new.db").exists()
+
+
+def _immutable(paths: list[Path], on: bool) -> bool:
+    """chattr +i / -i (root on a file system that has the flag); False when unavailable."""
+    try:
+        done = subprocess.run(["chattr", "+i" if on else "-i", *map(str, paths)],
+                              capture_output=True, check=False)
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+async def test_an_index_made_read_only_under_a_running_instance_fails_the_job_not_the_service(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 5)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        files = sorted(tmp_path / n for n in os.listdir(tmp_path) if n.startswith("i.db"))
+        if not _immutable(files, True):
+            pytest.skip("chattr +i is not available here (needs root and ext4/xfs/btrfs)")
+        try:
+            write(root, "new.md", "# New\n\nthe newest heron\n")
+            with pytest.raises(RiffluxError, match="failed: the index .* could not be written.*"
+                               "read-only"):
+                await rf.reindex(root)
+            assert len(await rf.search("heron", mode="lexical")) == 5  # still serving
+        finally:
+            _immutable(files, False)
+        again = await rf.reindex(root)
+        assert again["indexed_files"] == 1
+        assert await rf.search("newest", mode="lexical")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
