@@ -398,6 +398,7 @@ class Rifflux:
         """The ``index_status`` object of SPEC.md."""
         service = self._open()
         counts, counted_for = await service.counts()
+        process, others, sequence = await service.processes()
         snap = service.snapshot()
         model = snap["model"]
         status: Status = {
@@ -427,6 +428,9 @@ class Rifflux:
             "watcher": snap["watcher"],
             "queues": snap["queues"],
             "embedder": snap["embedder"],
+            "process": process,
+            "processes": others,
+            "sequence": sequence,
         }
         if service.recovery is not None:
             status["recovered"] = _recovered(service.recovery)

@@ -266,6 +266,21 @@ class RootCount(TypedDict):
     chunks: int
 
 
+class ProcessInfo(TypedDict):
+    """A process with the index open: its pid, its roles (``indexer``: it writes;
+    ``embedder``: it holds the embedding lease; ``watcher``: it watches folders;
+    ``reader``: opened read-only), and when it was last seen (Unix time)."""
+
+    pid: int
+    roles: list[str]
+    last_seen: float
+
+
+class ThisProcess(TypedDict):
+    pid: int
+    roles: list[str]
+
+
 class Status(Counts):
     """``status()`` and the MCP ``index_status`` tool."""
 
@@ -300,3 +315,8 @@ class Status(Counts):
     embedder: EmbedderStatus
     #: The index was damaged and rebuilt at this open: where the old file went, and why.
     recovered: NotRequired[dict[str, object]]
+    #: This process, the others with the index open (seen in the last minute), and the
+    #: index's change sequence number (every process's writes advance it).
+    process: ThisProcess
+    processes: list[ProcessInfo]
+    sequence: int

@@ -195,9 +195,10 @@ async def test_a_768_dimension_model_built_here_indexes_and_searches_end_to_end(
     model_dir = tiny_768_dir(tmp_path / "tiny")
     async with Rifflux(db, embedding_backend="onnx", model_dir=model_dir) as rf:
         result = await rf.reindex(corpus)
-        status = await rf.status()
+        # (a semantic search waits for the vector matrix to be loaded; status does not)
         semantic = await rf.search("watering tomato plants", mode="semantic", top_k=3)
         hybrid = await rf.search("knead dough", mode="hybrid", top_k=3)
+        status = await rf.status()
     assert result["embedding_backend"] == "onnx"
     assert status["embedding_model"].startswith("onnx:tiny-768:")
     assert status["embedding_dim"] == 768

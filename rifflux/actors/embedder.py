@@ -11,25 +11,41 @@ indexer has stored the previous one. While the indexer runs a job it stores
 nothing, so the embedder pauses after at most one batch and the job's files
 become searchable as early as the cores allow (lexical first); it also never
 reads a text again that it has already embedded.
+
+Of all the processes on one index, only the one holding the embedding lease
+(``store.lease``) embeds: the others leave the pending texts to it and try to
+take the lease every second, so when its holder dies another finishes the work.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TypedDict
 
 import anyio
 import numpy as np
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..core.embedders import Embedder
 from ..core.vectors import F32
+from ..store.lease import Lease
 from ..store.reader import PendingText, Reader
-from .messages import EmbedderMessage, IndexerMessage, ModelAdopted, Receipt, VectorsEmbedded
+from .messages import (
+    EmbedderMessage,
+    EmbedWanted,
+    IndexerMessage,
+    ModelAdopted,
+    Receipt,
+    VectorsEmbedded,
+)
 
 logger = logging.getLogger(__name__)
+
+#: How often a process without the embedding lease tries to take it, in seconds.
+LEASE_RETRY = 1.0
 
 
 class EmbedderSnapshot(TypedDict):
@@ -57,7 +73,12 @@ class EmbedderActor:
         batch_size: int,
         batch_chars: int = 8192,
         window: int = 512,
+        lease: Lease | None = None,
+        wake: MemoryObjectSendStream[EmbedderMessage] | None = None,
     ) -> None:
+        self.lease = lease
+        self._wake = wake
+        self._waiting = False
         self._reader = reader
         self._inbox = inbox
         self._out = out
@@ -73,19 +94,47 @@ class EmbedderActor:
         return {"texts_embedded": st.texts_embedded, "busy": st.busy, "failures": st.failures}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self._inbox, self._out:
-            task_status.started()
-            async for msg in self._inbox:
-                if isinstance(msg, ModelAdopted):
-                    self._embedder = msg.embedder
-                if self._embedder is None:
-                    continue  # nothing can embed
-                try:
-                    await self._drain(self._embedder)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    return  # the indexer has stopped: we are shutting down
-                except Exception:  # the boundary: a failure here must not stop the service
-                    logger.exception("embedding stopped; it resumes at the next change")
+        try:
+            async with self._inbox, self._out, anyio.create_task_group() as tg:
+                task_status.started()
+                async for msg in self._inbox:
+                    if isinstance(msg, ModelAdopted):
+                        self._embedder = msg.embedder
+                    if self._embedder is None or not self._claim(tg):
+                        continue  # nothing can embed, or another process embeds
+                    try:
+                        await self._drain(self._embedder)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        break  # the indexer has stopped: we are shutting down
+                    except Exception:  # the boundary: a failure must not stop the service
+                        logger.exception("embedding stopped; it resumes at the next change")
+                tg.cancel_scope.cancel()
+        finally:
+            if self._wake is not None:
+                self._wake.close()
+            if self.lease is not None:
+                self.lease.release()
+
+    def _claim(self, tg: TaskGroup) -> bool:
+        """Whether this process embeds: it holds the lease, or takes it now; if not, a
+        task tries again every second and wakes the embedder once it has it."""
+        if self.lease is None or self.lease.try_acquire():
+            return True
+        if not self._waiting:
+            self._waiting = True
+            tg.start_soon(self._wait_for_lease, name="rifflux.embedder.lease")
+        return False
+
+    async def _wait_for_lease(self) -> None:
+        assert self.lease is not None
+        while not self.lease.try_acquire():  # noqa: ASYNC110 - another process's lock
+            await anyio.sleep(LEASE_RETRY)
+        self._waiting = False
+        logger.info("this process now embeds for the index (it holds %s)", self.lease.path)
+        if self._wake is not None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
+                                     anyio.BrokenResourceError):
+                self._wake.send_nowait(EmbedWanted())
 
     async def _drain(self, embedder: Embedder) -> None:
         """Embed windows of pending texts until none is left, or the indexer could not

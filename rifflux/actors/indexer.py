@@ -10,6 +10,13 @@ job queue applies its completion rule to the missing texts the store keeps.
 
 Every job is an error boundary: busy/locked errors are retried after the
 configured delays, any other failure fails that job, never the service.
+
+Other processes may write to the same index. A ticker looks at the change log a
+few times a second (``store.changes``) and, when another process committed,
+sends ``OthersWrote``: their changes reach the query actor as if they were the
+indexer's own commits, the missing texts are read again, and jobs waiting for
+texts that another process embedded complete. The ticker also keeps this
+process's row in ``processes`` fresh.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TypedDict
 
@@ -26,8 +34,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..config import Settings
 from ..core.chunker import ChunkLimits
+from ..core.embedders import Embedder
 from ..core.scan import Globs
 from ..errors import IndexBusyError, RiffluxError
+from ..store.changes import Follow
+from ..store.presence import Presence
 from ..store.writer import Writer, Written
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
@@ -38,6 +49,7 @@ from .messages import (
     IndexerMessage,
     ModelAdopted,
     ModelLoaded,
+    OthersWrote,
     QueryMessage,
     VectorsEmbedded,
     VectorsReset,
@@ -48,6 +60,10 @@ logger = logging.getLogger(__name__)
 
 #: Longest wait between attempts to adopt the model while the database is busy.
 _ADOPT_MAX_DELAY = 5.0
+#: How often the change log is looked at (other processes' commits), in seconds.
+FOLLOW_EVERY = 0.2
+#: How often this process's row in ``processes`` is refreshed, in seconds.
+BEAT_EVERY = 5.0
 
 
 class IndexerSnapshot(TypedDict):
@@ -71,8 +87,15 @@ class Indexer:
         embedder_out: MemoryObjectSendStream[EmbedderMessage],
         query_out: MemoryObjectSendStream[QueryMessage],
         retry_out: MemoryObjectSendStream[IndexerMessage],
+        follow: Follow | None = None,
+        presence: Presence | None = None,
+        roles: Callable[[], list[str]] = list,
     ) -> None:
         self._writer = writer
+        self._follow = follow
+        self._presence = presence
+        self._roles = roles
+        self._embedder: Embedder | None = None
         self._settings = settings
         self._jobs = jobs
         self._inbox = inbox
@@ -104,12 +127,16 @@ class Indexer:
             async with self._inbox, self._embedder_out, self._query, self._retry_out, \
                     anyio.create_task_group() as timers:
                 task_status.started()
+                if self._follow is not None:
+                    timers.start_soon(self._tick, name="rifflux.indexer.follow")
                 await self._reread_stale()
                 async for msg in self._inbox:
                     if isinstance(msg, ModelLoaded):
                         await self._adopt(msg, timers)
                     elif isinstance(msg, VectorsEmbedded):
                         await self._store_vectors(msg)
+                    elif isinstance(msg, OthersWrote):
+                        await self._others_wrote()
                     while (job := self._jobs.start_next()) is not None:
                         await self._run(job)
                 timers.cancel_scope.cancel()
@@ -153,13 +180,56 @@ class Indexer:
             await self._writer.adopt(None)
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
-        self._model = label
+        self._model, self._embedder = label, embedder
         await self._query.send(VectorsReset(embedder=embedder))
         await self._embedder_out.send(
             ModelAdopted(embedder=None if self._settings.read_only else embedder))
         for job in self._jobs.awaiting_texts():  # written before the model was known
             await self._wait_for_vectors(job)
         self._jobs.settle(self._writer.missing)
+        self._nudge_embedder()
+
+    # ------------------------------------------------------------ other processes
+
+    async def _tick(self) -> None:
+        """Look for other processes' commits a few times a second; keep this process's
+        row in ``processes`` fresh. Both are cheap (a pragma; a one-row write)."""
+        assert self._follow is not None
+        beaten = -BEAT_EVERY
+        while True:
+            try:
+                if self._presence is not None and time.monotonic() - beaten >= BEAT_EVERY:
+                    beaten = time.monotonic()
+                    await self._presence.beat(self._roles())
+                if await self._follow.others_wrote():
+                    with contextlib.suppress(anyio.WouldBlock):
+                        self._retry_out.send_nowait(OthersWrote())
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # shutting down
+            except Exception as exc:  # the boundary: try again at the next tick
+                logger.debug("following other processes: %s", exc)
+            await anyio.sleep(FOLLOW_EVERY)
+
+    async def _others_wrote(self) -> None:
+        """Another process committed: apply what it changed as if it were ours."""
+        assert self._follow is not None
+        try:
+            foreign = await self._follow.read(self._model, self._writer.roots)
+            if foreign is None:
+                return
+            if foreign.reload or foreign.written.files or foreign.written.files_removed:
+                await self._writer.refresh_missing()
+            else:  # vectors only: they are no longer missing
+                self._writer.embedded_elsewhere(foreign.embedded)
+            if foreign.reload:
+                await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
+                self._jobs.settle(self._writer.missing)
+            else:
+                await self._committed(foreign.written)
+        except RiffluxError as exc:  # busy: the next tick tries again
+            logger.info("cannot read other processes' changes yet: %s", exc)
+            self._follow.look_again()
+            return
         self._nudge_embedder()
 
     async def _send_later(self, msg: IndexerMessage, delay: float) -> None:
@@ -183,12 +253,13 @@ class Indexer:
     async def _committed(self, written: Written, stored: frozenset[str] = frozenset()) -> None:
         """After every commit: the matrix follows, and jobs are checked for completion."""
         if (written.removed or written.added_ids or written.files or written.files_removed
-                or written.roots_removed):
+                or written.roots_removed or written.files_replaced):
             await self._query.send(IndexChanged(
                 removed=written.removed, added_ids=written.added_ids,
                 added_files=written.added_files, added_vectors=written.added_vectors,
                 files=written.files, files_removed=written.files_removed,
-                roots=written.roots, roots_removed=written.roots_removed))
+                roots=written.roots, roots_removed=written.roots_removed,
+                files_replaced=written.files_replaced))
         self._jobs.settle(self._writer.missing, stored)
 
     def _nudge_embedder(self) -> None:

@@ -84,7 +84,12 @@ class VectorsEmbedded:
     receipt: Receipt
 
 
-IndexerMessage = JobsQueued | ModelLoaded | VectorsEmbedded
+@dataclass(frozen=True, slots=True)
+class OthersWrote:
+    """Another process committed to the index: read its changes from the log."""
+
+
+IndexerMessage = JobsQueued | ModelLoaded | VectorsEmbedded | OthersWrote
 
 
 # ---------------------------------------------------------------- embedder inbox
@@ -121,6 +126,7 @@ class IndexChanged:
     files_removed: tuple[int, ...] = ()
     roots: tuple[tuple[int, str], ...] = ()  # (id, path) of the roots of ``files``
     roots_removed: tuple[int, ...] = ()
+    files_replaced: tuple[int, ...] = ()  # drop these files' rows first (another process)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +135,9 @@ class VectorsReset:
     query vectors (None: semantic search answers nothing)."""
 
     embedder: Embedder | None
+    #: Also read the catalog of files again (another process changed more than the
+    #: change log still tells).
+    catalog: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,7 +165,8 @@ class SearchRequested:
     reply: MemoryObjectSendStream[Any]
 
 
-ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "root_counts", "tags"]
+ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "root_counts", "tags",
+                   "processes"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -159,6 +159,9 @@ class QueryActor:
         self._catalog_ready.set()
 
     def _reset(self, msg: VectorsReset, tg: TaskGroup) -> None:
+        if msg.catalog and self._catalog_replay is None:  # (a load already running reads it)
+            self._catalog_replay = []
+            tg.start_soon(self._load_catalog, name="rifflux.query.catalog")
         self._embedder = msg.embedder
         if msg.embedder is None:
             self._matrix = None
@@ -364,6 +367,8 @@ def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
 
 
 def _apply(matrix: VectorIndex, msg: IndexChanged) -> None:
+    if msg.files_replaced:
+        matrix.remove_groups(msg.files_replaced)
     if msg.removed:
         matrix.remove(msg.removed)
     if msg.added_ids and msg.added_vectors is not None:

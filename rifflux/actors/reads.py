@@ -36,6 +36,8 @@ class Reads:
             return await self._reader.roots()
         if msg.what == "root_counts":
             return await self._reader.root_counts()
+        if msg.what == "processes":
+            return await self._reader.processes(msg.key or "")
         if msg.what == "counts":
             return await self._reader.counts(embedder.label if embedder else None)
         await self._catalog_ready.wait()

@@ -7,6 +7,7 @@ every component from the snapshot each one gives of itself.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -24,10 +25,12 @@ from ..types import (
     FileRecord,
     JobInfo,
     Mode,
+    ProcessInfo,
     QueueStatus,
     RootCount,
     SearchResult,
     TagCount,
+    ThisProcess,
     WatcherStatus,
 )
 from .embedder import EmbedderSnapshot
@@ -71,8 +74,12 @@ class Service:
         query_stats: Callable[[], QuerySnapshot],
         indexer: Callable[[], IndexerSnapshot],
         recovery: Recovery | None = None,
+        origin: str = "",
+        roles: Callable[[], list[str]] = list,
     ) -> None:
         self.recovery = recovery
+        self._origin = origin
+        self._roles = roles
         self.settings = settings
         self._query = query
         self._jobs = jobs
@@ -135,6 +142,11 @@ class Service:
     async def root_counts(self) -> list[RootCount]:
         result: list[RootCount] = await self._read("root_counts")
         return result
+
+    async def processes(self) -> tuple[ThisProcess, list[ProcessInfo], int]:
+        """This process, the others with the index open, the change sequence number."""
+        others, sequence = await self._read("processes", self._origin)
+        return {"pid": os.getpid(), "roles": self._roles()}, others, sequence
 
     async def counts(self) -> tuple[Counts, str | None]:
         """The counts, and the model whose vectors they count."""

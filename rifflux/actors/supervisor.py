@@ -13,11 +13,17 @@ bounded grace period, then the actors are cancelled and the connections closed.
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ReadRequested-- api
+    other processes --change log--> indexer (OthersWrote) --IndexChanged--> query
+
+Several processes may open one index: each follows the others' commits through
+the change log, and only the holder of the embedding lease embeds.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -31,6 +37,9 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
 from ..errors import IndexDatabaseError
+from ..store.changes import Follow
+from ..store.lease import Lease
+from ..store.presence import Presence
 from ..store.reader import Reader
 from ..store.records import Records
 from ..store.recovery import (
@@ -102,12 +111,30 @@ class Supervisor:
                 inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight,
             )
+            # This process among the others on the index: its changes are logged under
+            # its origin, its presence kept fresh, and it embeds only with the lease.
+            origin = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            follow = Follow(writer_conn, db, origin)
+            await follow.install(writes=not s.read_only)
+            presence = None if s.read_only else Presence(writer_conn, db, origin)
+            if presence is not None:
+                stack.push_async_callback(_leave, presence)
+            lease = None if s.read_only else Lease(db)
+
+            def roles() -> list[str]:
+                if s.read_only:
+                    return ["reader"]
+                return ["indexer", *(["embedder"] if lease and lease.held else []),
+                        *(["watcher"] if roots else [])]
+
             indexer = Indexer(writer=Writer(writer_conn, db), settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
-                              query_out=query_send.clone(), retry_out=indexer_send.clone())
+                              query_out=query_send.clone(), retry_out=indexer_send.clone(),
+                              follow=follow, presence=presence, roles=roles)
             embedder = EmbedderActor(reader=Reader(embed_conn, db), inbox=embed_recv,
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
-                                     batch_chars=s.embed_batch_chars)
+                                     batch_chars=s.embed_batch_chars, lease=lease,
+                                     wake=embed_send.clone())
             loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
                                  out=indexer_send.clone(), given=self._embedder)
             pipeline = (WatchPipeline(roots=roots, settings=s, jobs=jobs,
@@ -137,6 +164,7 @@ class Supervisor:
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
+                origin=origin, roles=roles,
             )
             self._exit = stack.pop_all()
         return service
@@ -204,6 +232,15 @@ def _nudge(inbox: MemoryObjectSendStream[IndexerMessage]) -> None:
         pass  # the inbox holds a message: the indexer looks at the queue after it
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass  # shutting down
+
+
+async def _leave(presence: Presence) -> None:
+    """This process is no longer listed (a process that dies is simply no longer seen)."""
+    try:
+        with anyio.move_on_after(2, shield=True):
+            await presence.leave()
+    except Exception as exc:  # the index may be gone or locked: nothing to undo
+        logger.debug("could not remove this process from the index's list: %s", exc)
 
 
 async def _close(conn: aiosqlite.Connection) -> None:

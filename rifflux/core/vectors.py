@@ -91,6 +91,13 @@ class VectorIndex:
                 self._groups[row] = self._groups[last]
                 self._pos[moved] = row
 
+    def remove_groups(self, groups: Sequence[int]) -> None:
+        """Remove every row of these groups (files)."""
+        live = len(self._pos)
+        hit = np.isin(self._groups[:live], np.asarray(groups, dtype=np.int64))
+        if hit.any():
+            self.remove([int(i) for i in self._ids[:live][hit]])
+
     def clear(self) -> None:
         self._pos.clear()
         self.version += 1

@@ -18,7 +18,9 @@ from ..core.catalog import Allowed
 from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
-from ..types import ChunkRecord, Counts, RootCount
+from ..errors import IndexDatabaseError
+from ..types import ChunkRecord, Counts, ProcessInfo, RootCount
+from .presence import Presence
 from .schema import mapped_errors
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
@@ -193,6 +195,17 @@ class Reader:
                 " (SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id)), 0) "
                 "FROM roots r LEFT JOIN files f ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
         return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
+
+    async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
+        """The other processes with the index open, and the change sequence number."""
+        others = await Presence(self.conn, self.db_path, origin).others()
+        try:
+            with mapped_errors(self.db_path):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT COALESCE(MAX(seq), 0) FROM changes")
+        except IndexDatabaseError:  # an index made before the log (read-only)
+            return others, 0
+        return others, int(next(iter(rows))[0])
 
     async def roots(self) -> list[str]:
         with mapped_errors(self.db_path):

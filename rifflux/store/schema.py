@@ -94,6 +94,22 @@ CREATE TABLE IF NOT EXISTS embeddings(
     vector BLOB NOT NULL,
     UNIQUE(content_hash, model)
 );
+-- Written by every writing process, read by the others (store/changes.py,
+-- store/presence.py): added to older indexes as they are opened, no upgrade needed.
+CREATE TABLE IF NOT EXISTS changes(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    origin TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    ref INTEGER,
+    hash TEXT
+);
+CREATE TABLE IF NOT EXISTS processes(
+    origin TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    roles TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    last_seen REAL NOT NULL
+);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
 

@@ -63,6 +63,7 @@ class Writer:
         self._model: str | None = None
         self._missing: set[str] | None = None  # None until a model is adopted
         self._roots: dict[int, str] = {}
+        self._read_only = False
 
     # ------------------------------------------------------------ the active model
 
@@ -72,11 +73,36 @@ class Writer:
         model is adopted, empty when there is none (nothing can be embedded)."""
         return self._missing
 
+    @property
+    def roots(self) -> dict[int, str]:
+        """The roots this writer knows, by id (the change log refreshes it)."""
+        return self._roots
+
+    async def refresh_missing(self) -> None:
+        """Read the missing texts again (another process wrote chunks or vectors)."""
+        if self._model is None or self._missing is None or self._read_only:
+            return
+        self._missing = await self._lacking(self._model)
+
+    def embedded_elsewhere(self, hashes: Sequence[str]) -> None:
+        """Another process stored vectors of these texts (of the active model)."""
+        if self._missing:
+            self._missing.difference_update(hashes)
+
+    async def _lacking(self, model: str) -> set[str]:
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT DISTINCT content_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?)",
+                (model,),
+            )
+        return {str(r[0]) for r in rows}
+
     async def adopt(self, model: str | None, *, read_only: bool = False) -> int:
         """Make ``model`` the active one: vectors of other models are deleted (they are
         never mixed with its own), and the texts lacking a vector are read. Returns the
         number of vectors dropped."""
-        self._model = model
+        self._model, self._read_only = model, read_only
         if model is None or read_only:
             self._missing = set()
             return 0
@@ -93,12 +119,7 @@ class Writer:
             except BaseException:
                 await self._rollback()
                 raise
-            rows = await self.conn.execute_fetchall(
-                "SELECT DISTINCT content_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
-                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?)",
-                (model,),
-            )
-        self._missing = {str(r[0]) for r in rows}
+        self._missing = await self._lacking(model)
         return dropped
 
     async def missing_in(self, scopes: Sequence[Scope]) -> set[str]:
@@ -397,36 +418,32 @@ class Writer:
 
     async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
         """Store vectors of ``model``; the answer lists every chunk that uses them. Texts
-        no chunk has any more (edited or deleted while they were embedded) are dropped:
-        their vectors would be orphans."""
+        no chunk has any more (edited or deleted, by any process, while they were
+        embedded) are dropped: their vectors would be orphans. A text another process
+        stored a vector for meanwhile keeps that one."""
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-        if self._missing is not None and model == self._model:
-            keep = [i for i, h in enumerate(hashes) if h in self._missing]
-            if len(keep) < len(hashes):
-                hashes, vecs = [hashes[i] for i in keep], vecs[keep]
-        if not hashes:
-            return Written()
+        index = {h: i for i, h in enumerate(hashes)}
+        users: list[tuple[int, int, int]] = []
         with mapped_errors(self.db_path):
             await self._tx_begin()
             try:
+                for part in _parts(hashes):
+                    rows = await self.conn.execute_fetchall(
+                        f"SELECT id, content_hash, file_id FROM chunks WHERE content_hash IN "
+                        f"({_marks(len(part))})",
+                        tuple(part),
+                    )
+                    users.extend((int(r[0]), index[str(r[1])], int(r[2])) for r in rows)
+                used = sorted({row for _, row, _ in users})
                 await self.conn.executemany(
-                    "INSERT OR REPLACE INTO embeddings(content_hash, model, dim, vector) "
+                    "INSERT OR IGNORE INTO embeddings(content_hash, model, dim, vector) "
                     "VALUES (?,?,?,?)",
-                    [(h, model, vecs.shape[1], vecs[i].tobytes()) for i, h in enumerate(hashes)],
+                    [(hashes[i], model, vecs.shape[1], vecs[i].tobytes()) for i in used],
                 )
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
                 raise
-            index = {h: i for i, h in enumerate(hashes)}
-            users: list[tuple[int, int, int]] = []
-            for part in _parts(hashes):
-                rows = await self.conn.execute_fetchall(
-                    f"SELECT id, content_hash, file_id FROM chunks WHERE content_hash IN "
-                    f"({_marks(len(part))})",
-                    tuple(part),
-                )
-                users.extend((int(r[0]), index[str(r[1])], int(r[2])) for r in rows)
         if self._missing is not None and model == self._model:
             self._missing.difference_update(hashes)
         if not users:

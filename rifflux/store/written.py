@@ -36,6 +36,9 @@ class Written:
     files_removed: tuple[int, ...] = ()  # file ids deleted
     roots: tuple[tuple[int, str], ...] = ()  # (id, path) of the root of ``files``
     roots_removed: tuple[int, ...] = ()
+    #: Files whose matrix rows are all dropped before ``added_ids`` are set (another
+    #: process rewrote or deleted them: their old chunk rowids are not known here).
+    files_replaced: tuple[int, ...] = ()
 
 
 def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:

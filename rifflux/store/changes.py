@@ -1,0 +1,203 @@
+"""The change log: how a process learns what other processes wrote to the same index.
+
+Every writing connection installs TEMP triggers (they live and die with the
+connection) that append a row to ``changes`` in the same transaction as each
+write: a file written or deleted, a root added or removed, a vector stored. Each
+row carries the writing process's ``origin`` and a sequence number (the rowid:
+writes are serialised, so the sequence is the commit order).
+
+A process notices that someone else committed by ``PRAGMA data_version`` on its
+writer connection (which changes only when another connection commits: in one
+process, only the writer writes) and reads the rows after the last it has seen
+that are not its own. ``Follow.read`` turns them into one ``Written`` the
+indexer handles like its own commits: the files' catalog entries and matrix
+rows, the vectors stored. Rows are pruned once there are more than ``KEEP``; a
+process that fell further behind than that reloads everything.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiosqlite
+import numpy as np
+
+from ..core.filters import FileEntry, tag_levels
+from ..core.vectors import F32
+from .schema import mapped_errors
+from .written import Written
+
+#: Rows kept in the log (a follower further behind reloads everything).
+KEEP = 50_000
+
+_TRIGGERS = """
+CREATE TEMP TRIGGER IF NOT EXISTS log_file_ai AFTER INSERT ON main.files BEGIN
+    INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'file', new.id);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_file_au AFTER UPDATE ON main.files BEGIN
+    INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'file', new.id);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_file_ad AFTER DELETE ON main.files BEGIN
+    INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'file_gone', old.id);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_root_ai AFTER INSERT ON main.roots BEGIN
+    INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'root', new.id);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_root_ad AFTER DELETE ON main.roots BEGIN
+    INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'root_gone', old.id);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_vector_ai AFTER INSERT ON main.embeddings BEGIN
+    INSERT INTO changes(origin, kind, hash) VALUES ({origin}, 'vector', new.content_hash);
+END;
+"""
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True, slots=True)
+class Foreign:
+    """What other processes committed since the last look."""
+
+    written: Written
+    #: The texts whose vectors they stored.
+    embedded: tuple[str, ...] = ()
+    #: The log no longer reaches back far enough: the matrix, the catalog and the
+    #: missing texts must be read again whole.
+    reload: bool = False
+
+
+class Follow:
+    """One process's view of the change log (on its writer connection)."""
+
+    def __init__(self, conn: aiosqlite.Connection, db_path: Path, origin: str) -> None:
+        self.conn = conn
+        self.db_path = db_path
+        self.origin = origin
+        self.seen = 0  # the last sequence number read
+        self._version: int | None = None
+        self.available = True  # False: an index without a change log (read-only, older)
+
+    async def install(self, *, writes: bool) -> None:
+        """Start following from now; ``writes``: this connection logs its own writes."""
+        with mapped_errors(self.db_path):
+            try:
+                if writes:
+                    await self.conn.executescript(_TRIGGERS.format(origin=_quoted(self.origin)))
+                self.seen = await self.sequence()
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                self.available = False  # read-only open of an index made before the log
+            self._version = await self._data_version()
+
+    async def sequence(self) -> int:
+        """The index's change sequence number (0 before any write)."""
+        rows = await self.conn.execute_fetchall("SELECT COALESCE(MAX(seq), 0) FROM changes")
+        return int(next(iter(rows))[0])
+
+    async def _data_version(self) -> int:
+        rows = await self.conn.execute_fetchall("PRAGMA data_version")
+        return int(next(iter(rows))[0])
+
+    def look_again(self) -> None:
+        """The last changes could not be read (busy): report them at the next look."""
+        self._version = None
+
+    async def others_wrote(self) -> bool:
+        """Whether another connection committed since the last call (one cheap pragma)."""
+        with mapped_errors(self.db_path):
+            version = await self._data_version()
+        changed, self._version = version != self._version, version
+        return changed and self.available
+
+    async def read(self, model: str | None, roots: dict[int, str]) -> Foreign | None:
+        """Other processes' changes since the last read, as one ``Written`` (None: only
+        this process's own, or none). ``roots`` is the writer's cache of root paths."""
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT seq, origin, kind, ref, hash FROM changes WHERE seq > ? ORDER BY seq",
+                (self.seen,))
+            rows = list(rows)
+            if not rows:
+                return None
+            first = int(rows[0][0])
+            behind = first > self.seen + 1 and self.seen > 0 and await self._pruned_past()
+            self.seen = int(rows[-1][0])
+            theirs = [r for r in rows if r[1] != self.origin]
+            if behind:
+                return Foreign(Written(), reload=True)
+            if not theirs:
+                return None
+            return Foreign(await self._gather(theirs, model, roots),
+                           embedded=tuple(sorted({str(r[4]) for r in theirs
+                                                  if r[2] == "vector"})))
+
+    async def _pruned_past(self) -> bool:
+        rows = await self.conn.execute_fetchall("SELECT MIN(seq) FROM changes")
+        low = next(iter(rows))[0]
+        return low is not None and int(low) > self.seen + 1
+
+    async def _gather(self, rows: list[sqlite3.Row], model: str | None,
+                      roots: dict[int, str]) -> Written:
+        files = sorted({int(r[3]) for r in rows if r[2] in ("file", "file_gone")})
+        hashes = sorted({str(r[4]) for r in rows if r[2] == "vector"})
+        roots_gone = tuple(sorted({int(r[3]) for r in rows if r[2] == "root_gone"}))
+        entries: list[FileEntry] = []
+        for part in _parts(files):
+            got = await self.conn.execute_fetchall(
+                "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files "
+                f"WHERE id IN ({_marks(len(part))})", tuple(part))
+            entries.extend(FileEntry(int(f[0]), int(f[1]), str(f[2]), int(f[3]),
+                                     tag_levels(json.loads(f[4])), json.loads(f[5]))
+                           for f in got)
+        present = {e.id for e in entries}
+        ids: list[int] = []
+        owners: list[int] = []
+        blobs: list[bytes] = []
+        if model is not None:
+            keyed: tuple[tuple[str, Sequence[object]], ...] = (
+                ("c.file_id", sorted(present)), ("c.content_hash", hashes))
+            for column, keys in keyed:
+                for part in _parts(keys):
+                    got = await self.conn.execute_fetchall(
+                        "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e ON "
+                        f"e.content_hash = c.content_hash AND e.model = ? WHERE {column} IN "
+                        f"({_marks(len(part))})", (model, *part))
+                    for c in got:
+                        ids.append(int(c[0]))
+                        owners.append(int(c[1]))
+                        blobs.append(bytes(c[2]))
+        if any(r[2] in ("root", "root_gone") for r in rows) or any(
+                e.root_id not in roots for e in entries):
+            got = await self.conn.execute_fetchall("SELECT id, path FROM roots")
+            roots.clear()
+            roots.update({int(r[0]): str(r[1]) for r in got})
+        vectors: F32 | None = None
+        if blobs:
+            vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
+                len(blobs), -1).copy()
+        return Written(
+            added_ids=tuple(ids), added_files=tuple(owners), added_vectors=vectors,
+            files=tuple(entries), files_removed=tuple(f for f in files if f not in present),
+            files_replaced=tuple(files), roots=tuple(sorted(roots.items())),
+            roots_removed=roots_gone)
+
+    async def prune(self) -> None:
+        """Keep the last ``KEEP`` rows (a follower further behind reloads everything)."""
+        with mapped_errors(self.db_path):
+            await self.conn.execute(
+                "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?", (KEEP,))
+
+
+def _parts(items: Sequence[object], size: int = 500) -> list[Sequence[object]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)

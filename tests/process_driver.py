@@ -1,0 +1,88 @@
+"""A Rifflux process driven over stdin/stdout, for the tests of several processes on one
+index: ``python -m tests.process_driver DB [--watch DIR] [--read-only] [--slow S]``.
+
+Each line in is a JSON command (``{"op": "reindex", ...}``); each line out is its JSON
+answer (``{"ok": ...}`` or ``{"error": "..."}``). The first line out is ``{"ready":
+pid}``, once the index is open. It embeds with the hash embedder's vectors and label
+(so every process makes the same vectors), counting the texts it embeds, ``--slow``
+seconds each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+import anyio
+import numpy as np
+
+from rifflux import Rifflux, Settings
+from rifflux.core.embedders import HashEmbedder
+from rifflux.core.vectors import F32
+
+
+class Counting(HashEmbedder):
+    def __init__(self, slow: float) -> None:
+        super().__init__()
+        self.slow = slow
+        self.embedded = 0
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> F32:
+        if self.slow:
+            time.sleep(self.slow * len(texts))
+        with self._lock:
+            self.embedded += len(texts)
+        out: F32 = super().embed_documents(texts)
+        return np.asarray(out, dtype=np.float32)
+
+
+async def serve(rf: Rifflux, embedder: Counting) -> None:
+    stdin = anyio.wrap_file(sys.stdin)
+    async for line in stdin:
+        command: dict[str, Any] = json.loads(line)
+        op = command.pop("op")
+        try:
+            answer: Any
+            if op == "quit":
+                return
+            if op == "reindex":
+                answer = await rf.reindex(**command)
+            elif op == "search":
+                answer = [{"path": h["path"], "chunk_id": h["chunk_id"]}
+                          for h in await rf.search(**command)]
+            elif op == "status":
+                answer = await rf.status()
+            elif op == "embedded":
+                answer = embedder.embedded
+            else:
+                raise ValueError(f"unknown op {op!r}")
+            reply = {"ok": answer}
+        except Exception as exc:
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(reply, default=str) + "\n")
+        sys.stdout.flush()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("db")
+    parser.add_argument("--watch", action="append", default=[])
+    parser.add_argument("--read-only", action="store_true")
+    parser.add_argument("--slow", type=float, default=0.0)
+    args = parser.parse_args()
+    embedder = Counting(args.slow)
+    settings = Settings(db_path=args.db, read_only=args.read_only,
+                        watch_paths=tuple(args.watch), debounce_seconds=0.05)
+    async with Rifflux(settings=settings, embedder=embedder) as rf:
+        sys.stdout.write(json.dumps({"ready": __import__("os").getpid()}) + "\n")
+        sys.stdout.flush()
+        await serve(rf, embedder)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,226 @@
+"""Several real processes on one index file: each sees what the others write, in every
+mode; a text is embedded once, by the process holding the embedding lease, and another
+takes over when it dies; reindexes from several processes all complete."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from .helpers import eventually, write
+
+pytestmark = pytest.mark.anyio
+REPO = Path(__file__).resolve().parent.parent
+
+
+class Driver:
+    """One Rifflux process, run by ``tests.process_driver``."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        assert process.stdout is not None and process.stdin is not None
+        self._out = BufferedByteReceiveStream(process.stdout)
+        self._turn = anyio.Lock()  # one command at a time (the driver answers in order)
+        self.pid = 0
+
+    async def ready(self) -> None:
+        with anyio.fail_after(60):
+            line = await self._out.receive_until(b"\n", 1 << 20)
+        self.pid = int(json.loads(line)["ready"])
+
+    async def __call__(self, op: str, **args: Any) -> Any:
+        assert self.process.stdin is not None
+        async with self._turn:
+            await self.process.stdin.send((json.dumps({"op": op, **args}) + "\n").encode())
+            with anyio.fail_after(120):
+                line = await self._out.receive_until(b"\n", 1 << 24)
+        answer = json.loads(line)
+        assert "error" not in answer, answer["error"]
+        return answer["ok"]
+
+    async def paths(self, query: str, mode: str = "lexical") -> set[str]:
+        return {h["path"] for h in await self("search", query=query, mode=mode, top_k=20)}
+
+
+@asynccontextmanager
+async def drivers(db: Path, *options: list[str]) -> AsyncIterator[list[Driver]]:
+    """Processes on ``db``, one per list of options, all open (ready) at once."""
+    async with AsyncExitStack() as stack:
+        out: list[Driver] = []
+        for opts in options:
+            process = await stack.enter_async_context(await anyio.open_process(
+                [sys.executable, "-m", "tests.process_driver", str(db), *opts], cwd=REPO,
+                stderr=None))
+            out.append(Driver(process))
+        for d in out:
+            await d.ready()
+        try:
+            yield out
+        finally:
+            for d in out:
+                if d.process.returncode is None:
+                    d.process.terminate()
+
+
+def notes(root: Path, n: int, word: str = "heron") -> Path:
+    for i in range(n):
+        write(root, f"n{i}.md", f"# Note {i}\n\n{word} number {i} wades in the reeds.\n")
+    return root
+
+
+async def test_another_process_sees_new_edited_and_deleted_files_in_every_mode(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 3)
+    async with drivers(tmp_path / "i.db", [], []) as (a, b):
+        await a("reindex", path=str(root))
+        assert await b.paths("heron") == {"n0.md", "n1.md", "n2.md"}  # at once
+
+        async def b_has_every_vector() -> bool:
+            st = await b("status")
+            return bool(st["vectors_in_memory"] == st["embeddings"] == 3)
+
+        await eventually(b_has_every_vector)
+        assert "n1.md" in await b.paths("heron number 1", "semantic")
+
+        write(root, "n1.md", "# Note 1\n\nkingfisher dives from the branch.\n")
+        write(root, "n3.md", "# Note 3\n\nkingfisher again, a new note.\n")
+        await a("reindex", path=str(root))
+        assert await b.paths("kingfisher") == {"n1.md", "n3.md"}
+        assert "n1.md" not in await b.paths("heron")
+
+        async def b_follows_the_edit() -> bool:
+            st = await b("status")
+            hits = await b("search", query="kingfisher dives", mode="semantic", top_k=1)
+            return bool(st["vectors_in_memory"] == st["embeddings"] == 4 and hits
+                        and hits[0]["path"] == "n1.md")
+
+        await eventually(b_follows_the_edit)
+
+        (root / "n0.md").unlink()
+        await a("reindex", path=str(root))
+
+        async def b_forgets_it() -> bool:
+            everywhere = [await b.paths("heron number 0", mode)
+                          for mode in ("lexical", "semantic", "hybrid")]
+            return all("n0.md" not in found for found in everywhere)
+
+        await eventually(b_forgets_it)
+        status = await b("status")
+        others = {p["pid"]: p["roles"] for p in status["processes"]}
+        assert others[a.pid][0] == "indexer" and status["process"]["pid"] == b.pid
+        assert status["sequence"] > 0 and status["files"] == 3
+
+
+async def test_three_processes_embed_each_text_once_and_all_their_reindexes_return(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 60)
+    async with drivers(tmp_path / "i.db", ["--slow", "0.01"], ["--slow", "0.01"],
+                       ["--slow", "0.01"]) as procs:
+        results: list[Any] = [None] * 3
+
+        async def reindex(i: int) -> None:
+            results[i] = await procs[i]("reindex", path=str(root))
+
+        async with anyio.create_task_group() as tg:  # all at once, in the foreground
+            for i in range(3):
+                tg.start_soon(reindex, i)
+        counts = [await p("embedded") for p in procs]
+        statuses = [await p("status") for p in procs]
+    assert all(r["errors"] == [] for r in results)
+    assert sum(r["indexed_files"] for r in results) >= 60
+    assert sum(counts) == 60, counts  # every text once, whoever embedded it
+    assert sum(1 for st in statuses if "embedder" in st["process"]["roles"]) == 1
+    assert {st["embeddings"] for st in statuses} == {60}
+    assert {st["vectors_in_memory"] for st in statuses} == {60}
+
+
+async def test_the_survivor_finishes_the_embedding_when_its_holder_is_killed(
+    tmp_path: Path,
+) -> None:
+    root = notes(tmp_path / "notes", 80)
+    db = tmp_path / "i.db"
+    slow = ["--slow", "0.05"]
+    async with drivers(db, slow, slow) as procs:
+        await procs[0]("reindex", path=str(root), background=True)
+
+        def some_vectors() -> bool:
+            with sqlite3.connect(db) as conn:
+                return bool(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+        await eventually(some_vectors, within=30)
+        roles = [(await p("status"))["process"]["roles"] for p in procs]
+        holder, survivor = (procs[0], procs[1]) if "embedder" in roles[0] else \
+            (procs[1], procs[0])
+        assert "embedder" in (await holder("status"))["process"]["roles"]
+        assert "embedder" not in (await survivor("status"))["process"]["roles"]
+        embedded_before = await survivor("embedded")
+        holder.process.send_signal(signal.SIGKILL)
+        await holder.process.wait()
+
+        async def survivor_finished() -> bool:
+            st = await survivor("status")
+            return bool(st["pending_embeddings"] == 0 and st["embeddings"] == 80
+                        and st["vectors_in_memory"] == 80)
+
+        await eventually(survivor_finished, within=60)
+        assert embedded_before == 0 and await survivor("embedded") > 0
+        assert "embedder" in (await survivor("status"))["process"]["roles"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_reindexes_from_two_processes_at_once_complete_without_errors(
+    tmp_path: Path,
+) -> None:
+    one, two = notes(tmp_path / "one", 150, "egret"), notes(tmp_path / "two", 150, "ibis")
+    async with drivers(tmp_path / "i.db", [], []) as (a, b):
+        results: dict[str, Any] = {}
+
+        async def reindex(name: str, d: Driver, path: Path) -> None:
+            results[name] = await d("reindex", path=str(path))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reindex, "a-one", a, one)
+            tg.start_soon(reindex, "b-two", b, two)
+            tg.start_soon(reindex, "b-one", b, one)  # the same folder from both (b: after two)
+        status = await a("status")
+    assert all(r["errors"] == [] for r in results.values()), results
+    assert results["a-one"]["indexed_files"] + results["b-one"]["indexed_files"] >= 150
+    assert status["files"] == 300 and status["pending_embeddings"] == 0
+    assert status["embeddings"] == 300
+
+
+async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Path) -> None:
+    root = notes(tmp_path / "notes", 2)
+    db = tmp_path / "i.db"
+    watch = ["--watch", str(root)]
+    async with drivers(db, watch, watch) as (a, b):
+        await eventually(lambda: b.paths("heron"))
+        async with drivers(db, ["--read-only"]) as (reader,):
+            write(root, "new.md", "# New\n\na spoonbill sweeps the shallows.\n")
+            for d in (a, b, reader):
+                await eventually(lambda d=d: d.paths("spoonbill"))  # type: ignore[misc]
+
+            async def semantic_everywhere() -> bool:
+                found = [await d.paths("spoonbill sweeps", "semantic") for d in (a, b, reader)]
+                return all("new.md" in f for f in found)
+
+            await eventually(semantic_everywhere)
+            assert (await reader("status"))["process"]["roles"] == ["reader"]
+        embedded = await a("embedded") + await b("embedded")
+        jobs = (await a("status"))["jobs"] + (await b("status"))["jobs"]
+    assert embedded == 3  # two notes and the new one, once each
+    assert all(j["status"] == "completed" for j in jobs), jobs
