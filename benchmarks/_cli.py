@@ -29,6 +29,7 @@ from ._freshness import watch_edit
 from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
 from ._mcp import through_mcp
+from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
 from ._scale import scale
@@ -53,6 +54,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "filters": (filtered, "hybrid latency filtered to a folder and to a tag vs unfiltered"),
     "scale": (_sync(scale), "100,000 chunks: hybrid latency and peak RSS"),
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
+    "processes": (processes, "three processes with watchers on one index vs one: CPU, "
+                             "freshness in every process"),
 }
 
 

@@ -63,6 +63,18 @@ def _watch(w: dict[str, Any]) -> list[str]:
     return head + _table(["step", "median", "unit"], rows)
 
 
+def _processes(p: dict[str, Any]) -> list[str]:
+    one, three = p["one"], p["three"]
+    rows = [[f"{run['processes']} process{'es' if run['processes'] > 1 else ''}",
+             _fmt(run["cpu_s"]), _fmt(run["indexed_s"]), str(run["embeddings"]),
+             "; ".join(",".join(r) for r in run["roles"])] for run in (one, three)]
+    head = [f"### Processes on one index ({p['files']} files, {p['backend']}, cold)", ""]
+    edits = ["", f"Three processes: edit -> lexical hit in all, median "
+             f"{_fmt(p['lexical_median_s'])} s; vector stored -> semantic hit in all, median "
+             f"{_fmt(p['semantic_after_vector_median_s'])} s ({len(three['edits'])} edits)."]
+    return head + _table(["run", "CPU s", "indexed in s", "vectors", "roles"], rows) + edits
+
+
 def _latency(results: dict[str, Any]) -> list[str]:
     inproc = results.get("latency") or {}
     mcp = results.get("mcp") or {}
@@ -169,7 +181,7 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Targets", ""] + _targets(run["targets"])
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
-                 "scale": _scale, "cranfield": _cranfield}
+                 "scale": _scale, "cranfield": _cranfield, "processes": _processes}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

@@ -101,6 +101,15 @@ TARGETS: tuple[Target, ...] = (
     Target("peak RSS at 100k chunks", "<=", 1024, " MiB",
            lambda r: _dig(r, "scale", "peak_rss_mib"),
            lambda r: "max of the indexing and serving processes"),
+    Target("three processes' CPU / one process's, cold index of 100 files", "<=", 1.3, "x",
+           lambda r: _dig(r, "processes", "cpu_ratio"),
+           lambda r: f"{_dig(r, 'processes', 'three', 'cpu_s')} s vs "
+                     f"{_dig(r, 'processes', 'one', 'cpu_s')} s, "
+                     f"{_dig(r, 'processes', 'backend')} backend"),
+    Target("edit -> lexical hit in all three processes (median)", "<=", 0.5, " s",
+           lambda r: _dig(r, "processes", "lexical_median_s")),
+    Target("vector stored -> semantic hit in all three processes (median)", "<=", 1, " s",
+           lambda r: _dig(r, "processes", "semantic_after_vector_median_s")),
     Target("Cranfield hybrid nDCG@10", ">=", 0.45, "",
            lambda r: _dig(r, "cranfield", "metrics", "hybrid", "ndcg@10"),
            _backend_note("cranfield", "backend")),

@@ -218,14 +218,18 @@ async def test_watch_logs_each_batch_until_interrupted(tmp_path: Path) -> None:
     async with process:
         assert process.stdout is not None
         lines = BufferedByteReceiveStream(process.stdout)
-        with anyio.fail_after(60):
-            startup = (await lines.receive_until(b"\n", 1 << 16)).decode()
-            assert "startup" in startup and "2 indexed (garden.md, sub/guide.md)" in startup
-            (notes / "new.md").write_text("# New\n\nA fresh note.\n", encoding="utf-8")
-            batch = (await lines.receive_until(b"\n", 1 << 16)).decode()
-            assert "watcher" in batch and "1 indexed (new.md)" in batch
-            process.send_signal(signal.SIGINT)
-            assert await process.wait() == 130
+        try:
+            with anyio.fail_after(60):
+                startup = (await lines.receive_until(b"\n", 1 << 16)).decode()
+                assert "startup" in startup and "2 indexed (garden.md, sub/guide.md)" in startup
+                (notes / "new.md").write_text("# New\n\nA fresh note.\n", encoding="utf-8")
+                batch = (await lines.receive_until(b"\n", 1 << 16)).decode()
+                assert "watcher" in batch and "1 indexed (new.md)" in batch
+                process.send_signal(signal.SIGINT)
+                assert await process.wait() == 130
+        finally:  # a failure must fail the test, not leave it waiting for the process
+            if process.returncode is None:
+                process.kill()
 
 
 def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path) -> None:

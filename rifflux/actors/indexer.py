@@ -16,7 +16,7 @@ few times a second (``store.changes``) and, when another process committed,
 sends ``OthersWrote``: their changes reach the query actor as if they were the
 indexer's own commits, the missing texts are read again, and jobs waiting for
 texts that another process embedded complete. The ticker also keeps this
-process's row in ``processes`` fresh.
+process's row in ``processes`` fresh and, once a minute, prunes the log.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ _ADOPT_MAX_DELAY = 5.0
 FOLLOW_EVERY = 0.2
 #: How often this process's row in ``processes`` is refreshed, in seconds.
 BEAT_EVERY = 5.0
+#: The change log is pruned every this many beats (a minute).
+PRUNE_EVERY_BEATS = 12
 
 
 class IndexerSnapshot(TypedDict):
@@ -195,15 +197,19 @@ class Indexer:
         """Look for other processes' commits a few times a second; keep this process's
         row in ``processes`` fresh. Both are cheap (a pragma; a one-row write)."""
         assert self._follow is not None
-        beaten = -BEAT_EVERY
+        beaten, beats = -BEAT_EVERY, 0
         while True:
             try:
                 if self._presence is not None and time.monotonic() - beaten >= BEAT_EVERY:
-                    beaten = time.monotonic()
+                    beaten, beats = time.monotonic(), beats + 1
                     await self._presence.beat(self._roles())
+                    if beats % PRUNE_EVERY_BEATS == 0:
+                        await self._follow.prune()
                 if await self._follow.others_wrote():
-                    with contextlib.suppress(anyio.WouldBlock):
+                    try:
                         self._retry_out.send_nowait(OthersWrote())
+                    except anyio.WouldBlock:  # the inbox is full: look again next time
+                        self._follow.look_again()
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return  # shutting down
             except Exception as exc:  # the boundary: try again at the next tick

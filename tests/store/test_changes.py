@@ -1,0 +1,91 @@
+"""The change log between two writers on one SQLite file (as two processes have): each
+sees only the other's changes, as one ``Written``; a follower further behind than the
+pruned log is told to reload."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rifflux.store import changes
+from rifflux.store.changes import Follow
+from rifflux.store.schema import connect
+from rifflux.store.writer import Writer
+
+from .test_writer import MODEL, afile, hashes
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[Writer, Follow, Writer, Follow]]:
+    db = tmp_path / "i.db"
+    conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
+    try:
+        out = []
+        for i, conn in enumerate(conns):
+            follow = Follow(conn, db, f"process-{i}")
+            await follow.install(writes=True)
+            writer = Writer(conn, db)
+            await writer.adopt(MODEL)
+            out += [writer, follow]
+        for follow in out[1::2]:  # (b's adoption was a commit a has not looked at)
+            await follow.others_wrote()  # type: ignore[union-attr]
+        yield out[0], out[1], out[2], out[3]  # type: ignore[misc]
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+async def test_each_sees_the_others_files_and_vectors_not_its_own(
+    pair: tuple[Writer, Follow, Writer, Follow], tmp_path: Path
+) -> None:
+    a, a_follow, b, b_follow = pair
+    root = await a.root_id(tmp_path / "docs")
+    await a.write_files(root, [afile("one.md", "first text"), afile("two.md", "second")])
+    assert await a_follow.others_wrote() is False  # its own commits
+    assert await a_follow.read(MODEL, a.roots) is None
+
+    assert await b_follow.others_wrote() is True
+    seen = await b_follow.read(MODEL, b.roots)
+    assert seen is not None and not seen.reload
+    assert sorted(e.rel_path for e in seen.written.files) == ["one.md", "two.md"]
+    assert seen.written.added_ids == ()  # no vectors yet
+    assert b.roots == {root: str(tmp_path / "docs")}
+
+    await a.write_vectors(MODEL, sorted(hashes("first text")), np.ones((1, 4), np.float32))
+    assert await b_follow.others_wrote() is True
+    vectors = await b_follow.read(MODEL, b.roots)
+    assert vectors is not None and vectors.embedded == tuple(sorted(hashes("first text")))
+    assert len(vectors.written.added_ids) == 1 and vectors.written.files == ()
+
+    await a.delete_files(root, ["two.md"])
+    assert await b_follow.others_wrote() is True
+    gone = await b_follow.read(MODEL, b.roots)
+    assert gone is not None and len(gone.written.files_removed) == 1
+    assert gone.written.files_replaced == gone.written.files_removed
+
+    await b.write_files(root, [afile("three.md", "third")])
+    assert await b_follow.others_wrote() is False
+    theirs = await a_follow.read(MODEL, a.roots)
+    assert theirs is not None and [e.rel_path for e in theirs.written.files] == ["three.md"]
+
+
+async def test_a_follower_behind_the_pruned_log_reloads(
+    pair: tuple[Writer, Follow, Writer, Follow], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, a_follow, _b, b_follow = pair
+    monkeypatch.setattr(changes, "KEEP", 2)
+    root = await a.root_id(tmp_path / "docs")
+    await b_follow.read(MODEL, {})  # b has seen the root
+    for i in range(6):
+        await a.write_files(root, [afile(f"f{i}.md", f"text {i}")])
+    await a_follow.prune()
+    assert await b_follow.others_wrote() is True
+    behind = await b_follow.read(MODEL, {})
+    assert behind is not None and behind.reload
+    assert await b_follow.read(MODEL, {}) is None  # caught up
