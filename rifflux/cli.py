@@ -212,6 +212,9 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     for root in status["indexed_roots"]:
         rows.append(("folder", f"{root['path']}: {_count(root['files'], 'file')}, "
                                f"{_count(root['chunks'], 'chunk')}"))
+    for other in status["processes"]:  # other agents' servers, a watcher...
+        rows.append(("process", f"pid {other['pid']} ({', '.join(other['roles'])}), seen "
+                                f"{max(0.0, time.time() - other['last_seen']):.0f} s ago"))
     for key, value in rows:
         table.add_row(key, value)
     Console(highlight=False).print(table)

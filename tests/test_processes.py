@@ -224,3 +224,17 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Pat
         jobs = (await a("status"))["jobs"] + (await b("status"))["jobs"]
     assert embedded == 3  # two notes and the new one, once each
     assert all(j["status"] == "completed" for j in jobs), jobs
+
+
+async def test_rifflux_status_lists_the_other_processes(tmp_path: Path) -> None:
+    from .test_cli import cli_env
+
+    root = notes(tmp_path / "notes", 1)
+    async with drivers(tmp_path / "i.db", ["--watch", str(root)]) as (a,):
+        await eventually(lambda: a.paths("heron"))
+        done = await anyio.run_process(
+            [sys.executable, "-m", "rifflux", "--db", str(tmp_path / "i.db"), "status"],
+            cwd=REPO, env=cli_env(tmp_path), check=False)
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"pid {a.pid} (indexer, " in out and "watcher)" in out
