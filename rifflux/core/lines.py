@@ -65,7 +65,7 @@ class SourceMap:
                 last = source[k][1] + len(word) - 1
                 j = k + 1
             if first < 0:  # no word to go by: the line after the previous piece
-                line = out[-1][1] if out else fallback[0]
+                line = min(out[-1][1] + 1, fallback[1]) if out else fallback[0]
                 out.append((line, line))
             else:
                 out.append((self.line(first), self.line(last)))
