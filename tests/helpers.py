@@ -109,10 +109,14 @@ INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 
 
 def downgrade(db: Path, version: int) -> None:
-    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 4) wrote."""
+    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 5) wrote."""
     import sqlite3
 
     with sqlite3.connect(db) as conn:
+        conn.executescript("DROP TABLE links; DROP TABLE note_keys; DROP TABLE note_aliases;")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        if version == 5:
+            return
         conn.executescript(
             "DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; "
             "DROP TABLE chunks_fts; DROP VIEW chunks_fts_text; "
