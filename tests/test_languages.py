@@ -14,7 +14,7 @@ import pytest
 from rifflux import Rifflux
 from rifflux.core.fts_query import build_match
 
-from .helpers import CountingEmbedder, downgrade, eventually, write
+from .helpers import CountingEmbedder, eventually, indexed_then_downgraded, write
 from .test_cli import rifflux_cli
 from .test_mcp_stdio import call, mcp_session
 
@@ -143,11 +143,7 @@ async def test_an_index_of_version_4_learns_cjk_when_opened_and_keeps_its_vector
     for name, text in NOTES.items():
         write(root, name, text)
     db = tmp_path / "i.db"
-    embedder = CountingEmbedder()
-    async with Rifflux(db, embedder=embedder) as rf:
-        await rf.reindex(root)
-        embedded = len(embedder.embedded)
-    downgrade(db, 4)
+    embedder, embedded = await indexed_then_downgraded(db, root, 4)
     with sqlite3.connect(db) as conn:  # what version 4 found: the whole sentence, one token
         assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH "
                             "'\"学习\"'").fetchone()[0] == 0

@@ -102,7 +102,6 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
     tags: list[str] = []
     links = LinkFinder(body)
     for tok, start, end in block_tokens(body):
-        links.scan(tok, start, end)
         kind = tok.get("type")
         if kind == "heading":
             level = int(tok.get("attrs", {}).get("level", 1))
@@ -113,10 +112,12 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
+            links.scan(tok, start, end, stack)
             if title:  # a heading that is only a comment closes sections, shows nothing
                 blocks.append(Block(tuple(t for _, t in stack), f"{'#' * level} {title}",
                                     is_heading=True, src=(start, end)))
             continue
+        links.scan(tok, start, end, stack)
         rendered = block(tok).strip("\n")
         if rendered.strip():
             is_code = kind == "block_code"

@@ -63,6 +63,7 @@ class Link:
     target: str
     text: str  # what a reader sees: the shown text, else the target
     line: int  # 1-based, in the linking file
+    heading: str = ""  # the breadcrumb of the section it is in ("" before any heading)
     chunk_index: int = 0  # the linking file's chunk it is in
     context: str = ""  # the line it is on (at most CONTEXT_CHARS around it)
 
@@ -95,15 +96,23 @@ class LinkFinder:
     def __init__(self, body: str) -> None:
         self._body = body
         self._cursor = 0  # links are located in the source from here on
-        self._found: list[tuple[int, int, LinkKind, bool, str, str]] = []
+        self._found: list[tuple[int, int, LinkKind, bool, str, str, str]] = []
 
-    def scan(self, tok: Mapping[str, Any], start: int, end: int) -> None:
+    def scan(self, tok: Mapping[str, Any], start: int, end: int,
+             headings: Sequence[tuple[int, str]]) -> None:
         """The links of one of mistune's top-level block tokens, whose source is
-        ``body[start:end]``: searched for in the token's text (code blocks, inline code
-        and comments left out), then located in the source (a link split over lines of
-        a quote or a list item, by its first line)."""
+        ``body[start:end]`` and which is in the section of ``headings`` (level, title):
+        searched for in the token's text (code blocks, inline code and comments left
+        out), then located in the source (a link split over lines of a quote or a list
+        item, by its first line)."""
+        if self._body.find("[", start, end) < 0:
+            return  # most blocks: no link can be in them
+        heading = " > ".join(title for _, title in headings if title)
         for text in _texts(tok):
-            cleaned = _COMMENT.sub(_blank, _CODE_SPAN.sub(_blank, text))
+            if "[" not in text:
+                continue
+            cleaned = _CODE_SPAN.sub(_blank, text) if "`" in text else text
+            cleaned = _COMMENT.sub(_blank, cleaned) if "<!--" in cleaned else cleaned
             for at, length, kind, embed, target, shown in _links_in(cleaned):
                 raw = text[at : at + length]
                 offset = self._body.find(raw, max(self._cursor, start), end)
@@ -114,18 +123,19 @@ class LinkFinder:
                     self._cursor = offset + len(raw)
                 else:  # not in the source as written: where the previous link ended
                     offset = min(max(self._cursor, start), max(start, end - 1))
-                self._found.append((offset, len(raw), kind, embed, target, shown))
+                self._found.append((offset, len(raw), kind, embed, target, shown, heading))
 
     def links(self, line_of: Callable[[int], int],
               chunk_lines: Sequence[int]) -> tuple[Link, ...]:
         """Every link found, with its line and the chunk it is in (the last chunk that
         starts at or before its line; ``chunk_lines`` are the chunks' first lines)."""
         out: list[Link] = []
-        for offset, length, kind, embed, target, shown in self._found:
+        for offset, length, kind, embed, target, shown, heading in self._found:
             line = line_of(offset)
             index = max(0, bisect.bisect_right(chunk_lines, line) - 1)
             out.append(Link(kind=kind, embed=embed, target=target, text=shown, line=line,
-                            chunk_index=index, context=context_of(self._body, offset, length)))
+                            heading=heading, chunk_index=index,
+                            context=context_of(self._body, offset, length)))
         return tuple(out)
 
 

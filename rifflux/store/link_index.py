@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS links(
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     chunk_index INTEGER NOT NULL,
     line INTEGER NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
     kind TEXT NOT NULL,
     embed INTEGER NOT NULL DEFAULT 0,
     target TEXT NOT NULL,
@@ -82,10 +83,10 @@ async def write_links(conn: aiosqlite.Connection, root_id: int,
     aliases = sorted({(fid, fold(a)) for fid, f in files for a in f.metadata.aliases if fold(a)})
     await conn.executemany("INSERT INTO note_aliases(file_id, alias_key) VALUES (?,?)", aliases)
     await conn.executemany(
-        "INSERT INTO links(file_id, chunk_index, line, kind, embed, target, text, context, "
-        "rel_key, abs_key, name_key, alias_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        [(fid, link.chunk_index, link.line, link.kind, int(link.embed), link.target, link.text,
-          link.context, *_keys(f.rel_path, link.kind, link.target))
+        "INSERT INTO links(file_id, chunk_index, line, heading, kind, embed, target, text, "
+        "context, rel_key, abs_key, name_key, alias_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(fid, link.chunk_index, link.line, link.heading, link.kind, int(link.embed),
+          link.target, link.text, link.context, *_keys(f.rel_path, link.kind, link.target))
          for fid, f in files for link in f.links])
     # a file that is new here may be what other links name; an edited one only by aliases
     new_names = {note_keys(f.rel_path)[1] for fid, f in files if fid not in known}
@@ -130,25 +131,28 @@ async def _resolve(conn: aiosqlite.Connection, root_id: int, *, names: Collectio
     """Resolve again the links of this root that name ``names`` or ``aliases``, that are
     in ``sources`` or that resolved to ``targets``; answer the outgoing links of every
     file whose links changed (and of every one of ``sources``)."""
+    # each key by its own index, then the root: never a walk over all the root's links
     rows = await conn.execute_fetchall(
         "SELECT l.id, l.file_id, l.rel_key, l.abs_key, l.name_key, l.alias_key, "
-        "l.target_file_id FROM links l JOIN files f ON f.id = l.file_id "
-        f"WHERE f.root_id = ? AND (l.name_key {_IN} OR l.alias_key {_IN} "
-        f"OR l.file_id {_IN} OR l.target_file_id {_IN})",
-        (root_id, _json(names), _json(aliases), _json(sources), _json(targets)))
+        "l.target_file_id FROM links l CROSS JOIN files f ON f.id = l.file_id "
+        f"WHERE l.id IN (SELECT id FROM links WHERE name_key {_IN} "
+        f"UNION SELECT id FROM links WHERE alias_key {_IN} "
+        f"UNION SELECT id FROM links WHERE file_id {_IN} "
+        f"UNION SELECT id FROM links WHERE target_file_id {_IN}) AND f.root_id = ?",
+        (_json(names), _json(aliases), _json(sources), _json(targets), root_id))
     if not rows and not sources:
         return ()
     named: dict[str, list[NoteKey]] = defaultdict(list)
     for r in await conn.execute_fetchall(
             "SELECT n.name_key, n.file_id, f.rel_path, n.path_key FROM note_keys n "
-            f"JOIN files f ON f.id = n.file_id WHERE f.root_id = ? AND n.name_key {_IN}",
-            (root_id, _json(str(r[4]) for r in rows))):
+            f"CROSS JOIN files f ON f.id = n.file_id WHERE n.name_key {_IN} AND f.root_id = ?",
+            (_json(str(r[4]) for r in rows), root_id)):
         named[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), str(r[3])))
     aliased: dict[str, list[NoteKey]] = defaultdict(list)
     for r in await conn.execute_fetchall(
             "SELECT a.alias_key, a.file_id, f.rel_path FROM note_aliases a "
-            f"JOIN files f ON f.id = a.file_id WHERE f.root_id = ? AND a.alias_key {_IN}",
-            (root_id, _json(str(r[5]) for r in rows))):
+            f"CROSS JOIN files f ON f.id = a.file_id WHERE a.alias_key {_IN} AND f.root_id = ?",
+            (_json(str(r[5]) for r in rows), root_id)):
         aliased[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), ""))
     changed: list[tuple[int | None, int]] = []
     touched = set(sources)

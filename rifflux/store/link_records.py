@@ -35,12 +35,12 @@ class LinkRecords:
         """The links of the file ``file_id`` (at ``path`` in ``root``), both ways."""
         with mapped_errors(self.db_path):
             out_rows = await self.conn.execute_fetchall(
-                "SELECT l.kind, l.target, l.embed, l.text, l.line, l.context, c.heading_path, "
+                "SELECT l.kind, l.target, l.embed, l.text, l.line, l.context, l.heading, "
                 "c.chunk_id, t.rel_path, l.target_file_id FROM links l "
                 "LEFT JOIN files t ON t.id = l.target_file_id " + _SOURCE_CHUNK +
                 "WHERE l.file_id = ? ORDER BY l.line, l.id", (file_id,))
             back_rows = await self.conn.execute_fetchall(
-                "SELECT l.kind, l.target, l.embed, l.text, l.line, l.context, c.heading_path, "
+                "SELECT l.kind, l.target, l.embed, l.text, l.line, l.context, l.heading, "
                 "c.chunk_id, s.rel_path FROM links l JOIN files s ON s.id = l.file_id "
                 + _SOURCE_CHUNK + "WHERE l.target_file_id = ? ORDER BY s.rel_path, l.line, l.id",
                 (file_id,))
@@ -83,7 +83,7 @@ class LinkRecords:
 def _place(r: Sequence[Any]) -> LinkPlace:
     """Where a link is and what it says, from the first eight columns of a row."""
     kind: LinkKind = "markdown" if r[0] == "markdown" else "wikilink"
-    return {"heading": "" if r[6] is None else str(r[6]), "line": int(r[4]),
+    return {"heading": str(r[6]), "line": int(r[4]),
             "text": str(r[3]), "target": str(r[1]), "kind": kind, "embed": bool(r[2]),
             "anchor": target_parts(kind, str(r[1]))[1],
             "chunk_id": None if r[7] is None else str(r[7]), "context": str(r[5])}
