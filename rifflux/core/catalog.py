@@ -44,8 +44,7 @@ class Catalog:
     def __init__(self) -> None:
         self.roots: dict[int, str] = {}
         self._files: dict[int, FileEntry] = {}
-        #: (root, relative path) -> file id, built when first asked
-        self._by_path: dict[tuple[str, str], int] | None = None
+        self._by_path: dict[tuple[int, str], int] = {}  # (root id, relative path) -> id
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
         self.links = LinkGraph()
 
@@ -58,9 +57,10 @@ class Catalog:
     def replace(self, roots: dict[int, str], files: Iterable[FileEntry],
                 edges: Iterable[tuple[int, int]] = ()) -> None:
         self.roots = dict(roots)
-        self._files = {f.id: f for f in files}
+        self._files, self._by_path = {}, {}
+        self._write(files)
         self.links.replace(edges)
-        self._changed()
+        self._cache.clear()
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -68,38 +68,38 @@ class Catalog:
         self.roots.update(roots)
         for root_id in roots_removed:
             self.roots.pop(root_id, None)
-        for entry in written:
-            self._files[entry.id] = entry
+        self._write(written)
         removed = tuple(removed)
         for file_id in removed:
-            self._files.pop(file_id, None)
+            gone = self._files.pop(file_id, None)
+            if gone is not None:
+                self._by_path.pop((gone.root_id, gone.rel_path), None)
         self.links.remove(removed)
         self.links.update(links)
-        self._changed()
-
-    def _changed(self) -> None:
-        self._by_path = None
         self._cache.clear()
+
+    def _write(self, entries: Iterable[FileEntry]) -> None:
+        for entry in entries:
+            old = self._files.get(entry.id)
+            if old is not None:  # moved (a root absorbed into its parent)
+                self._by_path.pop((old.root_id, old.rel_path), None)
+            self._files[entry.id] = entry
+            self._by_path[(entry.root_id, entry.rel_path)] = entry.id
 
     def entry(self, file_id: int) -> FileEntry | None:
         return self._files.get(file_id)
 
-    def _file_id(self, root: str, rel_path: str) -> int | None:
-        if self._by_path is None:
-            self._by_path = {(self.roots.get(f.root_id, ""), f.rel_path): f.id
-                             for f in self._files.values()}
-        return self._by_path.get((root, rel_path))
-
     def backlink_count(self, root: str, rel_path: str) -> int:
-        """How many other files link to this one."""
-        file_id = self._file_id(root, rel_path)
+        """How many other files link to this one (``root`` as results give it)."""
+        root_id = next((rid for rid, path in self.roots.items() if path == root), None)
+        file_id = self._by_path.get((root_id, rel_path)) if root_id is not None else None
         return 0 if file_id is None else self.links.backlinks(file_id)
 
     def locate(self, path: str, root_id: int | None = None) -> FileEntry:
         """The stored file at ``path`` (relative to a root, or absolute inside one; under
         ``root_id`` when given; the first root indexed when several hold it)."""
         for rid, rel in sorted(set(path_candidates(path, self.roots))):
-            file_id = self._file_id(self.roots[rid], rel)
+            file_id = self._by_path.get((rid, rel))
             if file_id is not None and (root_id is None or rid == root_id):
                 return self._files[file_id]
         raise InvalidArgumentError(
