@@ -28,6 +28,7 @@ from ._filters import filtered
 from ._freshness import watch_edit
 from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
+from ._links import links_section
 from ._mcp import through_mcp
 from ._processes import processes
 from ._report import render
@@ -52,6 +53,7 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "mcp": (through_mcp, "query latency per mode, through MCP stdio"),
     "ripgrep": (_sync(ripgrep), "ripgrep on the same queries"),
     "filters": (filtered, "hybrid latency filtered to a folder and to a tag vs unfiltered"),
+    "links": (links_section, "neighbors(depth=2) and links() on a generated 2,000-note vault"),
     "scale": (_sync(scale), "100,000 chunks: hybrid latency and peak RSS"),
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
     "processes": (processes, "three processes with watchers on one index vs one: CPU, "

@@ -130,6 +130,19 @@ def _filters(f: dict[str, Any]) -> list[str]:
     return head + table + note
 
 
+def _links(k: dict[str, Any]) -> list[str]:
+    found = k["neighbors_found"]
+    rows = [[f"neighbors(depth={k['depth']})", k["neighbors"]["p50_ms"],
+             k["neighbors"]["p95_ms"], k["neighbors"]["max_ms"]],
+            ["links()", k["links_read"]["p50_ms"], k["links_read"]["p95_ms"],
+             k["links_read"]["max_ms"]]]
+    head = [f"### Links ({k['notes']} generated notes, {k['links']} links, indexed in "
+            f"{k['index_s']} s; {k['calls']} random notes, each call timed once)", ""]
+    note = [f"Notes within {k['depth']} links: min {found['min']}, median "
+            f"{found['median']}, max {found['max']}.", ""]
+    return head + _table(["call", "p50 ms", "p95 ms", "max ms"], rows) + note
+
+
 def _scale(s: dict[str, Any]) -> list[str]:
     ix, sv = s["index"], s["serve"]
     rows = [
@@ -181,7 +194,8 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Targets", ""] + _targets(run["targets"])
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
-                 "scale": _scale, "cranfield": _cranfield, "processes": _processes}
+                 "links": _links, "scale": _scale, "cranfield": _cranfield,
+                 "processes": _processes}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

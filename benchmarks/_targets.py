@@ -1,4 +1,4 @@
-"""The targets of issue 5, checked against a run's results."""
+"""The targets of issue 5 (and of later issues), checked against a run's results."""
 
 from __future__ import annotations
 
@@ -79,6 +79,11 @@ TARGETS: tuple[Target, ...] = (
            lambda r: f"tag {_dig(r, 'filters', 'tag', 'tag')} "
                      f"({_dig(r, 'filters', 'tag', 'files')} files), "
                      f"{_dig(r, 'filters', 'backend')} backend"),
+    Target("neighbors(depth=2) p50, 2,000-note vault", "<=", 5, " ms",
+           lambda r: _dig(r, "links", "neighbors", "p50_ms"),
+           lambda r: f"{_dig(r, 'links', 'links')} links; notes found: median "
+                     f"{_dig(r, 'links', 'neighbors_found', 'median')}, max "
+                     f"{_dig(r, 'links', 'neighbors_found', 'max')}"),
     Target("MCP handshake, cold server (median)", "<=", 1, " s",
            lambda r: _dig(r, "mcp", "handshake", "median_s"),
            lambda r: "first search answered after "

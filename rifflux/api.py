@@ -9,7 +9,6 @@ component's snapshot. Two instances on two databases share nothing.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
@@ -23,15 +22,14 @@ from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
+from .actors.targets import reindex_target
 from .actors.watcher import WatchFactory
 from .config import Settings
-from .core.filters import make_filters
+from .core.filters import check_depth, make_filters
 from .core.fts_query import build_match
-from .core.scan import Globs
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .store.recovery import Recovery
 from .types import (
-    CONTENT_MODES,
     MODES,
     BackgroundReindex,
     ChunkDetail,
@@ -39,6 +37,8 @@ from .types import (
     FileRecord,
     ForgetResult,
     JobInfo,
+    Neighbor,
+    NoteLinks,
     ReindexResult,
     SearchExplain,
     SearchResult,
@@ -47,17 +47,6 @@ from .types import (
 )
 
 __all__ = ["MODES", "Rifflux"]
-
-
-def _too_wide(folder: Path) -> str | None:
-    """Why indexing this folder is nearly always a mistake (None: it is not)."""
-    if folder == Path(folder.anchor):
-        return "the whole file system"
-    try:
-        home = Path.home().resolve()
-    except (OSError, RuntimeError):  # no home folder (a service account)
-        return None
-    return "your home folder" if folder == home else None
 
 
 def _recovered(recovery: Recovery) -> dict[str, object]:
@@ -137,6 +126,8 @@ class Rifflux:
         frontmatter: Mapping[str, Any] | None = None,
         modified_after: str | date | None = None,
         modified_before: str | date | None = None,
+        near: str | os.PathLike[str] | None = None,
+        depth: int | None = None,
         max_per_file: int | None = None,
         content: str = "full",
         explain: bool = False,
@@ -145,7 +136,8 @@ class Rifflux:
         """Ranked chunks for ``query``; see docs/CONTRACT.md for the fields and scores.
 
         The filters narrow the search to files before either branch ranks anything
-        (``rifflux.core.filters`` says exactly how each one matches). ``max_per_file``
+        (``rifflux.core.filters`` says exactly how each one matches); ``near`` (a note's
+        path) keeps that note and the notes at most ``depth`` (1) links away. ``max_per_file``
         passes over further chunks of a file that already has that many hits;
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
@@ -160,21 +152,10 @@ class Rifflux:
             raise InvalidArgumentError("query must be a string")
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
-                               modified_after=modified_after, modified_before=modified_before)
-        if max_per_file is not None and (isinstance(max_per_file, bool)
-                                         or not isinstance(max_per_file, int)
-                                         or max_per_file < 1):
-            raise InvalidArgumentError(
-                f"max_per_file must be an integer of at least 1, or None, not {max_per_file!r}")
-        if content not in CONTENT_MODES:
-            raise InvalidArgumentError(
-                f"unknown content {content!r}: use one of {', '.join(CONTENT_MODES)}")
-        if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) \
-                or not 40 <= snippet_chars <= 1000:
-            raise InvalidArgumentError(
-                f"snippet_chars must be a whole number from 40 to 1000, not {snippet_chars!r}")
-        shape = SearchShape(max_per_file=max_per_file, content=content, explain=bool(explain),
-                            snippet_chars=snippet_chars)
+                               modified_after=modified_after, modified_before=modified_before,
+                               near=None if near is None else os.fspath(near), depth=depth)
+        shape = SearchShape.checked(max_per_file=max_per_file, content=content,
+                                    explain=explain, snippet_chars=snippet_chars)
         return await self._open().search(query, top_k, mode, filters, shape)
 
     def describe_search(self, query: str, **filters: Any) -> SearchExplain:
@@ -221,6 +202,22 @@ class Rifflux:
         if start_line is None and end_line is None:
             return await service.file(os.fspath(path), where)
         return await service.lines(os.fspath(path), where, start_line, end_line)
+
+    async def links(self, path: str | os.PathLike[str], *,
+                    root: str | os.PathLike[str] | None = None) -> NoteLinks:
+        """A note's links (``[[wikilinks]]``, embeds, markdown links to notes): those it
+        makes (``outgoing``; ``unresolved`` those that find no file) and those other notes
+        make to it (``backlinks``), each with where it is written. ``path`` as search
+        results give it; an unknown path is an error that says what to give."""
+        where = None if root is None else os.fspath(root)
+        return await self._open().links(os.fspath(path), where)
+
+    async def neighbors(self, path: str | os.PathLike[str], *, depth: int = 1,
+                        root: str | os.PathLike[str] | None = None) -> list[Neighbor]:
+        """The notes at most ``depth`` links away from this one, whichever way the links
+        go (the note itself left out), nearest first: ``path``, ``title``, ``distance``."""
+        where = None if root is None else os.fspath(root)
+        return await self._open().neighbors(os.fspath(path), where, check_depth(depth))
 
     async def list_tags(self, paths: Sequence[str] | str | None = None) -> list[TagCount]:
         """Every tag (front matter and inline), with the number of files that carry it;
@@ -282,7 +279,8 @@ class Rifflux:
             locations = [os.getcwd()]
         roots = [Path(r) for r in await service.roots()]
         allow_large = bool(yes or force)
-        job = service.submit(Job([self._target(loc, roots, allow_large) for loc in locations],
+        job = service.submit(Job([reindex_target(loc, roots, self.settings, allow_large)
+                                  for loc in locations],
                                  force=bool(force), count_left_out=count_left_out,
                                  allow_large=allow_large))
         if background:
@@ -348,37 +346,6 @@ class Rifflux:
         await self._open().job(job_id).done.wait()
         return await self.job(job_id)
 
-    def _target(self, location: str, roots: list[Path], allow_large: bool = False) -> Target:
-        loc = Path(location).expanduser()
-        try:
-            loc = loc.resolve(strict=True)
-        except (OSError, RuntimeError):
-            return Target(loc.absolute(), requested=location,
-                          missing="path not found; check the path (nothing was removed)")
-        globs = Globs(self.settings.include, self.settings.exclude)
-        container = next((r for r in roots if r != loc and r in loc.parents), None)
-        mode = loc.stat().st_mode
-        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # never opened: a FIFO blocks
-            return Target(loc, requested=location,
-                          missing="not a regular file or folder (a FIFO, socket or device); "
-                                  "give a folder or a markdown file")
-        if loc.is_file():
-            root = container or loc.parent
-            rel = loc.relative_to(root).as_posix()
-            if not globs.wanted(rel):
-                return Target(root, requested=location,
-                              missing="not indexed: the file does not match the include globs "
-                                      f"({', '.join(self.settings.include)})")
-            return Target(root, paths=frozenset({rel}), requested=location)
-        if container is not None:
-            return Target(container, prefix=loc.relative_to(container).as_posix() + "/",
-                          requested=location)
-        if not allow_large and loc not in roots and (whole := _too_wide(loc)):
-            return Target(loc, requested=location,
-                          missing=f"refused: {loc} is {whole}; index the folder you mean, "
-                                  "or pass yes=true (rifflux index --yes) to index it all")
-        return Target(loc, requested=location)
-
     def _model_labels(self) -> tuple[str | None, str | None]:
         model = self._open().model()
         return model["label"], model["backend"]
@@ -405,6 +372,7 @@ class Rifflux:
             "files": counts["files"], "chunks": counts["chunks"],
             "embeddings": counts["embeddings"],
             "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
+            "links": counts["links"], "unresolved_links": counts["unresolved_links"],
             "db_path": str(self.settings.db_path.expanduser().resolve()),
             "embedding_backend": model["backend"],
             "embedding_backend_requested": model["requested"],

@@ -23,7 +23,7 @@ from .api import Rifflux
 from .config import Settings
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
 from .errors import InvalidArgumentError
-from .terminal import ProgressView, print_results
+from .terminal import ProgressView, print_links, print_results
 from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, SearchAnswer, Status
 
 
@@ -99,7 +99,9 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                            "`rifflux search configure the watcher`", EXIT_USAGE)
     await _require_index(settings)
     filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
-                               "modified_after": args.since, "modified_before": args.before}
+                               "modified_after": args.since, "modified_before": args.before,
+                               "near": await _note_path(args.near) if args.near else None,
+                               "depth": args.depth}
     async with Rifflux(settings=settings) as rf:
         results = await rf.search(query, top_k=args.top_k, mode=args.mode,
                                   max_per_file=args.max_per_file, explain=args.explain,
@@ -148,9 +150,7 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     if (m := _LOCATION.match(args.target)) and not await anyio.Path(args.target).exists():
         path, start = m.group("path"), int(m.group("start"))
         end = int(m.group("end")) if m.group("end") else start
-    local = await anyio.Path(path).expanduser()
-    if not local.is_absolute() and await local.is_file():  # as search prints it
-        path = str(await local.resolve())
+    path = await _note_path(path)
     async with Rifflux(settings=settings) as rf:
         found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
     if found is None or "text" not in found:
@@ -163,6 +163,44 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     width = len(str(found["end_line"]))
     for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
         out.print(f"{n:>{width}} │ {line}", markup=False)
+    return EXIT_OK
+
+
+async def _note_path(path: str) -> str:
+    """A path as search prints it (relative to the working directory) made absolute, so
+    that the index finds it; any other path as given (relative to its indexed folder)."""
+    local = await anyio.Path(path).expanduser()
+    if not local.is_absolute() and await local.is_file():
+        return str(await local.resolve())
+    return path
+
+
+async def _links(args: argparse.Namespace, settings: Settings) -> int:
+    await _require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.links(await _note_path(args.path), root=args.root)
+    if args.json:
+        _write_json(found)
+    else:
+        print_links(Console(highlight=False, soft_wrap=True), found)
+    return EXIT_OK
+
+
+async def _neighbors(args: argparse.Namespace, settings: Settings) -> int:
+    await _require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.neighbors(await _note_path(args.path), depth=args.depth,
+                                   root=args.root)
+    if args.json:
+        _write_json(found)
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        for near in found:
+            out.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
+    if not found:
+        sys.stderr.write(f"rifflux: no note within {_count(args.depth, 'link')} of "
+                         f"{args.path} (`rifflux links` shows its unresolved links)\n")
+        return EXIT_FAILURE
     return EXIT_OK
 
 
@@ -204,6 +242,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         ("files", f"{status['files']:,} in {status.get('roots', '?')} folders"),
         ("chunks", f"{status['chunks']:,}"),
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
+        ("links", f"{status['links']:,} ({status['unresolved_links']:,} unresolved)"),
         ("model", model),
         *([("vectors", _vectors(status))] if status["embedding_dim"] else []),
         ("include", ", ".join(status["include_globs"])),
@@ -294,6 +333,8 @@ COMMANDS: dict[str, Command] = {
     "forget": _forget,
     "search": _search,
     "show": _show,
+    "links": _links,
+    "neighbors": _neighbors,
     "status": _status,
     "watch": _watch,
 }

@@ -137,6 +137,10 @@ def parser() -> argparse.ArgumentParser:
                    help="only files modified at or after WHEN: 2026-11-01, "
                         "2026-11-01T09:30, or an age: 7d, 2w, 3m, 1y")
     f.add_argument("--before", metavar="WHEN", help="only files modified before WHEN")
+    f.add_argument("--near", metavar="PATH",
+                   help="only this note and the notes linked to or from it (see --depth)")
+    f.add_argument("--depth", type=_positive_int, metavar="N",
+                   help="with --near: up to N links away, either way (default 1)")
 
     p = sub.add_parser("show", parents=[common], help="print lines of a file, or a chunk",
                        description="Print an indexed file's lines with line numbers "
@@ -145,6 +149,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="PATH[:START[-END]] | CHUNK_ID")
     p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
                                                  "when several hold it")
+
+    p = sub.add_parser("links", parents=[common], help="show a note's links, both ways",
+                       description="Print the links a note makes ([[wikilinks]], embeds, "
+                                   "markdown links to notes), where each resolves, and the "
+                                   "notes that link to it.")
+    p.add_argument("path", metavar="PATH", help="the note, as search prints it")
+    p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
+                                                 "when several hold it")
+    p.add_argument("--json", action="store_true", help="print the links object as JSON")
+
+    p = sub.add_parser("neighbors", parents=[common], help="list the notes near a note",
+                       description="Print the notes at most --depth links away from a note, "
+                                   "whichever way the links go, nearest first.")
+    p.add_argument("path", metavar="PATH", help="the note, as search prints it")
+    p.add_argument("--depth", type=_positive_int, default=1, metavar="N",
+                   help="how many links away (default 1)")
+    p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
+                                                 "when several hold it")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
 
     p = sub.add_parser("status", parents=[common], help="show what is indexed")
     p.add_argument("--json", action="store_true", help="print the index_status JSON object")

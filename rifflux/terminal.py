@@ -24,7 +24,7 @@ from rich.table import Column
 from rich.text import Text
 
 from .api import Rifflux
-from .types import FINISHED, JobInfo, ScoreBreakdown, SearchResult, Status
+from .types import FINISHED, JobInfo, LinkPlace, NoteLinks, ScoreBreakdown, SearchResult, Status
 
 
 class _Rate(ProgressColumn):
@@ -119,6 +119,39 @@ def print_results(console: Console, results: list[SearchResult]) -> None:
             console.print(Text(f"    why: {why or 'no branch found it'}", style="dim"))
 
 
+def print_links(console: Console, links: NoteLinks) -> None:
+    """A note's outgoing links (line, link as written, where it goes), then its
+    backlinks (``path:line`` as editors open it, heading, the link)."""
+    root = Path(links["root"])
+    console.print(Text(_shown(root / links["path"]), style="bold cyan"))
+    outgoing, unresolved = links["outgoing"], len(links["unresolved"])
+    console.print(f"links to: {len(outgoing)}" + (f" ({unresolved} unresolved)" if unresolved
+                                                  else ""), style="bold", markup=False)
+    for link in outgoing:
+        line = Text(f"  {link['line']:>5}  {_written(link)}  ")
+        if link["path"] is None:
+            line.append("unresolved", style="red")
+        else:
+            line.append(link["path"], style="cyan")
+        console.print(line)
+    console.print(f"linked from: {len(links['backlinks'])}", style="bold", markup=False)
+    for back in links["backlinks"]:
+        line = Text("  ")
+        line.append(f"{_shown(root / back['path'])}:{back['line']}", style="cyan")
+        if back["heading"]:
+            line.append(f"  {back['heading']}", style="magenta")
+        line.append(f"  {_written(back)}")
+        console.print(line)
+
+
+def _written(link: LinkPlace) -> str:
+    """A link as it was written (near enough: a wikilink's shown text is left out)."""
+    bang = "!" if link["embed"] else ""
+    if link["kind"] == "wikilink":
+        return f"{bang}[[{link['target']}]]"
+    return f"{bang}[{link['text']}]({link['target']})"
+
+
 def _marked(snippet: str) -> Text:
     """A snippet with its ``**matches**`` shown in colour instead of between stars."""
     text = Text()
@@ -132,11 +165,15 @@ def _display_path(hit: SearchResult) -> str:
     it) and the lines the hit came from: ``path:start-end``, which terminals and editors
     open at that line, and ``rifflux show`` prints."""
     full = Path(str(hit.get("root", ""))) / str(hit["path"])
+    return f"{_shown(full)}:{hit['line_start']}-{hit['line_end']}"
+
+
+def _shown(full: Path) -> str:
+    """A file as a person opens it: relative to the working directory when inside it."""
     try:
-        shown = full.relative_to(Path.cwd()).as_posix()
+        return full.relative_to(Path.cwd()).as_posix()
     except ValueError:
-        shown = str(full)
-    return f"{shown}:{hit['line_start']}-{hit['line_end']}"
+        return str(full)
 
 
 def _score(breakdown: ScoreBreakdown) -> str:

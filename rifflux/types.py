@@ -91,6 +91,8 @@ class SearchResult(TypedDict):
     score_breakdown: ScoreBreakdown
     snippet: str  # ~240 characters around the query's terms, matches marked **...**
     explain: NotRequired[HitExplain]
+    #: How many other notes link to this hit's note (once the catalog has loaded).
+    backlink_count: NotRequired[int]
 
 
 class SearchExplain(TypedDict):
@@ -146,6 +148,56 @@ class FileLines(TypedDict):
     total_lines: int  # as str.splitlines() counts them
     text: str
     other_roots: NotRequired[list[str]]
+
+
+LinkKind = Literal["wikilink", "markdown"]
+
+
+class LinkPlace(TypedDict):
+    """Where a link is written, and what it says."""
+
+    heading: str  # the heading breadcrumb of the linking note there ("" before any heading)
+    line: int  # 1-based line of the linking note
+    text: str  # what a reader sees: the shown text, else the target
+    target: str  # as written: "Note#Heading", "../dir/Note.md#anchor"
+    kind: LinkKind
+    embed: bool  # ![[...]] or ![...](...)
+    anchor: str | None  # the heading ("A#B": B under A) or ^block id linked to, if any
+    chunk_id: str | None  # the linking note's chunk the link is in
+    context: str  # the line the link is on (at most 200 characters around it)
+
+
+class OutgoingLink(LinkPlace):
+    """A link a note makes: where it is in the note, and where it goes."""
+
+    path: str | None  # the file it resolves to (in the same root); None: unresolved
+    #: The chunk of the linked note the anchor resolves to (None: no anchor, or not found).
+    target_chunk_id: str | None
+
+
+class Backlink(LinkPlace):
+    """A link to a note, where the linking note has it."""
+
+    path: str  # the linking note
+
+
+class NoteLinks(TypedDict):
+    """``links(path)``: a note's links both ways, and those of its own that resolve to
+    no file."""
+
+    path: str
+    root: str
+    outgoing: list[OutgoingLink]  # in the note's order
+    backlinks: list[Backlink]  # by linking file, then line
+    unresolved: list[OutgoingLink]  # the outgoing links whose path is None
+
+
+class Neighbor(TypedDict):
+    """``neighbors(path)``: a note within ``depth`` links, either way."""
+
+    path: str
+    title: str
+    distance: int  # links away: 1 for a note linked to or from this one
 
 
 class TagCount(TypedDict):
@@ -256,6 +308,8 @@ class Counts(TypedDict):
     embeddings: int
     pending_embeddings: int
     roots: int
+    links: int  # links between notes, as written (embeds included)
+    unresolved_links: int  # of which no file is found for
 
 
 class RootCount(TypedDict):

@@ -108,11 +108,40 @@ INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 """
 
 
+async def indexed_then_downgraded(db: Path, root: Path,
+                                  version: int) -> tuple[CountingEmbedder, int]:
+    """``root`` indexed into ``db``, which is then made what schema ``version`` wrote:
+    the embedder used, and how many texts it embedded."""
+    from rifflux import Rifflux
+
+    embedder = CountingEmbedder()
+    async with Rifflux(db, embedder=embedder) as rf:
+        await rf.reindex(root)
+        embedded = len(embedder.embedded)
+    downgrade(db, version)
+    return embedder, embedded
+
+
+async def reread_at_start(rf: Any) -> None:
+    """Until the jobs started when an upgraded index opened (reading its files again)
+    have completed."""
+
+    async def done() -> bool:
+        jobs = (await rf.status())["jobs"]
+        return bool(jobs) and all(j["status"] == "completed" for j in jobs)
+
+    await eventually(done)
+
+
 def downgrade(db: Path, version: int) -> None:
-    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 4) wrote."""
+    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 5) wrote."""
     import sqlite3
 
     with sqlite3.connect(db) as conn:
+        conn.executescript("DROP TABLE links; DROP TABLE note_keys; DROP TABLE note_aliases;")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        if version == 5:
+            return
         conn.executescript(
             "DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; "
             "DROP TABLE chunks_fts; DROP VIEW chunks_fts_text; "

@@ -59,6 +59,8 @@ async def serve(rf: Rifflux, embedder: Counting) -> None:
                 answer = await rf.status()
             elif op == "embedded":
                 answer = embedder.embedded
+            elif op in ("links", "neighbors"):
+                answer = await getattr(rf, op)(**command)
             else:
                 raise ValueError(f"unknown op {op!r}")
             reply = {"ok": answer}

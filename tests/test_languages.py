@@ -14,7 +14,7 @@ import pytest
 from rifflux import Rifflux
 from rifflux.core.fts_query import build_match
 
-from .helpers import CountingEmbedder, downgrade, eventually, write
+from .helpers import CountingEmbedder, eventually, indexed_then_downgraded, write
 from .test_cli import rifflux_cli
 from .test_mcp_stdio import call, mcp_session
 
@@ -143,24 +143,22 @@ async def test_an_index_of_version_4_learns_cjk_when_opened_and_keeps_its_vector
     for name, text in NOTES.items():
         write(root, name, text)
     db = tmp_path / "i.db"
-    embedder = CountingEmbedder()
-    async with Rifflux(db, embedder=embedder) as rf:
-        await rf.reindex(root)
-        embedded = len(embedder.embedded)
-    downgrade(db, 4)
+    embedder, embedded = await indexed_then_downgraded(db, root, 4)
     with sqlite3.connect(db) as conn:  # what version 4 found: the whole sentence, one token
         assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH "
                             "'\"学习\"'").fetchone()[0] == 0
     async with Rifflux(db, embedder=embedder) as rf:
         found = await rf.search("学习", mode="lexical")
-        status = await rf.status()
-        assert status["jobs"] == []  # nothing was read again
+        jobs = (await rf.status())["jobs"]
+        # the files are read again for their links (version 6), not for CJK
+        assert [j["source"] for j in jobs] == ["startup"]
+        await rf.wait_for_job(jobs[0]["id"])
     assert [h["path"] for h in found] == ["zh.md"]
     assert len(embedder.embedded) == embedded
     with sqlite3.connect(db) as conn:
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')")
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-            == ("5",)
+            == ("6",)
 
 
 async def test_cjk_search_through_the_command_line_and_mcp(tmp_path: Path) -> None:

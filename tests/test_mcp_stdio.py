@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
 TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "list_tags", "forget"}
+         "get_links", "get_neighbors", "list_tags", "forget"}
 TOPICS = [
     ("Tomatoes", "Tomatoes want full sun, deep watering twice a week and a cage to climb."),
     ("Compost", "Compost needs greens, browns, air and a little water; turn the pile weekly."),
@@ -517,7 +517,8 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
         assert "truncated" not in small and small["root"] == str(notes.resolve())
         for hit in small["results"]:  # a first look: where, what, why; get_chunk for more
             assert set(hit) == {"chunk_id", "path", "heading_path", "chunk_index",
-                                "line_start", "line_end", "score_breakdown", "snippet"}
+                                "line_start", "line_end", "score_breakdown", "snippet",
+                                "backlink_count"}
             assert len(hit["snippet"].replace("**", "")) <= 162
             assert len(repr(hit["score_breakdown"]["rrf"])) <= 8  # 4 significant digits
         light = text_of(await session.call_tool("search_rifflux", {

@@ -238,3 +238,30 @@ async def test_rifflux_status_lists_the_other_processes(tmp_path: Path) -> None:
     out = done.stdout.decode()
     assert done.returncode == 0, done.stderr.decode()
     assert f"pid {a.pid} (indexer, " in out and "watcher)" in out
+
+
+async def test_another_process_follows_links_as_they_are_made_and_resolved_again(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "vault"
+    write(root, "a.md", "# A\n\nsee [[b]] and [[c]]\n")
+    write(root, "b.md", "# B\n\nplain\n")
+    async with drivers(tmp_path / "i.db", [], []) as (a, b):
+        await a("reindex", path=str(root))
+
+        async def b_sees(path: str, expected: list[str]) -> bool:
+            try:
+                found = await b("neighbors", path=str(root / path))
+            except AssertionError:  # not followed yet: the folder is unknown to b
+                return False
+            return sorted(n["path"] for n in found) == expected
+
+        await eventually(lambda: b_sees("a.md", ["b.md"]))
+        write(root, "c.md", "# C\n\nnew note\n")  # [[c]] in a.md now resolves
+        await a("reindex", path=str(root))
+        await eventually(lambda: b_sees("a.md", ["b.md", "c.md"]))
+        (root / "b.md").rename(root / "b-old.md")  # [[b]] no longer resolves
+        await a("reindex", path=str(root))
+        await eventually(lambda: b_sees("a.md", ["c.md"]))
+        links = await b("links", path=str(root / "a.md"))
+    assert [u["target"] for u in links["unresolved"]] == ["b"]

@@ -9,7 +9,7 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
 
-from .helpers import CountingEmbedder, downgrade, eventually, write
+from .helpers import CountingEmbedder, indexed_then_downgraded, reread_at_start, write
 
 pytestmark = pytest.mark.anyio
 
@@ -112,22 +112,14 @@ async def test_an_index_of_the_previous_version_is_upgraded_in_place(
     tmp_path: Path, indexed: Path
 ) -> None:
     db = tmp_path / "i.db"
-    embedder = CountingEmbedder()
-    async with Rifflux(db, embedder=embedder) as rf:
-        await rf.reindex(indexed)
-        embedded = len(embedder.embedded)
-    downgrade(db, 2)  # what version 2 wrote: no lines, no front matter
+    # what version 2 wrote: no lines, no front matter
+    embedder, embedded = await indexed_then_downgraded(db, indexed, 2)
     with pytest.raises(SchemaVersionError, match="open it once without read_only"):
         async with Rifflux(settings=Settings(db_path=db, read_only=True),
                            embedder=CountingEmbedder()):
             pass
     async with Rifflux(db, embedder=embedder) as rf:
-
-        async def reread() -> bool:
-            jobs = (await rf.status())["jobs"]
-            return bool(jobs) and all(j["status"] == "completed" for j in jobs)
-
-        await eventually(reread)  # the files are read again in the background
+        await reread_at_start(rf)  # the files are read again in the background
         hit = (await rf.search("thing number 4", mode="lexical", top_k=1))[0]
         found = await rf.get_file("guide.md")
     assert hit["line_start"] > 0 and found is not None and found["total_lines"] > 0

@@ -259,13 +259,13 @@ class Indexer:
     async def _committed(self, written: Written, stored: frozenset[str] = frozenset()) -> None:
         """After every commit: the matrix follows, and jobs are checked for completion."""
         if (written.removed or written.added_ids or written.files or written.files_removed
-                or written.roots_removed or written.files_replaced):
+                or written.roots_removed or written.files_replaced or written.links):
             await self._query.send(IndexChanged(
                 removed=written.removed, added_ids=written.added_ids,
                 added_files=written.added_files, added_vectors=written.added_vectors,
                 files=written.files, files_removed=written.files_removed,
                 roots=written.roots, roots_removed=written.roots_removed,
-                files_replaced=written.files_replaced))
+                files_replaced=written.files_replaced, links=written.links))
         self._jobs.settle(self._writer.missing, stored)
 
     def _nudge_embedder(self) -> None:

@@ -13,7 +13,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..core.vectors import F32
-from ..types import ContentMode, Mode
+from ..errors import InvalidArgumentError
+from ..types import CONTENT_MODES, ContentMode, Mode
 
 ChangeKind = Literal["added", "modified", "deleted"]
 
@@ -127,6 +128,8 @@ class IndexChanged:
     roots: tuple[tuple[int, str], ...] = ()  # (id, path) of the roots of ``files``
     roots_removed: tuple[int, ...] = ()
     files_replaced: tuple[int, ...] = ()  # drop these files' rows first (another process)
+    #: Files whose outgoing links changed, with every file each links to now.
+    links: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +153,25 @@ class SearchShape:
     explain: bool = False
     snippet_chars: int = 240
 
+    @classmethod
+    def checked(cls, *, max_per_file: object, content: object, explain: object,
+                snippet_chars: object) -> SearchShape:
+        """From a caller's values; raises ``InvalidArgumentError`` saying what to fix."""
+        if max_per_file is not None and (isinstance(max_per_file, bool)
+                                         or not isinstance(max_per_file, int)
+                                         or max_per_file < 1):
+            raise InvalidArgumentError(
+                f"max_per_file must be an integer of at least 1, or None, not {max_per_file!r}")
+        if content not in CONTENT_MODES:
+            raise InvalidArgumentError(
+                f"unknown content {content!r}: use one of {', '.join(CONTENT_MODES)}")
+        if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) \
+                or not 40 <= snippet_chars <= 1000:
+            raise InvalidArgumentError(
+                f"snippet_chars must be a whole number from 40 to 1000, not {snippet_chars!r}")
+        return cls(max_per_file=max_per_file, content=content, explain=bool(explain),
+                   snippet_chars=snippet_chars)
+
 
 #: Answers as SPEC has them: all hits, whole contents, no explanation.
 PLAIN = SearchShape()
@@ -165,20 +187,21 @@ class SearchRequested:
     reply: MemoryObjectSendStream[Any]
 
 
-ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "root_counts", "tags",
-                   "processes"]
+ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "root_counts", "tags", "links",
+                   "neighbors", "processes"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadRequested:
     """``key``: a chunk id, a file's path; ``root`` and ``lines`` narrow a file read;
-    ``paths`` narrows the tags listed."""
+    ``paths`` narrows the tags listed; ``depth`` is how far neighbours are looked for."""
 
     what: ReadKind
     key: str | None = None
     root: str | None = None
     lines: tuple[int | None, int | None] = (None, None)
     paths: tuple[str, ...] = ()
+    depth: int = 1
     reply: MemoryObjectSendStream[Any]
 
 

@@ -132,8 +132,7 @@ class QueryActor:
         if self._catalog_replay is not None:
             self._catalog_replay.append(msg)
         else:
-            self._catalog.update(dict(msg.roots), msg.files, msg.files_removed,
-                                 msg.roots_removed)
+            _catalog_update(self._catalog, msg)
         if self._replay is not None:
             self._replay.append(msg)
         if self._matrix is None:
@@ -146,15 +145,14 @@ class QueryActor:
 
     async def _load_catalog(self) -> None:
         try:
-            roots, files = await self._reader.catalog()
+            roots, files, edges = await self._reader.catalog()
         except Exception:  # filters then match nothing; searches without them go on
             logger.exception("cannot load the catalog of files; filtered searches find "
                              "nothing until the next restart")
-            roots, files = {}, []
-        self._catalog.replace(roots, files)
+            roots, files, edges = {}, [], []
+        self._catalog.replace(roots, files, edges)
         for change in self._catalog_replay or ():
-            self._catalog.update(dict(change.roots), change.files, change.files_removed,
-                                 change.roots_removed)
+            _catalog_update(self._catalog, change)
         self._catalog_replay = None
         self._catalog_ready.set()
 
@@ -290,7 +288,11 @@ class QueryActor:
                 if per_file[where] >= shape.max_per_file:
                     continue
                 per_file[where] += 1
-            results.append(_result(row, breakdown, snippets, shape, why, cid))
+            result = _result(row, breakdown, snippets, shape, why, cid)
+            if self._catalog_ready.is_set():  # until then, no count rather than a wrong one
+                result["backlink_count"] = self._catalog.backlink_count(row["root"],
+                                                                        row["path"])
+            results.append(result)
             if len(results) == top_k:
                 break
         return results
@@ -364,6 +366,10 @@ def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
     if why is not None:
         result["explain"] = why.of(cid)
     return result
+
+
+def _catalog_update(catalog: Catalog, msg: IndexChanged) -> None:
+    catalog.update(dict(msg.roots), msg.files, msg.files_removed, msg.roots_removed, msg.links)
 
 
 def _apply(matrix: VectorIndex, msg: IndexChanged) -> None:

@@ -1,7 +1,9 @@
-"""The query actor's reads: chunks, files (whole, or lines from disk), tags, counts, roots.
+"""The query actor's reads: chunks, files (whole, or lines from disk), tags, counts, roots,
+a note's links and its neighbours.
 
 Files are found through the catalog's roots, by their indexed path only; lines
-are read from the file as it is on disk now, in a worker thread.
+are read from the file as it is on disk now, in a worker thread. Neighbours come
+from the catalog's link graph, links from the index.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import anyio
 from ..core.catalog import Catalog
 from ..core.document import read_lines
 from ..core.embedders import Embedder
-from ..core.filters import CompiledFilters, make_filters
+from ..core.filters import CompiledFilters, FileEntry, check_depth, make_filters
+from ..store.link_records import LinkRecords
 from ..store.reader import Reader
 from ..store.records import Located, Records
-from ..types import FileLines, FileRecord, TagCount
+from ..types import FileLines, FileRecord, Neighbor, NoteLinks, TagCount
 from .messages import ReadRequested
 
 
@@ -26,6 +29,7 @@ class Reads:
                  catalog_ready: anyio.Event) -> None:
         self._reader = reader
         self._records = records
+        self._links = LinkRecords(records.conn, records.db_path)
         self._catalog = catalog
         self._catalog_ready = catalog_ready
 
@@ -43,6 +47,10 @@ class Reads:
         await self._catalog_ready.wait()
         if msg.what == "tags":
             return self._tags(msg.paths)
+        if msg.what == "links":
+            return await self._note_links(msg.key or "", msg.root)
+        if msg.what == "neighbors":
+            return await self._neighbors(msg.key or "", msg.root, msg.depth)
         located = await self._locate(msg.key or "", msg.root)
         if located is None:
             return None
@@ -62,6 +70,24 @@ class Reads:
         if located.other_roots:
             out["other_roots"] = list(located.other_roots)
         return out
+
+    def _note(self, path: str, root: str | None) -> FileEntry:
+        root_id = self._catalog.resolve_root(root) if root is not None else None
+        return self._catalog.locate(path, root_id)
+
+    async def _note_links(self, path: str, root: str | None) -> NoteLinks:
+        note = self._note(path, root)
+        return await self._links.of(note.id, note.rel_path, self._catalog.roots[note.root_id])
+
+    async def _neighbors(self, path: str, root: str | None, depth: int) -> list[Neighbor]:
+        """The notes at most ``depth`` links away, either way: nearest first, then by
+        path."""
+        near = self._catalog.links.within(self._note(path, root).id, check_depth(depth))
+        notes = await self._links.notes(near)
+        found: list[Neighbor] = [{"path": notes[i][0], "title": notes[i][1], "distance": d}
+                                 for i, d in near.items() if i in notes]  # deleted since
+        found.sort(key=lambda n: (n["distance"], n["path"]))
+        return found
 
     def _tags(self, paths: tuple[str, ...]) -> list[TagCount]:
         """Every tag with the number of files that carry it (a nested tag counts for each

@@ -25,6 +25,8 @@ from ..types import (
     FileRecord,
     JobInfo,
     Mode,
+    Neighbor,
+    NoteLinks,
     ProcessInfo,
     QueueStatus,
     RootCount,
@@ -129,6 +131,14 @@ class Service:
                     end: int | None) -> FileLines | None:
         result: FileLines | None = await self._read("lines", path, root=root,
                                                     lines=(start, end))
+        return result
+
+    async def links(self, path: str, root: str | None = None) -> NoteLinks:
+        result: NoteLinks = await self._read("links", path, root=root)
+        return result
+
+    async def neighbors(self, path: str, root: str | None, depth: int) -> list[Neighbor]:
+        result: list[Neighbor] = await self._read("neighbors", path, root=root, depth=depth)
         return result
 
     async def tags(self, paths: tuple[str, ...]) -> list[TagCount]:

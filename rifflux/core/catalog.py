@@ -1,4 +1,5 @@
-"""The catalog: every stored file as filters see it, kept in memory by the query actor.
+"""The catalog: every stored file as filters see it, and the links between files (the
+link graph), kept in memory by the query actor.
 
 A filtered search asks the catalog which files pass (``allowed``) before either
 branch ranks anything; the answer is cached per set of filters until a file
@@ -8,15 +9,18 @@ changes, so an agent paging through one filtered search pays for it once.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidArgumentError
 from .filters import CompiledFilters, FileEntry, Filters
+from .graph import LinkGraph
 
 _CACHED = 64
 
@@ -40,7 +44,9 @@ class Catalog:
     def __init__(self) -> None:
         self.roots: dict[int, str] = {}
         self._files: dict[int, FileEntry] = {}
+        self._by_path: dict[tuple[int, str], int] = {}  # (root id, relative path) -> id
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
+        self.links = LinkGraph()
 
     def __len__(self) -> int:
         return len(self._files)
@@ -48,21 +54,59 @@ class Catalog:
     def entries(self) -> Iterable[FileEntry]:
         return self._files.values()
 
-    def replace(self, roots: dict[int, str], files: Iterable[FileEntry]) -> None:
+    def replace(self, roots: dict[int, str], files: Iterable[FileEntry],
+                edges: Iterable[tuple[int, int]] = ()) -> None:
         self.roots = dict(roots)
-        self._files = {f.id: f for f in files}
+        self._files, self._by_path = {}, {}
+        self._write(files)
+        self.links.replace(edges)
         self._cache.clear()
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
-               removed: Iterable[int], roots_removed: Iterable[int] = ()) -> None:
+               removed: Iterable[int], roots_removed: Iterable[int] = (),
+               links: Iterable[tuple[int, Iterable[int]]] = ()) -> None:
         self.roots.update(roots)
         for root_id in roots_removed:
             self.roots.pop(root_id, None)
-        for entry in written:
-            self._files[entry.id] = entry
+        self._write(written)
+        removed = tuple(removed)
         for file_id in removed:
-            self._files.pop(file_id, None)
+            gone = self._files.pop(file_id, None)
+            if gone is not None:
+                self._by_path.pop((gone.root_id, gone.rel_path), None)
+        self.links.remove(removed)
+        self.links.update(links)
         self._cache.clear()
+
+    def _write(self, entries: Iterable[FileEntry]) -> None:
+        for entry in entries:
+            old = self._files.get(entry.id)
+            if old is not None:  # moved (a root absorbed into its parent)
+                self._by_path.pop((old.root_id, old.rel_path), None)
+            self._files[entry.id] = entry
+            self._by_path[(entry.root_id, entry.rel_path)] = entry.id
+
+    def entry(self, file_id: int) -> FileEntry | None:
+        return self._files.get(file_id)
+
+    def backlink_count(self, root: str, rel_path: str) -> int:
+        """How many other files link to this one (``root`` as results give it)."""
+        root_id = next((rid for rid, path in self.roots.items() if path == root), None)
+        file_id = self._by_path.get((root_id, rel_path)) if root_id is not None else None
+        return 0 if file_id is None else self.links.backlinks(file_id)
+
+    def locate(self, path: str, root_id: int | None = None) -> FileEntry:
+        """The stored file at ``path`` (relative to a root, or absolute inside one; under
+        ``root_id`` when given; the first root indexed when several hold it)."""
+        for rid, rel in sorted(set(path_candidates(path, self.roots))):
+            file_id = self._by_path.get((rid, rel))
+            if file_id is not None and (root_id is None or rid == root_id):
+                return self._files[file_id]
+        raise InvalidArgumentError(
+            f"{path!r} is not an indexed note: give its `path` as search results give it "
+            "(relative to its indexed folder, with `root` when several folders hold it) or "
+            "an absolute path inside an indexed folder; a new file is known once its folder "
+            "is reindexed")
 
     def resolve_root(self, root: str) -> int:
         """The id of the root a caller named: its absolute path, or the folder's name when
@@ -96,9 +140,38 @@ class Catalog:
             self._cache.move_to_end(filters)
             return cached
         root_id = self.resolve_root(filters.root) if filters.root is not None else None
-        compiled = CompiledFilters.compile(filters, root_id)
+        near = None
+        if filters.near is not None:
+            note = self.locate(filters.near, root_id)
+            near = frozenset([note.id, *self.links.within(note.id, filters.depth)])
+        compiled = CompiledFilters.compile(filters, root_id, near)
         result = Allowed.of(f.id for f in self._files.values() if compiled.matches(f))
         self._cache[filters] = result
         if len(self._cache) > _CACHED:
             self._cache.popitem(last=False)
         return result
+
+
+def path_candidates(path: str, roots: dict[int, str]) -> list[tuple[int, str]]:
+    """(root id, relative path) pairs ``path`` may name: a path relative to a root (any
+    of them; ``..`` may not leave it), or an absolute path inside one."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidArgumentError("path must be a file's path as search results give it")
+    given = os.path.expanduser(path.strip())
+    if os.path.isabs(given):
+        out: list[tuple[int, str]] = []
+        for spelling in dict.fromkeys([os.path.normpath(given), os.path.realpath(given)]):
+            for rid, root in roots.items():
+                if spelling.startswith(root.rstrip(os.sep) + os.sep):
+                    out.append((rid, Path(spelling).relative_to(root).as_posix()))
+        if not out:
+            listing = ", ".join(sorted(roots.values())) or "none yet"
+            raise InvalidArgumentError(
+                f"{path} is outside every indexed folder ({listing}); give a path from "
+                "search results, relative to its folder, or a path inside one of them")
+        return out
+    rel = posixpath.normpath(given.replace(os.sep, "/"))
+    if rel == ".." or rel.startswith("../") or rel == ".":
+        raise InvalidArgumentError(
+            f"{path!r} leaves its indexed folder; give a path from search results")
+    return [(rid, rel) for rid in roots]

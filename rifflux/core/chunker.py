@@ -17,7 +17,8 @@ Rules (each has a test):
 - HTML comments are not text: readers never see them;
 - YAML front matter becomes file metadata (title, tags, aliases, the whole front
   matter), not body text; inline ``#tags`` join the front-matter tags, and the first
-  H1 is the title when the front matter gives none.
+  H1 is the title when the front matter gives none;
+- links to other notes (``core.links``) are kept with their line and chunk.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 from .frontmatter import FileMetadata, split_front_matter
 from .lines import SourceMap
+from .links import Link, LinkFinder
 from .packing import Block, ChunkLimits, attach_headings, merge_small, pack
 from .render import block, block_tokens, inline, inline_tags
 
@@ -34,6 +36,7 @@ __all__ = [
     "Chunk",
     "ChunkLimits",
     "FileMetadata",
+    "Link",
     "ParsedDocument",
     "embed_text",
     "make_chunk",
@@ -81,6 +84,7 @@ class ParsedDocument:
     metadata: FileMetadata
     chunks: tuple[Chunk, ...]
     line_count: int = 0  # as str.splitlines() counts them
+    links: tuple[Link, ...] = ()  # in document order
 
 
 def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocument:
@@ -96,6 +100,7 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
     stack: list[tuple[int, str]] = []
     first_h1: str | None = None
     tags: list[str] = []
+    links = LinkFinder(body)
     for tok, start, end in block_tokens(body):
         kind = tok.get("type")
         if kind == "heading":
@@ -107,10 +112,12 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
+            links.scan(tok, start, end, stack)
             if title:  # a heading that is only a comment closes sections, shows nothing
                 blocks.append(Block(tuple(t for _, t in stack), f"{'#' * level} {title}",
                                     is_heading=True, src=(start, end)))
             continue
+        links.scan(tok, start, end, stack)
         rendered = block(tok).strip("\n")
         if rendered.strip():
             is_code = kind == "block_code"
@@ -124,4 +131,5 @@ def parse_markdown(text: str, limits: ChunkLimits | None = None) -> ParsedDocume
         for i, d in enumerate(drafts)
     )
     return ParsedDocument(metadata=metadata.with_body(first_h1, tags), chunks=chunks,
-                          line_count=len(lines))
+                          line_count=len(lines),
+                          links=links.links(source.line, [c.line_start for c in chunks]))

@@ -17,6 +17,8 @@ to fix), and ``FileEntry.matches`` tests one stored file.
 - ``modified_after`` (inclusive) / ``modified_before`` (exclusive): on the file's
   mtime; an ISO date or datetime (without a zone: local time) or a relative ``7d``,
   ``2w``, ``3m`` (months, 30 days), ``1y`` (365 days) before now.
+- ``near`` and ``depth``: a note (its indexed path) and the notes at most ``depth``
+  links away from it, either way (``core.graph``); the catalog resolves them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pathspec
 
 from ..errors import InvalidArgumentError
 from .frontmatter import normalise_tag
+from .graph import MAX_DEPTH
 
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]
@@ -68,6 +71,8 @@ class Filters:
     frontmatter: tuple[tuple[str, FrontmatterValue], ...] = ()
     modified_after: float | None = None  # seconds since the epoch, inclusive
     modified_before: float | None = None  # exclusive
+    near: str | None = None  # a note's path: it and its neighbours ...
+    depth: int = 1  # ... at most this many links away
 
     @property
     def active(self) -> bool:
@@ -89,6 +94,8 @@ class Filters:
             when = getattr(self, name)
             if when is not None:
                 out[name] = datetime.fromtimestamp(when, UTC).isoformat()
+        if self.near is not None:
+            out["near"], out["depth"] = self.near, self.depth
         return out
 
 
@@ -103,6 +110,8 @@ def make_filters(
     frontmatter: Mapping[str, Any] | None = None,
     modified_after: str | date | None = None,
     modified_before: str | date | None = None,
+    near: str | None = None,
+    depth: int | None = None,
     now: datetime | None = None,
 ) -> Filters:
     """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
@@ -114,6 +123,8 @@ def make_filters(
         frontmatter=_frontmatter(frontmatter),
         modified_after=_when("modified_after", modified_after, now),
         modified_before=_when("modified_before", modified_before, now),
+        near=_near(near, depth),
+        depth=check_depth(depth),
     )
 
 
@@ -134,6 +145,29 @@ def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
         raise InvalidArgumentError(f"paths: cannot read glob ({exc}); use globs such as "
                                    "'docs/**' or '**/adr-*.md'") from exc
     return globs
+
+
+def check_depth(depth: object, name: str = "depth") -> int:
+    """A number of links: 1 (the notes linked to or from one) up to ``MAX_DEPTH``."""
+    if depth is None:
+        return 1
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise InvalidArgumentError(
+            f"{name} must be a whole number from 1 to {MAX_DEPTH}, not {depth!r}: 1 is the "
+            "notes linked to or from the note, 2 adds the notes linked to or from those")
+    return depth
+
+
+def _near(near: str | None, depth: int | None) -> str | None:
+    if near is None:
+        if depth is not None:
+            raise InvalidArgumentError("depth goes with near: give near=PATH (a note's path "
+                                       "as search results give it) to search its neighbourhood")
+        return None
+    if not isinstance(near, str) or not near.strip():
+        raise InvalidArgumentError(f"near must be a note's path as search results give it, "
+                                   f"not {near!r}")
+    return near.strip()
 
 
 def _root(root: str | None) -> str | None:
@@ -214,14 +248,19 @@ class CompiledFilters:
     filters: Filters
     root_id: int | None
     _path_matches: Callable[[str], bool] | None
+    near: frozenset[int] | None = None  # the files of ``near``'s neighbourhood
 
     @classmethod
-    def compile(cls, filters: Filters, root_id: int | None) -> CompiledFilters:
-        return cls(filters, root_id, _path_matcher(filters.paths) if filters.paths else None)
+    def compile(cls, filters: Filters, root_id: int | None,
+                near: frozenset[int] | None = None) -> CompiledFilters:
+        return cls(filters, root_id, _path_matcher(filters.paths) if filters.paths else None,
+                   near)
 
     def matches(self, entry: FileEntry) -> bool:
         f = self.filters
         if self.root_id is not None and entry.root_id != self.root_id:
+            return False
+        if self.near is not None and entry.id not in self.near:
             return False
         if self._path_matches is not None and not self._path_matches(entry.rel_path):
             return False

@@ -58,7 +58,8 @@ def split_front_matter(text: str) -> tuple[FileMetadata, str]:
         FileMetadata(
             title=str(title) if title is not None else None,
             tags=tuple(dict.fromkeys(t for t in tags if t)),
-            aliases=_str_tuple(data.get("aliases")),
+            # an alias is a name, spaces and all: a string holds several only by commas
+            aliases=_str_tuple(data.get("aliases", data.get("alias")), r","),
             frontmatter=_json_safe(data),
         ),
         text[match.end() :],
@@ -72,11 +73,11 @@ def _json_safe(data: dict[Any, Any]) -> dict[str, Any]:
     return safe
 
 
-def _str_tuple(value: object) -> tuple[str, ...]:
+def _str_tuple(value: object, separators: str = r"[,\s]+") -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return tuple(v.strip() for v in re.split(r"[,\s]+", value) if v.strip())
+        return tuple(v.strip() for v in re.split(separators, value) if v.strip())
     if isinstance(value, list | tuple):
         return tuple(str(v) for v in value if v is not None)
     return (str(value),)

@@ -6,13 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..api import Rifflux
-from ..types import ChunkDetail, FileLines, FileRecord, Mode, SearchAnswer, SearchResult
+from ..types import (
+    ChunkDetail,
+    FileLines,
+    FileRecord,
+    Mode,
+    Neighbor,
+    NoteLinks,
+    SearchAnswer,
+    SearchResult,
+)
 from .budget import fit_chunks, fit_lines, fit_results
 
 #: What a content='snippet' hit keeps: SPEC's fields but the text, where it is, the
 #: snippet (the rest of the metadata is a get_chunk away).
 _FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "line_start", "line_end",
-               "score_breakdown", "snippet", "explain")
+               "score_breakdown", "snippet", "explain", "backlink_count")
 SNIPPET_WIDTH = 160
 
 
@@ -95,4 +104,33 @@ def file_answer(found: FileRecord | FileLines, max_chars: int) -> dict[str, Any]
         out["hint"] = (f"the answer stops at line {out['next_start_line'] - 1} to fit "
                        f"max_chars={max_chars}: call get_file again with "
                        f"start_line={out['next_start_line']} to read on")
+    return out
+
+
+def links_answer(found: NoteLinks, limit: int) -> dict[str, Any]:
+    """A note's links, each list cut to ``limit`` entries (all of them counted)."""
+    out: dict[str, Any] = dict(found)
+    lists = ("outgoing", "backlinks", "unresolved")
+    out["counts"] = {name: len(out[name]) for name in lists}
+    cut = [name for name in lists if len(out[name]) > limit]
+    for name in cut:
+        out[name] = out[name][:limit]
+    if cut:
+        out["truncated"] = True
+        out["hint"] = (f"{' and '.join(cut)} hold more than limit={limit} links (counts has "
+                       "them all): call get_links again with a larger limit to see them")
+    return out
+
+
+def neighbors_answer(path: str, depth: int, found: list[Neighbor],
+                     limit: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": path, "depth": depth, "count": len(found),
+                           "neighbors": found[:limit]}
+    if len(found) > limit:
+        out["truncated"] = True
+        out["hint"] = (f"{len(found)} notes are within {depth} links; the nearest {limit} are "
+                       "listed: call again with a larger limit or a smaller depth")
+    elif not found:
+        out["hint"] = ("no note links to or from this one (get_links shows its unresolved "
+                       "links, which name notes that are not in the index)")
     return out

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from ..core.graph import MAX_DEPTH
 from .budget import MIN_MAX_CHARS
 
 MAX_TOP_K = 100
@@ -52,6 +53,15 @@ ModifiedAfter = Annotated[str | None, Field(
 ModifiedBefore = Annotated[str | None, Field(
     description="Only files modified before this time (same forms as modified_after).")]
 
+Near = Annotated[str | None, Field(
+    description="Only this note and the notes linked to or from it (up to `depth` links "
+                "away, either way): the note's `path` as search results give it (with "
+                "`root` when several folders hold it). get_neighbors lists them.")]
+Depth = Annotated[int, Field(
+    ge=1, le=MAX_DEPTH, description="How many links away: 1 (default) the notes linked to "
+                                    "or from the note; 2 adds the notes linked to or from "
+                                    "those, and so on.")]
+
 # ---------------------------------------------------------------- shaping the answer
 
 MaxPerFile = Annotated[int | None, Field(
@@ -85,6 +95,13 @@ EndLine = Annotated[int | None, Field(
     ge=1, description="Last line to read (inclusive), e.g. a result's line_end; past the "
                       "end of the file it stops at the last line.")]
 ChunkId = Annotated[str, Field(description="A chunk_id from search_rifflux results.")]
+NotePath = Annotated[str, Field(
+    description="The note's `path` from search results (relative to its indexed folder), "
+                "or an absolute path inside an indexed folder.")]
+MAX_LIMIT = 1000
+Limit = Annotated[int, Field(
+    ge=1, le=MAX_LIMIT, description=f"Most entries per list in the answer (1 to {MAX_LIMIT}); "
+                                    "the rest are counted, and `truncated` says so.")]
 
 # ---------------------------------------------------------------- indexing
 

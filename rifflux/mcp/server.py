@@ -34,6 +34,8 @@ from .tools import (
     forget,
     get_chunk,
     get_file,
+    get_links,
+    get_neighbors,
     index_status,
     list_tags,
     reindex,
@@ -49,8 +51,10 @@ SERVER_NAME = "rifflux"
 
 _INSTRUCTIONS = """\
 Rifflux searches the user's local markdown (notes, docs, READMEs) offline.
-Start with search_rifflux; narrow it with paths, root, tags or dates; read more
-context with get_chunk or get_file (exact lines with start_line/end_line).
+Start with search_rifflux; narrow it with paths, root, tags, dates or near (a
+note's link neighbourhood); read more context with get_chunk or get_file (exact
+lines with start_line/end_line). get_links and get_neighbors follow the links
+between notes ([[wikilinks]] and markdown links) both ways.
 If a folder is not indexed yet, or files changed and no watcher is running,
 call reindex with an absolute path. index_status tells what is indexed and
 whether a background reindex has finished."""
@@ -131,7 +135,8 @@ def build_server(
     server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(),
                               lifespan=lifespan, log_level=_sdk_level(settings.log_level))
     for tool, hints in ((search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
-                        (get_file, _READS), (list_tags, _READS), (reindex, _WRITES),
+                        (get_file, _READS), (get_links, _READS), (get_neighbors, _READS),
+                        (list_tags, _READS), (reindex, _WRITES),
                         (reindex_many, _WRITES), (forget, _REMOVES)):
         server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""),
                         annotations=hints)

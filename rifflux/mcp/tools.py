@@ -23,7 +23,14 @@ from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
-from .answers import SNIPPET_WIDTH, chunk_answer, file_answer, search_answer
+from .answers import (
+    SNIPPET_WIDTH,
+    chunk_answer,
+    file_answer,
+    links_answer,
+    neighbors_answer,
+    search_answer,
+)
 from .auto_reindex import AutoReindex
 from .budget import DEFAULT_MAX_CHARS
 from .params import (
@@ -31,6 +38,7 @@ from .params import (
     ChunkId,
     Content,
     DbPath,
+    Depth,
     EndLine,
     Explain,
     FilePath,
@@ -38,10 +46,13 @@ from .params import (
     Force,
     ForgetPath,
     Frontmatter,
+    Limit,
     MaxChars,
     MaxPerFile,
     ModifiedAfter,
     ModifiedBefore,
+    Near,
+    NotePath,
     Paths,
     Query,
     ReindexMany,
@@ -103,6 +114,8 @@ async def search_rifflux(
     frontmatter: Frontmatter = None,
     modified_after: ModifiedAfter = None,
     modified_before: ModifiedBefore = None,
+    near: Near = None,
+    depth: Depth = 1,
     max_per_file: MaxPerFile = None,
     content: Content = "full",
     explain: Explain = False,
@@ -116,7 +129,9 @@ async def search_rifflux(
     written down in the indexed folders.
 
     Narrow it with paths, root, tags, frontmatter or modified_after/modified_before
-    when the question is about one folder, topic or period. For a cheap first look use
+    when the question is about one folder, topic or period, or with near (a note's
+    path) to the notes linked to or from that note (depth links away; each hit's
+    backlink_count says how many notes link to it). For a cheap first look use
     content='snippet', and max_per_file=1 to see which files matter rather than many
     sections of one long file; then read a hit whole with get_chunk (by chunk_id) or
     exact lines with get_file (path, start_line, end_line). If nothing relevant comes
@@ -124,7 +139,8 @@ async def search_rifflux(
     state = _state(ctx)
     filters: dict[str, Any] = {
         "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
-        "modified_after": modified_after, "modified_before": modified_before}
+        "modified_after": modified_after, "modified_before": modified_before,
+        "near": near, "depth": depth if near is not None else None}
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": content,
                              "explain": explain}
     if content == "snippet":  # a first look: shorter snippets (answers.search_answer)
@@ -202,6 +218,30 @@ async def get_file(
                         "result (with its `root`) or an absolute path; if the file is new, "
                         "reindex its folder")
     return file_answer(found, max_chars)
+
+
+async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRoot = None,
+                    limit: Limit = 100) -> dict[str, Any]:
+    """List a note's links both ways: the notes it links to (outgoing: [[wikilinks]],
+    embeds and markdown links, each with the file it resolves to, or path null when no
+    file matches; those are listed again under unresolved) and the notes that link to it
+    (backlinks). Each link says where it is written (heading, line, the line's text as
+    context, chunk_id for get_chunk). Use it to follow a note's references, or to see
+    what else says something about it."""
+    with _tool_errors():
+        found = await _state(ctx).rf.links(path, root=root)
+    return links_answer(found, limit)
+
+
+async def get_neighbors(ctx: Context[ServerState, Any], path: NotePath, depth: Depth = 1,
+                        root: FileRoot = None, limit: Limit = 100) -> dict[str, Any]:
+    """List the notes near a note in the link graph: those it links to or that link to
+    it (depth 1), and with depth 2 the notes linked to or from those, nearest first,
+    each with its path, title and distance. Use it to find related notes; to search
+    only among them, call search_rifflux with near=path and the same depth."""
+    with _tool_errors():
+        found = await _state(ctx).rf.neighbors(path, depth=depth, root=root)
+    return neighbors_answer(path, depth, found, limit)
 
 
 async def list_tags(ctx: Context[ServerState, Any], paths: Paths = None) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 Every writing connection installs TEMP triggers (they live and die with the
 connection) that append a row to ``changes`` in the same transaction as each
-write: a file written or deleted, a root added or removed, a vector stored. Each
-row carries the writing process's ``origin`` and a sequence number (the rowid:
-writes are serialised, so the sequence is the commit order).
+write: a file written or deleted, a root added or removed, a vector stored, a link
+resolved again (to another file, or to none). Each row carries the writing
+process's ``origin`` and a sequence number (the rowid: writes are serialised, so the
+sequence is the commit order).
 
 A process notices that someone else committed by ``PRAGMA data_version`` on its
 writer connection (which changes only when another connection commits: in one
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
+from .link_index import edges_of
 from .schema import mapped_errors
 from .written import Written
 
@@ -49,6 +51,10 @@ CREATE TEMP TRIGGER IF NOT EXISTS log_root_ai AFTER INSERT ON main.roots BEGIN
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS log_root_ad AFTER DELETE ON main.roots BEGIN
     INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'root_gone', old.id);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_link_au AFTER UPDATE OF target_file_id ON main.links
+BEGIN
+    INSERT INTO changes(origin, kind, ref) VALUES ({origin}, 'links', new.file_id);
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS log_vector_ai AFTER INSERT ON main.embeddings BEGIN
     INSERT INTO changes(origin, kind, hash) VALUES ({origin}, 'vector', new.content_hash);
@@ -157,6 +163,13 @@ class Follow:
                                      tag_levels(json.loads(f[4])), json.loads(f[5]))
                            for f in got)
         present = {e.id for e in entries}
+        relinked = {int(r[3]) for r in rows if r[2] == "links"} - set(files)
+        if relinked:  # files whose links now resolve elsewhere: are they still here?
+            got = await self.conn.execute_fetchall(
+                f"SELECT id FROM files WHERE id IN ({_marks(len(relinked))})",
+                tuple(sorted(relinked)))
+            relinked = {int(r[0]) for r in got}
+        edges = await edges_of(self.conn, present | relinked)
         ids: list[int] = []
         owners: list[int] = []
         blobs: list[bytes] = []
@@ -186,7 +199,7 @@ class Follow:
             added_ids=tuple(ids), added_files=tuple(owners), added_vectors=vectors,
             files=tuple(entries), files_removed=tuple(f for f in files if f not in present),
             files_replaced=tuple(files), roots=tuple(sorted(roots.items())),
-            roots_removed=roots_gone)
+            roots_removed=roots_gone, links=edges)
 
     async def prune(self) -> None:
         """Keep the last ``KEEP`` rows (a follower further behind reloads everything)."""

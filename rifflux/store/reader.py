@@ -148,15 +148,20 @@ class Reader:
         blob = b"".join(bytes(r[2]) for r in rows)
         return ids, files, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
 
-    async def catalog(self) -> tuple[dict[int, str], list[FileEntry]]:
-        """Every root, and every file as filters see it."""
+    async def catalog(self) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
+        """Every root, every file as filters see it, and every link between two files
+        (linking file, linked file)."""
         with mapped_errors(self.db_path):
             roots = await self.conn.execute_fetchall("SELECT id, path FROM roots")
             files = await self.conn.execute_fetchall(
                 "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files")
+            edges = await self.conn.execute_fetchall(
+                "SELECT DISTINCT file_id, target_file_id FROM links "
+                "WHERE target_file_id IS NOT NULL AND target_file_id != file_id")
         return ({int(r[0]): str(r[1]) for r in roots},
                 [FileEntry(int(f[0]), int(f[1]), str(f[2]), int(f[3]),
-                           tag_levels(json.loads(f[4])), json.loads(f[5])) for f in files])
+                           tag_levels(json.loads(f[4])), json.loads(f[5])) for f in files],
+                [(int(e[0]), int(e[1])) for e in edges])
 
     async def counts(self, model: str | None) -> tuple[Counts, str | None]:
         """The index's counts; vectors are counted for ``model``, or when it is None (not
@@ -173,7 +178,9 @@ class Reader:
                 "(SELECT COUNT(*) FROM embeddings WHERE model = ?), "
                 "(SELECT COUNT(DISTINCT content_hash) FROM chunks c WHERE NOT EXISTS "
                 " (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash "
-                "  AND e.model = ?)), (SELECT COUNT(*) FROM roots)",
+                "  AND e.model = ?)), (SELECT COUNT(*) FROM roots), "
+                "(SELECT COUNT(*) FROM links), "
+                "(SELECT COUNT(*) FROM links WHERE target_file_id IS NULL)",
                 (model or "", model or ""),
             )
             row = await cur.fetchone()
@@ -184,6 +191,8 @@ class Reader:
             "embeddings": int(row[2]),
             "pending_embeddings": int(row[3]),
             "roots": int(row[4]),
+            "links": int(row[5]),
+            "unresolved_links": int(row[6]),
         }
         return counts, model
 

@@ -8,14 +8,12 @@ relative path, the first root indexed wins and the others are named.
 from __future__ import annotations
 
 import json
-import os
-import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
 
-from ..errors import InvalidArgumentError
+from ..core.catalog import path_candidates
 from ..types import ChunkDetail, FileRecord
 from .reader import ROW_SQL, iso_utc, row_dict, title_of
 from .schema import mapped_errors
@@ -42,7 +40,7 @@ class Records:
                      root_id: int | None = None) -> Located | None:
         """The indexed file at ``path`` (under ``root_id`` when given); None when the
         index holds no file there. A path that leaves every root is an error."""
-        candidates = _candidates(path, roots)
+        candidates = path_candidates(path, roots)
         if root_id is not None:
             candidates = [(rid, rel) for rid, rel in candidates if rid == root_id]
         found: list[tuple[int, int, str]] = []  # (root id, file id, rel)
@@ -99,27 +97,3 @@ class Records:
         near = {int(r[0]): str(r[1]) for r in rows}
         return {**row_dict(row), "prev_chunk_id": near.get(index - 1),
                 "next_chunk_id": near.get(index + 1)}
-
-
-def _candidates(path: str, roots: dict[int, str]) -> list[tuple[int, str]]:
-    """(root id, relative path) pairs ``path`` may name."""
-    if not isinstance(path, str) or not path.strip():
-        raise InvalidArgumentError("path must be a file's path as search results give it")
-    given = os.path.expanduser(path.strip())
-    if os.path.isabs(given):
-        out: list[tuple[int, str]] = []
-        for spelling in dict.fromkeys([os.path.normpath(given), os.path.realpath(given)]):
-            for rid, root in roots.items():
-                if spelling.startswith(root.rstrip(os.sep) + os.sep):
-                    out.append((rid, Path(spelling).relative_to(root).as_posix()))
-        if not out:
-            listing = ", ".join(sorted(roots.values())) or "none yet"
-            raise InvalidArgumentError(
-                f"{path} is outside every indexed folder ({listing}); give a path from "
-                "search results, relative to its folder, or a path inside one of them")
-        return out
-    rel = posixpath.normpath(given.replace(os.sep, "/"))
-    if rel == ".." or rel.startswith("../") or rel == ".":
-        raise InvalidArgumentError(
-            f"{path!r} leaves its indexed folder; give a path from search results")
-    return [(rid, rel) for rid in roots]

@@ -13,9 +13,10 @@ import anyio
 
 from ..core.cjk import characters, has_cjk, index_text
 from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
+from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -94,6 +95,7 @@ CREATE TABLE IF NOT EXISTS embeddings(
     vector BLOB NOT NULL,
     UNIQUE(content_hash, model)
 );
+{LINKS_SCHEMA}
 -- Written by every writing process, read by the others (store/changes.py,
 -- store/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(
@@ -268,6 +270,7 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     ALTER TABLE chunks ADD COLUMN cjk TEXT;
     INSERT OR REPLACE INTO meta(key, value) VALUES ('fill_fts', '1');
     """, False),  # the CJK columns are filled and FTS5 rebuilt from the stored chunks
+    5: ("", True),  # the links tables are new: files are read again for their links
 }
 
 #: ``mtime_ns`` of a file that must be read again (after an upgrade).

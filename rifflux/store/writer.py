@@ -26,6 +26,7 @@ import numpy as np
 from ..core.filters import FileEntry, tag_levels
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
+from .link_index import forget_links, rekey_links, write_links
 from .schema import STALE_MTIME, cjk_columns, mapped_errors
 from .written import FileToWrite, Written, chunk_id_for
 
@@ -195,6 +196,7 @@ class Writer:
                     "WHERE root_id = ?", (parent_id, prefix, child_id))
                 leftover = [str(r[0]) for r in await self.conn.execute_fetchall(
                     "SELECT rel_path FROM files WHERE root_id = ?", (child_id,))]
+                edges = await rekey_links(self.conn, parent_id)
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
@@ -210,7 +212,8 @@ class Writer:
         moved = tuple(FileEntry(int(r[0]), parent_id, str(r[1]), int(r[2]),
                                 tag_levels(json.loads(r[3])), json.loads(r[4])) for r in rows)
         roots = ((parent_id, self._roots[parent_id]),) if parent_id in self._roots else ()
-        return replace(removed, files=moved, roots=roots, roots_removed=(child_id,))
+        return replace(removed, files=moved, roots=roots, roots_removed=(child_id,),
+                       links=edges + removed.links)
 
     async def forget_root(self, root_id: int) -> Written:
         """Remove a root and everything under it."""
@@ -315,6 +318,8 @@ class Writer:
                 )
                 added = [(int(r[0]), str(r[1]), int(r[2])) for r in await cur.fetchall()]
                 change = await self._inspect(removed, added)
+                edges = await write_links(self.conn, root_id, list(zip(file_ids, files,
+                                                                       strict=True)))
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
@@ -325,7 +330,7 @@ class Writer:
             for f, fid in zip(files, file_ids, strict=True)
         )
         roots = ((root_id, self._roots[root_id]),) if root_id in self._roots else ()
-        return replace(self._committed(change), files=entries, roots=roots)
+        return replace(self._committed(change), files=entries, roots=roots, links=edges)
 
     async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> Written:
         """Remove files and their chunks, in one transaction."""
@@ -351,11 +356,12 @@ class Writer:
                     )
                     gone.extend(int(r[0]) for r in await cur.fetchall())
                 change = await self._inspect(removed, [])
+                edges = await forget_links(self.conn, root_id, gone)
                 await self.conn.execute("COMMIT")
             except BaseException:
                 await self._rollback()
                 raise
-        return replace(self._committed(change), files_removed=tuple(gone))
+        return replace(self._committed(change), files_removed=tuple(gone), links=edges)
 
     async def _inspect(
         self, removed: list[tuple[int, str]], added: list[tuple[int, str, int]]

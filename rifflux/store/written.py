@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.chunker import Chunk, FileMetadata
+from ..core.chunker import Chunk, FileMetadata, Link
 from ..core.filters import FileEntry
 from ..core.vectors import F32
 
@@ -21,6 +21,11 @@ class FileToWrite:
     chunks: Sequence[Chunk]
     line_count: int = 0
     encoding: str = "utf-8"
+    links: Sequence[Link] = ()
+
+
+#: Files whose outgoing links changed, each with every file it links to now (file ids).
+Edges = tuple[tuple[int, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +44,7 @@ class Written:
     #: Files whose matrix rows are all dropped before ``added_ids`` are set (another
     #: process rewrote or deleted them: their old chunk rowids are not known here).
     files_replaced: tuple[int, ...] = ()
+    links: Edges = ()  # in order: a later entry for a file replaces an earlier one
 
 
 def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:

@@ -1,0 +1,183 @@
+"""The links tables, kept by the writer inside its own transactions.
+
+``links`` holds every link of every file as written, with the keys it is looked
+up by (``core.links.link_keys``) and the file it resolves to (NULL: unresolved);
+``note_keys`` and ``note_aliases`` hold what each file can be found by. When
+files appear, disappear or change their aliases, only the links those keys
+name are resolved again, from these tables: the files that contain the links
+are never read again (after ``Gamma.md`` is renamed, ``[[Gamma]]`` is
+unresolved; it resolves again when a ``Gamma.md`` appears).
+
+Every change answers the outgoing links, as file ids, of each file whose links
+it may have changed (``Edges``), for the query actor's link graph.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+
+import aiosqlite
+
+from ..core.links import LinkKeys, NoteKey, fold, link_keys, note_keys, resolve
+from .written import Edges, FileToWrite
+
+LINKS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS links(
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    chunk_index INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    embed INTEGER NOT NULL DEFAULT 0,
+    target TEXT NOT NULL,
+    text TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '',
+    rel_key TEXT,
+    abs_key TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    alias_key TEXT NOT NULL,
+    target_file_id INTEGER
+);
+CREATE INDEX IF NOT EXISTS links_file ON links(file_id);
+CREATE INDEX IF NOT EXISTS links_target ON links(target_file_id);
+CREATE INDEX IF NOT EXISTS links_name ON links(name_key);
+CREATE INDEX IF NOT EXISTS links_alias ON links(alias_key);
+CREATE TABLE IF NOT EXISTS note_keys(
+    file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    path_key TEXT NOT NULL,
+    name_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS note_keys_name ON note_keys(name_key);
+CREATE TABLE IF NOT EXISTS note_aliases(
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    alias_key TEXT NOT NULL,
+    PRIMARY KEY(file_id, alias_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS note_aliases_key ON note_aliases(alias_key);
+"""
+
+_IN = "IN (SELECT value FROM json_each(?))"
+
+
+def _json(values: Iterable[str] | Iterable[int]) -> str:
+    return json.dumps(list(dict.fromkeys(values)), ensure_ascii=False)
+
+
+async def write_links(conn: aiosqlite.Connection, root_id: int,
+                      files: Sequence[tuple[int, FileToWrite]]) -> Edges:
+    """Replace the links, keys and aliases of files just written (inside the writer's
+    transaction), then resolve what they change."""
+    ids = _json(fid for fid, _ in files)
+    known = {int(r[0]) for r in await conn.execute_fetchall(
+        f"SELECT file_id FROM note_keys WHERE file_id {_IN}", (ids,))}
+    old_aliases = {str(r[0]) for r in await conn.execute_fetchall(
+        f"SELECT alias_key FROM note_aliases WHERE file_id {_IN}", (ids,))}
+    await conn.execute(f"DELETE FROM links WHERE file_id {_IN}", (ids,))
+    await conn.execute(f"DELETE FROM note_aliases WHERE file_id {_IN}", (ids,))
+    await conn.executemany(
+        "INSERT OR REPLACE INTO note_keys(file_id, path_key, name_key) VALUES (?,?,?)",
+        [(fid, *note_keys(f.rel_path)) for fid, f in files])
+    aliases = sorted({(fid, fold(a)) for fid, f in files for a in f.metadata.aliases if fold(a)})
+    await conn.executemany("INSERT INTO note_aliases(file_id, alias_key) VALUES (?,?)", aliases)
+    await conn.executemany(
+        "INSERT INTO links(file_id, chunk_index, line, heading, kind, embed, target, text, "
+        "context, rel_key, abs_key, name_key, alias_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(fid, link.chunk_index, link.line, link.heading, link.kind, int(link.embed),
+          link.target, link.text, link.context, *_keys(f.rel_path, link.kind, link.target))
+         for fid, f in files for link in f.links])
+    # a file that is new here may be what other links name; an edited one only by aliases
+    new_names = {note_keys(f.rel_path)[1] for fid, f in files if fid not in known}
+    return await _resolve(conn, root_id, names=new_names,
+                          aliases=old_aliases | {a for _, a in aliases},
+                          sources=[fid for fid, _ in files])
+
+
+async def forget_links(conn: aiosqlite.Connection, root_id: int, gone: Collection[int]) -> Edges:
+    """After files were deleted: the links that resolved to them are resolved again (to
+    another file of that name, or to none)."""
+    if not gone:
+        return ()
+    return await _resolve(conn, root_id, targets=gone)
+
+
+async def rekey_links(conn: aiosqlite.Connection, root_id: int) -> Edges:
+    """After files moved into this root (their paths changed): every key in the root is
+    made again and every link in it resolved again."""
+    files = [(int(r[0]), str(r[1])) for r in await conn.execute_fetchall(
+        "SELECT id, rel_path FROM files WHERE root_id = ?", (root_id,))]
+    await conn.executemany(
+        "INSERT OR REPLACE INTO note_keys(file_id, path_key, name_key) VALUES (?,?,?)",
+        [(fid, *note_keys(rel)) for fid, rel in files])
+    rows = await conn.execute_fetchall(
+        "SELECT l.id, f.rel_path, l.kind, l.target FROM links l JOIN files f "
+        "ON f.id = l.file_id WHERE f.root_id = ?", (root_id,))
+    await conn.executemany(
+        "UPDATE links SET rel_key = ?, abs_key = ?, name_key = ?, alias_key = ? WHERE id = ?",
+        [(*_keys(str(r[1]), str(r[2]), str(r[3])), int(r[0])) for r in rows])
+    return await _resolve(conn, root_id, sources=[fid for fid, _ in files])
+
+
+def _keys(source_rel: str, kind: str, target: str) -> tuple[str | None, str, str, str]:
+    keys = link_keys(source_rel, "markdown" if kind == "markdown" else "wikilink", target)
+    return keys.rel, keys.abs, keys.name, keys.alias
+
+
+async def _resolve(conn: aiosqlite.Connection, root_id: int, *, names: Collection[str] = (),
+                   aliases: Collection[str] = (), sources: Collection[int] = (),
+                   targets: Collection[int] = ()) -> Edges:
+    """Resolve again the links of this root that name ``names`` or ``aliases``, that are
+    in ``sources`` or that resolved to ``targets``; answer the outgoing links of every
+    file whose links changed (and of every one of ``sources``)."""
+    # each key by its own index, then the root: never a walk over all the root's links
+    rows = await conn.execute_fetchall(
+        "SELECT l.id, l.file_id, l.rel_key, l.abs_key, l.name_key, l.alias_key, "
+        "l.target_file_id FROM links l CROSS JOIN files f ON f.id = l.file_id "
+        f"WHERE l.id IN (SELECT id FROM links WHERE name_key {_IN} "
+        f"UNION SELECT id FROM links WHERE alias_key {_IN} "
+        f"UNION SELECT id FROM links WHERE file_id {_IN} "
+        f"UNION SELECT id FROM links WHERE target_file_id {_IN}) AND f.root_id = ?",
+        (_json(names), _json(aliases), _json(sources), _json(targets), root_id))
+    if not rows and not sources:
+        return ()
+    named: dict[str, list[NoteKey]] = defaultdict(list)
+    for r in await conn.execute_fetchall(
+            "SELECT n.name_key, n.file_id, f.rel_path, n.path_key FROM note_keys n "
+            f"CROSS JOIN files f ON f.id = n.file_id WHERE n.name_key {_IN} AND f.root_id = ?",
+            (_json(str(r[4]) for r in rows), root_id)):
+        named[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), str(r[3])))
+    aliased: dict[str, list[NoteKey]] = defaultdict(list)
+    for r in await conn.execute_fetchall(
+            "SELECT a.alias_key, a.file_id, f.rel_path FROM note_aliases a "
+            f"CROSS JOIN files f ON f.id = a.file_id WHERE a.alias_key {_IN} AND f.root_id = ?",
+            (_json(str(r[5]) for r in rows), root_id)):
+        aliased[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), ""))
+    changed: list[tuple[int | None, int]] = []
+    touched = set(sources)
+    for r in rows:
+        keys = _link_keys(r)
+        target = resolve(keys, named.get(keys.name, ()), aliased.get(keys.alias, ()))
+        if target != (None if r[6] is None else int(r[6])):
+            changed.append((target, int(r[0])))
+            touched.add(int(r[1]))
+    await conn.executemany("UPDATE links SET target_file_id = ? WHERE id = ?", changed)
+    return await edges_of(conn, touched)
+
+
+def _link_keys(row: Sequence[object]) -> LinkKeys:
+    rel = row[2]
+    return LinkKeys(None if rel is None else str(rel), str(row[3]), str(row[4]), str(row[5]))
+
+
+async def edges_of(conn: aiosqlite.Connection, files: Collection[int]) -> Edges:
+    """The resolved outgoing links of ``files`` (each to the other files it links to)."""
+    if not files:
+        return ()
+    out: dict[int, set[int]] = {fid: set() for fid in files}
+    for r in await conn.execute_fetchall(
+            f"SELECT file_id, target_file_id FROM links WHERE file_id {_IN} "
+            "AND target_file_id IS NOT NULL AND target_file_id != file_id", (_json(files),)):
+        out[int(r[0])].add(int(r[1]))
+    return tuple((fid, tuple(sorted(targets))) for fid, targets in sorted(out.items()))

@@ -1,0 +1,289 @@
+"""Links between notes through the library: every link form in a vault written here,
+backlinks and neighbours, search near a note, and links that follow renames and deletes
+through the real watcher without reading the linking notes again."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rifflux import InvalidArgumentError, Rifflux
+from rifflux.core.fusion import rrf
+
+from .helpers import (
+    CountingEmbedder,
+    eventually,
+    indexed_then_downgraded,
+    reread_at_start,
+    write,
+)
+from .test_watch_pipeline import watcher_started, watching
+
+pytestmark = pytest.mark.anyio
+
+HOME = """---
+title: Home page
+---
+# Home
+
+Start at [[Projects/Alpha]] and [[Beta|the beta note]], or read [[The B]].
+
+## Reading
+
+See [[Gamma#Setup]] and the key point [[Gamma#^key-point]].
+![[Delta]]
+[[Missing Note]] is not written yet.
+[[My Space Note]] and [two](notes/Delta%20Two.md#intro) and [[Note]].
+Code: `[[InCode]]`.
+
+```
+[[Fenced]]
+```
+
+[web](https://example.org/Gamma.md)
+"""
+
+VAULT = {
+    "Home.md": HOME,
+    "Projects/Alpha.md": "# Alpha\n\nBack [home](../Home.md). Also [[Note]].\n",
+    "Beta.md": "---\naliases: [The B, Bee]\n---\n# Beta\n\nBeta links nowhere.\n",
+    "notes/Gamma.md": "# Gamma\n\n## Intro\n\nGamma begins.\n\n## Setup\n\nInstall the gamma "
+                      "tools with care.\n\n## Notes\n\nA key point about gamma. ^key-point\n",
+    "notes/Delta.md": "# Delta\n\nDelta text, see [[Epsilon]].\n",
+    "notes/Delta Two.md": "# Delta Two\n\n## Intro\n\nSecond delta.\n",
+    "notes/far/Epsilon.md": "# Epsilon\n\nThe far end of the garden path.\n",
+    "a/Note.md": "# Note A\n\nThe first note about the garden.\n",
+    "b/deeper/Note.md": "# Note B\n\nThe deeper note links [[Home]].\n",
+    "My Space Note.md": "# Spaces\n\nA name with spaces.\n",
+}
+
+#: Home's outgoing links: (target as written, where it resolves, line).
+HOME_LINKS = [
+    ("Projects/Alpha", "Projects/Alpha.md", 6),
+    ("Beta", "Beta.md", 6),
+    ("The B", "Beta.md", 6),
+    ("Gamma#Setup", "notes/Gamma.md", 10),
+    ("Gamma#^key-point", "notes/Gamma.md", 10),
+    ("Delta", "notes/Delta.md", 11),
+    ("Missing Note", None, 12),
+    ("My Space Note", "My Space Note.md", 13),
+    ("notes/Delta%20Two.md#intro", "notes/Delta Two.md", 13),
+    ("Note", "a/Note.md", 13),
+]
+
+
+def write_vault(root: Path, files: dict[str, str] = VAULT) -> Path:
+    for rel, text in files.items():
+        write(root, rel, text)
+    return root
+
+
+async def outgoing(rf: Rifflux, path: str) -> list[tuple[str, str | None]]:
+    return [(link["target"], link["path"]) for link in (await rf.links(path))["outgoing"]]
+
+
+async def backlinks(rf: Rifflux, path: str) -> list[str]:
+    return [link["path"] for link in (await rf.links(path))["backlinks"]]
+
+
+async def neighbours(rf: Rifflux, path: str, depth: int = 1) -> dict[str, int]:
+    return {n["path"]: n["distance"] for n in await rf.neighbors(path, depth=depth)}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "vault").resolve()
+
+
+async def test_every_link_form_resolves_as_obsidian_does(tmp_path: Path, vault: Path) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        found = await rf.links("Home.md")
+        assert (found["path"], found["root"]) == ("Home.md", str(vault))
+        out = found["outgoing"]
+        assert [(o["target"], o["path"], o["line"]) for o in out] == HOME_LINKS
+        by_target = {o["target"]: o for o in out}
+        assert by_target["Beta"]["text"] == "the beta note"
+        assert by_target["Delta"]["embed"] is True and by_target["Beta"]["embed"] is False
+        assert by_target["notes/Delta%20Two.md#intro"]["kind"] == "markdown"
+        assert by_target["notes/Delta%20Two.md#intro"]["anchor"] == "intro"
+        assert by_target["Gamma#^key-point"]["anchor"] == "^key-point"
+        assert by_target["Missing Note"]["context"] == "[[Missing Note]] is not written yet."
+        assert [o["heading"] for o in out[:3]] == ["Home"] * 3
+        assert {o["heading"] for o in out[3:]} == {"Home > Reading"}
+        # headings and blocks resolve to the chunk they name
+        for target, heading in (("Gamma#Setup", "Gamma > Setup"),
+                                ("Gamma#^key-point", "Gamma > Notes"),
+                                ("notes/Delta%20Two.md#intro", "Delta Two > Intro")):
+            chunk = await rf.get_chunk(str(by_target[target]["target_chunk_id"]))
+            assert chunk is not None and chunk["heading_path"] == heading, target
+        source = await rf.get_chunk(str(by_target["Delta"]["chunk_id"]))
+        assert source is not None and source["path"] == "Home.md"
+        assert [(u["target"], u["line"]) for u in found["unresolved"]] == [("Missing Note", 12)]
+        # the other way: who links here, and where
+        home_back = (await rf.links("Home.md"))["backlinks"]
+        assert [(b["path"], b["line"], b["kind"]) for b in home_back] == [
+            ("Projects/Alpha.md", 3, "markdown"), ("b/deeper/Note.md", 3, "wikilink")]
+        assert home_back[0]["target"] == "../Home.md" and home_back[0]["heading"] == "Alpha"
+        assert await backlinks(rf, "Beta.md") == ["Home.md", "Home.md"]
+        assert await backlinks(rf, "a/Note.md") == ["Home.md", "Projects/Alpha.md"]
+        assert await backlinks(rf, "b/deeper/Note.md") == []
+        status = await rf.status()
+        assert (status["links"], status["unresolved_links"]) == (14, 1)
+
+
+async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
+    tmp_path: Path, vault: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        near = await rf.neighbors("notes/far/Epsilon.md", depth=2)
+        assert near == [{"path": "notes/Delta.md", "title": "Delta", "distance": 1},
+                        {"path": "Home.md", "title": "Home page", "distance": 2}]
+        assert await neighbours(rf, "notes/far/Epsilon.md", 3) == {
+            "notes/Delta.md": 1, "Home.md": 2, "Projects/Alpha.md": 3, "Beta.md": 3,
+            "notes/Gamma.md": 3, "My Space Note.md": 3, "notes/Delta Two.md": 3,
+            "a/Note.md": 3, "b/deeper/Note.md": 3}
+        home = await neighbours(rf, "Home.md")
+        assert "Home.md" not in home and home["b/deeper/Note.md"] == 1  # it links to Home
+        assert "notes/far/Epsilon.md" not in home
+        assert (await neighbours(rf, "Home.md", 2))["notes/far/Epsilon.md"] == 2
+        assert await rf.neighbors(str(vault / "My Space Note.md")) == [
+            {"path": "Home.md", "title": "Home page", "distance": 1}]
+
+
+async def test_bad_paths_and_depths_are_errors_that_say_what_to_give(
+    tmp_path: Path, vault: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        for call in (rf.links("Nope.md"), rf.neighbors("Nope.md")):
+            with pytest.raises(InvalidArgumentError, match="not an indexed note.*search results"):
+                await call
+        with pytest.raises(InvalidArgumentError, match="leaves its indexed folder"):
+            await rf.links("../outside.md")
+        for depth in (0, -1, 11, 10**9):
+            with pytest.raises(InvalidArgumentError, match="depth must be a whole number from 1"):
+                await rf.neighbors("Home.md", depth=depth)
+        with pytest.raises(InvalidArgumentError, match="depth goes with near"):
+            await rf.search("garden", depth=2)
+        with pytest.raises(InvalidArgumentError, match="not an indexed note"):
+            await rf.search("garden", near="Nope.md")
+        with pytest.raises(InvalidArgumentError, match="depth must be"):
+            await rf.search("garden", near="Home.md", depth=0)
+        assert (await rf.status())["files"] == len(VAULT)  # and the service goes on
+
+
+async def test_search_near_a_note_filters_both_branches_before_ranking(
+    tmp_path: Path, vault: Path
+) -> None:
+    for i in range(40):  # decoys about the garden, linked to nothing
+        write(vault, f"decoys/d{i}.md", f"# Decoy {i}\n\n" + "garden path note " * 20)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        unfiltered = await rf.search("garden path note", top_k=5, mode="lexical")
+        assert all(r["path"].startswith("decoys/") for r in unfiltered)
+        near = {"notes/far/Epsilon.md", "notes/Delta.md", "Home.md"}
+        lists: dict[str, list[str]] = {}
+        for mode in ("lexical", "semantic", "hybrid"):
+            hits = await rf.search("garden path note", top_k=5, mode=mode,
+                                   near="notes/far/Epsilon.md", depth=2)
+            assert hits and {h["path"] for h in hits} <= near, mode
+            lists[mode] = [h["chunk_id"] for h in await rf.search(
+                "garden path note", top_k=10, mode=mode, near="notes/far/Epsilon.md", depth=2)]
+        fused = rrf([lists["lexical"], lists["semantic"]], k=60)
+        assert lists["hybrid"][:5] == [f.key for f in fused][:5]  # RRF of the filtered lists
+        one = await rf.search("garden", mode="lexical", near="notes/far/Epsilon.md")
+        assert {h["path"] for h in one} <= {"notes/far/Epsilon.md", "notes/Delta.md"}
+        counts = {h["path"]: h.get("backlink_count") for h in
+                  await rf.search("note", top_k=50, mode="lexical", max_per_file=1)}
+        assert counts["a/Note.md"] == 2 and counts["Home.md"] == 2
+        assert counts["b/deeper/Note.md"] == 0
+        described = rf.describe_search("x", near="Home.md", depth=2)["filters"]
+        assert described == {"near": "Home.md", "depth": 2}
+
+
+async def test_renames_and_deletes_re_resolve_links_without_reading_the_linking_notes(
+    tmp_path: Path,
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+    async with watching(tmp_path, vault) as rf:
+        await watcher_started(rf)
+        assert ("Gamma#Setup", "notes/Gamma.md") in await outgoing(rf, "Home.md")
+
+        # renamed: the link is kept as written, unresolved; nothing links to the new name
+        (vault / "notes/Gamma.md").rename(vault / "notes/Gamma-old.md")
+
+        async def gamma_unresolved() -> bool:
+            return ("Gamma#Setup", None) in await outgoing(rf, "Home.md")
+
+        await eventually(gamma_unresolved)
+        assert ("Gamma#^key-point", None) in await outgoing(rf, "Home.md")
+        assert await backlinks(rf, "notes/Gamma-old.md") == []
+        assert "notes/Gamma.md" not in await neighbours(rf, "Home.md")
+        # a note of that name appears again: the links resolve to it
+        write(vault, "notes/Gamma.md", "# Gamma\n\n## Setup\n\nA new gamma.\n")
+
+        async def gamma_back() -> bool:
+            return ("Gamma#Setup", "notes/Gamma.md") in await outgoing(rf, "Home.md")
+
+        await eventually(gamma_back)
+        assert await backlinks(rf, "notes/Gamma.md") == ["Home.md", "Home.md"]
+
+        # deleted: the embed is unresolved, the backlinks and neighbours follow
+        (vault / "notes/Delta.md").unlink()
+
+        async def delta_unresolved() -> bool:
+            return ("Delta", None) in await outgoing(rf, "Home.md")
+
+        await eventually(delta_unresolved)
+        assert await neighbours(rf, "notes/far/Epsilon.md", 3) == {}
+        # of two notes with one name, the other takes the links
+        (vault / "a/Note.md").unlink()
+
+        async def other_note() -> bool:
+            return ("Note", "b/deeper/Note.md") in await outgoing(rf, "Home.md")
+
+        await eventually(other_note)
+        assert await outgoing(rf, "Projects/Alpha.md") == [("../Home.md", "Home.md"),
+                                                           ("Note", "b/deeper/Note.md")]
+        # an alias that goes away: only Beta.md is read again
+        write(vault, "Beta.md", "# Beta\n\nNo aliases now.\n")
+
+        async def alias_gone() -> bool:
+            return ("The B", None) in await outgoing(rf, "Home.md")
+
+        await eventually(alias_gone)
+        jobs = (await rf.status())["jobs"]
+        read = {rel for j in jobs if j["source"] == "watcher" and j["result"]
+                for rel in j["result"].get("changed", {}).get("indexed", [])}
+        assert read == {"notes/Gamma-old.md", "notes/Gamma.md", "Beta.md"}
+        assert (await rf.status())["unresolved_links"] == 3  # Missing Note, Delta, The B
+
+
+async def test_an_index_of_version_5_gets_its_links_when_opened(tmp_path: Path,
+                                                                vault: Path) -> None:
+    db = tmp_path / "i.db"
+    embedder, embedded = await indexed_then_downgraded(db, vault, 5)
+    async with Rifflux(db, embedder=embedder) as rf:
+        await reread_at_start(rf)  # the files are read again in the background
+        assert [t for t, _ in await outgoing(rf, "Home.md")] == [t for t, _, _ in HOME_LINKS]
+        assert (await rf.status())["links"] == 14
+    assert len(embedder.embedded) == embedded  # the vectors were kept
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+            == ("6",)
+
+
+async def test_a_folder_absorbed_into_its_parent_resolves_its_links_there(
+    tmp_path: Path, vault: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault / "Projects")  # a root of its own: Home is outside it
+        assert await outgoing(rf, "Alpha.md") == [("../Home.md", None), ("Note", None)]
+        await rf.reindex(vault)
+        assert await outgoing(rf, "Projects/Alpha.md") == [("../Home.md", "Home.md"),
+                                                           ("Note", "a/Note.md")]
+        assert await backlinks(rf, "Home.md") == ["Projects/Alpha.md", "b/deeper/Note.md"]

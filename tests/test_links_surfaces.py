@@ -1,0 +1,113 @@
+"""Links between notes through the MCP server (a real client over stdio) and the command
+line (subprocesses), on the vault of ``test_links``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .test_cli import rifflux_cli
+from .test_links import HOME_LINKS, VAULT, write_vault
+from .test_mcp_stdio import call, call_error, mcp_session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_links_and_neighbours_through_mcp(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault")
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(vault))
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        for name in ("get_links", "get_neighbors"):
+            tool = tools[name]
+            assert tool.annotations is not None and tool.annotations.read_only_hint is True
+            props = tool.input_schema["properties"]
+            assert tool.input_schema["required"] == ["path"]
+            assert all(props[p].get("description") for p in props), name
+        depth = tools["get_neighbors"].input_schema["properties"]["depth"]
+        assert (depth["minimum"], depth["maximum"], depth["default"]) == (1, 10, 1)
+        search_props = tools["search_rifflux"].input_schema["properties"]
+        assert {"near", "depth"} <= set(search_props)
+
+        links = await call(session, "get_links", path="Home.md")
+        assert [(o["target"], o["path"], o["line"]) for o in links["outgoing"]] == HOME_LINKS
+        assert links["counts"] == {"outgoing": 10, "backlinks": 2, "unresolved": 1}
+        assert [b["path"] for b in links["backlinks"]] == ["Projects/Alpha.md",
+                                                          "b/deeper/Note.md"]
+        cut = await call(session, "get_links", path="Home.md", limit=3)
+        assert len(cut["outgoing"]) == 3 and cut["counts"]["outgoing"] == 10
+        assert cut["truncated"] is True and "limit" in cut["hint"]
+
+        near = await call(session, "get_neighbors", path="notes/far/Epsilon.md", depth=2)
+        assert near["neighbors"] == [
+            {"path": "notes/Delta.md", "title": "Delta", "distance": 1},
+            {"path": "Home.md", "title": "Home page", "distance": 2}]
+        assert near["count"] == 2 and "truncated" not in near
+
+        hits = await call(session, "search_rifflux", query="garden", mode="lexical",
+                          near="notes/far/Epsilon.md", depth=2, explain=True)
+        assert hits["count"] > 0
+        assert {h["path"] for h in hits["results"]} <= {"notes/far/Epsilon.md",
+                                                       "notes/Delta.md", "Home.md"}
+        assert hits["explain"]["filters"] == {"near": "notes/far/Epsilon.md", "depth": 2}
+        assert all("backlink_count" in h for h in hits["results"])
+        plain = await call(session, "search_rifflux", query="garden", mode="lexical")
+        assert "notes/far/Epsilon.md" in {h["path"] for h in plain["results"]}
+        assert "explain" not in plain
+
+        error = await call_error(session, "get_links", path="Nope.md")
+        assert "not an indexed note" in error and "search results" in error
+        error = await call_error(session, "get_neighbors", path="Home.md", depth=0)
+        assert "depth" in error and "call again" in error
+        error = await call_error(session, "search_rifflux", query="x", near="Nope.md")
+        assert "not an indexed note" in error
+        status = await call(session, "index_status")
+        assert (status["links"], status["unresolved_links"]) == (14, 1)
+
+
+def test_links_and_neighbours_through_the_command_line(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault")
+    assert rifflux_cli(tmp_path, "--db", "index.db", "index", str(vault)).returncode == 0
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "links", "vault/Home.md")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "vault/Home.md"
+    assert lines[1] == "links to: 10 (1 unresolved)"
+    assert any(line.split() == ["12", "[[Missing", "Note]]", "unresolved"] for line in lines)
+    assert any(line.split() == ["13", "[two](notes/Delta%20Two.md#intro)", "notes/Delta",
+                                "Two.md"] for line in lines)
+    assert "linked from: 2" in lines
+    assert "  vault/b/deeper/Note.md:3  Note B  [[Home]]" in lines
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "links", "Home.md", "--json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [(o["target"], o["path"], o["line"]) for o in found["outgoing"]] == HOME_LINKS
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "neighbors", "notes/far/Epsilon.md",
+                       "--depth", "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["1  notes/Delta.md  Delta", "2  Home.md  Home page"]
+    done = rifflux_cli(tmp_path, "--db", "index.db", "neighbors", "Home.md", "--json")
+    assert {n["path"] for n in json.loads(done.stdout)} == set(VAULT) - {
+        "Home.md", "notes/far/Epsilon.md"}
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "search", "garden", "--mode", "lexical",
+                       "--near", "vault/notes/far/Epsilon.md", "--json")
+    assert done.returncode == 0, done.stderr
+    assert {h["path"] for h in json.loads(done.stdout)["results"]} <= {
+        "notes/far/Epsilon.md", "notes/Delta.md"}
+
+    for args, message in ((("links", "Nope.md"), "not an indexed note"),
+                          (("neighbors", "Home.md", "--depth", "11"), "depth must be"),
+                          (("search", "x", "--depth", "2"), "depth goes with near")):
+        done = rifflux_cli(tmp_path, "--db", "index.db", *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.startswith("rifflux: error: ") and message in done.stderr
+        assert "Traceback" not in done.stderr
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "status")
+    assert any(line.split()[:2] == ["links", "14"] for line in done.stdout.splitlines())
