@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -59,14 +60,14 @@ class IndexRun:
                 self._problem(target.requested or str(target.root),
                               "folder not found; check the path (nothing was removed)")
                 continue
+            target = await self._within_root(target)
             scan = await self._scan(target) if target.paths is None else None
             root_id = await self._writer.find_root(target.root)
             if root_id is None and scan is not None and self._too_large(target, scan):
                 continue
             if root_id is None:
                 root_id = await self._writer.root_id(target.root)
-            if target.paths is None:
-                await self._absorb(target.root, root_id)
+            await self._absorb(target.root, root_id)
             known = await self._writer.known_files(root_id)
             plan = await self._plan(target, known, scan)
             self._progress.planned += len(plan.changed)
@@ -90,6 +91,21 @@ class IndexRun:
                       "index the folder you mean, or pass yes=true (rifflux index --yes) "
                       "to index them all")
         return True
+
+    async def _within_root(self, target: Target) -> Target:
+        """A folder inside an indexed root is that part of the root: roots never overlap,
+        whoever asks (a reindex, a watcher, after another process indexed the parent)."""
+        if await self._writer.find_root(target.root) is not None:
+            return target
+        container = await self._writer.root_containing(target.root)
+        if container is None:
+            return target
+        inside = target.root.relative_to(container).as_posix() + "/"
+        if target.paths is None:
+            return replace(target, root=container, prefix=inside + target.prefix)
+        return replace(target, root=container,
+                       paths=frozenset(inside + p for p in target.paths),
+                       deletes=frozenset(inside + p for p in target.deletes))
 
     async def _absorb(self, root: Path, root_id: int) -> None:
         """Roots never overlap: an indexed folder inside this one becomes part of it (its

@@ -217,10 +217,13 @@ class Indexer:
             await anyio.sleep(FOLLOW_EVERY)
 
     async def _others_wrote(self) -> None:
-        """Another process committed: apply what it changed as if it were ours."""
+        """Another process committed: apply what it changed as if it were ours. Until
+        that is done nothing counts as read: a failure is tried again at the next tick;
+        an unexpected one reloads everything instead (the boundary: never a crash)."""
         assert self._follow is not None
+        follow = self._follow
         try:
-            foreign = await self._follow.read(self._model, self._writer.roots)
+            foreign = await follow.read(self._model, self._writer.roots)
             if foreign is None:
                 return
             if foreign.reload or foreign.written.files or foreign.written.files_removed:
@@ -232,9 +235,17 @@ class Indexer:
                 self._jobs.settle(self._writer.missing)
             else:
                 await self._committed(foreign.written)
-        except RiffluxError as exc:  # busy: the next tick tries again
+            follow.done(foreign.upto)
+        except RiffluxError as exc:  # busy, most likely: the next tick tries again
             logger.info("cannot read other processes' changes yet: %s", exc)
-            self._follow.look_again()
+            follow.look_again()
+            return
+        except Exception:
+            logger.exception("cannot apply other processes' changes; reloading the vectors "
+                             "and the catalog instead")
+            with contextlib.suppress(Exception):  # (if even that fails: the next tick)
+                follow.done(await follow.sequence())
+            await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
             return
         self._nudge_embedder()
 

@@ -76,6 +76,8 @@ class Foreign:
     #: The log no longer reaches back far enough: the matrix, the catalog and the
     #: missing texts must be read again whole.
     reload: bool = False
+    #: The last sequence number these changes cover (``Follow.done`` once applied).
+    upto: int = 0
 
 
 class Follow:
@@ -124,25 +126,30 @@ class Follow:
 
     async def read(self, model: str | None, roots: dict[int, str]) -> Foreign | None:
         """Other processes' changes since the last read, as one ``Written`` (None: only
-        this process's own, or none). ``roots`` is the writer's cache of root paths."""
+        this process's own, or none). ``roots`` is the writer's cache of root paths.
+
+        Nothing counts as read until ``done(foreign.upto)``: whatever fails before the
+        changes are applied, they are read again at the next look."""
         with mapped_errors(self.db_path):
-            rows = await self.conn.execute_fetchall(
+            rows = list(await self.conn.execute_fetchall(
                 "SELECT seq, origin, kind, ref, hash FROM changes WHERE seq > ? ORDER BY seq",
-                (self.seen,))
-            rows = list(rows)
+                (self.seen,)))
             if not rows:
                 return None
-            first = int(rows[0][0])
-            behind = first > self.seen + 1 and self.seen > 0 and await self._pruned_past()
-            self.seen = int(rows[-1][0])
+            upto = int(rows[-1][0])
+            if int(rows[0][0]) > self.seen + 1 and await self._pruned_past():
+                return Foreign(Written(), reload=True, upto=upto)
             theirs = [r for r in rows if r[1] != self.origin]
-            if behind:
-                return Foreign(Written(), reload=True)
             if not theirs:
+                self.seen = upto  # only this process's own
                 return None
             return Foreign(await self._gather(theirs, model, roots),
                            embedded=tuple(sorted({str(r[4]) for r in theirs
-                                                  if r[2] == "vector"})))
+                                                  if r[2] == "vector"})), upto=upto)
+
+    def done(self, upto: int) -> None:
+        """The changes up to ``upto`` are applied."""
+        self.seen = max(self.seen, upto)
 
     async def _pruned_past(self) -> bool:
         rows = await self.conn.execute_fetchall("SELECT MIN(seq) FROM changes")
@@ -163,13 +170,13 @@ class Follow:
                                      tag_levels(json.loads(f[4])), json.loads(f[5]))
                            for f in got)
         present = {e.id for e in entries}
-        relinked = {int(r[3]) for r in rows if r[2] == "links"} - set(files)
-        if relinked:  # files whose links now resolve elsewhere: are they still here?
+        relinked = sorted({int(r[3]) for r in rows if r[2] == "links"} - set(files))
+        still: set[int] = set()
+        for part in _parts(relinked):  # files whose links resolve elsewhere: still here?
             got = await self.conn.execute_fetchall(
-                f"SELECT id FROM files WHERE id IN ({_marks(len(relinked))})",
-                tuple(sorted(relinked)))
-            relinked = {int(r[0]) for r in got}
-        edges = await edges_of(self.conn, present | relinked)
+                f"SELECT id FROM files WHERE id IN ({_marks(len(part))})", tuple(part))
+            still.update(int(r[0]) for r in got)
+        edges = await edges_of(self.conn, present | still)
         ids: list[int] = []
         owners: list[int] = []
         blobs: list[bytes] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -189,7 +190,7 @@ async def connect(
             await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             await conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:
-                await conn.execute("PRAGMA journal_mode=WAL")
+                await _wal(conn, busy_timeout_ms)
                 await conn.execute("PRAGMA synchronous=NORMAL")
                 await _ensure_schema(conn, db_path)
             else:
@@ -199,6 +200,23 @@ async def connect(
                 await conn.close()
             raise
     return conn
+
+
+async def _wal(conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+    """Switch to WAL. Two processes opening a new index at the same moment race for
+    this switch, and SQLite answers "database is locked" at once rather than waiting;
+    the loser tries again, within the busy timeout."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.01
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() > deadline:
+                raise
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 0.2)
 
 
 async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:

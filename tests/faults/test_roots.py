@@ -12,7 +12,7 @@ import pytest
 from rifflux import Rifflux, Settings
 from rifflux.errors import InvalidArgumentError
 
-from ..helpers import CountingEmbedder, write
+from ..helpers import CountingEmbedder, eventually, write
 from ..test_mcp_stdio import call, call_error, mcp_session, server_env
 
 pytestmark = pytest.mark.anyio
@@ -192,3 +192,28 @@ async def test_mcp_reindex_from_a_server_started_in_home_is_refused_and_forget_w
     assert forgot["removed_roots"] == [str(home.resolve())] and forgot["removed_files"] == 2
     assert "not in the index" in missing
     assert after["files"] == 0 and after["roots"] == 0
+
+
+async def test_a_folder_inside_a_root_never_becomes_a_root_of_its_own(tmp_path: Path) -> None:
+    parent = tmp_path / "a"
+    child = folder(parent / "b", 2, word="hello")
+    async with open_rifflux(tmp_path) as rf:
+        both = await rf.reindex(paths=[parent, child])  # in one job
+        assert await rf.roots() == [str(parent)]
+        assert both["errors"] == []
+        hits = await rf.search("hello", mode="lexical")
+        assert sorted(h["path"] for h in hits) == ["b/note-0.md", "b/note-1.md"]
+    async with Rifflux(settings=Settings(db_path=tmp_path / "i.db", watch_paths=(child,)),
+                       embedder=CountingEmbedder()) as rf:  # a watcher of the child
+
+        async def settled() -> bool:
+            jobs = (await rf.status())["jobs"]
+            return bool(jobs) and all(j["status"] == "completed" for j in jobs)
+
+        await eventually(settled)
+        write(child, "note-2.md", "# Note 2\n\nhello again from the watcher\n")
+        await eventually(lambda: rf.search("again", mode="lexical"))
+        roots = await rf.roots()
+        hits = await rf.search("hello", mode="lexical")
+    assert roots == [str(parent)]
+    assert sorted(h["path"] for h in hits) == ["b/note-0.md", "b/note-1.md", "b/note-2.md"]

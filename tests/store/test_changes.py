@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rifflux import IndexBusyError
 from rifflux.store import changes
 from rifflux.store.changes import Follow
 from rifflux.store.schema import connect
@@ -52,6 +53,7 @@ async def test_each_sees_the_others_files_and_vectors_not_its_own(
     assert await b_follow.others_wrote() is True
     seen = await b_follow.read(MODEL, b.roots)
     assert seen is not None and not seen.reload
+    b_follow.done(seen.upto)
     assert sorted(e.rel_path for e in seen.written.files) == ["one.md", "two.md"]
     assert seen.written.added_ids == ()  # no vectors yet
     assert b.roots == {root: str(tmp_path / "docs")}
@@ -60,12 +62,14 @@ async def test_each_sees_the_others_files_and_vectors_not_its_own(
     assert await b_follow.others_wrote() is True
     vectors = await b_follow.read(MODEL, b.roots)
     assert vectors is not None and vectors.embedded == tuple(sorted(hashes("first text")))
+    b_follow.done(vectors.upto)
     assert len(vectors.written.added_ids) == 1 and vectors.written.files == ()
 
     await a.delete_files(root, ["two.md"])
     assert await b_follow.others_wrote() is True
     gone = await b_follow.read(MODEL, b.roots)
     assert gone is not None and len(gone.written.files_removed) == 1
+    b_follow.done(gone.upto)
     assert gone.written.files_replaced == gone.written.files_removed
 
     await b.write_files(root, [afile("three.md", "third")])
@@ -80,12 +84,38 @@ async def test_a_follower_behind_the_pruned_log_reloads(
 ) -> None:
     a, a_follow, _b, b_follow = pair
     monkeypatch.setattr(changes, "KEEP", 2)
-    root = await a.root_id(tmp_path / "docs")
-    await b_follow.read(MODEL, {})  # b has seen the root
+    root = await a.root_id(tmp_path / "docs")  # (b has read nothing yet)
     for i in range(6):
         await a.write_files(root, [afile(f"f{i}.md", f"text {i}")])
     await a_follow.prune()
     assert await b_follow.others_wrote() is True
     behind = await b_follow.read(MODEL, {})
     assert behind is not None and behind.reload
+    b_follow.done(behind.upto)
     assert await b_follow.read(MODEL, {}) is None  # caught up
+
+
+async def test_changes_that_could_not_be_applied_are_read_again(
+    pair: tuple[Writer, Follow, Writer, Follow], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, _a_follow, b, b_follow = pair
+    root = await a.root_id(tmp_path / "docs")
+    await a.write_files(root, [afile("one.md", "first text")])
+    real = changes.edges_of
+    calls = 0
+
+    async def busy_once(*args: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise IndexBusyError("the index is locked by another writer")
+        return await real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(changes, "edges_of", busy_once)
+    with pytest.raises(IndexBusyError):
+        await b_follow.read(MODEL, b.roots)
+    again = await b_follow.read(MODEL, b.roots)  # nothing was counted as read
+    assert again is not None and [e.rel_path for e in again.written.files] == ["one.md"]
+    b_follow.done(again.upto)
+    assert await b_follow.read(MODEL, b.roots) is None

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 
@@ -127,3 +128,30 @@ async def test_another_schema_version_is_refused_with_what_to_do(tmp_path: Path)
     for readonly in (False, True):
         with pytest.raises(SchemaVersionError, match="schema version 999.*delete the file"):
             await connect(db, busy_timeout_ms=1000, readonly=readonly)
+
+
+async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_holds_up(
+    tmp_path: Path,
+) -> None:
+    # Two processes opening a new index at once: one writes it still in rollback-journal
+    # mode while the other asks for WAL, which SQLite refuses at once ("database is
+    # locked") instead of waiting out the busy timeout. The open waits for it instead.
+    db = tmp_path / "new.db"
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("CREATE TABLE held(x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO held VALUES (1)")  # a reserved lock, held
+
+    async def release_later() -> None:
+        await anyio.sleep(0.3)
+        other.execute("COMMIT")
+        other.close()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(release_later)
+        conn = await connect(db, busy_timeout_ms=5000)
+    try:
+        row = await (await conn.execute("PRAGMA journal_mode")).fetchone()
+        assert row is not None and row[0] == "wal"
+    finally:
+        await conn.close()
