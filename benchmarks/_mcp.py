@@ -145,16 +145,32 @@ async def through_mcp(state: State) -> dict[str, Any]:
     }
 
 
+#: What SPEC requires of an answer and of each result, whatever else is added.
+_SPEC_ANSWER = ("query", "mode", "count", "embedding_model", "results")
+_SPEC_RESULT = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown")
+
+
 async def _answer_sizes(session: Any, queries: list[str]) -> dict[str, Any]:
     """Characters of a top-10 hybrid answer's text, as an agent receives it, with whole
-    contents and with content='snippet' (the first look an agent pays for)."""
-    sizes: dict[str, list[int]] = {"full": [], "snippet": []}
+    contents and with content='snippet' (the first look an agent pays for); and
+    ``spec_floor``: the same answers cut down to the fields SPEC requires, no snippet
+    and no content, which no first look can go below."""
+    sizes: dict[str, list[int]] = {"full": [], "snippet": [], "spec_floor": []}
     for query in queries:
-        for content in sizes:
+        for content in ("full", "snippet"):
             with anyio.fail_after(_CALL_TIMEOUT):
                 result = await session.call_tool("search_rifflux", {
                     "query": query, "top_k": 10, "content": content})
             _count(result)
-            sizes[content].append(sum(len(getattr(c, "text", "")) for c in result.content))
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            sizes[content].append(len(text))
+            if content == "snippet":
+                sizes["spec_floor"].append(len(_spec_floor(json.loads(text))))
     return {content: {"median": statistics.median(n), "max": max(n), "queries": len(n)}
             for content, n in sizes.items()}
+
+
+def _spec_floor(answer: dict[str, Any]) -> str:
+    floor = {k: answer[k] for k in _SPEC_ANSWER}
+    floor["results"] = [{k: hit[k] for k in _SPEC_RESULT} for hit in answer["results"]]
+    return json.dumps(floor, ensure_ascii=False, separators=(",", ":"))

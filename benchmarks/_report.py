@@ -103,7 +103,10 @@ def _latency(results: dict[str, Any]) -> list[str]:
         note += [f"A top-10 hybrid `search_rifflux` answer, as text: median "
                  f"{sizes['full']['median']} characters (max {sizes['full']['max']}) with whole "
                  f"contents, {sizes['snippet']['median']} (max {sizes['snippet']['max']}) with "
-                 "`content='snippet'`.", ""]
+                 "`content='snippet'`. The fields SPEC requires of every answer and hit "
+                 f"(`chunk_id`, `path`, `heading_path`, `chunk_index`, `score_breakdown`) "
+                 f"alone take median {sizes['spec_floor']['median']} (max "
+                 f"{sizes['spec_floor']['max']}): no first look can be smaller.", ""]
     if rg:
         note += [f"ripgrep: {rg['version']}, one whole process per query; all queries "
                 f"p50 {rg['all']['p50_ms']} ms, p95 {rg['all']['p95_ms']} ms.", ""]
