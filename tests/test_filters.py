@@ -143,6 +143,8 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
 @pytest.mark.parametrize(("filters", "message"), [
     ({"modified_after": "last tuesday"}, "cannot read 'last tuesday' as a date"),
     ({"modified_before": "12q"}, "cannot read '12q'"),
+    ({"modified_after": "99999y"}, "'99999y' reaches back before the year 1"),
+    ({"modified_before": "0001-01-01"}, "'0001-01-01' is outside the dates"),
     ({"frontmatter": {"status": {"nested": 1}}}, "not a string, number or boolean"),
     ({"frontmatter": {"status": [None]}}, "not a string, number or boolean"),
     ({"tags": [3]}, "list of strings"),
@@ -157,6 +159,28 @@ async def test_malformed_filters_are_clear_errors(
             return
         with pytest.raises(InvalidArgumentError, match=message):
             await rf.search("anything", **filters)  # type: ignore[arg-type]
+
+
+async def test_date_filters_follow_a_file_touched_without_a_change(
+    tmp_path: Path, vault: Path,
+) -> None:
+    # Same bytes, new mtime (a `touch`, a checkout): nothing to reindex but the date.
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        assert await search_paths(rf, modified_before="2w") == [
+            "journal/2026-11-01.md", "projects/beta.md"]
+        long_ago = time.time() - 800 * 86400
+        os.utime(vault / "projects" / "alpha.md", (long_ago, long_ago))
+        now = time.time()
+        os.utime(vault / "journal" / "2026-11-01.md", (now, now))
+        await rf.reindex(vault)
+        assert await search_paths(rf, modified_before="2w") == [
+            "projects/alpha.md", "projects/beta.md"]
+        assert await search_paths(rf, modified_after="2y") == [
+            "journal/2026-11-01.md", "journal/2026-11-02.md", "projects/beta.md"]
+        hit = (await rf.search("otters", paths=["projects/alpha.md"]))[0]
+        assert hit["modified"].startswith(
+            datetime.fromtimestamp(long_ago).astimezone().strftime("%Y"))
 
 
 async def test_filters_follow_edits_and_deletes(tmp_path: Path, vault: Path) -> None:

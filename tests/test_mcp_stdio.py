@@ -304,6 +304,9 @@ async def test_bad_arguments_are_error_results_and_the_server_keeps_serving(
         empty = await call_error(session, "reindex_many", paths=[])
         other_db = await call_error(session, "search_rifflux", query="x",
                                     db_path=str(tmp_path / "none.db"))
+        lone_depth = await call_error(session, "search_rifflux", query="x", depth=2)
+        too_old = await call_error(session, "search_rifflux", query="x",
+                                   modified_after="99999y")
         still = await call(session, "search_rifflux", query="wombat", mode="lexical")
     assert "mode" in unknown_mode and "'hybrid'" in unknown_mode and "call again" in unknown_mode
     assert "top_k" in zero and "1" in zero
@@ -314,7 +317,23 @@ async def test_bad_arguments_are_error_results_and_the_server_keeps_serving(
     assert "not found" in folder and "existing folder" in folder
     assert "paths" in empty
     assert "no index at db_path" in other_db
+    assert "depth goes with near" in lone_depth
+    assert "before the year 1" in too_old
     assert still["count"] == 1
+
+
+async def test_an_index_the_server_cannot_open_is_every_tools_answer_not_a_dead_server(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "index.db").write_text("a shopping list, not an index\n")
+    async with mcp_session(tmp_path) as session:
+        status = await call_error(session, "index_status")
+        search = await call_error(session, "search_rifflux", query="x")
+        again = await call_error(session, "reindex", path=str(tmp_path))
+    for answer in (status, search, again):
+        assert "could not open its index" in answer and "is not a Rifflux index" in answer
+        assert "restart the server" in answer
+    assert (tmp_path / "index.db").read_text() == "a shopping list, not an index\n"
 
 
 async def test_search_can_read_another_index_file_by_db_path(tmp_path: Path) -> None:
@@ -521,6 +540,11 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
                                 "backlink_count"}
             assert len(hit["snippet"].replace("**", "")) <= 162
             assert len(repr(hit["score_breakdown"]["rrf"])) <= 8  # 4 significant digits
+        cut = await call(session, "search_rifflux", query="river delta", top_k=100,
+                         max_per_file=1, content="snippet", max_chars=3000)
+        assert cut["count"] == 100 and cut["truncated"] is True
+        assert sum(len(r["snippet"]) for r in cut["results"]) <= 3000
+        assert "snippets were cut" in cut["hint"] and "content='snippet'" not in cut["hint"]
         light = text_of(await session.call_tool("search_rifflux", {
             "query": "river delta", "top_k": 10, "content": "snippet"}))
         whole = text_of(await session.call_tool("search_rifflux", {

@@ -262,7 +262,8 @@ class IndexRun:
                 if res.warning:
                     self._warn(str(root / res.rel_path), res.warning)
                 to_write.append(_to_write(res))
-        await self._writer.touch(touches)
+        if touches:
+            await self._on_commit(await self._writer.touch(touches))
         if to_write:
             written = await self._writer.write_files(root_id, to_write)
             self._progress.indexed.update((root_key, f.rel_path) for f in to_write)

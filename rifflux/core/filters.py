@@ -222,7 +222,12 @@ def _when(name: str, value: str | date | None, now: datetime) -> float | None:
         relative = _RELATIVE.match(value)
         if relative:
             days = int(relative.group(1)) * _DAYS[relative.group(2).lower()]
-            return (now - timedelta(days=days)).timestamp()
+            try:
+                return (now - timedelta(days=days)).timestamp()
+            except OverflowError:
+                raise InvalidArgumentError(
+                    f"{name}: {value!r} reaches back before the year 1; give a shorter "
+                    f"age, or leave {name} out for no bound") from None
         try:
             moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
@@ -233,9 +238,14 @@ def _when(name: str, value: str | date | None, now: datetime) -> float | None:
             ) from None
     else:
         raise InvalidArgumentError(f"{name} must be a date string such as 2026-11-01 or 7d")
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # a date or datetime without a zone: local time
-    return moment.timestamp()
+    try:
+        if moment.tzinfo is None:
+            moment = moment.astimezone()  # a date or datetime without a zone: local time
+        return moment.timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise InvalidArgumentError(
+            f"{name}: {value!r} is outside the dates this machine can compare; give a "
+            f"later date, or leave {name} out for no bound") from None
 
 
 # ---------------------------------------------------------------- matching

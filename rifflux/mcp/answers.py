@@ -43,11 +43,13 @@ async def search_answer(
         hints.append(await _why_empty(rf, query, filters))
     if explain:
         answer["explain"] = rf.describe_search(query, **filters)
-    if fit_results(results, max_chars):
+    if fit_results(answer["results"], max_chars):  # (the compact ones, for a first look)
         answer["truncated"] = True
-        hints.append(f"contents were cut to fit max_chars={max_chars} (marked …[+N chars]): "
-                     "read a hit whole with get_chunk(chunk_id), or ask with "
-                     "content='snippet', a smaller top_k or max_per_file")
+        smaller = ("a smaller top_k or max_per_file" if content == "snippet"
+                   else "content='snippet', a smaller top_k or max_per_file")
+        hints.append(f"{'snippets' if content == 'snippet' else 'contents'} were cut to fit "
+                     f"max_chars={max_chars} (marked …[+N chars]): read a hit whole with "
+                     f"get_chunk(chunk_id), or ask with {smaller}")
     if hints:
         answer["hint"] = "; ".join(hints)
     return answer

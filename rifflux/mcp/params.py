@@ -61,6 +61,10 @@ Depth = Annotated[int, Field(
     ge=1, le=MAX_DEPTH, description="How many links away: 1 (default) the notes linked to "
                                     "or from the note; 2 adds the notes linked to or from "
                                     "those, and so on.")]
+NearDepth = Annotated[int | None, Field(
+    ge=1, le=MAX_DEPTH, description="With near: how many links away (default 1, the notes "
+                                    "linked to or from the note; 2 adds the notes linked "
+                                    "to or from those). Without near it is an error.")]
 
 # ---------------------------------------------------------------- shaping the answer
 

@@ -10,6 +10,7 @@ processes cannot corrupt the wire.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 
 from ..api import Rifflux
 from ..config import Settings
+from ..errors import RiffluxError
 from .auto_reindex import AutoReindex
 from .params import MAX_TOP_K
 from .tools import (
@@ -121,7 +123,26 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         started = time.perf_counter()
-        async with Rifflux(settings=settings) as rf:
+        async with contextlib.AsyncExitStack() as stack:
+            broken: ServerState | None
+            try:
+                rf = await stack.enter_async_context(Rifflux(settings=settings))
+            except RiffluxError as exc:
+                # The client sees nothing of stderr: every tool answers with this
+                # instead, and the server stays up so that it can.
+                logger.error("cannot open the index %s: %s", settings.db_path, exc)
+                broken = ServerState(
+                    opened=None, settings=settings, auto_reindex=None,
+                    open_error=(f"the Rifflux MCP server could not open its index: {exc} "
+                                "(these are the server's settings, in the MCP client's "
+                                "configuration; restart the server after changing them)"))
+            else:
+                broken = None
+            if broken is not None:
+                if on_open is not None:
+                    on_open()
+                yield broken
+                return
             logger.info("rifflux index %s open in %.0f ms (cwd %s, watching %s)",
                         settings.db_path, (time.perf_counter() - started) * 1000, os.getcwd(),
                         ", ".join(map(str, settings.watch_paths)) or "nothing")
@@ -130,7 +151,7 @@ def build_server(
                                watch_paths=settings.watch_paths)
             if on_open is not None:
                 on_open()
-            yield ServerState(rf=rf, settings=settings, auto=auto)
+            yield ServerState(opened=rf, settings=settings, auto_reindex=auto)
 
     server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(),
                               lifespan=lifespan, log_level=_sdk_level(settings.log_level))

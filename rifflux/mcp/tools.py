@@ -52,6 +52,7 @@ from .params import (
     ModifiedAfter,
     ModifiedBefore,
     Near,
+    NearDepth,
     NotePath,
     Paths,
     Query,
@@ -69,11 +70,26 @@ from .params import (
 
 @dataclass(slots=True)
 class ServerState:
-    """What the lifespan yields: the one library instance and its helpers."""
+    """What the lifespan yields: the one library instance and its helpers, or, when the
+    index could not be opened, why (then every tool answers with that error, and the
+    server stays up for the client to read it)."""
 
-    rf: Rifflux
+    opened: Rifflux | None
     settings: Settings
-    auto: AutoReindex
+    auto_reindex: AutoReindex | None
+    open_error: str | None = None
+
+    @property
+    def rf(self) -> Rifflux:
+        if self.opened is None:
+            raise ToolError(self.open_error or "the index is not open")
+        return self.opened
+
+    @property
+    def auto(self) -> AutoReindex:
+        if self.auto_reindex is None:
+            raise ToolError(self.open_error or "the index is not open")
+        return self.auto_reindex
 
     def model_label(self) -> str | None:
         """The active embedding model's label (None while the model is still loading)."""
@@ -115,7 +131,7 @@ async def search_rifflux(
     modified_after: ModifiedAfter = None,
     modified_before: ModifiedBefore = None,
     near: Near = None,
-    depth: Depth = 1,
+    depth: NearDepth = None,
     max_per_file: MaxPerFile = None,
     content: Content = "full",
     explain: Explain = False,
@@ -132,15 +148,17 @@ async def search_rifflux(
     when the question is about one folder, topic or period, or with near (a note's
     path) to the notes linked to or from that note (depth links away; each hit's
     backlink_count says how many notes link to it). For a cheap first look use
-    content='snippet', and max_per_file=1 to see which files matter rather than many
-    sections of one long file; then read a hit whole with get_chunk (by chunk_id) or
+    content='snippet' (each hit keeps its chunk_id, path, lines, breadcrumb, scores and
+    a shorter snippet; the folder is given once), and max_per_file=1 to see which files
+    matter rather than many sections of one long file; then read a hit whole with
+    get_chunk (by chunk_id) or
     exact lines with get_file (path, start_line, end_line). If nothing relevant comes
     back, the answer's hint says what to try."""
     state = _state(ctx)
     filters: dict[str, Any] = {
         "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
         "modified_after": modified_after, "modified_before": modified_before,
-        "near": near, "depth": depth if near is not None else None}
+        "near": near, "depth": depth}
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": content,
                              "explain": explain}
     if content == "snippet":  # a first look: shorter snippets (answers.search_answer)

@@ -255,10 +255,11 @@ class Writer:
             )
         return {r[0]: StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows}
 
-    async def touch(self, touches: Sequence[tuple[int, int, int]]) -> None:
-        """(file id, mtime_ns, size): files whose bytes did not change, in one transaction."""
+    async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written:
+        """(file id, mtime_ns, size): files whose bytes did not change, in one transaction.
+        Their catalog entries come back (date filters read ``mtime_ns`` there)."""
         if not touches:
-            return
+            return Written()
         with mapped_errors(self.db_path):
             await self._tx_begin()
             try:
@@ -270,6 +271,17 @@ class Writer:
             except BaseException:
                 await self._rollback()
                 raise
+            entries: list[FileEntry] = []
+            ids = sorted(file_id for file_id, _, _ in touches)
+            for part in range(0, len(ids), 500):
+                chunk = ids[part:part + 500]
+                rows = await self.conn.execute_fetchall(
+                    "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files "
+                    f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                entries.extend(FileEntry(int(r[0]), int(r[1]), str(r[2]), int(r[3]),
+                                         tag_levels(json.loads(r[4])), json.loads(r[5]))
+                               for r in rows)
+        return Written(files=tuple(entries))
 
     async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written:
         """Replace the chunks of whole files, all in one transaction.
