@@ -65,9 +65,13 @@ class IndexRun:
             root_id = await self._writer.find_root(target.root)
             if root_id is None and scan is not None and self._too_large(target, scan):
                 continue
-            if root_id is None:
+            while root_id is None:
                 root_id = await self._writer.root_id(target.root)
-            await self._absorb(target.root, root_id)
+                if root_id is None:  # another process indexed a parent folder meanwhile
+                    target = await self._within_root(target)
+                    scan = await self._scan(target) if target.paths is None else None
+            if target.paths is None:  # (a file's folder does not take in its neighbours)
+                await self._absorb(target.root, root_id)
             known = await self._writer.known_files(root_id)
             plan = await self._plan(target, known, scan)
             self._progress.planned += len(plan.changed)

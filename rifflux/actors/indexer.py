@@ -62,6 +62,8 @@ logger = logging.getLogger(__name__)
 _ADOPT_MAX_DELAY = 5.0
 #: How often the change log is looked at (other processes' commits), in seconds.
 FOLLOW_EVERY = 0.2
+#: Busy reads of other processes' changes, in a row, before reading everything instead.
+FOLLOW_TRIES = 5
 #: How often this process's row in ``processes`` is refreshed, in seconds.
 BEAT_EVERY = 5.0
 #: The change log is pruned every this many beats (a minute).
@@ -95,6 +97,7 @@ class Indexer:
     ) -> None:
         self._writer = writer
         self._follow = follow
+        self._follow_failures = 0  # busy reads of the change log in a row
         self._presence = presence
         self._roles = roles
         self._embedder: Embedder | None = None
@@ -236,18 +239,38 @@ class Indexer:
             else:
                 await self._committed(foreign.written)
             follow.done(foreign.upto)
-        except RiffluxError as exc:  # busy, most likely: the next tick tries again
-            logger.info("cannot read other processes' changes yet: %s", exc)
-            follow.look_again()
-            return
-        except Exception:
-            logger.exception("cannot apply other processes' changes; reloading the vectors "
-                             "and the catalog instead")
-            with contextlib.suppress(Exception):  # (if even that fails: the next tick)
-                follow.done(await follow.sequence())
-            await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
-            return
+            self._follow_failures = 0
+        except IndexBusyError as exc:  # another writer: the next tick tries again
+            self._follow_failures += 1
+            if self._follow_failures < FOLLOW_TRIES:
+                logger.info("cannot read other processes' changes yet: %s", exc)
+                follow.look_again()
+                return
+            logger.warning("other processes' changes stayed unreadable %d times (%s); "
+                           "reading the whole index again instead", FOLLOW_TRIES, exc)
+            await self._read_everything_again()
+        except Exception as exc:  # the boundary: never a crash, never a change lost
+            logger.warning("cannot apply other processes' changes (%s: %s); reading the "
+                           "whole index again instead", type(exc).__name__, exc,
+                           exc_info=not isinstance(exc, RiffluxError))
+            await self._read_everything_again()
         self._nudge_embedder()
+
+    async def _read_everything_again(self) -> None:
+        """Instead of the changes another process made: the vectors, the catalog and the
+        missing texts, whole (what a follower behind the pruned log does). Whatever of
+        it fails waits for the next commit of another process."""
+        assert self._follow is not None
+        self._follow_failures = 0
+        with contextlib.suppress(Exception):
+            self._follow.done(await self._follow.sequence())
+        try:
+            await self._writer.refresh_missing()
+        except RiffluxError as exc:
+            logger.warning("cannot read the texts still to embed: %s", exc)
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
+        self._jobs.settle(self._writer.missing)
 
     async def _send_later(self, msg: IndexerMessage, delay: float) -> None:
         await anyio.sleep(delay)

@@ -152,18 +152,31 @@ class Writer:
 
     # ------------------------------------------------------------ files
 
-    async def root_id(self, root: Path) -> int:
+    async def root_id(self, root: Path) -> int | None:
+        """The id of ``root``, made a root if it is not one yet; None when it has meanwhile
+        come inside another root (another process indexed a parent folder: roots never
+        overlap, so the check and the insert are one transaction)."""
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
                 "SELECT id FROM roots WHERE path = ?", (str(root),)
             )
             if not rows:  # a write only for a new root
-                await self.conn.execute(
-                    "INSERT OR IGNORE INTO roots(path) VALUES (?)", (str(root),)
-                )
-                rows = await self.conn.execute_fetchall(
-                    "SELECT id FROM roots WHERE path = ?", (str(root),)
-                )
+                await self._tx_begin()
+                try:
+                    paths = await self.conn.execute_fetchall("SELECT path FROM roots")
+                    if any(Path(str(p[0])) in root.parents for p in paths):
+                        await self.conn.execute("ROLLBACK")
+                        return None
+                    await self.conn.execute(
+                        "INSERT OR IGNORE INTO roots(path) VALUES (?)", (str(root),)
+                    )
+                    rows = await self.conn.execute_fetchall(
+                        "SELECT id FROM roots WHERE path = ?", (str(root),)
+                    )
+                    await self.conn.execute("COMMIT")
+                except BaseException:
+                    await self._rollback()
+                    raise
             root_id = int(next(iter(rows))[0])
         self._roots[root_id] = str(root)
         return root_id

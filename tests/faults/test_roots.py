@@ -7,9 +7,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rifflux import Rifflux, Settings
+from rifflux.actors.index_job import IndexRun
+from rifflux.actors.jobs import Target
 from rifflux.errors import InvalidArgumentError
 
 from ..helpers import CountingEmbedder, eventually, write
@@ -217,3 +220,54 @@ async def test_a_folder_inside_a_root_never_becomes_a_root_of_its_own(tmp_path: 
         hits = await rf.search("hello", mode="lexical")
     assert roots == [str(parent)]
     assert sorted(h["path"] for h in hits) == ["b/note-0.md", "b/note-1.md", "b/note-2.md"]
+
+
+async def test_a_parent_indexed_by_another_process_during_a_childs_scan_takes_it_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two instances on one index stand for two processes. B starts indexing a/b (not yet
+    # inside any root); while it scans, A indexes a. B must then write into a's root:
+    # the check for a containing root and the new root's insert are one transaction.
+    parent = folder(tmp_path / "a", 1, word="top")
+    child = folder(parent / "b", 2, word="hello")
+    scanning, parent_done = anyio.Event(), anyio.Event()
+    real_scan = IndexRun._scan
+
+    async def slow_scan(self: IndexRun, target: Target) -> object:
+        found = await real_scan(self, target)
+        if target.root == child:
+            scanning.set()
+            await parent_done.wait()
+        return found
+
+    monkeypatch.setattr(IndexRun, "_scan", slow_scan)
+    async with open_rifflux(tmp_path) as a, open_rifflux(tmp_path) as b:
+
+        async def index_child() -> None:
+            result = await b.reindex(child)
+            assert result["errors"] == []
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(index_child)
+            await scanning.wait()
+            await a.reindex(parent)
+            parent_done.set()
+        for rf in (a, b):
+            assert await rf.roots() == [str(parent)]
+    with sqlite3.connect(tmp_path / "i.db") as db:
+        stored = sorted(r[0] for r in db.execute("SELECT rel_path FROM files"))
+    assert stored == ["b/note-0.md", "b/note-1.md", "note-0.md"]
+
+
+async def test_indexing_one_file_does_not_take_in_the_indexed_folders_beside_it(
+    tmp_path: Path,
+) -> None:
+    notes = folder(tmp_path / "home" / "notes", 2, word="hello")
+    todo = write(tmp_path / "home", "todo.md", "# Todo\n\nhello from the list\n")
+    async with open_rifflux(tmp_path) as rf:
+        await rf.reindex(notes)
+        await rf.reindex(todo)
+        roots = await rf.roots()
+        hits = await rf.search("hello", mode="lexical")
+    assert str(notes) in roots  # still a root of its own: its folder was not indexed
+    assert sorted(h["path"] for h in hits) == ["note-0.md", "note-1.md", "todo.md"]

@@ -1,0 +1,172 @@
+"""The indexer following another process's commits when reading them fails: a job that
+waits on the other process still completes, and a failure that lasts is not read again
+five times a second. Two writers on one real SQLite file stand for the two processes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+
+from rifflux import IndexBusyError, IndexDatabaseError
+from rifflux.actors import indexer as indexer_module
+from rifflux.actors.indexer import FOLLOW_TRIES, Indexer
+from rifflux.actors.jobs import Job, JobQueue, Target
+from rifflux.actors.messages import VectorsReset
+from rifflux.config import Settings
+from rifflux.store.changes import Follow
+from rifflux.store.schema import connect
+from rifflux.store.writer import Writer
+
+from ..store.test_writer import MODEL, afile
+
+pytestmark = pytest.mark.anyio
+
+
+class Processes:
+    """Process ``a`` (whose indexer is under test) and process ``b`` (the other one)."""
+
+    def __init__(self, db: Path, writers: list[Writer], follows: list[Follow]) -> None:
+        self.db = db
+        self.a, self.b = writers
+        self.a_follow, self.b_follow = follows
+        self.jobs = JobQueue(history=10, max_queued=10)
+        self.query_out, self.query_in = anyio.create_memory_object_stream[Any](100)
+        self._embed_out, self._embed_in = anyio.create_memory_object_stream[Any](100)
+        self.retry_out, self._inbox = anyio.create_memory_object_stream[Any](4)
+        self.indexer = Indexer(writer=self.a, settings=Settings(db_path=db), jobs=self.jobs,
+                               inbox=self._inbox, embedder_out=self._embed_out,
+                               query_out=self.query_out, retry_out=self.retry_out,
+                               follow=self.a_follow)
+        self.indexer._model = MODEL
+
+    def close(self) -> None:
+        for stream in (self.query_out, self.query_in, self._embed_out, self._embed_in,
+                       self.retry_out, self._inbox):
+            stream.close()
+
+    def sent_to_query(self) -> list[str]:
+        out = []
+        while True:
+            try:
+                out.append(type(self.query_in.receive_nowait()).__name__)
+            except anyio.WouldBlock:
+                return out
+
+
+@pytest.fixture
+async def two(tmp_path: Path) -> AsyncIterator[Processes]:
+    db = tmp_path / "i.db"
+    conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
+    try:
+        writers, follows = [], []
+        for i, conn in enumerate(conns):
+            follow = Follow(conn, db, f"process-{i}")
+            await follow.install(writes=True)
+            writer = Writer(conn, db)
+            await writer.adopt(MODEL)
+            writers.append(writer)
+            follows.append(follow)
+        for follow in follows:
+            await follow.others_wrote()
+        processes = Processes(db, writers, follows)
+        try:
+            yield processes
+        finally:
+            processes.close()
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+def failing(monkeypatch: pytest.MonkeyPatch, error: Exception | None,
+            times: int) -> list[int]:
+    """Reading the other process's changes fails ``times`` times with ``error``."""
+    reads: list[int] = []
+    real: Callable[..., Awaitable[Any]] = Follow._gather
+
+    async def gather(self: Follow, *args: Any) -> Any:
+        reads.append(1)
+        if error is not None and len(reads) <= times:
+            raise error
+        return await real(self, *args)
+
+    monkeypatch.setattr(Follow, "_gather", gather)
+    return reads
+
+
+async def a_job_waiting_for_b(two: Processes, tmp_path: Path) -> Job:
+    """``a`` wrote a text and waits for its vector, which ``b`` (the embedder) stores."""
+    root = await two.a.root_id(tmp_path / "docs")
+    assert root is not None
+    await two.a.write_files(root, [afile("one.md", "a text only b embeds")])
+    job = two.jobs.submit(Job([Target(tmp_path / "docs")]))
+    two.jobs.start_next()
+    two.jobs.mark_written(job)
+    two.jobs.wait_for(job, set(two.a.missing))
+    await two.b.refresh_missing()
+    hashes = sorted(two.b.missing)
+    await two.b.write_vectors(MODEL, hashes, np.ones((len(hashes), 4), dtype=np.float32))
+    return job
+
+
+async def test_an_unexpected_failure_reads_everything_again_and_the_job_completes(
+    two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    job = await a_job_waiting_for_b(two, tmp_path)
+    reads = failing(monkeypatch, ValueError("a bug while applying"), times=99)
+    assert await two.a_follow.others_wrote()
+    await two.indexer._others_wrote()
+    assert len(reads) == 1
+    assert job.status == "completed" and not two.a.missing
+    assert two.sent_to_query() == [VectorsReset.__name__]
+    assert two.a_follow.seen == await two.a_follow.sequence()  # not read again
+
+
+async def test_a_busy_read_is_tried_again_then_everything_is_read_instead(
+    two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    job = await a_job_waiting_for_b(two, tmp_path)
+    reads = failing(monkeypatch, IndexBusyError("the index is locked"), times=99)
+    for _ in range(FOLLOW_TRIES * 2):
+        if await two.a_follow.others_wrote():
+            await two.indexer._others_wrote()
+    assert len(reads) == FOLLOW_TRIES  # then no more: nothing new was committed
+    assert job.status == "completed" and not two.a.missing
+    assert VectorsReset.__name__ in two.sent_to_query()
+
+
+async def test_a_busy_read_that_clears_applies_the_changes_themselves(
+    two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    job = await a_job_waiting_for_b(two, tmp_path)
+    reads = failing(monkeypatch, IndexBusyError("the index is locked"), times=2)
+    for _ in range(4):
+        if await two.a_follow.others_wrote():
+            await two.indexer._others_wrote()
+    assert len(reads) == 3
+    assert job.status == "completed" and not two.a.missing
+    assert VectorsReset.__name__ not in two.sent_to_query()
+
+
+async def test_a_lasting_failure_is_not_read_again_at_every_tick(
+    two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads = failing(monkeypatch, IndexDatabaseError("database disk image is malformed"),
+                    times=10**6)
+    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(two.indexer.run)
+        root = await two.b.root_id(tmp_path / "docs")  # one commit by the other process
+        assert root is not None
+        await two.b.write_files(root, [afile("one.md", "b's text")])
+        with anyio.fail_after(10):
+            while not reads:  # noqa: ASYNC110 (the indexer's ticker, in this process)
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.5)  # fifty more ticks
+        tg.cancel_scope.cancel()
+    assert len(reads) == 1
