@@ -22,7 +22,7 @@ from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
-from .actors.targets import reindex_target
+from .actors.targets import reindex_target, too_wide
 from .actors.watcher import WatchFactory
 from .config import Settings
 from .core.filters import check_depth, make_filters
@@ -273,6 +273,10 @@ class Rifflux:
             )
         if paths:
             locations = [os.fspath(p) for p in paths]
+            if blank := [i for i, loc in enumerate(locations) if not loc.strip()]:
+                raise InvalidArgumentError(
+                    f"paths[{blank[0]}] is empty: give a folder or file there, or leave "
+                    "paths out (then path, else the working directory, is indexed)")
         elif path is not None and os.fspath(path) != "":
             locations = [os.fspath(path)]
         else:
@@ -290,11 +294,12 @@ class Rifflux:
         await job.done.wait()
         return self._job_result(job)
 
-    async def forget(self, path: str | os.PathLike[str]) -> ForgetResult:
+    async def forget(self, path: str | os.PathLike[str], *, yes: bool = False) -> ForgetResult:
         """Remove from the index an indexed folder with everything under it, a folder or
         file inside one, or every indexed folder inside ``path``. The files on disk are
         not touched; the path need not exist any more. A watched folder comes back with
-        its next change: stop watching it first."""
+        its next change: stop watching it first. ``/`` and the home folder (every indexed
+        folder at once, unless one of them is that folder) need ``yes``."""
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(f"{self.settings.db_path} is open read-only; open it without "
@@ -307,6 +312,13 @@ class Rifflux:
             lambda: Path(location).expanduser().absolute().resolve())
         roots = [Path(r) for r in await service.roots()]
         container = next((r for r in roots if r in loc.parents), None)
+        inside = [str(r) for r in roots if loc in r.parents]
+        if not yes and container is None and inside and (whole := too_wide(loc)):
+            raise InvalidArgumentError(
+                f"refused: {loc} is {whole}, and forgetting it removes every indexed folder "
+                f"inside it ({len(inside)}: {', '.join(inside[:3])}"
+                f"{', …' if len(inside) > 3 else ''}); forget the folder you mean, or pass "
+                "yes=true (rifflux forget --yes) to remove them all")
         target = (Target(container, prefix=loc.relative_to(container).as_posix(),
                          requested=location, forget=True) if container is not None
                   else Target(loc, requested=location, forget=True))

@@ -73,7 +73,7 @@ async def _forget(args: argparse.Namespace, settings: Settings) -> int:
     async with Rifflux(settings=settings) as rf:
         for path in args.paths:
             try:
-                results.append(await rf.forget(path))
+                results.append(await rf.forget(path, yes=args.yes))
             except InvalidArgumentError as exc:
                 err.print(f"warning: {exc}", markup=False)
                 failed = True

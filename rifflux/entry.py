@@ -107,6 +107,8 @@ def parser() -> argparse.ArgumentParser:
                                    "everything under it, or a folder or file inside one. The "
                                    "files on disk are not touched.")
     p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--yes", action="store_true",
+                   help="forget / or your home folder: every indexed folder inside it")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
     p = sub.add_parser("search", parents=[common], help="search the index",

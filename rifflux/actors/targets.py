@@ -39,14 +39,14 @@ def reindex_target(location: str, roots: list[Path], settings: Settings,
     if container is not None:
         return Target(container, prefix=loc.relative_to(container).as_posix() + "/",
                       requested=location)
-    if not allow_large and loc not in roots and (whole := _too_wide(loc)):
+    if not allow_large and loc not in roots and (whole := too_wide(loc)):
         return Target(loc, requested=location,
                       missing=f"refused: {loc} is {whole}; index the folder you mean, "
                               "or pass yes=true (rifflux index --yes) to index it all")
     return Target(loc, requested=location)
 
 
-def _too_wide(folder: Path) -> str | None:
+def too_wide(folder: Path) -> str | None:
     """Why indexing this folder is nearly always a mistake (None: it is not)."""
     if folder == Path(folder.anchor):
         return "the whole file system"

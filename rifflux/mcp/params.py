@@ -114,6 +114,9 @@ Yes = Annotated[bool, Field(
     description="Index it even when it is / or the home folder itself, or a folder not "
                 "indexed yet with more than 50,000 markdown files (refused otherwise: it "
                 "is nearly always a wrong working directory). Ask the user first.")]
+ForgetYes = Annotated[bool, Field(
+    description="Forget / or the home folder, which removes every indexed folder inside "
+                "it (refused otherwise). Ask the user first.")]
 ForgetPath = Annotated[str, Field(
     min_length=1, description="An indexed folder (as index_status lists it under "
                               "indexed_roots), or a folder or file inside one; absolute "

@@ -45,6 +45,7 @@ from .params import (
     FileRoot,
     Force,
     ForgetPath,
+    ForgetYes,
     Frontmatter,
     Limit,
     MaxChars,
@@ -344,14 +345,15 @@ async def _reindex(
     return dict(out)
 
 
-async def forget(ctx: Context[ServerState, Any], path: ForgetPath) -> dict[str, Any]:
+async def forget(ctx: Context[ServerState, Any], path: ForgetPath,
+                 yes: ForgetYes = False) -> dict[str, Any]:
     """Remove a folder from the index: an indexed folder with everything under it, or a
     folder or file inside one (the files on disk are not touched). Use it when the user
     no longer wants a folder searched, or it was indexed by mistake; reindex brings it
     back."""
     state = _state(ctx)
     with _tool_errors():
-        return dict(await state.rf.forget(path))
+        return dict(await state.rf.forget(path, yes=yes))
 
 
 async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> ReindexResult:

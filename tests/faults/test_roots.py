@@ -186,12 +186,14 @@ async def test_mcp_reindex_from_a_server_started_in_home_is_refused_and_forget_w
         refused = await call_error(session, "reindex")
         status = await call(session, "index_status")
         allowed = await call(session, "reindex", yes=True)
+        everything = await call_error(session, "forget", path="/")
         forgot = await call(session, "forget", path=str(home))
         missing = await call_error(session, "forget", path=str(home))
         after = await call(session, "index_status")
     assert "your home folder" in refused and "yes=true" in refused
     assert status["files"] == 0 and status["indexed_roots"] == []
     assert allowed["indexed_files"] == 2
+    assert "the whole file system" in everything and "yes=true" in everything
     assert forgot["removed_roots"] == [str(home.resolve())] and forgot["removed_files"] == 2
     assert "not in the index" in missing
     assert after["files"] == 0 and after["roots"] == 0
@@ -271,3 +273,22 @@ async def test_indexing_one_file_does_not_take_in_the_indexed_folders_beside_it(
         hits = await rf.search("hello", mode="lexical")
     assert str(notes) in roots  # still a root of its own: its folder was not indexed
     assert sorted(h["path"] for h in hits) == ["note-0.md", "note-1.md", "todo.md"]
+
+
+async def test_forgetting_home_or_the_file_system_is_refused_unless_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    notes, work = folder(home / "notes", 1), folder(home / "work", 1)
+    async with open_rifflux(tmp_path) as rf:
+        await rf.reindex(paths=[notes, work])
+        for whole in (home, Path("/")):
+            with pytest.raises(InvalidArgumentError, match=r"refused: .*--yes.*"):
+                await rf.forget(whole)
+        assert await rf.roots() == sorted([str(notes), str(work)])
+        await rf.forget(notes)  # one folder inside home: no question asked
+        gone = await rf.forget(home, yes=True)
+        assert gone["removed_roots"] == [str(work)] and await rf.roots() == []
+        with pytest.raises(InvalidArgumentError, match=r"paths\[1\] is empty"):
+            await rf.reindex(paths=[notes, " "])
