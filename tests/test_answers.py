@@ -49,6 +49,29 @@ async def test_max_per_file_caps_a_file_and_goes_on_down_the_ranking(
     assert capped[:2] == plain[:2]  # the ranking itself is unchanged
 
 
+async def test_max_per_file_reads_on_past_a_file_that_fills_the_first_window(
+    tmp_path: Path,
+) -> None:
+    # 300 sections of one file outrank every other file in both branches: the first
+    # window (top_k * 10) holds that file alone, and the search must read on.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "big.md").write_text("".join(
+        f"## Retry {i}\n\nretry retry policy retry again {i}\n\n" for i in range(300)),
+        encoding="utf-8")
+    for i in range(4):
+        (notes / f"small-{i}.md").write_text(
+            f"# Small {i}\n\nA long page about gardens, soil, seeds and water, that says "
+            f"retry only once, near its end ({i}).\n", encoding="utf-8")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(notes)
+        for mode in ("lexical", "semantic", "hybrid"):
+            hits = await rf.search("retry", mode=mode, top_k=5,  # type: ignore[arg-type]
+                                   max_per_file=1)
+            assert sorted(h["path"] for h in hits) == [
+                "big.md", "small-0.md", "small-1.md", "small-2.md", "small-3.md"], mode
+
+
 async def test_snippet_only_results_leave_the_content_out(tmp_path: Path, docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(docs)

@@ -235,8 +235,21 @@ class QueryActor:
     async def _search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
                       shape: SearchShape) -> list[SearchResult]:
         # SPEC: each branch fetches top_k * 2. A per-file cap reads further down both
-        # lists, so that capped files leave room for the next ones.
-        depth = top_k * 2 if shape.max_per_file is None else min(top_k * 10, _MAX_DEPTH)
+        # lists, so that capped files leave room for the next ones, and further again
+        # (four times as far each time) while one long file fills them and they go on.
+        if shape.max_per_file is None:
+            return (await self._ranked(query, top_k, mode, allowed, shape, top_k * 2))[0]
+        depth = min(top_k * 10, _MAX_DEPTH)
+        while True:
+            results, exhausted = await self._ranked(query, top_k, mode, allowed, shape, depth)
+            if len(results) >= top_k or exhausted or depth >= _MAX_DEPTH:
+                return results
+            depth = min(depth * 4, _MAX_DEPTH)
+
+    async def _ranked(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
+                      shape: SearchShape, depth: int) -> tuple[list[SearchResult], bool]:
+        """The results from both branches read ``depth`` deep, and whether the branches
+        hold nothing further down."""
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         rows: dict[int, ChunkRecord] = {}
@@ -295,7 +308,7 @@ class QueryActor:
             results.append(result)
             if len(results) == top_k:
                 break
-        return results
+        return results, len(lexical) < depth and len(semantic) < depth
 
     async def _semantic(self, query: str, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
