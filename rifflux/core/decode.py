@@ -5,7 +5,8 @@
    PDF, ZIP, gzip) mean the file is not text: it is skipped, with that reason.
 3. Text that is valid UTF-8 is UTF-8.
 4. Text with valid multi-byte UTF-8 sequences and a few bytes that are not (at most
-   1 in 100) is UTF-8 that was damaged: those bytes become U+FFFD and the file is
+   1 in 100, or no more than the valid sequences: legacy 8-bit text has almost none
+   of those) is UTF-8 that was damaged: those bytes become U+FFFD and the file is
    indexed with a warning.
 5. Anything else is legacy 8-bit text, read as Windows-1252 (a superset of Latin-1
    for printable text; its five unassigned bytes are read as Latin-1).
@@ -74,7 +75,8 @@ def decode(data: bytes) -> Decoded | Binary:
         pass
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - data.count(b"\xef\xbf\xbd")  # those written as such
-    if _UTF8_MULTIBYTE.search(data) and bad * 100 <= len(data):
+    valid = len(_UTF8_MULTIBYTE.findall(data))
+    if valid and (bad * 100 <= len(data) or bad <= valid):
         return Decoded(text, "utf-8", _replaced(bad, "UTF-8")
                        + " (save the file as UTF-8 to fix it)")
     return Decoded(_cp1252(data), "cp1252")

@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 F32 = npt.NDArray[np.float32]
+#: How far apart BLAS can put the float32 cosines of two equal vectors (a few ulps).
+_ROUNDING = 1e-5
 
 
 def normalise(vectors: F32) -> F32:
@@ -142,23 +144,36 @@ class VectorIndex:
             centroid = self._matrix[cand[:feedback]].mean(axis=0)
             moved = q + weight * centroid
             moved /= max(float(np.linalg.norm(moved)), 1e-12)
-            rescored = self._matrix[cand] @ moved
+            rescored = self._exact(cand, moved)
             order = np.lexsort((self._ids[cand], -rescored))[: min(k, len(cand))]
             return [(int(self._ids[cand[i]]), float(rescored[i])) for i in order]
-        best = self._best(scores, min(k, live))
+        best = self._best(scores, min(k, live), q if norm else None)
         return [(int(self._ids[i]), float(scores[i])) for i in best]
 
-    def _best(self, scores: F32, k: int) -> npt.NDArray[np.intp]:
-        """Row positions of the ``k`` best scores, best first, ties by smaller id."""
+    def _exact(self, rows: npt.NDArray[np.intp], q: F32) -> F32:
+        """The cosines of these rows, computed the same way for every row (BLAS sums
+        rows by different paths, so two equal vectors can differ in the last bit)."""
+        exact = (self._matrix[rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1)
+        out: F32 = exact.astype(np.float32)
+        return out
+
+    def _best(self, scores: F32, k: int, q: F32 | None = None) -> npt.NDArray[np.intp]:
+        """Row positions of the ``k`` best scores, best first, ties by smaller id. With
+        ``q``, the candidates' scores are computed again exactly (in place in
+        ``scores``), so equal vectors tie exactly."""
         n = len(scores)
         if k < n:
             part = np.argpartition(-scores, k - 1)[:k]
-            # Rows tied with the k-th score are all candidates, so which of them make
-            # the cut does not depend on argpartition's internal order.
+            # Rows tied with the k-th score (or within BLAS's rounding of it) are all
+            # candidates, so which of them make the cut does not depend on
+            # argpartition's internal order, nor on where BLAS summed them.
             kth = scores[part].min()
-            part = np.flatnonzero(scores >= kth)
+            part = np.flatnonzero(scores >= kth - _ROUNDING)
         else:
             part = np.arange(n)
+        if q is not None:
+            live = part[np.isfinite(scores[part])]
+            scores[live] = self._exact(live, q)
         # deterministic order: higher score first, then smaller id
         order = np.lexsort((self._ids[part], -scores[part]))
         best: npt.NDArray[np.intp] = part[order][:k]

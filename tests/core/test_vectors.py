@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rifflux.core.vectors import VectorIndex
+from rifflux.core.vectors import VectorIndex, normalise
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -99,3 +99,15 @@ def test_a_mask_limits_top_k_to_its_groups_before_the_cut() -> None:
     with pytest.raises(ValueError, match="make it again"):
         index.top_k(query, 5, mask=mask)  # stale: the matrix changed
     assert index.top_k(query, 5, mask=index.mask(np.asarray([99], dtype=np.int64))) == []
+
+
+def test_equal_vectors_tie_exactly_whatever_path_blas_summed_them_by() -> None:
+    # Found by the property test: BLAS gave row 2 a cosine one ulp above row 1's equal
+    # vector, so the larger id came first and the smaller one lost the cut.
+    index = VectorIndex(4)
+    index.upsert([0, 1, 2], normalise(np.array(
+        [[1, 0, 0, 0], [1, -1, 1, -1], [1, -1, 1, -1]], dtype=np.float32)))
+    query = np.array([0, 1, 1, -2], dtype=np.float32)
+    assert [i for i, _ in index.top_k(query, 1)] == [1]
+    two = index.top_k(query, 2)
+    assert [i for i, _ in two] == [1, 2] and two[0][1] == two[1][1]

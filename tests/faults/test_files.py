@@ -54,6 +54,22 @@ def test_binary_files_are_recognised(data: bytes, kind: str) -> None:
     assert isinstance(decoded, Binary) and kind in decoded.reason
 
 
+@pytest.mark.parametrize(("data", "encoding", "text"), [
+    # a short UTF-8 note with one stray byte: UTF-8 with one U+FFFD, not mojibake
+    ("# Café notes\n\nnaïve résumé: ".encode() + b"\xff\n", "utf-8",
+     "# Café notes\n\nnaïve résumé: \ufffd\n"),
+    # legacy 8-bit text, even with a UTF-8-looking pair among its accents
+    ("Réunion à Noël, café crème.\n".encode("cp1252"), "cp1252", "Réunion à Noël, café crème.\n"),
+    ("Ã© est une séquence, é é é.\n".encode("cp1252"), "cp1252", "Ã© est une séquence, é é é.\n"),
+])
+def test_damaged_utf8_and_legacy_text_are_told_apart(
+    data: bytes, encoding: str, text: str,
+) -> None:
+    decoded = decode(data)
+    assert isinstance(decoded, Decoded) and decoded.encoding == encoding
+    assert decoded.text == text
+
+
 async def test_every_encoding_is_searchable_and_get_file_shows_it(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     root.mkdir()
