@@ -18,7 +18,6 @@ process that fell further behind than that reloads everything.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,11 +26,10 @@ from pathlib import Path
 import aiosqlite
 import numpy as np
 
-from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
 from .link_index import edges_of
 from .schema import mapped_errors
-from .written import Written
+from .written import Written, file_entries
 
 #: Rows kept in the log (a follower further behind reloads everything).
 KEEP = 50_000
@@ -161,14 +159,7 @@ class Follow:
         files = sorted({int(r[3]) for r in rows if r[2] in ("file", "file_gone")})
         hashes = sorted({str(r[4]) for r in rows if r[2] == "vector"})
         roots_gone = tuple(sorted({int(r[3]) for r in rows if r[2] == "root_gone"}))
-        entries: list[FileEntry] = []
-        for part in _parts(files):
-            got = await self.conn.execute_fetchall(
-                "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files "
-                f"WHERE id IN ({_marks(len(part))})", tuple(part))
-            entries.extend(FileEntry(int(f[0]), int(f[1]), str(f[2]), int(f[3]),
-                                     tag_levels(json.loads(f[4])), json.loads(f[5]))
-                           for f in got)
+        entries = await file_entries(self.conn, files)
         present = {e.id for e in entries}
         relinked = sorted({int(r[3]) for r in rows if r[2] == "links"} - set(files))
         still: set[int] = set()

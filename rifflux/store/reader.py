@@ -22,6 +22,7 @@ from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, ProcessInfo, RootCount
 from .presence import Presence
 from .schema import mapped_errors
+from .written import FILE_ENTRY_COLUMNS, file_entry
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
@@ -153,14 +154,12 @@ class Reader:
         (linking file, linked file)."""
         with mapped_errors(self.db_path):
             roots = await self.conn.execute_fetchall("SELECT id, path FROM roots")
-            files = await self.conn.execute_fetchall(
-                "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files")
+            files = await self.conn.execute_fetchall(f"SELECT {FILE_ENTRY_COLUMNS} FROM files")
             edges = await self.conn.execute_fetchall(
                 "SELECT DISTINCT file_id, target_file_id FROM links "
                 "WHERE target_file_id IS NOT NULL AND target_file_id != file_id")
         return ({int(r[0]): str(r[1]) for r in roots},
-                [FileEntry(int(f[0]), int(f[1]), str(f[2]), int(f[3]),
-                           tag_levels(json.loads(f[4])), json.loads(f[5])) for f in files],
+                [file_entry(f) for f in files],
                 [(int(e[0]), int(e[1])) for e in edges])
 
     async def counts(self, model: str | None) -> tuple[Counts, str | None]:

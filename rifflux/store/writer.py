@@ -28,7 +28,14 @@ from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
 from .link_index import forget_links, rekey_links, write_links
 from .schema import STALE_MTIME, cjk_columns, mapped_errors
-from .written import FileToWrite, Written, chunk_id_for
+from .written import (
+    FILE_ENTRY_COLUMNS,
+    FileToWrite,
+    Written,
+    chunk_id_for,
+    file_entries,
+    file_entry,
+)
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
@@ -230,12 +237,11 @@ class Writer:
         with mapped_errors(self.db_path):
             await self.conn.execute("DELETE FROM roots WHERE id = ?", (child_id,))
             rows = await self.conn.execute_fetchall(
-                "SELECT id, rel_path, mtime_ns, tags, frontmatter FROM files "
+                f"SELECT {FILE_ENTRY_COLUMNS} FROM files "
                 "WHERE root_id = ? AND rel_path LIKE ? ESCAPE '\\'",
                 (parent_id, _like_prefix(prefix)))
         self._roots.pop(child_id, None)
-        moved = tuple(FileEntry(int(r[0]), parent_id, str(r[1]), int(r[2]),
-                                tag_levels(json.loads(r[3])), json.loads(r[4])) for r in rows)
+        moved = tuple(map(file_entry, rows))
         roots = ((parent_id, self._roots[parent_id]),) if parent_id in self._roots else ()
         return replace(removed, files=moved, roots=roots, roots_removed=(child_id,),
                        links=edges + removed.links)
@@ -284,16 +290,7 @@ class Writer:
             except BaseException:
                 await self._rollback()
                 raise
-            entries: list[FileEntry] = []
-            ids = sorted(file_id for file_id, _, _ in touches)
-            for part in range(0, len(ids), 500):
-                chunk = ids[part:part + 500]
-                rows = await self.conn.execute_fetchall(
-                    "SELECT id, root_id, rel_path, mtime_ns, tags, frontmatter FROM files "
-                    f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-                entries.extend(FileEntry(int(r[0]), int(r[1]), str(r[2]), int(r[3]),
-                                         tag_levels(json.loads(r[4])), json.loads(r[5]))
-                               for r in rows)
+            entries = await file_entries(self.conn, (file_id for file_id, _, _ in touches))
         return Written(files=tuple(entries))
 
     async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
 
 from ..core.chunker import Chunk, FileMetadata, Link
-from ..core.filters import FileEntry
+from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
 
 
@@ -52,3 +56,26 @@ def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> 
     return hashlib.sha256(raw).hexdigest()[:20]
 
 
+
+
+#: The ``files`` columns a catalog entry is read from, in ``file_entry``'s order.
+FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter"
+
+
+def file_entry(row: Sequence[Any]) -> FileEntry:
+    """A catalog entry from a row of ``FILE_ENTRY_COLUMNS``."""
+    return FileEntry(int(row[0]), int(row[1]), str(row[2]), int(row[3]),
+                     tag_levels(json.loads(row[4])), json.loads(row[5]))
+
+
+async def file_entries(conn: aiosqlite.Connection, ids: Iterable[int]) -> list[FileEntry]:
+    """The catalog entries of these files (those that still exist), 500 ids a query."""
+    wanted = sorted(set(ids))
+    out: list[FileEntry] = []
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        rows = await conn.execute_fetchall(
+            f"SELECT {FILE_ENTRY_COLUMNS} FROM files WHERE id IN ({','.join('?' * len(part))})",
+            part)
+        out.extend(map(file_entry, rows))
+    return out

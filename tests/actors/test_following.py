@@ -31,9 +31,8 @@ class Processes:
     """Process ``a`` (whose indexer is under test) and process ``b`` (the other one)."""
 
     def __init__(self, db: Path, writers: list[Writer], follows: list[Follow]) -> None:
-        self.db = db
         self.a, self.b = writers
-        self.a_follow, self.b_follow = follows
+        self.a_follow = follows[0]
         self.jobs = JobQueue(history=10, max_queued=10)
         self.query_out, self.query_in = anyio.create_memory_object_stream[Any](100)
         self._embed_out, self._embed_in = anyio.create_memory_object_stream[Any](100)
