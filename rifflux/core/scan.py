@@ -72,6 +72,7 @@ class Globs:
         self.exclude = tuple(exclude)
         self._inc = _Matcher(self.include)
         self._exc = _Matcher(self.exclude)
+        self._each_exc = [(p, _Matcher([p])) for p in self.exclude]  # for why_excluded
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Globs) and (self.include, self.exclude) == (
@@ -91,8 +92,8 @@ class Globs:
     def why_excluded(self, rel: str) -> str:
         """Why ``rel`` is left out, as a person reads it."""
         name = rel.rsplit("/", 1)[-1]
-        for pattern in self.exclude:
-            if _Matcher([pattern])(rel) or _Matcher([pattern])(name):
+        for pattern, matches in self._each_exc:
+            if matches(rel) or matches(name):
                 source = "excluded by default" if pattern in _DEFAULT_EXCLUDE else "excluded"
                 return f"{source} ({pattern})"
         return f"not matching the include globs ({', '.join(self.include)})"

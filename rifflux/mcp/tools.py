@@ -92,10 +92,6 @@ class ServerState:
             raise ToolError(self.open_error or "the index is not open")
         return self.auto_reindex
 
-    def model_label(self) -> str | None:
-        """The active embedding model's label (None while the model is still loading)."""
-        return self.rf.embedding_model
-
     def is_own_db(self, db_path: str) -> bool:
         return _resolved(db_path) == _resolved(self.settings.db_path)
 
