@@ -145,6 +145,8 @@ async def through_mcp(state: State) -> dict[str, Any]:
     }
 
 
+#: What a first look aims at (rifflux.mcp.answers.FIRST_LOOK_CHARS, the issue's target).
+_FIRST_LOOK = 4000
 #: What SPEC requires of an answer and of each result, whatever else is added.
 _SPEC_ANSWER = ("query", "mode", "count", "embedding_model", "results")
 _SPEC_RESULT = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown")
@@ -156,6 +158,7 @@ async def _answer_sizes(session: Any, queries: list[str]) -> dict[str, Any]:
     ``spec_floor``: the same answers cut down to the fields SPEC requires, no snippet
     and no content, which no first look can go below."""
     sizes: dict[str, list[int]] = {"full": [], "snippet": [], "spec_floor": []}
+    crowded = 0  # first looks over 4,000 characters with every snippet at its narrowest
     for query in queries:
         for content in ("full", "snippet"):
             with anyio.fail_after(_CALL_TIMEOUT):
@@ -165,9 +168,16 @@ async def _answer_sizes(session: Any, queries: list[str]) -> dict[str, Any]:
             text = "".join(getattr(c, "text", "") for c in result.content)
             sizes[content].append(len(text))
             if content == "snippet":
-                sizes["spec_floor"].append(len(_spec_floor(json.loads(text))))
-    return {content: {"median": statistics.median(n), "max": max(n), "queries": len(n)}
-            for content, n in sizes.items()}
+                answer = json.loads(text)
+                sizes["spec_floor"].append(len(_spec_floor(answer)))
+                widths = [len(h["snippet"].replace("**", "").strip("…"))
+                          for h in answer["results"]]
+                crowded += len(text) > _FIRST_LOOK and max(widths, default=0) <= 80
+    out: dict[str, Any] = {content: {"median": statistics.median(n), "max": max(n),
+                                     "queries": len(n)} for content, n in sizes.items()}
+    out["snippet"]["over_4000"] = sum(n > _FIRST_LOOK for n in sizes["snippet"])
+    out["snippet"]["over_4000_at_narrowest"] = crowded
+    return out
 
 
 def _spec_floor(answer: dict[str, Any]) -> str:

@@ -103,7 +103,11 @@ def _latency(results: dict[str, Any]) -> list[str]:
         note += [f"A top-10 hybrid `search_rifflux` answer, as text: median "
                  f"{sizes['full']['median']} characters (max {sizes['full']['max']}) with whole "
                  f"contents, {sizes['snippet']['median']} (max {sizes['snippet']['max']}) with "
-                 "`content='snippet'`. The fields SPEC requires of every answer and hit "
+                 f"`content='snippet'`, {sizes['snippet'].get('over_4000', '?')} of "
+                 f"{sizes['snippet']['queries']} over 4,000 "
+                 f"({sizes['snippet'].get('over_4000_at_narrowest', '?')} of them with every "
+                 "snippet at its narrowest, 80 characters). The fields SPEC requires of "
+                 "every answer and hit "
                  f"(`chunk_id`, `path`, `heading_path`, `chunk_index`, `score_breakdown`) "
                  f"alone take median {sizes['spec_floor']['median']} (max "
                  f"{sizes['spec_floor']['max']}): no first look can be smaller.", ""]

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
+from rifflux.mcp.answers import FIRST_LOOK_CHARS, search_answer
+from rifflux.mcp.budget import DEFAULT_MAX_CHARS, answer_text
+from rifflux.types import SearchAnswer
 
 from .helpers import CountingEmbedder, write
 
@@ -106,3 +109,37 @@ async def test_explain_gives_each_hits_ranks_and_raw_scores(tmp_path: Path, docs
     assert "explain" not in plain[0]
     assert described == {"fts_query": '"bench seat" OR "garden"',
                          "filters": {"paths": ["docs/**"], "tags": ["x"]}}
+
+
+async def test_a_first_look_shares_its_characters_among_the_snippets(tmp_path: Path) -> None:
+    # content='snippet' over MCP: the hits' snippets share what SPEC's fields leave of
+    # about 4,000 characters. Ten hits get narrower snippets than two; when the fields
+    # alone take it all, snippets are at their narrowest and no field is dropped.
+    notes, crowded = tmp_path / "notes", tmp_path / "crowded"
+    for i in range(12):
+        text = f"The river delta number {i} floods every spring. " * 25
+        write(notes, f"n{i:02}.md", f"# A long document title every breadcrumb repeats {i}"
+                                    f"\n\n## Deltas {i}\n\n{text}")
+        write(crowded, f"n{i:02}.md", f"# {'A very long heading indeed ' * 14}{i}\n\n{text}")
+
+    def widths(answer: SearchAnswer) -> list[int]:
+        return [len(h["snippet"].replace("**", "").strip("…")) for h in answer["results"]]
+
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(paths=[notes, crowded])
+
+        async def look(top_k: int, root: Path) -> SearchAnswer:
+            hits = await rf.search("river delta", top_k=top_k, root=str(root))
+            return await search_answer(rf, "river delta", "hybrid", hits, {}, explain=False,
+                                       max_chars=DEFAULT_MAX_CHARS, content="snippet")
+
+        ten, two, tight = await look(10, notes), await look(2, notes), await look(10, crowded)
+    assert len(answer_text(ten)) <= FIRST_LOOK_CHARS
+    assert all(80 <= w < 200 for w in widths(ten)), widths(ten)
+    assert all(w > 200 for w in widths(two)), widths(two)
+    assert len(answer_text(tight)) > FIRST_LOOK_CHARS
+    assert all(w <= 80 for w in widths(tight)), widths(tight)
+    for hit in tight["results"]:
+        assert {"chunk_id", "path", "heading_path", "chunk_index", "score_breakdown",
+                "snippet"} == set(hit)
+        assert "**river**" in hit["snippet"]

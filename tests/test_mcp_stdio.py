@@ -531,14 +531,16 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
         assert all("…[+" in r["content"] for r in answer["results"])
         text = text_of(result)
         assert "\n" not in text and ": " not in text[:200]  # compact JSON
-        small = await call(session, "search_rifflux", query="river delta", top_k=10,
-                           content="snippet")
-        assert "truncated" not in small and small["root"] == str(notes.resolve())
+        first = await session.call_tool("search_rifflux", {
+            "query": "river delta", "top_k": 10, "content": "snippet"})
+        small = first.structured_content
+        assert small is not None and "truncated" not in small
+        assert small["root"] == str(notes.resolve())
+        assert len(text_of(first)) <= 4000  # the first look's budget, as the agent gets it
         for hit in small["results"]:  # a first look: where, what, why; get_chunk for more
             assert set(hit) == {"chunk_id", "path", "heading_path", "chunk_index",
-                                "line_start", "line_end", "score_breakdown", "snippet",
-                                "backlink_count"}
-            assert len(hit["snippet"].replace("**", "")) <= 162
+                                "score_breakdown", "snippet"}
+            assert 80 <= len(hit["snippet"].replace("**", "").strip("…")) <= 240
             assert len(repr(hit["score_breakdown"]["rrf"])) <= 8  # 4 significant digits
         cut = await call(session, "search_rifflux", query="river delta", top_k=100,
                          max_per_file=1, content="snippet", max_chars=3000)

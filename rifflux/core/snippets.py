@@ -19,6 +19,7 @@ import bisect
 import re
 import unicodedata
 from functools import lru_cache
+from typing import NamedTuple
 
 import snowballstemmer
 
@@ -46,6 +47,16 @@ def _fold(word: str) -> str:
 @lru_cache(maxsize=65536)
 def _stem(folded: str) -> str:
     return str(_STEMMER.stemWord(folded))
+
+
+class Found(NamedTuple):
+    """A chunk's text as a snippet is cut from it: whitespace runs made one space, the
+    query's matches (start, end, term) in order, and where a snippet without matches
+    starts."""
+
+    text: str
+    marks: list[tuple[int, int, str]]
+    start: int
 
 
 class Snippets:
@@ -82,16 +93,25 @@ class Snippets:
                           if " " not in folded[i : i + 3]}
 
     def make(self, content: str) -> str:
+        return self.clip(self.find(content), self._width)
+
+    def find(self, content: str) -> Found:
+        """What ``clip`` needs of ``content``, for any width: the matching is done once."""
         text = " ".join(_without_headings(content).split())
         if self._candidates is None and not self._cjk:
-            return _clip(text, 0, self._width)
+            return Found(text, [], 0)
         marks = self._marks(text) if self._candidates is not None else []
         if self._cjk:
             marks = self._cjk_marks(text, marks)
-        if not marks:
-            return _clip(text, self._likely_sentence(text), self._width)
-        start = _best_window(marks, self._width)
-        return _clip(text, start, self._width, [(s, e) for s, e, _ in marks])
+        return Found(text, marks, 0 if marks else self._likely_sentence(text))
+
+    @staticmethod
+    def clip(found: Found, width: int) -> str:
+        """The snippet of a ``find`` answer, ``width`` characters wide (marks aside)."""
+        if not found.marks:
+            return _clip(found.text, found.start, width)
+        start = _best_window(found.marks, width)
+        return _clip(found.text, start, width, [(s, e) for s, e, _ in found.marks])
 
     # ------------------------------------------------------------ matching
 

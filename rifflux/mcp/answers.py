@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..api import Rifflux
+from ..core.snippets import Snippets
 from ..types import (
     ChunkDetail,
     FileLines,
@@ -16,13 +17,16 @@ from ..types import (
     SearchAnswer,
     SearchResult,
 )
-from .budget import fit_chunks, fit_lines, fit_results
+from .budget import answer_text, fit_chunks, fit_lines, fit_results
 
-#: What a content='snippet' hit keeps: SPEC's fields but the text, where it is, the
-#: snippet (the rest of the metadata is a get_chunk away).
-_FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "line_start", "line_end",
-               "score_breakdown", "snippet", "explain", "backlink_count")
-SNIPPET_WIDTH = 160
+#: What a content='snippet' hit keeps: SPEC's fields but the text, and the snippet (where
+#: it is in the file, its note's title, tags and links are a get_chunk away).
+_FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown",
+               "snippet", "explain")
+#: What a content='snippet' answer aims at, in characters of its JSON text: the snippets
+#: share what the other fields leave, each from 80 to 240 characters wide.
+FIRST_LOOK_CHARS = 4_000
+SNIPPET_WIDTHS = (80, 240)
 
 
 async def search_answer(
@@ -32,7 +36,7 @@ async def search_answer(
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
     if content == "snippet":
-        _first_look(answer)
+        _first_look(answer, query)
     hints: list[str] = []
     pending = rf.pending_embeddings()
     if pending:
@@ -55,9 +59,12 @@ async def search_answer(
     return answer
 
 
-def _first_look(answer: SearchAnswer) -> None:
+def _first_look(answer: SearchAnswer, query: str) -> None:
     """content='snippet': a compact answer an agent skims, then expands with get_chunk.
-    The root moves up when every hit shares it; scores keep 4 significant digits."""
+    The root moves up when every hit shares it; scores keep 4 significant digits. The
+    hits' snippets (made from the ``content`` they arrive with) share what the rest of the
+    answer leaves of FIRST_LOOK_CHARS: a few hits get wide ones, ten hits with long
+    breadcrumbs narrow ones, never narrower than SNIPPET_WIDTHS[0]."""
     results = answer["results"]
     roots = {r["root"] for r in results}
     shared = roots.pop() if len(roots) == 1 else None
@@ -70,8 +77,25 @@ def _first_look(answer: SearchAnswer) -> None:
             light["root"] = hit["root"]
         light["score_breakdown"] = {k: float(f"{v:.4g}") if isinstance(v, float) else v
                                     for k, v in hit["score_breakdown"].items()}
+        light["snippet"] = ""
         compact.append(light)
     answer["results"] = compact
+    if not compact:
+        return
+    narrowest, widest = SNIPPET_WIDTHS
+    snippets = Snippets(query)
+    found = [snippets.find(hit["content"]) for hit in results]
+    spare = FIRST_LOOK_CHARS - len(answer_text(answer))  # what the empty snippets leave
+    width = spare // len(compact)
+    for _ in range(4):  # a snippet's marks and ellipses are beyond its width: measure
+        width = max(narrowest, min(widest, width))
+        cut = [Snippets.clip(f, width) for f in found]
+        over = sum(len(answer_text(c)) - 2 for c in cut) - spare
+        if over <= 0 or width == narrowest:
+            break
+        width -= -(-over // len(compact))
+    for light, snippet in zip(compact, cut, strict=True):
+        light["snippet"] = snippet
 
 
 async def _why_empty(rf: Rifflux, query: str, filters: dict[str, Any]) -> str:

@@ -9,11 +9,17 @@ true`` and a ``hint`` saying how to read the rest.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 DEFAULT_MAX_CHARS = 40_000
 MIN_MAX_CHARS = 1_000
+
+
+def answer_text(answer: Any) -> str:
+    """An answer as an agent receives it: compact JSON, non-ASCII as is."""
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
 
 
 def marker(cut: int) -> str:

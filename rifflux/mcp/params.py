@@ -73,9 +73,10 @@ MaxPerFile = Annotated[int | None, Field(
                       "ranking). Use 1 or 2 to see which files are relevant rather than "
                       "many sections of one long file.")]
 Content = Annotated[Literal["full", "snippet"], Field(
-    description="'full' (default) returns each hit's whole text; 'snippet' only ~240 "
-                "characters around the matches (a cheap first look: read a hit whole "
-                "with get_chunk).")]
+    description="'full' (default) returns each hit's whole text; 'snippet' a cheap "
+                "first look: where each hit is and 80-240 characters around the "
+                "matches, about 4,000 characters in all (read a hit whole with "
+                "get_chunk).")]
 Explain = Annotated[bool, Field(
     description="Add each hit's ranks and raw scores (bm25, cosine) and the lexical query "
                 "and filters applied.")]

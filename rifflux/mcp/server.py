@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import logging
 import os
 import time
@@ -30,6 +29,7 @@ from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
 from .auto_reindex import AutoReindex
+from .budget import answer_text
 from .params import MAX_TOP_K
 from .tools import (
     ServerState,
@@ -88,8 +88,7 @@ class RiffluxMCPServer(MCPServer[ServerState]):
         if isinstance(result, CallToolResult) and result.structured_content is not None:
             # The SDK writes the text twin of structured content indented; an agent
             # pays for every character, so it is compact JSON here.
-            text = json.dumps(result.structured_content, ensure_ascii=False,
-                              separators=(",", ":"))
+            text = answer_text(result.structured_content)
             result = result.model_copy(update={"content": [TextContent(type="text",
                                                                        text=text)]})
         return result

@@ -24,7 +24,6 @@ from ..config import Settings
 from ..errors import RiffluxError
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
 from .answers import (
-    SNIPPET_WIDTH,
     chunk_answer,
     file_answer,
     links_answer,
@@ -145,21 +144,20 @@ async def search_rifflux(
     when the question is about one folder, topic or period, or with near (a note's
     path) to the notes linked to or from that note (depth links away; each hit's
     backlink_count says how many notes link to it). For a cheap first look use
-    content='snippet' (each hit keeps its chunk_id, path, lines, breadcrumb, scores and
-    a shorter snippet; the folder is given once), and max_per_file=1 to see which files
-    matter rather than many sections of one long file; then read a hit whole with
-    get_chunk (by chunk_id) or
-    exact lines with get_file (path, start_line, end_line). If nothing relevant comes
-    back, the answer's hint says what to try."""
+    content='snippet' (each hit keeps its chunk_id, path, breadcrumb and scores, and a
+    snippet sized so that the answer stays near 4,000 characters; the folder is given
+    once), and max_per_file=1 to see which files matter rather than many sections of
+    one long file; then read a hit whole with get_chunk (by chunk_id; it gives the
+    hit's lines, title and tags) or exact lines with get_file (path, start_line,
+    end_line). If nothing relevant comes back, the answer's hint says what to try."""
     state = _state(ctx)
     filters: dict[str, Any] = {
         "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
         "modified_after": modified_after, "modified_before": modified_before,
         "near": near, "depth": depth}
-    shape: dict[str, Any] = {"max_per_file": max_per_file, "content": content,
+    # contents always: a first look's snippets are sized to its answer (search_answer)
+    shape: dict[str, Any] = {"max_per_file": max_per_file, "content": "full",
                              "explain": explain}
-    if content == "snippet":  # a first look: shorter snippets (answers.search_answer)
-        shape["snippet_chars"] = SNIPPET_WIDTH
     auto: dict[str, Any] | None = None
     other = bool(db_path) and not state.is_own_db(db_path or "")
     with _tool_errors():
