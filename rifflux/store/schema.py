@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import aiosqlite
@@ -161,6 +161,21 @@ def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
     return IndexDatabaseError(f"index database error on {db_path}: {exc}")
 
 
+@asynccontextmanager
+async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception, cancellation included, rolls it
+    back (shielded: a cancelled rollback would leave the connection inside the
+    transaction, and its next ``BEGIN`` would fail)."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        await conn.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+            await conn.execute("ROLLBACK")  # (an error may have ended it already)
+        raise
+
+
 @contextmanager
 def mapped_errors(db_path: Path | str) -> Iterator[None]:
     """Translate sqlite3 errors raised inside the block (httpcore's map_exceptions)."""
@@ -239,15 +254,9 @@ async def _fill_fts(conn: aiosqlite.Connection) -> None:
     cur = await conn.execute("SELECT 1 FROM meta WHERE key = 'fill_fts'")
     if await cur.fetchone() is None:
         return
-    await conn.execute("BEGIN IMMEDIATE")
-    try:
+    async with transaction(conn):
         await conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
         await conn.execute("DELETE FROM meta WHERE key = 'fill_fts'")
-        await conn.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            await conn.execute("ROLLBACK")
-        raise
 
 
 async def _fill_cjk_columns(conn: aiosqlite.Connection) -> None:
@@ -298,8 +307,7 @@ STALE_MTIME = -1
 async def _upgrade(conn: aiosqlite.Connection) -> None:
     """Bring an older index to this version, in one transaction: what it lacks is read
     from the files again (stale files are reindexed at start), vectors are kept."""
-    await conn.execute("BEGIN IMMEDIATE")
-    try:
+    async with transaction(conn):
         version = await _version(conn)
         reread = False
         while version in _UPGRADES:
@@ -315,11 +323,6 @@ async def _upgrade(conn: aiosqlite.Connection) -> None:
             await conn.execute("UPDATE files SET mtime_ns = ?, sha256 = ''", (STALE_MTIME,))
         await conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(version),))
-        await conn.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            await conn.execute("ROLLBACK")
-        raise
 
 
 async def _version(conn: aiosqlite.Connection) -> int:

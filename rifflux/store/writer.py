@@ -14,7 +14,6 @@ being missing.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, replace
@@ -27,9 +26,10 @@ from ..core.filters import FileEntry, tag_levels
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
 from .link_index import forget_links, rekey_links, write_links
-from .schema import STALE_MTIME, cjk_columns, mapped_errors
+from .schema import STALE_MTIME, cjk_columns, mapped_errors, transaction
 from .written import (
     FILE_ENTRY_COLUMNS,
+    Edges,
     FileToWrite,
     Written,
     chunk_id_for,
@@ -48,6 +48,10 @@ class _Change:
     added: list[tuple[int, str, int]]  # (chunk rowid, content hash, file id)
     have: dict[str, bytes]  # stored vectors of added texts
     gone: set[str]  # missing texts no chunk has any more
+
+
+class _Inside(Exception):
+    """A new root has meanwhile come inside another root: its transaction is undone."""
 
 
 def _parts(items: Sequence[str]) -> Iterable[Sequence[str]]:
@@ -115,18 +119,13 @@ class Writer:
             self._missing = set()
             return 0
         with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
+            async with transaction(self.conn):
                 cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
                 dropped = cur.rowcount
                 await self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
                     (model,),
                 )
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
         self._missing = await self._lacking(model)
         return dropped
 
@@ -168,22 +167,19 @@ class Writer:
                 "SELECT id FROM roots WHERE path = ?", (str(root),)
             )
             if not rows:  # a write only for a new root
-                await self._tx_begin()
                 try:
-                    paths = await self.conn.execute_fetchall("SELECT path FROM roots")
-                    if any(Path(str(p[0])) in root.parents for p in paths):
-                        await self.conn.execute("ROLLBACK")
-                        return None
-                    await self.conn.execute(
-                        "INSERT OR IGNORE INTO roots(path) VALUES (?)", (str(root),)
-                    )
-                    rows = await self.conn.execute_fetchall(
-                        "SELECT id FROM roots WHERE path = ?", (str(root),)
-                    )
-                    await self.conn.execute("COMMIT")
-                except BaseException:
-                    await self._rollback()
-                    raise
+                    async with transaction(self.conn):
+                        paths = await self.conn.execute_fetchall("SELECT path FROM roots")
+                        if any(Path(str(p[0])) in root.parents for p in paths):
+                            raise _Inside
+                        await self.conn.execute(
+                            "INSERT OR IGNORE INTO roots(path) VALUES (?)", (str(root),)
+                        )
+                        rows = await self.conn.execute_fetchall(
+                            "SELECT id FROM roots WHERE path = ?", (str(root),)
+                        )
+                except _Inside:
+                    return None
             root_id = int(next(iter(rows))[0])
         self._roots[root_id] = str(root)
         return root_id
@@ -219,43 +215,40 @@ class Writer:
 
     async def absorb(self, parent_id: int, child_id: int, prefix: str) -> Written:
         """Move a root's files under a root that contains it (``prefix`` is the child's
-        path in the parent, with a trailing ``/``): stored once, vectors and chunks kept."""
+        path in the parent, with a trailing ``/``): stored once, vectors and chunks kept.
+        One transaction: no process ever sees the files in both roots, or the child root
+        without its files."""
         with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
+            async with transaction(self.conn):
                 await self.conn.execute(
                     "UPDATE OR IGNORE files SET root_id = ?, rel_path = ? || rel_path "
                     "WHERE root_id = ?", (parent_id, prefix, child_id))
                 leftover = [str(r[0]) for r in await self.conn.execute_fetchall(
                     "SELECT rel_path FROM files WHERE root_id = ?", (child_id,))]
+                change, gone, dropped = await self._delete(child_id, leftover)
                 edges = await rekey_links(self.conn, parent_id)
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
-        removed = await self.delete_files(child_id, leftover) if leftover else Written()
-        with mapped_errors(self.db_path):
-            await self.conn.execute("DELETE FROM roots WHERE id = ?", (child_id,))
-            rows = await self.conn.execute_fetchall(
-                f"SELECT {FILE_ENTRY_COLUMNS} FROM files "
-                "WHERE root_id = ? AND rel_path LIKE ? ESCAPE '\\'",
-                (parent_id, _like_prefix(prefix)))
+                await self.conn.execute("DELETE FROM roots WHERE id = ?", (child_id,))
+                rows = await self.conn.execute_fetchall(
+                    f"SELECT {FILE_ENTRY_COLUMNS} FROM files "
+                    "WHERE root_id = ? AND rel_path LIKE ? ESCAPE '\\'",
+                    (parent_id, _like_prefix(prefix)))
         self._roots.pop(child_id, None)
-        moved = tuple(map(file_entry, rows))
         roots = ((parent_id, self._roots[parent_id]),) if parent_id in self._roots else ()
-        return replace(removed, files=moved, roots=roots, roots_removed=(child_id,),
-                       links=edges + removed.links)
+        return replace(self._committed(change), files=tuple(map(file_entry, rows)),
+                       files_removed=gone, roots=roots, roots_removed=(child_id,),
+                       links=dropped + edges)  # in the order they were written
 
     async def forget_root(self, root_id: int) -> Written:
-        """Remove a root and everything under it."""
+        """Remove a root and everything under it, in one transaction."""
         with mapped_errors(self.db_path):
-            rels = [str(r[0]) for r in await self.conn.execute_fetchall(
-                "SELECT rel_path FROM files WHERE root_id = ?", (root_id,))]
-        written = await self.delete_files(root_id, rels)
-        with mapped_errors(self.db_path):
-            await self.conn.execute("DELETE FROM roots WHERE id = ?", (root_id,))
+            async with transaction(self.conn):
+                rels = [str(r[0]) for r in await self.conn.execute_fetchall(
+                    "SELECT rel_path FROM files WHERE root_id = ?", (root_id,))]
+                change, gone, edges = await self._delete(root_id, rels)
+                await self.conn.execute("DELETE FROM roots WHERE id = ?", (root_id,))
         self._roots.pop(root_id, None)
-        return replace(written, roots_removed=(root_id,))
+        return replace(self._committed(change), files_removed=gone, links=edges,
+                       roots_removed=(root_id,))
 
     async def stale_roots(self) -> list[Path]:
         """Roots holding files that must be read again (an upgrade of the index marks
@@ -280,16 +273,11 @@ class Writer:
         if not touches:
             return Written()
         with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
+            async with transaction(self.conn):
                 await self.conn.executemany(
                     "UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?",
                     [(mtime, size, file_id) for file_id, mtime, size in touches],
                 )
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
             entries = await file_entries(self.conn, (file_id for file_id, _, _ in touches))
         return Written(files=tuple(entries))
 
@@ -304,8 +292,7 @@ class Writer:
             return Written()
         now = time.time()
         with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
+            async with transaction(self.conn):
                 file_ids: list[int] = []
                 for f in files:
                     m = f.metadata
@@ -354,10 +341,6 @@ class Writer:
                 change = await self._inspect(removed, added)
                 edges = await write_links(self.conn, root_id, list(zip(file_ids, files,
                                                                        strict=True)))
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
         entries = tuple(
             FileEntry(fid, root_id, f.rel_path, f.mtime_ns, tag_levels(f.metadata.tags),
                       f.metadata.frontmatter)
@@ -370,32 +353,33 @@ class Writer:
         """Remove files and their chunks, in one transaction."""
         if not rel_paths:
             return Written()
+        with mapped_errors(self.db_path):
+            async with transaction(self.conn):
+                change, gone, edges = await self._delete(root_id, rel_paths)
+        return replace(self._committed(change), files_removed=gone, links=edges)
+
+    async def _delete(self, root_id: int, rel_paths: Sequence[str],
+                      ) -> tuple[_Change, tuple[int, ...], Edges]:
+        """Inside a transaction: delete files and their chunks; the change, the ids of the
+        files gone, and the links resolved again."""
         removed: list[tuple[int, str]] = []
         gone: list[int] = []
-        with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
-                for part in _parts(rel_paths):
-                    cur = await self.conn.execute(
-                        "DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE "
-                        f"root_id = ? AND rel_path IN ({_marks(len(part))})) "
-                        "RETURNING id, content_hash",
-                        (root_id, *part),
-                    )
-                    removed.extend((int(r[0]), str(r[1])) for r in await cur.fetchall())
-                    cur = await self.conn.execute(
-                        f"DELETE FROM files WHERE root_id = ? AND rel_path IN "
-                        f"({_marks(len(part))}) RETURNING id",
-                        (root_id, *part),
-                    )
-                    gone.extend(int(r[0]) for r in await cur.fetchall())
-                change = await self._inspect(removed, [])
-                edges = await forget_links(self.conn, root_id, gone)
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
-        return replace(self._committed(change), files_removed=tuple(gone), links=edges)
+        for part in _parts(rel_paths):
+            cur = await self.conn.execute(
+                "DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE "
+                f"root_id = ? AND rel_path IN ({_marks(len(part))})) "
+                "RETURNING id, content_hash",
+                (root_id, *part),
+            )
+            removed.extend((int(r[0]), str(r[1])) for r in await cur.fetchall())
+            cur = await self.conn.execute(
+                f"DELETE FROM files WHERE root_id = ? AND rel_path IN "
+                f"({_marks(len(part))}) RETURNING id",
+                (root_id, *part),
+            )
+            gone.extend(int(r[0]) for r in await cur.fetchall())
+        change = await self._inspect(removed, [])
+        return change, tuple(gone), await forget_links(self.conn, root_id, gone)
 
     async def _inspect(
         self, removed: list[tuple[int, str]], added: list[tuple[int, str, int]]
@@ -465,8 +449,7 @@ class Writer:
         index = {h: i for i, h in enumerate(hashes)}
         users: list[tuple[int, int, int]] = []
         with mapped_errors(self.db_path):
-            await self._tx_begin()
-            try:
+            async with transaction(self.conn):
                 for part in _parts(hashes):
                     rows = await self.conn.execute_fetchall(
                         f"SELECT id, content_hash, file_id FROM chunks WHERE content_hash IN "
@@ -480,10 +463,6 @@ class Writer:
                     "VALUES (?,?,?,?)",
                     [(hashes[i], model, vecs.shape[1], vecs[i].tobytes()) for i in used],
                 )
-                await self.conn.execute("COMMIT")
-            except BaseException:
-                await self._rollback()
-                raise
         if self._missing is not None and model == self._model:
             self._missing.difference_update(hashes)
         if not users:
@@ -500,14 +479,3 @@ class Writer:
                 "(SELECT content_hash FROM chunks)"
             )
             return cur.rowcount
-
-    # ------------------------------------------------------------ transactions
-
-    async def _tx_begin(self) -> None:
-        await self.conn.execute("BEGIN IMMEDIATE")
-
-    async def _rollback(self) -> None:
-        try:
-            await self.conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass  # no transaction was open

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 import pytest
 
@@ -67,6 +68,73 @@ async def test_a_write_that_fails_mid_transaction_leaves_no_partial_file(
     assert rows(db, "SELECT COUNT(*) FROM chunks") == [(1,)]
     assert rows(db, "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH 'good'") == [(0,)]
     assert writer.missing == hashes("kept text")  # unchanged by the failed write
+
+
+async def _refuse_root_deletes(writer: Writer) -> None:
+    """A database that fails at the last step of forgetting or absorbing a root."""
+    await writer.conn.execute(
+        "CREATE TEMP TRIGGER keep_roots BEFORE DELETE ON main.roots "
+        "BEGIN SELECT RAISE(ABORT, 'roots are kept'); END")
+
+
+async def test_forgetting_a_root_that_fails_at_the_end_keeps_all_of_it(
+    writer: Writer, tmp_path: Path
+) -> None:
+    await writer.adopt(MODEL)
+    root = await writer.root_id(tmp_path / "docs")
+    await writer.write_files(root, [afile("a.md", "alpha"), afile("b.md", "beta")])
+    await _refuse_root_deletes(writer)
+    with pytest.raises(IndexDatabaseError, match="roots are kept"):
+        await writer.forget_root(root)
+    db = tmp_path / "i.db"
+    assert rows(db, "SELECT rel_path FROM files ORDER BY rel_path") == [("a.md",), ("b.md",)]
+    assert rows(db, "SELECT COUNT(*) FROM chunks") == [(2,)]
+    assert writer.missing == hashes("alpha", "beta")
+    assert writer.roots == {root: str(tmp_path / "docs")}
+
+
+async def test_absorbing_a_root_that_fails_at_the_end_leaves_both_as_they_were(
+    writer: Writer, tmp_path: Path
+) -> None:
+    await writer.adopt(MODEL)
+    child = await writer.root_id(tmp_path / "docs" / "child")
+    await writer.write_files(child, [afile("c.md", "child text")])
+    parent = await writer.find_root(tmp_path / "docs")
+    assert parent is None  # roots never overlap: the parent is made by moving the child
+    await writer.conn.execute("INSERT INTO roots(path) VALUES (?)", (str(tmp_path / "docs"),))
+    parent = await writer.find_root(tmp_path / "docs")
+    assert parent is not None
+    await _refuse_root_deletes(writer)
+    with pytest.raises(IndexDatabaseError, match="roots are kept"):
+        await writer.absorb(parent, child, "child/")
+    assert rows(tmp_path / "i.db", "SELECT root_id, rel_path FROM files") == [(child, "c.md")]
+    await writer.conn.execute("DROP TRIGGER temp.keep_roots")
+    moved = await writer.absorb(parent, child, "child/")
+    assert [f.rel_path for f in moved.files] == ["child/c.md"]
+    assert rows(tmp_path / "i.db", "SELECT root_id, rel_path FROM files") == [
+        (parent, "child/c.md")]
+    assert rows(tmp_path / "i.db", "SELECT COUNT(*) FROM roots") == [(1,)]
+
+
+async def test_a_write_cancelled_mid_transaction_rolls_back_and_the_writer_goes_on(
+    writer: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await writer.adopt(MODEL)
+    root = await writer.root_id(tmp_path / "docs")
+    inspect = writer._inspect
+
+    async def cancelled_inside(*args: object) -> object:
+        scope.cancel()  # the job was cancelled while its files were being written
+        await anyio.lowlevel.checkpoint()
+        return await inspect(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_inspect", cancelled_inside)
+    with anyio.CancelScope() as scope:
+        await writer.write_files(root, [afile("a.md", "alpha")])
+    assert scope.cancelled_caught
+    monkeypatch.undo()
+    await writer.write_files(root, [afile("b.md", "beta")])  # no transaction left open
+    assert rows(tmp_path / "i.db", "SELECT rel_path FROM files") == [("b.md",)]
 
 
 async def test_missing_texts_follow_writes_edits_vectors_and_deletes(
