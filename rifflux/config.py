@@ -108,6 +108,14 @@ class Settings:
             )
         if self.rrf_k < 1:
             raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
+        if self.log_level.upper() not in _LOG_LEVELS:
+            raise InvalidArgumentError(
+                f"log_level must be one of {', '.join(_LOG_LEVELS)}, not {self.log_level!r}")
+        for name in ("max_file_bytes", "max_root_files", "semantic_feedback"):
+            least = 0 if name == "semantic_feedback" else 1
+            if getattr(self, name) < least:
+                raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
+                                           f"not {getattr(self, name)}")
         if self.chunk_min_chars >= self.chunk_max_chars:
             raise InvalidArgumentError("chunk_min_chars must be smaller than chunk_max_chars")
         if self.code_max_chars < self.chunk_max_chars:
@@ -148,6 +156,17 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any
     return Settings().with_overrides(**from_env).with_overrides(**overrides)
 
 
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(value: str) -> bool:
+    word = value.strip().lower()
+    if word in _YES or word in _NO:
+        return word in _YES
+    raise ValueError(f"say {'/'.join(_YES)} or {'/'.join(_NO)}")
+
+
 def _split_list(value: str | Sequence[Any], sep: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(p.strip() for p in value.split(sep) if p.strip())
@@ -171,7 +190,7 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
             elif name in ("auto_reindex_on_search", "use_ignore_files") and isinstance(value, str):
-                value = value.strip().lower() in ("1", "true", "yes", "on")
+                value = _flag(value)
             elif name in ("rrf_k",) or (
                 types[name] == "int" and isinstance(value, str)
             ):

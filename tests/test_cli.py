@@ -201,10 +201,19 @@ def test_mcp_help_goes_to_stdout_without_starting_a_server(tmp_path: Path) -> No
     assert done.stdout.startswith("usage:") and "--watch" in done.stdout
 
 
-def test_bad_environment_values_are_usage_errors(tmp_path: Path) -> None:
-    done = rifflux_cli(tmp_path, "status", env=cli_env(tmp_path, RIFFLUX_RRF_K="many"))
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("RIFFLUX_RRF_K", "many", "setting rrf_k: cannot use 'many'"),
+    ("RIFFLUX_LOG_LEVEL", "LOUD", "log_level must be one of DEBUG, INFO"),
+    ("RIFFLUX_AUTO_REINDEX", "maybe",
+     "setting auto_reindex_on_search: cannot use 'maybe' (say 1/true/yes/on or 0/false"),
+    ("RIFFLUX_MAX_FILE_BYTES", "-5", "max_file_bytes must be a whole number of at least 1"),
+])
+def test_bad_environment_values_are_usage_errors(
+    tmp_path: Path, variable: str, value: str, message: str
+) -> None:
+    done = rifflux_cli(tmp_path, "status", env=cli_env(tmp_path, **{variable: value}))
     assert done.returncode == 2
-    assert done.stderr.startswith("rifflux: error: setting rrf_k: cannot use 'many'")
+    assert done.stderr.startswith(f"rifflux: error: {message}")
     assert len(done.stderr.strip().splitlines()) == 1
 
 

@@ -149,6 +149,9 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"frontmatter": {"status": [None]}}, "not a string, number or boolean"),
     ({"tags": [3]}, "list of strings"),
     ({"paths": "docs/**"}, None),  # one glob as a string is fine
+    ({"paths": ["docs/**", "notes/[a"]}, r"'notes/\[a' is not a glob \(an unclosed"),
+    ({"paths": "#journal"}, "a comment in .gitignore syntax"),
+    ({"paths": [r"notes/\[a", r"\#x"]}, None),  # escaped, they are names
 ])
 async def test_malformed_filters_are_clear_errors(
     tmp_path: Path, filters: dict[str, object], message: str | None

@@ -307,7 +307,16 @@ async def test_bad_arguments_are_error_results_and_the_server_keeps_serving(
         lone_depth = await call_error(session, "search_rifflux", query="x", depth=2)
         too_old = await call_error(session, "search_rifflux", query="x",
                                    modified_after="99999y")
+        misspelt = await call_error(session, "search_rifflux", query="x", tag=["recipes"])
+        stranger = await call_error(session, "get_chunk", chunk_id="x", zzz=1)
+        null = await call_error(session, "search_rifflux", query="x", frontmatter={"k": None})
+        tools = {t.name: t for t in (await session.list_tools()).tools}
         still = await call(session, "search_rifflux", query="wombat", mode="lexical")
+    assert "no argument 'tag' (did you mean 'tags'?)" in misspelt and "max_per_file" in misspelt
+    assert "'zzz'" in stranger and "did you mean" not in stranger and "chunk_id" in stranger
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+    assert "frontmatter.k should be a valid string, a valid integer" in null
+    assert null.count("(got None)") == 1  # one value, said once
     assert "mode" in unknown_mode and "'hybrid'" in unknown_mode and "call again" in unknown_mode
     assert "top_k" in zero and "1" in zero
     assert "top_k" in too_many and "100" in too_many

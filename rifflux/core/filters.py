@@ -140,10 +140,20 @@ def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
 def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
     globs = tuple(g.lstrip("/").removeprefix("./") for g in _strings("paths", paths))
     try:
-        pathspec.GitIgnoreSpec.from_lines(globs)
+        spec = pathspec.GitIgnoreSpec.from_lines(globs)
     except Exception as exc:  # pathspec's own errors vary by version
         raise InvalidArgumentError(f"paths: cannot read glob ({exc}); use globs such as "
                                    "'docs/**' or '**/adr-*.md'") from exc
+    for glob, pattern in zip(globs, spec.patterns, strict=True):
+        # pathspec reads a comment, or a glob it cannot compile (an unclosed '['), as no
+        # pattern at all: the filter would match nothing and say nothing
+        if pattern.regex is None:
+            why = ("starts with '#', which makes it a comment in .gitignore syntax: write "
+                   "'\\#' for a name that starts with '#' (tags go in tags)"
+                   if glob.startswith("#") else
+                   "is not a glob (an unclosed '['?): write '\\[' for a '[' in a name")
+            raise InvalidArgumentError(f"paths: {glob!r} {why}; globs look like 'docs/**' "
+                                       "or '**/adr-*.md'")
     return globs
 
 

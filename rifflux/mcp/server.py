@@ -11,10 +11,12 @@ processes cannot corrupt the wire.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import inspect
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -78,6 +80,7 @@ class RiffluxMCPServer(MCPServer[ServerState]):
         self, name: str, arguments: dict[str, Any],
         context: Context[ServerState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
+        self._refuse_unknown(name, arguments)
         try:
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -93,17 +96,59 @@ class RiffluxMCPServer(MCPServer[ServerState]):
                                                                        text=text)]})
         return result
 
+    def close_schema(self, name: str) -> None:
+        """Publish that ``name`` takes no arguments beyond its own."""
+        schema = self._tool_input_schema(name)
+        if schema is not None:
+            schema["additionalProperties"] = False
+
+    def _refuse_unknown(self, name: str, arguments: dict[str, Any]) -> None:
+        """An argument the tool does not take is an error, not ignored: a misspelt filter
+        (``tag`` for ``tags``) would otherwise widen the search without a word."""
+        schema = self._tool_input_schema(name)
+        if schema is None:
+            return  # an unknown tool: the SDK says so
+        known = list(schema.get("properties", {}))
+        unknown = [key for key in arguments if key not in known]
+        if not unknown:
+            return
+        problems = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, known, n=1)
+            problems.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ToolError(f"{name} takes no argument {', '.join(problems)}; it takes "
+                        f"{', '.join(known)}. Call again with those names.")
+
 
 def _explain(tool: str, exc: ValidationError) -> str:
     problems = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+    errors = exc.errors()
+    # a value that fits no member of a union fails once per member, each located at
+    # the member's name (frontmatter.k.str, frontmatter.k.int, ...): said once here
+    # (one value, as many different complaints as members)
+    groups: dict[tuple[int | str, ...], set[str]] = {}
+    for err in errors:
+        if len(err["loc"]) > 1:
+            groups.setdefault(err["loc"][:-1], set()).add(err["msg"])
+    branches = Counter(err["loc"][:-1] for err in errors if len(err["loc"]) > 1)
+    branches = Counter({k: n for k, n in branches.items() if len(groups[k]) == n})
+    said: set[tuple[int | str, ...]] = set()
+    for err in errors:
+        loc = err["loc"]
+        got = repr(err.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
         if err["type"] == "missing":
-            problems.append(f"{where} is required")
+            problems.append(f"{'.'.join(map(str, loc)) or 'arguments'} is required")
+        elif len(loc) > 1 and branches[loc[:-1]] > 1:
+            if loc[:-1] not in said:
+                said.add(loc[:-1])
+                wanted = [e["msg"].removeprefix("Input should be ") for e in errors
+                          if e["loc"][:-1] == loc[:-1]]
+                problems.append(f"{'.'.join(map(str, loc[:-1]))} should be "
+                                f"{', '.join(wanted[:-1])} or {wanted[-1]} (got {got})")
         else:
-            got = repr(err.get("input"))
-            got = got if len(got) <= 60 else got[:57] + "..."
-            problems.append(f"{where}: {err['msg']} (got {got})")
+            problems.append(f"{'.'.join(map(str, loc)) or 'arguments'}: {err['msg']} "
+                            f"(got {got})")
     return (f"invalid arguments for {tool}: {'; '.join(problems)}. "
             "Fix them as the tool's input schema says and call again.")
 
@@ -160,6 +205,7 @@ def build_server(
                         (reindex_many, _WRITES), (forget, _REMOVES)):
         server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""),
                         annotations=hints)
+        server.close_schema(tool.__name__)
     return server
 
 
