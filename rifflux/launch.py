@@ -31,14 +31,26 @@ def mcp_main() -> int:
     return main(["mcp", *sys.argv[1:]])
 
 
+#: The commands that embed texts or queries with the model.
+_EMBEDS = frozenset({"index", "search", "watch"})
+
+
 def _main(argv: list[str]) -> int:
     from . import entry
 
     args, settings = entry.parse(argv)
     if isinstance(settings, int):
         return settings
-    if args.command == "mcp":
+    if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         return _mcp(args, settings)
+    if args.command in _EMBEDS and settings.model_dir is not None:
+        from .core.model_dir import check_model_dir
+        from .errors import EmbeddingError
+
+        try:  # a model directory given by name that is not there is a configuration error
+            check_model_dir(settings.model_dir.absolute())
+        except EmbeddingError as exc:
+            return entry.fail(str(exc), entry.EXIT_USAGE)
     from .cli import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
 
     return entry.run(COMMANDS[args.command], args, settings)

@@ -217,6 +217,19 @@ def test_bad_environment_values_are_usage_errors(
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_model_directory_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "model.onnx").write_bytes(b"")
+    typo = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes), "--model-dir", "modle")
+    half = rifflux_cli(tmp_path, "--db", "i.db", "search", "sun",
+                       env=cli_env(tmp_path, RIFFLUX_MODEL_DIR=str(tmp_path / "half")))
+    assert typo.returncode == 2 and half.returncode == 2
+    assert f"model directory {tmp_path / 'modle'} not found" in typo.stderr
+    assert "half/tokenizer.json not found" in half.stderr
+    assert not (tmp_path / "i.db").exists()  # nothing indexed without the model asked for
+
+
 @pytest.mark.anyio
 async def test_watch_logs_each_batch_until_interrupted(tmp_path: Path) -> None:
     notes = write_notes(tmp_path)

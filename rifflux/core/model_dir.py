@@ -75,11 +75,8 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def locate_model(model_dir: Path | None = None) -> ModelFiles:
-    """The model's files and configuration: ``model_dir``'s, or the bundled model's."""
-    if model_dir is None:
-        return _bundled()
-    model_dir = model_dir.expanduser()
+def check_model_dir(model_dir: Path) -> tuple[Path, Path]:
+    """``model_dir``'s model and tokenizer files, which must exist (nothing is read)."""
     if not model_dir.is_dir():
         raise EmbeddingError(
             f"model directory {model_dir} not found: pass a directory holding model.onnx and "
@@ -90,6 +87,15 @@ def locate_model(model_dir: Path | None = None) -> ModelFiles:
             raise EmbeddingError(
                 f"{f} not found: a model directory needs model.onnx and tokenizer.json "
                 f"(an ONNX export writes both; {_HINT})")
+    return model, tok
+
+
+def locate_model(model_dir: Path | None = None) -> ModelFiles:
+    """The model's files and configuration: ``model_dir``'s, or the bundled model's."""
+    if model_dir is None:
+        return _bundled()
+    model_dir = model_dir.expanduser()
+    model, tok = check_model_dir(model_dir)
     config = read_config(model_dir / CONFIG_FILE, default_name=model_dir.name)
     digest = hashlib.sha256()
     for f in (model, tok):
