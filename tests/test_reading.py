@@ -13,7 +13,7 @@ from .helpers import CountingEmbedder, indexed_then_downgraded, reread_at_start,
 
 pytestmark = pytest.mark.anyio
 
-GUIDE = "---\ntitle: The Guide\ntags: [howto]\n---\n# Guide\n\n" + "".join(
+GUIDE = "---\ntitle: The Guide\ntags: [howto/setup]\n---\n# Guide\n\n" + "".join(
     f"## Step {i}\n\nDo thing number {i} carefully.\n\n" for i in range(1, 8))
 
 
@@ -71,8 +71,9 @@ async def test_a_whole_file_comes_with_its_metadata(tmp_path: Path, indexed: Pat
         await rf.reindex(indexed)
         found = await rf.get_file("guide.md")
     assert found is not None and "chunks" in found
-    assert (found["title"], found["tags"]) == ("The Guide", ["howto"])
-    assert found["frontmatter"] == {"title": "The Guide", "tags": ["howto"]}
+    # tags as search hits and filters give them: nested levels included
+    assert (found["title"], found["tags"]) == ("The Guide", ["howto", "howto/setup"])
+    assert found["frontmatter"] == {"title": "The Guide", "tags": ["howto/setup"]}
     assert found["total_lines"] == len(GUIDE.splitlines())
     assert [c["chunk_index"] for c in found["chunks"]] == list(range(len(found["chunks"])))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import aiosqlite
 
 from ..core.catalog import path_candidates
+from ..core.filters import tag_levels
 from ..types import ChunkDetail, FileRecord
 from .reader import ROW_SQL, iso_utc, row_dict, title_of
 from .schema import mapped_errors
@@ -69,7 +70,7 @@ class Records:
             "path": located.rel_path,
             "root": located.root,
             "title": title_of(row[0], located.rel_path),
-            "tags": sorted(json.loads(row[1])),
+            "tags": sorted(tag_levels(json.loads(row[1]))),  # as hits and filters see them
             "aliases": json.loads(row[2]),
             "frontmatter": json.loads(row[3]),
             "encoding": str(row[8]),
