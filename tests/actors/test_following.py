@@ -19,9 +19,9 @@ from rifflux.actors.jobs import Job, JobQueue, Target
 from rifflux.actors.messages import VectorsReset
 from rifflux.config import Settings
 from rifflux.store.changes import Follow
-from rifflux.store.schema import connect
 from rifflux.store.writer import Writer
 
+from ..store.test_changes import two_processes
 from ..store.test_writer import MODEL, afile
 
 pytestmark = pytest.mark.anyio
@@ -59,27 +59,12 @@ class Processes:
 
 @pytest.fixture
 async def two(tmp_path: Path) -> AsyncIterator[Processes]:
-    db = tmp_path / "i.db"
-    conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
-    try:
-        writers, follows = [], []
-        for i, conn in enumerate(conns):
-            follow = Follow(conn, db, f"process-{i}")
-            await follow.install(writes=True)
-            writer = Writer(conn, db)
-            await writer.adopt(MODEL)
-            writers.append(writer)
-            follows.append(follow)
-        for follow in follows:
-            await follow.others_wrote()
-        processes = Processes(db, writers, follows)
+    async with two_processes(tmp_path / "i.db") as pairs:
+        processes = Processes(tmp_path / "i.db", [w for w, _ in pairs], [f for _, f in pairs])
         try:
             yield processes
         finally:
             processes.close()
-    finally:
-        for conn in conns:
-            await conn.close()
 
 
 def failing(monkeypatch: pytest.MonkeyPatch, error: Exception | None,
@@ -158,6 +143,15 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
     reads = failing(monkeypatch, IndexDatabaseError("database disk image is malformed"),
                     times=10**6)
     monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
+    looks = 0
+    look = two.a_follow.others_wrote
+
+    async def counted() -> bool:
+        nonlocal looks
+        looks += 1
+        return await look()
+
+    monkeypatch.setattr(two.a_follow, "others_wrote", counted)
     async with anyio.create_task_group() as tg:
         tg.start_soon(two.indexer.run)
         root = await two.b.root_id(tmp_path / "docs")  # one commit by the other process
@@ -166,6 +160,8 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
         with anyio.fail_after(10):
             while not reads:  # noqa: ASYNC110 (the indexer's ticker, in this process)
                 await anyio.sleep(0.01)
-        await anyio.sleep(0.5)  # fifty more ticks
+            after = looks
+            while looks < after + 50:  # fifty more ticks  # noqa: ASYNC110
+                await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
     assert len(reads) == 1

@@ -112,8 +112,16 @@ async def test_wait_idle_returns_when_the_running_job_has_run() -> None:
     q = queue()
     job = q.submit(Job([Target(ROOT)]))
     assert q.start_next() is job
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(q.wait_idle)
-        await anyio.wait_all_tasks_blocked()
-        q.abandon(job)
-    assert job.status == "cancelled"
+    returned = anyio.Event()
+
+    async def wait() -> None:
+        await q.wait_idle()
+        returned.set()
+
+    with anyio.fail_after(5):  # a wait_idle that never returns fails, not hangs
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            assert not returned.is_set()  # the job still runs: not idle
+            q.abandon(job)
+    assert returned.is_set() and job.status == "cancelled"

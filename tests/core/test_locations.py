@@ -3,35 +3,11 @@ came from and what note it belongs to."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from rifflux.core.chunker import Chunk, ChunkLimits, parse_markdown
+from rifflux.core.chunker import ChunkLimits, parse_markdown
 
-WORD = re.compile(r"\w*[^\W\d_]\w*")
-
-
-def spans_point_at_the_text(text: str, chunks: tuple[Chunk, ...]) -> None:
-    """Every chunk's first word is on line_start and its last on line_end, and all its
-    words are within them, in order (fence lines a split code block repeats aside)."""
-    lines = text.lstrip("\ufeff").splitlines()
-    for chunk in chunks:
-        kept = [ln for ln in chunk.content.split("\n") if not ln.startswith("```")]
-        words = WORD.findall("\n".join(kept))
-        assert 1 <= chunk.line_start <= chunk.line_end <= len(lines), chunk
-        if not words:
-            continue
-        first, last = lines[chunk.line_start - 1], lines[chunk.line_end - 1]
-        assert words[0] in first or first.startswith("```"), (chunk, first)
-        assert words[-1] in last or last.startswith("```"), (chunk, last)
-        source = " ".join(lines[chunk.line_start - 1 : chunk.line_end])
-        position = 0
-        for word in words:
-            found = source.find(word, position)
-            assert found >= 0, (word, chunk)
-            position = found + len(word)
-
+from .test_properties import spans_point_at_the_text
 
 CASES = {
     "front matter": "---\ntitle: Guide\ntags: [a]\n---\n# Guide\n\nIntro text here.\n\n"

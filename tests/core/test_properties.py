@@ -44,8 +44,7 @@ def is_subsequence(needle: Sequence[str], haystack: Sequence[str]) -> bool:
 
 def spans_point_at_the_text(text: str, chunks: tuple[Chunk, ...]) -> None:
     """Every chunk's first word is on line_start and its last on line_end, and all its
-    words are within them, in order (fence lines a split code block repeats aside).
-    (A copy of the rule in test_locations.py.)"""
+    words are within them, in order (fence lines a split code block repeats aside)."""
     lines = text.lstrip("\ufeff").splitlines()
     for chunk in chunks:
         kept = [ln for ln in chunk.content.split("\n") if not ln.startswith("```")]

@@ -5,6 +5,7 @@ pruned log is told to reload."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +22,10 @@ from .test_writer import MODEL, afile, hashes
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def pair(tmp_path: Path) -> AsyncIterator[tuple[Writer, Follow, Writer, Follow]]:
-    db = tmp_path / "i.db"
+@asynccontextmanager
+async def two_processes(db: Path) -> AsyncIterator[list[tuple[Writer, Follow]]]:
+    """Two writers on one SQLite file, as two processes have, each following the other's
+    changes from now on."""
     conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
     try:
         out = []
@@ -32,13 +34,19 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[Writer, Follow, Writer, Fo
             await follow.install(writes=True)
             writer = Writer(conn, db)
             await writer.adopt(MODEL)
-            out += [writer, follow]
-        for follow in out[1::2]:  # (b's adoption was a commit a has not looked at)
-            await follow.others_wrote()  # type: ignore[union-attr]
-        yield out[0], out[1], out[2], out[3]  # type: ignore[misc]
+            out.append((writer, follow))
+        for _, follow in out:  # (each adoption was a commit the other has not looked at)
+            await follow.others_wrote()
+        yield out
     finally:
         for conn in conns:
             await conn.close()
+
+
+@pytest.fixture
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[Writer, Follow, Writer, Follow]]:
+    async with two_processes(tmp_path / "i.db") as ((a, a_follow), (b, b_follow)):
+        yield a, a_follow, b, b_follow
 
 
 async def test_each_sees_the_others_files_and_vectors_not_its_own(
