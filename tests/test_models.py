@@ -8,22 +8,20 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-import rifflux
 from rifflux import Rifflux
 from rifflux.core.embedders import BUNDLED_MODEL, OnnxEmbedder, locate_model
 
 from .helpers import eventually, write
+from .test_cli import cli_env, rifflux_cli
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(rifflux.__file__).resolve().parent.parent
 
 CORPUS = {
     "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
@@ -212,10 +210,9 @@ async def test_a_768_dimension_model_built_here_indexes_and_searches_end_to_end(
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
-    env.update(XDG_DATA_HOME=str(tmp_path / "xdg"), PYTHONPATH=str(REPO), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "rifflux", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    env = cli_env(tmp_path)
+    del env["RIFFLUX_EMBEDDING_BACKEND"]  # the backend the command line says
+    return rifflux_cli(tmp_path, *args, env=env)
 
 
 def test_the_cli_takes_a_model_dir_and_its_status_shows_how_the_model_runs(

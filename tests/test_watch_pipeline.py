@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import sys
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -266,46 +265,3 @@ async def test_a_flood_of_events_ends_in_one_consistent_index(tmp_path: Path) ->
     assert max_queued <= 2  # bursts merge into the queued job
     assert status["chunks"] == n_files
     assert all(q["buffered"] <= q["max_buffer"] for q in status["queues"].values())
-
-
-async def test_sigkill_during_a_reindex_leaves_a_sound_index_that_converges(
-    tmp_path: Path,
-) -> None:
-    root = tmp_path / "docs"
-    for i in range(600):
-        write(root, f"d{i % 10}/f{i}.md", f"# File {i}\n\n" + f"text of file {i}. " * 60)
-    db = tmp_path / "i.db"
-    code = (
-        "import anyio, sys\n"
-        "from rifflux import Rifflux\n"
-        "async def main():\n"
-        f"    async with Rifflux({str(db)!r}, embedding_backend='hash') as rf:\n"
-        f"        await rf.reindex({str(root)!r})\n"
-        "anyio.run(main)\n"
-    )
-    process = await anyio.open_process([sys.executable, "-c", code])
-    async with process:
-
-        def some_files_written() -> bool:
-            try:
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-                    return bool(conn.execute("SELECT COUNT(*) FROM files").fetchone()[0])
-            except sqlite3.Error:
-                return False
-
-        await eventually(some_files_written, within=30)
-        process.kill()
-        await process.wait()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')")
-        killed_at = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
-    assert 0 < killed_at < 600
-    async with Rifflux(db, embedding_backend="hash") as rf:
-        await rf.reindex(root)
-        after = await rf.status()
-    async with Rifflux(tmp_path / "clean.db", embedding_backend="hash") as rf:
-        await rf.reindex(root)
-        clean = await rf.status()
-    for key in ("files", "chunks", "embeddings", "pending_embeddings"):
-        assert after[key] == clean[key], key

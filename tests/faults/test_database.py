@@ -16,9 +16,9 @@ import pytest
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 
 from ..helpers import CountingEmbedder, eventually, write
+from ..test_cli import cli_env
 
 pytestmark = pytest.mark.anyio
-REPO = Path(__file__).resolve().parents[2]
 
 
 def notes(root: Path, n: int = 30) -> Path:
@@ -150,7 +150,7 @@ def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_co
         "anyio.run(main)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+                          timeout=120, env=cli_env(tmp_path), check=False)
     assert "FAILED reindex" in done.stdout, done.stdout + done.stderr
     assert "could not be written" in done.stdout or "is full" in done.stdout
     assert "internal error" not in done.stdout
@@ -163,7 +163,7 @@ def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_co
     again = subprocess.run(
         [sys.executable, "-m", "rifflux", "--db", str(db), "--backend", "hash", "index",
          str(root), "--json"], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+        env=cli_env(tmp_path), check=False)
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 405
@@ -180,8 +180,7 @@ def test_indexing_a_path_that_does_not_exist_creates_no_index(tmp_path: Path) ->
     done = subprocess.run(
         [sys.executable, "-m", "rifflux", "--db", str(tmp_path / "new.db"), "index",
          str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO), "RIFFLUX_EMBEDDING_BACKEND": "hash"},
-        check=False)
+        env=cli_env(tmp_path), check=False)
     assert done.returncode == 1 and "nothing to index" in done.stderr
     assert not (tmp_path / "new.db").exists()
 
