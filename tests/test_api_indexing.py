@@ -150,6 +150,7 @@ async def test_bad_files_are_reported_and_the_rest_indexed(
     assert "latin1.md" not in errors
     assert "unreadable.md" in errors and "broken.md" in errors
     assert "not found" in errors["does-not-exist"]
+    assert result["indexed_paths"] == [str(root)]  # what was indexed; the rest: errors
 
 
 async def test_a_file_that_turns_bad_keeps_its_previous_index(

@@ -70,8 +70,9 @@ class Progress:
         if self.left_out:
             result["left_out"] = [{"files": n, "reason": why} for why, n in
                                   sorted(self.left_out.items(), key=lambda kv: -kv[1])]
-        if len(targets) > 1:
-            result["indexed_paths"] = [t.requested or str(t.root) for t in targets]
+        if len(targets) > 1:  # (a location that could not be indexed is in errors)
+            result["indexed_paths"] = [t.requested or str(t.root) for t in targets
+                                       if not t.missing]
         if self.indexed or self.removed_paths:
             result["changed"] = {"indexed": sorted(rel for _, rel in self.indexed)[:_NAMED],
                                  "removed": self.removed_paths[:_NAMED]}
