@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
+from rifflux.mcp.answers import file_answer
 
 from .helpers import CountingEmbedder, indexed_then_downgraded, reread_at_start, write
 
@@ -125,3 +126,38 @@ async def test_an_index_of_the_previous_version_is_upgraded_in_place(
         found = await rf.get_file("guide.md")
     assert hit["line_start"] > 0 and found is not None and found["total_lines"] > 0
     assert len(embedder.embedded) == embedded  # the vectors were kept
+
+
+async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> None:
+    # Paragraphs of one 2,500-character line each: the chunker splits each line over
+    # chunks, so a page of chunks can end inside a line. Read as an agent does (the
+    # first page, then line ranges from next_start_line), every word is found.
+    words = [f"P{i}W{j}" for i in range(30) for j in range(250)]
+    lines = [" ".join(words[i * 250 : (i + 1) * 250]) for i in range(30)]
+    root = tmp_path / "docs"
+    write(root, "long.md", "# Long\n\n" + "\n\n".join(lines) + "\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for budget in (3_000, 4_000, 5_000):  # (pages that end inside a line, or not)
+            first = file_answer(await rf.get_file("long.md"), budget)  # type: ignore[arg-type]
+            seen = " ".join(c["content"] for c in first["chunks"])
+            assert first["truncated"] is True and seen.split()[-1] != words[-1]
+            start = first["next_start_line"]
+            while True:
+                page = file_answer(await rf.get_file("long.md", start_line=start),  # type: ignore[arg-type]
+                                   budget)
+                seen += " " + page["text"]
+                if not page.get("truncated"):
+                    break
+                assert page["next_start_line"] > start
+                assert f"start_line={page['next_start_line']}" in page["hint"]
+                start = page["next_start_line"]
+            assert set(words) <= set(seen.split()), budget
+        # line 3, the first paragraph, is longer than the budget: cut with a marker, and
+        # the hint says how to read it whole
+        cut = file_answer(await rf.get_file("long.md", start_line=3, end_line=3), 1000)  # type: ignore[arg-type]
+        assert cut["text"].endswith(" chars]") and cut["next_start_line"] == 4
+        assert f"max_chars={len(lines[0])}" in cut["hint"]
+        whole = file_answer(await rf.get_file("long.md", start_line=3, end_line=3),  # type: ignore[arg-type]
+                            len(lines[0]))
+        assert whole["text"] == lines[0] and "truncated" not in whole

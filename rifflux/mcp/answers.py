@@ -124,12 +124,10 @@ def chunk_answer(chunk: ChunkDetail, max_chars: int) -> dict[str, Any]:
 
 def file_answer(found: FileRecord | FileLines, max_chars: int) -> dict[str, Any]:
     out: dict[str, Any] = dict(found)
-    cut = fit_lines(out, max_chars) if "text" in found else fit_chunks(out, max_chars)
-    if cut:
+    hint = fit_lines(out, max_chars) if "text" in found else fit_chunks(out, max_chars)
+    if hint is not None:
         out["truncated"] = True
-        out["hint"] = (f"the answer stops at line {out['next_start_line'] - 1} to fit "
-                       f"max_chars={max_chars}: call get_file again with "
-                       f"start_line={out['next_start_line']} to read on")
+        out["hint"] = hint
     return out
 
 

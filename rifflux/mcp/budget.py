@@ -67,12 +67,14 @@ def fit_results(results: Sequence[Any], max_chars: int) -> bool:
     return True
 
 
-def fit_lines(answer: dict[str, Any], max_chars: int) -> bool:
+def fit_lines(answer: dict[str, Any], max_chars: int) -> str | None:
     """Cut a ``get_file`` line range to whole lines within ``max_chars``: ``end_line`` says
-    where it stopped, ``next_start_line`` where the next page starts. True when cut."""
+    where it stopped, ``next_start_line`` where the next page starts. None when it fits;
+    else how to read the rest (a single line longer than the budget is cut with a marker,
+    and the hint says how to read it whole)."""
     text: str = answer["text"]
     if len(text) <= max_chars:
-        return False
+        return None
     lines = text.split("\n")
     used, kept = 0, 0
     for line in lines:
@@ -80,19 +82,30 @@ def fit_lines(answer: dict[str, Any], max_chars: int) -> bool:
             break
         used += len(line) + (1 if kept else 0)
         kept += 1
+    start = answer["start_line"]
+    long_line = None
     if kept == 0:  # one line longer than the budget: its start, cut
+        long_line = len(lines[0])
         answer["text"] = _cut(lines[0], max_chars)
         kept = 1
     else:
         answer["text"] = "\n".join(lines[:kept])
-    answer["end_line"] = answer["start_line"] + kept - 1
+    answer["end_line"] = start + kept - 1
     answer["next_start_line"] = answer["end_line"] + 1
-    return True
+    if long_line is not None:
+        return (f"line {start} has {long_line} characters, more than max_chars={max_chars}: "
+                f"read it whole with start_line={start}, end_line={start}, "
+                f"max_chars={long_line}; call again with "
+                f"start_line={answer['next_start_line']} to read on after it")
+    return _read_on(answer, max_chars)
 
 
-def fit_chunks(answer: dict[str, Any], max_chars: int) -> bool:
+def fit_chunks(answer: dict[str, Any], max_chars: int) -> str | None:
     """A whole file's chunks, as many as fit in ``max_chars`` (at least one, cut if need
-    be); ``next_start_line`` is the line after the last chunk given. True when cut."""
+    be); ``next_start_line`` is where the next page (a line range) starts. None when all
+    fit; else how to read the rest. A page ends where a line ends: a long line that two
+    chunks share is left whole to the next page, and a chunk cut to fit is read again
+    from its first line, so that no text falls between two pages."""
     chunks: list[dict[str, Any]] = answer["chunks"]
     used, kept = 0, 0
     for chunk in chunks:
@@ -101,10 +114,20 @@ def fit_chunks(answer: dict[str, Any], max_chars: int) -> bool:
         used += len(chunk["content"])
         kept += 1
     if kept == len(chunks) and used <= max_chars:
-        return False
+        return None
+    while 1 < kept < len(chunks) and chunks[kept]["line_start"] <= chunks[kept - 1]["line_end"]:
+        kept -= 1  # the next chunk goes on in the last one's last line
     answer["chunks"] = chunks[:kept]
     last = answer["chunks"][-1]
+    following = chunks[kept]["line_start"] if kept < len(chunks) else last["line_end"] + 1
+    answer["next_start_line"] = min(last["line_end"] + 1, following)
     if len(last["content"]) > max_chars:
         last["content"] = _cut(last["content"], max_chars)
-    answer["next_start_line"] = last["line_end"] + 1
-    return True
+        answer["next_start_line"] = last["line_start"]  # its lines, whole, on the next page
+    return _read_on(answer, max_chars)
+
+
+def _read_on(answer: dict[str, Any], max_chars: int) -> str:
+    return (f"the answer stops before line {answer['next_start_line']} to fit "
+            f"max_chars={max_chars}: call get_file again with "
+            f"start_line={answer['next_start_line']} to read on")
