@@ -438,6 +438,36 @@ async def test_ctrl_c_sigterm_and_sighup_stop_the_server_cleanly(
     _assert_closed_cleanly(db)
 
 
+def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path: Path) -> None:
+    # The client closes its end of the server's stdout and keeps stdin open: the next
+    # answer cannot be written, and the server stops as if stdin had closed.
+    env = {**os.environ, **server_env(tmp_path)}
+    db = tmp_path / "x.db"
+    stderr_path = tmp_path / "server.stderr"
+    with stderr_path.open("wb") as errlog, subprocess.Popen(
+        [sys.executable, "-m", "rifflux", "mcp", "--db", str(db)], cwd=tmp_path, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(_initialize(1, LATEST)).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        process.stdout.close()
+        for i in range(2, 5):  # answers no one reads
+            process.stdin.write(json.dumps(_request(i, "tools/call", {
+                "name": "index_status", "arguments": {}})).encode() + b"\n")
+            process.stdin.flush()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("the server kept running with no one reading its answers")
+    stderr = stderr_path.read_text(encoding="utf-8")
+    assert process.returncode == 0, stderr
+    assert "error" not in stderr.lower() and "Traceback" not in stderr
+    _assert_closed_cleanly(db)
+
+
 def _assert_closed_cleanly(db: Path) -> None:
     # the last connection's close checkpoints and removes the WAL file (a killed
     # process leaves it behind)

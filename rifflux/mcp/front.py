@@ -25,6 +25,7 @@ everything waits for the SDK: slower, never wrong.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -180,7 +181,9 @@ class Wire:
                     sys.stdout.flush()
                 os.dup2(self.reader.fileno(), 0)
                 os.dup2(self._writer.fileno(), 1)
-            self._writer.close()
+            # (a client gone away leaves an answer unsent: no error of this server's)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._writer.close()
         if reader:
             self.reader.close()
 

@@ -73,7 +73,14 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                 if answered is not None and answered in replayed:
                     _check_replayed(replayed.pop(answered), json.loads(line))
                     continue
-                await anyio.to_thread.run_sync(front.wire.send, line)
+                try:
+                    await anyio.to_thread.run_sync(front.wire.send, line)
+                except (BrokenPipeError, ConnectionResetError):
+                    # the client went away without closing stdin first: nobody is left
+                    # to answer, and that is no error of this server's
+                    logger.info("the MCP client closed its end of stdout: stopping")
+                    tg.cancel_scope.cancel()
+                    return
 
     try:
         async with anyio.create_task_group() as tg:
