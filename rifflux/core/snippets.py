@@ -30,6 +30,8 @@ WIDTH = 240
 #: A token as FTS5's unicode61 tokenizer cuts them: letters and digits (``_`` separates),
 #: with CJK runs apart (they are matched as CJK words).
 _WORD = OTHER_WORD
+#: The ``#`` markers of ATX heading lines.
+_HEADING_MARK = re.compile(r"^#{1,6}[ \t]*", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _STEMMER = snowballstemmer.stemmer("porter")
 
@@ -46,7 +48,9 @@ def _fold(word: str) -> str:
 
 @lru_cache(maxsize=65536)
 def _stem(folded: str) -> str:
-    return str(_STEMMER.stemWord(folded))
+    """As FTS5's porter tokenizer stems: words under three characters are left as they
+    are (Snowball would make ``s`` empty, and an empty stem matches everywhere)."""
+    return folded if len(folded) < 3 else str(_STEMMER.stemWord(folded))
 
 
 class Found(NamedTuple):
@@ -96,22 +100,33 @@ class Snippets:
         return self.clip(self.find(content), self._width)
 
     def find(self, content: str) -> Found:
-        """What ``clip`` needs of ``content``, for any width: the matching is done once."""
+        """What ``clip`` needs of ``content``, for any width: the matching is done once.
+        The heading lines the chunk opens with are left out (the breadcrumb names them),
+        unless the query matches there only: then the snippet shows why it matched."""
         text = " ".join(_without_headings(content).split())
         if self._candidates is None and not self._cjk:
             return Found(text, [], 0)
-        marks = self._marks(text) if self._candidates is not None else []
-        if self._cjk:
-            marks = self._cjk_marks(text, marks)
+        marks = self._marks_in(text)
+        if not marks and content.startswith("#"):
+            whole = " ".join(_HEADING_MARK.sub("", content).split())
+            if marks_there := self._marks_in(whole):
+                return Found(whole, marks_there, 0)
         return Found(text, marks, 0 if marks else self._likely_sentence(text))
 
     @staticmethod
     def clip(found: Found, width: int) -> str:
-        """The snippet of a ``find`` answer, ``width`` characters wide (marks aside)."""
+        """The snippet of a ``find`` answer, ``width`` characters wide (marks aside). A
+        window that would run past the end starts earlier, so that the width is used."""
         if not found.marks:
-            return _clip(found.text, found.start, width)
-        start = _best_window(found.marks, width)
+            start = found.start
+        else:
+            start = _best_window(found.marks, width)
+        start = max(0, min(start, len(found.text) - width))
         return _clip(found.text, start, width, [(s, e) for s, e, _ in found.marks])
+
+    def _marks_in(self, text: str) -> list[tuple[int, int, str]]:
+        marks = self._marks(text) if self._candidates is not None else []
+        return self._cjk_marks(text, marks) if self._cjk else marks
 
     # ------------------------------------------------------------ matching
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rifflux.core.snippets import WIDTH, Snippets, snippet
@@ -58,6 +58,21 @@ def test_a_hit_with_no_term_in_common_gets_its_most_query_like_sentence() -> Non
     assert plain == "Alpha beta gamma. Delta epsilon."
 
 
+def test_a_match_near_the_end_gets_a_window_as_wide_as_the_others() -> None:
+    text = "Opening words of a long note. " * 10 + "The last line speaks of sarcasm."
+    out = snippet(text, "sarcasm", width=120)
+    assert marked(out) == ["sarcasm"] and out.endswith("**sarcasm**.")
+    assert len(out.replace("**", "").strip("…")) >= 110  # the width is used, backwards
+
+
+def test_a_match_in_the_chunks_heading_only_is_shown_there() -> None:
+    # The breadcrumb names the heading, so a snippet leaves it out, unless the query
+    # matches nowhere else: then the snippet must show why the chunk matched.
+    chunk = "## Data-Driven (Parameterized) Tests\n\n- Use @ParameterizedTest with sources."
+    assert marked(snippet(chunk, "data-driven")) == ["Data", "Driven"]
+    assert not snippet(chunk, "sources").startswith("Data")  # found in the text: as before
+
+
 def test_one_query_makes_many_snippets() -> None:
     snippets = Snippets("docker")
     assert [marked(snippets.make(t)) for t in ("a docker b", "no match", "Docker!")] == [
@@ -70,6 +85,7 @@ def test_any_text_and_query_give_a_bounded_snippet(content: str, query: str) -> 
 
 
 @given(st.text(st.characters(blacklist_characters="*"), max_size=600), st.text(max_size=40))
+@example(":", "S")  # Snowball stems "s" to "", which matched everywhere (FTS5 keeps "s")
 def test_marks_are_balanced_around_words_of_the_text(content: str, query: str) -> None:
     out = snippet(content, query)
     assert out.count("**") % 2 == 0
