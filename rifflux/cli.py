@@ -19,12 +19,13 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
+from .answers import Why, base_answer, why
 from .api import Rifflux
 from .config import Settings
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
 from .errors import InvalidArgumentError
 from .terminal import ProgressView, print_links, print_results
-from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, SearchAnswer, Status
+from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -57,8 +58,10 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
             f"{_count(status['embeddings'], 'embedding')} ({model})"
         )
     for skipped in result.get("left_out", []):
-        err.print(f"{_count(skipped['files'], 'file')} {skipped['reason']}; "
-                  "--include/--exclude to change", markup=False)
+        change = ("--no-ignore-files" if skipped["reason"].startswith("ignored by")
+                  else "--include/--exclude")
+        err.print(f"{_count(skipped['files'], 'file')} {skipped['reason']}; {change} to "
+                  "change", markup=False)
     for problem in result.get("errors", []):
         err.print(f"warning: {problem.get('path')}: {problem.get('error')}", markup=False)
     failed = {p.get("path") for p in result.get("errors", [])}
@@ -106,13 +109,11 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         results = await rf.search(query, top_k=args.top_k, mode=args.mode,
                                   max_per_file=args.max_per_file, explain=args.explain,
                                   content="snippet" if args.snippets else "full", **filters)
-        answer: SearchAnswer = {"query": query, "mode": args.mode, "count": len(results),
-                                "embedding_model": rf.embedding_model, "results": results}
-        pending = rf.pending_embeddings()
-        if pending:
-            answer["pending_embeddings"] = pending
-        if args.explain:
-            answer["explain"] = rf.describe_search(query, **filters)
+        answer = await base_answer(rf, query, args.mode, results, filters,
+                                   explain=args.explain)
+        reason = await why(rf, query, args.mode, results, filters)
+    if reason is not None:
+        answer["hint"] = _WHY[reason]
     if args.json:
         _write_json(answer)
     else:
@@ -121,14 +122,26 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
             out.print(f"lexical query: {answer['explain']['fts_query']}", style="dim",
                       markup=False)
         print_results(out, results)
+    pending = answer.get("pending_embeddings")
     if pending:
-        sys.stderr.write(f"rifflux: {_count(pending, 'chunk')} still being embedded: semantic "
-                         "results are partial (`rifflux status` shows the progress)\n")
-    if not results:
-        sys.stderr.write("rifflux: no results (try other words, --mode semantic, fewer "
-                         "filters, or check `rifflux status`)\n")
-        return EXIT_FAILURE
-    return EXIT_OK
+        sys.stderr.write(f"rifflux: {_count(pending, 'chunk')} without a vector yet: semantic "
+                         "results cover part of the index (`rifflux index` on their folder, "
+                         "or a running `rifflux watch` or MCP server, embeds them)\n")
+    if reason is not None:
+        sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{_WHY[reason]}\n")
+    return EXIT_OK if results else EXIT_FAILURE
+
+
+#: What ``rifflux search`` says for each ``answers.Why`` (on stderr, and as ``hint``).
+_WHY: dict[Why, str] = {
+    "no files": "the index holds no files yet: `rifflux index PATH` first",
+    "filters": "nothing matched within these filters: relax them, or search without them",
+    "no words": "the query has no searchable word: give words",
+    "no match": "nothing matched: try other words or --mode semantic; if the files changed, "
+                "`rifflux index` their folder",
+    "meaning only": "no chunk contains these words: every hit is only close in meaning "
+                    "(semantic); check the spelling, or try the words the notes would use",
+}
 
 
 def _count(n: int, noun: str) -> str:
@@ -239,7 +252,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         model += f" - {status.get('embedding_error') or status['embedding_fallback_reason']}"
     rows = [
         ("index", status["db_path"]),
-        ("files", f"{status['files']:,} in {status.get('roots', '?')} folders"),
+        ("files", f"{status['files']:,} in {_count(status['roots'], 'folder')}"),
         ("chunks", f"{status['chunks']:,}"),
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
         ("links", f"{status['links']:,} ({status['unresolved_links']:,} unresolved)"),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import rifflux
+from rifflux.store.lease import Lease
 
 REPO = Path(rifflux.__file__).resolve().parent.parent
 
@@ -89,8 +92,32 @@ def test_search_filters_and_prints_clickable_locations(indexed: Path) -> None:
     elsewhere = rifflux_cli(indexed, "--db", "index.db", "search", "wombat installer",
                             "--path", "nowhere/**", "--mode", "lexical")
     assert elsewhere.returncode == 1 and "no results" in elsewhere.stderr
+    assert "within these filters" in elsewhere.stderr
+    as_json = rifflux_cli(indexed, "--db", "index.db", "search", "wombat installer",
+                          "--path", "nowhere/**", "--json")
+    assert as_json.returncode == 1 and "relax them" in json.loads(as_json.stdout)["hint"]
     bad = rifflux_cli(indexed, "--db", "index.db", "search", "wombat", "--before", "someday")
     assert bad.returncode == 2 and "cannot read 'someday' as a date" in bad.stderr
+
+
+def test_a_search_while_texts_lack_vectors_says_semantic_results_are_partial(
+    indexed: Path,
+) -> None:
+    with sqlite3.connect(indexed / "index.db") as conn:
+        conn.execute("DELETE FROM embeddings")  # as an interrupted `rifflux index` leaves it
+        texts = conn.execute("SELECT COUNT(DISTINCT content_hash) FROM chunks").fetchone()[0]
+    # Another process holds the embedding lease, so this search embeds nothing itself.
+    lease = Lease(indexed / "index.db")
+    assert lease.try_acquire()
+    try:
+        done = rifflux_cli(indexed, "--db", "index.db", "search", "compost", "--json")
+    finally:
+        lease.release()
+    assert done.returncode == 0, done.stderr
+    assert texts > 1 and json.loads(done.stdout)["pending_embeddings"] == texts
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"rifflux: {texts} chunks without a vector yet: semantic results "
+                           "cover part of the index")
 
 
 def test_show_prints_the_lines_of_a_hit_with_their_numbers(indexed: Path) -> None:
@@ -111,7 +138,14 @@ def test_search_with_no_results_exits_1(indexed: Path) -> None:
                        "--json")
     assert done.returncode == 1
     assert json.loads(done.stdout)["count"] == 0
-    assert "no results" in done.stderr
+    assert "no results: nothing matched: try other words" in done.stderr
+    # hybrid: the semantic branch always finds something; the answer says it is all it is
+    meaning = rifflux_cli(indexed, "--db", "index.db", "search", "zzyzx", "--json")
+    assert meaning.returncode == 0 and json.loads(meaning.stdout)["count"] > 0
+    assert "only close in meaning" in json.loads(meaning.stdout)["hint"]
+    assert "only close in meaning" in meaning.stderr
+    found = rifflux_cli(indexed, "--db", "index.db", "search", "compost", "--json")
+    assert "hint" not in json.loads(found.stdout) and not found.stderr
 
 
 def test_a_closed_stdout_ends_a_search_quietly(indexed: Path) -> None:
@@ -142,6 +176,7 @@ def test_status_prints_a_summary(indexed: Path) -> None:
     done = rifflux_cli(indexed, "--db", "index.db", "status")
     assert done.returncode == 0, done.stderr
     assert "files" in done.stdout and "hash-384-v1" in done.stdout
+    assert re.search(r"^files +2 in 1 folder *$", done.stdout, re.MULTILINE), done.stdout
 
 
 def test_flags_beat_environment_which_beats_defaults(tmp_path: Path) -> None:
@@ -269,6 +304,12 @@ def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path
     assert "3 files under node_modules/, excluded by default (node_modules); " \
            "--include/--exclude to change" in whole.stderr
     assert "1 file not matching the include globs (*.md, *.markdown, *.mdx)" in whole.stderr
+    (notes / ".gitignore").write_text("drafts/\n", encoding="utf-8")
+    (notes / "drafts").mkdir()
+    (notes / "drafts" / "d.md").write_text("# Draft\n", encoding="utf-8")
+    ignored = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes))
+    assert "1 file ignored by an ignore file (.gitignore, .ignore, .riffluxignore); " \
+           "--no-ignore-files to change" in ignored.stderr
 
 
 def test_search_takes_words_without_quotes_and_refuses_an_empty_query(indexed: Path) -> None:

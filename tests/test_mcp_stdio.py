@@ -606,6 +606,8 @@ async def test_an_empty_index_and_an_empty_filter_say_what_to_do(tmp_path: Path)
         assert found["explain"] == {"fts_query": '"wombat"', "filters": {}}
         assert set(found["results"][0]["explain"]) >= {"lexical_rank", "bm25"}
         assert "hint" not in found and "pending_embeddings" not in found
+        misspelt = await call(session, "search_rifflux", query="wombta")
+        assert misspelt["count"] > 0 and "only close in meaning" in misspelt["hint"]
 
 
 async def test_a_search_while_embeddings_are_unfinished_says_they_are_partial(

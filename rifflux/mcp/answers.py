@@ -3,8 +3,10 @@ missing (an empty index, filters that match nothing, embeddings not finished).""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from ..answers import Why, base_answer, why
 from ..api import Rifflux
 from ..core.snippets import Snippets
 from ..types import (
@@ -29,24 +31,36 @@ FIRST_LOOK_CHARS = 4_000
 SNIPPET_WIDTHS = (80, 240)
 
 
+#: What an answer says, over MCP, for each ``answers.Why``.
+_WHY: dict[Why, str] = {
+    "no files": "the index holds no files yet: call reindex with the folder to search (an "
+                "absolute path), then search again",
+    "filters": "no chunk matched within these filters: relax them (list_tags shows the "
+               "tags in use, index_status the indexed folders), or search without them",
+    "no words": "the query has no searchable word: ask with words",
+    "no match": "nothing matched: try other words or mode='semantic'; if the files "
+                "changed, reindex their folder",
+    "meaning only": "no chunk contains the query's words: every hit is only close in "
+                    "meaning (semantic); check the spelling, or try the words the notes "
+                    "would use",
+}
+
+
 async def search_answer(
     rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, explain: bool, max_chars: int, content: str = "full",
 ) -> SearchAnswer:
-    answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
-                            "embedding_model": rf.embedding_model, "results": results}
+    answer = await base_answer(rf, query, mode, results, filters, explain=explain)
+    reason = await why(rf, query, mode, results, filters)
     if content == "snippet":
         _first_look(answer, query)
     hints: list[str] = []
-    pending = rf.pending_embeddings()
-    if pending:
-        answer["pending_embeddings"] = pending
-        hints.append(f"{pending} chunks are still being embedded: semantic results cover "
-                     "only part of the index; index_status shows the progress")
-    if not results:
-        hints.append(await _why_empty(rf, query, filters))
-    if explain:
-        answer["explain"] = rf.describe_search(query, **filters)
+    if "pending_embeddings" in answer:
+        hints.append(f"{answer['pending_embeddings']} chunks are still being embedded: "
+                     "semantic results cover only part of the index; index_status shows "
+                     "the progress")
+    if reason is not None:
+        hints.append(_WHY[reason])
     if fit_results(answer["results"], max_chars):  # (the compact ones, for a first look)
         answer["truncated"] = True
         smaller = ("a smaller top_k or max_per_file" if content == "snippet"
@@ -75,8 +89,9 @@ def _first_look(answer: SearchAnswer, query: str) -> None:
         light: dict[str, Any] = {k: v for k, v in hit.items() if k in _FIRST_LOOK}
         if shared is None:
             light["root"] = hit["root"]
-        light["score_breakdown"] = {k: float(f"{v:.4g}") if isinstance(v, float) else v
-                                    for k, v in hit["score_breakdown"].items()}
+        light["score_breakdown"] = _rounded(hit["score_breakdown"])
+        if "explain" in light:
+            light["explain"] = _rounded(light["explain"])
         light["snippet"] = ""
         compact.append(light)
     answer["results"] = compact
@@ -98,18 +113,9 @@ def _first_look(answer: SearchAnswer, query: str) -> None:
         light["snippet"] = snippet
 
 
-async def _why_empty(rf: Rifflux, query: str, filters: dict[str, Any]) -> str:
-    status = await rf.status()
-    if status["files"] == 0:
-        return ("the index holds no files yet: call reindex with the folder to search "
-                "(an absolute path), then search again")
-    if any(v is not None for v in filters.values()):
-        return ("no chunk matched within these filters: relax them (list_tags shows the "
-                "tags in use, index_status the indexed folders), or search without them")
-    if rf.describe_search(query)["fts_query"] is None:
-        return "the query has no searchable word: ask with words"
-    return ("nothing matched: try other words or mode='semantic'; if the files changed, "
-            "reindex their folder")
+def _rounded(scores: Mapping[str, Any]) -> dict[str, Any]:
+    """Floats to 4 significant digits (a first look's scores rank, they are not read)."""
+    return {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in scores.items()}
 
 
 def chunk_answer(chunk: ChunkDetail, max_chars: int) -> dict[str, Any]:

@@ -1,0 +1,44 @@
+"""A search answer as every surface gives it (MCP's ``search_rifflux``, ``rifflux search
+--json``): SPEC's fields, ``pending_embeddings`` while texts lack vectors, ``explain``
+when asked, and why an answer says less than it seems to: nothing indexed, filters
+that match nothing, a query without a word, or hits that are only close in meaning.
+Each surface words that ``Why`` in its own terms (a tool to call, a command to run)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .api import Rifflux
+from .types import Mode, SearchAnswer, SearchResult
+
+Why = Literal["no files", "filters", "no words", "no match", "meaning only"]
+
+
+async def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+                      filters: dict[str, Any], *, explain: bool) -> SearchAnswer:
+    answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
+                            "embedding_model": rf.embedding_model, "results": results}
+    pending = rf.pending_embeddings()
+    if pending:
+        answer["pending_embeddings"] = pending
+    if explain:
+        answer["explain"] = rf.describe_search(query, **filters)
+    return answer
+
+
+async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+              filters: dict[str, Any]) -> Why | None:
+    """What the answer needs said, if anything: why it is empty, or that a hybrid
+    search's hits all come from the semantic branch (no chunk holds the query's words:
+    a misspelling, or a subject the notes do not cover)."""
+    if results:
+        meaning_only = mode == "hybrid" and all(
+            r["score_breakdown"].get("lexical_rank") is None for r in results)
+        return "meaning only" if meaning_only else None
+    if (await rf.status())["files"] == 0:
+        return "no files"
+    if any(v is not None for v in filters.values()):
+        return "filters"
+    if rf.describe_search(query)["fts_query"] is None:
+        return "no words"
+    return "no match"
