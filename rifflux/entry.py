@@ -72,8 +72,9 @@ def parser() -> argparse.ArgumentParser:
                    help="comma-separated file globs to index, replacing the defaults; "
                         "repeatable [RIFFLUX_INCLUDE; default *.md,*.markdown,*.mdx]")
     g.add_argument("--exclude", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
-                   help="comma-separated globs to skip, replacing the defaults; repeatable "
-                        "[RIFFLUX_EXCLUDE]")
+                   help="comma-separated globs to skip as well as the default ones (VCS, "
+                        "virtualenv and cache folders); repeatable [RIFFLUX_EXCLUDE, which "
+                        "replaces the defaults]")
     g.add_argument("--no-ignore-files", dest="use_ignore_files", action="store_false",
                    default=argparse.SUPPRESS,
                    help="index files that .gitignore, .ignore or .riffluxignore leave out "
@@ -212,13 +213,16 @@ def _settings(args: argparse.Namespace) -> Settings:
         return tuple(g.strip() for v in values for g in v.split(",") if g.strip())
 
     watch = args.paths if args.command == "watch" else getattr(args, "watch", None)
+    more = globs(getattr(args, "exclude", None))
+    if more:  # on top of the defaults (or RIFFLUX_EXCLUDE): .git stays out
+        more = tuple(dict.fromkeys((*settings_from_env(os.environ).exclude, *more)))
     return settings_from_env(
         os.environ,
         db_path=getattr(args, "db", None),
         embedding_backend=getattr(args, "backend", None),
         model_dir=getattr(args, "model_dir", None),
         include=globs(getattr(args, "include", None)),
-        exclude=globs(getattr(args, "exclude", None)),
+        exclude=more,
         rrf_k=getattr(args, "rrf_k", None),
         log_level=getattr(args, "log_level", None),
         watch_paths=tuple(watch) if watch else None,

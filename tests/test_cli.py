@@ -312,6 +312,19 @@ def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path
            "--no-ignore-files to change" in ignored.stderr
 
 
+def test_exclude_adds_to_the_default_excludes(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    (notes / ".git").mkdir()
+    (notes / ".git" / "x.md").write_text("# Git internals\n", encoding="utf-8")
+    (notes / "bulk").mkdir()
+    (notes / "bulk" / "b.md").write_text("# Bulk\n", encoding="utf-8")
+    done = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes), "--exclude", "bulk")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Indexed 2 files")  # garden.md and sub/guide.md only
+    assert "1 file under bulk/, excluded (bulk)" in done.stderr
+    assert "1 file under .git/, excluded by default (.git)" in done.stderr
+
+
 def test_search_takes_words_without_quotes_and_refuses_an_empty_query(indexed: Path) -> None:
     done = rifflux_cli(indexed, "--db", "index.db", "search", "run", "the", "wombat",
                        "installer", "--json", "--explain", "--snippets", "--max-per-file", "1")
