@@ -58,10 +58,9 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
             f"{_count(status['embeddings'], 'embedding')} ({model})"
         )
     for skipped in result.get("left_out", []):
-        change = ("--no-ignore-files" if skipped["reason"].startswith("ignored by")
-                  else "--include/--exclude")
-        err.print(f"{_count(skipped['files'], 'file')} {skipped['reason']}; {change} to "
-                  "change", markup=False)
+        err.print(f"{_count(skipped['files'], 'file')} {skipped['reason']}; "
+                  f"{_how_to_change(skipped['reason'])}",
+                  markup=False)
     for problem in result.get("errors", []):
         err.print(f"warning: {problem.get('path')}: {problem.get('error')}", markup=False)
     failed = {p.get("path") for p in result.get("errors", [])}
@@ -93,6 +92,21 @@ async def _forget(args: argparse.Namespace, settings: Settings) -> int:
         out.print(f"The index now holds {_count(status['files'], 'file')} in "
                   f"{_count(status['roots'], 'folder')}", markup=False)
     return EXIT_FAILURE if failed else EXIT_OK
+
+
+#: How to index what ``rifflux index`` reports it left out, by why (first match wins).
+_CHANGE_IT = {
+    "excluded by default": "RIFFLUX_EXCLUDE replaces the default excludes",
+    "excluded": "--exclude to change",
+    "not matching the include globs": "--include to change",
+    "ignored by an ignore file": "--no-ignore-files to change",
+}
+
+
+def _how_to_change(reason: str) -> str:
+    why = reason.rsplit("/, ", 1)[-1]  # after "under FOLDER/, "
+    return next((hint for start, hint in _CHANGE_IT.items() if why.startswith(start)),
+                "--include/--exclude to change")
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:

@@ -302,8 +302,9 @@ def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path
     assert "1 chunk," in done.stdout and "(None)" not in done.stdout
     whole = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes))
     assert "3 files under node_modules/, excluded by default (node_modules); " \
-           "--include/--exclude to change" in whole.stderr
-    assert "1 file not matching the include globs (*.md, *.markdown, *.mdx)" in whole.stderr
+           "RIFFLUX_EXCLUDE replaces the default excludes" in whole.stderr
+    assert "1 file not matching the include globs (*.md, *.markdown, *.mdx); --include to " \
+           "change" in whole.stderr
     (notes / ".gitignore").write_text("drafts/\n", encoding="utf-8")
     (notes / "drafts").mkdir()
     (notes / "drafts" / "d.md").write_text("# Draft\n", encoding="utf-8")
@@ -321,7 +322,7 @@ def test_exclude_adds_to_the_default_excludes(tmp_path: Path) -> None:
     done = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes), "--exclude", "bulk")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Indexed 2 files")  # garden.md and sub/guide.md only
-    assert "1 file under bulk/, excluded (bulk)" in done.stderr
+    assert "1 file under bulk/, excluded (bulk); --exclude to change" in done.stderr
     assert "1 file under .git/, excluded by default (.git)" in done.stderr
 
 
