@@ -32,9 +32,12 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     search's hits all come from the semantic branch (no chunk holds the query's words:
     a misspelling, or a subject the notes do not cover)."""
     if results:
-        meaning_only = mode == "hybrid" and all(
-            r["score_breakdown"].get("lexical_rank") is None for r in results)
-        return "meaning only" if meaning_only else None
+        if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
+                                   for r in results):
+            return None
+        # (a lexical hit can rank below the semantic ones: ask that branch alone)
+        lexical = await rf.search(query, top_k=1, mode="lexical", **filters)
+        return None if lexical else "meaning only"
     if (await rf.status())["files"] == 0:
         return "no files"
     if any(v is not None for v in filters.values()):

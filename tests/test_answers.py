@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
+from rifflux.answers import why
 from rifflux.mcp.answers import FIRST_LOOK_CHARS, search_answer
 from rifflux.mcp.budget import DEFAULT_MAX_CHARS, answer_text
 from rifflux.types import SearchAnswer
@@ -143,3 +144,19 @@ async def test_a_first_look_shares_its_characters_among_the_snippets(tmp_path: P
         assert {"chunk_id", "path", "heading_path", "chunk_index", "score_breakdown",
                 "snippet"} == set(hit)
         assert "**river**" in hit["snippet"]
+
+
+async def test_meaning_only_is_said_only_when_no_chunk_holds_the_words(
+    tmp_path: Path, docs: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        hits = await rf.search("compost", top_k=3)
+        # hits without a lexical rank, for words some chunk holds (a lexical hit can
+        # rank below the semantic ones when top_k is small): nothing to say
+        semantic_only = [{**h, "score_breakdown": {**h["score_breakdown"], "lexical_rank": None}}
+                         for h in hits]
+        assert await why(rf, "compost", "hybrid", semantic_only, {}) is None  # type: ignore[arg-type]
+        misspelt = await rf.search("cmopost", top_k=3)
+        assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
+        assert await why(rf, "cmopost", "semantic", misspelt, {}) is None  # as asked
