@@ -24,6 +24,8 @@ from typing import Any
 
 import anyio
 
+from rifflux.mcp.answers import FIRST_LOOK_CHARS, SNIPPET_WIDTHS
+
 from ._common import Skipped
 from ._context import State
 from ._latency import plan_queries, time_modes
@@ -145,8 +147,6 @@ async def through_mcp(state: State) -> dict[str, Any]:
     }
 
 
-#: What a first look aims at (rifflux.mcp.answers.FIRST_LOOK_CHARS, the issue's target).
-_FIRST_LOOK = 4000
 #: What SPEC requires of an answer and of each result, whatever else is added.
 _SPEC_ANSWER = ("query", "mode", "count", "embedding_model", "results")
 _SPEC_RESULT = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown")
@@ -172,10 +172,11 @@ async def _answer_sizes(session: Any, queries: list[str]) -> dict[str, Any]:
                 sizes["spec_floor"].append(len(_spec_floor(answer)))
                 widths = [len(h["snippet"].replace("**", "").strip("…"))
                           for h in answer["results"]]
-                crowded += len(text) > _FIRST_LOOK and max(widths, default=0) <= 80
+                narrowest = max(widths, default=0) <= SNIPPET_WIDTHS[0]
+                crowded += len(text) > FIRST_LOOK_CHARS and narrowest
     out: dict[str, Any] = {content: {"median": statistics.median(n), "max": max(n),
                                      "queries": len(n)} for content, n in sizes.items()}
-    out["snippet"]["over_4000"] = sum(n > _FIRST_LOOK for n in sizes["snippet"])
+    out["snippet"]["over_4000"] = sum(n > FIRST_LOOK_CHARS for n in sizes["snippet"])
     out["snippet"]["over_4000_at_narrowest"] = crowded
     return out
 

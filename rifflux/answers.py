@@ -14,8 +14,8 @@ from .types import Mode, SearchAnswer, SearchResult
 Why = Literal["no files", "filters", "no words", "no match", "meaning only"]
 
 
-async def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
-                      filters: dict[str, Any], *, explain: bool) -> SearchAnswer:
+def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+                filters: dict[str, Any], *, explain: bool) -> SearchAnswer:
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
     pending = rf.pending_embeddings()

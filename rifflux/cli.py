@@ -123,8 +123,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         results = await rf.search(query, top_k=args.top_k, mode=args.mode,
                                   max_per_file=args.max_per_file, explain=args.explain,
                                   content="snippet" if args.snippets else "full", **filters)
-        answer = await base_answer(rf, query, args.mode, results, filters,
-                                   explain=args.explain)
+        answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain)
         reason = await why(rf, query, args.mode, results, filters)
     if reason is not None:
         answer["hint"] = _WHY[reason]

@@ -153,7 +153,15 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any
         if raw is None or raw.strip() == "":
             continue
         from_env[name] = raw
-    return Settings().with_overrides(**from_env).with_overrides(**overrides)
+    # one step, so that a flag replaces a bad environment value before it is checked
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return Settings().with_overrides(**{**from_env, **given})
+
+
+def env_exclude(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The exclude globs before any flag: ``RIFFLUX_EXCLUDE``'s, else the defaults."""
+    raw = (os.environ if environ is None else environ).get("RIFFLUX_EXCLUDE", "")
+    return _split_list(raw, ",") if raw.strip() else DEFAULT_EXCLUDE
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
-from .config import BACKENDS, Settings, default_db_path, settings_from_env
+from .config import BACKENDS, Settings, default_db_path, env_exclude, settings_from_env
 from .errors import InvalidArgumentError, RiffluxError
 from .types import MODES
 
@@ -214,8 +214,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
     watch = args.paths if args.command == "watch" else getattr(args, "watch", None)
     more = globs(getattr(args, "exclude", None))
-    if more:  # on top of the defaults (or RIFFLUX_EXCLUDE): .git stays out
-        more = tuple(dict.fromkeys((*settings_from_env(os.environ).exclude, *more)))
+    if more is not None:  # on top of the defaults (or RIFFLUX_EXCLUDE): .git stays out
+        more = tuple(dict.fromkeys((*env_exclude(os.environ), *more)))
     return settings_from_env(
         os.environ,
         db_path=getattr(args, "db", None),

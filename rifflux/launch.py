@@ -43,7 +43,8 @@ def _main(argv: list[str]) -> int:
         return settings
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         return _mcp(args, settings)
-    if args.command in _EMBEDS and settings.model_dir is not None:
+    if (args.command in _EMBEDS and settings.model_dir is not None
+            and settings.embedding_backend != "hash"):  # (hash reads no model)
         from .core.model_dir import check_model_dir
         from .errors import EmbeddingError
 

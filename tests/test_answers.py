@@ -129,13 +129,18 @@ async def test_a_first_look_shares_its_characters_among_the_snippets(tmp_path: P
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(paths=[notes, crowded])
 
-        async def look(top_k: int, root: Path) -> SearchAnswer:
-            hits = await rf.search("river delta", top_k=top_k, root=str(root))
-            return await search_answer(rf, "river delta", "hybrid", hits, {}, explain=False,
-                                       max_chars=DEFAULT_MAX_CHARS, content="snippet")
+        async def look(top_k: int, root: Path, query: str = "river delta") -> SearchAnswer:
+            hits = await rf.search(query, top_k=top_k, root=str(root))
+            return await search_answer(rf, query, "hybrid", hits, {"root": str(root)},
+                                       explain=False, max_chars=DEFAULT_MAX_CHARS,
+                                       content="snippet")
 
         ten, two, tight = await look(10, notes), await look(2, notes), await look(10, crowded)
+        misspelt = await look(10, notes, "rvier dleta")  # every hit by meaning: a hint
     assert len(answer_text(ten)) <= FIRST_LOOK_CHARS
+    assert "hint" not in ten
+    assert misspelt["count"] == 10 and "only close in meaning" in misspelt["hint"]
+    assert len(answer_text(misspelt)) <= FIRST_LOOK_CHARS  # the hint is counted in
     assert all(80 <= w < 200 for w in widths(ten)), widths(ten)
     assert all(w > 200 for w in widths(two)), widths(two)
     assert len(answer_text(tight)) > FIRST_LOOK_CHARS

@@ -256,9 +256,11 @@ def test_a_model_directory_that_is_not_there_is_a_usage_error(tmp_path: Path) ->
     notes = write_notes(tmp_path)
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "model.onnx").write_bytes(b"")
-    typo = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes), "--model-dir", "modle")
+    typo = rifflux_cli(tmp_path, "--db", "i.db", "--backend", "auto", "index", str(notes),
+                       "--model-dir", "modle")
     half = rifflux_cli(tmp_path, "--db", "i.db", "search", "sun",
-                       env=cli_env(tmp_path, RIFFLUX_MODEL_DIR=str(tmp_path / "half")))
+                       env=cli_env(tmp_path, RIFFLUX_MODEL_DIR=str(tmp_path / "half"),
+                                   RIFFLUX_EMBEDDING_BACKEND="onnx"))
     assert typo.returncode == 2 and half.returncode == 2
     assert f"model directory {tmp_path / 'modle'} not found" in typo.stderr
     assert "half/tokenizer.json not found" in half.stderr
@@ -324,6 +326,18 @@ def test_exclude_adds_to_the_default_excludes(tmp_path: Path) -> None:
     assert done.stdout.startswith("Indexed 2 files")  # garden.md and sub/guide.md only
     assert "1 file under bulk/, excluded (bulk); --exclude to change" in done.stderr
     assert "1 file under .git/, excluded by default (.git)" in done.stderr
+    empty = rifflux_cli(tmp_path, "--db", "j.db", "index", str(notes), "--exclude", "")
+    assert "1 file under .git/, excluded by default (.git)" in empty.stderr  # still
+
+
+def test_a_flag_replaces_a_bad_environment_value_and_hash_needs_no_model(
+    tmp_path: Path,
+) -> None:
+    notes = write_notes(tmp_path)
+    env = cli_env(tmp_path, RIFFLUX_LOG_LEVEL="verbose", RIFFLUX_MODEL_DIR="nowhere")
+    done = rifflux_cli(tmp_path, "--db", "i.db", "--log-level", "ERROR", "--backend", "hash",
+                       "index", str(notes), env=env)
+    assert done.returncode == 0, done.stderr  # flags beat the environment, checked after
 
 
 def test_search_takes_words_without_quotes_and_refuses_an_empty_query(indexed: Path) -> None:

@@ -154,6 +154,7 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"paths": ["docs/**", "notes/[a"]}, r"'notes/\[a' is not a glob \(an unclosed"),
     ({"paths": "#journal"}, "a comment in .gitignore syntax"),
     ({"paths": [r"notes/\[a", r"\#x"]}, None),  # escaped, they are names
+    ({"paths": ["docs/**", "/"]}, "names no file"),
 ])
 async def test_malformed_filters_are_clear_errors(
     tmp_path: Path, filters: dict[str, object], message: str | None

@@ -155,9 +155,18 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
             assert set(words) <= set(seen.split()), budget
         # line 3, the first paragraph, is longer than the budget: cut with a marker, and
         # the hint says how to read it whole
-        cut = file_answer(await rf.get_file("long.md", start_line=3, end_line=3), 1000)  # type: ignore[arg-type]
+        cut = file_answer(await rf.get_file("long.md", start_line=3), 1000)  # type: ignore[arg-type]
         assert cut["text"].endswith(" chars]") and cut["next_start_line"] == 4
         assert f"max_chars={len(lines[0])}" in cut["hint"]
+        assert "start_line=4 to read on" in cut["hint"]
+        alone = file_answer(await rf.get_file("long.md", start_line=3, end_line=3), 1000)  # type: ignore[arg-type]
+        assert "next_start_line" not in alone and "read on" not in alone["hint"]
         whole = file_answer(await rf.get_file("long.md", start_line=3, end_line=3),  # type: ignore[arg-type]
                             len(lines[0]))
         assert whole["text"] == lines[0] and "truncated" not in whole
+        last = file_answer(await rf.get_file("long.md", start_line=61), 1000)  # type: ignore[arg-type]
+        assert last["total_lines"] == 61 and "next_start_line" not in last
+        assert "read it whole" in last["hint"] and "read on" not in last["hint"]
+        ranged = file_answer(await rf.get_file("long.md", start_line=1, end_line=9),  # type: ignore[arg-type]
+                             2000)
+        assert ranged["next_start_line"] == 5 and "start_line=5, end_line=9" in ranged["hint"]

@@ -139,6 +139,10 @@ def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
 
 def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
     globs = tuple(g.lstrip("/").removeprefix("./") for g in _strings("paths", paths))
+    if "" in globs:
+        raise InvalidArgumentError(f"paths: {paths!r} holds a glob that names no file ('/' "
+                                   "or './'); globs are relative to the root: 'docs/**', "
+                                   "or '**' for every file")
     try:
         spec = pathspec.GitIgnoreSpec.from_lines(globs)
     except Exception as exc:  # pathspec's own errors vary by version

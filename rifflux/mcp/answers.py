@@ -50,10 +50,8 @@ async def search_answer(
     rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, explain: bool, max_chars: int, content: str = "full",
 ) -> SearchAnswer:
-    answer = await base_answer(rf, query, mode, results, filters, explain=explain)
+    answer = base_answer(rf, query, mode, results, filters, explain=explain)
     reason = await why(rf, query, mode, results, filters)
-    if content == "snippet":
-        _first_look(answer, query)
     hints: list[str] = []
     if "pending_embeddings" in answer:
         hints.append(f"{answer['pending_embeddings']} chunks are still being embedded: "
@@ -61,6 +59,10 @@ async def search_answer(
                      "the progress")
     if reason is not None:
         hints.append(_WHY[reason])
+    if hints:  # (before a first look is sized: its hint counts too)
+        answer["hint"] = "; ".join(hints)
+    if content == "snippet":
+        _first_look(answer, query)
     if fit_results(answer["results"], max_chars):  # (the compact ones, for a first look)
         answer["truncated"] = True
         smaller = ("a smaller top_k or max_per_file" if content == "snippet"

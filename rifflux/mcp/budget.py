@@ -69,9 +69,9 @@ def fit_results(results: Sequence[Any], max_chars: int) -> bool:
 
 def fit_lines(answer: dict[str, Any], max_chars: int) -> str | None:
     """Cut a ``get_file`` line range to whole lines within ``max_chars``: ``end_line`` says
-    where it stopped, ``next_start_line`` where the next page starts. None when it fits;
-    else how to read the rest (a single line longer than the budget is cut with a marker,
-    and the hint says how to read it whole)."""
+    where it stopped, ``next_start_line`` where the next page starts (none after the
+    file's last line). None when it fits; else how to read the rest (a single line
+    longer than the budget is cut with a marker, and the hint says how to read it whole)."""
     text: str = answer["text"]
     if len(text) <= max_chars:
         return None
@@ -82,7 +82,7 @@ def fit_lines(answer: dict[str, Any], max_chars: int) -> str | None:
             break
         used += len(line) + (1 if kept else 0)
         kept += 1
-    start = answer["start_line"]
+    start, asked_end = answer["start_line"], answer["end_line"]
     long_line = None
     if kept == 0:  # one line longer than the budget: its start, cut
         long_line = len(lines[0])
@@ -91,13 +91,20 @@ def fit_lines(answer: dict[str, Any], max_chars: int) -> str | None:
     else:
         answer["text"] = "\n".join(lines[:kept])
     answer["end_line"] = start + kept - 1
-    answer["next_start_line"] = answer["end_line"] + 1
-    if long_line is not None:
-        return (f"line {start} has {long_line} characters, more than max_chars={max_chars}: "
-                f"read it whole with start_line={start}, end_line={start}, "
-                f"max_chars={long_line}; call again with "
-                f"start_line={answer['next_start_line']} to read on after it")
-    return _read_on(answer, max_chars)
+    more = answer["end_line"] < asked_end
+    if more:
+        answer["next_start_line"] = answer["end_line"] + 1
+    # reading on keeps to the range asked for, when it ended before the file does
+    until = f", end_line={asked_end}" if asked_end < answer["total_lines"] else ""
+    if long_line is None:
+        return _read_on(answer, max_chars, until)
+    whole = (f"line {start} has {long_line} characters, more than max_chars={max_chars}: "
+             f"read it whole with start_line={start}, end_line={start}, "
+             f"max_chars={long_line}")
+    if not more:
+        return whole
+    return (f"{whole}; call again with start_line={answer['next_start_line']}{until} to "
+            "read on after it")
 
 
 def fit_chunks(answer: dict[str, Any], max_chars: int) -> str | None:
@@ -127,7 +134,7 @@ def fit_chunks(answer: dict[str, Any], max_chars: int) -> str | None:
     return _read_on(answer, max_chars)
 
 
-def _read_on(answer: dict[str, Any], max_chars: int) -> str:
+def _read_on(answer: dict[str, Any], max_chars: int, until: str = "") -> str:
     return (f"the answer stops before line {answer['next_start_line']} to fit "
             f"max_chars={max_chars}: call get_file again with "
-            f"start_line={answer['next_start_line']} to read on")
+            f"start_line={answer['next_start_line']}{until} to read on")

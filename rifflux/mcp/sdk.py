@@ -20,13 +20,20 @@ from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse, jsonrpc_mes
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 __all__ = ["HANDSHAKE_PROTOCOL_VERSIONS", "Message", "answer_to", "dump", "is_request", "loads",
-           "lowlevel", "parse", "run_lowlevel", "serve_in_memory", "to_message"]
+           "lowlevel", "parse", "run_lowlevel", "serve_in_memory", "to_message",
+           "tool_input_schema"]
 
 Message = SessionMessage
 
 
 def lowlevel(server: MCPServer[Any]) -> Server[Any]:
     return server._lowlevel_server
+
+
+def tool_input_schema(server: MCPServer[Any], name: str) -> dict[str, Any] | None:
+    """A registered tool's input schema: the very object ``tools/list`` publishes, so a
+    change to it shows there (None: no such tool)."""
+    return server._tool_input_schema(name)
 
 
 def parse(line: str) -> SessionMessage | Exception:

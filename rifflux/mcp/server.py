@@ -16,7 +16,6 @@ import inspect
 import logging
 import os
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -30,6 +29,7 @@ from pydantic import ValidationError
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
+from . import sdk
 from .auto_reindex import AutoReindex
 from .budget import answer_text
 from .params import MAX_TOP_K
@@ -98,14 +98,14 @@ class RiffluxMCPServer(MCPServer[ServerState]):
 
     def close_schema(self, name: str) -> None:
         """Publish that ``name`` takes no arguments beyond its own."""
-        schema = self._tool_input_schema(name)
+        schema = sdk.tool_input_schema(self, name)
         if schema is not None:
             schema["additionalProperties"] = False
 
     def _refuse_unknown(self, name: str, arguments: dict[str, Any]) -> None:
         """An argument the tool does not take is an error, not ignored: a misspelt filter
         (``tag`` for ``tags``) would otherwise widen the search without a word."""
-        schema = self._tool_input_schema(name)
+        schema = sdk.tool_input_schema(self, name)
         if schema is None:
             return  # an unknown tool: the SDK says so
         known = list(schema.get("properties", {}))
@@ -121,30 +121,28 @@ class RiffluxMCPServer(MCPServer[ServerState]):
 
 
 def _explain(tool: str, exc: ValidationError) -> str:
-    problems = []
+    # A value that fits no member of a union fails once per member, each error located
+    # at the member's name (frontmatter.k.str, frontmatter.k.int, ...): said once here.
     errors = exc.errors()
-    # a value that fits no member of a union fails once per member, each located at
-    # the member's name (frontmatter.k.str, frontmatter.k.int, ...): said once here
-    # (one value, as many different complaints as members)
-    groups: dict[tuple[int | str, ...], set[str]] = {}
+    by_parent: dict[tuple[int | str, ...], list[Any]] = {}
     for err in errors:
-        if len(err["loc"]) > 1:
-            groups.setdefault(err["loc"][:-1], set()).add(err["msg"])
-    branches = Counter(err["loc"][:-1] for err in errors if len(err["loc"]) > 1)
-    branches = Counter({k: n for k, n in branches.items() if len(groups[k]) == n})
+        by_parent.setdefault(err["loc"][:-1], []).append(err)
+    problems = []
     said: set[tuple[int | str, ...]] = set()
     for err in errors:
-        loc = err["loc"]
+        loc, parent = err["loc"], err["loc"][:-1]
         got = repr(err.get("input"))
         got = got if len(got) <= 60 else got[:57] + "..."
+        siblings = by_parent[parent]
+        union = (len(loc) > 1 and len(siblings) > 1
+                 and len({e["msg"] for e in siblings}) == len(siblings))
         if err["type"] == "missing":
             problems.append(f"{'.'.join(map(str, loc)) or 'arguments'} is required")
-        elif len(loc) > 1 and branches[loc[:-1]] > 1:
-            if loc[:-1] not in said:
-                said.add(loc[:-1])
-                wanted = [e["msg"].removeprefix("Input should be ") for e in errors
-                          if e["loc"][:-1] == loc[:-1]]
-                problems.append(f"{'.'.join(map(str, loc[:-1]))} should be "
+        elif union:
+            if parent not in said:
+                said.add(parent)
+                wanted = [e["msg"].removeprefix("Input should be ") for e in siblings]
+                problems.append(f"{'.'.join(map(str, parent))} should be "
                                 f"{', '.join(wanted[:-1])} or {wanted[-1]} (got {got})")
         else:
             problems.append(f"{'.'.join(map(str, loc)) or 'arguments'}: {err['msg']} "

@@ -164,10 +164,12 @@ def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
 @asynccontextmanager
 async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception, cancellation included, rolls it
-    back (shielded: a cancelled rollback would leave the connection inside the
-    transaction, and its next ``BEGIN`` would fail)."""
-    await conn.execute("BEGIN IMMEDIATE")
+    back. The ``BEGIN`` is inside: cancelled while it waits for another process's lock,
+    aiosqlite still runs it later on its thread, and only the ``ROLLBACK`` queued after
+    it (shielded, so that it is queued at all) leaves the connection out of the
+    transaction for its next write."""
     try:
+        await conn.execute("BEGIN IMMEDIATE")
         yield
         await conn.execute("COMMIT")
     except BaseException:
