@@ -4,7 +4,8 @@ Lines are counted as ``str.splitlines()`` counts them (the chunker joins the
 file's lines with ``\\n`` before parsing, so the two agree). A chunk's text is
 rendered from its blocks (inline markup flattened, list markers redrawn), so
 its lines are found by walking its words through the block's source, in order:
-its first word is on ``line_start`` and its last on ``line_end``.
+its first word is on ``line_start`` and its last on ``line_end`` (or, when it ends with a
+code block, that block's closing fence).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ _WORD = re.compile(r"\w*[^\W\d_]\w*")
 #: How far past the cursor a word is looked for before it counts as not in the source
 #: (what rendering drops between two words, a link's address say, is far shorter).
 _LOOKAHEAD = 512
+#: A piece that ends with a fence line, and such a line in the source.
+_FENCE_LAST = re.compile(r"\n[ \t]*(`{3,}|~{3,})[ \t]*$")
+_CLOSING_FENCE = re.compile(r"\n[ \t]*(`{3,}|~{3,})[ \t]*(?=\n|$)")
 
 
 class SourceMap:
@@ -68,6 +72,10 @@ class SourceMap:
                 line = min(out[-1][1] + 1, fallback[1]) if out else fallback[0]
                 out.append((line, line))
             else:
+                if _FENCE_LAST.search(piece):  # a code block's closing fence has no word
+                    upto = source[j][1] if j < len(source) else end
+                    fence = _CLOSING_FENCE.search(self._body, last, upto)
+                    last = fence.end() - 1 if fence else last
                 out.append((self.line(first), self.line(last)))
                 self._cursor = last + 1
         return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .lines import SourceMap
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,12 +104,22 @@ def _hard_wrap(text: str, width: int) -> list[str]:
 
 def _atoms(text: str, cap: int) -> list[tuple[str, str]]:
     """(piece, separator before it): lines, and where a line is too long, its sentences,
-    words, and at worst fixed-width slices."""
+    words, and at worst fixed-width slices. A fenced code block inside the text (one in a
+    list item) is one piece when it fits, so that it is not split between chunks."""
     out: list[tuple[str, str]] = []
     line_sep = "\n"
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
         if not line.strip():
             line_sep = "\n\n"  # a blank line: keep the paragraph break
+            i += 1
+            continue
+        end = _fence_end(lines, i)
+        if end is not None and len(block := "\n".join(lines[i:end])) <= cap:
+            out.append((block, line_sep))
+            line_sep, i = "\n", end
             continue
         if len(line) <= cap:
             out.append((line, line_sep))
@@ -121,7 +132,20 @@ def _atoms(text: str, cap: int) -> list[tuple[str, str]]:
                         out.append((part, line_sep if first else " "))
                         first = False
         line_sep = "\n"
+        i += 1
     return out
+
+
+def _fence_end(lines: list[str], i: int) -> int | None:
+    """After the closing fence of a code block whose opening fence is ``lines[i]``."""
+    opened = _FENCE.match(lines[i])
+    if opened is None:
+        return None
+    marker = opened.group(1)
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip().startswith(marker) and not lines[j].strip().strip(marker[0]):
+            return j + 1
+    return None
 
 
 def _split_text(text: str, cap: int) -> list[str]:

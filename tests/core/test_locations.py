@@ -3,6 +3,8 @@ came from and what note it belongs to."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from rifflux.core.chunker import ChunkLimits, parse_markdown
@@ -49,7 +51,10 @@ def test_line_spans_in_a_5000_line_file_with_split_blocks() -> None:
     assert total > 5000
     doc = parse_markdown(text, ChunkLimits(max_chars=120, min_chars=40, code_max_chars=120))
     spans_point_at_the_text(text, doc.chunks)
-    assert doc.chunks[-1].line_end == total - 1  # the last code line (a fence has no words)
+    assert doc.chunks[-1].line_end == total  # the closing fence of the last code block
+    # a piece of a split block ends on its own last code line, not on the block's closing
+    # fence (its own closing fence is made up): no two chunks share a line
+    assert all(a.line_end < b.line_start for a, b in pairwise(doc.chunks))
     assert doc.line_count == total
 
 
@@ -92,3 +97,23 @@ def test_a_heading_that_is_only_a_comment_adds_no_text() -> None:
     doc = parse_markdown("# <!-- title here -->\n\n## Summary\n\nThe summary text.\n")
     assert doc.chunks[0].content == "## Summary\n\nThe summary text."
     assert doc.chunks[0].line_start == 3
+
+
+def test_a_code_block_in_a_long_list_item_is_kept_whole_with_its_fence_lines() -> None:
+    # From awesome-copilot's security-and-owasp.instructions.md: a list item longer than
+    # a chunk, holding two code blocks. Split as text, it once cut the second block in
+    # two, and the piece's line_end left its closing fence out.
+    item = ("- **Secrets:** " + "Never hardcode secrets; read them from the environment. " * 14
+            + "\n  ```javascript\n  // GOOD: Load from environment\n"
+            "  const apiKey = process.env.API_KEY;\n  ```\n"
+            "  ```python\n  # BAD: Hardcoded secret\n  api_key = \"sk_bad_idea\"\n  ```\n")
+    text = "# Guide\n\n## Secrets\n\n" + item + "\n## Next\n\nMore text here.\n"
+    lines = text.splitlines()
+    for size in (800, 830, 870, 920, 950):  # (where line-by-line packing cut a block)
+        doc = parse_markdown(text, ChunkLimits(max_chars=size, min_chars=100))
+        spans_point_at_the_text(text, doc.chunks)
+        for chunk in doc.chunks:
+            fences = [ln for ln in chunk.content.split("\n") if ln.strip().startswith("```")]
+            assert len(fences) % 2 == 0, (size, chunk.content)  # no block cut in two
+        python = next(c for c in doc.chunks if "sk_bad_idea" in c.content)
+        assert lines[python.line_end - 1].strip() == "```", size  # its closing fence

@@ -47,16 +47,16 @@ def spans_point_at_the_text(text: str, chunks: tuple[Chunk, ...]) -> None:
     words are within them, in order (fence lines a split code block repeats aside)."""
     lines = text.lstrip("\ufeff").splitlines()
     for chunk in chunks:
-        kept = [ln for ln in chunk.content.split("\n") if not ln.startswith("```")]
+        kept = [ln for ln in chunk.content.split("\n") if not ln.lstrip().startswith("```")]
         found_words = WORD.findall("\n".join(kept))
         assert 1 <= chunk.line_start <= chunk.line_end <= len(lines), chunk
         if not found_words:
             continue
         first, last = lines[chunk.line_start - 1], lines[chunk.line_end - 1]
         # (a chunk may open with wordless text: a blank or fence line is its start)
-        assert found_words[0] in first or first.startswith("```") or not WORD.search(first), \
-            (chunk, first)
-        assert found_words[-1] in last or last.startswith("```"), (chunk, last)
+        assert found_words[0] in first or first.lstrip().startswith("```") \
+            or not WORD.search(first), (chunk, first)
+        assert found_words[-1] in last or last.lstrip().startswith("```"), (chunk, last)
         source = " ".join(lines[chunk.line_start - 1 : chunk.line_end])
         position = 0
         for word in found_words:
