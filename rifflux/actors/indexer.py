@@ -229,10 +229,12 @@ class Indexer:
             foreign = await follow.read(self._model, self._writer.roots)
             if foreign is None:
                 return
-            if foreign.reload or foreign.written.files or foreign.written.files_removed:
+            if foreign.reload:
                 await self._writer.refresh_missing()
-            else:  # vectors only: they are no longer missing
+            else:
                 self._writer.embedded_elsewhere(foreign.embedded)
+                if foreign.written.files_replaced:  # every file written or deleted
+                    await self._writer.files_changed_elsewhere(foreign.written.files_replaced)
             if foreign.reload:
                 await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
                 self._jobs.settle(self._writer.missing)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import aiosqlite
 import numpy as np
@@ -40,6 +41,7 @@ from .written import (
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
 _BATCH = 500  # host parameters per IN (...) list
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,7 @@ class _Inside(Exception):
     """A new root has meanwhile come inside another root: its transaction is undone."""
 
 
-def _parts(items: Sequence[str]) -> Iterable[Sequence[str]]:
+def _parts(items: Sequence[_T]) -> Iterable[Sequence[_T]]:
     for start in range(0, len(items), _BATCH):
         yield items[start : start + _BATCH]
 
@@ -100,6 +102,26 @@ class Writer:
         """Another process stored vectors of these texts (of the active model)."""
         if self._missing:
             self._missing.difference_update(hashes)
+
+    async def files_changed_elsewhere(self, file_ids: Sequence[int]) -> None:
+        """Another process wrote or deleted these files: the missing texts follow from
+        their chunks alone (a full ``refresh_missing`` reads every chunk): those that
+        now lack a vector are added, and missing texts no chunk has any more leave."""
+        if self._model is None or self._missing is None or self._read_only:
+            return
+        added: set[str] = set()
+        with mapped_errors(self.db_path):
+            for part in _parts(file_ids):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT DISTINCT c.content_hash FROM chunks c WHERE c.file_id IN "
+                    f"({_marks(len(part))}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
+                    "WHERE e.content_hash = c.content_hash AND e.model = ?)",
+                    (*part, self._model))
+                added.update(str(r[0]) for r in rows)
+        candidates = sorted(self._missing - added)
+        if candidates:
+            self._missing -= set(candidates) - await self._present(candidates)
+        self._missing |= added
 
     async def _lacking(self, model: str) -> set[str]:
         with mapped_errors(self.db_path):

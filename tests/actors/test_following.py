@@ -22,7 +22,7 @@ from rifflux.store.changes import Follow
 from rifflux.store.writer import Writer
 
 from ..store.test_changes import two_processes
-from ..store.test_writer import MODEL, afile
+from ..store.test_writer import MODEL, afile, hashes
 
 pytestmark = pytest.mark.anyio
 
@@ -165,3 +165,40 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
                 await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
     assert len(reads) == 1
+
+
+async def test_missing_texts_follow_the_other_processes_files_without_a_full_read(
+    two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every commit of a process indexing a large folder used to make the others read
+    # every chunk again for the texts lacking vectors; they now read the files it wrote.
+    full_reads: list[str] = []
+    lacking = two.a._lacking
+
+    async def counted(model: str) -> set[str]:
+        full_reads.append(model)
+        return await lacking(model)
+
+    monkeypatch.setattr(two.a, "_lacking", counted)
+    ours = await two.a.root_id(tmp_path / "mine")
+    theirs = await two.b.root_id(tmp_path / "docs")
+    assert ours is not None and theirs is not None
+    await two.a.write_files(ours, [afile("kept.md", "shared text")])  # a's own, lacking too
+
+    async def follow() -> None:
+        assert await two.a_follow.others_wrote()
+        await two.indexer._others_wrote()
+        assert two.a.missing == await lacking(MODEL)  # what a full read would find
+
+    await two.b.write_files(theirs, [afile("x.md", "text one", "text two"),
+                                     afile("y.md", "shared text")])
+    await follow()
+    assert two.a.missing == hashes("text one", "text two", "shared text")
+    await two.b.write_vectors(MODEL, sorted(hashes("text one")),
+                              np.ones((1, 4), dtype=np.float32))
+    await follow()
+    await two.b.delete_files(theirs, ["y.md"])  # a still has "shared text": it stays
+    await two.b.write_files(theirs, [afile("x.md", "text one", "text four")])
+    await follow()
+    assert two.a.missing == hashes("text four", "shared text")  # "text two" is gone
+    assert full_reads == []
