@@ -9,6 +9,7 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.answers import why
+from rifflux.core.vectors import F32
 from rifflux.mcp.answers import FIRST_LOOK_CHARS, search_answer
 from rifflux.mcp.budget import DEFAULT_MAX_CHARS, answer_text
 from rifflux.types import SearchAnswer
@@ -67,13 +68,27 @@ async def test_max_per_file_reads_on_past_a_file_that_fills_the_first_window(
         (notes / f"small-{i}.md").write_text(
             f"# Small {i}\n\nA long page about gardens, soil, seeds and water, that says "
             f"retry only once, near its end ({i}).\n", encoding="utf-8")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    embedder = QueryCountingEmbedder()
+    async with Rifflux(tmp_path / "i.db", embedder=embedder) as rf:
         await rf.reindex(notes)
         for mode in ("lexical", "semantic", "hybrid"):
+            embedder.queries.clear()
             hits = await rf.search("retry", mode=mode, top_k=5,  # type: ignore[arg-type]
                                    max_per_file=1)
             assert sorted(h["path"] for h in hits) == [
                 "big.md", "small-0.md", "small-1.md", "small-2.md", "small-3.md"], mode
+            # the query is embedded once, however far the search reads
+            assert embedder.queries == ([] if mode == "lexical" else ["retry"]), mode
+
+
+class QueryCountingEmbedder(CountingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> F32:
+        self.queries.append(text)
+        return super().embed_query(text)
 
 
 async def test_snippet_only_results_leave_the_content_out(tmp_path: Path, docs: Path) -> None:

@@ -37,7 +37,7 @@ from ..core.filters import NO_FILTERS, Filters
 from ..core.fts_query import build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
-from ..core.vectors import VectorIndex
+from ..core.vectors import F32, VectorIndex
 from ..errors import InternalError, RiffluxError
 from ..store.reader import Reader
 from ..store.records import Records
@@ -237,17 +237,21 @@ class QueryActor:
         # SPEC: each branch fetches top_k * 2. A per-file cap reads further down both
         # lists, so that capped files leave room for the next ones, and further again
         # (four times as far each time) while one long file fills them and they go on.
+        vectors: dict[str, F32] = {}  # the query's vector, made once for every pass
         if shape.max_per_file is None:
-            return (await self._ranked(query, top_k, mode, allowed, shape, top_k * 2))[0]
+            return (await self._ranked(query, top_k, mode, allowed, shape, top_k * 2,
+                                       vectors))[0]
         depth = min(top_k * 10, _MAX_DEPTH)
         while True:
-            results, exhausted = await self._ranked(query, top_k, mode, allowed, shape, depth)
+            results, exhausted = await self._ranked(query, top_k, mode, allowed, shape, depth,
+                                                    vectors)
             if len(results) >= top_k or exhausted or depth >= _MAX_DEPTH:
                 return results
             depth = min(depth * 4, _MAX_DEPTH)
 
     async def _ranked(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
-                      shape: SearchShape, depth: int) -> tuple[list[SearchResult], bool]:
+                      shape: SearchShape, depth: int,
+                      vectors: dict[str, F32]) -> tuple[list[SearchResult], bool]:
         """The results from both branches read ``depth`` deep, and whether the branches
         hold nothing further down."""
         lexical: list[tuple[int, float]] = []
@@ -263,7 +267,7 @@ class QueryActor:
 
         async def run_semantic() -> None:
             nonlocal semantic
-            semantic = await self._semantic(query, depth, allowed)
+            semantic = await self._semantic(query, depth, allowed, vectors)
 
         if mode == "hybrid":
             async with anyio.create_task_group() as tg:
@@ -310,14 +314,15 @@ class QueryActor:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
 
-    async def _semantic(self, query: str, depth: int,
-                        allowed: Allowed | None) -> list[tuple[int, float]]:
+    async def _semantic(self, query: str, depth: int, allowed: Allowed | None,
+                        vectors: dict[str, F32]) -> list[tuple[int, float]]:
         embedder, matrix = self._embedder, self._matrix
         if not _HAS_WORD.search(query) or embedder is None or matrix is None:
             return []  # no query vector can be made: semantic mode answers nothing
-        vector = await anyio.to_thread.run_sync(
-            embedder.embed_query, query, limiter=self._embed_limiter
-        )
+        vector = vectors.get(query)
+        if vector is None:
+            vector = vectors[query] = await anyio.to_thread.run_sync(
+                embedder.embed_query, query, limiter=self._embed_limiter)
         mask = None if allowed is None else self._mask(matrix, allowed)
         return matrix.top_k(vector, depth, feedback=self._feedback,
                             weight=self._feedback_weight, mask=mask)
