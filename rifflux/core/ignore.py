@@ -12,6 +12,7 @@ repository does not matter. This comes on top of the include and exclude globs.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 import pathspec
@@ -33,8 +34,11 @@ def read_level(directory: str, rel_dir: str) -> _Level | None:
     """The ignore rules of one folder (None when it has no ignore file)."""
     lines: list[str] = []
     for name in IGNORE_FILES:
+        path = os.path.join(directory, name)
         try:
-            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                continue  # never opened: a FIFO would block forever
+            with open(path, encoding="utf-8", errors="replace") as f:
                 lines += f.read().splitlines()
         except OSError:
             continue

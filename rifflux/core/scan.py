@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_EXCLUDE as _DEFAULT_EXCLUDE
-from .ignore import IGNORE_FILES, Levels, ignored, read_level
+from .ignore import Levels, ignored, read_level
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +144,7 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
         except OSError as exc:
             result.problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
             continue
-        if use_ignore_files and any(os.path.isfile(os.path.join(directory, name))
-                                    for name in IGNORE_FILES):
+        if use_ignore_files:
             level = read_level(directory, rel_dir)
             levels = (*levels, level) if level is not None else levels
         for entry in _listing(directory, rel_dir, result.problems):

@@ -3,6 +3,7 @@ takes effect at the next scan and through the watcher."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,16 @@ def test_git_rules_apply_per_folder_with_negation_and_anchoring(tmp_path: Path) 
                                                 "src/build/x.md", "notes/secret.md",
                                                 "top.md", "sub/top.md")] == [
         True, False, True, True, True, False]
+
+
+def test_an_ignore_file_that_is_a_fifo_is_passed_over_not_waited_on(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    write(root, "keep.md", "# Keep\n")
+    write(root, "drop.md", "# Drop\n")
+    write(root, ".gitignore", "drop.md\n")
+    os.mkfifo(root / ".ignore")  # opened, it would block the scan (and the watcher) forever
+    assert {f.rel_path for f in scan_root(root, GLOBS).files} == {"keep.md"}
+    assert IgnoreFiles(str(root)).ignored("drop.md")
 
 
 def test_nothing_comes_back_from_inside_an_ignored_folder(tmp_path: Path) -> None:
