@@ -36,9 +36,13 @@ OnCommit = Callable[[Written], Awaitable[None]]
 
 class IndexRun:
     def __init__(self, job: Job, writer: Writer, globs: Globs, limits: ChunkLimits,
-                 pool: ParsePool, on_commit: OnCommit, *, use_ignore_files: bool = True) -> None:
+                 pool: ParsePool, on_commit: OnCommit, *,
+                 ignores: dict[str, IgnoreFiles] | None = None) -> None:
+        """``ignores``: each root's ignore rules, kept from run to run while the ignore
+        files are unchanged (the indexer's); None when ignore files are not obeyed."""
         self._job = job
-        self._use_ignore_files = use_ignore_files
+        self._ignores = ignores
+        self._use_ignore_files = ignores is not None
         self._progress: Progress = job.progress
         self._writer = writer
         self._globs = globs
@@ -177,7 +181,11 @@ class IndexRun:
             return plan_scan(scan.files, known, prefix=target.prefix, force=force)
         assert target.paths is not None
         wanted = sorted(p for p in target.paths | target.deletes if self._globs.wanted(p))
-        rules = IgnoreFiles(str(target.root)) if self._use_ignore_files else None
+        rules = None
+        if self._ignores is not None:
+            rules = self._ignores.get(str(target.root))
+            if rules is None:
+                rules = self._ignores[str(target.root)] = IgnoreFiles(str(target.root))
         stats = await anyio.to_thread.run_sync(
             lambda: [(rel, None if rules and rules.ignored(rel) else stat_file(target.root, rel))
                      for rel in wanted])

@@ -35,6 +35,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..config import Settings
 from ..core.chunker import ChunkLimits
 from ..core.embedders import Embedder
+from ..core.ignore import IgnoreFiles
 from ..core.scan import Globs
 from ..errors import IndexBusyError, RiffluxError
 from ..store.changes import Follow
@@ -107,6 +108,9 @@ class Indexer:
         self._embedder_out = embedder_out
         self._query = query_out
         self._globs = Globs(settings.include, settings.exclude)
+        #: Each root's ignore rules, read again only where an ignore file changed (a
+        #: watcher event no longer reads every ignore file on its way down).
+        self._ignores: dict[str, IgnoreFiles] | None = {} if settings.use_ignore_files else None
         self._limits = ChunkLimits(
             max_chars=settings.chunk_max_chars,
             min_chars=settings.chunk_min_chars,
@@ -132,7 +136,9 @@ class Indexer:
             async with self._inbox, self._embedder_out, self._query, self._retry_out, \
                     anyio.create_task_group() as timers:
                 task_status.started()
-                if self._follow is not None:
+                # (a read-only open of an index older than the change log: nothing to do)
+                if self._follow is not None and (self._follow.available
+                                                 or self._presence is not None):
                     timers.start_soon(self._tick, name="rifflux.indexer.follow")
                 await self._reread_stale()
                 async for msg in self._inbox:
@@ -229,19 +235,15 @@ class Indexer:
             foreign = await follow.read(self._model, self._writer.roots)
             if foreign is None:
                 return
-            if foreign.reload:
-                await self._writer.refresh_missing()
+            if foreign.reload:  # the log no longer reaches back that far
+                await self._read_everything_again()
             else:
                 self._writer.embedded_elsewhere(foreign.embedded)
                 if foreign.written.files_replaced:  # every file written or deleted
                     await self._writer.files_changed_elsewhere(foreign.written.files_replaced)
-            if foreign.reload:
-                await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
-                self._jobs.settle(self._writer.missing)
-            else:
                 await self._committed(foreign.written)
-            follow.done(foreign.upto)
-            self._follow_failures = 0
+                follow.done(foreign.upto)
+                self._follow_failures = 0
         except IndexBusyError as exc:  # another writer: the next tick tries again
             self._follow_failures += 1
             if self._follow_failures < FOLLOW_TRIES:
@@ -324,8 +326,7 @@ class Indexer:
             while True:
                 try:
                     await IndexRun(job, self._writer, self._globs, self._limits, self._pool,
-                                   self._committed,
-                                   use_ignore_files=self._settings.use_ignore_files).execute()
+                                   self._committed, ignores=self._ignores).execute()
                     break
                 except IndexBusyError as exc:
                     if job.attempts > len(delays):

@@ -29,7 +29,7 @@ import numpy as np
 from ..core.vectors import F32
 from .link_index import edges_of
 from .schema import mapped_errors
-from .written import Written, file_entries
+from .written import Written, batches, file_entries, marks
 
 #: Rows kept in the log (a follower further behind reloads everything).
 KEEP = 50_000
@@ -78,6 +78,12 @@ class Foreign:
     upto: int = 0
 
 
+async def sequence(conn: aiosqlite.Connection) -> int:
+    """The index's change sequence number (0 before any write)."""
+    rows = await conn.execute_fetchall("SELECT COALESCE(MAX(seq), 0) FROM changes")
+    return int(next(iter(rows))[0])
+
+
 class Follow:
     """One process's view of the change log (on its writer connection)."""
 
@@ -104,8 +110,7 @@ class Follow:
 
     async def sequence(self) -> int:
         """The index's change sequence number (0 before any write)."""
-        rows = await self.conn.execute_fetchall("SELECT COALESCE(MAX(seq), 0) FROM changes")
-        return int(next(iter(rows))[0])
+        return await sequence(self.conn)
 
     async def _data_version(self) -> int:
         rows = await self.conn.execute_fetchall("PRAGMA data_version")
@@ -163,9 +168,9 @@ class Follow:
         present = {e.id for e in entries}
         relinked = sorted({int(r[3]) for r in rows if r[2] == "links"} - set(files))
         still: set[int] = set()
-        for part in _parts(relinked):  # files whose links resolve elsewhere: still here?
+        for part in batches(relinked):  # files whose links resolve elsewhere: still here?
             got = await self.conn.execute_fetchall(
-                f"SELECT id FROM files WHERE id IN ({_marks(len(part))})", tuple(part))
+                f"SELECT id FROM files WHERE id IN ({marks(len(part))})", tuple(part))
             still.update(int(r[0]) for r in got)
         edges = await edges_of(self.conn, present | still)
         ids: list[int] = []
@@ -175,12 +180,14 @@ class Follow:
             keyed: tuple[tuple[str, Sequence[object]], ...] = (
                 ("c.file_id", sorted(present)), ("c.content_hash", hashes))
             for column, keys in keyed:
-                for part in _parts(keys):
+                for some in batches(keys):
                     got = await self.conn.execute_fetchall(
                         "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e ON "
                         f"e.content_hash = c.content_hash AND e.model = ? WHERE {column} IN "
-                        f"({_marks(len(part))})", (model, *part))
+                        f"({marks(len(some))})", (model, *some))
                     for c in got:
+                        if int(c[1]) in present and column == "c.content_hash":
+                            continue  # read already, with its file
                         ids.append(int(c[0]))
                         owners.append(int(c[1]))
                         blobs.append(bytes(c[2]))
@@ -204,11 +211,3 @@ class Follow:
         with mapped_errors(self.db_path):
             await self.conn.execute(
                 "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?", (KEEP,))
-
-
-def _parts(items: Sequence[object], size: int = 500) -> list[Sequence[object]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)

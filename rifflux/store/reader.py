@@ -20,6 +20,7 @@ from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
 from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, ProcessInfo, RootCount
+from .changes import sequence
 from .presence import Presence
 from .schema import mapped_errors
 from .written import FILE_ENTRY_COLUMNS, file_entry
@@ -209,11 +210,9 @@ class Reader:
         others = await Presence(self.conn, self.db_path, origin).others()
         try:
             with mapped_errors(self.db_path):
-                rows = await self.conn.execute_fetchall(
-                    "SELECT COALESCE(MAX(seq), 0) FROM changes")
+                return others, await sequence(self.conn)
         except IndexDatabaseError:  # an index made before the log (read-only)
             return others, 0
-        return others, int(next(iter(rows))[0])
 
     async def roots(self) -> list[str]:
         with mapped_errors(self.db_path):

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
 
 import aiosqlite
 import numpy as np
@@ -33,15 +32,19 @@ from .written import (
     Edges,
     FileToWrite,
     Written,
+    batches,
     chunk_id_for,
     file_entries,
     file_entry,
+    marks,
 )
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
-_BATCH = 500  # host parameters per IN (...) list
-_T = TypeVar("_T")
+#: Missing texts a follower checks one by one after another process's commit; beyond
+#: this, one read of every chunk is cheaper (80k probes: 79 ms; a full read: 54 ms).
+_PROBE_MOST = 5_000
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +57,6 @@ class _Change:
 
 class _Inside(Exception):
     """A new root has meanwhile come inside another root: its transaction is undone."""
-
-
-def _parts(items: Sequence[_T]) -> Iterable[Sequence[_T]]:
-    for start in range(0, len(items), _BATCH):
-        yield items[start : start + _BATCH]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def _like_prefix(prefix: str) -> str:
@@ -111,14 +105,17 @@ class Writer:
             return
         added: set[str] = set()
         with mapped_errors(self.db_path):
-            for part in _parts(file_ids):
+            for part in batches(file_ids):
                 rows = await self.conn.execute_fetchall(
                     "SELECT DISTINCT c.content_hash FROM chunks c WHERE c.file_id IN "
-                    f"({_marks(len(part))}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
+                    f"({marks(len(part))}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
                     "WHERE e.content_hash = c.content_hash AND e.model = ?)",
                     (*part, self._model))
                 added.update(str(r[0]) for r in rows)
         candidates = sorted(self._missing - added)
+        if len(candidates) > _PROBE_MOST:  # probing each costs more than one full read
+            self._missing = await self._lacking(self._model)
+            return
         if candidates:
             self._missing -= set(candidates) - await self._present(candidates)
         self._missing |= added
@@ -170,9 +167,9 @@ class Writer:
                     )
                     out.update(str(r[0]) for r in rows)
                     continue
-                for part in _parts(scope.paths):
+                for part in batches(scope.paths):
                     rows = await self.conn.execute_fetchall(
-                        base + f" AND f.rel_path IN ({_marks(len(part))})",
+                        base + f" AND f.rel_path IN ({marks(len(part))})",
                         (scope.root_id, self._model, *part),
                     )
                     out.update(str(r[0]) for r in rows)
@@ -245,11 +242,9 @@ class Writer:
                 await self.conn.execute(
                     "UPDATE OR IGNORE files SET root_id = ?, rel_path = ? || rel_path "
                     "WHERE root_id = ?", (parent_id, prefix, child_id))
-                leftover = [str(r[0]) for r in await self.conn.execute_fetchall(
-                    "SELECT rel_path FROM files WHERE root_id = ?", (child_id,))]
-                change, gone, dropped = await self._delete(child_id, leftover)
+                # files the parent already had at the same path stay behind: dropped
+                change, gone, dropped = await self._drop_root(child_id)
                 edges = await rekey_links(self.conn, parent_id)
-                await self.conn.execute("DELETE FROM roots WHERE id = ?", (child_id,))
                 rows = await self.conn.execute_fetchall(
                     f"SELECT {FILE_ENTRY_COLUMNS} FROM files "
                     "WHERE root_id = ? AND rel_path LIKE ? ESCAPE '\\'",
@@ -264,13 +259,18 @@ class Writer:
         """Remove a root and everything under it, in one transaction."""
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
-                rels = [str(r[0]) for r in await self.conn.execute_fetchall(
-                    "SELECT rel_path FROM files WHERE root_id = ?", (root_id,))]
-                change, gone, edges = await self._delete(root_id, rels)
-                await self.conn.execute("DELETE FROM roots WHERE id = ?", (root_id,))
+                change, gone, edges = await self._drop_root(root_id)
         self._roots.pop(root_id, None)
         return replace(self._committed(change), files_removed=gone, links=edges,
                        roots_removed=(root_id,))
+
+    async def _drop_root(self, root_id: int) -> tuple[_Change, tuple[int, ...], Edges]:
+        """Inside a transaction: delete the files still under a root, and the root."""
+        rels = [str(r[0]) for r in await self.conn.execute_fetchall(
+            "SELECT rel_path FROM files WHERE root_id = ?", (root_id,))]
+        dropped = await self._delete(root_id, rels)
+        await self.conn.execute("DELETE FROM roots WHERE id = ?", (root_id,))
+        return dropped
 
     async def stale_roots(self) -> list[Path]:
         """Roots holding files that must be read again (an upgrade of the index marks
@@ -336,9 +336,9 @@ class Writer:
                     row = await cur.fetchone()
                     assert row is not None
                     file_ids.append(int(row[0]))
-                marks = _marks(len(file_ids))
+                ids = marks(len(file_ids))
                 cur = await self.conn.execute(
-                    f"DELETE FROM chunks WHERE file_id IN ({marks}) RETURNING id, content_hash",
+                    f"DELETE FROM chunks WHERE file_id IN ({ids}) RETURNING id, content_hash",
                     tuple(file_ids),
                 )
                 removed = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
@@ -355,7 +355,7 @@ class Writer:
                     ],
                 )
                 cur = await self.conn.execute(
-                    f"SELECT id, content_hash, file_id FROM chunks WHERE file_id IN ({marks}) "
+                    f"SELECT id, content_hash, file_id FROM chunks WHERE file_id IN ({ids}) "
                     "ORDER BY file_id, chunk_index",
                     tuple(file_ids),
                 )
@@ -386,17 +386,17 @@ class Writer:
         files gone, and the links resolved again."""
         removed: list[tuple[int, str]] = []
         gone: list[int] = []
-        for part in _parts(rel_paths):
+        for part in batches(rel_paths):
             cur = await self.conn.execute(
                 "DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE "
-                f"root_id = ? AND rel_path IN ({_marks(len(part))})) "
+                f"root_id = ? AND rel_path IN ({marks(len(part))})) "
                 "RETURNING id, content_hash",
                 (root_id, *part),
             )
             removed.extend((int(r[0]), str(r[1])) for r in await cur.fetchall())
             cur = await self.conn.execute(
                 f"DELETE FROM files WHERE root_id = ? AND rel_path IN "
-                f"({_marks(len(part))}) RETURNING id",
+                f"({marks(len(part))}) RETURNING id",
                 (root_id, *part),
             )
             gone.extend(int(r[0]) for r in await cur.fetchall())
@@ -438,10 +438,10 @@ class Writer:
     async def _present(self, hashes: Sequence[str]) -> set[str]:
         found: set[str] = set()
         with mapped_errors(self.db_path):
-            for part in _parts(hashes):
+            for part in batches(hashes):
                 rows = await self.conn.execute_fetchall(
                     "SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN "
-                    f"({_marks(len(part))})",
+                    f"({marks(len(part))})",
                     part,
                 )
                 found.update(str(r[0]) for r in rows)
@@ -451,10 +451,10 @@ class Writer:
         out: dict[str, bytes] = {}
         unique = list(dict.fromkeys(hashes))
         with mapped_errors(self.db_path):
-            for part in _parts(unique):
+            for part in batches(unique):
                 rows = await self.conn.execute_fetchall(
                     "SELECT content_hash, vector FROM embeddings WHERE model = ? AND "
-                    f"content_hash IN ({_marks(len(part))})",
+                    f"content_hash IN ({marks(len(part))})",
                     (model, *part),
                 )
                 out.update((str(r[0]), bytes(r[1])) for r in rows)
@@ -472,10 +472,10 @@ class Writer:
         users: list[tuple[int, int, int]] = []
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
-                for part in _parts(hashes):
+                for part in batches(hashes):
                     rows = await self.conn.execute_fetchall(
                         f"SELECT id, content_hash, file_id FROM chunks WHERE content_hash IN "
-                        f"({_marks(len(part))})",
+                        f"({marks(len(part))})",
                         tuple(part),
                     )
                     users.extend((int(r[0]), index[str(r[1])], int(r[2])) for r in rows)

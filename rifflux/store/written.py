@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -68,14 +68,27 @@ def file_entry(row: Sequence[Any]) -> FileEntry:
                      tag_levels(json.loads(row[4])), json.loads(row[5]))
 
 
+#: Host parameters per ``IN (...)`` list.
+BATCH = 500
+_T = TypeVar("_T")
+
+
+def batches(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """``items`` in slices of ``BATCH``, one ``IN (...)`` list each."""
+    for start in range(0, len(items), BATCH):
+        yield items[start : start + BATCH]
+
+
+def marks(n: int) -> str:
+    """``?,?,?``: the placeholders of an ``IN (...)`` list of ``n`` items."""
+    return ",".join("?" * n)
+
+
 async def file_entries(conn: aiosqlite.Connection, ids: Iterable[int]) -> list[FileEntry]:
-    """The catalog entries of these files (those that still exist), 500 ids a query."""
-    wanted = sorted(set(ids))
+    """The catalog entries of these files (those that still exist)."""
     out: list[FileEntry] = []
-    for start in range(0, len(wanted), 500):
-        part = wanted[start:start + 500]
+    for part in batches(sorted(set(ids))):
         rows = await conn.execute_fetchall(
-            f"SELECT {FILE_ENTRY_COLUMNS} FROM files WHERE id IN ({','.join('?' * len(part))})",
-            part)
+            f"SELECT {FILE_ENTRY_COLUMNS} FROM files WHERE id IN ({marks(len(part))})", part)
         out.extend(map(file_entry, rows))
     return out
