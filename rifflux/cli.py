@@ -19,9 +19,11 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
+from .actors.targets import missing
 from .answers import Why, base_answer, why
 from .api import Rifflux
 from .config import Settings
+from .core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
 from .errors import InvalidArgumentError
 from .terminal import ProgressView, print_links, print_results
@@ -31,7 +33,7 @@ from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     started = time.perf_counter()
-    if not any([await (await anyio.Path(p).expanduser()).exists() for p in args.paths]):
+    if len(await anyio.to_thread.run_sync(missing, args.paths)) == len(args.paths):
         # nothing to index: do not create an index file either
         raise CommandError(f"nothing to index: {', '.join(args.paths)} not found; "
                            "pass existing folders or markdown files")
@@ -96,10 +98,10 @@ async def _forget(args: argparse.Namespace, settings: Settings) -> int:
 
 #: How to index what ``rifflux index`` reports it left out, by why (first match wins).
 _CHANGE_IT = {
-    "excluded by default": "RIFFLUX_EXCLUDE replaces the default excludes",
-    "excluded": "--exclude to change",
-    "not matching the include globs": "--include to change",
-    "ignored by an ignore file": "--no-ignore-files to change",
+    EXCLUDED_BY_DEFAULT: "RIFFLUX_EXCLUDE replaces the default excludes",
+    EXCLUDED: "--exclude to change",
+    NOT_INCLUDED: "--include to change",
+    IGNORED: "--no-ignore-files to change",
 }
 
 
@@ -314,8 +316,8 @@ async def _watch(args: argparse.Namespace, settings: Settings) -> int:
                            "pass existing folders")
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    for missing in sorted(set(args.paths) - set(existing)):
-        err.print(f"warning: {missing} does not exist yet; it is watched for when it appears")
+    for later in sorted(set(args.paths) - set(existing)):
+        err.print(f"warning: {later} does not exist yet; it is watched for when it appears")
     async with Rifflux(settings=settings) as rf:
         err.print(f"watching {', '.join(args.paths)} (index {settings.db_path}); "
                   "Ctrl-C stops")

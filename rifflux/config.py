@@ -15,6 +15,7 @@ BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
 
 DEFAULT_INCLUDE: tuple[str, ...] = ("*.md", "*.markdown", "*.mdx")
 #: Directory names skipped at any depth, plus editor/temporary files.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".git",
     ".hg",
@@ -108,9 +109,9 @@ class Settings:
             )
         if self.rrf_k < 1:
             raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
-        if self.log_level.upper() not in _LOG_LEVELS:
+        if self.log_level.upper() not in LOG_LEVELS:
             raise InvalidArgumentError(
-                f"log_level must be one of {', '.join(_LOG_LEVELS)}, not {self.log_level!r}")
+                f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
         for name in ("max_file_bytes", "max_root_files", "semantic_feedback"):
             least = 0 if name == "semantic_feedback" else 1
             if getattr(self, name) < least:
@@ -158,13 +159,6 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any
     return Settings().with_overrides(**{**from_env, **given})
 
 
-def env_exclude(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The exclude globs before any flag: ``RIFFLUX_EXCLUDE``'s, else the defaults."""
-    raw = (os.environ if environ is None else environ).get("RIFFLUX_EXCLUDE", "")
-    return _split_list(raw, ",") if raw.strip() else DEFAULT_EXCLUDE
-
-
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 

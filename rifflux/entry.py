@@ -19,14 +19,13 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
-from .config import BACKENDS, Settings, default_db_path, env_exclude, settings_from_env
+from .config import BACKENDS, LOG_LEVELS, Settings, default_db_path, settings_from_env
 from .errors import InvalidArgumentError, RiffluxError
 from .types import MODES
 
 logger = logging.getLogger("rifflux.cli")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
@@ -81,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
                         "[RIFFLUX_USE_IGNORE_FILES=0]")
     g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
                    help="hybrid ranking constant [RIFFLUX_RRF_K; default 60]")
-    g.add_argument("--log-level", choices=_LOG_LEVELS, type=str.upper,
+    g.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
                    default=argparse.SUPPRESS,
                    help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
 
@@ -213,16 +212,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         return tuple(g.strip() for v in values for g in v.split(",") if g.strip())
 
     watch = args.paths if args.command == "watch" else getattr(args, "watch", None)
-    more = globs(getattr(args, "exclude", None))
-    if more is not None:  # on top of the defaults (or RIFFLUX_EXCLUDE): .git stays out
-        more = tuple(dict.fromkeys((*env_exclude(os.environ), *more)))
-    return settings_from_env(
+    settings = settings_from_env(
         os.environ,
         db_path=getattr(args, "db", None),
         embedding_backend=getattr(args, "backend", None),
         model_dir=getattr(args, "model_dir", None),
         include=globs(getattr(args, "include", None)),
-        exclude=more,
         rrf_k=getattr(args, "rrf_k", None),
         log_level=getattr(args, "log_level", None),
         watch_paths=tuple(watch) if watch else None,
@@ -230,6 +225,11 @@ def _settings(args: argparse.Namespace) -> Settings:
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
         use_ignore_files=getattr(args, "use_ignore_files", None),
     )
+    more = globs(getattr(args, "exclude", None))
+    if more is None:
+        return settings
+    # on top of the defaults (or RIFFLUX_EXCLUDE): .git stays out
+    return settings.with_overrides(exclude=tuple(dict.fromkeys((*settings.exclude, *more))))
 
 
 # ---------------------------------------------------------------- running
@@ -346,5 +346,4 @@ def _configure_logging(level: str) -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper() if level.upper() in _LOG_LEVELS else "WARNING",
-                        handlers=[handler], force=True)
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)  # (checked)

@@ -4,6 +4,7 @@ indexed root, or a refusal that says why."""
 from __future__ import annotations
 
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..config import Settings
@@ -55,3 +56,8 @@ def too_wide(folder: Path) -> str | None:
     except (OSError, RuntimeError):  # no home folder (a service account)
         return None
     return "your home folder" if folder == home else None
+
+
+def missing(locations: Sequence[str]) -> list[str]:
+    """The locations given to a reindex that do not exist (``~`` expanded)."""
+    return [p for p in locations if not Path(p).expanduser().exists()]

@@ -94,9 +94,9 @@ class Globs:
         name = rel.rsplit("/", 1)[-1]
         for pattern, matches in self._each_exc:
             if matches(rel) or matches(name):
-                source = "excluded by default" if pattern in _DEFAULT_EXCLUDE else "excluded"
+                source = EXCLUDED_BY_DEFAULT if pattern in _DEFAULT_EXCLUDE else EXCLUDED
                 return f"{source} ({pattern})"
-        return f"not matching the include globs ({', '.join(self.include)})"
+        return f"{NOT_INCLUDED} ({', '.join(self.include)})"
 
     def wanted(self, rel: str) -> bool:
         """Whether a file at ``rel`` (posix, relative to its root) is indexed."""
@@ -115,7 +115,10 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-_IGNORED = "ignored by an ignore file (.gitignore, .ignore, .riffluxignore)"
+#: Why a file was left out, as ``left_out`` counts them: these words, then what did it.
+EXCLUDED_BY_DEFAULT, EXCLUDED = "excluded by default", "excluded"
+NOT_INCLUDED, IGNORED = "not matching the include globs", "ignored by an ignore file"
+_IGNORED = f"{IGNORED} (.gitignore, .ignore, .riffluxignore)"
 #: At most this many files are counted under one excluded folder.
 _COUNT_CAP = 100_000
 

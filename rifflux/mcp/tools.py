@@ -19,6 +19,7 @@ import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
+from ..actors.targets import missing
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
@@ -316,10 +317,10 @@ async def _reindex(
 ) -> dict[str, Any]:
     state = _state(ctx)
     locations = paths if paths else [path] if path else [os.getcwd()]
-    missing = await anyio.to_thread.run_sync(_missing, locations)
-    if len(missing) == len(locations):
+    absent = await anyio.to_thread.run_sync(missing, locations)
+    if len(absent) == len(locations):
         raise ToolError(
-            f"nothing to index: {', '.join(repr(p) for p in missing)} not found (relative paths "
+            f"nothing to index: {', '.join(repr(p) for p in absent)} not found (relative paths "
             f"resolve against the server's working directory {os.getcwd()!r}); "
             "pass an existing folder or file, preferably as an absolute path"
         )
@@ -370,7 +371,3 @@ async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> R
                         "call reindex again")
     assert job["result"] is not None  # a completed job has one
     return job["result"]
-
-
-def _missing(locations: list[str]) -> list[str]:
-    return [p for p in locations if not Path(p).expanduser().exists()]
