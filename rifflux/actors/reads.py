@@ -16,7 +16,7 @@ import anyio
 from ..core.catalog import Catalog
 from ..core.document import read_lines
 from ..core.embedders import Embedder
-from ..core.filters import CompiledFilters, FileEntry, check_depth, make_filters
+from ..core.filters import CompiledFilters, FileEntry, make_filters
 from ..store.link_records import LinkRecords
 from ..store.reader import Reader
 from ..store.records import Located, Records
@@ -82,7 +82,7 @@ class Reads:
     async def _neighbors(self, path: str, root: str | None, depth: int) -> list[Neighbor]:
         """The notes at most ``depth`` links away, either way: nearest first, then by
         path."""
-        near = self._catalog.links.within(self._note(path, root).id, check_depth(depth))
+        near = self._catalog.links.within(self._note(path, root).id, depth)  # (checked)
         notes = await self._links.notes(near)
         found: list[Neighbor] = [{"path": notes[i][0], "title": notes[i][1], "distance": d}
                                  for i, d in near.items() if i in notes]  # deleted since

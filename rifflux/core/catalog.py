@@ -86,9 +86,6 @@ class Catalog:
             self._files[entry.id] = entry
             self._by_path[(entry.root_id, entry.rel_path)] = entry.id
 
-    def entry(self, file_id: int) -> FileEntry | None:
-        return self._files.get(file_id)
-
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""
         root_id = next((rid for rid, path in self.roots.items() if path == root), None)

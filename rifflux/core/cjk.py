@@ -26,11 +26,10 @@ RUN = re.compile(f"[{_CJK_CHARS}]+")
 #: A token of other text as FTS5 sees it once CJK runs are set apart: letters and
 #: digits that are not CJK (``_`` separates, as in ``unicode61``).
 OTHER_WORD = re.compile(f"[^\\W_{_CJK_CHARS}]+")
-_ANY = re.compile(f"[{_CJK_CHARS}]")
 
 
 def has_cjk(text: str) -> bool:
-    return _ANY.search(text) is not None
+    return RUN.search(text) is not None
 
 
 def bigrams(run: str) -> list[str]:

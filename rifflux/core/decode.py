@@ -23,7 +23,7 @@ from dataclasses import dataclass
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: it starts with the same bytes
     (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
@@ -58,10 +58,9 @@ def decode(data: bytes) -> Decoded | Binary:
     """The text of a file's bytes, or why it has none (see the module's docstring)."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            name = "utf-8" if encoding == "utf-8-sig" else encoding
-            text = data[len(bom):].decode(encoding.removesuffix("-sig"), errors="replace")
+            text = data[len(bom):].decode(encoding, errors="replace")  # (BOM cut off)
             bad = text.count("\ufffd")
-            return Decoded(text, name, _replaced(bad, name) if bad else None)
+            return Decoded(text, encoding, _replaced(bad, encoding) if bad else None)
     head = data[:_SNIFF]
     for signature, kind in _SIGNATURES:
         if head.startswith(signature):

@@ -161,13 +161,13 @@ def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
     return globs
 
 
-def check_depth(depth: object, name: str = "depth") -> int:
+def check_depth(depth: object) -> int:
     """A number of links: 1 (the notes linked to or from one) up to ``MAX_DEPTH``."""
     if depth is None:
         return 1
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise InvalidArgumentError(
-            f"{name} must be a whole number from 1 to {MAX_DEPTH}, not {depth!r}: 1 is the "
+            f"depth must be a whole number from 1 to {MAX_DEPTH}, not {depth!r}: 1 is the "
             "notes linked to or from the note, 2 adds the notes linked to or from those")
     return depth
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from .render import COMMENT
+
 LinkKind = Literal["wikilink", "markdown"]
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
@@ -47,7 +49,6 @@ _MARKDOWN = re.compile(
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional "title")
 )
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SLUG_DROP = re.compile(r"[^\w\- ]")
 
@@ -112,7 +113,7 @@ class LinkFinder:
             if "[" not in text:
                 continue
             cleaned = _CODE_SPAN.sub(_blank, text) if "`" in text else text
-            cleaned = _COMMENT.sub(_blank, cleaned) if "<!--" in cleaned else cleaned
+            cleaned = COMMENT.sub(_blank, cleaned) if "<!--" in cleaned else cleaned
             for at, length, kind, embed, target, shown in _links_in(cleaned):
                 raw = text[at : at + length]
                 offset = self._body.find(raw, max(self._cursor, start), end)

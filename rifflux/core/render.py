@@ -116,7 +116,8 @@ _LINK = re.compile(r"\[([^\]]+)\](?:\([^)]*\)|\[[^\]]*\])")
 _AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _BREAK = re.compile(r"<(?:br|hr)\s*/?>", re.IGNORECASE)
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+#: An HTML comment (an unclosed one runs to the end).
+COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _NEEDS_INLINE = re.compile(r"[\[<*_\\]")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -159,7 +160,7 @@ def inline(text: str) -> str:
         if "[" in t:
             t = _LINK.sub(_group1, _IMAGE.sub(_group1, t))
         if "<" in t:
-            t = _TAG.sub("", _BREAK.sub(" ", _AUTOLINK.sub(_group1, _COMMENT.sub("", t))))
+            t = _TAG.sub("", _BREAK.sub(" ", _AUTOLINK.sub(_group1, COMMENT.sub("", t))))
         if "**" in t or "__" in t:
             t = _STRONG.sub(_group2, t)
         if "\\" in t:
@@ -189,7 +190,7 @@ def block(tok: dict[str, Any], depth: int = 0) -> str:
     if kind == "heading":  # inside a quote or list
         return inline(str(tok.get("text", "")))
     if kind in ("block_html", "inline_html"):  # comments are invisible to readers
-        return _COMMENT.sub("", str(tok.get("raw", ""))).strip()
+        return COMMENT.sub("", str(tok.get("raw", ""))).strip()
     if "children" in tok:
         parts = [block(c, depth) for c in tok["children"]]
         return "\n".join(p for p in parts if p)

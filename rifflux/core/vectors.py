@@ -95,10 +95,9 @@ class VectorIndex:
 
     def remove_groups(self, groups: Sequence[int]) -> None:
         """Remove every row of these groups (files)."""
-        live = len(self._pos)
-        hit = np.isin(self._groups[:live], np.asarray(groups, dtype=np.int64))
+        hit = self.mask(np.asarray(groups, dtype=np.int64))
         if hit.any():
-            self.remove([int(i) for i in self._ids[:live][hit]])
+            self.remove([int(i) for i in self._ids[: len(self._pos)][hit]])
 
     def clear(self) -> None:
         self._pos.clear()

@@ -273,6 +273,8 @@ async def _fill_cjk_columns(conn: aiosqlite.Connection) -> None:
 
 def cjk_columns(heading_path: str, content: str) -> tuple[str | None, str | None, str | None]:
     """``fts_heading``, ``fts_content`` and ``cjk`` of a chunk (all None without CJK)."""
+    if not (has_cjk(heading_path) or has_cjk(content)):
+        return None, None, None  # (nearly every chunk: one scan of each, not three)
     return index_text(heading_path), index_text(content), characters(heading_path, content)
 
 
