@@ -118,15 +118,19 @@ async def through_mcp(state: State) -> dict[str, Any]:
                 with anyio.fail_after(_START_TIMEOUT):
                     await session.initialize()
 
+                whole: dict[str, int] = {}  # a hybrid answer's size, with contents
+
                 async def search(query: str, mode: str) -> int:
                     with anyio.fail_after(_CALL_TIMEOUT):
                         result = await session.call_tool(
                             "search_rifflux", {"query": query, "top_k": 10, "mode": mode}
                         )
+                    if mode == "hybrid":
+                        whole[query] = len(_text(result))
                     return _count(result)
 
                 modes = await time_modes(search, timed, warm)
-                sizes = await _answer_sizes(session, timed["hybrid"])
+                sizes = await _answer_sizes(session, timed["hybrid"], whole)
     except Exception as exc:  # any failure of a server still being written: skip, say why
         raise Skipped(
             f"MCP server did not answer ({type(exc).__name__}: {exc}); "
@@ -152,33 +156,37 @@ _SPEC_ANSWER = ("query", "mode", "count", "embedding_model", "results")
 _SPEC_RESULT = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown")
 
 
-async def _answer_sizes(session: Any, queries: list[str]) -> dict[str, Any]:
+async def _answer_sizes(session: Any, queries: list[str],
+                        whole: dict[str, int]) -> dict[str, Any]:
     """Characters of a top-10 hybrid answer's text, as an agent receives it, with whole
-    contents and with content='snippet' (the first look an agent pays for); and
-    ``spec_floor``: the same answers cut down to the fields SPEC requires, no snippet
-    and no content, which no first look can go below."""
-    sizes: dict[str, list[int]] = {"full": [], "snippet": [], "spec_floor": []}
+    contents (``whole``: measured when the timed searches ran) and with
+    content='snippet' (the first look an agent pays for); and ``spec_floor``: the same
+    answers cut down to the fields SPEC requires, no snippet and no content, which no
+    first look can go below."""
+    sizes: dict[str, list[int]] = {"full": [whole[q] for q in queries], "snippet": [],
+                                   "spec_floor": []}
     crowded = 0  # first looks over 4,000 characters with every snippet at its narrowest
     for query in queries:
-        for content in ("full", "snippet"):
-            with anyio.fail_after(_CALL_TIMEOUT):
-                result = await session.call_tool("search_rifflux", {
-                    "query": query, "top_k": 10, "content": content})
-            _count(result)
-            text = "".join(getattr(c, "text", "") for c in result.content)
-            sizes[content].append(len(text))
-            if content == "snippet":
-                answer = json.loads(text)
-                sizes["spec_floor"].append(len(_spec_floor(answer)))
-                widths = [len(h["snippet"].replace("**", "").strip("…"))
-                          for h in answer["results"]]
-                narrowest = max(widths, default=0) <= SNIPPET_WIDTHS[0]
-                crowded += len(text) > FIRST_LOOK_CHARS and narrowest
+        with anyio.fail_after(_CALL_TIMEOUT):
+            result = await session.call_tool("search_rifflux", {
+                "query": query, "top_k": 10, "content": "snippet"})
+        _count(result)
+        text = _text(result)
+        sizes["snippet"].append(len(text))
+        answer = json.loads(text)
+        sizes["spec_floor"].append(len(_spec_floor(answer)))
+        widths = [len(h["snippet"].replace("**", "").strip("…")) for h in answer["results"]]
+        narrowest = max(widths, default=0) <= SNIPPET_WIDTHS[0]
+        crowded += len(text) > FIRST_LOOK_CHARS and narrowest
     out: dict[str, Any] = {content: {"median": statistics.median(n), "max": max(n),
                                      "queries": len(n)} for content, n in sizes.items()}
     out["snippet"]["over_4000"] = sum(n > FIRST_LOOK_CHARS for n in sizes["snippet"])
     out["snippet"]["over_4000_at_narrowest"] = crowded
     return out
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 def _spec_floor(answer: dict[str, Any]) -> str:

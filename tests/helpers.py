@@ -122,9 +122,9 @@ async def indexed_then_downgraded(db: Path, root: Path,
     return embedder, embedded
 
 
-async def reread_at_start(rf: Any) -> None:
-    """Until the jobs started when an upgraded index opened (reading its files again)
-    have completed."""
+async def jobs_settled(rf: Any) -> None:
+    """Until the jobs started on their own (reading an upgraded index's files again, a
+    watcher's first scan) have completed."""
 
     async def done() -> bool:
         jobs = (await rf.status())["jobs"]
@@ -153,4 +153,3 @@ def downgrade(db: Path, version: int) -> None:
                        ("chunks", "line_start"), ("chunks", "line_end")]}.get(version, [])
         for table, column in dropped:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))

@@ -16,7 +16,7 @@ from .helpers import (
     CountingEmbedder,
     eventually,
     indexed_then_downgraded,
-    reread_at_start,
+    jobs_settled,
     write,
 )
 from .test_watch_pipeline import watcher_started, watching
@@ -268,7 +268,7 @@ async def test_an_index_of_version_5_gets_its_links_when_opened(tmp_path: Path,
     db = tmp_path / "i.db"
     embedder, embedded = await indexed_then_downgraded(db, vault, 5)
     async with Rifflux(db, embedder=embedder) as rf:
-        await reread_at_start(rf)  # the files are read again in the background
+        await jobs_settled(rf)  # the files are read again in the background
         assert [t for t, _ in await outgoing(rf, "Home.md")] == [t for t, _, _ in HOME_LINKS]
         assert (await rf.status())["links"] == 14
     assert len(embedder.embedded) == embedded  # the vectors were kept

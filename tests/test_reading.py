@@ -10,7 +10,7 @@ import pytest
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
 from rifflux.mcp.answers import file_answer
 
-from .helpers import CountingEmbedder, indexed_then_downgraded, reread_at_start, write
+from .helpers import CountingEmbedder, indexed_then_downgraded, jobs_settled, write
 
 pytestmark = pytest.mark.anyio
 
@@ -121,7 +121,7 @@ async def test_an_index_of_the_previous_version_is_upgraded_in_place(
                            embedder=CountingEmbedder()):
             pass
     async with Rifflux(db, embedder=embedder) as rf:
-        await reread_at_start(rf)  # the files are read again in the background
+        await jobs_settled(rf)  # the files are read again in the background
         hit = (await rf.search("thing number 4", mode="lexical", top_k=1))[0]
         found = await rf.get_file("guide.md")
     assert hit["line_start"] > 0 and found is not None and found["total_lines"] > 0

@@ -21,6 +21,7 @@ from rifflux.config import Settings
 from rifflux.store.changes import Follow
 from rifflux.store.writer import Writer
 
+from ..helpers import eventually
 from ..store.test_changes import two_processes
 from ..store.test_writer import MODEL, afile, hashes
 
@@ -157,12 +158,9 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
         root = await two.b.root_id(tmp_path / "docs")  # one commit by the other process
         assert root is not None
         await two.b.write_files(root, [afile("one.md", "b's text")])
-        with anyio.fail_after(10):
-            while not reads:  # noqa: ASYNC110 (the indexer's ticker, in this process)
-                await anyio.sleep(0.01)
-            after = looks
-            while looks < after + 50:  # fifty more ticks  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        await eventually(lambda: reads)  # (the indexer's ticker, in this process)
+        after = looks
+        await eventually(lambda: looks >= after + 50)  # fifty more ticks
         tg.cancel_scope.cancel()
     assert len(reads) == 1
 

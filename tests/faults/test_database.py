@@ -16,7 +16,7 @@ import pytest
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 
 from ..helpers import CountingEmbedder, eventually, write
-from ..test_cli import cli_env
+from ..test_cli import cli_env, rifflux_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -160,10 +160,8 @@ def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_co
         no_chunks = conn.execute("SELECT COUNT(*) FROM files f WHERE NOT EXISTS "
                                  "(SELECT 1 FROM chunks c WHERE c.file_id = f.id)").fetchone()[0]
     assert no_chunks == 0  # no half-written file
-    again = subprocess.run(
-        [sys.executable, "-m", "rifflux", "--db", str(db), "--backend", "hash", "index",
-         str(root), "--json"], capture_output=True, text=True, timeout=120,
-        env=cli_env(tmp_path), check=False)
+    again = rifflux_cli(tmp_path, "--db", str(db), "--backend", "hash", "index", str(root),
+                        "--json")
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 405
@@ -177,10 +175,8 @@ async def test_an_index_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Pa
 
 
 def test_indexing_a_path_that_does_not_exist_creates_no_index(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "rifflux", "--db", str(tmp_path / "new.db"), "index",
-         str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=120,
-        env=cli_env(tmp_path), check=False)
+    done = rifflux_cli(tmp_path, "--db", str(tmp_path / "new.db"), "index",
+                       str(tmp_path / "nowhere"))
     assert done.returncode == 1 and "nothing to index" in done.stderr
     assert not (tmp_path / "new.db").exists()
 

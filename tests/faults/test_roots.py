@@ -15,7 +15,7 @@ from rifflux.actors.index_job import IndexRun
 from rifflux.actors.jobs import Target
 from rifflux.errors import InvalidArgumentError
 
-from ..helpers import CountingEmbedder, eventually, write
+from ..helpers import CountingEmbedder, eventually, jobs_settled, write
 from ..test_mcp_stdio import call, call_error, mcp_session, server_env
 
 pytestmark = pytest.mark.anyio
@@ -210,12 +210,7 @@ async def test_a_folder_inside_a_root_never_becomes_a_root_of_its_own(tmp_path: 
         assert sorted(h["path"] for h in hits) == ["b/note-0.md", "b/note-1.md"]
     async with Rifflux(settings=Settings(db_path=tmp_path / "i.db", watch_paths=(child,)),
                        embedder=CountingEmbedder()) as rf:  # a watcher of the child
-
-        async def settled() -> bool:
-            jobs = (await rf.status())["jobs"]
-            return bool(jobs) and all(j["status"] == "completed" for j in jobs)
-
-        await eventually(settled)
+        await jobs_settled(rf)
         write(child, "note-2.md", "# Note 2\n\nhello again from the watcher\n")
         await eventually(lambda: rf.search("again", mode="lexical"))
         roots = await rf.roots()
