@@ -104,13 +104,14 @@ def _first_look(answer: SearchAnswer, query: str) -> None:
     found = [snippets.find(hit["content"]) for hit in results]
     spare = FIRST_LOOK_CHARS - len(answer_text(answer))  # what the empty snippets leave
     width = spare // len(compact)
-    for _ in range(4):  # a snippet's marks and ellipses are beyond its width: measure
+    while True:  # a snippet's marks and ellipses are beyond its width: measure
         width = max(narrowest, min(widest, width))
         cut = [Snippets.clip(f, width) for f in found]
         over = sum(len(answer_text(c)) - 2 for c in cut) - spare
         if over <= 0 or width == narrowest:
             break
-        width -= -(-over // len(compact))
+        # (cut at word boundaries, a snippet shrinks by less than its width: a step more)
+        width -= -(-over // len(compact)) + 1
     for light, snippet in zip(compact, cut, strict=True):
         light["snippet"] = snippet
 
