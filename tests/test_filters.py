@@ -155,6 +155,11 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"paths": "#journal"}, "a comment in .gitignore syntax"),
     ({"paths": [r"notes/\[a", r"\#x"]}, None),  # escaped, they are names
     ({"paths": ["docs/**", "/"]}, "names no file"),
+    ({"paths": []}, None),  # no globs: no filter
+    ({"paths": ["docs/**", " "]}, "holds a blank value; leave paths out"),
+    ({"tags": ""}, "holds a blank value; leave tags out"),
+    ({"tags": ["project", ""]}, "holds a blank value"),
+    ({"modified_after": "  "}, "modified_after is blank"),
 ])
 async def test_malformed_filters_are_clear_errors(
     tmp_path: Path, filters: dict[str, object], message: str | None

@@ -310,6 +310,7 @@ async def test_bad_arguments_are_error_results_and_the_server_keeps_serving(
         misspelt = await call_error(session, "search_rifflux", query="x", tag=["recipes"])
         stranger = await call_error(session, "get_chunk", chunk_id="x", zzz=1)
         null = await call_error(session, "search_rifflux", query="x", frontmatter={"k": None})
+        blank_tag = await call_error(session, "search_rifflux", query="x", tags=[""])
         tools = {t.name: t for t in (await session.list_tools()).tools}
         still = await call(session, "search_rifflux", query="wombat", mode="lexical")
     assert "no argument 'tag' (did you mean 'tags'?)" in misspelt and "max_per_file" in misspelt
@@ -328,6 +329,7 @@ async def test_bad_arguments_are_error_results_and_the_server_keeps_serving(
     assert "no index at db_path" in other_db
     assert "depth goes with near" in lone_depth
     assert "before the year 1" in too_old
+    assert "tags: [''] holds a blank value; leave tags out" in blank_tag
     assert still["count"] == 1
 
 

@@ -134,7 +134,10 @@ def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else list(value)
     if not all(isinstance(v, str) for v in items):
         raise InvalidArgumentError(f"{name} must be a list of strings, not {value!r}")
-    return tuple(v.strip() for v in items if v.strip())
+    if any(not v.strip() for v in items):  # a value that was meant, and came out blank
+        raise InvalidArgumentError(f"{name}: {value!r} holds a blank value; leave {name} "
+                                   "out (or give an empty list) for no filter")
+    return tuple(v.strip() for v in items)
 
 
 def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -226,8 +229,11 @@ def _frontmatter(fm: Mapping[str, Any] | None) -> tuple[tuple[str, FrontmatterVa
 
 
 def _when(name: str, value: str | date | None, now: datetime) -> float | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if value is None:
         return None
+    if isinstance(value, str) and not value.strip():
+        raise InvalidArgumentError(f"{name} is blank; give a date (2026-11-01) or an age "
+                                   f"(7d), or leave {name} out for no bound")
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, date):
