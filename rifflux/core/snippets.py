@@ -30,8 +30,8 @@ WIDTH = 240
 #: A token as FTS5's unicode61 tokenizer cuts them: letters and digits (``_`` separates),
 #: with CJK runs apart (they are matched as CJK words).
 _WORD = OTHER_WORD
-#: The ``#`` markers of ATX heading lines.
-_HEADING_MARK = re.compile(r"^#{1,6}[ \t]*", re.MULTILINE)
+#: The ``#`` markers of ATX heading lines (``#tag`` lines are text, not headings).
+_HEADING_MARK = re.compile(r"^#{1,6}(?:[ \t]+|$)", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _STEMMER = snowballstemmer.stemmer("porter")
 
@@ -107,7 +107,7 @@ class Snippets:
         if self._candidates is None and not self._cjk:
             return Found(text, [], 0)
         marks = self._marks_in(text)
-        if not marks and content.startswith("#"):
+        if not marks and _HEADING_MARK.match(content):
             whole = " ".join(_HEADING_MARK.sub("", content).split())
             if marks_there := self._marks_in(whole):
                 return Found(whole, marks_there, 0)
@@ -211,7 +211,7 @@ def _without_headings(content: str) -> str:
     names them already), unless there is nothing else."""
     lines = content.split("\n")
     i = 0
-    while i < len(lines) and (not lines[i].strip() or lines[i].startswith("#")):
+    while i < len(lines) and (not lines[i].strip() or _HEADING_MARK.match(lines[i])):
         i += 1
     return "\n".join(lines[i:]) if i < len(lines) else content
 

@@ -73,6 +73,14 @@ def test_a_match_in_the_chunks_heading_only_is_shown_there() -> None:
     assert not snippet(chunk, "sources").startswith("Data")  # found in the text: as before
 
 
+def test_a_leading_tag_line_is_text_not_a_heading() -> None:
+    # '#project #todo' opens the chunk: tags, which the breadcrumb does not name
+    chunk = "#project #todo\nShip the otter survey."
+    assert snippet(chunk, "otter").startswith("#project #todo Ship")
+    assert marked(snippet(chunk, "todo")) == ["todo"]
+    assert snippet("## Plan\n#project\nShip it.", "ship").startswith("#project **Ship**")
+
+
 def test_one_query_makes_many_snippets() -> None:
     snippets = Snippets("docker")
     assert [marked(snippets.make(t)) for t in ("a docker b", "no match", "Docker!")] == [
