@@ -173,7 +173,7 @@ _CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
 async def _show(args: argparse.Namespace, settings: Settings) -> int:
     await _require_index(settings)
     if _CHUNK_ID.match(args.target) and not await anyio.Path(args.target).exists():
-        return await _show_chunk(args.target, settings)
+        return await _show_chunk(args.target, settings, as_json=args.json)
     path, start, end = args.target, 1, None
     if (m := _LOCATION.match(args.target)) and not await anyio.Path(args.target).exists():
         path, start = m.group("path"), int(m.group("start"))
@@ -184,6 +184,9 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     if found is None or "text" not in found:
         raise CommandError(f"{path} is not in the index: give a path as `rifflux search` "
                            "prints it, or index its folder first")
+    if args.json:
+        _write_json(found)
+        return EXIT_OK
     out = Console(highlight=False, soft_wrap=True)
     where = Path(found["root"]) / found["path"]
     out.print(f"{where}:{found['start_line']}-{found['end_line']} "
@@ -232,16 +235,19 @@ async def _neighbors(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def _show_chunk(chunk_id: str, settings: Settings) -> int:
+async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> int:
     async with Rifflux(settings=settings) as rf:
         chunk = await rf.get_chunk(chunk_id)
     if chunk is None:
         raise CommandError(f"no chunk {chunk_id!r} in the index (ids change when a file is "
                            "edited: search again)")
+    if as_json:
+        _write_json(chunk)
+        return EXIT_OK
     out = Console(highlight=False, soft_wrap=True)
     where = Path(chunk["root"]) / chunk["path"]
-    out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  {chunk['heading_path']}",
-              style="bold cyan", markup=False)
+    out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
+              f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
     out.print(chunk["content"], markup=False)
     return EXIT_OK
 

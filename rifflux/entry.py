@@ -151,6 +151,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="PATH[:START[-END]] | CHUNK_ID")
     p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
                                                  "when several hold it")
+    p.add_argument("--json", action="store_true",
+                   help="print the lines (as MCP get_file gives a range) or the chunk (as "
+                        "get_chunk gives it) as JSON")
 
     p = sub.add_parser("links", parents=[common], help="show a note's links, both ways",
                        description="Print the links a note makes ([[wikilinks]], embeds, "

@@ -131,6 +131,10 @@ def test_show_prints_the_lines_of_a_hit_with_their_numbers(indexed: Path) -> Non
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 8
     outside = rifflux_cli(indexed, "--db", "index.db", "show", "../x.md:1")
     assert outside.returncode == 2 and "leaves its indexed folder" in outside.stderr
+    lines = json.loads(rifflux_cli(indexed, "--db", "index.db", "show", "sub/guide.md:3-4",
+                                   "--json").stdout)
+    assert (lines["path"], lines["start_line"], lines["end_line"]) == ("sub/guide.md", 3, 4)
+    assert lines["text"] == "## Install\n" and lines["total_lines"] == 7
 
 
 def test_search_with_no_results_exits_1(indexed: Path) -> None:
@@ -366,8 +370,19 @@ def test_show_prints_a_chunk_by_its_id_with_where_it_is(indexed: Path) -> None:
     assert first.endswith(f"notes/garden.md:{hit['line_start']}-{hit['line_end']}  "
                           f"{hit['heading_path']}")
     assert "\n".join(rest) == hit["content"]
+    as_json = rifflux_cli(indexed, "--db", "index.db", "show", hit["chunk_id"], "--json")
+    chunk = json.loads(as_json.stdout)
+    same = {"chunk_id", "root", "path", "heading_path", "content", "line_start", "line_end"}
+    assert {k: chunk[k] for k in same} == {k: hit[k] for k in same}
     gone = rifflux_cli(indexed, "--db", "index.db", "show", "0" * 20)
     assert gone.returncode == 1 and "no chunk" in gone.stderr
+    # a note without headings: its chunk's line names no breadcrumb, and ends there
+    (indexed / "notes" / "plain.md").write_text("Just a line about quinces.\n")
+    assert rifflux_cli(indexed, "--db", "index.db", "index", "notes").returncode == 0
+    plain = json.loads(rifflux_cli(indexed, "--db", "index.db", "search", "quinces",
+                                   "--json").stdout)["results"][0]
+    first = rifflux_cli(indexed, "--db", "index.db", "show", plain["chunk_id"]).stdout
+    assert first.splitlines()[0].endswith("notes/plain.md:1-1")
 
 
 def test_mcp_started_by_hand_says_what_it_is_and_ctrl_c_ends_it(tmp_path: Path) -> None:
