@@ -362,3 +362,27 @@ async def test_a_job_does_not_wait_for_text_an_edit_replaced_before_it_was_embed
 
 async def _is(value: Awaitable[str], expected: str) -> bool:
     return await value == expected
+
+
+async def test_reindexing_keeps_the_full_text_index_in_few_pieces(
+    tmp_path: Path, embedder: CountingEmbedder,
+) -> None:
+    # Every reindex that writes adds full-text segments, which each search reads; a run
+    # that leaves four or more merges them into one.
+    root = tmp_path / "docs"
+    db = tmp_path / "i.db"
+
+    def segments() -> int:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute(
+                "SELECT COUNT(DISTINCT segid) FROM chunks_fts_idx").fetchone()[0])
+
+    async with Rifflux(db, embedder=embedder) as rf:
+        seen = []
+        for i in range(6):
+            write(root, f"f{i}.md", doc(2, edit=1 if i % 2 else None))
+            await rf.reindex(root)
+            seen.append(segments())
+        assert max(seen) < 4 and seen[-1] >= 1
+        hits = await rf.search('"an edited sentence"', mode="lexical", top_k=10)
+        assert {h["path"] for h in hits} == {"f1.md", "f3.md", "f5.md"}

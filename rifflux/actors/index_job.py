@@ -20,7 +20,7 @@ from ..core.document import Prepared, Skipped, Unreadable, prepare_many
 from ..core.ignore import IgnoreFiles
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
-from ..errors import RiffluxError
+from ..errors import IndexDatabaseError, RiffluxError
 from ..store.writer import FileToWrite, Writer, Written
 from .jobs import Job, Progress, Target
 from .parse_pool import ParsePool, ParseResult
@@ -86,6 +86,11 @@ class IndexRun:
             self._progress.scopes.append(Scope(root_id, target.prefix, paths))
         if self._progress.removed or self._progress.indexed:
             await self._writer.prune_orphan_vectors()
+        try:  # (also after a run that wrote nothing: an index left unmerged gets merged)
+            await self._writer.merge_fts()
+        except IndexDatabaseError as exc:  # a speed-up: the writes themselves are done
+            logger.warning("could not merge the full-text index (%s); searches stay "
+                           "correct, a little slower", exc)
 
     def _too_large(self, target: Target, scan: ScanResult) -> bool:
         """A new folder with more candidate files than the limit is refused unless the

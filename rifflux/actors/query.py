@@ -210,7 +210,7 @@ class QueryActor:
                     "it with the log"
                 )
             try:
-                await msg.reply.send(result)
+                msg.reply.send_nowait(result)  # (its one answer: the buffer has room)
             except anyio.BrokenResourceError:
                 pass  # the caller went away (cancelled); nothing to answer
 
@@ -239,7 +239,9 @@ class QueryActor:
         # (four times as far each time) while one long file fills them and they go on.
         vectors: dict[str, F32] = {}  # the query's vector, made once for every pass
         if shape.max_per_file is None:
-            return (await self._ranked(query, top_k, mode, allowed, shape, top_k * 2,
+            # a lexical search alone keeps its first top_k: reading further finds nothing
+            depth = top_k if mode == "lexical" else top_k * 2
+            return (await self._ranked(query, top_k, mode, allowed, shape, depth,
                                        vectors))[0]
         depth = min(top_k * 10, _MAX_DEPTH)
         while True:

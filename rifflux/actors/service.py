@@ -98,7 +98,11 @@ class Service:
         send, receive = anyio.create_memory_object_stream[Any](1)
         async with receive:
             try:
-                await self._query.send(make(send))
+                message = make(send)
+                try:  # without a trip through the event loop while the inbox has room
+                    self._query.send_nowait(message)
+                except anyio.WouldBlock:
+                    await self._query.send(message)
                 result = await receive.receive()
             except (anyio.ClosedResourceError, anyio.BrokenResourceError,
                     anyio.EndOfStream) as exc:

@@ -115,6 +115,10 @@ def make_filters(
     now: datetime | None = None,
 ) -> Filters:
     """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
+    if (paths is None and root is None and tags is None and frontmatter is None
+            and modified_after is None and modified_before is None and near is None
+            and depth is None):
+        return NO_FILTERS
     now = now or datetime.now().astimezone()
     return Filters(
         paths=_globs(paths),

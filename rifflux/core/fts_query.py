@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .cjk import is_cjk_word, match_word, phrase_tokens, set_apart
 
@@ -50,6 +51,7 @@ class QueryTerms:
     phrases: tuple[tuple[str, ...], ...] = ()
 
 
+@lru_cache(maxsize=256)
 def query_terms(query: str) -> QueryTerms:
     """The terms of ``query`` as ``build_match`` uses them (stopwords dropped unless the
     query has nothing else; at most ``MAX_TERMS`` clauses)."""

@@ -32,6 +32,8 @@ WIDTH = 240
 _WORD = OTHER_WORD
 #: The ``#`` markers of ATX heading lines (``#tag`` lines are text, not headings).
 _HEADING_MARK = re.compile(r"^#{1,6}(?:[ \t]+|$)", re.MULTILINE)
+#: The rest of a word in lowered ASCII text whose "_" are spaces (it may match nothing).
+_WORD_REST = re.compile(r"[a-z0-9]*")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _STEMMER = snowballstemmer.stemmer("porter")
 
@@ -86,10 +88,9 @@ class Snippets:
             for phrase in [*(p for p in terms.phrases if not any(map(is_cjk_word, p))),
                            *(tuple(t) for t, _ in split if len(t) > 1)])
         heads = {s[:3] for s in self._stems} | {p[0][:3] for p in self._phrases if p}
-        starts = sorted(heads | set(self._prefixes), key=len, reverse=True)
-        # ASCII text: one pass of the regex engine finds every word that may match
-        self._candidates = (re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, starts))
-                                       + r")[^\W_]*") if starts else None)
+        # ASCII text: a word may match where one of these starts it (str.find on the text
+        # lowered, "_" made a space: no pattern compiled per query)
+        self._starts = tuple(heads | set(self._prefixes))
         self._heads = frozenset(heads)
         words = [w for w, _ in terms.words] + [w for p in terms.phrases for w in p]
         folded = " ".join(_fold(w) for w in words)
@@ -104,7 +105,7 @@ class Snippets:
         The heading lines the chunk opens with are left out (the breadcrumb names them),
         unless the query matches there only: then the snippet shows why it matched."""
         text = " ".join(_without_headings(content).split())
-        if self._candidates is None and not self._cjk:
+        if not self._starts and not self._cjk:
             return Found(text, [], 0)
         marks = self._marks_in(text)
         if not marks and _HEADING_MARK.match(content):
@@ -125,20 +126,29 @@ class Snippets:
         return _clip(found.text, start, width, [(s, e) for s, e, _ in found.marks])
 
     def _marks_in(self, text: str) -> list[tuple[int, int, str]]:
-        marks = self._marks(text) if self._candidates is not None else []
+        marks = self._marks(text) if self._starts else []
         return self._cjk_marks(text, marks) if self._cjk else marks
 
     # ------------------------------------------------------------ matching
 
     def _marks(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, term) of every match, in order."""
-        assert self._candidates is not None
         if text.isascii():
-            words = [(m.start(), m.end()) for m in self._candidates.finditer(text.lower())]
+            lowered = text.lower().replace("_", " ")
+            found: set[int] = set()
+            for head in self._starts:
+                at = lowered.find(head)
+                while at >= 0:
+                    if not at or not lowered[at - 1].isalnum():
+                        found.add(at)
+                    at = lowered.find(head, at + 1)
+            words = [(at, m.end() if (m := _WORD_REST.match(lowered, at)) else at)
+                     for at in sorted(found)]
         else:
+            heads, prefixes = self._heads, self._prefixes
             words = [(m.start(), m.end()) for m in _WORD.finditer(text)
-                     if _fold(m.group())[:3] in self._heads or
-                     _fold(m.group()).startswith(self._prefixes or ("\0",))]
+                     if (f := _fold(m.group()))[:3] in heads
+                     or (prefixes and f.startswith(prefixes))]
         marks: list[tuple[int, int, str]] = []
         skip_to = 0
         for start, end in words:

@@ -57,7 +57,7 @@ def row_dict(row: Sequence[Any]) -> ChunkRecord:
         "content": str(row[4]),
         "root": str(row[6]),
         "title": title_of(row[7], rel),
-        "tags": sorted(tag_levels(json.loads(row[8]))),
+        "tags": [] if row[8] == "[]" else sorted(tag_levels(json.loads(row[8]))),
         "modified": iso_utc(int(row[9])),
         "line_start": int(row[10]),
         "line_end": int(row[11]),
@@ -70,7 +70,10 @@ def title_of(stored: str | None, rel_path: str) -> str:
 
 
 def iso_utc(mtime_ns: int) -> str:
-    return datetime.fromtimestamp(mtime_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    d = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    if d.year < 1000:  # (strftime does not pad these)
+        return d.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
 
 
 class Reader:

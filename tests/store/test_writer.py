@@ -222,3 +222,27 @@ async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_h
         assert row is not None and row[0] == "wal"
     finally:
         await conn.close()
+
+
+async def test_the_full_text_index_is_merged_once_writes_leave_it_in_pieces(
+    writer: Writer, tmp_path: Path
+) -> None:
+    # Each write transaction adds an FTS5 segment; a search reads every segment, so a
+    # writer merges them once there are enough. Matches (and bm25) stay as they were.
+    db = tmp_path / "i.db"
+    await writer.adopt(MODEL)
+    root = await writer.root_id(tmp_path / "docs")
+    segments = "SELECT COUNT(DISTINCT segid) FROM chunks_fts_idx"
+    ranked = ("SELECT rowid, round(bm25(chunks_fts), 9) FROM chunks_fts "
+              "WHERE chunks_fts MATCH 'otter' ORDER BY 2, 1")
+    await writer.write_files(root, [afile("a.md", "otter one")])
+    assert rows(db, segments) == [(1,)]
+    assert not await writer.merge_fts()  # one segment: nothing to merge
+    for n in range(2, 6):
+        await writer.write_files(root, [afile(f"n{n}.md", "otter " * n, "river")])
+    await writer.delete_files(root, ["n3.md"])
+    before = rows(db, ranked)
+    assert rows(db, segments)[0][0] >= 4
+    assert await writer.merge_fts()
+    assert rows(db, segments) == [(1,)]
+    assert rows(db, ranked) == before and len(before) == 4
