@@ -51,10 +51,20 @@ class QueryTerms:
     phrases: tuple[tuple[str, ...], ...] = ()
 
 
-@lru_cache(maxsize=256)
 def query_terms(query: str) -> QueryTerms:
     """The terms of ``query`` as ``build_match`` uses them (stopwords dropped unless the
-    query has nothing else; at most ``MAX_TERMS`` clauses)."""
+    query has nothing else; at most ``MAX_TERMS`` clauses). A search asks twice (the
+    match and the snippets): queries of usual length are remembered, long ones are not
+    (the cache holds 256, whatever their size)."""
+    return _remembered(query) if len(query) <= 1_000 else _query_terms(query)
+
+
+@lru_cache(maxsize=256)
+def _remembered(query: str) -> QueryTerms:
+    return _query_terms(query)
+
+
+def _query_terms(query: str) -> QueryTerms:
     text = set_apart(unicodedata.normalize("NFKC", query.replace("\x00", " ")))
     phrases: list[tuple[str, ...]] = []
     words: list[tuple[str, bool]] = []
