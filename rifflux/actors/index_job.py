@@ -183,7 +183,8 @@ class IndexRun:
                     scan: ScanResult | None) -> Plan:
         force = self._job.force
         if scan is not None:
-            return plan_scan(scan.files, known, prefix=target.prefix, force=force)
+            return plan_scan(scan.files, known, prefix=target.prefix, force=force,
+                             unseen=[p.path for p in scan.problems if p.unseen])
         assert target.paths is not None
         wanted = sorted(p for p in target.paths | target.deletes if self._globs.wanted(p))
         rules = None

@@ -48,18 +48,27 @@ class Plan:
 
 def plan_scan(
     files: Iterable[FileState], known: Mapping[str, StoredState], *, prefix: str = "",
-    force: bool = False,
+    force: bool = False, unseen: Iterable[str] = (),
 ) -> Plan:
     """A full scan of a root (or of the part below ``prefix``): stored files that are no
-    longer on disk are deleted."""
+    longer on disk are deleted. ``unseen`` are the paths the scan could not look at (a
+    folder it could not list, ``.`` for the root, a file it could not stat): what is
+    stored there is kept, since a permission or a mount that comes back is not a delete."""
     plan = Plan()
     present: set[str] = set()
     for state in files:
         if state.rel_path.startswith(prefix):
             present.add(state.rel_path)
             _classify(plan, state, known, force)
-    plan.deletes = [rel for rel in known if rel.startswith(prefix) and rel not in present]
+    hidden = tuple(p for p in unseen if p != ".")
+    whole = "." in unseen
+    plan.deletes = [rel for rel in known if rel.startswith(prefix) and rel not in present
+                    and not whole and not _under(rel, hidden)]
     return plan
+
+
+def _under(rel: str, paths: tuple[str, ...]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in paths)
 
 
 def plan_named(

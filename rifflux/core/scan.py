@@ -35,6 +35,12 @@ class FileState:
 class ScanProblem:
     path: str
     error: str
+    #: Whether the path could not be looked at (its stored files are then kept); a
+    #: broken link was looked at: what it pointed to is gone.
+    unseen: bool = True
+
+
+_KEPT = "what was indexed under it is kept"
 
 
 @dataclass(slots=True)
@@ -145,7 +151,8 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                 continue
             seen_dirs.add(key)
         except OSError as exc:
-            result.problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
+            result.problems.append(ScanProblem(rel_dir or ".",
+                                               f"cannot list directory ({_KEPT}): {exc}"))
             continue
         if use_ignore_files:
             level = read_level(directory, rel_dir)
@@ -198,7 +205,7 @@ def _listing(directory: str, rel_dir: str,
         with os.scandir(directory) as listing:
             yield from listing
     except OSError as exc:
-        problems.append(ScanProblem(rel_dir or ".", f"cannot list directory: {exc}"))
+        problems.append(ScanProblem(rel_dir or ".", f"cannot list directory ({_KEPT}): {exc}"))
 
 
 def _count_files(directory: str) -> int:
@@ -239,7 +246,7 @@ def stat_file(
         st = path.stat()
     except FileNotFoundError:
         if is_link:
-            return ScanProblem(rel, "broken symbolic link")
+            return ScanProblem(rel, "broken symbolic link", unseen=False)
         return None
     except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on resolve
         return ScanProblem(rel, str(exc))

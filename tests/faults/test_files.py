@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import json
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import tracemalloc
 from pathlib import Path
@@ -19,6 +23,7 @@ from rifflux.core.decode import Binary, Decoded, decode
 from rifflux.core.scan import Globs, scan_root
 
 from ..helpers import CountingEmbedder, write
+from ..test_cli import cli_env
 
 pytestmark = pytest.mark.anyio
 
@@ -190,3 +195,44 @@ def test_a_folder_of_100000_entries_is_read_as_it_comes_not_held_whole(tmp_path:
     # What is kept is the 10,000 notes (about 200 bytes each); holding the listing
     # whole took 27 MiB here.
     assert peak < 5 * 1024 * 1024, f"{peak:,} bytes"
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix under which permissions apply: root reads any folder, so as
+    root the process gives up the capabilities that override them (setpriv)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file permissions cannot apply")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("locked", ["notes/sub", "notes"])
+def test_a_folder_that_cannot_be_listed_keeps_what_was_indexed_of_it(
+    tmp_path: Path, locked: str,
+) -> None:
+    # A permission taken away for a moment (or a mount that is down) is not a delete:
+    # the files stay indexed, with their vectors, and the run says why it skipped them.
+    write(tmp_path / "notes", "top.md", "# Top\n\nquinces at the top\n")
+    write(tmp_path / "notes", "sub/deep.md", "# Deep\n\nmedlars down below\n")
+    env = cli_env(tmp_path)
+    index = [sys.executable, "-m", "rifflux", "--db", "i.db", "index", "notes", "--json"]
+
+    def run(*prefix: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*prefix, *index], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+
+    assert run().returncode == 0
+    (tmp_path / locked).chmod(0)
+    try:
+        blind = run(*_without_root_powers())
+    finally:
+        (tmp_path / locked).chmod(0o755)
+    out = json.loads(blind.stdout)
+    assert out["removed_files"] == 0, blind.stdout
+    assert any("cannot list directory (what was indexed under it is kept)" in e["error"]
+               for e in out["errors"])
+    with sqlite3.connect(tmp_path / "i.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM files").fetchone() == (2,)
+    again = json.loads(run().stdout)  # readable again: nothing to do
+    assert (again["indexed_files"], again["removed_files"], again["errors"]) == (0, 0, [])
