@@ -40,6 +40,7 @@ from ..core.scan import Globs
 from ..errors import IndexBusyError, RiffluxError
 from ..store.changes import Follow
 from ..store.presence import Presence
+from ..store.recovery import is_damage
 from ..store.writer import Writer, Written
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
@@ -177,12 +178,19 @@ class Indexer:
         label = embedder.label if embedder else None
         try:
             dropped = await self._writer.adopt(label, read_only=self._settings.read_only)
-        except RiffluxError as exc:  # busy, most likely: try again, never crash
-            delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
-            logger.warning("cannot adopt model %s yet (%s); retrying in %.1fs", label, exc, delay)
-            timers.start_soon(self._send_later, replace(msg, attempt=msg.attempt + 1),
-                              delay, name="rifflux.indexer.adopt-retry")
-            return
+        except RiffluxError as exc:
+            if not is_damage(str(exc)):  # busy, most likely: try again, never crash
+                delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
+                logger.warning("cannot adopt model %s yet (%s); retrying in %.1fs", label,
+                               exc, delay)
+                timers.start_soon(self._send_later, replace(msg, attempt=msg.attempt + 1),
+                                  delay, name="rifflux.indexer.adopt-retry")
+                return
+            # a damaged file stays damaged: searches must not wait for a model meanwhile
+            logger.error("cannot adopt model %s: %s", label, exc)
+            self._adopt_error = f"semantic search is off: {exc}"
+            embedder, label, dropped = None, None, 0
+            await self._writer.adopt(None)
         except Exception as exc:  # the boundary: without a model, jobs still complete
             logger.exception("cannot adopt model %s; semantic search is off", label)
             self._adopt_error = (f"the embedding model could not be adopted "

@@ -84,20 +84,33 @@ class Supervisor:
         self._exit: AsyncExitStack | None = None
 
     async def __aenter__(self) -> Service:
-        s, db, roots = self._settings, self._db, self._roots
+        db = self._db
         recovery = await anyio.to_thread.run_sync(self._check, db)
+        try:
+            return await self._open(recovery)
+        except IndexDatabaseError as exc:
+            # damage the check did not see (it runs when it has cause to), found by a
+            # step of opening: everything opened is closed, the file moved aside
+            if self._settings.read_only or not _damaged(exc):
+                raise
+            recovery = await anyio.to_thread.run_sync(move_aside, db,
+                                                      str(exc.__cause__ or exc))
+            return await self._open(recovery)
+
+    async def _open(self, recovery: Recovery | None) -> Service:
+        s, db, roots = self._settings, self._db, self._roots
         async with AsyncExitStack() as stack:
             # read-only: the writer's connection cannot write either (no schema upgrade,
             # no vectors dropped: the index is someone else's)
-            try:
-                writer_conn = await self._connect(stack, db, readonly=s.read_only)
-            except IndexDatabaseError as exc:
-                if s.read_only or not _damaged(exc):
-                    raise
-                recovery = await anyio.to_thread.run_sync(move_aside, db, str(exc.__cause__))
-                writer_conn = await self._connect(stack, db)
+            writer_conn = await self._connect(stack, db, readonly=s.read_only)
             query_conn = await self._connect(stack, db, readonly=True)
             embed_conn = await self._connect(stack, db, readonly=True)
+            # This process among the others on the index: its changes are logged under
+            # its origin, its presence kept fresh, and it embeds only with the lease.
+            # (before anything that must be closed is made: this reads the file)
+            origin = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            follow = Follow(writer_conn, db, origin)
+            await follow.install(writes=not s.read_only)
 
             indexer_send, indexer_recv = anyio.create_memory_object_stream[IndexerMessage](4)
             embed_send, embed_recv = anyio.create_memory_object_stream[EmbedderMessage](1)
@@ -111,11 +124,6 @@ class Supervisor:
                 inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight,
             )
-            # This process among the others on the index: its changes are logged under
-            # its origin, its presence kept fresh, and it embeds only with the lease.
-            origin = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-            follow = Follow(writer_conn, db, origin)
-            await follow.install(writes=not s.read_only)
             presence = None if s.read_only else Presence(writer_conn, db, origin)
             if presence is not None:
                 stack.push_async_callback(_leave, presence)

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
@@ -123,6 +124,50 @@ async def test_damage_seen_by_a_search_rebuilds_the_index_at_the_next_open(
     assert (tmp_path / "i.db.check").exists()
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         assert "recovered" in await rf.status()
+
+
+def damage_table(db: Path, table: str) -> None:
+    """Overwrite the root page of ``table`` (the file's header and schema stay sound, so
+    only reading that table finds the damage), and mark the file checked just now."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('checked_at', ?)",
+                         (str(time.time()),))
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root_page,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?",
+                                    (table,)).fetchone()
+    finally:
+        conn.close()  # (the last connection: its WAL goes into the file)
+    assert not Path(f"{db}-wal").exists()
+    with db.open("r+b") as f:
+        f.seek((root_page - 1) * page_size)
+        f.write(os.urandom(page_size))
+
+
+@pytest.mark.parametrize("table", ["changes", "embeddings"])
+async def test_damage_found_while_opening_or_adopting_the_model_is_not_a_wait(
+    tmp_path: Path, table: str,
+) -> None:
+    # No check was due, so the damage is found by a step of opening (the change log) or
+    # by the model's adoption (the vectors): opening moves the file aside and rebuilds
+    # it; adoption turns semantic search off at once instead of retrying, so that no
+    # search waits for a model (it waited its full minute)
+    root = notes(tmp_path / "notes", 5)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    damage_table(db, table)
+    with anyio.fail_after(20):
+        async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+            hits = await rf.search("heron number 3")
+            status = await rf.status()
+            assert (await rf.reindex(root))["errors"] == []
+    if table == "changes":
+        assert status["recovered"]["roots"] == [str(root.resolve())]  # indexed again
+    else:
+        assert "damaged" in status["embedding_error"]
+        assert hits and hits[0]["score_breakdown"]["semantic_rank"] is None
 
 
 def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_completes(
