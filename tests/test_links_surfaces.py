@@ -66,6 +66,24 @@ async def test_links_and_neighbours_through_mcp(tmp_path: Path) -> None:
         status = await call(session, "index_status")
         assert (status["links"], status["unresolved_links"]) == (14, 1)
 
+        # a hub of 150 links to notes not written yet: the answer keeps to max_chars,
+        # cutting unresolved (copies of outgoing links) first, and says what it cut
+        lines = [f"- [[Missing note {i}]] is one of the notes still to be written, as "
+                 "the plan for the garden and its paths says it will be, one day" for i in
+                 range(150)]
+        (vault / "Hub.md").write_text("# Hub\n\n" + "\n".join(lines) + "\n")
+        await call(session, "reindex", path=str(vault))
+        hub = await call(session, "get_links", path="Hub.md", max_chars=5000)
+        assert len(json.dumps(hub, ensure_ascii=False, separators=(",", ":"))) <= 5000
+        assert hub["counts"] == {"outgoing": 150, "backlinks": 0, "unresolved": 150}
+        assert hub["truncated"] is True and "max_chars" in hub["hint"]
+        assert 0 < len(hub["outgoing"]) and len(hub["unresolved"]) < len(hub["outgoing"])
+        default = await call(session, "get_links", path="Hub.md", limit=1000)
+        assert len(json.dumps(default, ensure_ascii=False, separators=(",", ":"))) <= 40_000
+        whole = await call(session, "get_links", path="Hub.md", limit=1000, max_chars=10**6)
+        assert len(whole["outgoing"]) == len(whole["unresolved"]) == 150
+        assert "truncated" not in whole
+
 
 def test_links_and_neighbours_through_the_command_line(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault")

@@ -140,18 +140,26 @@ def file_answer(found: FileRecord | FileLines, max_chars: int) -> dict[str, Any]
     return out
 
 
-def links_answer(found: NoteLinks, limit: int) -> dict[str, Any]:
-    """A note's links, each list cut to ``limit`` entries (all of them counted)."""
+def links_answer(found: NoteLinks, limit: int, max_chars: int) -> dict[str, Any]:
+    """A note's links, each list cut to ``limit`` entries (all of them counted), then to
+    what fits ``max_chars`` characters of JSON text: ``unresolved`` first (its links are
+    in ``outgoing`` too), then ``backlinks``, then ``outgoing``, from their ends."""
     out: dict[str, Any] = dict(found)
     lists = ("outgoing", "backlinks", "unresolved")
     out["counts"] = {name: len(out[name]) for name in lists}
-    cut = [name for name in lists if len(out[name]) > limit]
-    for name in cut:
+    for name in lists:
         out[name] = out[name][:limit]
+    over = len(answer_text(out)) + 200 - max_chars  # (room for the hint)
+    for name in reversed(lists):
+        kept = out[name]
+        while over > 0 and kept:
+            over -= len(answer_text(kept.pop())) + 1
+    cut = [name for name in lists if len(out[name]) < out["counts"][name]]
     if cut:
         out["truncated"] = True
-        out["hint"] = (f"{' and '.join(cut)} hold more than limit={limit} links (counts has "
-                       "them all): call get_links again with a larger limit to see them")
+        out["hint"] = (f"{' and '.join(cut)} hold more links than shown (counts has them "
+                       f"all; limit={limit}, max_chars={max_chars}): call get_links again "
+                       "with a larger limit or max_chars to see them")
     return out
 
 

@@ -235,7 +235,8 @@ async def get_file(
 
 
 async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRoot = None,
-                    limit: Limit = 100) -> dict[str, Any]:
+                    limit: Limit = 100,
+                    max_chars: MaxChars = DEFAULT_MAX_CHARS) -> dict[str, Any]:
     """List a note's links both ways: the notes it links to (outgoing: [[wikilinks]],
     embeds and markdown links, each with the file it resolves to, or path null when no
     file matches; those are listed again under unresolved) and the notes that link to it
@@ -244,7 +245,7 @@ async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRo
     what else says something about it."""
     with _tool_errors():
         found = await _state(ctx).rf.links(path, root=root)
-    return links_answer(found, limit)
+    return links_answer(found, limit, max_chars)
 
 
 async def get_neighbors(ctx: Context[ServerState, Any], path: NotePath, depth: Depth = 1,
