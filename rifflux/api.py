@@ -311,6 +311,9 @@ class Rifflux:
         loc = await anyio.to_thread.run_sync(
             lambda: Path(location).expanduser().absolute().resolve())
         roots = [Path(r) for r in await service.roots()]
+        if (not location.startswith(("/", "~")) and loc not in roots
+                and not any(r in loc.parents or loc in r.parents for r in roots)):
+            loc = await self._root_relative(location, roots)  # as results give paths
         container = next((r for r in roots if r in loc.parents), None)
         inside = [str(r) for r in roots if loc in r.parents]
         if not yes and container is None and inside and (whole := too_wide(loc)):
@@ -335,6 +338,22 @@ class Rifflux:
                 "removed_roots": [str(r) for r in roots if str(r) not in remaining],
                 "removed_paths": result.get("changed", {}).get("removed", []),
                 "job_id": job.id}
+
+    async def _root_relative(self, location: str, roots: list[Path]) -> Path:
+        """A relative path that is nothing indexed under the working directory, read as
+        results give paths: relative to the indexed folder that holds it."""
+        on_disk = await anyio.to_thread.run_sync(
+            lambda: [r / location for r in roots if (r / location).exists()])
+        if not on_disk and (found := await self.get_file(location)) is not None:
+            on_disk = [Path(found["root"]) / found["path"]]
+        if len(on_disk) == 1:
+            return on_disk[0].resolve()
+        where = (f"it is in several indexed folders ({', '.join(map(str, on_disk))})"
+                 if on_disk else "no indexed folder holds it")
+        raise InvalidArgumentError(
+            f"{location!r} is not in the index: relative paths are read against the working "
+            f"directory {os.getcwd()!r}, then as results give them, and {where}; give an "
+            "absolute path (status lists the indexed folders)")
 
     @property
     def embedding_model(self) -> str | None:

@@ -156,6 +156,9 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"paths": [r"notes/\[a", r"\#x"]}, None),  # escaped, they are names
     ({"paths": ["docs/**", "/"]}, "names no file"),
     ({"paths": []}, None),  # no globs: no filter
+    ({"paths": [f"{Path(__file__).resolve().parent}/**"]}, r"is a place on disk.*'sub/\*\*'"),
+    ({"paths": "~/notes/**"}, "is a place on disk"),
+    ({"paths": "/docs/**"}, None),  # anchored at the root, as in .gitignore
     ({"paths": ["docs/**", " "]}, "holds a blank value; leave paths out"),
     ({"tags": ""}, "holds a blank value; leave tags out"),
     ({"tags": ["project", ""]}, "holds a blank value"),

@@ -23,6 +23,7 @@ to fix), and ``FileEntry.matches`` tests one stored file.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -145,7 +146,14 @@ def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
 
 
 def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
-    globs = tuple(g.lstrip("/").removeprefix("./") for g in _strings("paths", paths))
+    given = _strings("paths", paths)
+    for glob in given:
+        if _on_disk(glob):
+            raise InvalidArgumentError(
+                f"paths: {glob!r} is a place on disk, and globs are relative to the indexed "
+                "folder (as results' `path` gives them): write 'sub/**' for the files under "
+                "FOLDER/sub, and root=FOLDER when several indexed folders have one")
+    globs = tuple(g.lstrip("/").removeprefix("./") for g in given)
     if "" in globs:
         raise InvalidArgumentError(f"paths: {paths!r} holds a glob that names no file ('/' "
                                    "or './'); globs are relative to the root: 'docs/**', "
@@ -166,6 +174,17 @@ def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
             raise InvalidArgumentError(f"paths: {glob!r} {why}; globs look like 'docs/**' "
                                        "or '**/adr-*.md'")
     return globs
+
+
+def _on_disk(glob: str) -> bool:
+    """Whether ``glob`` is an absolute (or home) path that exists, such as
+    ``/home/me/notes/**``, rather than a glob anchored at the root (``/docs/**``)."""
+    if glob.startswith("~/"):
+        return True
+    if not glob.startswith("/"):
+        return False
+    literal = re.split(r"[*?\[]", glob, maxsplit=1)[0].rstrip("/")
+    return literal.count("/") >= 2 and os.path.exists(os.path.expanduser(literal))
 
 
 def check_depth(depth: object) -> int:

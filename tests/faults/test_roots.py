@@ -138,7 +138,7 @@ async def test_forget_removes_a_root_a_folder_or_a_file_and_what_only_they_held(
     async with open_rifflux(tmp_path) as rf:
         await rf.reindex(paths=[notes, docs])
         embeddings = (await rf.status())["embeddings"]
-        one_file = await rf.forget(notes / "sub" / "deep.md")
+        one_file = await rf.forget("sub/deep.md")  # as results give it
         sub = await rf.forget(notes / "sub")
         left = await rf.search("wombat", mode="lexical")
         whole = await rf.forget(docs)
@@ -146,6 +146,9 @@ async def test_forget_removes_a_root_a_folder_or_a_file_and_what_only_they_held(
         gone = await rf.search("platypus", mode="hybrid")
         with pytest.raises(InvalidArgumentError, match="not in the index"):
             await rf.forget(tmp_path / "elsewhere")
+        with pytest.raises(InvalidArgumentError, match="then as results give them, and no "
+                                                       "indexed folder holds it"):
+            await rf.forget("nowhere/x.md")
         with pytest.raises(InvalidArgumentError, match="no indexed file there"):
             await rf.forget(notes / "sub")
     assert one_file["removed_files"] == 1 and one_file["removed_roots"] == []
