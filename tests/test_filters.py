@@ -159,6 +159,8 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"paths": [f"{Path(__file__).resolve().parent}/**"]}, r"is a place on disk.*'sub/\*\*'"),
     ({"paths": "~/notes/**"}, "is a place on disk"),
     ({"paths": "/docs/**"}, None),  # anchored at the root, as in .gitignore
+    ({"frontmatter": {"status": ""}}, "frontmatter\\['status'\\]: '' is blank"),
+    ({"frontmatter": {"status": ["draft", " "]}}, "' ' is blank"),
     ({"paths": ["docs/**", " "]}, "holds a blank value; leave paths out"),
     ({"tags": ""}, "holds a blank value; leave tags out"),
     ({"tags": ["project", ""]}, "holds a blank value"),

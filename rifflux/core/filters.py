@@ -12,8 +12,8 @@ to fix), and ``FileEntry.matches`` tests one stored file.
 - ``tags``: every tag must be present (front matter and inline ``#tags``, case
   insensitive; a nested ``a/b`` also counts as ``a``).
 - ``frontmatter``: ``{key: value}`` equality; a list field matches when it contains
-  the value; values compare as JSON, or else as text without regard to case
-  (``"true"`` matches ``true``, ``"3"`` matches ``3``).
+  the value; a list of values needs all of them; values compare as JSON, or else as
+  text without regard to case (``"true"`` matches ``true``, ``"3"`` matches ``3``).
 - ``modified_after`` (inclusive) / ``modified_before`` (exclusive): on the file's
   mtime; an ISO date or datetime (without a zone: local time) or a relative ``7d``,
   ``2w``, ``3m`` (months, 30 days), ``1y`` (365 days) before now.
@@ -227,6 +227,9 @@ def _tags(tags: Sequence[str] | str | None) -> tuple[str, ...]:
 
 
 def _scalar(key: str, value: object) -> Scalar:
+    if isinstance(value, str) and not value.strip():
+        raise InvalidArgumentError(f"frontmatter[{key!r}]: {value!r} is blank; give the value "
+                                   f"to compare the field with, or leave {key!r} out")
     if isinstance(value, str | int | float | bool):
         return value
     raise InvalidArgumentError(

@@ -45,7 +45,8 @@ Tags = Annotated[list[str] | None, Field(
 FrontmatterValue = str | int | float | bool | list[str | int | float | bool]
 Frontmatter = Annotated[dict[str, FrontmatterValue] | None, Field(
     description="Only files whose front matter has these values, e.g. {\"status\": "
-                "\"draft\"}; a list field matches when it contains the value.")]
+                "\"draft\"}; a list field matches when it contains the value; a list of "
+                "values needs all of them (ask once per value for any of them).")]
 ModifiedAfter = Annotated[str | None, Field(
     description="Only files modified at or after this time: an ISO date or datetime "
                 "(2026-11-01, 2026-11-01T09:30; local time unless a zone is given) or an "
