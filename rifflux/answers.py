@@ -11,7 +11,7 @@ from typing import Any, Literal
 from .api import Rifflux
 from .types import Mode, SearchAnswer, SearchResult
 
-Why = Literal["no files", "filters", "no words", "no match", "meaning only"]
+Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only"]
 
 
 def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
@@ -38,8 +38,9 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
         # (a lexical hit can rank below the semantic ones: ask that branch alone)
         lexical = await rf.search(query, top_k=1, mode="lexical", **filters)
         return None if lexical else "meaning only"
-    if (await rf.status())["files"] == 0:
-        return "no files"
+    status = await rf.status()
+    if status["files"] == 0:  # (a damaged index was moved aside: say so, not "empty")
+        return "rebuilt" if "recovered" in status else "no files"
     if any(v is not None for v in filters.values()):
         return "filters"
     if rf.describe_search(query)["fts_query"] is None:

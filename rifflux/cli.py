@@ -150,6 +150,8 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 #: What ``rifflux search`` says for each ``answers.Why`` (on stderr, and as ``hint``).
 _WHY: dict[Why, str] = {
     "no files": "the index holds no files yet: `rifflux index PATH` first",
+    "rebuilt": "the index was damaged and has started anew (`rifflux status` says when and "
+               "what it held): its folders are being indexed again, or `rifflux index PATH`",
     "filters": "nothing matched within these filters: relax them, or search without them",
     "no words": "the query has no searchable word: give words",
     "no match": "nothing matched: try other words or --mode semantic; if the files changed, "

@@ -424,5 +424,5 @@ def test_index_of_home_needs_yes_and_forget_removes_it_again(tmp_path: Path) -> 
     whole = rifflux_cli(tmp_path, "--db", "index.db", "forget", str(notes), "nowhere", env=env)
     assert whole.returncode == 1
     assert f"Forgot the folder {notes}: 1 file removed" in whole.stdout
-    assert "nowhere: not in the index; nothing was removed" in whole.stderr
+    assert "'nowhere' is not in the index: relative paths are read against" in whole.stderr
     assert "The index now holds 0 files in 0 folders" in whole.stdout

@@ -35,6 +35,10 @@ SNIPPET_WIDTHS = (80, 240)
 _WHY: dict[Why, str] = {
     "no files": "the index holds no files yet: call reindex with the folder to search (an "
                 "absolute path), then search again",
+    "rebuilt": "the index was found damaged and has started anew (index_status shows "
+               "`recovered`: when, and the folders it held): those folders are being "
+               "indexed again, so search again in a moment; call reindex for any folder "
+               "not listed there",
     "filters": "no chunk matched within these filters: relax them (list_tags shows the "
                "tags in use, index_status the indexed folders), or search without them",
     "no words": "the query has no searchable word: ask with words",

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
+from rifflux.mcp.answers import search_answer
 
 from ..helpers import CountingEmbedder, eventually, write
 from ..test_cli import cli_env, rifflux_cli
@@ -87,6 +88,10 @@ async def test_a_destroyed_index_is_replaced_and_the_next_reindex_fills_it(
     damage_pages(db)  # nothing but the header survives
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         assert (await rf.status())["recovered"]["roots"] == []
+        # an empty answer says the index started anew, not that nothing was ever indexed
+        answer = await search_answer(rf, "heron", "hybrid", [], {}, explain=False,
+                                     max_chars=40_000)
+        assert "found damaged and has started anew" in answer["hint"]
         assert (await rf.reindex(root))["indexed_files"] == 5
 
 
