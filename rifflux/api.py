@@ -54,6 +54,9 @@ def _recovered(recovery: Recovery) -> dict[str, object]:
             "roots": [str(r) for r in recovery.roots]}
 
 
+#: How long a background reindex waits to name the model it embeds with.
+_MODEL_LABEL_WAIT = 10.0
+
 class Rifflux:
     """Hybrid search over folders of markdown, backed by one SQLite file.
 
@@ -287,7 +290,9 @@ class Rifflux:
                                   for loc in locations],
                                  force=bool(force), count_left_out=count_left_out,
                                  allow_large=allow_large))
-        if background:
+        if background:  # (the model's label and backend, once known: a moment at start)
+            with anyio.move_on_after(_MODEL_LABEL_WAIT):
+                await self.wait_for_model()
             labels = self._model_labels()
             return {"job": job.snapshot(), "embedding_model": labels[0],
                     "embedding_backend": labels[1]}
@@ -354,6 +359,11 @@ class Rifflux:
             f"{location!r} is not in the index: relative paths are read against the working "
             f"directory {os.getcwd()!r}, then as results give them, and {where}; give an "
             "absolute path (status lists the indexed folders)")
+
+    async def wait_for_model(self) -> None:
+        """Wait until the embedding model has loaded (or failed to): its label, backend
+        and the per-model counts are known then (bound it with ``anyio.move_on_after``)."""
+        await self._open().model_loaded.wait()
 
     @property
     def embedding_model(self) -> str | None:

@@ -257,11 +257,8 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
     await _require_index(settings)
     async with Rifflux(settings=settings) as rf:
-        # Counts are per model, so wait (bounded) until it is known. The library
-        # offers no readiness event to wait on, hence the poll.
-        with anyio.move_on_after(60):
-            while not (await rf.status())["embedding_model_ready"]:  # noqa: ASYNC110
-                await anyio.sleep(0.05)
+        with anyio.move_on_after(60):  # counts are per model: wait until it is known
+            await rf.wait_for_model()
         status = await rf.status()
     if args.json:
         _write_json(status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import threading
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
@@ -386,3 +387,24 @@ async def test_reindexing_keeps_the_full_text_index_in_few_pieces(
         assert max(seen) < 4 and seen[-1] >= 1
         hits = await rf.search('"an edited sentence"', mode="lexical", top_k=10)
         assert {h["path"] for h in hits} == {"f1.md", "f3.md", "f5.md"}
+
+
+async def test_a_background_reindex_names_the_model_even_while_it_loads(
+    tmp_path: Path,
+) -> None:
+    # The job is returned at once, but its answer names the model and backend it embeds
+    # with (an agent's first call used to get null for both while the model loaded).
+    root = tmp_path / "docs"
+    write(root, "a.md", doc(2))
+    loading = threading.Event()
+
+    def slow_model() -> CountingEmbedder:
+        loading.wait(2)  # (set by nothing: a model that takes two seconds to load)
+        return CountingEmbedder()
+
+    async with Rifflux(tmp_path / "i.db", embedder=slow_model) as rf:
+        started = await rf.reindex(root, background=True)
+        assert (started["embedding_model"], started["embedding_backend"]) == (
+            "counting-v1", "hash")
+        done = await rf.wait_for_job(started["job"]["id"])
+    assert done["status"] == "completed"

@@ -54,8 +54,11 @@ class ModelLoader:
         self._ready = False
         self._error: str | None = None
         self._fallback_reason: str | None = None
+        #: Set once the model has loaded, or failed to: its label and backend are known.
+        self.loaded = anyio.Event()
         if given is not None and not callable(given):
             self._embedder, self._ready = given, True
+            self.loaded.set()
 
     def snapshot(self) -> ModelSnapshot:
         emb = self._embedder
@@ -90,6 +93,7 @@ class ModelLoader:
                     )
                     logger.error("%s", self._error)
                 self._ready = True
+                self.loaded.set()
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await self._out.send(ModelLoaded(embedder=self._embedder))  # (or shut down)
 

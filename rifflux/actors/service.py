@@ -78,8 +78,10 @@ class Service:
         recovery: Recovery | None = None,
         origin: str = "",
         roles: Callable[[], list[str]] = list,
+        model_loaded: anyio.Event | None = None,
     ) -> None:
         self.recovery = recovery
+        self.model_loaded = model_loaded or anyio.Event()
         self._origin = origin
         self._roles = roles
         self.settings = settings

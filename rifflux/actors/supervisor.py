@@ -172,7 +172,7 @@ class Supervisor:
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
-                origin=origin, roles=roles,
+                origin=origin, roles=roles, model_loaded=loader.loaded,
             )
             self._exit = stack.pop_all()
         return service
