@@ -196,6 +196,10 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     width = len(str(found["end_line"]))
     for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
         out.print(f"{n:>{width}} │ {line}", markup=False)
+    if found.get("changed_since_indexed"):
+        sys.stderr.write(f"rifflux: {path} changed since it was indexed: these are its lines "
+                         "now, and line numbers from search may point at other text; "
+                         "`rifflux index` its folder, then search again\n")
     return EXIT_OK
 
 

@@ -148,6 +148,8 @@ class FileLines(TypedDict):
     total_lines: int  # as str.splitlines() counts them
     text: str
     other_roots: NotRequired[list[str]]
+    #: The file is not what was indexed: hits' line numbers may point elsewhere now.
+    changed_since_indexed: NotRequired[bool]
 
 
 LinkKind = Literal["wikilink", "markdown"]

@@ -45,6 +45,30 @@ async def test_a_line_range_is_read_from_disk_and_clamped(tmp_path: Path, indexe
             await rf.get_file("guide.md", start_line=500)
         with pytest.raises(InvalidArgumentError, match="not a range"):
             await rf.get_file("guide.md", start_line=9, end_line=3)
+        assert "changed_since_indexed" not in lines
+
+
+async def test_lines_of_a_file_edited_since_it_was_indexed_say_so(
+    tmp_path: Path, indexed: Path,
+) -> None:
+    # A hit's line numbers are those of the text indexed; with lines inserted above it
+    # (no watcher, no reindex yet) they point at other text, and the answer says so.
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(indexed)
+        hit = (await rf.search("thing number 3", mode="lexical", top_k=1))[0]
+        write(indexed, "guide.md", "Three new lines\nat the top\nof the guide\n" + GUIDE)
+        lines = await rf.get_file(hit["path"], start_line=hit["line_start"],
+                                  end_line=hit["line_end"])
+        assert lines is not None and "text" in lines
+        assert "thing number 3" not in lines["text"] and lines["changed_since_indexed"]
+        answer = file_answer(lines, 40_000)
+        assert "changed since it was indexed" in answer["hint"] and "truncated" not in answer
+        await rf.reindex(indexed)
+        hit = (await rf.search("thing number 3", mode="lexical", top_k=1))[0]
+        again = await rf.get_file(hit["path"], start_line=hit["line_start"],
+                                  end_line=hit["line_end"])
+        assert again is not None and "text" in again
+        assert "thing number 3" in again["text"] and "changed_since_indexed" not in again
 
 
 async def test_only_indexed_files_can_be_read_by_their_indexed_path(

@@ -63,10 +63,12 @@ class Reads:
         return await self._records.locate(path, self._catalog.roots, root_id)
 
     async def _lines(self, located: Located, start: int | None, end: int | None) -> FileLines:
-        first, last, total, text = await anyio.to_thread.run_sync(
+        first, last, total, text, sha = await anyio.to_thread.run_sync(
             read_lines, located.disk_path, start, end)
         out: FileLines = {"path": located.rel_path, "root": located.root, "start_line": first,
                           "end_line": last, "total_lines": total, "text": text}
+        if sha != located.sha256:  # the hits' line numbers are of the text indexed
+            out["changed_since_indexed"] = True
         if located.other_roots:
             out["other_roots"] = list(located.other_roots)
         return out

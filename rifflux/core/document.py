@@ -98,9 +98,11 @@ def prepare_many(
     return out
 
 
-def read_lines(path: Path, start: int | None, end: int | None) -> tuple[int, int, int, str]:
+def read_lines(path: Path, start: int | None, end: int | None,
+               ) -> tuple[int, int, int, str, str]:
     """Lines ``start``..``end`` (1-based, inclusive, as ``str.splitlines()`` counts them)
-    of the file as it is on disk now: (start, end clamped to the file, total lines, text).
+    of the file as it is on disk now: (start, end clamped to the file, total lines, text,
+    the sha256 of the file's bytes).
 
     Raises ``InvalidArgumentError`` for a range that cannot be read, ``RiffluxError`` when
     the file is gone.
@@ -125,4 +127,5 @@ def read_lines(path: Path, start: int | None, end: int | None) -> tuple[int, int
         raise InvalidArgumentError(
             f"start_line {first} is past the end of {path.name} ({total} lines)")
     last = total if end is None else min(end, total)
-    return first, last, total, "\n".join(lines[first - 1 : last])
+    text = "\n".join(lines[first - 1 : last])
+    return first, last, total, text, hashlib.sha256(data).hexdigest()

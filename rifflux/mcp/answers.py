@@ -138,9 +138,15 @@ def chunk_answer(chunk: ChunkDetail, max_chars: int) -> dict[str, Any]:
 def file_answer(found: FileRecord | FileLines, max_chars: int) -> dict[str, Any]:
     out: dict[str, Any] = dict(found)
     hint = fit_lines(out, max_chars) if "text" in found else fit_chunks(out, max_chars)
+    hints = [hint] if hint is not None else []
     if hint is not None:
         out["truncated"] = True
-        out["hint"] = hint
+    if found.get("changed_since_indexed"):
+        hints.insert(0, "the file changed since it was indexed: these are its lines now, "
+                        "and line numbers from search hits may point at other text; "
+                        "reindex its folder, then search again")
+    if hints:
+        out["hint"] = "; ".join(hints)
     return out
 
 

@@ -26,6 +26,7 @@ class Located:
     root: str
     rel_path: str
     other_roots: tuple[str, ...]
+    sha256: str = ""  # of the bytes indexed
 
     @property
     def disk_path(self) -> Path:
@@ -44,16 +45,17 @@ class Records:
         candidates = path_candidates(path, roots)
         if root_id is not None:
             candidates = [(rid, rel) for rid, rel in candidates if rid == root_id]
-        found: list[tuple[int, int, str]] = []  # (root id, file id, rel)
+        found: list[tuple[int, int, str, str]] = []  # (root id, file id, rel, sha256)
         with mapped_errors(self.db_path):
             for rid, rel in sorted(set(candidates)):
                 rows = await self.conn.execute_fetchall(
-                    "SELECT id FROM files WHERE root_id = ? AND rel_path = ?", (rid, rel))
-                found.extend((rid, int(r[0]), rel) for r in rows)
+                    "SELECT id, sha256 FROM files WHERE root_id = ? AND rel_path = ?",
+                    (rid, rel))
+                found.extend((rid, int(r[0]), rel, str(r[1])) for r in rows)
         if not found:
             return None
-        rid, file_id, rel = found[0]
-        return Located(file_id, roots[rid], rel, tuple(roots[r] for r, _, _ in found[1:]))
+        rid, file_id, rel, sha = found[0]
+        return Located(file_id, roots[rid], rel, tuple(roots[r] for r, *_ in found[1:]), sha)
 
     async def file(self, located: Located) -> FileRecord | None:
         with mapped_errors(self.db_path):
