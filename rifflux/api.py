@@ -8,6 +8,7 @@ component's snapshot. Two instances on two databases share nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -56,6 +57,7 @@ def _recovered(recovery: Recovery) -> dict[str, object]:
 
 #: How long a background reindex waits to name the model it embeds with.
 _MODEL_LABEL_WAIT = 10.0
+
 
 class Rifflux:
     """Hybrid search over folders of markdown, backed by one SQLite file.
@@ -347,12 +349,18 @@ class Rifflux:
     async def _root_relative(self, location: str, roots: list[Path]) -> Path:
         """A relative path that is nothing indexed under the working directory, read as
         results give paths: relative to the indexed folder that holds it."""
-        on_disk = await anyio.to_thread.run_sync(
-            lambda: [r / location for r in roots if (r / location).exists()])
-        if not on_disk and (found := await self.get_file(location)) is not None:
-            on_disk = [Path(found["root"]) / found["path"]]
+        def inside(root: Path) -> Path | None:  # strictly: '.' or '..' name no file in it
+            found = (root / location).resolve()
+            return found if root in found.parents and found.exists() else None
+
+        on_disk = [p for p in await anyio.to_thread.run_sync(lambda: list(map(inside, roots)))
+                   if p is not None]
+        if not on_disk:
+            with contextlib.suppress(InvalidArgumentError):  # (a path leaving the folder)
+                if (found := await self.get_file(location)) is not None:
+                    on_disk = [Path(found["root"]) / found["path"]]
         if len(on_disk) == 1:
-            return on_disk[0].resolve()
+            return on_disk[0]
         where = (f"it is in several indexed folders ({', '.join(map(str, on_disk))})"
                  if on_disk else "no indexed folder holds it")
         raise InvalidArgumentError(

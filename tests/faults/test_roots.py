@@ -149,6 +149,9 @@ async def test_forget_removes_a_root_a_folder_or_a_file_and_what_only_they_held(
         with pytest.raises(InvalidArgumentError, match="then as results give them, and no "
                                                        "indexed folder holds it"):
             await rf.forget("nowhere/x.md")
+        for dots in (".", ".."):  # never read as the indexed folder, or what holds it
+            with pytest.raises(InvalidArgumentError, match="not in the index"):
+                await rf.forget(dots)
         with pytest.raises(InvalidArgumentError, match="no indexed file there"):
             await rf.forget(notes / "sub")
     assert one_file["removed_files"] == 1 and one_file["removed_roots"] == []
