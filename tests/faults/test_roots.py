@@ -129,8 +129,11 @@ async def test_two_children_are_absorbed_and_a_file_edited_meanwhile_is_read_aga
 
 
 async def test_forget_removes_a_root_a_folder_or_a_file_and_what_only_they_held(
-    tmp_path: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    away = tmp_path / "away" / "here"  # the working directory: '..' holds no indexed folder
+    away.mkdir(parents=True)
+    monkeypatch.chdir(away)
     notes = folder(tmp_path / "notes", 2, word="wombat")
     write(notes, "sub/deep.md", "# Deep\n\nwombat burrows deep\n")
     write(notes, "sub/other.md", "# Other\n\nanother wombat\n")
