@@ -19,6 +19,10 @@ class IndexBusyError(IndexDatabaseError):
     """Another process holds a lock on the index longer than the busy timeout."""
 
 
+class IndexDamagedError(IndexDatabaseError):
+    """The index file is damaged: it is moved aside and rebuilt at the next open."""
+
+
 class SchemaVersionError(IndexDatabaseError):
     """The index was written by an incompatible version of Rifflux."""
 

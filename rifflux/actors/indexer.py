@@ -37,10 +37,9 @@ from ..core.chunker import ChunkLimits
 from ..core.embedders import Embedder
 from ..core.ignore import IgnoreFiles
 from ..core.scan import Globs
-from ..errors import IndexBusyError, RiffluxError
+from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
 from ..store.presence import Presence
-from ..store.recovery import is_damage
 from ..store.writer import Writer, Written
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
@@ -170,6 +169,14 @@ class Indexer:
 
     # ------------------------------------------------------------ model and vectors
 
+    async def _without_model(self, label: str | None, exc: Exception) -> int:
+        """Semantic search off, saying why (no vectors are dropped: 0)."""
+        logger.error("cannot adopt model %s; semantic search is off", label, exc_info=exc)
+        self._adopt_error = (f"the embedding model could not be adopted "
+                             f"({type(exc).__name__}: {exc}); semantic search is off")
+        await self._writer.adopt(None)
+        return 0
+
     async def _adopt(self, msg: ModelLoaded, timers: TaskGroup) -> None:
         """Make the loaded model the active one (vectors of others are dropped), then let
         the query actor load its matrix and the embedder start. When the database is
@@ -179,7 +186,7 @@ class Indexer:
         try:
             dropped = await self._writer.adopt(label, read_only=self._settings.read_only)
         except RiffluxError as exc:
-            if not is_damage(str(exc)):  # busy, most likely: try again, never crash
+            if not isinstance(exc, IndexDamagedError):  # busy, most likely: try again
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
                 logger.warning("cannot adopt model %s yet (%s); retrying in %.1fs", label,
                                exc, delay)
@@ -187,16 +194,9 @@ class Indexer:
                                   delay, name="rifflux.indexer.adopt-retry")
                 return
             # a damaged file stays damaged: searches must not wait for a model meanwhile
-            logger.error("cannot adopt model %s: %s", label, exc)
-            self._adopt_error = f"semantic search is off: {exc}"
-            embedder, label, dropped = None, None, 0
-            await self._writer.adopt(None)
+            embedder, label, dropped = None, None, await self._without_model(label, exc)
         except Exception as exc:  # the boundary: without a model, jobs still complete
-            logger.exception("cannot adopt model %s; semantic search is off", label)
-            self._adopt_error = (f"the embedding model could not be adopted "
-                                 f"({type(exc).__name__}: {exc}); semantic search is off")
-            embedder, label, dropped = None, None, 0
-            await self._writer.adopt(None)
+            embedder, label, dropped = None, None, await self._without_model(label, exc)
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         self._model, self._embedder = label, embedder

@@ -36,7 +36,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
-from ..errors import IndexDatabaseError
+from ..errors import IndexDamagedError, IndexDatabaseError
 from ..store.changes import Follow
 from ..store.lease import Lease
 from ..store.presence import Presence
@@ -45,7 +45,6 @@ from ..store.records import Records
 from ..store.recovery import (
     Recovery,
     damage,
-    is_damage,
     move_aside,
     needs_check,
     refuse_foreign,
@@ -91,7 +90,7 @@ class Supervisor:
         except IndexDatabaseError as exc:
             # damage the check did not see (it runs when it has cause to), found by a
             # step of opening: everything opened is closed, the file moved aside
-            if self._settings.read_only or not _damaged(exc):
+            if self._settings.read_only or not isinstance(exc, IndexDamagedError):
                 raise
             recovery = await anyio.to_thread.run_sync(move_aside, db,
                                                       str(exc.__cause__ or exc))
@@ -227,10 +226,6 @@ class Supervisor:
             for inbox in inboxes:
                 inbox.close()
             tg.cancel_scope.cancel()
-
-
-def _damaged(exc: IndexDatabaseError) -> bool:
-    return is_damage(str(exc.__cause__ or exc))
 
 
 def _nudge(inbox: MemoryObjectSendStream[IndexerMessage]) -> None:

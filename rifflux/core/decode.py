@@ -74,8 +74,10 @@ def decode(data: bytes) -> Decoded | Binary:
         pass
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - data.count(b"\xef\xbf\xbd")  # those written as such
-    valid = len(_UTF8_MULTIBYTE.findall(data))
-    if valid and (bad * 100 <= len(data) or bad <= valid):
+    # damaged UTF-8: some valid multi-byte text, and few bad bytes (1 in 100, or no more
+    # than the valid sequences, counted only when needed: a full scan)
+    if _UTF8_MULTIBYTE.search(data) and (
+            bad * 100 <= len(data) or bad <= len(_UTF8_MULTIBYTE.findall(data))):
         return Decoded(text, "utf-8", _replaced(bad, "UTF-8")
                        + " (save the file as UTF-8 to fix it)")
     return Decoded(_cp1252(data), "cp1252")

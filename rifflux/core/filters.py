@@ -116,11 +116,6 @@ def make_filters(
     now: datetime | None = None,
 ) -> Filters:
     """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
-    if (paths is None and root is None and tags is None and frontmatter is None
-            and modified_after is None and modified_before is None and near is None
-            and depth is None):
-        return NO_FILTERS
-    now = now or datetime.now().astimezone()
     return Filters(
         paths=_globs(paths),
         root=_root(root),
@@ -254,7 +249,7 @@ def _frontmatter(fm: Mapping[str, Any] | None) -> tuple[tuple[str, FrontmatterVa
     return tuple(out)
 
 
-def _when(name: str, value: str | date | None, now: datetime) -> float | None:
+def _when(name: str, value: str | date | None, now: datetime | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, str) and not value.strip():
@@ -269,7 +264,7 @@ def _when(name: str, value: str | date | None, now: datetime) -> float | None:
         if relative:
             days = int(relative.group(1)) * _DAYS[relative.group(2).lower()]
             try:
-                return (now - timedelta(days=days)).timestamp()
+                return ((now or datetime.now().astimezone()) - timedelta(days=days)).timestamp()
             except OverflowError:
                 raise InvalidArgumentError(
                     f"{name}: {value!r} reaches back before the year 1; give a shorter "

@@ -7,7 +7,7 @@ the stored files of the root) and executes the plan; deciding is done here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .scan import FileState
@@ -48,7 +48,7 @@ class Plan:
 
 def plan_scan(
     files: Iterable[FileState], known: Mapping[str, StoredState], *, prefix: str = "",
-    force: bool = False, unseen: Iterable[str] = (),
+    force: bool = False, unseen: Collection[str] = (),
 ) -> Plan:
     """A full scan of a root (or of the part below ``prefix``): stored files that are no
     longer on disk are deleted. ``unseen`` are the paths the scan could not look at (a
@@ -60,14 +60,13 @@ def plan_scan(
         if state.rel_path.startswith(prefix):
             present.add(state.rel_path)
             _classify(plan, state, known, force)
-    hidden = tuple(p for p in unseen if p != ".")
-    whole = "." in unseen
-    plan.deletes = [rel for rel in known if rel.startswith(prefix) and rel not in present
-                    and not whole and not _under(rel, hidden)]
+    if "." not in unseen:  # (the root itself unseen: nothing is deleted)
+        plan.deletes = [rel for rel in known if rel.startswith(prefix) and rel not in present
+                        and not _under(rel, unseen)]
     return plan
 
 
-def _under(rel: str, paths: tuple[str, ...]) -> bool:
+def _under(rel: str, paths: Collection[str]) -> bool:
     return any(rel == p or rel.startswith(p + "/") for p in paths)
 
 

@@ -40,7 +40,9 @@ class ScanProblem:
     unseen: bool = True
 
 
-_KEPT = "what was indexed under it is kept"
+def _unlisted(rel_dir: str, exc: OSError) -> ScanProblem:
+    return ScanProblem(rel_dir or ".",
+                       f"cannot list directory (what was indexed under it is kept): {exc}")
 
 
 @dataclass(slots=True)
@@ -151,8 +153,7 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                 continue
             seen_dirs.add(key)
         except OSError as exc:
-            result.problems.append(ScanProblem(rel_dir or ".",
-                                               f"cannot list directory ({_KEPT}): {exc}"))
+            result.problems.append(_unlisted(rel_dir, exc))
             continue
         if use_ignore_files:
             level = read_level(directory, rel_dir)
@@ -205,7 +206,7 @@ def _listing(directory: str, rel_dir: str,
         with os.scandir(directory) as listing:
             yield from listing
     except OSError as exc:
-        problems.append(ScanProblem(rel_dir or ".", f"cannot list directory ({_KEPT}): {exc}"))
+        problems.append(_unlisted(rel_dir, exc))
 
 
 def _count_files(directory: str) -> int:

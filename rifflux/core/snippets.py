@@ -32,7 +32,7 @@ WIDTH = 240
 _WORD = OTHER_WORD
 #: The ``#`` markers of ATX heading lines (``#tag`` lines are text, not headings).
 _HEADING_MARK = re.compile(r"^#{1,6}(?:[ \t]+|$)", re.MULTILINE)
-#: The rest of a word in lowered ASCII text whose "_" are spaces (it may match nothing).
+#: The rest of a word in lowered ASCII text whose "_" are spaces.
 _WORD_REST = re.compile(r"[a-z0-9]*")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _STEMMER = snowballstemmer.stemmer("porter")
@@ -142,8 +142,7 @@ class Snippets:
                     if not at or not lowered[at - 1].isalnum():
                         found.add(at)
                     at = lowered.find(head, at + 1)
-            words = [(at, m.end() if (m := _WORD_REST.match(lowered, at)) else at)
-                     for at in sorted(found)]
+            words = [(at, _word_end(lowered, at)) for at in sorted(found)]
         else:
             heads, prefixes = self._heads, self._prefixes
             words = [(m.start(), m.end()) for m in _WORD.finditer(text)
@@ -214,6 +213,12 @@ class Snippets:
             return 0
         best = max(found, key=lambda i: (len(found[i]), -i))
         return ends[best - 1] if best > 0 else 0
+
+
+def _word_end(lowered: str, at: int) -> int:
+    rest = _WORD_REST.match(lowered, at)
+    assert rest is not None  # (it matches the empty string too)
+    return rest.end()
 
 
 def _without_headings(content: str) -> str:

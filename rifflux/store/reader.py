@@ -71,8 +71,6 @@ def title_of(stored: str | None, rel_path: str) -> str:
 
 def iso_utc(mtime_ns: int) -> str:
     d = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
-    if d.year < 1000:  # (strftime does not pad these)
-        return d.strftime("%Y-%m-%dT%H:%M:%SZ")
     return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
 
 

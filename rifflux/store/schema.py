@@ -13,7 +13,7 @@ import aiosqlite
 import anyio
 
 from ..core.cjk import characters, has_cjk, index_text
-from ..errors import IndexBusyError, IndexDatabaseError, SchemaVersionError
+from ..errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 
@@ -132,7 +132,7 @@ def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
     text = str(exc).lower()
     if is_damage(text):
         mark_for_check(Path(db_path))
-        return IndexDatabaseError(
+        return IndexDamagedError(
             f"the index {db_path} is damaged ({exc}); Rifflux moves it aside and rebuilds it "
             "from your markdown files the next time it opens it (restart it); the files "
             "themselves are untouched"
