@@ -13,9 +13,9 @@ from .errors import InvalidArgumentError
 Backend = Literal["auto", "onnx", "hash"]
 BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_INCLUDE: tuple[str, ...] = ("*.md", "*.markdown", "*.mdx")
 #: Directory names skipped at any depth, plus editor/temporary files.
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".git",
     ".hg",
@@ -112,8 +112,8 @@ class Settings:
         if self.log_level.upper() not in LOG_LEVELS:
             raise InvalidArgumentError(
                 f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
-        for name in ("max_file_bytes", "max_root_files", "semantic_feedback"):
-            least = 0 if name == "semantic_feedback" else 1
+        for name, least in (("max_file_bytes", 1), ("max_root_files", 1),
+                            ("semantic_feedback", 0)):
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")

@@ -64,15 +64,14 @@ class IndexRun:
                 self._problem(target.requested or str(target.root),
                               "folder not found; check the path (nothing was removed)")
                 continue
-            target = await self._within_root(target)
+            target, root_id = await self._within_root(target)
             scan = await self._scan(target) if target.paths is None else None
-            root_id = await self._writer.find_root(target.root)
             if root_id is None and scan is not None and self._too_large(target, scan):
                 continue
             while root_id is None:
                 root_id = await self._writer.root_id(target.root)
                 if root_id is None:  # another process indexed a parent folder meanwhile
-                    target = await self._within_root(target)
+                    target, _ = await self._within_root(target)
                     scan = await self._scan(target) if target.paths is None else None
             if target.paths is None:  # (a file's folder does not take in its neighbours)
                 await self._absorb(target.root, root_id)
@@ -105,20 +104,23 @@ class IndexRun:
                       "to index them all")
         return True
 
-    async def _within_root(self, target: Target) -> Target:
+    async def _within_root(self, target: Target) -> tuple[Target, int | None]:
         """A folder inside an indexed root is that part of the root: roots never overlap,
-        whoever asks (a reindex, a watcher, after another process indexed the parent)."""
-        if await self._writer.find_root(target.root) is not None:
-            return target
-        container = await self._writer.root_containing(target.root)
-        if container is None:
-            return target
+        whoever asks (a reindex, a watcher, after another process indexed the parent).
+        With the root's id (None: not indexed yet)."""
+        root_id = await self._writer.find_root(target.root)
+        if root_id is not None:
+            return target, root_id
+        found = await self._writer.root_containing(target.root)
+        if found is None:
+            return target, None
+        container_id, container = found
         inside = target.root.relative_to(container).as_posix() + "/"
         if target.paths is None:
-            return replace(target, root=container, prefix=inside + target.prefix)
+            return replace(target, root=container, prefix=inside + target.prefix), container_id
         return replace(target, root=container,
                        paths=frozenset(inside + p for p in target.paths),
-                       deletes=frozenset(inside + p for p in target.deletes))
+                       deletes=frozenset(inside + p for p in target.deletes)), container_id
 
     async def _absorb(self, root: Path, root_id: int) -> None:
         """Roots never overlap: an indexed folder inside this one becomes part of it (its

@@ -215,16 +215,16 @@ class Writer:
         self._roots[int(rows[0][0])] = str(root)
         return int(rows[0][0])
 
-    async def root_containing(self, folder: Path) -> Path | None:
-        """The indexed root that ``folder`` is strictly inside, if any (roots never
-        overlap, so there is at most one)."""
+    async def root_containing(self, folder: Path) -> tuple[int, Path] | None:
+        """The indexed root (id, path) that ``folder`` is strictly inside, if any (roots
+        never overlap, so there is at most one)."""
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall("SELECT id, path FROM roots")
         for row in rows:
             root = Path(str(row[1]))
             if root in folder.parents:
                 self._roots[int(row[0])] = str(root)
-                return root
+                return int(row[0]), root
         return None
 
     async def roots_inside(self, root: Path) -> list[tuple[int, Path]]:
