@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from rifflux.mcp.answers import FIRST_LOOK_CHARS, SNIPPET_WIDTHS
+from rifflux.mcp.budget import answer_text
 
 from ._common import Skipped
 from ._context import State
@@ -192,4 +193,4 @@ def _text(result: Any) -> str:
 def _spec_floor(answer: dict[str, Any]) -> str:
     floor = {k: answer[k] for k in _SPEC_ANSWER}
     floor["results"] = [{k: hit[k] for k in _SPEC_RESULT} for hit in answer["results"]]
-    return json.dumps(floor, ensure_ascii=False, separators=(",", ":"))
+    return answer_text(floor)

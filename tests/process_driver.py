@@ -12,33 +12,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-import threading
 import time
 from typing import Any
 
 import anyio
-import numpy as np
 
 from rifflux import Rifflux, Settings
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32
 
+from .helpers import CountingEmbedder
 
-class Counting(HashEmbedder):
+
+class Counting(CountingEmbedder):
+    """The hash embedder under its own label (as the CLI's hash backend has it), counting,
+    and ``slow`` seconds a text."""
+
     def __init__(self, slow: float) -> None:
-        super().__init__()
+        super().__init__(label=HashEmbedder().label)
         self.slow = slow
-        self.embedded = 0
-        self._lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> F32:
         if self.slow:
             time.sleep(self.slow * len(texts))
-        with self._lock:
-            self.embedded += len(texts)
-        out: F32 = super().embed_documents(texts)
-        return np.asarray(out, dtype=np.float32)
+        return super().embed_documents(texts)
 
 
 async def serve(rf: Rifflux, embedder: Counting) -> None:
@@ -58,7 +57,7 @@ async def serve(rf: Rifflux, embedder: Counting) -> None:
             elif op == "status":
                 answer = await rf.status()
             elif op == "embedded":
-                answer = embedder.embedded
+                answer = len(embedder.embedded)
             elif op in ("links", "neighbors"):
                 answer = await getattr(rf, op)(**command)
             else:
@@ -81,7 +80,7 @@ async def main() -> None:
     settings = Settings(db_path=args.db, read_only=args.read_only,
                         watch_paths=tuple(args.watch), debounce_seconds=0.05)
     async with Rifflux(settings=settings, embedder=embedder) as rf:
-        sys.stdout.write(json.dumps({"ready": __import__("os").getpid()}) + "\n")
+        sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
         sys.stdout.flush()
         await serve(rf, embedder)
 

@@ -399,11 +399,19 @@ async def test_a_background_reindex_names_the_model_even_while_it_loads(
     loading = threading.Event()
 
     def slow_model() -> CountingEmbedder:
-        loading.wait(2)  # (set by nothing: a model that takes two seconds to load)
+        loading.wait(30)  # a model that is still loading when the reindex is asked for
         return CountingEmbedder()
 
     async with Rifflux(tmp_path / "i.db", embedder=slow_model) as rf:
-        started = await rf.reindex(root, background=True)
+        started: dict[str, Any] = {}
+
+        async def ask() -> None:
+            started.update(await rf.reindex(root, background=True))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            await anyio.wait_all_tasks_blocked()  # asked while the model loads
+            loading.set()
         assert (started["embedding_model"], started["embedding_backend"]) == (
             "counting-v1", "hash")
         done = await rf.wait_for_job(started["job"]["id"])

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,13 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def rifflux_cli(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
+    """``rifflux ARGS`` in ``tmp_path`` (``prefix``: a command it runs under)."""
     return subprocess.run(
-        [sys.executable, "-m", "rifflux", *args], cwd=tmp_path, env=env or cli_env(tmp_path),
+        [*prefix, sys.executable, "-m", "rifflux", *args], cwd=tmp_path,
+        env=env or cli_env(tmp_path),
         capture_output=True, text=True, timeout=120, check=False,
     )
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rifflux.mcp.budget import answer_text
+
 from .test_cli import rifflux_cli
 from .test_links import HOME_LINKS, VAULT, write_vault
 from .test_mcp_stdio import call, call_error, mcp_session
@@ -74,12 +76,12 @@ async def test_links_and_neighbours_through_mcp(tmp_path: Path) -> None:
         (vault / "Hub.md").write_text("# Hub\n\n" + "\n".join(lines) + "\n")
         await call(session, "reindex", path=str(vault))
         hub = await call(session, "get_links", path="Hub.md", max_chars=5000)
-        assert len(json.dumps(hub, ensure_ascii=False, separators=(",", ":"))) <= 5000
+        assert len(answer_text(hub)) <= 5000
         assert hub["counts"] == {"outgoing": 150, "backlinks": 0, "unresolved": 150}
         assert hub["truncated"] is True and "max_chars" in hub["hint"]
         assert 0 < len(hub["outgoing"]) and len(hub["unresolved"]) < len(hub["outgoing"])
         default = await call(session, "get_links", path="Hub.md", limit=1000)
-        assert len(json.dumps(default, ensure_ascii=False, separators=(",", ":"))) <= 40_000
+        assert len(answer_text(default)) <= 40_000
         whole = await call(session, "get_links", path="Hub.md", limit=1000, max_chars=10**6)
         assert len(whole["outgoing"]) == len(whole["unresolved"]) == 150
         assert "truncated" not in whole

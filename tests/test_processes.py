@@ -19,9 +19,9 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .helpers import eventually, write
+from .test_cli import REPO, cli_env
 
 pytestmark = pytest.mark.anyio
-REPO = Path(__file__).resolve().parent.parent
 
 
 class Driver:
@@ -227,8 +227,6 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Pat
 
 
 async def test_rifflux_status_lists_the_other_processes(tmp_path: Path) -> None:
-    from .test_cli import cli_env
-
     root = notes(tmp_path / "notes", 1)
     async with drivers(tmp_path / "i.db", ["--watch", str(root)]) as (a,):
         await eventually(lambda: a.paths("heron"))

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-import anyio.lowlevel
 import numpy as np
 import pytest
 
@@ -126,9 +125,18 @@ async def test_a_write_cancelled_while_another_process_holds_the_lock_leaves_no_
     other = await connect(tmp_path / "i.db", busy_timeout_ms=1000)
     try:
         await other.execute("BEGIN IMMEDIATE")  # another process writes
-        with anyio.move_on_after(0.2):
-            await writer.write_files(root, [afile("a.md", "alpha")])
-        await other.execute("COMMIT")
+        async with anyio.create_task_group() as tg:
+            scope = anyio.CancelScope()
+
+            async def write() -> None:
+                with scope:
+                    await writer.write_files(root, [afile("a.md", "alpha")])
+
+            tg.start_soon(write)
+            await anyio.wait_all_tasks_blocked()  # its BEGIN waits for the lock
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()  # its ROLLBACK is queued behind it
+            await other.execute("COMMIT")  # the lock is free: the BEGIN runs, then that
     finally:
         await other.close()
     await writer.write_files(root, [afile("b.md", "beta")])  # "within a transaction"?
