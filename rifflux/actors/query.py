@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 import anyio
@@ -70,6 +71,19 @@ class QuerySnapshot(TypedDict):
     vectors_in_memory: int
     searches: int
     failures: int
+
+
+@dataclass(slots=True)
+class _Asked:
+    """What one search makes once, however many passes a per-file cap reads: the FTS5
+    expression (None: no lexical branch), the snippet maker, the query's vector and the
+    rows read so far."""
+
+    query: str
+    match: str | None
+    snippets: Snippets
+    vector: F32 | None = None
+    rows: dict[int, ChunkRecord] = field(default_factory=dict)
 
 
 class QueryActor:
@@ -237,39 +251,36 @@ class QueryActor:
         # SPEC: each branch fetches top_k * 2. A per-file cap reads further down both
         # lists, so that capped files leave room for the next ones, and further again
         # (four times as far each time) while one long file fills them and they go on.
-        vectors: dict[str, F32] = {}  # the query's vector, made once for every pass
+        asked = _Asked(query, None if mode == "semantic" else build_match(query),
+                       Snippets(query, shape.snippet_chars))
         if shape.max_per_file is None:
             # a lexical search alone keeps its first top_k: reading further finds nothing
             depth = top_k if mode == "lexical" else top_k * 2
-            return (await self._ranked(query, top_k, mode, allowed, shape, depth,
-                                       vectors))[0]
+            return (await self._ranked(asked, top_k, mode, allowed, shape, depth))[0]
         depth = min(top_k * 10, _MAX_DEPTH)
         while True:
-            results, exhausted = await self._ranked(query, top_k, mode, allowed, shape, depth,
-                                                    vectors)
+            results, exhausted = await self._ranked(asked, top_k, mode, allowed, shape, depth)
             if len(results) >= top_k or exhausted or depth >= _MAX_DEPTH:
                 return results
             depth = min(depth * 4, _MAX_DEPTH)
 
-    async def _ranked(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
-                      shape: SearchShape, depth: int,
-                      vectors: dict[str, F32]) -> tuple[list[SearchResult], bool]:
+    async def _ranked(self, asked: _Asked, top_k: int, mode: str, allowed: Allowed | None,
+                      shape: SearchShape, depth: int) -> tuple[list[SearchResult], bool]:
         """The results from both branches read ``depth`` deep, and whether the branches
         hold nothing further down."""
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
-        rows: dict[int, ChunkRecord] = {}
+        rows = asked.rows
 
         async def run_lexical() -> None:
             nonlocal lexical
-            match = build_match(query)
-            if match is not None:
-                lexical, found = await self._reader.lexical(match, depth, allowed)
+            if asked.match is not None:
+                lexical, found = await self._reader.lexical(asked.match, depth, allowed)
                 rows.update(found)
 
         async def run_semantic() -> None:
             nonlocal semantic
-            semantic = await self._semantic(query, depth, allowed, vectors)
+            semantic = await self._semantic(asked, depth, allowed)
 
         if mode == "hybrid":
             async with anyio.create_task_group() as tg:
@@ -295,7 +306,7 @@ class QueryActor:
         if missing:
             rows.update(await self._reader.rows(missing))
         why = _Explainer(lexical, semantic) if shape.explain else None
-        snippets = Snippets(query, shape.snippet_chars)
+        snippets = asked.snippets
         per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
         for cid, breakdown in wanted:
@@ -316,15 +327,15 @@ class QueryActor:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
 
-    async def _semantic(self, query: str, depth: int, allowed: Allowed | None,
-                        vectors: dict[str, F32]) -> list[tuple[int, float]]:
+    async def _semantic(self, asked: _Asked, depth: int,
+                        allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._embedder, self._matrix
-        if not _HAS_WORD.search(query) or embedder is None or matrix is None:
+        if not _HAS_WORD.search(asked.query) or embedder is None or matrix is None:
             return []  # no query vector can be made: semantic mode answers nothing
-        vector = vectors.get(query)
+        vector = asked.vector
         if vector is None:
-            vector = vectors[query] = await anyio.to_thread.run_sync(
-                embedder.embed_query, query, limiter=self._embed_limiter)
+            vector = asked.vector = await anyio.to_thread.run_sync(
+                embedder.embed_query, asked.query, limiter=self._embed_limiter)
         mask = None if allowed is None else self._mask(matrix, allowed)
         return matrix.top_k(vector, depth, feedback=self._feedback,
                             weight=self._feedback_weight, mask=mask)
