@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -451,7 +452,12 @@ def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path: Path) -> 
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(json.dumps(_initialize(1, LATEST)).encode() + b"\n")
         process.stdin.flush()
-        assert json.loads(process.stdout.readline())["id"] == 1
+        silent = threading.Timer(60, process.kill)  # a server that never answers: no hang
+        silent.start()
+        try:
+            assert json.loads(process.stdout.readline())["id"] == 1
+        finally:
+            silent.cancel()
         process.stdout.close()
         for i in range(2, 5):  # answers no one reads
             process.stdin.write(json.dumps(_request(i, "tools/call", {

@@ -83,14 +83,17 @@ class ServerState:
     @property
     def rf(self) -> Rifflux:
         if self.opened is None:
-            raise ToolError(self.open_error or "the index is not open")
+            raise self._not_open()
         return self.opened
 
     @property
     def auto(self) -> AutoReindex:
         if self.auto_reindex is None:
-            raise ToolError(self.open_error or "the index is not open")
+            raise self._not_open()
         return self.auto_reindex
+
+    def _not_open(self) -> ToolError:
+        return ToolError(self.open_error or "the index is not open")
 
     def is_own_db(self, db_path: str) -> bool:
         return _resolved(db_path) == _resolved(self.settings.db_path)
