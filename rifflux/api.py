@@ -18,7 +18,7 @@ from typing import Any, Literal, overload
 
 import anyio
 
-from .actors.jobs import Job, Target
+from .actors.jobs import Finished, Target
 from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
 from .actors.service import Service
@@ -288,18 +288,17 @@ class Rifflux:
             locations = [os.getcwd()]
         roots = [Path(r) for r in await service.roots()]
         allow_large = bool(yes or force)
-        job = service.submit(Job([reindex_target(loc, roots, self.settings, allow_large)
-                                  for loc in locations],
-                                 force=bool(force), count_left_out=count_left_out,
-                                 allow_large=allow_large))
+        job = service.submit([reindex_target(loc, roots, self.settings, allow_large)
+                              for loc in locations],
+                             force=bool(force), count_left_out=count_left_out,
+                             allow_large=allow_large)
         if background:  # (the model's label and backend, once known: a moment at start)
             with anyio.move_on_after(_MODEL_LABEL_WAIT):
                 await self.wait_for_model()
             labels = self._model_labels()
-            return {"job": job.snapshot(), "embedding_model": labels[0],
+            return {"job": job.info(), "embedding_model": labels[0],
                     "embedding_backend": labels[1]}
-        await job.done.wait()
-        return self._job_result(job)
+        return self._job_result(await job.finished())
 
     async def forget(self, path: str | os.PathLike[str], *, yes: bool = False) -> ForgetResult:
         """Remove from the index an indexed folder with everything under it, a folder or
@@ -332,11 +331,11 @@ class Rifflux:
         target = (Target(container, prefix=loc.relative_to(container).as_posix(),
                          requested=location, forget=True) if container is not None
                   else Target(loc, requested=location, forget=True))
-        job = service.submit(Job([target]))
-        await job.done.wait()
-        if job.status != "completed":
-            raise RiffluxError(f"forget {location} {job.status}: {job.error}")
-        result = job.progress.result(job.targets)
+        job = service.submit([target])
+        end = await job.finished()
+        result = end.result
+        if result is None:
+            raise RiffluxError(f"forget {location} {end.info['status']}: {end.info['error']}")
         errors = result["errors"]
         if errors:
             raise InvalidArgumentError(f"{location}: {errors[0]['error']}")
@@ -386,27 +385,32 @@ class Rifflux:
     async def job(self, job_id: str) -> JobInfo:
         """A background job's state (and its result once completed)."""
         job = self._open().job(job_id)
-        out = job.snapshot()
-        if job.done.is_set() and job.status == "completed":
-            out["result"] = self._job_result(job)
-        return out
+        if not job.done:
+            return job.info()
+        return self._job_info(await job.finished())
 
     async def wait_for_job(self, job_id: str) -> JobInfo:
-        await self._open().job(job_id).done.wait()
-        return await self.job(job_id)
+        return self._job_info(await self._open().job(job_id).finished())
 
     def _model_labels(self) -> tuple[str | None, str | None]:
         model = self._open().model()
         return model["label"], model["backend"]
 
-    def _job_result(self, job: Job) -> ReindexResult:
-        if job.status != "completed" and job.error:
-            raise RiffluxError(f"reindex {job.id} {job.status}: {job.error}")
-        result: ReindexResult = {**(job.result or job.progress.result(job.targets))}
+    def _job_result(self, end: Finished) -> ReindexResult:
+        """A completed job's result, with the model it embedded with; else its error."""
+        info = end.info
+        if end.result is None:
+            raise RiffluxError(f"reindex {info['id']} {info['status']}: {info['error']}")
+        result: ReindexResult = {**end.result}
         result["embedding_model"], result["embedding_backend"] = self._model_labels()
-        result["job_id"] = job.id
-        result["embedded_chunks"] = job.embedded
         return result
+
+    def _job_info(self, end: Finished) -> JobInfo:
+        """An ended job's state; once completed, with its whole result."""
+        out = end.info
+        if end.result is not None:
+            out["result"] = self._job_result(end)
+        return out
 
     # ------------------------------------------------------------ status
 

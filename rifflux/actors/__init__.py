@@ -4,7 +4,11 @@ with it. ``supervisor`` wires them:
     watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
     embedder --VectorsEmbedded--> indexer (the only writer)
-    indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ReadRequested-- api
+    indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
 
-Every buffer is bounded. The facade holds one handle (``service.Service``).
+Each request to the query actor (a search, or one of the reads: chunk, file, lines,
+links, neighbours, tags, counts, roots, root counts, processes) is a message of its
+own with a typed reply. Every buffer is bounded. The facade holds one handle
+(``service.Service``), and a ``jobs.JobHandle`` for each job it submits: ``Job``
+itself is private to the actors.
 """

@@ -13,6 +13,8 @@ text an edit replaced, or that another job embedded, stops holding the job up.
 
 Coalescing of file events happens once, in the debouncer: jobs are never
 merged here.
+
+``Job`` is private to the actors: callers outside them hold a ``JobHandle``.
 """
 
 from __future__ import annotations
@@ -127,6 +129,49 @@ class Job:
             "error": self.error,
             "result": self.result,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A job at its end: its state, and what it did when it completed (with ``job_id``
+    and ``embedded_chunks``; None when it failed or was cancelled)."""
+
+    info: JobInfo
+    result: ReindexResult | None
+
+
+class JobHandle:
+    """What a caller holds of one job: its id, its state now and its end. The job itself
+    stays inside the actors, where only ``JobQueue`` changes it."""
+
+    __slots__ = ("_job",)
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+
+    @property
+    def id(self) -> str:
+        return self._job.id
+
+    @property
+    def done(self) -> bool:
+        """Whether the job has ended (completed, failed or cancelled)."""
+        return self._job.done.is_set()
+
+    def info(self) -> JobInfo:
+        """The job's state now (``result`` once its files are written)."""
+        return self._job.snapshot()
+
+    async def finished(self) -> Finished:
+        """Once the job has ended: its state, and its result if it completed."""
+        job = self._job
+        await job.done.wait()
+        if job.status != "completed":
+            return Finished(job.snapshot(), None)
+        result: ReindexResult = {**(job.result or job.progress.result(job.targets))}
+        result["job_id"] = job.id
+        result["embedded_chunks"] = job.embedded
+        return Finished(job.snapshot(), result)
 
 
 class JobQueue:

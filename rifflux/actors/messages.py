@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeAlias, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -13,10 +13,25 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..core.vectors import F32
-from ..errors import InvalidArgumentError
-from ..types import CONTENT_MODES, ContentMode, Mode
+from ..errors import InvalidArgumentError, RiffluxError
+from ..types import (
+    CONTENT_MODES,
+    ChunkDetail,
+    ContentMode,
+    Counts,
+    FileLines,
+    FileRecord,
+    Mode,
+    Neighbor,
+    NoteLinks,
+    ProcessInfo,
+    RootCount,
+    SearchResult,
+    TagCount,
+)
 
 ChangeKind = Literal["added", "modified", "deleted"]
+_T = TypeVar("_T")
 
 
 # ---------------------------------------------------------------- watch pipeline
@@ -177,6 +192,20 @@ class SearchShape:
 PLAIN = SearchShape()
 
 
+#: The one answer to a request, sent back once: the value asked for, or the
+#: ``RiffluxError`` that stopped it (the caller raises it).
+Reply: TypeAlias = MemoryObjectSendStream[_T | RiffluxError]
+
+
+def give(reply: Reply[_T], answer: _T | RiffluxError) -> None:
+    """Send a request its one answer (the buffer has room); a caller that went away
+    (cancelled) gets none."""
+    try:
+        reply.send_nowait(answer)
+    except anyio.BrokenResourceError:
+        pass
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequested:
     query: str
@@ -184,25 +213,89 @@ class SearchRequested:
     mode: Mode
     filters: Filters = NO_FILTERS
     shape: SearchShape = PLAIN
-    reply: MemoryObjectSendStream[Any]
+    reply: Reply[list[SearchResult]]
 
 
-ReadKind = Literal["chunk", "file", "lines", "counts", "roots", "root_counts", "tags", "links",
-                   "neighbors", "processes"]
+# One request per read, each with the answer it gets. ``root`` narrows a file's path
+# to one indexed folder (its path, or its name when only one has that name).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReadRequested:
-    """``key``: a chunk id, a file's path; ``root`` and ``lines`` narrow a file read;
-    ``paths`` narrows the tags listed; ``depth`` is how far neighbours are looked for."""
+class ChunkRequested:
+    chunk_id: str
+    reply: Reply[ChunkDetail | None]
 
-    what: ReadKind
-    key: str | None = None
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileRequested:
+    path: str
     root: str | None = None
-    lines: tuple[int | None, int | None] = (None, None)
-    paths: tuple[str, ...] = ()
+    reply: Reply[FileRecord | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinesRequested:
+    """Lines ``start`` to ``end`` (1-based, inclusive; None: from the first, to the last)
+    of a file as it is on disk now."""
+
+    path: str
+    root: str | None = None
+    start: int | None = None
+    end: int | None = None
+    reply: Reply[FileLines | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinksRequested:
+    path: str
+    root: str | None = None
+    reply: Reply[NoteLinks]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NeighborsRequested:
+    path: str
+    root: str | None = None
     depth: int = 1
-    reply: MemoryObjectSendStream[Any]
+    reply: Reply[list[Neighbor]]
 
 
-QueryMessage = SearchRequested | ReadRequested | IndexChanged | VectorsReset
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TagsRequested:
+    """Every tag with the number of files carrying it; ``paths`` (globs) narrows them."""
+
+    paths: tuple[str, ...] = ()
+    reply: Reply[list[TagCount]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CountsRequested:
+    """The index's counts, and the model whose vectors they count."""
+
+    reply: Reply[tuple[Counts, str | None]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RootsRequested:
+    reply: Reply[list[str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RootCountsRequested:
+    reply: Reply[list[RootCount]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessesRequested:
+    """The other processes with the index open (``origin`` is this one), and the change
+    sequence number."""
+
+    origin: str
+    reply: Reply[tuple[list[ProcessInfo], int]]
+
+
+ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested
+               | NeighborsRequested | TagsRequested | CountsRequested | RootsRequested
+               | RootCountsRequested | ProcessesRequested)
+Request = SearchRequested | ReadRequest
+QueryMessage = Request | IndexChanged | VectorsReset

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import anyio
 import numpy as np
@@ -45,12 +45,23 @@ from ..store.records import Records
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import (
     PLAIN,
+    ChunkRequested,
+    CountsRequested,
+    FileRequested,
     IndexChanged,
+    LinesRequested,
+    LinksRequested,
+    NeighborsRequested,
+    ProcessesRequested,
     QueryMessage,
-    ReadRequested,
+    Request,
+    RootCountsRequested,
+    RootsRequested,
     SearchRequested,
     SearchShape,
+    TagsRequested,
     VectorsReset,
+    give,
 )
 from .reads import Reads
 
@@ -202,29 +213,30 @@ class QueryActor:
 
     # ------------------------------------------------------------ serving
 
-    async def _serve(self, msg: SearchRequested | ReadRequested) -> None:
+    async def _serve(self, msg: Request) -> None:
         """One request, answered whatever happens inside it."""
         async with msg.reply:
-            result: Any
+            error: RiffluxError
             try:
                 if isinstance(msg, SearchRequested):
-                    result = await self.search(msg.query, msg.top_k, msg.mode, msg.filters,
-                                               msg.shape)
+                    give(msg.reply, await self.search(msg.query, msg.top_k, msg.mode,
+                                                      msg.filters, msg.shape))
                 else:
                     async with _slot(self._limiter):
-                        result = await self._reads.serve(msg, self._embedder)
+                        await self._reads.answer(msg, self._embedder)
+                return
             except RiffluxError as exc:
-                result = exc
+                error = exc
             except Exception as exc:  # the boundary: one bad request never ends the service
                 self._failures += 1
                 logger.exception("%s failed unexpectedly", _describe(msg))
-                result = InternalError(
+                error = InternalError(
                     f"{_describe(msg)} failed unexpectedly ({type(exc).__name__}: {exc}); "
                     "Rifflux keeps serving: try again, or another mode, and please report "
                     "it with the log"
                 )
             try:
-                msg.reply.send_nowait(result)  # (its one answer: the buffer has room)
+                msg.reply.send_nowait(error)  # (its one answer: the buffer has room)
             except anyio.BrokenResourceError:
                 pass  # the caller went away (cancelled); nothing to answer
 
@@ -416,11 +428,28 @@ def _hybrid(score: float, ranks: tuple[int | None, ...]) -> HybridScores:
     return {"rrf": score, "lexical_rank": ranks[0], "semantic_rank": ranks[1]}
 
 
-def _kind(msg: SearchRequested | ReadRequested) -> str:
+def _kind(msg: Request) -> str:
     return "search" if isinstance(msg, SearchRequested) else "read"
 
 
-def _describe(msg: SearchRequested | ReadRequested) -> str:
-    if isinstance(msg, SearchRequested):
-        return f"{msg.mode} search for {msg.query[:60]!r}"
-    return f"reading {msg.what} {msg.key!r}" if msg.key else f"reading {msg.what}"
+def _describe(msg: Request) -> str:
+    match msg:
+        case SearchRequested():
+            return f"{msg.mode} search for {msg.query[:60]!r}"
+        case ChunkRequested():
+            key = msg.chunk_id
+        case FileRequested() | LinesRequested() | LinksRequested() | NeighborsRequested():
+            key = msg.path
+        case _:
+            key = ""
+    what = _READS[type(msg)]
+    return f"reading {what} {key!r}" if key else f"reading {what}"
+
+
+#: Each read as logs and errors name it.
+_READS: dict[type[Request], str] = {
+    ChunkRequested: "chunk", FileRequested: "file", LinesRequested: "lines",
+    CountsRequested: "counts", RootsRequested: "roots", RootCountsRequested: "root_counts",
+    TagsRequested: "tags", LinksRequested: "links", NeighborsRequested: "neighbors",
+    ProcessesRequested: "processes",
+}

@@ -9,7 +9,7 @@ from the catalog's link graph, links from the index.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import assert_never
 
 import anyio
 
@@ -20,8 +20,21 @@ from ..core.filters import CompiledFilters, FileEntry, make_filters
 from ..store.link_records import LinkRecords
 from ..store.reader import Reader
 from ..store.records import Located, Records
-from ..types import FileLines, FileRecord, Neighbor, NoteLinks, TagCount
-from .messages import ReadRequested
+from ..types import FileLines, Neighbor, NoteLinks, TagCount
+from .messages import (
+    ChunkRequested,
+    CountsRequested,
+    FileRequested,
+    LinesRequested,
+    LinksRequested,
+    NeighborsRequested,
+    ProcessesRequested,
+    ReadRequest,
+    RootCountsRequested,
+    RootsRequested,
+    TagsRequested,
+    give,
+)
 
 
 class Reads:
@@ -33,30 +46,39 @@ class Reads:
         self._catalog = catalog
         self._catalog_ready = catalog_ready
 
-    async def serve(self, msg: ReadRequested, embedder: Embedder | None) -> Any:
-        if msg.what == "chunk":
-            return await self._records.chunk(msg.key or "")
-        if msg.what == "roots":
-            return await self._reader.roots()
-        if msg.what == "root_counts":
-            return await self._reader.root_counts()
-        if msg.what == "processes":
-            return await self._reader.processes(msg.key or "")
-        if msg.what == "counts":
-            return await self._reader.counts(embedder.label if embedder else None)
-        await self._catalog_ready.wait()
-        if msg.what == "tags":
-            return self._tags(msg.paths)
-        if msg.what == "links":
-            return await self._note_links(msg.key or "", msg.root)
-        if msg.what == "neighbors":
-            return await self._neighbors(msg.key or "", msg.root, msg.depth)
-        located = await self._locate(msg.key or "", msg.root)
-        if located is None:
-            return None
-        if msg.what == "file":
-            return await self._records.file(located)
-        return await self._lines(located, *msg.lines)
+    async def answer(self, msg: ReadRequest, embedder: Embedder | None) -> None:
+        """Answer one read on its reply (what raises is the caller's error to answer)."""
+        match msg:
+            case ChunkRequested():
+                give(msg.reply, await self._records.chunk(msg.chunk_id))
+            case RootsRequested():
+                give(msg.reply, await self._reader.roots())
+            case RootCountsRequested():
+                give(msg.reply, await self._reader.root_counts())
+            case ProcessesRequested():
+                give(msg.reply, await self._reader.processes(msg.origin))
+            case CountsRequested():
+                give(msg.reply, await self._reader.counts(embedder.label if embedder else None))
+            case TagsRequested():
+                await self._catalog_ready.wait()
+                give(msg.reply, self._tags(msg.paths))
+            case LinksRequested():
+                await self._catalog_ready.wait()
+                give(msg.reply, await self._note_links(msg.path, msg.root))
+            case NeighborsRequested():
+                await self._catalog_ready.wait()
+                give(msg.reply, await self._neighbors(msg.path, msg.root, msg.depth))
+            case FileRequested():
+                await self._catalog_ready.wait()
+                located = await self._locate(msg.path, msg.root)
+                give(msg.reply, None if located is None else await self._records.file(located))
+            case LinesRequested():
+                await self._catalog_ready.wait()
+                located = await self._locate(msg.path, msg.root)
+                give(msg.reply, None if located is None
+                     else await self._lines(located, msg.start, msg.end))
+            case _:
+                assert_never(msg)
 
     async def _locate(self, path: str, root: str | None) -> Located | None:
         root_id = self._catalog.resolve_root(root) if root is not None else None
@@ -102,5 +124,3 @@ class Reads:
         return [{"tag": tag, "files": n}
                 for tag, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
-
-FileAnswer = FileRecord | FileLines | None

@@ -8,15 +8,15 @@ every component from the snapshot each one gives of itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any, TypedDict
+from collections.abc import Callable, Sequence
+from typing import Any, TypedDict, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
-from ..errors import ClosedError
+from ..errors import ClosedError, RiffluxError
 from ..store.recovery import Recovery
 from ..types import (
     ChunkDetail,
@@ -37,10 +37,29 @@ from ..types import (
 )
 from .embedder import EmbedderSnapshot
 from .indexer import IndexerSnapshot
-from .jobs import Job, JobQueue
-from .messages import PLAIN, QueryMessage, ReadKind, ReadRequested, SearchRequested, SearchShape
+from .jobs import Job, JobHandle, JobQueue, Target
+from .messages import (
+    PLAIN,
+    ChunkRequested,
+    CountsRequested,
+    FileRequested,
+    LinesRequested,
+    LinksRequested,
+    NeighborsRequested,
+    ProcessesRequested,
+    QueryMessage,
+    Reply,
+    Request,
+    RootCountsRequested,
+    RootsRequested,
+    SearchRequested,
+    SearchShape,
+    TagsRequested,
+)
 from .model import ModelSnapshot
 from .query import QuerySnapshot
+
+T = TypeVar("T")
 
 _CLOSED = ("Rifflux has been closed (or is shutting down): use it inside "
            "`async with Rifflux(...) as rf:`")
@@ -96,8 +115,10 @@ class Service:
 
     # ------------------------------------------------------------ the query actor
 
-    async def _ask(self, make: Callable[[MemoryObjectSendStream[Any]], QueryMessage]) -> Any:
-        send, receive = anyio.create_memory_object_stream[Any](1)
+    async def _ask(self, make: Callable[[Reply[T]], Request]) -> T:
+        """Send the request ``make`` builds around a reply of its own; its answer, or the
+        error it met, raised."""
+        send, receive = anyio.create_memory_object_stream[T | RiffluxError](1)
         async with receive:
             try:
                 message = make(send)
@@ -109,73 +130,66 @@ class Service:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError,
                     anyio.EndOfStream) as exc:
                 raise ClosedError(_CLOSED) from exc
-        if isinstance(result, BaseException):
+        if isinstance(result, RiffluxError):
             raise result
         return result
 
     async def search(self, query: str, top_k: int, mode: Mode,
                      filters: Filters = NO_FILTERS,
                      shape: SearchShape = PLAIN) -> list[SearchResult]:
-        result: list[SearchResult] = await self._ask(
+        return await self._ask(
             lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, filters=filters,
                                           shape=shape, reply=reply))
-        return result
-
-    async def _read(self, what: ReadKind, key: str | None = None, **kw: Any) -> Any:
-        return await self._ask(
-            lambda reply: ReadRequested(what=what, key=key, reply=reply, **kw))
 
     async def chunk(self, chunk_id: str) -> ChunkDetail | None:
-        result: ChunkDetail | None = await self._read("chunk", chunk_id)
-        return result
+        return await self._ask(lambda reply: ChunkRequested(chunk_id=chunk_id, reply=reply))
 
     async def file(self, path: str, root: str | None = None) -> FileRecord | None:
-        result: FileRecord | None = await self._read("file", path, root=root)
-        return result
+        return await self._ask(lambda reply: FileRequested(path=path, root=root, reply=reply))
 
     async def lines(self, path: str, root: str | None, start: int | None,
                     end: int | None) -> FileLines | None:
-        result: FileLines | None = await self._read("lines", path, root=root,
-                                                    lines=(start, end))
-        return result
+        return await self._ask(lambda reply: LinesRequested(path=path, root=root, start=start,
+                                                            end=end, reply=reply))
 
     async def links(self, path: str, root: str | None = None) -> NoteLinks:
-        result: NoteLinks = await self._read("links", path, root=root)
-        return result
+        return await self._ask(lambda reply: LinksRequested(path=path, root=root, reply=reply))
 
     async def neighbors(self, path: str, root: str | None, depth: int) -> list[Neighbor]:
-        result: list[Neighbor] = await self._read("neighbors", path, root=root, depth=depth)
-        return result
+        return await self._ask(lambda reply: NeighborsRequested(path=path, root=root,
+                                                                depth=depth, reply=reply))
 
     async def tags(self, paths: tuple[str, ...]) -> list[TagCount]:
-        result: list[TagCount] = await self._read("tags", paths=paths)
-        return result
+        return await self._ask(lambda reply: TagsRequested(paths=paths, reply=reply))
 
     async def roots(self) -> list[str]:
-        result: list[str] = await self._read("roots")
-        return result
+        return await self._ask(lambda reply: RootsRequested(reply=reply))
 
     async def root_counts(self) -> list[RootCount]:
-        result: list[RootCount] = await self._read("root_counts")
-        return result
+        return await self._ask(lambda reply: RootCountsRequested(reply=reply))
 
     async def processes(self) -> tuple[ThisProcess, list[ProcessInfo], int]:
         """This process, the others with the index open, the change sequence number."""
-        others, sequence = await self._read("processes", self._origin)
-        return {"pid": os.getpid(), "roles": self._roles()}, others, sequence
+        others: tuple[list[ProcessInfo], int] = await self._ask(
+            lambda reply: ProcessesRequested(origin=self._origin, reply=reply))
+        return {"pid": os.getpid(), "roles": self._roles()}, *others
 
     async def counts(self) -> tuple[Counts, str | None]:
         """The counts, and the model whose vectors they count."""
-        result: tuple[Counts, str | None] = await self._read("counts")
-        return result
+        return await self._ask(lambda reply: CountsRequested(reply=reply))
 
     # ------------------------------------------------------------ jobs
 
-    def submit(self, job: Job) -> Job:
-        return self._jobs.submit(job)
+    def submit(self, targets: Sequence[Target], *, force: bool = False,
+               count_left_out: bool = False, allow_large: bool = False) -> JobHandle:
+        """Queue a job for ``targets`` (see ``Rifflux.reindex`` for the flags)."""
+        return JobHandle(self._jobs.submit(Job(list(targets), force=force,
+                                               count_left_out=count_left_out,
+                                               allow_large=allow_large)))
 
-    def job(self, job_id: str) -> Job:
-        return self._jobs.get(job_id)
+    def job(self, job_id: str) -> JobHandle:
+        """A job by id (``JobNotFoundError`` once it has left the history)."""
+        return JobHandle(self._jobs.get(job_id))
 
     # ------------------------------------------------------------ status
 

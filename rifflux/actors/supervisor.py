@@ -12,7 +12,7 @@ bounded grace period, then the actors are cancelled and the connections closed.
     watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
     embedder --VectorsEmbedded--> indexer (the only writer)
-    indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ReadRequested-- api
+    indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
     other processes --change log--> indexer (OthersWrote) --IndexChanged--> query
 
 Several processes may open one index: each follows the others' commits through
