@@ -13,7 +13,8 @@ model (``VectorsReset``), each in a task of its own, on a connection of its own
 for the matrix, so lexical searches and reads never wait behind them;
 ``IndexChanged`` messages that arrive meanwhile are replayed on what was loaded
 (each is idempotent: set or drop rows). Changes are applied between awaits, so
-a search always sees a consistent matrix and catalog.
+a search always sees a consistent matrix and catalog. Applying them is inside the
+boundary too: a matrix or catalog that a change failed on is read again whole.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ logger = logging.getLogger(__name__)
 
 #: How long a semantic search waits for the model and matrix at start-up.
 _MODEL_WAIT_SECONDS = 60.0
+#: Reads of the catalog when building it from them fails.
+_CATALOG_TRIES = 2
 
 OpenReader = Callable[[], AbstractAsyncContextManager[Reader]]
 
@@ -129,7 +132,12 @@ class QueryActor:
         if self._catalog_replay is not None:
             self._catalog_replay.append(msg)
         else:
-            _catalog_update(self._catalog, msg)
+            try:
+                _catalog_update(self._catalog, msg)
+            except Exception:  # the boundary: a catalog in doubt is read again
+                logger.exception("could not apply a change to the catalog of files; "
+                                 "reading it again")
+                self._reload_catalog(tg)
         if self._replay is not None:
             self._replay.append(msg)
         if self._loaded.matrix is None:
@@ -140,23 +148,39 @@ class QueryActor:
             logger.exception("could not apply a change to the vector matrix; reloading it")
             self._reset(VectorsReset(embedder=self._loaded.embedder), tg)
 
+    def _reload_catalog(self, tg: TaskGroup) -> None:
+        if self._catalog_replay is None:  # (a load already running reads it all)
+            self._catalog_replay = []
+            tg.start_soon(self._load_catalog, name="rifflux.query.catalog")
+
     async def _load_catalog(self) -> None:
-        try:
-            roots, files, edges = await self._reader.catalog()
-        except Exception:  # filters then match nothing; searches without them go on
-            logger.exception("cannot load the catalog of files; filtered searches find "
-                             "nothing until the next restart")
-            roots, files, edges = {}, [], []
-        self._catalog.replace(roots, files, edges)
-        for change in self._catalog_replay or ():
-            _catalog_update(self._catalog, change)
+        """Read the catalog of files, then apply the changes seen meanwhile. Each change
+        arrives after its commit, so one seen before the read began is in what is read.
+        The boundary: what fails while building it is logged and the catalog read again
+        (without the change that failed, which the read holds); a second failure leaves
+        filters matching what the catalog holds until the next reload."""
+        for attempt in range(1, _CATALOG_TRIES + 1):
+            self._catalog_replay = []
+            try:
+                roots, files, edges = await self._reader.catalog()
+            except Exception:  # filters then match nothing; searches without them go on
+                logger.exception("cannot load the catalog of files; filtered searches find "
+                                 "nothing until the next restart")
+                roots, files, edges = {}, [], []
+            try:
+                self._catalog.replace(roots, files, edges)
+                for change in self._catalog_replay:
+                    _catalog_update(self._catalog, change)
+                break
+            except Exception:  # the boundary: never the end of the instance
+                logger.exception("could not build the catalog of files (attempt %d of %d)",
+                                 attempt, _CATALOG_TRIES)
         self._catalog_replay = None
         self._catalog_ready.set()
 
     def _reset(self, msg: VectorsReset, tg: TaskGroup) -> None:
-        if msg.catalog and self._catalog_replay is None:  # (a load already running reads it)
-            self._catalog_replay = []
-            tg.start_soon(self._load_catalog, name="rifflux.query.catalog")
+        if msg.catalog:
+            self._reload_catalog(tg)
         self._loaded.embedder = msg.embedder
         if msg.embedder is None:
             self._loaded.matrix = None
