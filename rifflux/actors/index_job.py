@@ -45,6 +45,7 @@ class IndexRun:
         self._use_ignore_files = ignores is not None
         self._progress: Progress = job.progress
         self._writer = writer
+        self._roots = writer.roots
         self._globs = globs
         self._limits = limits
         self._pool = pool
@@ -52,6 +53,7 @@ class IndexRun:
 
     async def execute(self) -> None:
         for target in self._job.targets:
+            await self._roots.load()  # (one read of the roots per target)
             if target.missing:
                 self._problem(target.requested, target.missing)
                 continue
@@ -69,7 +71,7 @@ class IndexRun:
             if root_id is None and scan is not None and self._too_large(target, scan):
                 continue
             while root_id is None:
-                root_id = await self._writer.root_id(target.root)
+                root_id = await self._roots.root_id(target.root)
                 if root_id is None:  # another process indexed a parent folder meanwhile
                     target, _ = await self._within_root(target)
                     scan = await self._scan(target) if target.paths is None else None
@@ -108,10 +110,10 @@ class IndexRun:
         """A folder inside an indexed root is that part of the root: roots never overlap,
         whoever asks (a reindex, a watcher, after another process indexed the parent).
         With the root's id (None: not indexed yet)."""
-        root_id = await self._writer.find_root(target.root)
+        root_id = self._roots.find_root(target.root)
         if root_id is not None:
             return target, root_id
-        found = await self._writer.root_containing(target.root)
+        found = self._roots.root_containing(target.root)
         if found is None:
             return target, None
         container_id, container = found
@@ -125,15 +127,15 @@ class IndexRun:
     async def _absorb(self, root: Path, root_id: int) -> None:
         """Roots never overlap: an indexed folder inside this one becomes part of it (its
         files keep their chunks and vectors, and are stored once)."""
-        for child_id, child in await self._writer.roots_inside(root):
+        for child_id, child in self._roots.roots_inside(root):
             prefix = child.relative_to(root).as_posix() + "/"
-            written = await self._writer.absorb(root_id, child_id, prefix)
+            written = await self._roots.absorb(root_id, child_id, prefix)
             await self._on_commit(written)
 
     async def _forget(self, target: Target) -> None:
         """Remove a root with everything under it, or the files below a path inside one
         (``prefix``: a folder or a file), or every root inside ``target.root``."""
-        root_id = await self._writer.find_root(target.root)
+        root_id = self._roots.find_root(target.root)
         if root_id is not None and target.prefix:
             known = await self._writer.known_files(root_id)
             folder = target.prefix.rstrip("/") + "/"
@@ -145,7 +147,7 @@ class IndexRun:
                 return
             await self._forgotten(await self._writer.delete_files(root_id, gone), gone)
             return
-        inside = [] if root_id is not None else await self._writer.roots_inside(target.root)
+        inside = [] if root_id is not None else self._roots.roots_inside(target.root)
         if root_id is None and not inside:
             self._problem(target.requested or str(target.root),
                           "not in the index; nothing was removed (status lists the "
@@ -154,7 +156,7 @@ class IndexRun:
         for forget_id in [root_id] if root_id is not None else [i for i, _ in inside]:
             assert forget_id is not None
             gone = sorted(await self._writer.known_files(forget_id))
-            await self._forgotten(await self._writer.forget_root(forget_id), gone)
+            await self._forgotten(await self._roots.forget_root(forget_id), gone)
 
     async def _forgotten(self, written: Written, paths: list[str]) -> None:
         self._progress.removed += len(written.files_removed)

@@ -127,7 +127,7 @@ class Indexer:
                                         "adopt_error": None, "pending": None}
 
     def snapshot(self) -> IndexerSnapshot:
-        missing = self._writer.missing
+        missing = self._writer.missing.texts
         return {**self._stats, "adopt_error": self._adopt_error,
                 "pending": None if missing is None else len(missing)}
 
@@ -159,7 +159,7 @@ class Indexer:
         if self._settings.read_only:
             return
         try:
-            roots = await self._writer.stale_roots()
+            roots = await self._writer.roots.stale_roots()
             if roots:
                 logger.info("the index was upgraded: re-reading %s", ", ".join(map(str, roots)))
                 self._jobs.submit(Job([Target(r, requested=str(r)) for r in roots],
@@ -174,7 +174,7 @@ class Indexer:
         logger.error("cannot adopt model %s; semantic search is off", label, exc_info=exc)
         self._adopt_error = (f"the embedding model could not be adopted "
                              f"({type(exc).__name__}: {exc}); semantic search is off")
-        await self._writer.adopt(None)
+        await self._writer.missing.adopt(None)
         return 0
 
     async def _adopt(self, msg: ModelLoaded, timers: TaskGroup) -> None:
@@ -184,7 +184,7 @@ class Indexer:
         embedder = msg.embedder
         label = embedder.label if embedder else None
         try:
-            dropped = await self._writer.adopt(label, read_only=self._settings.read_only)
+            dropped = await self._writer.missing.adopt(label)
         except RiffluxError as exc:
             if not isinstance(exc, IndexDamagedError):  # busy, most likely: try again
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
@@ -205,7 +205,7 @@ class Indexer:
             ModelAdopted(embedder=None if self._settings.read_only else embedder))
         for job in self._jobs.awaiting_texts():  # written before the model was known
             await self._wait_for_vectors(job)
-        self._jobs.settle(self._writer.missing)
+        self._jobs.settle(self._writer.missing.texts)
         self._nudge_embedder()
 
     # ------------------------------------------------------------ other processes
@@ -246,9 +246,10 @@ class Indexer:
             if foreign.reload:  # the log no longer reaches back that far
                 await self._read_everything_again()
             else:
-                self._writer.embedded_elsewhere(foreign.embedded)
+                self._writer.missing.embedded_elsewhere(foreign.embedded)
                 if foreign.written.files_replaced:  # every file written or deleted
-                    await self._writer.files_changed_elsewhere(foreign.written.files_replaced)
+                    await self._writer.missing.files_changed_elsewhere(
+                        foreign.written.files_replaced)
                 await self._committed(foreign.written)
                 follow.done(foreign.upto)
                 self._follow_failures = 0
@@ -277,12 +278,12 @@ class Indexer:
         with contextlib.suppress(Exception):
             self._follow.done(await self._follow.sequence())
         try:
-            await self._writer.refresh_missing()
+            await self._writer.missing.refresh()
         except RiffluxError as exc:
             logger.warning("cannot read the texts still to embed: %s", exc)
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
-        self._jobs.settle(self._writer.missing)
+        self._jobs.settle(self._writer.missing.texts)
 
     async def _send_later(self, msg: IndexerMessage, delay: float) -> None:
         await anyio.sleep(delay)
@@ -312,10 +313,10 @@ class Indexer:
                 files=written.files, files_removed=written.files_removed,
                 roots=written.roots, roots_removed=written.roots_removed,
                 files_replaced=written.files_replaced, links=written.links))
-        self._jobs.settle(self._writer.missing, stored)
+        self._jobs.settle(self._writer.missing.texts, stored)
 
     def _nudge_embedder(self) -> None:
-        if not self._writer.missing:
+        if not self._writer.missing.texts:
             return
         try:
             self._embedder_out.send_nowait(EmbedWanted())
@@ -364,17 +365,17 @@ class Indexer:
         self._stats["files_written"] += len(job.progress.indexed)
         self._jobs.mark_written(job)
         await self._wait_for_vectors(job)
-        self._jobs.settle(self._writer.missing)
+        self._jobs.settle(self._writer.missing.texts)
         self._nudge_embedder()
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known
         once the model is adopted; until then it waits for the adoption)."""
-        missing = self._writer.missing
+        missing = self._writer.missing.texts
         if missing is None:
             return
         try:
-            texts = await self._writer.missing_in(job.progress.scopes)
+            texts = await self._writer.missing.in_scopes(job.progress.scopes)
         except Exception:  # waiting for every missing text still ends
             logger.exception("%s: cannot tell which texts it waits for; waiting for all", job.id)
             texts = set(missing)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.vectors import F32
 from .link_index import edges_of
+from .roots import Roots
 from .schema import mapped_errors
 from .written import Written, batches, file_entries, marks
 
@@ -127,9 +128,10 @@ class Follow:
         changed, self._version = version != self._version, version
         return changed and self.available
 
-    async def read(self, model: str | None, roots: dict[int, str]) -> Foreign | None:
+    async def read(self, model: str | None, roots: Roots) -> Foreign | None:
         """Other processes' changes since the last read, as one ``Written`` (None: only
-        this process's own, or none). ``roots`` is the writer's cache of root paths.
+        this process's own, or none). ``roots``, the writer's, is read again when they
+        added or removed a root.
 
         Nothing counts as read until ``done(foreign.upto)``: whatever fails before the
         changes are applied, they are read again at the next look."""
@@ -160,7 +162,7 @@ class Follow:
         return low is not None and int(low) > self.seen + 1
 
     async def _gather(self, rows: list[sqlite3.Row], model: str | None,
-                      roots: dict[int, str]) -> Written:
+                      roots: Roots) -> Written:
         files = sorted({int(r[3]) for r in rows if r[2] in ("file", "file_gone")})
         hashes = sorted({str(r[4]) for r in rows if r[2] == "vector"})
         roots_gone = tuple(sorted({int(r[3]) for r in rows if r[2] == "root_gone"}))
@@ -192,10 +194,8 @@ class Follow:
                         owners.append(int(c[1]))
                         blobs.append(bytes(c[2]))
         if any(r[2] in ("root", "root_gone") for r in rows) or any(
-                e.root_id not in roots for e in entries):
-            got = await self.conn.execute_fetchall("SELECT id, path FROM roots")
-            roots.clear()
-            roots.update({int(r[0]): str(r[1]) for r in got})
+                e.root_id not in roots.paths for e in entries):
+            await roots.load()
         vectors: F32 | None = None
         if blobs:
             vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
@@ -203,7 +203,7 @@ class Follow:
         return Written(
             added_ids=tuple(ids), added_files=tuple(owners), added_vectors=vectors,
             files=tuple(entries), files_removed=tuple(f for f in files if f not in present),
-            files_replaced=tuple(files), roots=tuple(sorted(roots.items())),
+            files_replaced=tuple(files), roots=tuple(sorted(roots.paths.items())),
             roots_removed=roots_gone, links=edges)
 
     async def prune(self) -> None:

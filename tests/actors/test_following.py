@@ -86,15 +86,15 @@ def failing(monkeypatch: pytest.MonkeyPatch, error: Exception | None,
 
 async def a_job_waiting_for_b(two: Processes, tmp_path: Path) -> Job:
     """``a`` wrote a text and waits for its vector, which ``b`` (the embedder) stores."""
-    root = await two.a.root_id(tmp_path / "docs")
+    root = await two.a.roots.root_id(tmp_path / "docs")
     assert root is not None
     await two.a.write_files(root, [afile("one.md", "a text only b embeds")])
     job = two.jobs.submit(Job([Target(tmp_path / "docs")]))
     two.jobs.start_next()
     two.jobs.mark_written(job)
-    two.jobs.wait_for(job, set(two.a.missing))
-    await two.b.refresh_missing()
-    hashes = sorted(two.b.missing)
+    two.jobs.wait_for(job, set(two.a.missing.texts))
+    await two.b.missing.refresh()
+    hashes = sorted(two.b.missing.texts)
     await two.b.write_vectors(MODEL, hashes, np.ones((len(hashes), 4), dtype=np.float32))
     return job
 
@@ -107,7 +107,7 @@ async def test_an_unexpected_failure_reads_everything_again_and_the_job_complete
     assert await two.a_follow.others_wrote()
     await two.indexer._others_wrote()
     assert len(reads) == 1
-    assert job.status == "completed" and not two.a.missing
+    assert job.status == "completed" and not two.a.missing.texts
     assert two.sent_to_query() == [VectorsReset.__name__]
     assert two.a_follow.seen == await two.a_follow.sequence()  # not read again
 
@@ -121,7 +121,7 @@ async def test_a_busy_read_is_tried_again_then_everything_is_read_instead(
         if await two.a_follow.others_wrote():
             await two.indexer._others_wrote()
     assert len(reads) == FOLLOW_TRIES  # then no more: nothing new was committed
-    assert job.status == "completed" and not two.a.missing
+    assert job.status == "completed" and not two.a.missing.texts
     assert VectorsReset.__name__ in two.sent_to_query()
 
 
@@ -134,7 +134,7 @@ async def test_a_busy_read_that_clears_applies_the_changes_themselves(
         if await two.a_follow.others_wrote():
             await two.indexer._others_wrote()
     assert len(reads) == 3
-    assert job.status == "completed" and not two.a.missing
+    assert job.status == "completed" and not two.a.missing.texts
     assert VectorsReset.__name__ not in two.sent_to_query()
 
 
@@ -155,7 +155,7 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
     monkeypatch.setattr(two.a_follow, "others_wrote", counted)
     async with anyio.create_task_group() as tg:
         tg.start_soon(two.indexer.run)
-        root = await two.b.root_id(tmp_path / "docs")  # one commit by the other process
+        root = await two.b.roots.root_id(tmp_path / "docs")  # one commit by the other process
         assert root is not None
         await two.b.write_files(root, [afile("one.md", "b's text")])
         await eventually(lambda: reads)  # (the indexer's ticker, in this process)
@@ -171,32 +171,32 @@ async def test_missing_texts_follow_the_other_processes_files_without_a_full_rea
     # Every commit of a process indexing a large folder used to make the others read
     # every chunk again for the texts lacking vectors; they now read the files it wrote.
     full_reads: list[str] = []
-    lacking = two.a._lacking
+    lacking = two.a.missing._lacking
 
     async def counted(model: str) -> set[str]:
         full_reads.append(model)
         return await lacking(model)
 
-    monkeypatch.setattr(two.a, "_lacking", counted)
-    ours = await two.a.root_id(tmp_path / "mine")
-    theirs = await two.b.root_id(tmp_path / "docs")
+    monkeypatch.setattr(two.a.missing, "_lacking", counted)
+    ours = await two.a.roots.root_id(tmp_path / "mine")
+    theirs = await two.b.roots.root_id(tmp_path / "docs")
     assert ours is not None and theirs is not None
     await two.a.write_files(ours, [afile("kept.md", "shared text")])  # a's own, lacking too
 
     async def follow() -> None:
         assert await two.a_follow.others_wrote()
         await two.indexer._others_wrote()
-        assert two.a.missing == await lacking(MODEL)  # what a full read would find
+        assert two.a.missing.texts == await lacking(MODEL)  # what a full read would find
 
     await two.b.write_files(theirs, [afile("x.md", "text one", "text two"),
                                      afile("y.md", "shared text")])
     await follow()
-    assert two.a.missing == hashes("text one", "text two", "shared text")
+    assert two.a.missing.texts == hashes("text one", "text two", "shared text")
     await two.b.write_vectors(MODEL, sorted(hashes("text one")),
                               np.ones((1, 4), dtype=np.float32))
     await follow()
     await two.b.delete_files(theirs, ["y.md"])  # a still has "shared text": it stays
     await two.b.write_files(theirs, [afile("x.md", "text one", "text four")])
     await follow()
-    assert two.a.missing == hashes("text four", "shared text")  # "text two" is gone
+    assert two.a.missing.texts == hashes("text four", "shared text")  # "text two" is gone
     assert full_reads == []

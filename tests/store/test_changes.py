@@ -33,7 +33,7 @@ async def two_processes(db: Path) -> AsyncIterator[list[tuple[Writer, Follow]]]:
             follow = Follow(conn, db, f"process-{i}")
             await follow.install(writes=True)
             writer = Writer(conn, db)
-            await writer.adopt(MODEL)
+            await writer.missing.adopt(MODEL)
             out.append((writer, follow))
         for _, follow in out:  # (each adoption was a commit the other has not looked at)
             await follow.others_wrote()
@@ -53,7 +53,7 @@ async def test_each_sees_the_others_files_and_vectors_not_its_own(
     pair: tuple[Writer, Follow, Writer, Follow], tmp_path: Path
 ) -> None:
     a, a_follow, b, b_follow = pair
-    root = await a.root_id(tmp_path / "docs")
+    root = await a.roots.root_id(tmp_path / "docs")
     await a.write_files(root, [afile("one.md", "first text"), afile("two.md", "second")])
     assert await a_follow.others_wrote() is False  # its own commits
     assert await a_follow.read(MODEL, a.roots) is None
@@ -64,7 +64,7 @@ async def test_each_sees_the_others_files_and_vectors_not_its_own(
     b_follow.done(seen.upto)
     assert sorted(e.rel_path for e in seen.written.files) == ["one.md", "two.md"]
     assert seen.written.added_ids == ()  # no vectors yet
-    assert b.roots == {root: str(tmp_path / "docs")}
+    assert b.roots.paths == {root: str(tmp_path / "docs")}
 
     await a.write_vectors(MODEL, sorted(hashes("first text")), np.ones((1, 4), np.float32))
     assert await b_follow.others_wrote() is True
@@ -90,17 +90,17 @@ async def test_a_follower_behind_the_pruned_log_reloads(
     pair: tuple[Writer, Follow, Writer, Follow], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    a, a_follow, _b, b_follow = pair
+    a, a_follow, b, b_follow = pair
     monkeypatch.setattr(changes, "KEEP", 2)
-    root = await a.root_id(tmp_path / "docs")  # (b has read nothing yet)
+    root = await a.roots.root_id(tmp_path / "docs")  # (b has read nothing yet)
     for i in range(6):
         await a.write_files(root, [afile(f"f{i}.md", f"text {i}")])
     await a_follow.prune()
     assert await b_follow.others_wrote() is True
-    behind = await b_follow.read(MODEL, {})
+    behind = await b_follow.read(MODEL, b.roots)
     assert behind is not None and behind.reload
     b_follow.done(behind.upto)
-    assert await b_follow.read(MODEL, {}) is None  # caught up
+    assert await b_follow.read(MODEL, b.roots) is None  # caught up
 
 
 async def test_changes_that_could_not_be_applied_are_read_again(
@@ -108,7 +108,7 @@ async def test_changes_that_could_not_be_applied_are_read_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, _a_follow, b, b_follow = pair
-    root = await a.root_id(tmp_path / "docs")
+    root = await a.roots.root_id(tmp_path / "docs")
     await a.write_files(root, [afile("one.md", "first text")])
     real = changes.edges_of
     calls = 0

@@ -51,8 +51,8 @@ def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
 async def test_a_write_that_fails_mid_transaction_leaves_no_partial_file(
     writer: Writer, tmp_path: Path
 ) -> None:
-    await writer.adopt(MODEL)
-    root = await writer.root_id(tmp_path / "docs")
+    await writer.missing.adopt(MODEL)
+    root = await writer.roots.root_id(tmp_path / "docs")
     await writer.write_files(root, [afile("kept.md", "kept text")])
     good = afile("good.md", "good text")
     # two chunks with the same index and text get the same chunk_id: the UNIQUE
@@ -66,7 +66,7 @@ async def test_a_write_that_fails_mid_transaction_leaves_no_partial_file(
     assert rows(db, "SELECT rel_path FROM files ORDER BY rel_path") == [("kept.md",)]
     assert rows(db, "SELECT COUNT(*) FROM chunks") == [(1,)]
     assert rows(db, "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH 'good'") == [(0,)]
-    assert writer.missing == hashes("kept text")  # unchanged by the failed write
+    assert writer.missing.texts == hashes("kept text")  # unchanged by the failed write
 
 
 async def _refuse_root_deletes(writer: Writer) -> None:
@@ -79,36 +79,37 @@ async def _refuse_root_deletes(writer: Writer) -> None:
 async def test_forgetting_a_root_that_fails_at_the_end_keeps_all_of_it(
     writer: Writer, tmp_path: Path
 ) -> None:
-    await writer.adopt(MODEL)
-    root = await writer.root_id(tmp_path / "docs")
+    await writer.missing.adopt(MODEL)
+    root = await writer.roots.root_id(tmp_path / "docs")
     await writer.write_files(root, [afile("a.md", "alpha"), afile("b.md", "beta")])
     await _refuse_root_deletes(writer)
     with pytest.raises(IndexDatabaseError, match="roots are kept"):
-        await writer.forget_root(root)
+        await writer.roots.forget_root(root)
     db = tmp_path / "i.db"
     assert rows(db, "SELECT rel_path FROM files ORDER BY rel_path") == [("a.md",), ("b.md",)]
     assert rows(db, "SELECT COUNT(*) FROM chunks") == [(2,)]
-    assert writer.missing == hashes("alpha", "beta")
-    assert writer.roots == {root: str(tmp_path / "docs")}
+    assert writer.missing.texts == hashes("alpha", "beta")
+    assert writer.roots.paths == {root: str(tmp_path / "docs")}
 
 
 async def test_absorbing_a_root_that_fails_at_the_end_leaves_both_as_they_were(
     writer: Writer, tmp_path: Path
 ) -> None:
-    await writer.adopt(MODEL)
-    child = await writer.root_id(tmp_path / "docs" / "child")
+    await writer.missing.adopt(MODEL)
+    child = await writer.roots.root_id(tmp_path / "docs" / "child")
     await writer.write_files(child, [afile("c.md", "child text")])
-    parent = await writer.find_root(tmp_path / "docs")
+    parent = writer.roots.find_root(tmp_path / "docs")
     assert parent is None  # roots never overlap: the parent is made by moving the child
     await writer.conn.execute("INSERT INTO roots(path) VALUES (?)", (str(tmp_path / "docs"),))
-    parent = await writer.find_root(tmp_path / "docs")
+    await writer.roots.load()
+    parent = writer.roots.find_root(tmp_path / "docs")
     assert parent is not None
     await _refuse_root_deletes(writer)
     with pytest.raises(IndexDatabaseError, match="roots are kept"):
-        await writer.absorb(parent, child, "child/")
+        await writer.roots.absorb(parent, child, "child/")
     assert rows(tmp_path / "i.db", "SELECT root_id, rel_path FROM files") == [(child, "c.md")]
     await writer.conn.execute("DROP TRIGGER temp.keep_roots")
-    moved = await writer.absorb(parent, child, "child/")
+    moved = await writer.roots.absorb(parent, child, "child/")
     assert [f.rel_path for f in moved.files] == ["child/c.md"]
     assert rows(tmp_path / "i.db", "SELECT root_id, rel_path FROM files") == [
         (parent, "child/c.md")]
@@ -120,8 +121,8 @@ async def test_a_write_cancelled_while_another_process_holds_the_lock_leaves_no_
 ) -> None:
     # Cancelled while BEGIN waits for the lock, aiosqlite still runs that BEGIN on its
     # thread once the lock is free: the connection must not be left inside it.
-    await writer.adopt(MODEL)
-    root = await writer.root_id(tmp_path / "docs")
+    await writer.missing.adopt(MODEL)
+    root = await writer.roots.root_id(tmp_path / "docs")
     other = await connect(tmp_path / "i.db", busy_timeout_ms=1000)
     try:
         await other.execute("BEGIN IMMEDIATE")  # another process writes
@@ -147,33 +148,33 @@ async def test_a_write_cancelled_while_another_process_holds_the_lock_leaves_no_
 async def test_missing_texts_follow_writes_edits_vectors_and_deletes(
     writer: Writer, tmp_path: Path
 ) -> None:
-    assert writer.missing is None  # no model adopted yet
-    await writer.adopt(MODEL)
-    assert writer.missing == set()
-    root = await writer.root_id(tmp_path / "docs")
+    assert writer.missing.texts is None  # no model adopted yet
+    await writer.missing.adopt(MODEL)
+    assert writer.missing.texts == set()
+    root = await writer.roots.root_id(tmp_path / "docs")
     written = await writer.write_files(root, [afile("a.md", "alpha"), afile("b.md", "alpha")])
-    assert writer.missing == hashes("alpha") and written.lacking == 1
+    assert writer.missing.texts == hashes("alpha") and written.lacking == 1
     await writer.write_files(root, [afile("a.md", "beta")])  # edited before it was embedded
-    assert writer.missing == hashes("alpha", "beta")  # b.md still has "alpha"
+    assert writer.missing.texts == hashes("alpha", "beta")  # b.md still has "alpha"
     await writer.delete_files(root, ["b.md"])
-    assert writer.missing == hashes("beta")  # no chunk has "alpha" any more
+    assert writer.missing.texts == hashes("beta")  # no chunk has "alpha" any more
     (beta,) = hashes("beta")
     stored = await writer.write_vectors(MODEL, [beta], vectors(1))
-    assert writer.missing == set() and len(stored.added_ids) == 1
+    assert writer.missing.texts == set() and len(stored.added_ids) == 1
     again = await writer.write_files(root, [afile("c.md", "beta")])  # a known text
-    assert writer.missing == set() and again.lacking == 0 and len(again.added_ids) == 1
+    assert writer.missing.texts == set() and again.lacking == 0 and len(again.added_ids) == 1
 
 
 async def test_adopting_a_model_reads_what_lacks_its_vectors_and_drops_other_models(
     writer: Writer, tmp_path: Path
 ) -> None:
-    await writer.adopt("old-model")
-    root = await writer.root_id(tmp_path / "docs")
+    await writer.missing.adopt("old-model")
+    root = await writer.roots.root_id(tmp_path / "docs")
     await writer.write_files(root, [afile("a.md", "alpha", "beta")])
     await writer.write_vectors("old-model", sorted(hashes("alpha", "beta")), vectors(2))
-    assert writer.missing == set()
-    assert await writer.adopt(MODEL) == 2  # vectors of the old model dropped
-    assert writer.missing == hashes("alpha", "beta")
+    assert writer.missing.texts == set()
+    assert await writer.missing.adopt(MODEL) == 2  # vectors of the old model dropped
+    assert writer.missing.texts == hashes("alpha", "beta")
     assert rows(tmp_path / "i.db", "SELECT value FROM meta WHERE key = 'embedding_model'") \
         == [(MODEL,)]
 
@@ -181,16 +182,16 @@ async def test_adopting_a_model_reads_what_lacks_its_vectors_and_drops_other_mod
 async def test_scope_queries_take_underscore_and_percent_in_paths_literally(
     writer: Writer, tmp_path: Path
 ) -> None:
-    await writer.adopt(MODEL)
-    root = await writer.root_id(tmp_path / "docs")
+    await writer.missing.adopt(MODEL)
+    root = await writer.roots.root_id(tmp_path / "docs")
     await writer.write_files(root, [
         afile("a_b/x.md", "under"), afile("axb/y.md", "lookalike"),
         afile("100%/z.md", "percent"), afile("1000/w.md", "digits"),
     ])
-    assert await writer.missing_in([Scope(root, prefix="a_b/")]) == hashes("under")
-    assert await writer.missing_in([Scope(root, prefix="100%/")]) == hashes("percent")
-    assert await writer.missing_in([Scope(root, paths=("axb/y.md",))]) == hashes("lookalike")
-    assert await writer.missing_in([Scope(root)]) == hashes(
+    assert await writer.missing.in_scopes([Scope(root, prefix="a_b/")]) == hashes("under")
+    assert await writer.missing.in_scopes([Scope(root, prefix="100%/")]) == hashes("percent")
+    assert await writer.missing.in_scopes([Scope(root, paths=("axb/y.md",))]) == hashes("lookalike")
+    assert await writer.missing.in_scopes([Scope(root)]) == hashes(
         "under", "lookalike", "percent", "digits")
 
 
@@ -238,8 +239,8 @@ async def test_the_full_text_index_is_merged_once_writes_leave_it_in_pieces(
     # Each write transaction adds an FTS5 segment; a search reads every segment, so a
     # writer merges them once there are enough. Matches (and bm25) stay as they were.
     db = tmp_path / "i.db"
-    await writer.adopt(MODEL)
-    root = await writer.root_id(tmp_path / "docs")
+    await writer.missing.adopt(MODEL)
+    root = await writer.roots.root_id(tmp_path / "docs")
     segments = "SELECT COUNT(DISTINCT segid) FROM chunks_fts_idx"
     ranked = ("SELECT rowid, round(bm25(chunks_fts), 9) FROM chunks_fts "
               "WHERE chunks_fts MATCH 'otter' ORDER BY 2, 1")

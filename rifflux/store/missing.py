@@ -1,0 +1,223 @@
+"""The texts still lacking vectors, on the writer's connection.
+
+``Missing`` keeps, in memory, the exact set of texts (content hashes) that some
+chunk has and that lack a vector of the active model: it is read from the
+database once when the model is adopted, then kept exact by every write, this
+process's (``inspect`` inside the write's transaction, ``committed`` after it)
+and other processes' (``changed_elsewhere``, from what the change log says their
+commits wrote). Job completion (``JobQueue.settle``) is decided against it, so it
+never needs a query per job, and a text replaced before it was embedded simply
+stops being missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiosqlite
+import numpy as np
+
+from ..core.plan import Scope
+from .schema import mapped_errors, transaction
+from .written import Written, batches, marks
+
+#: Missing texts a follower checks one by one after another process's commit; beyond
+#: this, one read of every chunk is cheaper (80k probes: 79 ms; a full read: 54 ms).
+_PROBE_MOST = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a write changed among the texts, found inside its transaction."""
+
+    removed: list[tuple[int, str]]  # (chunk rowid, content hash)
+    added: list[tuple[int, str, int]]  # (chunk rowid, content hash, file id)
+    have: dict[str, bytes]  # stored vectors of added texts
+    gone: set[str]  # missing texts no chunk has any more
+
+
+def like_prefix(prefix: str) -> str:
+    """A ``LIKE`` pattern (with ``ESCAPE '\\'``) for the paths that start with ``prefix``."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+class Missing:
+    def __init__(self, conn: aiosqlite.Connection, db_path: Path, *,
+                 read_only: bool = False) -> None:
+        self.conn = conn
+        self.db_path = db_path
+        self.read_only = read_only
+        self._model: str | None = None
+        self._texts: set[str] | None = None  # None until a model is adopted
+
+    @property
+    def texts(self) -> Set[str] | None:
+        """Texts some chunk has without a vector of the active model; None until a
+        model is adopted, empty when there is none (nothing can be embedded)."""
+        return self._texts
+
+    @property
+    def model(self) -> str | None:
+        """The active model (None: none adopted, or none to adopt)."""
+        return self._model
+
+    async def adopt(self, model: str | None) -> int:
+        """Make ``model`` the active one: vectors of other models are deleted (they are
+        never mixed with its own), and the texts lacking a vector are read. Returns the
+        number of vectors dropped."""
+        self._model = model
+        if model is None or self.read_only:
+            self._texts = set()
+            return 0
+        with mapped_errors(self.db_path):
+            async with transaction(self.conn):
+                cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
+                dropped = cur.rowcount
+                await self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
+                    (model,),
+                )
+        self._texts = await self._lacking(model)
+        return dropped
+
+    async def refresh(self) -> None:
+        """Read the missing texts again, all of them (another process changed more than
+        the change log still tells)."""
+        if self._model is None or self._texts is None or self.read_only:
+            return
+        self._texts = await self._lacking(self._model)
+
+    def embedded_elsewhere(self, hashes: Sequence[str]) -> None:
+        """Another process stored vectors of these texts (of the active model)."""
+        if self._texts:
+            self._texts.difference_update(hashes)
+
+    async def files_changed_elsewhere(self, file_ids: Sequence[int]) -> None:
+        """Another process wrote or deleted these files: the missing texts follow from
+        their chunks alone (a full ``refresh`` reads every chunk): those that now lack
+        a vector are added, and missing texts no chunk has any more leave."""
+        if self._model is None or self._texts is None or self.read_only:
+            return
+        added: set[str] = set()
+        with mapped_errors(self.db_path):
+            for part in batches(file_ids):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT DISTINCT c.content_hash FROM chunks c WHERE c.file_id IN "
+                    f"({marks(len(part))}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
+                    "WHERE e.content_hash = c.content_hash AND e.model = ?)",
+                    (*part, self._model))
+                added.update(str(r[0]) for r in rows)
+        candidates = sorted(self._texts - added)
+        if len(candidates) > _PROBE_MOST:  # probing each costs more than one full read
+            self._texts = await self._lacking(self._model)
+            return
+        if candidates:
+            self._texts -= set(candidates) - await self._present(candidates)
+        self._texts |= added
+
+    async def in_scopes(self, scopes: Sequence[Scope]) -> set[str]:
+        """The missing texts of the chunks in ``scopes`` (no query when none is missing)."""
+        if not self._texts or self._model is None:
+            return set()
+        base = (
+            "SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.root_id = ? AND NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.content_hash = c.content_hash AND e.model = ?)"
+        )
+        out: set[str] = set()
+        with mapped_errors(self.db_path):
+            for scope in scopes:
+                if scope.paths is None:
+                    rows = await self.conn.execute_fetchall(
+                        base + " AND f.rel_path LIKE ? ESCAPE '\\'",
+                        (scope.root_id, self._model, like_prefix(scope.prefix)),
+                    )
+                    out.update(str(r[0]) for r in rows)
+                    continue
+                for part in batches(scope.paths):
+                    rows = await self.conn.execute_fetchall(
+                        base + f" AND f.rel_path IN ({marks(len(part))})",
+                        (scope.root_id, self._model, *part),
+                    )
+                    out.update(str(r[0]) for r in rows)
+        return out
+
+    # ------------------------------------------------------------ this process's writes
+
+    async def inspect(
+        self, removed: list[tuple[int, str]], added: list[tuple[int, str, int]]
+    ) -> Change:
+        """Inside a write's transaction: the stored vectors of the new chunks, and which
+        missing texts no chunk has any more (so that the set stays exact)."""
+        have: dict[str, bytes] = {}
+        gone: set[str] = set()
+        if self._model is not None and added:
+            have = await self._vectors_for(self._model, [h for _, h, _ in added])
+        if self._texts:
+            candidates = sorted(({h for _, h in removed} - {h for _, h, _ in added})
+                                & self._texts)
+            if candidates:
+                gone = set(candidates) - await self._present(candidates)
+        return Change(removed, added, have, gone)
+
+    def committed(self, change: Change) -> Written:
+        """After the write's commit: the set follows it, and the answer for the query
+        actor lists the chunks that have a vector already."""
+        have = change.have
+        kept = [(rowid, h, fid) for rowid, h, fid in change.added if h in have]
+        lacking = {h for _, h, _ in change.added if h not in have}
+        if self._texts is not None and self._model is not None:
+            self._texts -= change.gone
+            self._texts |= lacking
+        vectors = None
+        if kept:
+            blob = b"".join(have[h] for _, h, _ in kept)
+            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(kept), -1)
+        return Written(removed=tuple(r for r, _ in change.removed),
+                       added_ids=tuple(r for r, _, _ in kept),
+                       added_files=tuple(f for _, _, f in kept),
+                       added_vectors=vectors, lacking=len(lacking))
+
+    def stored(self, model: str, hashes: Sequence[str]) -> None:
+        """Vectors of these texts were written (by this process)."""
+        if self._texts is not None and model == self._model:
+            self._texts.difference_update(hashes)
+
+    # ------------------------------------------------------------ reads
+
+    async def _lacking(self, model: str) -> set[str]:
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT DISTINCT content_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?)",
+                (model,),
+            )
+        return {str(r[0]) for r in rows}
+
+    async def _present(self, hashes: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        with mapped_errors(self.db_path):
+            for part in batches(hashes):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT DISTINCT content_hash FROM chunks WHERE content_hash IN "
+                    f"({marks(len(part))})",
+                    part,
+                )
+                found.update(str(r[0]) for r in rows)
+        return found
+
+    async def _vectors_for(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(hashes))
+        with mapped_errors(self.db_path):
+            for part in batches(unique):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT content_hash, vector FROM embeddings WHERE model = ? AND "
+                    f"content_hash IN ({marks(len(part))})",
+                    (model, *part),
+                )
+                out.update((str(r[0]), bytes(r[1])) for r in rows)
+        return out
