@@ -5,6 +5,8 @@ with it. ``supervisor`` wires them:
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
+    timer --Ticked--> indexer (it looks at the change log: other processes' commits)
+    heartbeat: this process's row in ``processes``, on a connection of its own
 
 Each request to the query actor (a search, or one of the reads: chunk, file, lines,
 links, neighbours, tags, counts, roots, root counts, processes) is a message of its

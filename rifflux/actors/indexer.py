@@ -11,12 +11,16 @@ job queue applies its completion rule to the missing texts the store keeps.
 Every job is an error boundary: busy/locked errors are retried after the
 configured delays, any other failure fails that job, never the service.
 
-Other processes may write to the same index. A ticker looks at the change log a
-few times a second (``store.changes``) and, when another process committed,
-sends ``OthersWrote``: their changes reach the query actor as if they were the
-indexer's own commits, the missing texts are read again, and jobs waiting for
-texts that another process embedded complete. The ticker also keeps this
-process's row in ``processes`` fresh and, once a minute, prunes the log.
+Other processes may write to the same index. A timer sends ``Ticked`` a few
+times a second; the indexer then looks whether another process committed (one
+pragma on its connection) and reads their changes from the log
+(``store.changes``): they reach the query actor as if they were the indexer's
+own commits, the missing texts follow what they wrote, and jobs waiting for
+texts that another process embedded complete. The timer only sends: every
+statement on the writer's connection runs on the indexer's own task, between
+its messages, never inside a job's open transaction. (This process's row in
+``processes`` and the log's pruning are the heartbeat's, on a connection of its
+own: see ``actors.heartbeat``.)
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TypedDict
 
@@ -39,7 +42,6 @@ from ..core.ignore import IgnoreFiles
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
-from ..store.presence import Presence
 from ..store.writer import Writer, Written
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
@@ -50,8 +52,8 @@ from .messages import (
     IndexerMessage,
     ModelAdopted,
     ModelLoaded,
-    OthersWrote,
     QueryMessage,
+    Ticked,
     VectorsEmbedded,
     VectorsReset,
 )
@@ -65,10 +67,6 @@ _ADOPT_MAX_DELAY = 5.0
 FOLLOW_EVERY = 0.2
 #: Busy reads of other processes' changes, in a row, before reading everything instead.
 FOLLOW_TRIES = 5
-#: How often this process's row in ``processes`` is refreshed, in seconds.
-BEAT_EVERY = 5.0
-#: The change log is pruned every this many beats (a minute).
-PRUNE_EVERY_BEATS = 12
 
 
 class IndexerSnapshot(TypedDict):
@@ -93,14 +91,10 @@ class Indexer:
         query_out: MemoryObjectSendStream[QueryMessage],
         retry_out: MemoryObjectSendStream[IndexerMessage],
         follow: Follow | None = None,
-        presence: Presence | None = None,
-        roles: Callable[[], list[str]] = list,
     ) -> None:
         self._writer = writer
         self._follow = follow
         self._follow_failures = 0  # busy reads of the change log in a row
-        self._presence = presence
-        self._roles = roles
         self._embedder: Embedder | None = None
         self._settings = settings
         self._jobs = jobs
@@ -137,8 +131,7 @@ class Indexer:
                     anyio.create_task_group() as timers:
                 task_status.started()
                 # (a read-only open of an index older than the change log: nothing to do)
-                if self._follow is not None and (self._follow.available
-                                                 or self._presence is not None):
+                if self._follow is not None and self._follow.available:
                     timers.start_soon(self._tick, name="rifflux.indexer.follow")
                 await self._reread_stale()
                 async for msg in self._inbox:
@@ -146,8 +139,11 @@ class Indexer:
                         await self._adopt(msg, timers)
                     elif isinstance(msg, VectorsEmbedded):
                         await self._store_vectors(msg)
-                    elif isinstance(msg, OthersWrote):
-                        await self._others_wrote()
+                    elif isinstance(msg, Ticked):
+                        try:
+                            await self._look()
+                        finally:
+                            msg.looked.set()
                     while (job := self._jobs.start_next()) is not None:
                         await self._run(job)
                 timers.cancel_scope.cancel()
@@ -211,27 +207,27 @@ class Indexer:
     # ------------------------------------------------------------ other processes
 
     async def _tick(self) -> None:
-        """Look for other processes' commits a few times a second; keep this process's
-        row in ``processes`` fresh. Both are cheap (a pragma; a one-row write)."""
-        assert self._follow is not None
-        beaten, beats = -BEAT_EVERY, 0
+        """Send ``Ticked`` a few times a second, each once the last one is handled (while a
+        job runs, the next waits for it: nothing piles up in the inbox)."""
         while True:
+            tick = Ticked()
             try:
-                if self._presence is not None and time.monotonic() - beaten >= BEAT_EVERY:
-                    beaten, beats = time.monotonic(), beats + 1
-                    await self._presence.beat(self._roles())
-                    if beats % PRUNE_EVERY_BEATS == 0:
-                        await self._follow.prune()
-                if await self._follow.others_wrote():
-                    try:
-                        self._retry_out.send_nowait(OthersWrote())
-                    except anyio.WouldBlock:  # the inbox is full: look again next time
-                        self._follow.look_again()
+                await self._retry_out.send(tick)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return  # shutting down
-            except Exception as exc:  # the boundary: try again at the next tick
-                logger.debug("following other processes: %s", exc)
+            await tick.looked.wait()
             await anyio.sleep(FOLLOW_EVERY)
+
+    async def _look(self) -> None:
+        """Whether another process committed (a cheap pragma); if so, read what it did."""
+        assert self._follow is not None
+        try:
+            if not await self._follow.others_wrote():
+                return
+        except Exception as exc:  # the boundary: look again at the next tick
+            logger.debug("following other processes: %s", exc)
+            return
+        await self._others_wrote()
 
     async def _others_wrote(self) -> None:
         """Another process committed: apply what it changed as if it were ours. Until

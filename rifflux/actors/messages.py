@@ -100,12 +100,16 @@ class VectorsEmbedded:
     receipt: Receipt
 
 
-@dataclass(frozen=True, slots=True)
-class OthersWrote:
-    """Another process committed to the index: read its changes from the log."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ticked:
+    """The follow timer ticked: look whether another process committed to the index, and
+    if so read its changes from the log. ``looked`` is set once that is done (the timer
+    sends the next tick only then)."""
+
+    looked: anyio.Event = field(default_factory=anyio.Event)
 
 
-IndexerMessage = JobsQueued | ModelLoaded | VectorsEmbedded | OthersWrote
+IndexerMessage = JobsQueued | ModelLoaded | VectorsEmbedded | Ticked
 
 
 # ---------------------------------------------------------------- embedder inbox

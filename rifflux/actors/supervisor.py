@@ -4,8 +4,8 @@ task group, and stops them.
 ``async with Supervisor(settings) as service`` enters everything into an
 ``AsyncExitStack`` (as apscheduler v4's ``AsyncScheduler`` does) and hands out
 the ``Service`` handle; leaving passes the exception information on. Consumers
-start before producers (``await tg.start``): query, indexer, embedder, model
-loader, then the watch pipeline. Shutdown runs the other way: the watcher
+start before producers (``await tg.start``): query, indexer, heartbeat, embedder,
+model loader, then the watch pipeline. Shutdown runs the other way: the watcher
 stops (its pipeline drains), queued jobs are cancelled, a running job gets a
 bounded grace period, then the actors are cancelled and the connections closed.
 
@@ -13,7 +13,8 @@ bounded grace period, then the actors are cancelled and the connections closed.
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
-    other processes --change log--> indexer (OthersWrote) --IndexChanged--> query
+    other processes --change log--> indexer (Ticked: it looks) --IndexChanged--> query
+    heartbeat (a connection of its own): this process's row in ``processes``
 
 Several processes may open one index: each follows the others' commits through
 the change log, and only the holder of the embedding lease embeds.
@@ -52,6 +53,7 @@ from ..store.recovery import (
 from ..store.schema import connect
 from ..store.writer import Writer
 from .embedder import EmbedderActor
+from .heartbeat import Heartbeat
 from .indexer import Indexer
 from .jobs import Job, JobQueue, Target
 from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
@@ -104,6 +106,10 @@ class Supervisor:
             writer_conn = await self._connect(stack, db, readonly=s.read_only)
             query_conn = await self._connect(stack, db, readonly=True)
             embed_conn = await self._connect(stack, db, readonly=True)
+            # The heartbeat's, no one else's (see actors.heartbeat). Set up as the readers'
+            # are, the schema being the writer's to make: it writes only this process's
+            # row and prunes the change log.
+            beat_conn = None if s.read_only else await self._connect(stack, db, readonly=True)
             # This process among the others on the index: its changes are logged under
             # its origin, its presence kept fresh, and it embeds only with the lease.
             # (before anything that must be closed is made: this reads the file)
@@ -123,8 +129,8 @@ class Supervisor:
                 inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight,
             )
-            presence = None if s.read_only else Presence(writer_conn, db, origin)
-            if presence is not None:
+            presence = None if beat_conn is None else Presence(beat_conn, db, origin)
+            if presence is not None:  # (before the connection closes)
                 stack.push_async_callback(_leave, presence)
             lease = None if s.read_only else Lease(db)
 
@@ -138,7 +144,7 @@ class Supervisor:
                               settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
                               query_out=query_send.clone(), retry_out=indexer_send.clone(),
-                              follow=follow, presence=presence, roles=roles)
+                              follow=follow)
             embedder = EmbedderActor(reader=Reader(embed_conn, db), inbox=embed_recv,
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
@@ -160,6 +166,9 @@ class Supervisor:
             stack.push_async_callback(stop)
             await tg.start(query.run, name="rifflux.query")
             await tg.start(indexer.run, name="rifflux.indexer")
+            if presence is not None:
+                await tg.start(Heartbeat(presence=presence, roles=roles).run,
+                               name="rifflux.heartbeat")
             await tg.start(embedder.run, name="rifflux.embedder")
             await tg.start(loader.run, name="rifflux.model")
             if pipeline is not None:

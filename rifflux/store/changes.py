@@ -79,6 +79,14 @@ class Foreign:
     upto: int = 0
 
 
+async def prune(conn: aiosqlite.Connection, db_path: Path) -> None:
+    """Keep the last ``KEEP`` rows of the log (a follower further behind reloads
+    everything)."""
+    with mapped_errors(db_path):
+        await conn.execute(
+            "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?", (KEEP,))
+
+
 async def sequence(conn: aiosqlite.Connection) -> int:
     """The index's change sequence number (0 before any write)."""
     rows = await conn.execute_fetchall("SELECT COALESCE(MAX(seq), 0) FROM changes")
@@ -136,15 +144,17 @@ class Follow:
         Nothing counts as read until ``done(foreign.upto)``: whatever fails before the
         changes are applied, they are read again at the next look."""
         with mapped_errors(self.db_path):
-            rows = list(await self.conn.execute_fetchall(
-                "SELECT seq, origin, kind, ref, hash FROM changes WHERE seq > ? ORDER BY seq",
-                (self.seen,)))
-            if not rows:
+            bounds = await self.conn.execute_fetchall(
+                "SELECT MIN(seq), MAX(seq) FROM changes WHERE seq > ?", (self.seen,))
+            low, high = next(iter(bounds))
+            if high is None:
                 return None
-            upto = int(rows[-1][0])
-            if int(rows[0][0]) > self.seen + 1 and await self._pruned_past():
+            upto = int(high)
+            if int(low) > self.seen + 1 and await self._pruned_past():
                 return Foreign(Written(), reload=True, upto=upto)
-            theirs = [r for r in rows if r[1] != self.origin]
+            theirs = list(await self.conn.execute_fetchall(  # (this process's own left out)
+                "SELECT seq, origin, kind, ref, hash FROM changes WHERE seq > ? AND seq <= ? "
+                "AND origin != ? ORDER BY seq", (self.seen, upto, self.origin)))
             if not theirs:
                 self.seen = upto  # only this process's own
                 return None
@@ -205,9 +215,3 @@ class Follow:
             files=tuple(entries), files_removed=tuple(f for f in files if f not in present),
             files_replaced=tuple(files), roots=tuple(sorted(roots.paths.items())),
             roots_removed=roots_gone, links=edges)
-
-    async def prune(self) -> None:
-        """Keep the last ``KEEP`` rows (a follower further behind reloads everything)."""
-        with mapped_errors(self.db_path):
-            await self.conn.execute(
-                "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?", (KEEP,))

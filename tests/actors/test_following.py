@@ -1,29 +1,39 @@
 """The indexer following another process's commits when reading them fails: a job that
 waits on the other process still completes, and a failure that lasts is not read again
-five times a second. Two writers on one real SQLite file stand for the two processes."""
+five times a second. Two writers on one real SQLite file stand for the two processes:
+``a``'s indexer runs, and only it touches ``a``'s connection; the test drives ``b``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
+from anyio.abc import TaskGroup
 
 from rifflux import IndexBusyError, IndexDatabaseError
 from rifflux.actors import indexer as indexer_module
 from rifflux.actors.indexer import FOLLOW_TRIES, Indexer
-from rifflux.actors.jobs import Job, JobQueue, Target
-from rifflux.actors.messages import VectorsReset
+from rifflux.actors.jobs import Job, JobHandle, JobQueue, Target
+from rifflux.actors.messages import (
+    EmbedderMessage,
+    IndexerMessage,
+    JobsQueued,
+    ModelLoaded,
+    QueryMessage,
+    Ticked,
+    VectorsReset,
+)
 from rifflux.config import Settings
 from rifflux.store.changes import Follow
 from rifflux.store.writer import Writer
 
-from ..helpers import eventually
+from ..helpers import CountingEmbedder, eventually, write
 from ..store.test_changes import two_processes
-from ..store.test_writer import MODEL, afile, hashes
+from ..store.test_writer import MODEL, afile
 
 pytestmark = pytest.mark.anyio
 
@@ -34,32 +44,46 @@ class Processes:
     def __init__(self, db: Path, writers: list[Writer], follows: list[Follow]) -> None:
         self.a, self.b = writers
         self.a_follow = follows[0]
-        self.jobs = JobQueue(history=10, max_queued=10)
-        self.query_out, self.query_in = anyio.create_memory_object_stream[Any](100)
-        self._embed_out, self._embed_in = anyio.create_memory_object_stream[Any](100)
-        self.retry_out, self._inbox = anyio.create_memory_object_stream[Any](4)
+        self.inbox, inbox = anyio.create_memory_object_stream[IndexerMessage](4)
+        self.jobs = JobQueue(history=10, max_queued=10, on_submit=self._nudge)
+        self.query_out, self.query_in = anyio.create_memory_object_stream[QueryMessage](100)
+        embed_out, self._embed_in = anyio.create_memory_object_stream[EmbedderMessage](100)
         self.indexer = Indexer(writer=self.a, settings=Settings(db_path=db), jobs=self.jobs,
-                               inbox=self._inbox, embedder_out=self._embed_out,
-                               query_out=self.query_out, retry_out=self.retry_out,
-                               follow=self.a_follow)
-        self.indexer._model = MODEL
+                               inbox=inbox, embedder_out=embed_out, query_out=self.query_out,
+                               retry_out=self.inbox.clone(), follow=self.a_follow)
+
+    def _nudge(self) -> None:
+        self.inbox.send_nowait(JobsQueued())
+
+    async def start(self, tg: TaskGroup) -> None:
+        """``a``'s indexer runs, with the model adopted (as the model loader tells it)."""
+        await tg.start(self.indexer.run)
+        await self.inbox.send(ModelLoaded(embedder=CountingEmbedder(MODEL)))
+        with anyio.fail_after(5):
+            assert isinstance(await self.query_in.receive(), VectorsReset)
 
     def close(self) -> None:
-        for stream in (self.query_out, self.query_in, self._embed_out, self._embed_in,
-                       self.retry_out, self._inbox):
+        for stream in (self.inbox, self.query_out, self.query_in, self._embed_in):
             stream.close()
+
+    async def look(self) -> None:
+        """One more look at the change log by ``a``'s indexer, done."""
+        tick = Ticked()
+        await self.inbox.send(tick)
+        with anyio.fail_after(5):
+            await tick.looked.wait()
 
     def sent_to_query(self) -> list[str]:
         out = []
         while True:
             try:
                 out.append(type(self.query_in.receive_nowait()).__name__)
-            except anyio.WouldBlock:
+            except (anyio.WouldBlock, anyio.EndOfStream):
                 return out
 
 
 @pytest.fixture
-async def two(tmp_path: Path) -> AsyncIterator[Processes]:
+async def two(tmp_path: Path) -> Any:
     async with two_processes(tmp_path / "i.db") as pairs:
         processes = Processes(tmp_path / "i.db", [w for w, _ in pairs], [f for _, f in pairs])
         try:
@@ -72,42 +96,50 @@ def failing(monkeypatch: pytest.MonkeyPatch, error: Exception | None,
             times: int) -> list[int]:
     """Reading the other process's changes fails ``times`` times with ``error``."""
     reads: list[int] = []
-    real: Callable[..., Awaitable[Any]] = Follow._gather
+    real: Callable[..., Awaitable[Any]] = Follow.read
 
-    async def gather(self: Follow, *args: Any) -> Any:
+    async def read(self: Follow, *args: Any) -> Any:
         reads.append(1)
         if error is not None and len(reads) <= times:
             raise error
         return await real(self, *args)
 
-    monkeypatch.setattr(Follow, "_gather", gather)
+    monkeypatch.setattr(Follow, "read", read)
     return reads
 
 
-async def a_job_waiting_for_b(two: Processes, tmp_path: Path) -> Job:
-    """``a`` wrote a text and waits for its vector, which ``b`` (the embedder) stores."""
-    root = await two.a.roots.root_id(tmp_path / "docs")
-    assert root is not None
-    await two.a.write_files(root, [afile("one.md", "a text only b embeds")])
-    job = two.jobs.submit(Job([Target(tmp_path / "docs")]))
-    two.jobs.start_next()
-    two.jobs.mark_written(job)
-    two.jobs.wait_for(job, set(two.a.missing.texts))
+async def a_job_waiting_for_b(two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                              error: Exception, times: int) -> tuple[JobHandle, list[int]]:
+    """``a`` indexes a text and waits for its vector, which ``b`` (the embedder) stores;
+    reading ``b``'s changes then fails ``times`` times with ``error`` (the reads made)."""
+    write(tmp_path / "docs", "one.md", "# One\n\nA text only b embeds.\n")
+    job = JobHandle(two.jobs.submit(Job([Target(tmp_path / "docs")])))
+    await eventually(lambda: job.info()["phase"] == "embedding")
+    assert job.info()["pending_embeddings"] == 1
+    two.sent_to_query()  # (the file written)
+    reads = failing(monkeypatch, error, times)
     await two.b.missing.refresh()
-    hashes = sorted(two.b.missing.texts)
+    hashes = sorted(two.b.missing.texts or ())
     await two.b.write_vectors(MODEL, hashes, np.ones((len(hashes), 4), dtype=np.float32))
-    return job
+    return job, reads
+
+
+async def completed(job: JobHandle) -> None:
+    with anyio.fail_after(10):
+        assert (await job.finished()).info["status"] == "completed"
 
 
 async def test_an_unexpected_failure_reads_everything_again_and_the_job_completes(
     two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    job = await a_job_waiting_for_b(two, tmp_path)
-    reads = failing(monkeypatch, ValueError("a bug while applying"), times=99)
-    assert await two.a_follow.others_wrote()
-    await two.indexer._others_wrote()
-    assert len(reads) == 1
-    assert job.status == "completed" and not two.a.missing.texts
+    async with anyio.create_task_group() as tg:
+        await two.start(tg)
+        job, reads = await a_job_waiting_for_b(two, tmp_path, monkeypatch,
+                                               ValueError("a bug while applying"), times=99)
+        await completed(job)
+        await two.look()
+        tg.cancel_scope.cancel()
+    assert len(reads) == 1 and not two.a.missing.texts
     assert two.sent_to_query() == [VectorsReset.__name__]
     assert two.a_follow.seen == await two.a_follow.sequence()  # not read again
 
@@ -115,26 +147,30 @@ async def test_an_unexpected_failure_reads_everything_again_and_the_job_complete
 async def test_a_busy_read_is_tried_again_then_everything_is_read_instead(
     two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    job = await a_job_waiting_for_b(two, tmp_path)
-    reads = failing(monkeypatch, IndexBusyError("the index is locked"), times=99)
-    for _ in range(FOLLOW_TRIES * 2):
-        if await two.a_follow.others_wrote():
-            await two.indexer._others_wrote()
-    assert len(reads) == FOLLOW_TRIES  # then no more: nothing new was committed
-    assert job.status == "completed" and not two.a.missing.texts
+    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
+    async with anyio.create_task_group() as tg:
+        await two.start(tg)
+        job, reads = await a_job_waiting_for_b(two, tmp_path, monkeypatch,
+                                               IndexBusyError("the index is locked"), times=99)
+        await completed(job)
+        for _ in range(3):  # then no more: nothing new was committed
+            await two.look()
+        tg.cancel_scope.cancel()
+    assert len(reads) == FOLLOW_TRIES and not two.a.missing.texts
     assert VectorsReset.__name__ in two.sent_to_query()
 
 
 async def test_a_busy_read_that_clears_applies_the_changes_themselves(
     two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    job = await a_job_waiting_for_b(two, tmp_path)
-    reads = failing(monkeypatch, IndexBusyError("the index is locked"), times=2)
-    for _ in range(4):
-        if await two.a_follow.others_wrote():
-            await two.indexer._others_wrote()
-    assert len(reads) == 3
-    assert job.status == "completed" and not two.a.missing.texts
+    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
+    async with anyio.create_task_group() as tg:
+        await two.start(tg)
+        job, reads = await a_job_waiting_for_b(two, tmp_path, monkeypatch,
+                                               IndexBusyError("the index is locked"), times=2)
+        await completed(job)
+        tg.cancel_scope.cancel()
+    assert len(reads) == 3 and not two.a.missing.texts
     assert VectorsReset.__name__ not in two.sent_to_query()
 
 
@@ -143,60 +179,14 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
 ) -> None:
     reads = failing(monkeypatch, IndexDatabaseError("database disk image is malformed"),
                     times=10**6)
-    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
-    looks = 0
-    look = two.a_follow.others_wrote
-
-    async def counted() -> bool:
-        nonlocal looks
-        looks += 1
-        return await look()
-
-    monkeypatch.setattr(two.a_follow, "others_wrote", counted)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(two.indexer.run)
+        await two.start(tg)
         root = await two.b.roots.root_id(tmp_path / "docs")  # one commit by the other process
         assert root is not None
         await two.b.write_files(root, [afile("one.md", "b's text")])
-        await eventually(lambda: reads)  # (the indexer's ticker, in this process)
-        after = looks
-        await eventually(lambda: looks >= after + 50)  # fifty more ticks
+        await two.look()
+        assert len(reads) == 1
+        for _ in range(5):  # each a look at the log, after the failure
+            await two.look()
         tg.cancel_scope.cancel()
     assert len(reads) == 1
-
-
-async def test_missing_texts_follow_the_other_processes_files_without_a_full_read(
-    two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Every commit of a process indexing a large folder used to make the others read
-    # every chunk again for the texts lacking vectors; they now read the files it wrote.
-    full_reads: list[str] = []
-    lacking = two.a.missing._lacking
-
-    async def counted(model: str) -> set[str]:
-        full_reads.append(model)
-        return await lacking(model)
-
-    monkeypatch.setattr(two.a.missing, "_lacking", counted)
-    ours = await two.a.roots.root_id(tmp_path / "mine")
-    theirs = await two.b.roots.root_id(tmp_path / "docs")
-    assert ours is not None and theirs is not None
-    await two.a.write_files(ours, [afile("kept.md", "shared text")])  # a's own, lacking too
-
-    async def follow() -> None:
-        assert await two.a_follow.others_wrote()
-        await two.indexer._others_wrote()
-        assert two.a.missing.texts == await lacking(MODEL)  # what a full read would find
-
-    await two.b.write_files(theirs, [afile("x.md", "text one", "text two"),
-                                     afile("y.md", "shared text")])
-    await follow()
-    assert two.a.missing.texts == hashes("text one", "text two", "shared text")
-    await two.b.write_vectors(MODEL, sorted(hashes("text one")),
-                              np.ones((1, 4), dtype=np.float32))
-    await follow()
-    await two.b.delete_files(theirs, ["y.md"])  # a still has "shared text": it stays
-    await two.b.write_files(theirs, [afile("x.md", "text one", "text four")])
-    await follow()
-    assert two.a.missing.texts == hashes("text four", "shared text")  # "text two" is gone
-    assert full_reads == []

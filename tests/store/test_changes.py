@@ -95,7 +95,7 @@ async def test_a_follower_behind_the_pruned_log_reloads(
     root = await a.roots.root_id(tmp_path / "docs")  # (b has read nothing yet)
     for i in range(6):
         await a.write_files(root, [afile(f"f{i}.md", f"text {i}")])
-    await a_follow.prune()
+    await changes.prune(a.conn, tmp_path / "i.db")
     assert await b_follow.others_wrote() is True
     behind = await b_follow.read(MODEL, b.roots)
     assert behind is not None and behind.reload
