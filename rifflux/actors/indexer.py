@@ -242,10 +242,9 @@ class Indexer:
             if foreign.reload:  # the log no longer reaches back that far
                 await self._read_everything_again()
             else:
-                self._writer.missing.embedded_elsewhere(foreign.embedded)
-                if foreign.written.files_replaced:  # every file written or deleted
-                    await self._writer.missing.files_changed_elsewhere(
-                        foreign.written.files_replaced)
+                await self._writer.missing.changed_elsewhere(
+                    files=foreign.written.files_replaced,  # every file written or deleted
+                    texts_gone=foreign.texts_gone, embedded=foreign.embedded)
                 await self._committed(foreign.written)
                 follow.done(foreign.upto)
                 self._follow_failures = 0

@@ -3,7 +3,8 @@
 Every writing connection installs TEMP triggers (they live and die with the
 connection) that append a row to ``changes`` in the same transaction as each
 write: a file written or deleted, a root added or removed, a vector stored, a link
-resolved again (to another file, or to none). Each row carries the writing
+resolved again (to another file, or to none), a chunk deleted whose text had no
+vector (the followers' sets of texts lacking vectors may lose it). Each row carries the writing
 process's ``origin`` and a sequence number (the rowid: writes are serialised, so the
 sequence is the commit order).
 
@@ -58,7 +59,16 @@ END;
 CREATE TEMP TRIGGER IF NOT EXISTS log_vector_ai AFTER INSERT ON main.embeddings BEGIN
     INSERT INTO changes(origin, kind, hash) VALUES ({origin}, 'vector', new.content_hash);
 END;
+CREATE TEMP TRIGGER IF NOT EXISTS log_text_ad AFTER DELETE ON main.chunks
+WHEN NOT EXISTS (SELECT 1 FROM main.embeddings e WHERE e.content_hash = old.content_hash)
+BEGIN
+    INSERT INTO changes(origin, kind, hash) VALUES ({origin}, 'text_gone', old.content_hash);
+END;
 """
+
+
+def _hashes(rows: Sequence[sqlite3.Row], kind: str) -> tuple[str, ...]:
+    return tuple(sorted({str(r[4]) for r in rows if r[2] == kind}))
 
 
 def _quoted(text: str) -> str:
@@ -72,6 +82,8 @@ class Foreign:
     written: Written
     #: The texts whose vectors they stored.
     embedded: tuple[str, ...] = ()
+    #: Texts without a vector that some chunk they deleted had (others may still have).
+    texts_gone: tuple[str, ...] = ()
     #: The log no longer reaches back far enough: the matrix, the catalog and the
     #: missing texts must be read again whole.
     reload: bool = False
@@ -159,8 +171,8 @@ class Follow:
                 self.seen = upto  # only this process's own
                 return None
             return Foreign(await self._gather(theirs, model, roots),
-                           embedded=tuple(sorted({str(r[4]) for r in theirs
-                                                  if r[2] == "vector"})), upto=upto)
+                           embedded=_hashes(theirs, "vector"),
+                           texts_gone=_hashes(theirs, "text_gone"), upto=upto)
 
     def done(self, upto: int) -> None:
         """The changes up to ``upto`` are applied."""

@@ -5,9 +5,10 @@ chunk has and that lack a vector of the active model: it is read from the
 database once when the model is adopted, then kept exact by every write, this
 process's (``inspect`` inside the write's transaction, ``committed`` after it)
 and other processes' (``changed_elsewhere``, from what the change log says their
-commits wrote). Job completion (``JobQueue.settle``) is decided against it, so it
-never needs a query per job, and a text replaced before it was embedded simply
-stops being missing.
+commits wrote; ``refresh`` reads them all again, only when the log no longer
+tells). Job completion (``JobQueue.settle``) is decided against it, so it never
+needs a query per job, and a text replaced before it was embedded simply stops
+being missing.
 """
 
 from __future__ import annotations
@@ -22,10 +23,6 @@ import numpy as np
 from ..core.plan import Scope
 from .schema import mapped_errors, transaction
 from .written import Written, batches, marks
-
-#: Missing texts a follower checks one by one after another process's commit; beyond
-#: this, one read of every chunk is cheaper (80k probes: 79 ms; a full read: 54 ms).
-_PROBE_MOST = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,30 +87,26 @@ class Missing:
             return
         self._texts = await self._lacking(self._model)
 
-    def embedded_elsewhere(self, hashes: Sequence[str]) -> None:
-        """Another process stored vectors of these texts (of the active model)."""
-        if self._texts:
-            self._texts.difference_update(hashes)
-
-    async def files_changed_elsewhere(self, file_ids: Sequence[int]) -> None:
-        """Another process wrote or deleted these files: the missing texts follow from
-        their chunks alone (a full ``refresh`` reads every chunk): those that now lack
-        a vector are added, and missing texts no chunk has any more leave."""
+    async def changed_elsewhere(self, *, files: Sequence[int], texts_gone: Sequence[str],
+                                embedded: Sequence[str]) -> None:
+        """Other processes' commits, as the change log tells them: they wrote or deleted
+        ``files``, deleted chunks of the texts ``texts_gone`` (which had no vector), and
+        stored vectors of the texts ``embedded``. Only those are read: the texts of those
+        files that now lack a vector are added; the texts gone leave unless some chunk
+        still has them; the texts embedded leave."""
         if self._model is None or self._texts is None or self.read_only:
             return
+        self._texts.difference_update(embedded)
         added: set[str] = set()
         with mapped_errors(self.db_path):
-            for part in batches(file_ids):
+            for part in batches(files):
                 rows = await self.conn.execute_fetchall(
                     "SELECT DISTINCT c.content_hash FROM chunks c WHERE c.file_id IN "
                     f"({marks(len(part))}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
                     "WHERE e.content_hash = c.content_hash AND e.model = ?)",
                     (*part, self._model))
                 added.update(str(r[0]) for r in rows)
-        candidates = sorted(self._texts - added)
-        if len(candidates) > _PROBE_MOST:  # probing each costs more than one full read
-            self._texts = await self._lacking(self._model)
-            return
+        candidates = sorted(self._texts.intersection(texts_gone) - added)
         if candidates:
             self._texts -= set(candidates) - await self._present(candidates)
         self._texts |= added

@@ -33,7 +33,7 @@ from rifflux.store.writer import Writer
 
 from ..helpers import CountingEmbedder, eventually, write
 from ..store.test_changes import two_processes
-from ..store.test_writer import MODEL, afile
+from ..store.test_writer import MODEL, afile, hashes
 
 pytestmark = pytest.mark.anyio
 
@@ -190,3 +190,43 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
             await two.look()
         tg.cancel_scope.cancel()
     assert len(reads) == 1
+
+
+async def test_the_missing_texts_follow_what_the_other_process_wrote_and_only_that(
+    two: Processes, tmp_path: Path,
+) -> None:
+    # Every commit of a process indexing a large folder used to make the others check
+    # every text still lacking a vector; they now read only what its commits wrote.
+    async with anyio.create_task_group() as tg:
+        await two.start(tg)
+        for i in range(20):
+            write(tmp_path / "mine", f"n{i}.md", f"# Note {i}\n\nMy own text number {i}.\n")
+        job = JobHandle(two.jobs.submit(Job([Target(tmp_path / "mine")])))
+        await eventually(lambda: job.info()["phase"] == "embedding")
+        ours = set(two.a.missing.texts or ())
+        assert len(ours) == 20
+        statements: list[str] = []
+        await two.a.conn.set_trace_callback(statements.append)  # (a's indexer runs them)
+
+        async def follow() -> None:
+            await two.look()
+            await two.b.missing.refresh()  # what a full read finds, on b's connection
+            assert two.a.missing.texts == two.b.missing.texts
+
+        theirs = await two.b.roots.root_id(tmp_path / "docs")
+        assert theirs is not None
+        await two.b.write_files(theirs, [afile("x.md", "text one", "text two", "shared"),
+                                         afile("y.md", "shared")])
+        await follow()
+        assert two.a.missing.texts == ours | hashes("text one", "text two", "shared")
+        await two.b.write_vectors(MODEL, sorted(hashes("text one")),
+                                  np.ones((1, 4), dtype=np.float32))
+        await follow()
+        await two.b.delete_files(theirs, ["y.md"])  # x.md still has "shared": it stays
+        await two.b.write_files(theirs, [afile("x.md", "text one", "text four", "shared")])
+        await follow()
+        assert two.a.missing.texts == ours | hashes("text four", "shared")  # "two" is gone
+        tg.cancel_scope.cancel()
+    read = [sql for sql in statements if "chunks" in sql]
+    assert read and all(" IN (" in sql for sql in read)  # by key, never all of them
+    assert not [h for h in ours if any(h in sql for sql in statements)]  # nor a's own
