@@ -201,7 +201,7 @@ class Indexer:
             ModelAdopted(embedder=None if self._settings.read_only else embedder))
         for job in self._jobs.awaiting_texts():  # written before the model was known
             await self._wait_for_vectors(job)
-        self._jobs.settle(self._writer.missing.texts)
+        self._settle()
         self._nudge_embedder()
 
     # ------------------------------------------------------------ other processes
@@ -278,7 +278,7 @@ class Indexer:
             logger.warning("cannot read the texts still to embed: %s", exc)
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._query.send(VectorsReset(embedder=self._embedder, catalog=True))
-        self._jobs.settle(self._writer.missing.texts)
+        self._settle()
 
     async def _send_later(self, msg: IndexerMessage, delay: float) -> None:
         await anyio.sleep(delay)
@@ -308,7 +308,12 @@ class Indexer:
                 files=written.files, files_removed=written.files_removed,
                 roots=written.roots, roots_removed=written.roots_removed,
                 files_replaced=written.files_replaced, links=written.links))
-        self._jobs.settle(self._writer.missing.texts, stored)
+        self._settle(stored)
+
+    def _settle(self, stored: frozenset[str] = frozenset()) -> None:
+        """Jobs are checked for completion against what changed among the missing texts."""
+        missing = self._writer.missing
+        self._jobs.settle(missing.texts, missing.take_left(), stored)
 
     def _nudge_embedder(self) -> None:
         if not self._writer.missing.texts:
@@ -360,7 +365,7 @@ class Indexer:
         self._stats["files_written"] += len(job.progress.indexed)
         self._jobs.mark_written(job)
         await self._wait_for_vectors(job)
-        self._jobs.settle(self._writer.missing.texts)
+        self._settle()
         self._nudge_embedder()
 
     async def _wait_for_vectors(self, job: Job) -> None:

@@ -10,6 +10,8 @@ once none of the texts it waits for still lacks a vector of the active model.
 The texts it waits for are those its scope lacked vectors for when its files
 were written; the store keeps the set of texts that lack vectors exact, so a
 text an edit replaced, or that another job embedded, stops holding the job up.
+Its cost follows what each commit changed: the texts that stopped lacking a
+vector are looked up in an index of which jobs wait for them.
 
 Coalescing of file events happens once, in the debouncer: jobs are never
 merged here.
@@ -186,6 +188,9 @@ class JobQueue:
         self._on_submit = on_submit
         self._running: Job | None = None
         self._embedding: list[Job] = []  # written, waiting for vectors
+        #: Each text the written jobs wait for, with the jobs that wait for it.
+        self._waiters: dict[str, list[Job]] = {}
+        self._fresh: list[Job] = []  # waiting since the last settle: not checked yet
         self._history: deque[Job] = deque(maxlen=history)
         self._closed = False
         self._idle = anyio.Event()  # no job running
@@ -250,27 +255,54 @@ class JobQueue:
         return [job for job in self._embedding if job.waiting is None]
 
     def wait_for(self, job: Job, texts: Set[str]) -> None:
+        """The written ``job`` waits for ``texts`` (those its scope lacks vectors for)."""
         job.waiting = set(texts)
+        for text in job.waiting:
+            self._waiters.setdefault(text, []).append(job)
+        self._fresh.append(job)
 
-    def settle(self, missing: Set[str] | None, stored: Set[str] = frozenset()) -> None:
+    def settle(self, missing: Set[str] | None, left: Set[str] = frozenset(),
+               stored: Set[str] = frozenset()) -> None:
         """The completion rule, checked after every commit: a written job is complete
-        once none of its texts is ``missing`` (lacks a vector). ``stored`` are texts
-        whose vectors were just written (counted as embedded by the jobs that wait)."""
+        once none of its texts is ``missing`` (lacks a vector). ``left`` are the texts
+        that stopped lacking one since the last check, ``stored`` those whose vectors
+        were just written (counted as embedded by the jobs that wait for them). The
+        cost follows them, and the jobs that began waiting since (checked once, whole),
+        never the size of the jobs still waiting."""
         if missing is None:
             return  # the model is not known yet: nobody knows what lacks a vector
-        still: list[Job] = []
-        for job in self._embedding:
-            if job.waiting is None:
-                still.append(job)
-                continue
-            if stored:
-                job.embedded += len(job.waiting & stored)
-            job.waiting &= missing
-            if job.waiting:
-                still.append(job)
-            else:
-                self._finish(job, "completed")
-        self._embedding = still
+        for text in stored:
+            for job in self._waiters.get(text, ()):
+                job.embedded += 1
+        ended: list[Job] = []
+        for text in left:
+            for job in self._waiters.pop(text, ()):
+                assert job.waiting is not None
+                job.waiting.discard(text)
+                if not job.waiting:
+                    ended.append(job)
+        fresh, self._fresh = self._fresh, []
+        for job in fresh:
+            if job.waiting is None or job.done.is_set():
+                continue  # (cancelled meanwhile)
+            for text in job.waiting - missing:  # left before this check began
+                job.waiting.discard(text)
+                self._unwait(text, job)
+            if not job.waiting:
+                ended.append(job)
+        if ended:
+            finished = set(ended)
+            for job in self._embedding:
+                if job in finished:
+                    self._finish(job, "completed")
+            self._embedding = [job for job in self._embedding if job not in finished]
+
+    def _unwait(self, text: str, job: Job) -> None:
+        jobs = self._waiters.get(text)
+        if jobs is not None:
+            jobs.remove(job)
+            if not jobs:
+                del self._waiters[text]
 
     def close(self) -> None:
         """Cancel queued jobs and those waiting for vectors; accept no new ones."""
@@ -281,6 +313,7 @@ class JobQueue:
         for job in self._embedding:
             self._finish(job, "cancelled", "Rifflux shut down before its embeddings were written")
         self._embedding = []
+        self._waiters, self._fresh = {}, []
 
     def _ran(self, job: Job) -> None:
         if self._running is job:

@@ -13,7 +13,7 @@ being missing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,12 +49,30 @@ class Missing:
         self.read_only = read_only
         self._model: str | None = None
         self._texts: set[str] | None = None  # None until a model is adopted
+        self._left: set[str] = set()  # texts that left it since ``take_left``
 
     @property
     def texts(self) -> Set[str] | None:
         """Texts some chunk has without a vector of the active model; None until a
         model is adopted, empty when there is none (nothing can be embedded)."""
         return self._texts
+
+    def take_left(self) -> set[str]:
+        """The texts that stopped lacking a vector since the last call (a vector was
+        stored, or no chunk has them any more), for ``JobQueue.settle``."""
+        left, self._left = self._left, set()
+        return left
+
+    def _drop(self, texts: Iterable[str]) -> None:
+        assert self._texts is not None
+        gone = self._texts.intersection(texts)
+        self._texts -= gone
+        self._left |= gone
+
+    def _replace(self, texts: set[str]) -> None:
+        if self._texts is not None:
+            self._left |= self._texts - texts
+        self._texts = texts
 
     @property
     def model(self) -> str | None:
@@ -67,7 +85,7 @@ class Missing:
         number of vectors dropped."""
         self._model = model
         if model is None or self.read_only:
-            self._texts = set()
+            self._replace(set())
             return 0
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
@@ -77,7 +95,7 @@ class Missing:
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
                     (model,),
                 )
-        self._texts = await self._lacking(model)
+        self._replace(await self._lacking(model))
         return dropped
 
     async def refresh(self) -> None:
@@ -85,7 +103,7 @@ class Missing:
         the change log still tells)."""
         if self._model is None or self._texts is None or self.read_only:
             return
-        self._texts = await self._lacking(self._model)
+        self._replace(await self._lacking(self._model))
 
     async def changed_elsewhere(self, *, files: Sequence[int], texts_gone: Sequence[str],
                                 embedded: Sequence[str]) -> None:
@@ -96,7 +114,7 @@ class Missing:
         still has them; the texts embedded leave."""
         if self._model is None or self._texts is None or self.read_only:
             return
-        self._texts.difference_update(embedded)
+        self._drop(embedded)
         added: set[str] = set()
         with mapped_errors(self.db_path):
             for part in batches(files):
@@ -108,7 +126,7 @@ class Missing:
                 added.update(str(r[0]) for r in rows)
         candidates = sorted(self._texts.intersection(texts_gone) - added)
         if candidates:
-            self._texts -= set(candidates) - await self._present(candidates)
+            self._drop(set(candidates) - await self._present(candidates))
         self._texts |= added
 
     async def in_scopes(self, scopes: Sequence[Scope]) -> set[str]:
@@ -163,7 +181,7 @@ class Missing:
         kept = [(rowid, h, fid) for rowid, h, fid in change.added if h in have]
         lacking = {h for _, h, _ in change.added if h not in have}
         if self._texts is not None and self._model is not None:
-            self._texts -= change.gone
+            self._drop(change.gone)
             self._texts |= lacking
         vectors = None
         if kept:
@@ -177,7 +195,7 @@ class Missing:
     def stored(self, model: str, hashes: Sequence[str]) -> None:
         """Vectors of these texts were written (by this process)."""
         if self._texts is not None and model == self._model:
-            self._texts.difference_update(hashes)
+            self._drop(hashes)
 
     # ------------------------------------------------------------ reads
 

@@ -45,10 +45,22 @@ async def test_a_job_completes_once_none_of_its_texts_is_missing() -> None:
     assert job.phase == "embedding" and job.snapshot()["pending_embeddings"] == 2
     q.settle(missing={"h1", "h2", "other"}, stored=frozenset())
     assert not job.done.is_set()
-    q.settle(missing={"h2", "other"}, stored=frozenset({"h1"}))
+    q.settle(missing={"h2", "other"}, left={"h1"}, stored=frozenset({"h1"}))
     assert not job.done.is_set() and job.embedded == 1
-    q.settle(missing={"other"}, stored=frozenset({"h2"}))
+    q.settle(missing={"other"}, left={"h2"}, stored=frozenset({"h2"}))
     assert job.status == "completed" and job.done.is_set() and job.embedded == 2
+
+
+async def test_jobs_waiting_for_one_text_complete_together_when_its_vector_is_stored() -> None:
+    q = queue()
+    first = written(q, {"shared", "h1"})
+    second = written(q, {"shared"})
+    q.settle(missing={"shared", "h1"})
+    q.settle(missing={"h1"}, left={"shared"}, stored=frozenset({"shared"}))
+    assert second.status == "completed" and second.embedded == 1
+    assert not first.done.is_set() and first.snapshot()["pending_embeddings"] == 1
+    q.settle(missing=set(), left={"h1"})  # replaced by an edit: never embedded
+    assert first.status == "completed" and first.embedded == 1
 
 
 async def test_a_text_replaced_before_it_was_embedded_does_not_hold_the_job() -> None:
