@@ -220,7 +220,8 @@ class Indexer:
 
     async def _look(self) -> None:
         """Whether another process committed (a cheap pragma); if so, read what it did."""
-        assert self._follow is not None
+        if self._follow is None or not self._follow.available:
+            return
         try:
             if not await self._follow.others_wrote():
                 return

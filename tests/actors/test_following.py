@@ -5,7 +5,7 @@ five times a second. Two writers on one real SQLite file stand for the two proce
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ class Processes:
 
 
 @pytest.fixture
-async def two(tmp_path: Path) -> Any:
+async def two(tmp_path: Path) -> AsyncIterator[Processes]:
     async with two_processes(tmp_path / "i.db") as pairs:
         processes = Processes(tmp_path / "i.db", [w for w, _ in pairs], [f for _, f in pairs])
         try:
