@@ -31,7 +31,7 @@ class Traced:
 
     def connect(self, real: Any) -> Any:
         async def connect(*args: Any, **kwargs: Any) -> aiosqlite.Connection:
-            conn = await real(*args, **kwargs)
+            conn: aiosqlite.Connection = await real(*args, **kwargs)
             number = id(conn)
 
             def trace(sql: str) -> None:  # (on the connection's own thread)
