@@ -14,6 +14,7 @@ import pytest
 from rifflux import IndexDatabaseError, SchemaVersionError
 from rifflux.core.chunker import FileMetadata, make_chunk
 from rifflux.core.plan import Scope
+from rifflux.store import schema
 from rifflux.store.schema import connect
 from rifflux.store.writer import FileToWrite, Writer
 
@@ -206,7 +207,7 @@ async def test_another_schema_version_is_refused_with_what_to_do(tmp_path: Path)
 
 
 async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_holds_up(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Two processes opening a new index at once: one writes it still in rollback-journal
     # mode while the other asks for WAL, which SQLite refuses at once ("database is
@@ -216,14 +217,25 @@ async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_h
     other.execute("CREATE TABLE held(x)")
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO held VALUES (1)")  # a reserved lock, held
+    refused = anyio.Event()
+    is_busy = schema._is_busy
 
-    async def release_later() -> None:
-        await anyio.sleep(0.3)
-        other.execute("COMMIT")
-        other.close()
+    def seen_busy(exc: sqlite3.Error) -> bool:
+        refused.set()  # the open was told "locked": it is waiting now
+        return is_busy(exc)
+
+    monkeypatch.setattr(schema, "_is_busy", seen_busy)
+
+    async def release_once_refused() -> None:
+        try:
+            with anyio.fail_after(5):
+                await refused.wait()
+            other.execute("COMMIT")
+        finally:
+            other.close()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(release_later)
+        tg.start_soon(release_once_refused)
         conn = await connect(db, busy_timeout_ms=5000)
     try:
         row = await (await conn.execute("PRAGMA journal_mode")).fetchone()
