@@ -408,9 +408,14 @@ async def test_a_background_reindex_names_the_model_even_while_it_loads(
         async def ask() -> None:
             started.update(await rf.reindex(root, background=True))
 
+        async def queued() -> bool:
+            return bool((await rf.status())["jobs"])
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask)
-            await anyio.wait_all_tasks_blocked()  # asked while the model loads
+            await eventually(queued)  # the job is in, the model still loading
+            await anyio.wait_all_tasks_blocked()
+            assert started == {}  # the answer waits for the model
             loading.set()
         assert (started["embedding_model"], started["embedding_backend"]) == (
             "counting-v1", "hash")
