@@ -7,6 +7,7 @@ import os
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -64,12 +65,23 @@ async def vault(tmp_path: Path) -> Path:
     return root.resolve()
 
 
-async def search_paths(rf: Rifflux, **filters: object) -> list[str]:
+class Filters(TypedDict, total=False):
+    """The filters ``search_paths`` passes on (a misspelt one is a type error)."""
+
+    paths: list[str]
+    root: str
+    tags: list[str]
+    frontmatter: dict[str, str | float]
+    modified_after: str
+    modified_before: str
+
+
+async def search_paths(rf: Rifflux, **filters: Unpack[Filters]) -> list[str]:
     """The files a search for otters finds under ``filters``. Every note of the vault
     mentions otters in its one chunk, so each mode must find the same files."""
     found: dict[str, list[str]] = {}
     for mode in MODES:
-        hits = await rf.search("otters", top_k=10, mode=mode, **filters)  # type: ignore[arg-type]
+        hits = await rf.search("otters", top_k=10, mode=mode, **filters)
         found[mode] = sorted(r["path"] for r in hits)
     assert len({tuple(paths) for paths in found.values()}) == 1, found
     return found["hybrid"]
@@ -106,8 +118,13 @@ async def test_each_filter_alone_and_combined(tmp_path: Path, vault: Path) -> No
         assert await search_paths(rf, tags=["project"], modified_after="1w",
                                   paths=["projects/*"]) == ["projects/alpha.md"]
         assert await search_paths(rf, tags=["nosuchtag"]) == []
-        assert await search_paths(rf, root="vault") == await search_paths(rf)
-        assert await search_paths(rf, root=str(vault)) == await search_paths(rf)
+        in_vault = await search_paths(rf)
+        elsewhere = note(tmp_path / "elsewhere", "far.md", "Otters far from the vault.").parent
+        await rf.reindex(elsewhere)  # a second root: root has something to leave out
+        assert await search_paths(rf) == sorted([*in_vault, "far.md"])
+        assert await search_paths(rf, root="vault") == in_vault
+        assert await search_paths(rf, root=str(vault)) == in_vault
+        assert await search_paths(rf, root="elsewhere") == ["far.md"]
 
 
 async def test_results_say_where_they_are_and_what_note_they_belong_to(
