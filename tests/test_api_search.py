@@ -4,7 +4,6 @@ public library API on a real SQLite file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,33 +14,10 @@ from .helpers import CountingEmbedder, ZeroQueryEmbedder, write
 
 pytestmark = pytest.mark.anyio
 
-DOCS = {
-    "install.md": "# Install\n\nRun pip install rifflux to install the package on Linux.\n\n"
-    "## Windows\n\nOn Windows use the installer and restart the shell.\n",
-    "search.md": "# Searching\n\nHybrid search fuses BM25 and embeddings with reciprocal "
-    "rank fusion.\n\n## Lexical\n\nFTS5 ranks chunks by bm25.\n",
-    "cooking.md": "# Pancakes\n\nMix flour, eggs and milk; fry in butter until golden.\n",
-}
 
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    for rel, text in DOCS.items():
-        write(root, rel, text)
-    return root
-
-
-async def open_indexed(tmp_path: Path, corpus: Path, embedder: Any) -> Rifflux:
-    rf = Rifflux(tmp_path / "index.db", embedder=embedder)
-    await rf.__aenter__()
-    await rf.reindex(corpus)
-    return rf
-
-
-async def test_lexical_results_have_bm25_only(tmp_path: Path, corpus: Path) -> None:
+async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("bm25 fusion", mode="lexical")
     assert results
     for r in results:
@@ -53,9 +29,9 @@ async def test_lexical_results_have_bm25_only(tmp_path: Path, corpus: Path) -> N
     assert bm25 == sorted(bm25)  # SQLite's bm25: lower is better
 
 
-async def test_semantic_results_have_cosine(tmp_path: Path, corpus: Path) -> None:
+async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("flour eggs milk", mode="semantic", top_k=3)
     assert results
     assert all(set(r["score_breakdown"]) == {"cosine"} for r in results)
@@ -64,9 +40,9 @@ async def test_semantic_results_have_cosine(tmp_path: Path, corpus: Path) -> Non
     assert results[0]["path"] == "cooking.md"
 
 
-async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("install windows")
     assert results
     for r in results:
@@ -75,18 +51,20 @@ async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, corpus: Path) -
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
 @pytest.mark.parametrize("top_k", [1, 2, 5])
-async def test_at_most_top_k_results(tmp_path: Path, corpus: Path, mode: str, top_k: int) -> None:
+async def test_at_most_top_k_results(
+    tmp_path: Path, search_docs: Path, mode: str, top_k: int,
+) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("install search pancakes fusion", top_k=top_k, mode=mode)
     assert 1 <= len(results) <= top_k
 
 
-async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs: Path) -> None:
     for i in range(12):
-        write(corpus, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
+        write(search_docs, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), rrf_k=60) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         top_k = 5
         query = "install search fusion"
         lexical = await rf.search(query, top_k=top_k * 2, mode="lexical")
@@ -119,9 +97,9 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path
     assert both, "the test needs a chunk present in both branches"
 
 
-async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("zzzunknownword", mode="hybrid", top_k=3)
         lexical = await rf.search("zzzunknownword", mode="lexical")
     assert lexical == []
@@ -129,12 +107,12 @@ async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, corpus: Path) ->
     assert [r["score_breakdown"]["semantic_rank"] for r in results] == [1, 2, 3]
 
 
-async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Path) -> None:
     # backend "onnx" with a missing model: no query vector can ever be made
     async with Rifflux(
         tmp_path / "i.db", embedding_backend="onnx", model_dir=tmp_path / "no-model"
     ) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         semantic = await rf.search("install", mode="semantic")
         hybrid = await rf.search("install", mode="hybrid")
         status = await rf.status()
@@ -143,16 +121,16 @@ async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, corpus: Path) -
     assert "model.onnx" in status["embedding_error"]
 
 
-async def test_both_branches_empty(tmp_path: Path, corpus: Path) -> None:
+async def test_both_branches_empty(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         assert await rf.search("anything at all") == []  # nothing indexed yet
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         assert await rf.search("!!!") == []
 
 
-async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, corpus: Path) -> None:
+async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=ZeroQueryEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("install", mode="semantic", top_k=3)
     assert results and all(r["score_breakdown"]["cosine"] == 0.0 for r in results)
 
@@ -178,9 +156,9 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
-async def test_hostile_queries_never_raise(tmp_path: Path, corpus: Path, mode: str) -> None:
+async def test_hostile_queries_never_raise(tmp_path: Path, search_docs: Path, mode: str) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         for query in HOSTILE:
             results = await rf.search(query, mode=mode, top_k=3)
             assert isinstance(results, list) and len(results) <= 3
@@ -196,9 +174,9 @@ async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> No
                 await rf.search("x", top_k=bad)
 
 
-async def test_get_chunk_and_get_file_read_back(tmp_path: Path, corpus: Path) -> None:
+async def test_get_chunk_and_get_file_read_back(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         hit = (await rf.search("pancakes", mode="lexical"))[0]
         chunk = await rf.get_chunk(hit["chunk_id"])
         assert chunk is not None and chunk["content"] == hit["content"]
@@ -206,14 +184,14 @@ async def test_get_chunk_and_get_file_read_back(tmp_path: Path, corpus: Path) ->
         f = await rf.get_file("install.md")
         assert f is not None and f["path"] == "install.md"
         assert [c["chunk_index"] for c in f["chunks"]] == list(range(len(f["chunks"])))
-        same = await rf.get_file(str(corpus / "install.md"))
+        same = await rf.get_file(str(search_docs / "install.md"))
         assert same is not None and same["chunks"] == f["chunks"]
         assert await rf.get_file("missing.md") is None
 
 
-async def test_status_has_the_spec_fields(tmp_path: Path, corpus: Path) -> None:
+async def test_status_has_the_spec_fields(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         status = await rf.status()
     for key in ("files", "chunks", "embeddings", "pending_embeddings"):
         assert isinstance(status[key], int)

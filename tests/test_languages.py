@@ -14,9 +14,15 @@ import pytest
 from rifflux import Rifflux
 from rifflux.core.fts_query import build_match
 
-from .helpers import CountingEmbedder, eventually, indexed_then_downgraded, write
-from .test_cli import rifflux_cli
-from .test_mcp_stdio import call, mcp_session
+from .helpers import (
+    CountingEmbedder,
+    call,
+    eventually,
+    indexed_then_downgraded,
+    mcp_session,
+    rifflux_cli,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -29,7 +29,7 @@ from rifflux.mcp.front import SEED, Front, Inbound, Wire, cache_path, load_snaps
 from rifflux.mcp.handoff import _refresh_snapshot, _write_json, capture_handshake
 from rifflux.mcp.server import build_server
 
-from .test_mcp_stdio import server_env, write_corpus
+from .helpers import server_env, write_corpus
 
 SEED_DATA: dict[str, Any] = json.loads(SEED.read_text(encoding="utf-8"))
 LATEST = SEED_DATA["handshake_versions"][-1]

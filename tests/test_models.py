@@ -17,31 +17,13 @@ import pytest
 from rifflux import Rifflux
 from rifflux.core.embedders import BUNDLED_MODEL, OnnxEmbedder, locate_model
 
-from .helpers import eventually, write
-from .test_cli import cli_env, rifflux_cli
+from .helpers import TOPICS, cli_env, eventually, rifflux_cli
 
 pytestmark = pytest.mark.anyio
 
 
-CORPUS = {
-    "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
-    "twice a week; avoid wetting the leaves.\n",
-    "travel.md": "# Travel\n\n## Packing light\n\nBring one carry-on bag, roll your clothes "
-    "and leave the hair dryer at home.\n",
-    "cooking.md": "# Kitchen\n\n## Baking bread\n\nKnead the dough for ten minutes, let it "
-    "rise for an hour, then bake at 220 degrees.\n",
-}
-
 CLS_WITH_PREFIXES = {"name": "minilm-cls", "pooling": "cls", "query_prefix": "query: ",
                      "document_prefix": "passage: "}
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    for rel, text in CORPUS.items():
-        write(root, rel, text)
-    return root
 
 
 def minilm_dir(where: Path, config: dict[str, Any] | str | None = None) -> Path:
@@ -147,17 +129,17 @@ def test_cls_pooling_and_prefixes_change_the_vectors_and_the_label(tmp_path: Pat
 
 
 async def test_an_index_of_the_default_model_is_re_embedded_under_a_new_configuration(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics: Path
 ) -> None:
     db = tmp_path / "i.db"
     model_dir = minilm_dir(tmp_path / "cls", CLS_WITH_PREFIXES)
     async with Rifflux(db, embedding_backend="onnx") as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(topics)
     before = stored_vectors(db)
     assert before and {model for _, model in before} == {BUNDLED_MODEL}
 
     async with Rifflux(db, embedding_backend="onnx", model_dir=model_dir) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics)
         status = await rf.status()
         hits = await rf.search("how often to water tomatoes", mode="semantic", top_k=1)
     after = stored_vectors(db)
@@ -173,7 +155,7 @@ async def test_an_index_of_the_default_model_is_re_embedded_under_a_new_configur
     assert hits[0]["path"] == "garden.md"
 
     async with Rifflux(db, embedding_backend="onnx") as rf:  # and back to the default
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics)
         status = await rf.status()
     back = stored_vectors(db)
     assert result["embedding_model"] == BUNDLED_MODEL
@@ -187,12 +169,12 @@ async def test_an_index_of_the_default_model_is_re_embedded_under_a_new_configur
 
 
 async def test_a_768_dimension_model_built_here_indexes_and_searches_end_to_end(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics: Path
 ) -> None:
     db = tmp_path / "i.db"
     model_dir = tiny_768_dir(tmp_path / "tiny")
     async with Rifflux(db, embedding_backend="onnx", model_dir=model_dir) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics)
         # (a semantic search waits for the vector matrix to be loaded; status does not)
         semantic = await rf.search("watering tomato plants", mode="semantic", top_k=3)
         hybrid = await rf.search("knead dough", mode="hybrid", top_k=3)
@@ -216,12 +198,12 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_takes_a_model_dir_and_its_status_shows_how_the_model_runs(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics: Path
 ) -> None:
     tiny = tiny_768_dir(tmp_path / "tiny")
     cls = minilm_dir(tmp_path / "cls", CLS_WITH_PREFIXES)
     done = _cli(tmp_path, "--db", "i.db", "--backend", "onnx", "--model-dir", str(tiny),
-                "index", str(corpus))
+                "index", str(topics))
     assert done.returncode == 0, done.stderr
     shown = _cli(tmp_path, "--db", "i.db", "--model-dir", str(tiny), "status")
     assert shown.returncode == 0, shown.stderr
@@ -268,12 +250,12 @@ def broken_dir(where: Path, case: str) -> Path:
 
 @pytest.mark.parametrize("case", list(BROKEN))
 async def test_a_broken_model_directory_says_which_file_and_field_with_backend_onnx(
-    tmp_path: Path, corpus: Path, case: str
+    tmp_path: Path, topics: Path, case: str
 ) -> None:
     model_dir = broken_dir(tmp_path / "model", case)
     async with Rifflux(tmp_path / "i.db", embedding_backend="onnx", model_dir=model_dir) as rf:
         status = await model_settled(rf)
-        result = await rf.reindex(corpus)  # lexical search still works
+        result = await rf.reindex(topics)  # lexical search still works
         hits = await rf.search("tomato", mode="lexical")
     error = status["embedding_error"]
     assert error is not None and status["embedding_backend"] is None
@@ -281,18 +263,18 @@ async def test_a_broken_model_directory_says_which_file_and_field_with_backend_o
     for fragment in BROKEN[case][1]:
         assert fragment in error
     assert status["embedding_dim"] is None and status["embedding_pooling"] is None
-    assert result["indexed_files"] == len(CORPUS) and hits[0]["path"] == "garden.md"
+    assert result["indexed_files"] == len(TOPICS) and hits[0]["path"] == "garden.md"
 
 
 @pytest.mark.parametrize("case", ["missing tokenizer.json", "unknown pooling",
                                   "wrong input name"])
 async def test_auto_falls_back_to_hashing_and_says_why(
-    tmp_path: Path, corpus: Path, case: str
+    tmp_path: Path, topics: Path, case: str
 ) -> None:
     model_dir = broken_dir(tmp_path / "model", case)
     async with Rifflux(tmp_path / "i.db", embedding_backend="auto", model_dir=model_dir) as rf:
         status = await model_settled(rf)
-        await rf.reindex(corpus)
+        await rf.reindex(topics)
         hits = await rf.search("tomato watering", mode="semantic")
     reason = status["embedding_fallback_reason"]
     assert status["embedding_backend"] == "hash" and status["embedding_error"] is None

@@ -17,33 +17,13 @@ from .helpers import write
 
 pytestmark = pytest.mark.anyio
 
-CORPUS = {
-    "account.md": "# Account help\n\n## Resetting your password\n\nIf you forget your "
-    "credentials, open Settings and choose Forgot password to receive a reset link by email.\n\n"
-    "## Deleting your profile\n\nProfiles are removed permanently after thirty days.\n",
-    "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
-    "twice a week; avoid wetting the leaves.\n",
-    "travel.md": "# Travel\n\n## Packing light\n\nBring one carry-on bag, roll your clothes "
-    "and leave the hair dryer at home.\n",
-    "cooking.md": "# Kitchen\n\n## Baking bread\n\nKnead the dough for ten minutes, let it "
-    "rise for an hour, then bake at 220 degrees.\n",
-}
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    for rel, text in CORPUS.items():
-        write(root, rel, text)
-    return root
-
 
 async def test_a_paraphrase_finds_the_section_lexical_search_misses(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics_and_account: Path
 ) -> None:
     query = "I cannot recall my login secret"
     async with Rifflux(tmp_path / "i.db") as rf:  # the default: auto -> ONNX
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics_and_account)
         assert result["embedding_backend"] == "onnx"
         assert result["embedding_model"] == BUNDLED_MODEL
         lexical = await rf.search(query, mode="lexical")
@@ -58,11 +38,13 @@ async def test_a_paraphrase_finds_the_section_lexical_search_misses(
     assert other[0]["path"] == "cooking.md"
 
 
-async def test_auto_falls_back_to_hashing_and_says_why(tmp_path: Path, corpus: Path) -> None:
+async def test_auto_falls_back_to_hashing_and_says_why(
+    tmp_path: Path, topics_and_account: Path,
+) -> None:
     async with Rifflux(
         tmp_path / "i.db", embedding_backend="auto", model_dir=tmp_path / "missing"
     ) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics_and_account)
         status = await rf.status()
         hits = await rf.search("tomato watering", mode="semantic")
     assert result["embedding_backend"] == "hash"
@@ -72,7 +54,7 @@ async def test_auto_falls_back_to_hashing_and_says_why(tmp_path: Path, corpus: P
 
 
 async def test_a_user_model_directory_replaces_the_bundled_model(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics_and_account: Path
 ) -> None:
     files = locate_model()
     model_dir = tmp_path / "my-model"
@@ -80,7 +62,7 @@ async def test_a_user_model_directory_replaces_the_bundled_model(
     os.symlink(files.model, model_dir / "model.onnx")
     os.symlink(files.tokenizer, model_dir / "tokenizer.json")
     async with Rifflux(tmp_path / "i.db", embedding_backend="onnx", model_dir=model_dir) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics_and_account)
         hits = await rf.search("I cannot recall my login secret", mode="semantic", top_k=1)
     assert result["embedding_backend"] == "onnx"
     assert result["embedding_model"].startswith("onnx:my-model:")

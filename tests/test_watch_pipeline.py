@@ -15,29 +15,13 @@ import pytest
 
 from rifflux import Rifflux, Settings
 
-from .helpers import CountingEmbedder, eventually, write
+from .helpers import CountingEmbedder, eventually, watcher_started, watching, write
 
 pytestmark = pytest.mark.anyio
 
 
 async def found(rf: Rifflux, query: str, mode: str = "lexical") -> list[dict[str, Any]]:
     return await rf.search(query, mode=mode, top_k=5)
-
-
-def watching(tmp_path: Path, root: Path, **kw: Any) -> Rifflux:
-    return Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), watch_paths=[root], **kw)
-
-
-async def watcher_started(rf: Rifflux) -> None:
-    """Until the watcher runs and the start-up scan of the watched folders has finished."""
-
-    async def ready() -> bool:
-        status = await rf.status()
-        startup = [j for j in status["jobs"] if j["source"] == "startup"]
-        return status["watcher"]["running"] and bool(startup) and all(
-            j["status"] == "completed" for j in startup)
-
-    await eventually(ready)
 
 
 async def test_existing_files_are_indexed_at_start_and_changes_followed(tmp_path: Path) -> None:

@@ -21,9 +21,7 @@ from rifflux.config import Settings
 from rifflux.store.changes import Follow
 from rifflux.store.writer import Writer
 
-from ..helpers import eventually
-from ..store.test_changes import two_processes
-from ..store.test_writer import MODEL, afile, hashes
+from ..helpers import MODEL, afile, eventually, hashes, two_processes
 
 pytestmark = pytest.mark.anyio
 

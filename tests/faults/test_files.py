@@ -21,8 +21,7 @@ from rifflux import Rifflux, Settings
 from rifflux.core.decode import Binary, Decoded, decode
 from rifflux.core.scan import Globs, scan_root
 
-from ..helpers import CountingEmbedder, write
-from ..test_cli import rifflux_cli
+from ..helpers import CountingEmbedder, rifflux_cli, write
 
 pytestmark = pytest.mark.anyio
 

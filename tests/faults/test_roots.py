@@ -15,8 +15,16 @@ from rifflux.actors.index_job import IndexRun
 from rifflux.actors.jobs import Target
 from rifflux.errors import InvalidArgumentError
 
-from ..helpers import CountingEmbedder, eventually, jobs_settled, write
-from ..test_mcp_stdio import call, call_error, mcp_session, server_env
+from ..helpers import (
+    CountingEmbedder,
+    call,
+    call_error,
+    eventually,
+    jobs_settled,
+    mcp_session,
+    server_env,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 

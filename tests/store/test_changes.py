@@ -5,7 +5,6 @@ pruned log is told to reload."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,33 +13,11 @@ import pytest
 from rifflux import IndexBusyError
 from rifflux.store import changes
 from rifflux.store.changes import Follow
-from rifflux.store.schema import connect
 from rifflux.store.writer import Writer
 
-from .test_writer import MODEL, afile, hashes
+from ..helpers import MODEL, afile, hashes, two_processes
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def two_processes(db: Path) -> AsyncIterator[list[tuple[Writer, Follow]]]:
-    """Two writers on one SQLite file, as two processes have, each following the other's
-    changes from now on."""
-    conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
-    try:
-        out = []
-        for i, conn in enumerate(conns):
-            follow = Follow(conn, db, f"process-{i}")
-            await follow.install(writes=True)
-            writer = Writer(conn, db)
-            await writer.adopt(MODEL)
-            out.append((writer, follow))
-        for _, follow in out:  # (each adoption was a commit the other has not looked at)
-            await follow.others_wrote()
-        yield out
-    finally:
-        for conn in conns:
-            await conn.close()
 
 
 @pytest.fixture

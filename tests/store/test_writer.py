@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 
 from rifflux import IndexDatabaseError, SchemaVersionError
-from rifflux.core.chunker import FileMetadata, make_chunk
+from rifflux.core.chunker import FileMetadata
 from rifflux.core.plan import Scope
 from rifflux.store import schema
 from rifflux.store.schema import connect
 from rifflux.store.writer import FileToWrite, Writer
 
+from ..helpers import MODEL, afile, hashes
+
 pytestmark = pytest.mark.anyio
-MODEL = "test-model"
 
 
 @pytest.fixture
@@ -29,15 +30,6 @@ async def writer(tmp_path: Path) -> AsyncIterator[Writer]:
         yield Writer(conn, tmp_path / "i.db")
     finally:
         await conn.close()
-
-
-def afile(rel: str, *texts: str) -> FileToWrite:
-    chunks = [make_chunk(i, "Title", text) for i, text in enumerate(texts)]
-    return FileToWrite(rel, 1, 10, "sha-" + rel, FileMetadata(), chunks)
-
-
-def hashes(*texts: str) -> set[str]:
-    return {make_chunk(0, "Title", t).content_hash for t in texts}
 
 
 def vectors(n: int) -> np.ndarray:
