@@ -31,6 +31,7 @@ from rifflux.core.vectors import F32
 from rifflux.store.changes import Follow
 from rifflux.store.schema import connect
 from rifflux.store.writer import FileToWrite, Writer
+from rifflux.types import HybridScores, SearchResult
 
 if TYPE_CHECKING:  # (the MCP client is imported where it is used: tests.process_driver,
     # a process of its own, imports this module and would load it for nothing, 0.4 s)
@@ -297,6 +298,30 @@ async def watcher_started(rf: Rifflux) -> None:
     await eventually(ready)
 
 
+# ---------------------------------------------------------------- search results
+
+
+def bm25(hit: SearchResult) -> float:
+    """A lexical hit's score (failing the test for a hit of another mode)."""
+    scores = hit["score_breakdown"]
+    assert "bm25" in scores, scores
+    return scores["bm25"]
+
+
+def cosine(hit: SearchResult) -> float:
+    """A semantic hit's score (failing the test for a hit of another mode)."""
+    scores = hit["score_breakdown"]
+    assert "cosine" in scores, scores
+    return scores["cosine"]
+
+
+def fused(hit: SearchResult) -> HybridScores:
+    """A hybrid hit's scores (failing the test for a hit of another mode)."""
+    scores = hit["score_breakdown"]
+    assert "rrf" in scores, scores
+    return scores
+
+
 # ---------------------------------------------------------------- the store
 
 #: The embedding model the store tests adopt (no vectors are ever made with it).
@@ -307,6 +332,13 @@ def afile(rel: str, *texts: str) -> FileToWrite:
     """A file to write: one chunk (under the heading "Title") per text."""
     chunks = [make_chunk(i, "Title", text) for i, text in enumerate(texts)]
     return FileToWrite(rel, 1, 10, "sha-" + rel, FileMetadata(), chunks)
+
+
+async def root_of(writer: Writer, path: Path) -> int:
+    """The id of the root ``path``, made a root by ``writer`` if it is not one yet."""
+    root = await writer.root_id(path)
+    assert root is not None, f"{path} is inside another root"
+    return root
 
 
 def hashes(*texts: str) -> set[str]:

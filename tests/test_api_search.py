@@ -10,7 +10,7 @@ import pytest
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
 
-from .helpers import CountingEmbedder, ZeroQueryEmbedder, write
+from .helpers import CountingEmbedder, ZeroQueryEmbedder, bm25, cosine, fused, write
 
 pytestmark = pytest.mark.anyio
 
@@ -22,11 +22,11 @@ async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path)
     assert results
     for r in results:
         assert set(r["score_breakdown"]) == {"bm25"}
-        assert isinstance(r["score_breakdown"]["bm25"], float)
+        assert isinstance(bm25(r), float)
         assert {"chunk_id", "path", "heading_path", "chunk_index", "content"} <= set(r)
     assert results[0]["path"] == "search.md"
-    bm25 = [r["score_breakdown"]["bm25"] for r in results]
-    assert bm25 == sorted(bm25)  # SQLite's bm25: lower is better
+    scores = [bm25(r) for r in results]
+    assert scores == sorted(scores)  # SQLite's bm25: lower is better
 
 
 async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -> None:
@@ -35,7 +35,7 @@ async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -
         results = await rf.search("flour eggs milk", mode="semantic", top_k=3)
     assert results
     assert all(set(r["score_breakdown"]) == {"cosine"} for r in results)
-    cos = [r["score_breakdown"]["cosine"] for r in results]
+    cos = [cosine(r) for r in results]
     assert cos == sorted(cos, reverse=True)
     assert results[0]["path"] == "cooking.md"
 
@@ -78,7 +78,7 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs:
             expected[cid] = expected.get(cid, 0.0) + 1.0 / (60 + rank)
     assert len(hybrid) == top_k
     for r in hybrid:
-        b = r["score_breakdown"]
+        b = fused(r)
         assert b["rrf"] == pytest.approx(expected[r["chunk_id"]])
         assert b["lexical_rank"] == (
             lex_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in lex_ids else None
@@ -86,13 +86,13 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs:
         assert b["semantic_rank"] == (
             sem_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in sem_ids else None
         )
-    scores = [r["score_breakdown"]["rrf"] for r in hybrid]
+    scores = [fused(r)["rrf"] for r in hybrid]
     assert scores == sorted(scores, reverse=True)
     assert [r["chunk_id"] for r in hybrid] == [f.key for f in rrf([lex_ids, sem_ids], k=60)][:top_k]
     both = [
         r
         for r in hybrid
-        if r["score_breakdown"]["lexical_rank"] and r["score_breakdown"]["semantic_rank"]
+        if fused(r)["lexical_rank"] and fused(r)["semantic_rank"]
     ]
     assert both, "the test needs a chunk present in both branches"
 
@@ -103,8 +103,8 @@ async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Pat
         results = await rf.search("zzzunknownword", mode="hybrid", top_k=3)
         lexical = await rf.search("zzzunknownword", mode="lexical")
     assert lexical == []
-    assert results and all(r["score_breakdown"]["lexical_rank"] is None for r in results)
-    assert [r["score_breakdown"]["semantic_rank"] for r in results] == [1, 2, 3]
+    assert results and all(fused(r)["lexical_rank"] is None for r in results)
+    assert [fused(r)["semantic_rank"] for r in results] == [1, 2, 3]
 
 
 async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Path) -> None:
@@ -117,8 +117,8 @@ async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Pa
         hybrid = await rf.search("install", mode="hybrid")
         status = await rf.status()
     assert semantic == []  # criterion 4: no query vector -> empty, no exception
-    assert hybrid and all(r["score_breakdown"]["semantic_rank"] is None for r in hybrid)
-    assert "model.onnx" in status["embedding_error"]
+    assert hybrid and all(fused(r)["semantic_rank"] is None for r in hybrid)
+    assert "model.onnx" in (status["embedding_error"] or "")
 
 
 async def test_both_branches_empty(tmp_path: Path, search_docs: Path) -> None:
@@ -132,7 +132,7 @@ async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, search_d
     async with Rifflux(tmp_path / "i.db", embedder=ZeroQueryEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install", mode="semantic", top_k=3)
-    assert results and all(r["score_breakdown"]["cosine"] == 0.0 for r in results)
+    assert results and all(cosine(r) == 0.0 for r in results)
 
 
 HOSTILE = [

@@ -14,13 +14,14 @@ import anyio
 import pytest
 
 from rifflux import Rifflux, Settings
+from rifflux.types import SearchResult
 
-from .helpers import CountingEmbedder, eventually, watcher_started, watching, write
+from .helpers import CountingEmbedder, eventually, fused, watcher_started, watching, write
 
 pytestmark = pytest.mark.anyio
 
 
-async def found(rf: Rifflux, query: str, mode: str = "lexical") -> list[dict[str, Any]]:
+async def found(rf: Rifflux, query: str, mode: str = "lexical") -> list[SearchResult]:
     return await rf.search(query, mode=mode, top_k=5)
 
 
@@ -77,7 +78,7 @@ async def test_semantic_side_catches_up_after_lexical(tmp_path: Path) -> None:
 
         async def semantic_hit() -> bool:
             hits = await found(rf, "striped zebra facts", mode="hybrid")
-            return bool(hits) and hits[0]["score_breakdown"]["semantic_rank"] is not None
+            return bool(hits) and fused(hits[0])["semantic_rank"] is not None
 
         await eventually(semantic_hit)
         status = await rf.status()
@@ -170,7 +171,7 @@ async def test_busy_database_fails_after_three_retries(tmp_path: Path) -> None:
             blocker.execute("ROLLBACK")
             blocker.close()
         assert done["status"] == "failed" and done["attempts"] == 4
-        assert "locked" in done["error"]
+        assert done["error"] is not None and "locked" in done["error"]
         # the instance keeps serving
         assert await rf.search("neverindexed") == []
 

@@ -17,7 +17,15 @@ import pytest
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 from rifflux.mcp.answers import search_answer
 
-from ..helpers import CountingEmbedder, cli_env, eventually, numbered_notes, rifflux_cli, write
+from ..helpers import (
+    CountingEmbedder,
+    cli_env,
+    eventually,
+    fused,
+    numbered_notes,
+    rifflux_cli,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -164,8 +172,9 @@ async def test_damage_found_while_opening_or_adopting_the_model_is_not_a_wait(
     if table == "changes":
         assert status["recovered"]["roots"] == [str(root.resolve())]  # indexed again
     else:
-        assert "damaged" in status["embedding_error"]
-        assert hits and hits[0]["score_breakdown"]["semantic_rank"] is None
+        error = status["embedding_error"]
+        assert error is not None and "damaged" in error
+        assert hits and fused(hits[0])["semantic_rank"] is None
 
 
 def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_completes(
