@@ -15,6 +15,7 @@ import pytest
 
 from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
 from rifflux.actors import index_job
+from rifflux.core import plan as core_plan
 from rifflux.core.vectors import F32
 from rifflux.store.reader import Reader
 from rifflux.store.records import Records
@@ -99,7 +100,7 @@ async def test_an_unexpected_error_inside_a_job_fails_that_job_and_the_next_one_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = otters_and_bread(tmp_path / "docs")
-    real_plan = index_job.plan_scan
+    real_plan = core_plan.plan_scan  # (as index_job calls it)
     calls = 0
 
     def plan_scan(*args: Any, **kwargs: Any) -> Any:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +22,7 @@ from .helpers import (
     mcp_session,
     rifflux_cli,
     write,
+    write_all,
 )
 
 pytestmark = pytest.mark.anyio
@@ -75,10 +76,8 @@ NOT_FOUND = ["大阪タワー", "东京", "学大", "서울날씨"]
 
 
 @pytest.fixture
-async def rf(tmp_path: Path) -> Any:
-    root = tmp_path / "notes"
-    for name, text in NOTES.items():
-        write(root, name, text)
+async def rf(tmp_path: Path) -> AsyncIterator[Rifflux]:
+    root = write_all(tmp_path / "notes", NOTES)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         yield rf

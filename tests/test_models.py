@@ -16,6 +16,7 @@ import pytest
 
 from rifflux import Rifflux
 from rifflux.core.embedders import BUNDLED_MODEL, OnnxEmbedder, locate_model
+from rifflux.types import Status
 
 from .helpers import TOPICS, cli_env, cosine, eventually, rifflux_cli
 
@@ -86,12 +87,12 @@ def stored_vectors(db: Path) -> dict[tuple[str, str], tuple[int, bytes]]:
     return {(str(h), str(m)): (int(d), bytes(v)) for h, m, d, v in rows}
 
 
-async def model_settled(rf: Rifflux) -> dict[str, Any]:
-    async def ready() -> dict[str, Any] | None:
-        status = dict(await rf.status())
+async def model_settled(rf: Rifflux) -> Status:
+    async def ready() -> Status | None:
+        status = await rf.status()
         return status if status["embedding_model_ready"] else None
 
-    settled: dict[str, Any] = await eventually(ready, within=60)
+    settled: Status = await eventually(ready, within=60)
     return settled
 
 
@@ -281,6 +282,7 @@ async def test_auto_falls_back_to_hashing_and_says_why(
         hits = await rf.search("tomato watering", mode="semantic")
     reason = status["embedding_fallback_reason"]
     assert status["embedding_backend"] == "hash" and status["embedding_error"] is None
+    assert reason is not None
     for fragment in BROKEN[case][1]:
         assert fragment in reason
     assert (status["embedding_dim"], status["embedding_pooling"],

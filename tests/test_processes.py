@@ -10,6 +10,7 @@ import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +216,7 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Pat
         async with drivers(db, ["--read-only"]) as (reader,):
             write(root, "new.md", "# New\n\na spoonbill sweeps the shallows.\n")
             for d in (a, b, reader):
-                await eventually(lambda d=d: d.paths("spoonbill"))  # type: ignore[misc]
+                await eventually(partial(d.paths, "spoonbill"))
 
             async def semantic_everywhere() -> bool:
                 found = [await d.paths("spoonbill sweeps", "semantic") for d in (a, b, reader)]

@@ -90,8 +90,10 @@ async def a_job_waiting_for_b(two: Processes, tmp_path: Path) -> Job:
     job = two.jobs.submit(Job([Target(tmp_path / "docs")]))
     two.jobs.start_next()
     two.jobs.mark_written(job)
+    assert two.a.missing is not None
     two.jobs.wait_for(job, set(two.a.missing))
     await two.b.refresh_missing()
+    assert two.b.missing is not None
     hashes = sorted(two.b.missing)
     await two.b.write_vectors(MODEL, hashes, np.ones((len(hashes), 4), dtype=np.float32))
     return job

@@ -5,6 +5,7 @@ and huge new folders are refused unless asked for; a parent absorbs an indexed c
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -35,10 +36,12 @@ def folder(root: Path, n: int, word: str = "text") -> Path:
     return root
 
 
-def open_rifflux(tmp_path: Path, embedder: CountingEmbedder | None = None,
-                 **settings: object) -> Rifflux:
-    return Rifflux(settings=Settings(db_path=tmp_path / "i.db", **settings),  # type: ignore[arg-type]
-                   embedder=embedder or CountingEmbedder())
+def open_rifflux(tmp_path: Path, embedder: CountingEmbedder | None = None, *,
+                 max_root_files: int | None = None) -> Rifflux:
+    settings = Settings(db_path=tmp_path / "i.db")
+    if max_root_files is not None:
+        settings = replace(settings, max_root_files=max_root_files)
+    return Rifflux(settings=settings, embedder=embedder or CountingEmbedder())
 
 
 def stored(db: Path) -> list[tuple[str, str]]:
