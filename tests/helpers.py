@@ -30,7 +30,8 @@ from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32
 from rifflux.store.changes import Follow
 from rifflux.store.schema import connect
-from rifflux.store.writer import FileToWrite, Writer
+from rifflux.store.writer import Writer
+from rifflux.store.written import FileToWrite
 from rifflux.types import HybridScores, SearchResult
 
 if TYPE_CHECKING:  # (the MCP client is imported where it is used: tests.process_driver,
