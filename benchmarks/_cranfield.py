@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rifflux import Rifflux
+from rifflux.types import SearchResult
 
 from ._context import State
 from ._latency import MODES
@@ -72,7 +73,7 @@ def write_docs(docs: list[tuple[str, str, str]], dest: Path) -> None:
         (dest / f"{docno}.md").write_text(f"# {title}\n\n{body}\n", encoding="utf-8")
 
 
-def _docs_of(results: list[dict[str, Any]]) -> list[str]:
+def _docs_of(results: list[SearchResult]) -> list[str]:
     return dedupe_docs([Path(r["path"]).stem for r in results])
 
 

@@ -27,7 +27,7 @@ async def main(db: str, folder: str, backend: str) -> None:
                 return
             if op == "status":
                 st = await rf.status()
-                answer: Any = {k: st[k] for k in ("files", "chunks", "embeddings",  # type: ignore[literal-required]
+                answer: Any = {k: st[k] for k in ("files", "chunks", "embeddings",
                                                   "pending_embeddings", "vectors_in_memory",
                                                   "embedding_backend", "process")}
                 answer["idle"] = not any(j["status"] in ("queued", "running", "retry_wait")
@@ -39,4 +39,5 @@ async def main(db: str, folder: str, backend: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4])
+    db, folder, backend = sys.argv[1:4]
+    anyio.run(main, db, folder, backend)

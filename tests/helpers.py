@@ -1,24 +1,51 @@
-"""Helpers shared by the tests: fakes and polling utilities."""
+"""Helpers shared by the tests: fakes, polling, the folders of notes the tests index,
+two writers on one index, and the command line and MCP server run as subprocesses.
+
+Test modules import from here (fixtures are in ``conftest.py``), never from each other.
+"""
 
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import numpy as np
 
+import rifflux
+from rifflux import Rifflux
+from rifflux.core.chunker import Chunk, FileMetadata, make_chunk
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32
+from rifflux.store.changes import Follow
+from rifflux.store.schema import connect
+from rifflux.store.writer import Writer
+from rifflux.store.written import FileToWrite
+from rifflux.types import HybridScores, SearchResult
+
+if TYPE_CHECKING:  # (the MCP client is imported where it is used: tests.process_driver,
+    # a process of its own, imports this module and would load it for nothing, 0.4 s)
+    from mcp import ClientSession
+    from mcp.types import CallToolResult
+
+# ---------------------------------------------------------------- fake embedders
 
 
 class CountingEmbedder:
     """The hash embedder, counting every text it is asked to embed."""
 
-    backend = "hash"
+    backend: Literal["hash"] = "hash"
 
     def __init__(self, label: str = "counting-v1") -> None:
         self._inner = HashEmbedder()
@@ -63,11 +90,169 @@ class GatedEmbedder(CountingEmbedder):
         return super().embed_documents(texts)
 
 
+# ---------------------------------------------------------------- folders of notes
+
+
 def write(root: Path, rel: str, text: str) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def write_all(root: Path, files: Mapping[str, str]) -> Path:
+    """Every file of ``files`` (relative path: text) under ``root``; ``root``."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    return root
+
+
+def numbered_notes(root: Path, n: int, *, word: str = "heron", long: bool = False) -> Path:
+    """``n0.md`` … ``n{n-1}.md``, note ``i`` saying "heron number i wades …" (``word``
+    for heron): each is found by its number. A ``long`` note says it thirty times (an
+    index of many pages)."""
+    for i in range(n):
+        body = (f"{word} number {i} wades. " * 30 if long
+                else f"{word} number {i} wades in the reeds.\n")
+        write(root, f"n{i}.md", f"# Note {i}\n\n{body}")
+    return root
+
+
+def otters_and_bread(root: Path) -> Path:
+    """Two short notes on unrelated topics: ``otters.md`` and ``bread.md``."""
+    return write_all(root, {
+        "otters.md": "# Otters\n\nOtters hold hands while they sleep in the river.\n",
+        "bread.md": "# Bread\n\nKnead the dough, let it rise, bake it hot.\n",
+    })
+
+
+def write_note(root: Path, rel: str, body: str, *, tags: str | None = None, extra: str = "",
+               age_days: float | None = None) -> Path:
+    """A note titled by its file name, with ``tags`` and ``extra`` front matter, last
+    modified ``age_days`` ago."""
+    front = f"---\ntags: [{tags}]\n{extra}---\n" if tags is not None or extra else ""
+    path = write(root, rel, f"{front}# {Path(rel).stem}\n\n{body}\n")
+    if age_days is not None:
+        when = time.time() - age_days * 86400
+        os.utime(path, (when, when))
+    return path
+
+
+#: Three notes on unrelated topics, one section each: what a semantic search tells apart.
+TOPICS = {
+    "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
+    "twice a week; avoid wetting the leaves.\n",
+    "travel.md": "# Travel\n\n## Packing light\n\nBring one carry-on bag, roll your clothes "
+    "and leave the hair dryer at home.\n",
+    "cooking.md": "# Kitchen\n\n## Baking bread\n\nKnead the dough for ten minutes, let it "
+    "rise for an hour, then bake at 220 degrees.\n",
+}
+#: A note a paraphrase finds ("I cannot recall my login secret") with none of its words.
+ACCOUNT_HELP = {
+    "account.md": "# Account help\n\n## Resetting your password\n\nIf you forget your "
+    "credentials, open Settings and choose Forgot password to receive a reset link by email.\n\n"
+    "## Deleting your profile\n\nProfiles are removed permanently after thirty days.\n",
+}
+#: The notes of the library's search tests: installing, searching, pancakes.
+SEARCH_DOCS = {
+    "install.md": "# Install\n\nRun pip install rifflux to install the package on Linux.\n\n"
+    "## Windows\n\nOn Windows use the installer and restart the shell.\n",
+    "search.md": "# Searching\n\nHybrid search fuses BM25 and embeddings with reciprocal "
+    "rank fusion.\n\n## Lexical\n\nFTS5 ranks chunks by bm25.\n",
+    "cooking.md": "# Pancakes\n\nMix flour, eggs and milk; fry in butter until golden.\n",
+}
+
+HOME = """---
+title: Home page
+---
+# Home
+
+Start at [[Projects/Alpha]] and [[Beta|the beta note]], or read [[The B]].
+
+## Reading
+
+See [[Gamma#Setup]] and the key point [[Gamma#^key-point]].
+![[Delta]]
+[[Missing Note]] is not written yet.
+[[My Space Note]] and [two](notes/Delta%20Two.md#intro) and [[Note]].
+Code: `[[InCode]]`.
+
+```
+[[Fenced]]
+```
+
+[web](https://example.org/Gamma.md)
+"""
+
+#: A vault of notes linked in every form Obsidian reads.
+VAULT = {
+    "Home.md": HOME,
+    "Projects/Alpha.md": "# Alpha\n\nBack [home](../Home.md). Also [[Note]].\n",
+    "Beta.md": "---\naliases: [The B, Bee]\n---\n# Beta\n\nBeta links nowhere.\n",
+    "notes/Gamma.md": "# Gamma\n\n## Intro\n\nGamma begins.\n\n## Setup\n\nInstall the gamma "
+                      "tools with care.\n\n## Notes\n\nA key point about gamma. ^key-point\n",
+    "notes/Delta.md": "# Delta\n\nDelta text, see [[Epsilon]].\n",
+    "notes/Delta Two.md": "# Delta Two\n\n## Intro\n\nSecond delta.\n",
+    "notes/far/Epsilon.md": "# Epsilon\n\nThe far end of the garden path.\n",
+    "a/Note.md": "# Note A\n\nThe first note about the garden.\n",
+    "b/deeper/Note.md": "# Note B\n\nThe deeper note links [[Home]].\n",
+    "My Space Note.md": "# Spaces\n\nA name with spaces.\n",
+}
+
+#: Home's outgoing links: (target as written, where it resolves, line).
+HOME_LINKS = [
+    ("Projects/Alpha", "Projects/Alpha.md", 6),
+    ("Beta", "Beta.md", 6),
+    ("The B", "Beta.md", 6),
+    ("Gamma#Setup", "notes/Gamma.md", 10),
+    ("Gamma#^key-point", "notes/Gamma.md", 10),
+    ("Delta", "notes/Delta.md", 11),
+    ("Missing Note", None, 12),
+    ("My Space Note", "My Space Note.md", 13),
+    ("notes/Delta%20Two.md#intro", "notes/Delta Two.md", 13),
+    ("Note", "a/Note.md", 13),
+]
+
+
+def write_vault(root: Path, files: Mapping[str, str] = VAULT) -> Path:
+    return write_all(root, files)
+
+
+_WATER = [
+    ("Tomatoes", "Tomatoes want full sun, deep watering twice a week and a cage to climb."),
+    ("Compost", "Compost needs greens, browns, air and a little water; turn the pile weekly."),
+    ("Irrigation", "Drip irrigation lines water the roots directly and waste little water."),
+    ("Mulch", "Mulch keeps water in the soil and weeds out; use straw or shredded leaves."),
+    ("Seeds", "Start seeds indoors six weeks before the last frost, water from below."),
+    ("Pests", "Aphids wash off with a strong jet of water; ladybirds eat the rest."),
+    ("Harvest", "Harvest in the cool morning and water the beds after picking."),
+    ("Soil", "Loamy soil drains well yet holds water; add compost every spring."),
+]
+
+
+def _section(title: str, sentence: str) -> str:
+    return f"## {title}\n\n" + " ".join([sentence] * 4) + "\n\n"
+
+
+def write_corpus(root: Path) -> dict[str, Path]:
+    """notes/ (2 files, many chunks about water), docs/ (1 file), cwd/ (1 file)."""
+    notes, docs, cwd = root / "notes", root / "docs", root / "cwd"
+    for folder in (notes, docs, cwd):
+        folder.mkdir(parents=True)
+    (notes / "garden.md").write_text(
+        "# Garden\n\n" + "".join(_section(t, s) for t, s in _WATER[:4]), encoding="utf-8")
+    (notes / "seasons.md").write_text(
+        "# Seasons\n\n" + "".join(_section(t, s) for t, s in _WATER[4:]), encoding="utf-8")
+    (docs / "install.md").write_text(
+        "# Guide\n\n## Install\n\n### Linux\n\nRun the installer with sudo; the wombat "
+        "package manager resolves every dependency for you.\n", encoding="utf-8")
+    (cwd / "here.md").write_text(
+        "# Here\n\nThe quokka lives only in the working directory of the server.\n",
+        encoding="utf-8")
+    return {"notes": notes, "docs": docs, "cwd": cwd}
+
+
+# ---------------------------------------------------------------- waiting
 
 
 async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
@@ -84,6 +269,103 @@ async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
             if value:
                 return value
             await anyio.sleep(0.02)
+
+
+async def jobs_settled(rf: Rifflux) -> None:
+    """Until the jobs started on their own (reading an upgraded index's files again, a
+    watcher's first scan) have completed."""
+
+    async def done() -> bool:
+        jobs = (await rf.status())["jobs"]
+        return bool(jobs) and all(j["status"] == "completed" for j in jobs)
+
+    await eventually(done)
+
+
+def watching(tmp_path: Path, root: Path, **kw: Any) -> Rifflux:
+    """An instance on ``tmp_path/i.db`` that watches ``root``."""
+    return Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), watch_paths=[root], **kw)
+
+
+async def watcher_started(rf: Rifflux) -> None:
+    """Until the watcher runs and the start-up scan of the watched folders has finished."""
+
+    async def ready() -> bool:
+        status = await rf.status()
+        startup = [j for j in status["jobs"] if j["source"] == "startup"]
+        return status["watcher"]["running"] and bool(startup) and all(
+            j["status"] == "completed" for j in startup)
+
+    await eventually(ready)
+
+
+# ---------------------------------------------------------------- search results
+
+
+def bm25(hit: SearchResult) -> float:
+    """A lexical hit's score (failing the test for a hit of another mode)."""
+    scores = hit["score_breakdown"]
+    assert "bm25" in scores, scores
+    return scores["bm25"]
+
+
+def cosine(hit: SearchResult) -> float:
+    """A semantic hit's score (failing the test for a hit of another mode)."""
+    scores = hit["score_breakdown"]
+    assert "cosine" in scores, scores
+    return scores["cosine"]
+
+
+def fused(hit: SearchResult) -> HybridScores:
+    """A hybrid hit's scores (failing the test for a hit of another mode)."""
+    scores = hit["score_breakdown"]
+    assert "rrf" in scores, scores
+    return scores
+
+
+# ---------------------------------------------------------------- the store
+
+#: The embedding model the store tests adopt (no vectors are ever made with it).
+MODEL = "test-model"
+
+
+def afile(rel: str, *texts: str) -> FileToWrite:
+    """A file to write: one chunk (under the heading "Title") per text."""
+    chunks = [make_chunk(i, "Title", text) for i, text in enumerate(texts)]
+    return FileToWrite(rel, 1, 10, "sha-" + rel, FileMetadata(), chunks)
+
+
+async def root_of(writer: Writer, path: Path) -> int:
+    """The id of the root ``path``, made a root by ``writer`` if it is not one yet."""
+    root = await writer.roots.root_id(path)
+    assert root is not None, f"{path} is inside another root"
+    return root
+
+
+def hashes(*texts: str) -> set[str]:
+    """The content hashes of ``afile``'s chunks of ``texts``."""
+    return {make_chunk(0, "Title", t).content_hash for t in texts}
+
+
+@asynccontextmanager
+async def two_processes(db: Path) -> AsyncIterator[list[tuple[Writer, Follow]]]:
+    """Two writers on one SQLite file, as two processes have, each following the other's
+    changes from now on."""
+    conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
+    try:
+        out = []
+        for i, conn in enumerate(conns):
+            follow = Follow(conn, db, f"process-{i}")
+            await follow.install(writes=True)
+            writer = Writer(conn, db)
+            await writer.missing.adopt(MODEL)
+            out.append((writer, follow))
+        for _, follow in out:  # (each adoption was a commit the other has not looked at)
+            await follow.others_wrote()
+        yield out
+    finally:
+        for conn in conns:
+            await conn.close()
 
 
 _V4_FTS = """
@@ -112,8 +394,6 @@ async def indexed_then_downgraded(db: Path, root: Path,
                                   version: int) -> tuple[CountingEmbedder, int]:
     """``root`` indexed into ``db``, which is then made what schema ``version`` wrote:
     the embedder used, and how many texts it embedded."""
-    from rifflux import Rifflux
-
     embedder = CountingEmbedder()
     async with Rifflux(db, embedder=embedder) as rf:
         await rf.reindex(root)
@@ -122,21 +402,8 @@ async def indexed_then_downgraded(db: Path, root: Path,
     return embedder, embedded
 
 
-async def jobs_settled(rf: Any) -> None:
-    """Until the jobs started on their own (reading an upgraded index's files again, a
-    watcher's first scan) have completed."""
-
-    async def done() -> bool:
-        jobs = (await rf.status())["jobs"]
-        return bool(jobs) and all(j["status"] == "completed" for j in jobs)
-
-    await eventually(done)
-
-
 def downgrade(db: Path, version: int) -> None:
     """Turn an index this Rifflux wrote into what schema ``version`` (2 to 5) wrote."""
-    import sqlite3
-
     with sqlite3.connect(db) as conn:
         conn.executescript("DROP TABLE links; DROP TABLE note_keys; DROP TABLE note_aliases;")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
@@ -153,3 +420,125 @@ def downgrade(db: Path, version: int) -> None:
                        ("chunks", "line_start"), ("chunks", "line_end")]}.get(version, [])
         for table, column in dropped:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+
+# ---------------------------------------------------------------- chunks
+
+#: A word: letters (and digits or underscores with at least one letter).
+WORD = re.compile(r"\w*[^\W\d_]\w*")
+
+
+def spans_point_at_the_text(text: str, chunks: tuple[Chunk, ...]) -> None:
+    """Every chunk's first word is on line_start and its last on line_end, and all its
+    words are within them, in order (fence lines a split code block repeats aside)."""
+    lines = text.lstrip("\ufeff").splitlines()
+    for chunk in chunks:
+        kept = [ln for ln in chunk.content.split("\n") if not ln.lstrip().startswith("```")]
+        found_words = WORD.findall("\n".join(kept))
+        assert 1 <= chunk.line_start <= chunk.line_end <= len(lines), chunk
+        if not found_words:
+            continue
+        first, last = lines[chunk.line_start - 1], lines[chunk.line_end - 1]
+        # (a chunk may open with wordless text: a blank or fence line is its start)
+        assert found_words[0] in first or first.lstrip().startswith("```") \
+            or not WORD.search(first), (chunk, first)
+        assert found_words[-1] in last or last.lstrip().startswith("```"), (chunk, last)
+        source = " ".join(lines[chunk.line_start - 1 : chunk.line_end])
+        position = 0
+        for word in found_words:
+            found = source.find(word, position)
+            assert found >= 0, (word, chunk)
+            position = found + len(word)
+
+
+# ---------------------------------------------------------------- the command line
+
+#: The checkout: subprocesses import rifflux (and tests) from here.
+REPO = Path(rifflux.__file__).resolve().parent.parent
+
+
+def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """This environment without RIFFLUX_* settings, with the hash backend and data and
+    cache folders in ``tmp_path`` (never the user's index), and ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    env.update(RIFFLUX_EMBEDDING_BACKEND="hash", XDG_DATA_HOME=str(tmp_path / "xdg"),
+               XDG_CACHE_HOME=str(tmp_path / "xdg-cache"),
+               PYTHONPATH=str(REPO), COLUMNS="200")
+    env.update(extra)
+    return env
+
+
+def rifflux_cli(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    """``rifflux ARGS`` in ``tmp_path`` (``prefix``: a command it runs under)."""
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "rifflux", *args], cwd=tmp_path,
+        env=env or cli_env(tmp_path),
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+# ---------------------------------------------------------------- the MCP server
+
+
+def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The whole environment of ``rifflux mcp`` under test: the hash backend, data and
+    cache folders in ``tmp_path``, and ``extra``."""
+    env = {
+        "RIFFLUX_EMBEDDING_BACKEND": "hash",
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),  # never touch the user's default index
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),  # nor their handshake cache
+        "PYTHONPATH": str(REPO),
+    }
+    env.update(extra)
+    return env
+
+
+@asynccontextmanager
+async def mcp_session(
+    tmp_path: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """A real MCP client, initialised, on ``python -m rifflux mcp --db tmp_path/index.db
+    ARGS`` over stdio (its stderr goes to ``tmp_path/server.stderr``)."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rifflux", "mcp", "--db", str(tmp_path / "index.db"), *args],
+        env=env or server_env(tmp_path),
+        cwd=cwd or tmp_path,
+    )
+    with (tmp_path / "server.stderr").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                with anyio.fail_after(60):
+                    await session.initialize()
+                yield session
+
+
+def text_of(result: CallToolResult) -> str:
+    from mcp.types import TextContent
+
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool's structured answer (which its text must say too); it must not fail."""
+    with anyio.fail_after(60):
+        result = await session.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    content: dict[str, Any] = result.structured_content
+    assert json.loads(text_of(result)) == content
+    return content
+
+
+async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """The text of a tool call that must fail."""
+    with anyio.fail_after(60):
+        result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) should fail but returned {text_of(result)}"
+    return text_of(result)

@@ -12,9 +12,9 @@ from rifflux.answers import why
 from rifflux.core.vectors import F32
 from rifflux.mcp.answers import FIRST_LOOK_CHARS, search_answer
 from rifflux.mcp.budget import DEFAULT_MAX_CHARS, answer_text
-from rifflux.types import SearchAnswer
+from rifflux.types import SearchAnswer, SearchResult
 
-from .helpers import CountingEmbedder, write
+from .helpers import CountingEmbedder, bm25, fused, write
 
 pytestmark = pytest.mark.anyio
 
@@ -73,7 +73,7 @@ async def test_max_per_file_reads_on_past_a_file_that_fills_the_first_window(
         await rf.reindex(notes)
         for mode in ("lexical", "semantic", "hybrid"):
             embedder.queries.clear()
-            hits = await rf.search("retry", mode=mode, top_k=5,  # type: ignore[arg-type]
+            hits = await rf.search("retry", mode=mode, top_k=5,
                                    max_per_file=1)
             assert sorted(h["path"] for h in hits) == [
                 "big.md", "small-0.md", "small-1.md", "small-2.md", "small-3.md"], mode
@@ -118,9 +118,9 @@ async def test_explain_gives_each_hits_ranks_and_raw_scores(tmp_path: Path, docs
         described = rf.describe_search('garden "bench seat" the', tags=["x"], paths="docs/**")
     first = hybrid[0]["explain"]
     assert set(first) == {"lexical_rank", "bm25", "semantic_rank", "cosine"}
-    assert first["lexical_rank"] == hybrid[0]["score_breakdown"]["lexical_rank"]  # type: ignore[typeddict-item]
+    assert first["lexical_rank"] == fused(hybrid[0])["lexical_rank"]
     assert set(lexical[0]["explain"]) == {"lexical_rank", "bm25"}
-    assert lexical[0]["explain"]["bm25"] == lexical[0]["score_breakdown"]["bm25"]  # type: ignore[typeddict-item]
+    assert lexical[0]["explain"]["bm25"] == bm25(lexical[0])
     assert set(semantic[0]["explain"]) == {"semantic_rank", "cosine"}
     assert "explain" not in plain[0]
     assert described == {"fts_query": '"bench seat" OR "garden"',
@@ -174,9 +174,9 @@ async def test_meaning_only_is_said_only_when_no_chunk_holds_the_words(
         hits = await rf.search("compost", top_k=3)
         # hits without a lexical rank, for words some chunk holds (a lexical hit can
         # rank below the semantic ones when top_k is small): nothing to say
-        semantic_only = [{**h, "score_breakdown": {**h["score_breakdown"], "lexical_rank": None}}
-                         for h in hits]
-        assert await why(rf, "compost", "hybrid", semantic_only, {}) is None  # type: ignore[arg-type]
+        semantic_only: list[SearchResult] = [
+            {**h, "score_breakdown": {**fused(h), "lexical_rank": None}} for h in hits]
+        assert await why(rf, "compost", "hybrid", semantic_only, {}) is None
         misspelt = await rf.search("cmopost", top_k=3)
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
         assert await why(rf, "cmopost", "semantic", misspelt, {}) is None  # as asked

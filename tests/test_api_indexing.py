@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from rifflux import IndexDatabaseError, Rifflux, SchemaVersionError
+from rifflux.types import BackgroundReindex
 
 from .helpers import CountingEmbedder, GatedEmbedder, eventually, write
 
@@ -247,7 +248,8 @@ async def test_background_reindex_returns_a_job_at_once(
         assert job["status"] in ("queued", "running") and job["id"]
         done = await rf.wait_for_job(job["id"])
     assert done["status"] == "completed"
-    assert done["result"]["indexed_files"] == 1
+    result = done["result"]
+    assert result is not None and result["indexed_files"] == 1
 
 
 async def test_two_instances_on_two_databases_do_not_interfere(tmp_path: Path) -> None:
@@ -345,7 +347,7 @@ async def test_a_job_does_not_wait_for_text_an_edit_replaced_before_it_was_embed
         write(docs, "a.md", "# A\n\nThe first version, about otters and their dens.\n")
         second = await rf.reindex(docs, background=True)
 
-        async def phase(job: dict[str, Any]) -> str:
+        async def phase(job: BackgroundReindex) -> str:
             return str((await rf.job(job["job"]["id"]))["phase"])
 
         await eventually(lambda: _is(phase(second), "embedding"))  # a.md v1 indexed
@@ -408,9 +410,14 @@ async def test_a_background_reindex_names_the_model_even_while_it_loads(
         async def ask() -> None:
             started.update(await rf.reindex(root, background=True))
 
+        async def queued() -> bool:
+            return bool((await rf.status())["jobs"])
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask)
-            await anyio.wait_all_tasks_blocked()  # asked while the model loads
+            await eventually(queued)  # the job is in, the model still loading
+            await anyio.wait_all_tasks_blocked()
+            assert started == {}  # the answer waits for the model
             loading.set()
         assert (started["embedding_model"], started["embedding_backend"]) == (
             "counting-v1", "hash")

@@ -4,69 +4,45 @@ public library API on a real SQLite file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
 
-from .helpers import CountingEmbedder, ZeroQueryEmbedder, write
+from .helpers import CountingEmbedder, ZeroQueryEmbedder, bm25, cosine, fused, write
 
 pytestmark = pytest.mark.anyio
 
-DOCS = {
-    "install.md": "# Install\n\nRun pip install rifflux to install the package on Linux.\n\n"
-    "## Windows\n\nOn Windows use the installer and restart the shell.\n",
-    "search.md": "# Searching\n\nHybrid search fuses BM25 and embeddings with reciprocal "
-    "rank fusion.\n\n## Lexical\n\nFTS5 ranks chunks by bm25.\n",
-    "cooking.md": "# Pancakes\n\nMix flour, eggs and milk; fry in butter until golden.\n",
-}
 
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    for rel, text in DOCS.items():
-        write(root, rel, text)
-    return root
-
-
-async def open_indexed(tmp_path: Path, corpus: Path, embedder: Any) -> Rifflux:
-    rf = Rifflux(tmp_path / "index.db", embedder=embedder)
-    await rf.__aenter__()
-    await rf.reindex(corpus)
-    return rf
-
-
-async def test_lexical_results_have_bm25_only(tmp_path: Path, corpus: Path) -> None:
+async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("bm25 fusion", mode="lexical")
     assert results
     for r in results:
         assert set(r["score_breakdown"]) == {"bm25"}
-        assert isinstance(r["score_breakdown"]["bm25"], float)
+        assert isinstance(bm25(r), float)
         assert {"chunk_id", "path", "heading_path", "chunk_index", "content"} <= set(r)
     assert results[0]["path"] == "search.md"
-    bm25 = [r["score_breakdown"]["bm25"] for r in results]
-    assert bm25 == sorted(bm25)  # SQLite's bm25: lower is better
+    scores = [bm25(r) for r in results]
+    assert scores == sorted(scores)  # SQLite's bm25: lower is better
 
 
-async def test_semantic_results_have_cosine(tmp_path: Path, corpus: Path) -> None:
+async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("flour eggs milk", mode="semantic", top_k=3)
     assert results
     assert all(set(r["score_breakdown"]) == {"cosine"} for r in results)
-    cos = [r["score_breakdown"]["cosine"] for r in results]
+    cos = [cosine(r) for r in results]
     assert cos == sorted(cos, reverse=True)
     assert results[0]["path"] == "cooking.md"
 
 
-async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("install windows")
     assert results
     for r in results:
@@ -75,18 +51,20 @@ async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, corpus: Path) -
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
 @pytest.mark.parametrize("top_k", [1, 2, 5])
-async def test_at_most_top_k_results(tmp_path: Path, corpus: Path, mode: str, top_k: int) -> None:
+async def test_at_most_top_k_results(
+    tmp_path: Path, search_docs: Path, mode: str, top_k: int,
+) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("install search pancakes fusion", top_k=top_k, mode=mode)
     assert 1 <= len(results) <= top_k
 
 
-async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs: Path) -> None:
     for i in range(12):
-        write(corpus, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
+        write(search_docs, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), rrf_k=60) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         top_k = 5
         query = "install search fusion"
         lexical = await rf.search(query, top_k=top_k * 2, mode="lexical")
@@ -100,7 +78,7 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path
             expected[cid] = expected.get(cid, 0.0) + 1.0 / (60 + rank)
     assert len(hybrid) == top_k
     for r in hybrid:
-        b = r["score_breakdown"]
+        b = fused(r)
         assert b["rrf"] == pytest.approx(expected[r["chunk_id"]])
         assert b["lexical_rank"] == (
             lex_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in lex_ids else None
@@ -108,53 +86,53 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, corpus: Path
         assert b["semantic_rank"] == (
             sem_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in sem_ids else None
         )
-    scores = [r["score_breakdown"]["rrf"] for r in hybrid]
+    scores = [fused(r)["rrf"] for r in hybrid]
     assert scores == sorted(scores, reverse=True)
     assert [r["chunk_id"] for r in hybrid] == [f.key for f in rrf([lex_ids, sem_ids], k=60)][:top_k]
     both = [
         r
         for r in hybrid
-        if r["score_breakdown"]["lexical_rank"] and r["score_breakdown"]["semantic_rank"]
+        if fused(r)["lexical_rank"] and fused(r)["semantic_rank"]
     ]
     assert both, "the test needs a chunk present in both branches"
 
 
-async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("zzzunknownword", mode="hybrid", top_k=3)
         lexical = await rf.search("zzzunknownword", mode="lexical")
     assert lexical == []
-    assert results and all(r["score_breakdown"]["lexical_rank"] is None for r in results)
-    assert [r["score_breakdown"]["semantic_rank"] for r in results] == [1, 2, 3]
+    assert results and all(fused(r)["lexical_rank"] is None for r in results)
+    assert [fused(r)["semantic_rank"] for r in results] == [1, 2, 3]
 
 
-async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, corpus: Path) -> None:
+async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Path) -> None:
     # backend "onnx" with a missing model: no query vector can ever be made
     async with Rifflux(
         tmp_path / "i.db", embedding_backend="onnx", model_dir=tmp_path / "no-model"
     ) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         semantic = await rf.search("install", mode="semantic")
         hybrid = await rf.search("install", mode="hybrid")
         status = await rf.status()
     assert semantic == []  # criterion 4: no query vector -> empty, no exception
-    assert hybrid and all(r["score_breakdown"]["semantic_rank"] is None for r in hybrid)
-    assert "model.onnx" in status["embedding_error"]
+    assert hybrid and all(fused(r)["semantic_rank"] is None for r in hybrid)
+    assert "model.onnx" in (status["embedding_error"] or "")
 
 
-async def test_both_branches_empty(tmp_path: Path, corpus: Path) -> None:
+async def test_both_branches_empty(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         assert await rf.search("anything at all") == []  # nothing indexed yet
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         assert await rf.search("!!!") == []
 
 
-async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, corpus: Path) -> None:
+async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=ZeroQueryEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         results = await rf.search("install", mode="semantic", top_k=3)
-    assert results and all(r["score_breakdown"]["cosine"] == 0.0 for r in results)
+    assert results and all(cosine(r) == 0.0 for r in results)
 
 
 HOSTILE = [
@@ -178,9 +156,9 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
-async def test_hostile_queries_never_raise(tmp_path: Path, corpus: Path, mode: str) -> None:
+async def test_hostile_queries_never_raise(tmp_path: Path, search_docs: Path, mode: str) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         for query in HOSTILE:
             results = await rf.search(query, mode=mode, top_k=3)
             assert isinstance(results, list) and len(results) <= 3
@@ -196,9 +174,9 @@ async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> No
                 await rf.search("x", top_k=bad)
 
 
-async def test_get_chunk_and_get_file_read_back(tmp_path: Path, corpus: Path) -> None:
+async def test_get_chunk_and_get_file_read_back(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         hit = (await rf.search("pancakes", mode="lexical"))[0]
         chunk = await rf.get_chunk(hit["chunk_id"])
         assert chunk is not None and chunk["content"] == hit["content"]
@@ -206,14 +184,14 @@ async def test_get_chunk_and_get_file_read_back(tmp_path: Path, corpus: Path) ->
         f = await rf.get_file("install.md")
         assert f is not None and f["path"] == "install.md"
         assert [c["chunk_index"] for c in f["chunks"]] == list(range(len(f["chunks"])))
-        same = await rf.get_file(str(corpus / "install.md"))
+        same = await rf.get_file(str(search_docs / "install.md"))
         assert same is not None and same["chunks"] == f["chunks"]
         assert await rf.get_file("missing.md") is None
 
 
-async def test_status_has_the_spec_fields(tmp_path: Path, corpus: Path) -> None:
+async def test_status_has_the_spec_fields(tmp_path: Path, search_docs: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(search_docs)
         status = await rf.status()
     for key in ("files", "chunks", "embeddings", "pending_embeddings"):
         assert isinstance(status[key], int)

@@ -15,19 +15,14 @@ import pytest
 
 from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
 from rifflux.actors import index_job
+from rifflux.core import plan as core_plan
 from rifflux.core.vectors import F32
 from rifflux.store.reader import Reader
 from rifflux.store.records import Records
 
-from .helpers import CountingEmbedder, eventually, write
+from .helpers import CountingEmbedder, eventually, otters_and_bread, write
 
 pytestmark = pytest.mark.anyio
-
-
-def notes(root: Path) -> Path:
-    write(root, "otters.md", "# Otters\n\nOtters hold hands while they sleep in the river.\n")
-    write(root, "bread.md", "# Bread\n\nKnead the dough, let it rise, bake it hot.\n")
-    return root
 
 
 def failing_once(original: Callable[..., Any], trigger: Callable[..., bool],
@@ -56,7 +51,7 @@ async def still_serving(rf: Rifflux, root: Path) -> None:
 async def test_an_unexpected_error_in_the_lexical_branch_fails_only_that_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = notes(tmp_path / "docs")
+    root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         monkeypatch.setattr(Reader, "lexical", failing_once(
@@ -76,7 +71,7 @@ async def test_an_unexpected_error_making_the_query_vector_fails_only_that_searc
                 raise ValueError("onnxruntime said no (injected)")
             return super().embed_query(text)
 
-    root = notes(tmp_path / "docs")
+    root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=BrokenQueries()) as rf:
         await rf.reindex(root)
         with pytest.raises(RiffluxError, match="ValueError: onnxruntime said no"):
@@ -88,7 +83,7 @@ async def test_an_unexpected_error_making_the_query_vector_fails_only_that_searc
 async def test_an_unexpected_error_in_a_read_fails_only_that_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = notes(tmp_path / "docs")
+    root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         chunk_id = (await rf.search("otters", mode="lexical"))[0]["chunk_id"]
@@ -104,8 +99,8 @@ async def test_an_unexpected_error_in_a_read_fails_only_that_read(
 async def test_an_unexpected_error_inside_a_job_fails_that_job_and_the_next_one_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = notes(tmp_path / "docs")
-    real_plan = index_job.plan_scan
+    root = otters_and_bread(tmp_path / "docs")
+    real_plan = core_plan.plan_scan  # (as index_job calls it)
     calls = 0
 
     def plan_scan(*args: Any, **kwargs: Any) -> Any:
@@ -128,7 +123,7 @@ async def test_an_unexpected_error_inside_a_job_fails_that_job_and_the_next_one_
 async def test_a_slow_vector_load_holds_up_neither_lexical_search_nor_status(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = notes(tmp_path / "docs")
+    root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
     release = anyio.Event()
@@ -155,7 +150,7 @@ async def test_a_slow_vector_load_holds_up_neither_lexical_search_nor_status(
 async def test_status_right_after_opening_an_embedded_index_reports_true_counts(
     tmp_path: Path
 ) -> None:
-    root = notes(tmp_path / "docs")
+    root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         embedded = await rf.status()
@@ -184,7 +179,7 @@ async def test_status_right_after_opening_an_embedded_index_reports_true_counts(
 
 
 async def test_requests_in_flight_at_shutdown_get_closed_error(tmp_path: Path) -> None:
-    root = notes(tmp_path / "docs")
+    root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
     gate = threading.Event()

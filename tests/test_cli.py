@@ -9,7 +9,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,31 +16,9 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-import rifflux
 from rifflux.store.lease import Lease
 
-REPO = Path(rifflux.__file__).resolve().parent.parent
-
-
-def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
-    env.update(RIFFLUX_EMBEDDING_BACKEND="hash", XDG_DATA_HOME=str(tmp_path / "xdg"),
-               XDG_CACHE_HOME=str(tmp_path / "xdg-cache"),
-               PYTHONPATH=str(REPO), COLUMNS="200")
-    env.update(extra)
-    return env
-
-
-def rifflux_cli(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None,
-    prefix: Sequence[str] = (),
-) -> subprocess.CompletedProcess[str]:
-    """``rifflux ARGS`` in ``tmp_path`` (``prefix``: a command it runs under)."""
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "rifflux", *args], cwd=tmp_path,
-        env=env or cli_env(tmp_path),
-        capture_output=True, text=True, timeout=120, check=False,
-    )
+from .helpers import cli_env, rifflux_cli
 
 
 def write_notes(root: Path) -> Path:

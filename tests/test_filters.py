@@ -7,25 +7,16 @@ import os
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 
-from .helpers import CountingEmbedder, write
+from .helpers import CountingEmbedder, fused, write_note
 
 pytestmark = pytest.mark.anyio
 MODES = ("lexical", "semantic", "hybrid")
-
-
-def note(root: Path, rel: str, body: str, *, tags: str | None = None, extra: str = "",
-         age_days: float | None = None) -> Path:
-    front = f"---\ntags: [{tags}]\n{extra}---\n" if tags is not None or extra else ""
-    path = write(root, rel, f"{front}# {Path(rel).stem}\n\n{body}\n")
-    if age_days is not None:
-        when = time.time() - age_days * 86400
-        os.utime(path, (when, when))
-    return path
 
 
 async def test_a_filter_finds_a_small_folder_that_unfiltered_results_never_reach(
@@ -33,10 +24,10 @@ async def test_a_filter_finds_a_small_folder_that_unfiltered_results_never_reach
 ) -> None:
     root = tmp_path / "docs"
     for i in range(300):  # decoys: more about the query than the files we want
-        note(root, f"decoys/d{i}.md", "garden compost garden compost garden compost " * 5
+        write_note(root, f"decoys/d{i}.md", "garden compost garden compost garden compost " * 5
              + f"decoy number {i}.")
     for i in range(5):
-        note(root, f"small/s{i}.md", f"A short remark on garden compost, item {i}.")
+        write_note(root, f"small/s{i}.md", f"A short remark on garden compost, item {i}.")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         for mode in MODES:
@@ -46,38 +37,35 @@ async def test_a_filter_finds_a_small_folder_that_unfiltered_results_never_reach
             assert sorted(r["path"] for r in hits) == [f"small/s{i}.md" for i in range(5)], mode
         hybrid = await rf.search("garden compost", top_k=5, paths=["small/**"])
         # RRF of the two filtered lists: both ranks are known for every hit
-        assert all(r["score_breakdown"]["lexical_rank"] is not None  # type: ignore[typeddict-item]
+        assert all(fused(r)["lexical_rank"] is not None
                    for r in hybrid)
 
 
-@pytest.fixture
-async def vault(tmp_path: Path) -> Path:
-    root = tmp_path / "vault"
-    note(root, "projects/alpha.md", "Otters build dams in the river. #idea #area/river/north",
-         tags="project, Active", extra="status: draft\nowners: [ann, bo]\npriority: 2\n",
-         age_days=1)
-    note(root, "projects/beta.md", "Otters sleep holding hands.", tags="project",
-         extra="status: done\ndraft: true\n", age_days=40)
-    note(root, "journal/2026-11-01.md", "Saw otters near the old mill. #area/river",
-         age_days=400)
-    note(root, "journal/2026-11-02.md", "Otters again, and a heron.", age_days=3)
-    return root.resolve()
+class Filters(TypedDict, total=False):
+    """The filters ``search_paths`` passes on (a misspelt one is a type error)."""
+
+    paths: list[str]
+    root: str
+    tags: list[str]
+    frontmatter: dict[str, str | float]
+    modified_after: str
+    modified_before: str
 
 
-async def search_paths(rf: Rifflux, **filters: object) -> list[str]:
+async def search_paths(rf: Rifflux, **filters: Unpack[Filters]) -> list[str]:
     """The files a search for otters finds under ``filters``. Every note of the vault
     mentions otters in its one chunk, so each mode must find the same files."""
     found: dict[str, list[str]] = {}
     for mode in MODES:
-        hits = await rf.search("otters", top_k=10, mode=mode, **filters)  # type: ignore[arg-type]
+        hits = await rf.search("otters", top_k=10, mode=mode, **filters)
         found[mode] = sorted(r["path"] for r in hits)
     assert len({tuple(paths) for paths in found.values()}) == 1, found
     return found["hybrid"]
 
 
-async def test_each_filter_alone_and_combined(tmp_path: Path, vault: Path) -> None:
+async def test_each_filter_alone_and_combined(tmp_path: Path, tagged_vault: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(tagged_vault)
         assert len(await search_paths(rf)) == 4
         assert await search_paths(rf, paths=["journal/**"]) == [
             "journal/2026-11-01.md", "journal/2026-11-02.md"]
@@ -106,32 +94,38 @@ async def test_each_filter_alone_and_combined(tmp_path: Path, vault: Path) -> No
         assert await search_paths(rf, tags=["project"], modified_after="1w",
                                   paths=["projects/*"]) == ["projects/alpha.md"]
         assert await search_paths(rf, tags=["nosuchtag"]) == []
-        assert await search_paths(rf, root="vault") == await search_paths(rf)
-        assert await search_paths(rf, root=str(vault)) == await search_paths(rf)
+        in_vault = await search_paths(rf)
+        elsewhere = tmp_path / "elsewhere"  # a second root: root has something to leave out
+        write_note(elsewhere, "far.md", "Otters far from the vault.")
+        await rf.reindex(elsewhere)
+        assert await search_paths(rf) == sorted([*in_vault, "far.md"])
+        assert await search_paths(rf, root="vault") == in_vault
+        assert await search_paths(rf, root=str(tagged_vault)) == in_vault
+        assert await search_paths(rf, root="elsewhere") == ["far.md"]
 
 
 async def test_results_say_where_they_are_and_what_note_they_belong_to(
-    tmp_path: Path, vault: Path
+    tmp_path: Path, tagged_vault: Path
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(tagged_vault)
         hit = (await rf.search("dams", mode="lexical", paths=["projects/alpha.md"]))[0]
-    lines = (vault / "projects" / "alpha.md").read_text().splitlines()
-    assert hit["root"] == str(vault) and hit["title"] == "alpha"
+    lines = (tagged_vault / "projects" / "alpha.md").read_text().splitlines()
+    assert hit["root"] == str(tagged_vault) and hit["title"] == "alpha"
     assert hit["tags"] == ["active", "area", "area/river", "area/river/north", "idea",
                            "project"]
     assert "dams" in lines[hit["line_end"] - 1] and lines[hit["line_start"] - 1] == "# alpha"
     assert datetime.fromisoformat(hit["modified"]).timestamp() == pytest.approx(
-        (vault / "projects" / "alpha.md").stat().st_mtime, abs=1)
+        (tagged_vault / "projects" / "alpha.md").stat().st_mtime, abs=1)
 
 
 async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     tmp_path: Path,
 ) -> None:
     a, b = tmp_path / "one" / "notes", tmp_path / "two" / "notes"
-    note(a, "x.md", "otters of one")
-    note(b, "y.md", "otters of two")
-    note(tmp_path / "three", "z.md", "otters of three")
+    write_note(a, "x.md", "otters of one")
+    write_note(b, "y.md", "otters of two")
+    write_note(tmp_path / "three", "z.md", "otters of three")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(paths=[a, b, tmp_path / "three"])
         assert [r["path"] for r in await rf.search("otters", root="three")] == ["z.md"]
@@ -167,29 +161,30 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"modified_after": "  "}, "modified_after is blank"),
 ])
 async def test_malformed_filters_are_clear_errors(
-    tmp_path: Path, filters: dict[str, object], message: str | None
+    tmp_path: Path, filters: dict[str, Any], message: str | None
 ) -> None:
+    # (Any: the point is to pass what the signature does not allow, as an untyped caller can)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         if message is None:
-            assert await rf.search("anything", **filters) == []  # type: ignore[arg-type]
+            assert await rf.search("anything", **filters) == []
             return
         with pytest.raises(InvalidArgumentError, match=message):
-            await rf.search("anything", **filters)  # type: ignore[arg-type]
+            await rf.search("anything", **filters)
 
 
 async def test_date_filters_follow_a_file_touched_without_a_change(
-    tmp_path: Path, vault: Path,
+    tmp_path: Path, tagged_vault: Path,
 ) -> None:
     # Same bytes, new mtime (a `touch`, a checkout): nothing to reindex but the date.
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(tagged_vault)
         assert await search_paths(rf, modified_before="2w") == [
             "journal/2026-11-01.md", "projects/beta.md"]
         long_ago = time.time() - 800 * 86400
-        os.utime(vault / "projects" / "alpha.md", (long_ago, long_ago))
+        os.utime(tagged_vault / "projects" / "alpha.md", (long_ago, long_ago))
         now = time.time()
-        os.utime(vault / "journal" / "2026-11-01.md", (now, now))
-        await rf.reindex(vault)
+        os.utime(tagged_vault / "journal" / "2026-11-01.md", (now, now))
+        await rf.reindex(tagged_vault)
         assert await search_paths(rf, modified_before="2w") == [
             "projects/alpha.md", "projects/beta.md"]
         assert await search_paths(rf, modified_after="2y") == [
@@ -199,14 +194,14 @@ async def test_date_filters_follow_a_file_touched_without_a_change(
             datetime.fromtimestamp(long_ago).astimezone().strftime("%Y"))
 
 
-async def test_filters_follow_edits_and_deletes(tmp_path: Path, vault: Path) -> None:
+async def test_filters_follow_edits_and_deletes(tmp_path: Path, tagged_vault: Path) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(tagged_vault)
         assert await search_paths(rf, tags=["project"]) == [
             "projects/alpha.md", "projects/beta.md"]
-        note(vault, "projects/beta.md", "Otters, retagged.", tags="archive")
-        (vault / "projects" / "alpha.md").unlink()
-        await rf.reindex(vault)
+        write_note(tagged_vault, "projects/beta.md", "Otters, retagged.", tags="archive")
+        (tagged_vault / "projects" / "alpha.md").unlink()
+        await rf.reindex(tagged_vault)
         assert await search_paths(rf, tags=["project"]) == []
         assert await search_paths(rf, tags=["archive"]) == ["projects/beta.md"]
         assert {t["tag"]: t["files"] for t in await rf.list_tags()} == {

@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rifflux import Rifflux
 from rifflux.core.fts_query import build_match
 
-from .helpers import CountingEmbedder, eventually, indexed_then_downgraded, write
-from .test_cli import rifflux_cli
-from .test_mcp_stdio import call, mcp_session
+from .helpers import (
+    CountingEmbedder,
+    call,
+    eventually,
+    indexed_then_downgraded,
+    mcp_session,
+    rifflux_cli,
+    write,
+    write_all,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -69,10 +76,8 @@ NOT_FOUND = ["大阪タワー", "东京", "学大", "서울날씨"]
 
 
 @pytest.fixture
-async def rf(tmp_path: Path) -> Any:
-    root = tmp_path / "notes"
-    for name, text in NOTES.items():
-        write(root, name, text)
+async def rf(tmp_path: Path) -> AsyncIterator[Rifflux]:
+    root = write_all(tmp_path / "notes", NOTES)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         yield rf

@@ -13,71 +13,19 @@ from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
 
 from .helpers import (
+    HOME_LINKS,
+    VAULT,
     CountingEmbedder,
     eventually,
     indexed_then_downgraded,
     jobs_settled,
+    watcher_started,
+    watching,
     write,
+    write_vault,
 )
-from .test_watch_pipeline import watcher_started, watching
 
 pytestmark = pytest.mark.anyio
-
-HOME = """---
-title: Home page
----
-# Home
-
-Start at [[Projects/Alpha]] and [[Beta|the beta note]], or read [[The B]].
-
-## Reading
-
-See [[Gamma#Setup]] and the key point [[Gamma#^key-point]].
-![[Delta]]
-[[Missing Note]] is not written yet.
-[[My Space Note]] and [two](notes/Delta%20Two.md#intro) and [[Note]].
-Code: `[[InCode]]`.
-
-```
-[[Fenced]]
-```
-
-[web](https://example.org/Gamma.md)
-"""
-
-VAULT = {
-    "Home.md": HOME,
-    "Projects/Alpha.md": "# Alpha\n\nBack [home](../Home.md). Also [[Note]].\n",
-    "Beta.md": "---\naliases: [The B, Bee]\n---\n# Beta\n\nBeta links nowhere.\n",
-    "notes/Gamma.md": "# Gamma\n\n## Intro\n\nGamma begins.\n\n## Setup\n\nInstall the gamma "
-                      "tools with care.\n\n## Notes\n\nA key point about gamma. ^key-point\n",
-    "notes/Delta.md": "# Delta\n\nDelta text, see [[Epsilon]].\n",
-    "notes/Delta Two.md": "# Delta Two\n\n## Intro\n\nSecond delta.\n",
-    "notes/far/Epsilon.md": "# Epsilon\n\nThe far end of the garden path.\n",
-    "a/Note.md": "# Note A\n\nThe first note about the garden.\n",
-    "b/deeper/Note.md": "# Note B\n\nThe deeper note links [[Home]].\n",
-    "My Space Note.md": "# Spaces\n\nA name with spaces.\n",
-}
-
-#: Home's outgoing links: (target as written, where it resolves, line).
-HOME_LINKS = [
-    ("Projects/Alpha", "Projects/Alpha.md", 6),
-    ("Beta", "Beta.md", 6),
-    ("The B", "Beta.md", 6),
-    ("Gamma#Setup", "notes/Gamma.md", 10),
-    ("Gamma#^key-point", "notes/Gamma.md", 10),
-    ("Delta", "notes/Delta.md", 11),
-    ("Missing Note", None, 12),
-    ("My Space Note", "My Space Note.md", 13),
-    ("notes/Delta%20Two.md#intro", "notes/Delta Two.md", 13),
-    ("Note", "a/Note.md", 13),
-]
-
-
-def write_vault(root: Path, files: dict[str, str] = VAULT) -> Path:
-    for rel, text in files.items():
-        write(root, rel, text)
-    return root
 
 
 async def outgoing(rf: Rifflux, path: str) -> list[tuple[str, str | None]]:
@@ -92,16 +40,13 @@ async def neighbours(rf: Rifflux, path: str, depth: int = 1) -> dict[str, int]:
     return {n["path"]: n["distance"] for n in await rf.neighbors(path, depth=depth)}
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    return write_vault(tmp_path / "vault").resolve()
-
-
-async def test_every_link_form_resolves_as_obsidian_does(tmp_path: Path, vault: Path) -> None:
+async def test_every_link_form_resolves_as_obsidian_does(
+    tmp_path: Path, linked_vault: Path,
+) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(linked_vault)
         found = await rf.links("Home.md")
-        assert (found["path"], found["root"]) == ("Home.md", str(vault))
+        assert (found["path"], found["root"]) == ("Home.md", str(linked_vault))
         out = found["outgoing"]
         assert [(o["target"], o["path"], o["line"]) for o in out] == HOME_LINKS
         by_target = {o["target"]: o for o in out}
@@ -135,10 +80,10 @@ async def test_every_link_form_resolves_as_obsidian_does(tmp_path: Path, vault: 
 
 
 async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
-    tmp_path: Path, vault: Path
+    tmp_path: Path, linked_vault: Path
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(linked_vault)
         near = await rf.neighbors("notes/far/Epsilon.md", depth=2)
         assert near == [{"path": "notes/Delta.md", "title": "Delta", "distance": 1},
                         {"path": "Home.md", "title": "Home page", "distance": 2}]
@@ -150,15 +95,15 @@ async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
         assert "Home.md" not in home and home["b/deeper/Note.md"] == 1  # it links to Home
         assert "notes/far/Epsilon.md" not in home
         assert (await neighbours(rf, "Home.md", 2))["notes/far/Epsilon.md"] == 2
-        assert await rf.neighbors(str(vault / "My Space Note.md")) == [
+        assert await rf.neighbors(str(linked_vault / "My Space Note.md")) == [
             {"path": "Home.md", "title": "Home page", "distance": 1}]
 
 
 async def test_bad_paths_and_depths_are_errors_that_say_what_to_give(
-    tmp_path: Path, vault: Path
+    tmp_path: Path, linked_vault: Path
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(linked_vault)
         for call in (rf.links("Nope.md"), rf.neighbors("Nope.md")):
             with pytest.raises(InvalidArgumentError, match="not an indexed note.*search results"):
                 await call
@@ -177,12 +122,12 @@ async def test_bad_paths_and_depths_are_errors_that_say_what_to_give(
 
 
 async def test_search_near_a_note_filters_both_branches_before_ranking(
-    tmp_path: Path, vault: Path
+    tmp_path: Path, linked_vault: Path
 ) -> None:
     for i in range(40):  # decoys about the garden, linked to nothing
-        write(vault, f"decoys/d{i}.md", f"# Decoy {i}\n\n" + "garden path note " * 20)
+        write(linked_vault, f"decoys/d{i}.md", f"# Decoy {i}\n\n" + "garden path note " * 20)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault)
+        await rf.reindex(linked_vault)
         unfiltered = await rf.search("garden path note", top_k=5, mode="lexical")
         assert all(r["path"].startswith("decoys/") for r in unfiltered)
         near = {"notes/far/Epsilon.md", "notes/Delta.md", "Home.md"}
@@ -264,9 +209,9 @@ async def test_renames_and_deletes_re_resolve_links_without_reading_the_linking_
 
 
 async def test_an_index_of_version_5_gets_its_links_when_opened(tmp_path: Path,
-                                                                vault: Path) -> None:
+                                                                linked_vault: Path) -> None:
     db = tmp_path / "i.db"
-    embedder, embedded = await indexed_then_downgraded(db, vault, 5)
+    embedder, embedded = await indexed_then_downgraded(db, linked_vault, 5)
     async with Rifflux(db, embedder=embedder) as rf:
         await jobs_settled(rf)  # the files are read again in the background
         assert [t for t, _ in await outgoing(rf, "Home.md")] == [t for t, _, _ in HOME_LINKS]
@@ -278,12 +223,12 @@ async def test_an_index_of_version_5_gets_its_links_when_opened(tmp_path: Path,
 
 
 async def test_a_folder_absorbed_into_its_parent_resolves_its_links_there(
-    tmp_path: Path, vault: Path
+    tmp_path: Path, linked_vault: Path
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
-        await rf.reindex(vault / "Projects")  # a root of its own: Home is outside it
+        await rf.reindex(linked_vault / "Projects")  # a root of its own: Home is outside it
         assert await outgoing(rf, "Alpha.md") == [("../Home.md", None), ("Note", None)]
-        await rf.reindex(vault)
+        await rf.reindex(linked_vault)
         assert await outgoing(rf, "Projects/Alpha.md") == [("../Home.md", "Home.md"),
                                                            ("Note", "a/Note.md")]
         assert await backlinks(rf, "Home.md") == ["Projects/Alpha.md", "b/deeper/Note.md"]

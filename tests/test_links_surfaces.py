@@ -10,9 +10,15 @@ import pytest
 
 from rifflux.mcp.budget import answer_text
 
-from .test_cli import rifflux_cli
-from .test_links import HOME_LINKS, VAULT, write_vault
-from .test_mcp_stdio import call, call_error, mcp_session
+from .helpers import (
+    HOME_LINKS,
+    VAULT,
+    call,
+    call_error,
+    mcp_session,
+    rifflux_cli,
+    write_vault,
+)
 
 pytestmark = pytest.mark.anyio
 

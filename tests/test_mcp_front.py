@@ -29,7 +29,7 @@ from rifflux.mcp.front import SEED, Front, Inbound, Wire, cache_path, load_snaps
 from rifflux.mcp.handoff import _refresh_snapshot, _write_json, capture_handshake
 from rifflux.mcp.server import build_server
 
-from .test_mcp_stdio import server_env, write_corpus
+from .helpers import server_env, write_corpus
 
 SEED_DATA: dict[str, Any] = json.loads(SEED.read_text(encoding="utf-8"))
 LATEST = SEED_DATA["handshake_versions"][-1]
@@ -332,10 +332,10 @@ async def test_the_front_answers_exactly_what_the_sdk_would(
         assert ids[0] == 1 and sorted(ids[:3]) == [1, 2, 3]  # the handshake first
         by_id.append({a["id"]: a for a in answers if "id" in a})
     for request_id in (1, 2, 3):
-        assert all(answers[request_id] == by_id[0][request_id] for answers in by_id)
-    for answers in by_id:  # the tools work behind the front as without it
-        assert answers[4]["result"]["isError"] is False
-        assert answers[4]["result"]["structuredContent"]["indexed_files"] == 2
+        assert all(replies[request_id] == by_id[0][request_id] for replies in by_id)
+    for replies in by_id:  # the tools work behind the front as without it
+        assert replies[4]["result"]["isError"] is False
+        assert replies[4]["result"]["structuredContent"]["indexed_files"] == 2
 
 
 @pytest.mark.parametrize("closed", [0, 1])
@@ -404,7 +404,7 @@ async def test_requests_the_front_answered_still_set_up_the_sdks_session(
     (["-m", "rifflux"], False, signal.SIGHUP),
 ])
 async def test_ctrl_c_sigterm_and_sighup_stop_the_server_cleanly(
-    tmp_path: Path, entry: list[str], watch: bool, signum: int
+    tmp_path: Path, entry: list[str], watch: bool, signum: signal.Signals
 ) -> None:
     env = {**os.environ, **server_env(tmp_path)}
     db = tmp_path / "x.db"

@@ -5,120 +5,33 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.types import CallToolResult, TextContent
+from mcp import ClientSession
 
-import rifflux
+from .helpers import (
+    call,
+    call_error,
+    eventually,
+    mcp_session,
+    server_env,
+    text_of,
+    write_corpus,
+)
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(rifflux.__file__).resolve().parent.parent
 TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
          "get_links", "get_neighbors", "list_tags", "forget"}
-TOPICS = [
-    ("Tomatoes", "Tomatoes want full sun, deep watering twice a week and a cage to climb."),
-    ("Compost", "Compost needs greens, browns, air and a little water; turn the pile weekly."),
-    ("Irrigation", "Drip irrigation lines water the roots directly and waste little water."),
-    ("Mulch", "Mulch keeps water in the soil and weeds out; use straw or shredded leaves."),
-    ("Seeds", "Start seeds indoors six weeks before the last frost, water from below."),
-    ("Pests", "Aphids wash off with a strong jet of water; ladybirds eat the rest."),
-    ("Harvest", "Harvest in the cool morning and water the beds after picking."),
-    ("Soil", "Loamy soil drains well yet holds water; add compost every spring."),
-]
-
-
-def _section(title: str, sentence: str) -> str:
-    return f"## {title}\n\n" + " ".join([sentence] * 4) + "\n\n"
-
-
-def write_corpus(root: Path) -> dict[str, Path]:
-    """notes/ (2 files, many chunks about water), docs/ (1 file), cwd/ (1 file)."""
-    notes, docs, cwd = root / "notes", root / "docs", root / "cwd"
-    for folder in (notes, docs, cwd):
-        folder.mkdir(parents=True)
-    (notes / "garden.md").write_text(
-        "# Garden\n\n" + "".join(_section(t, s) for t, s in TOPICS[:4]), encoding="utf-8")
-    (notes / "seasons.md").write_text(
-        "# Seasons\n\n" + "".join(_section(t, s) for t, s in TOPICS[4:]), encoding="utf-8")
-    (docs / "install.md").write_text(
-        "# Guide\n\n## Install\n\n### Linux\n\nRun the installer with sudo; the wombat "
-        "package manager resolves every dependency for you.\n", encoding="utf-8")
-    (cwd / "here.md").write_text(
-        "# Here\n\nThe quokka lives only in the working directory of the server.\n",
-        encoding="utf-8")
-    return {"notes": notes, "docs": docs, "cwd": cwd}
-
-
-def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "RIFFLUX_EMBEDDING_BACKEND": "hash",
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),  # never touch the user's default index
-        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),  # nor their handshake cache
-        "PYTHONPATH": str(REPO),
-    }
-    env.update(extra)
-    return env
-
-
-@asynccontextmanager
-async def mcp_session(
-    tmp_path: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "rifflux", "mcp", "--db", str(tmp_path / "index.db"), *args],
-        env=env or server_env(tmp_path),
-        cwd=cwd or tmp_path,
-    )
-    with (tmp_path / "server.stderr").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                with anyio.fail_after(60):
-                    await session.initialize()
-                yield session
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
-
-
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
-    with anyio.fail_after(60):
-        result = await session.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    assert result.structured_content is not None
-    content: dict[str, Any] = result.structured_content
-    assert json.loads(text_of(result)) == content
-    return content
-
-
-async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
-    """Poll a condition under ``fail_after``: it lives in the server process, where no
-    event of ours can reach, and the short pause only paces the polling."""
-    with anyio.fail_after(30):
-        while not await check():  # noqa: ASYNC110
-            await anyio.sleep(0.02)
 
 
 async def job_status(session: ClientSession, job_id: str) -> str:
     jobs = (await call(session, "index_status"))["jobs"]
     return str(next(j for j in jobs if j["id"] == job_id)["status"])
-
-
-async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
-    with anyio.fail_after(60):
-        result = await session.call_tool(tool, arguments)
-    assert result.is_error, f"{tool}({arguments}) should fail but returned {text_of(result)}"
-    return text_of(result)
 
 
 # ---------------------------------------------------------------- schemas
@@ -265,7 +178,7 @@ async def test_background_reindex_returns_a_job_that_completes_embedded(tmp_path
         async def completed() -> bool:
             return await job_status(session, job_id) == "completed"
 
-        await wait_until(completed)
+        await eventually(completed, within=30)
         status = await call(session, "index_status")
         job = next(j for j in status["jobs"] if j["id"] == job_id)
     assert job["result"]["indexed_files"] == 2
@@ -376,7 +289,7 @@ async def test_auto_reindex_on_search_starts_a_throttled_background_job(tmp_path
         async def completed() -> bool:
             return await job_status(session, started["job_id"]) == "completed"
 
-        await wait_until(completed)
+        await eventually(completed, within=30)
         second = await call(session, "search_rifflux", query="platypus", mode="lexical")
     assert first["count"] == 0  # the answer did not wait for the reindex it started
     assert second["count"] == 1 and second["results"][0]["path"] == "new.md"
@@ -396,10 +309,10 @@ async def test_watch_paths_are_indexed_at_start_and_followed(tmp_path: Path) -> 
             out = await call(session, "search_rifflux", query="echidna", mode="lexical")
             return bool(out["count"] == 1)
 
-        await wait_until(started)
+        await eventually(started, within=30)
         (corpus["notes"] / "echidna.md").write_text("# Echidna\n\nSpiny and calm.\n",
                                                     encoding="utf-8")
-        await wait_until(found)
+        await eventually(found, within=30)
 
 
 # ---------------------------------------------------------------- the wire
@@ -477,7 +390,6 @@ async def test_real_onnx_model_finds_a_paraphrase(tmp_path: Path) -> None:
     assert out["results"][0]["path"] == "cats.md"
     assert status["embedding_backend"] == "onnx"
     assert out["embedding_model"] == status["embedding_model"] != "hash-384-v1"
-
 
 
 # ---------------------------------------------------------------- narrow and locate

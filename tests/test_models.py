@@ -16,32 +16,15 @@ import pytest
 
 from rifflux import Rifflux
 from rifflux.core.embedders import BUNDLED_MODEL, OnnxEmbedder, locate_model
+from rifflux.types import Status
 
-from .helpers import eventually, write
-from .test_cli import cli_env, rifflux_cli
+from .helpers import TOPICS, cli_env, cosine, eventually, rifflux_cli
 
 pytestmark = pytest.mark.anyio
 
 
-CORPUS = {
-    "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
-    "twice a week; avoid wetting the leaves.\n",
-    "travel.md": "# Travel\n\n## Packing light\n\nBring one carry-on bag, roll your clothes "
-    "and leave the hair dryer at home.\n",
-    "cooking.md": "# Kitchen\n\n## Baking bread\n\nKnead the dough for ten minutes, let it "
-    "rise for an hour, then bake at 220 degrees.\n",
-}
-
 CLS_WITH_PREFIXES = {"name": "minilm-cls", "pooling": "cls", "query_prefix": "query: ",
                      "document_prefix": "passage: "}
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    for rel, text in CORPUS.items():
-        write(root, rel, text)
-    return root
 
 
 def minilm_dir(where: Path, config: dict[str, Any] | str | None = None) -> Path:
@@ -104,12 +87,12 @@ def stored_vectors(db: Path) -> dict[tuple[str, str], tuple[int, bytes]]:
     return {(str(h), str(m)): (int(d), bytes(v)) for h, m, d, v in rows}
 
 
-async def model_settled(rf: Rifflux) -> dict[str, Any]:
-    async def ready() -> dict[str, Any] | None:
-        status = dict(await rf.status())
+async def model_settled(rf: Rifflux) -> Status:
+    async def ready() -> Status | None:
+        status = await rf.status()
         return status if status["embedding_model_ready"] else None
 
-    settled: dict[str, Any] = await eventually(ready, within=60)
+    settled: Status = await eventually(ready, within=60)
     return settled
 
 
@@ -147,22 +130,23 @@ def test_cls_pooling_and_prefixes_change_the_vectors_and_the_label(tmp_path: Pat
 
 
 async def test_an_index_of_the_default_model_is_re_embedded_under_a_new_configuration(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics: Path
 ) -> None:
     db = tmp_path / "i.db"
     model_dir = minilm_dir(tmp_path / "cls", CLS_WITH_PREFIXES)
     async with Rifflux(db, embedding_backend="onnx") as rf:
-        await rf.reindex(corpus)
+        await rf.reindex(topics)
     before = stored_vectors(db)
     assert before and {model for _, model in before} == {BUNDLED_MODEL}
 
     async with Rifflux(db, embedding_backend="onnx", model_dir=model_dir) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics)
         status = await rf.status()
         hits = await rf.search("how often to water tomatoes", mode="semantic", top_k=1)
     after = stored_vectors(db)
     label = result["embedding_model"]
-    assert label.startswith("onnx:minilm-cls:") and status["embedding_model"] == label
+    assert label is not None and label.startswith("onnx:minilm-cls:")
+    assert status["embedding_model"] == label
     assert {model for _, model in after} == {label}  # no vector of the old model is kept
     assert {h for h, _ in after} == {h for h, _ in before}  # every text embedded again
     assert all(after[h, label][1] != before[h, BUNDLED_MODEL][1] for h, _ in before)
@@ -173,7 +157,7 @@ async def test_an_index_of_the_default_model_is_re_embedded_under_a_new_configur
     assert hits[0]["path"] == "garden.md"
 
     async with Rifflux(db, embedding_backend="onnx") as rf:  # and back to the default
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics)
         status = await rf.status()
     back = stored_vectors(db)
     assert result["embedding_model"] == BUNDLED_MODEL
@@ -187,24 +171,24 @@ async def test_an_index_of_the_default_model_is_re_embedded_under_a_new_configur
 
 
 async def test_a_768_dimension_model_built_here_indexes_and_searches_end_to_end(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics: Path
 ) -> None:
     db = tmp_path / "i.db"
     model_dir = tiny_768_dir(tmp_path / "tiny")
     async with Rifflux(db, embedding_backend="onnx", model_dir=model_dir) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics)
         # (a semantic search waits for the vector matrix to be loaded; status does not)
         semantic = await rf.search("watering tomato plants", mode="semantic", top_k=3)
         hybrid = await rf.search("knead dough", mode="hybrid", top_k=3)
         status = await rf.status()
     assert result["embedding_backend"] == "onnx"
-    assert status["embedding_model"].startswith("onnx:tiny-768:")
+    assert (status["embedding_model"] or "").startswith("onnx:tiny-768:")
     assert status["embedding_dim"] == 768
     assert status["embedding_pooling"] == "mean" and status["embedding_max_tokens"] == 256
     assert status["embedding_error"] is None
     assert status["vectors_in_memory"] == status["embeddings"] == status["chunks"]
     assert semantic[0]["path"] == "garden.md"
-    assert semantic[0]["score_breakdown"]["cosine"] > semantic[1]["score_breakdown"]["cosine"]
+    assert cosine(semantic[0]) > cosine(semantic[1])
     assert hybrid[0]["path"] == "cooking.md"
     assert {(dim, len(blob)) for dim, blob in stored_vectors(db).values()} == {(768, 768 * 4)}
 
@@ -216,12 +200,12 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_takes_a_model_dir_and_its_status_shows_how_the_model_runs(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics: Path
 ) -> None:
     tiny = tiny_768_dir(tmp_path / "tiny")
     cls = minilm_dir(tmp_path / "cls", CLS_WITH_PREFIXES)
     done = _cli(tmp_path, "--db", "i.db", "--backend", "onnx", "--model-dir", str(tiny),
-                "index", str(corpus))
+                "index", str(topics))
     assert done.returncode == 0, done.stderr
     shown = _cli(tmp_path, "--db", "i.db", "--model-dir", str(tiny), "status")
     assert shown.returncode == 0, shown.stderr
@@ -236,7 +220,9 @@ def test_the_cli_takes_a_model_dir_and_its_status_shows_how_the_model_runs(
     assert "model.onnx not found" in broken.stdout.replace("\n", "")
 
 
-BROKEN = {
+#: A broken model directory: how it is made (a missing file, or rifflux-model.json as a
+#: dict or raw text), and what its error must say.
+BROKEN: dict[str, tuple[dict[str, Any] | str, list[str]]] = {
     "missing model.onnx": ("no-model", ["model.onnx not found",
                                         "needs model.onnx and tokenizer.json"]),
     "missing tokenizer.json": ("no-tokenizer", ["tokenizer.json not found"]),
@@ -268,12 +254,12 @@ def broken_dir(where: Path, case: str) -> Path:
 
 @pytest.mark.parametrize("case", list(BROKEN))
 async def test_a_broken_model_directory_says_which_file_and_field_with_backend_onnx(
-    tmp_path: Path, corpus: Path, case: str
+    tmp_path: Path, topics: Path, case: str
 ) -> None:
     model_dir = broken_dir(tmp_path / "model", case)
     async with Rifflux(tmp_path / "i.db", embedding_backend="onnx", model_dir=model_dir) as rf:
         status = await model_settled(rf)
-        result = await rf.reindex(corpus)  # lexical search still works
+        result = await rf.reindex(topics)  # lexical search still works
         hits = await rf.search("tomato", mode="lexical")
     error = status["embedding_error"]
     assert error is not None and status["embedding_backend"] is None
@@ -281,21 +267,22 @@ async def test_a_broken_model_directory_says_which_file_and_field_with_backend_o
     for fragment in BROKEN[case][1]:
         assert fragment in error
     assert status["embedding_dim"] is None and status["embedding_pooling"] is None
-    assert result["indexed_files"] == len(CORPUS) and hits[0]["path"] == "garden.md"
+    assert result["indexed_files"] == len(TOPICS) and hits[0]["path"] == "garden.md"
 
 
 @pytest.mark.parametrize("case", ["missing tokenizer.json", "unknown pooling",
                                   "wrong input name"])
 async def test_auto_falls_back_to_hashing_and_says_why(
-    tmp_path: Path, corpus: Path, case: str
+    tmp_path: Path, topics: Path, case: str
 ) -> None:
     model_dir = broken_dir(tmp_path / "model", case)
     async with Rifflux(tmp_path / "i.db", embedding_backend="auto", model_dir=model_dir) as rf:
         status = await model_settled(rf)
-        await rf.reindex(corpus)
+        await rf.reindex(topics)
         hits = await rf.search("tomato watering", mode="semantic")
     reason = status["embedding_fallback_reason"]
     assert status["embedding_backend"] == "hash" and status["embedding_error"] is None
+    assert reason is not None
     for fragment in BROKEN[case][1]:
         assert fragment in reason
     assert (status["embedding_dim"], status["embedding_pooling"],

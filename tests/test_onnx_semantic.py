@@ -13,37 +13,17 @@ import pytest
 from rifflux import Rifflux
 from rifflux.core.embedders import BUNDLED_MODEL, locate_model
 
-from .helpers import write
+from .helpers import cosine, fused, write
 
 pytestmark = pytest.mark.anyio
 
-CORPUS = {
-    "account.md": "# Account help\n\n## Resetting your password\n\nIf you forget your "
-    "credentials, open Settings and choose Forgot password to receive a reset link by email.\n\n"
-    "## Deleting your profile\n\nProfiles are removed permanently after thirty days.\n",
-    "garden.md": "# Gardening\n\n## Watering tomatoes\n\nTomato plants need deep watering "
-    "twice a week; avoid wetting the leaves.\n",
-    "travel.md": "# Travel\n\n## Packing light\n\nBring one carry-on bag, roll your clothes "
-    "and leave the hair dryer at home.\n",
-    "cooking.md": "# Kitchen\n\n## Baking bread\n\nKnead the dough for ten minutes, let it "
-    "rise for an hour, then bake at 220 degrees.\n",
-}
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    for rel, text in CORPUS.items():
-        write(root, rel, text)
-    return root
-
 
 async def test_a_paraphrase_finds_the_section_lexical_search_misses(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics_and_account: Path
 ) -> None:
     query = "I cannot recall my login secret"
     async with Rifflux(tmp_path / "i.db") as rf:  # the default: auto -> ONNX
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics_and_account)
         assert result["embedding_backend"] == "onnx"
         assert result["embedding_model"] == BUNDLED_MODEL
         lexical = await rf.search(query, mode="lexical")
@@ -52,27 +32,30 @@ async def test_a_paraphrase_finds_the_section_lexical_search_misses(
         other = await rf.search("how long should I knead", mode="semantic", top_k=1)
     assert lexical == []
     assert semantic[0]["heading_path"] == "Account help > Resetting your password"
-    assert semantic[0]["score_breakdown"]["cosine"] > semantic[1]["score_breakdown"]["cosine"]
+    assert cosine(semantic[0]) > cosine(semantic[1])
     assert hybrid[0]["chunk_id"] == semantic[0]["chunk_id"]
-    assert hybrid[0]["score_breakdown"]["lexical_rank"] is None
+    assert fused(hybrid[0])["lexical_rank"] is None
     assert other[0]["path"] == "cooking.md"
 
 
-async def test_auto_falls_back_to_hashing_and_says_why(tmp_path: Path, corpus: Path) -> None:
+async def test_auto_falls_back_to_hashing_and_says_why(
+    tmp_path: Path, topics_and_account: Path,
+) -> None:
     async with Rifflux(
         tmp_path / "i.db", embedding_backend="auto", model_dir=tmp_path / "missing"
     ) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics_and_account)
         status = await rf.status()
         hits = await rf.search("tomato watering", mode="semantic")
     assert result["embedding_backend"] == "hash"
     assert status["embedding_backend"] == "hash"
-    assert "model.onnx" in status["embedding_fallback_reason"]
+    reason = status["embedding_fallback_reason"]
+    assert reason is not None and "model.onnx" in reason
     assert hits  # the hash vectors still serve the semantic branch
 
 
 async def test_a_user_model_directory_replaces_the_bundled_model(
-    tmp_path: Path, corpus: Path
+    tmp_path: Path, topics_and_account: Path
 ) -> None:
     files = locate_model()
     model_dir = tmp_path / "my-model"
@@ -80,10 +63,10 @@ async def test_a_user_model_directory_replaces_the_bundled_model(
     os.symlink(files.model, model_dir / "model.onnx")
     os.symlink(files.tokenizer, model_dir / "tokenizer.json")
     async with Rifflux(tmp_path / "i.db", embedding_backend="onnx", model_dir=model_dir) as rf:
-        result = await rf.reindex(corpus)
+        result = await rf.reindex(topics_and_account)
         hits = await rf.search("I cannot recall my login secret", mode="semantic", top_k=1)
     assert result["embedding_backend"] == "onnx"
-    assert result["embedding_model"].startswith("onnx:my-model:")
+    assert (result["embedding_model"] or "").startswith("onnx:my-model:")
     assert hits[0]["heading_path"].endswith("Resetting your password")
 
 

@@ -10,6 +10,7 @@ import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,17 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .helpers import eventually, write
-from .test_cli import REPO, cli_env
+from .helpers import REPO, cli_env, eventually, numbered_notes, write
 
 pytestmark = pytest.mark.anyio
+
+
+class DriverError(Exception):
+    """A command the driven process answered with an error: ``kind`` names its type."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.kind = answer.partition(":")[0]
 
 
 class Driver:
@@ -46,7 +54,8 @@ class Driver:
             with anyio.fail_after(120):
                 line = await self._out.receive_until(b"\n", 1 << 24)
         answer = json.loads(line)
-        assert "error" not in answer, answer["error"]
+        if "error" in answer:
+            raise DriverError(answer["error"])
         return answer["ok"]
 
     async def paths(self, query: str, mode: str = "lexical") -> set[str]:
@@ -73,16 +82,10 @@ async def drivers(db: Path, *options: list[str]) -> AsyncIterator[list[Driver]]:
                     d.process.terminate()
 
 
-def notes(root: Path, n: int, word: str = "heron") -> Path:
-    for i in range(n):
-        write(root, f"n{i}.md", f"# Note {i}\n\n{word} number {i} wades in the reeds.\n")
-    return root
-
-
 async def test_another_process_sees_new_edited_and_deleted_files_in_every_mode(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 3)
+    root = numbered_notes(tmp_path / "notes", 3)
     async with drivers(tmp_path / "i.db", [], []) as (a, b):
         await a("reindex", path=str(root))
         assert await b.paths("heron") == {"n0.md", "n1.md", "n2.md"}  # at once
@@ -126,7 +129,7 @@ async def test_another_process_sees_new_edited_and_deleted_files_in_every_mode(
 async def test_three_processes_embed_each_text_once_and_all_their_reindexes_return(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 60)
+    root = numbered_notes(tmp_path / "notes", 60)
     async with drivers(tmp_path / "i.db", ["--slow", "0.01"], ["--slow", "0.01"],
                        ["--slow", "0.01"]) as procs:
         results: list[Any] = [None] * 3
@@ -150,7 +153,7 @@ async def test_three_processes_embed_each_text_once_and_all_their_reindexes_retu
 async def test_the_survivor_finishes_the_embedding_when_its_holder_is_killed(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 80)
+    root = numbered_notes(tmp_path / "notes", 80)
     db = tmp_path / "i.db"
     slow = ["--slow", "0.05"]
     async with drivers(db, slow, slow) as procs:
@@ -185,7 +188,8 @@ async def test_the_survivor_finishes_the_embedding_when_its_holder_is_killed(
 async def test_reindexes_from_two_processes_at_once_complete_without_errors(
     tmp_path: Path,
 ) -> None:
-    one, two = notes(tmp_path / "one", 150, "egret"), notes(tmp_path / "two", 150, "ibis")
+    one, two = numbered_notes(tmp_path / "one", 150, word="egret"), numbered_notes(
+        tmp_path / "two", 150, word="ibis")
     async with drivers(tmp_path / "i.db", [], []) as (a, b):
         results: dict[str, Any] = {}
 
@@ -204,7 +208,7 @@ async def test_reindexes_from_two_processes_at_once_complete_without_errors(
 
 
 async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Path) -> None:
-    root = notes(tmp_path / "notes", 2)
+    root = numbered_notes(tmp_path / "notes", 2)
     db = tmp_path / "i.db"
     watch = ["--watch", str(root)]
     async with drivers(db, watch, watch) as (a, b):
@@ -212,7 +216,7 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Pat
         async with drivers(db, ["--read-only"]) as (reader,):
             write(root, "new.md", "# New\n\na spoonbill sweeps the shallows.\n")
             for d in (a, b, reader):
-                await eventually(lambda d=d: d.paths("spoonbill"))  # type: ignore[misc]
+                await eventually(partial(d.paths, "spoonbill"))
 
             async def semantic_everywhere() -> bool:
                 found = [await d.paths("spoonbill sweeps", "semantic") for d in (a, b, reader)]
@@ -227,7 +231,7 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Pat
 
 
 async def test_rifflux_status_lists_the_other_processes(tmp_path: Path) -> None:
-    root = notes(tmp_path / "notes", 1)
+    root = numbered_notes(tmp_path / "notes", 1)
     async with drivers(tmp_path / "i.db", ["--watch", str(root)]) as (a,):
         await eventually(lambda: a.paths("heron"))
         done = await anyio.run_process(
@@ -250,7 +254,9 @@ async def test_another_process_follows_links_as_they_are_made_and_resolved_again
         async def b_sees(path: str, expected: list[str]) -> bool:
             try:
                 found = await b("neighbors", path=str(root / path))
-            except AssertionError:  # not followed yet: the folder is unknown to b
+            except DriverError as exc:  # not followed yet: the folder is unknown to b
+                if exc.kind != "InvalidArgumentError":
+                    raise
                 return False
             return sorted(n["path"] for n in found) == expected
 

@@ -4,6 +4,7 @@ metadata, chunks with their neighbours; and an index from the previous version."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,6 +153,14 @@ async def test_an_index_of_the_previous_version_is_upgraded_in_place(
     assert len(embedder.embedded) == embedded  # the vectors were kept
 
 
+async def read_page(rf: Rifflux, path: str, max_chars: int, *, start_line: int | None = None,
+                    end_line: int | None = None) -> dict[str, Any]:
+    """A page of ``path`` as the MCP get_file answer gives it, in ``max_chars``."""
+    found = await rf.get_file(path, start_line=start_line, end_line=end_line)
+    assert found is not None, path
+    return file_answer(found, max_chars)
+
+
 async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> None:
     # Paragraphs of one 2,500-character line each: the chunker splits each line over
     # chunks, so a page of chunks can end inside a line. Read as an agent does (the
@@ -163,13 +172,12 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         for budget in (3_000, 4_000, 5_000):  # (pages that end inside a line, or not)
-            first = file_answer(await rf.get_file("long.md"), budget)  # type: ignore[arg-type]
+            first = await read_page(rf, "long.md", budget)
             seen = " ".join(c["content"] for c in first["chunks"])
             assert first["truncated"] is True and seen.split()[-1] != words[-1]
             start = first["next_start_line"]
             while True:
-                page = file_answer(await rf.get_file("long.md", start_line=start),  # type: ignore[arg-type]
-                                   budget)
+                page = await read_page(rf, "long.md", budget, start_line=start)
                 seen += " " + page["text"]
                 if not page.get("truncated"):
                     break
@@ -179,18 +187,16 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
             assert set(words) <= set(seen.split()), budget
         # line 3, the first paragraph, is longer than the budget: cut with a marker, and
         # the hint says how to read it whole
-        cut = file_answer(await rf.get_file("long.md", start_line=3), 1000)  # type: ignore[arg-type]
+        cut = await read_page(rf, "long.md", 1000, start_line=3)
         assert cut["text"].endswith(" chars]") and cut["next_start_line"] == 4
         assert f"max_chars={len(lines[0])}" in cut["hint"]
         assert "start_line=4 to read on" in cut["hint"]
-        alone = file_answer(await rf.get_file("long.md", start_line=3, end_line=3), 1000)  # type: ignore[arg-type]
+        alone = await read_page(rf, "long.md", 1000, start_line=3, end_line=3)
         assert "next_start_line" not in alone and "read on" not in alone["hint"]
-        whole = file_answer(await rf.get_file("long.md", start_line=3, end_line=3),  # type: ignore[arg-type]
-                            len(lines[0]))
+        whole = await read_page(rf, "long.md", len(lines[0]), start_line=3, end_line=3)
         assert whole["text"] == lines[0] and "truncated" not in whole
-        last = file_answer(await rf.get_file("long.md", start_line=61), 1000)  # type: ignore[arg-type]
+        last = await read_page(rf, "long.md", 1000, start_line=61)
         assert last["total_lines"] == 61 and "next_start_line" not in last
         assert "read it whole" in last["hint"] and "read on" not in last["hint"]
-        ranged = file_answer(await rf.get_file("long.md", start_line=1, end_line=9),  # type: ignore[arg-type]
-                             2000)
+        ranged = await read_page(rf, "long.md", 2000, start_line=1, end_line=9)
         assert ranged["next_start_line"] == 5 and "start_line=5, end_line=9" in ranged["hint"]

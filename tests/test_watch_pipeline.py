@@ -14,30 +14,15 @@ import anyio
 import pytest
 
 from rifflux import Rifflux, Settings
+from rifflux.types import SearchResult
 
-from .helpers import CountingEmbedder, eventually, write
+from .helpers import CountingEmbedder, eventually, fused, watcher_started, watching, write
 
 pytestmark = pytest.mark.anyio
 
 
-async def found(rf: Rifflux, query: str, mode: str = "lexical") -> list[dict[str, Any]]:
+async def found(rf: Rifflux, query: str, mode: str = "lexical") -> list[SearchResult]:
     return await rf.search(query, mode=mode, top_k=5)
-
-
-def watching(tmp_path: Path, root: Path, **kw: Any) -> Rifflux:
-    return Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), watch_paths=[root], **kw)
-
-
-async def watcher_started(rf: Rifflux) -> None:
-    """Until the watcher runs and the start-up scan of the watched folders has finished."""
-
-    async def ready() -> bool:
-        status = await rf.status()
-        startup = [j for j in status["jobs"] if j["source"] == "startup"]
-        return status["watcher"]["running"] and bool(startup) and all(
-            j["status"] == "completed" for j in startup)
-
-    await eventually(ready)
 
 
 async def test_existing_files_are_indexed_at_start_and_changes_followed(tmp_path: Path) -> None:
@@ -93,7 +78,7 @@ async def test_semantic_side_catches_up_after_lexical(tmp_path: Path) -> None:
 
         async def semantic_hit() -> bool:
             hits = await found(rf, "striped zebra facts", mode="hybrid")
-            return bool(hits) and hits[0]["score_breakdown"]["semantic_rank"] is not None
+            return bool(hits) and fused(hits[0])["semantic_rank"] is not None
 
         await eventually(semantic_hit)
         status = await rf.status()
@@ -186,7 +171,7 @@ async def test_busy_database_fails_after_three_retries(tmp_path: Path) -> None:
             blocker.execute("ROLLBACK")
             blocker.close()
         assert done["status"] == "failed" and done["attempts"] == 4
-        assert "locked" in done["error"]
+        assert done["error"] is not None and "locked" in done["error"]
         # the instance keeps serving
         assert await rf.search("neverindexed") == []
 

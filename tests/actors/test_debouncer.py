@@ -7,6 +7,7 @@ import pytest
 
 from rifflux.actors.debouncer import Debouncer
 from rifflux.actors.messages import (
+    ChangeKind,
     DebouncedMessage,
     FilesChanged,
     IndexBatch,
@@ -38,8 +39,8 @@ async def run_until_closed(
     return got
 
 
-def changed(*items: tuple[str, str]) -> FilesChanged:
-    return FilesChanged(root=ROOT, changes=tuple(items))  # type: ignore[arg-type]
+def changed(*items: tuple[ChangeKind, str]) -> FilesChanged:
+    return FilesChanged(root=ROOT, changes=tuple(items))
 
 
 async def test_a_burst_becomes_one_batch_and_the_last_event_wins() -> None:

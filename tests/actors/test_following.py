@@ -31,9 +31,7 @@ from rifflux.config import Settings
 from rifflux.store.changes import Follow
 from rifflux.store.writer import Writer
 
-from ..helpers import CountingEmbedder, eventually, write
-from ..store.test_changes import two_processes
-from ..store.test_writer import MODEL, afile, hashes
+from ..helpers import MODEL, CountingEmbedder, afile, eventually, hashes, two_processes, write
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 
 from rifflux.core.chunker import ChunkLimits, parse_markdown
 
-from .test_properties import spans_point_at_the_text
+from ..helpers import spans_point_at_the_text
 
 CASES = {
     "front matter": "---\ntitle: Guide\ntags: [a]\n---\n# Guide\n\nIntro text here.\n\n"

@@ -17,16 +17,17 @@ import pytest
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 from rifflux.mcp.answers import search_answer
 
-from ..helpers import CountingEmbedder, eventually, write
-from ..test_cli import cli_env, rifflux_cli
+from ..helpers import (
+    CountingEmbedder,
+    cli_env,
+    eventually,
+    fused,
+    numbered_notes,
+    rifflux_cli,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-def notes(root: Path, n: int = 30) -> Path:
-    for i in range(n):
-        write(root, f"n{i}.md", f"# Note {i}\n\n" + f"heron number {i} wades. " * 30)
-    return root
 
 
 def damage_pages(db: Path, start: float = 0.0) -> None:
@@ -55,7 +56,7 @@ async def test_an_sqlite_database_rifflux_did_not_make_is_left_untouched(
 async def test_a_damaged_index_is_moved_aside_and_rebuilt_from_its_roots(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes")
+    root = numbered_notes(tmp_path / "notes", 30, long=True)
     db = tmp_path / "i.db"
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
@@ -81,7 +82,7 @@ async def test_a_damaged_index_is_moved_aside_and_rebuilt_from_its_roots(
 async def test_a_destroyed_index_is_replaced_and_the_next_reindex_fills_it(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 5)
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
     db = tmp_path / "i.db"
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
@@ -96,7 +97,7 @@ async def test_a_destroyed_index_is_replaced_and_the_next_reindex_fills_it(
 
 
 async def test_a_read_only_open_reports_the_damage_and_moves_nothing(tmp_path: Path) -> None:
-    root = notes(tmp_path / "notes", 5)
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
     db = tmp_path / "i.db"
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
@@ -112,7 +113,7 @@ async def test_a_read_only_open_reports_the_damage_and_moves_nothing(tmp_path: P
 async def test_damage_seen_by_a_search_rebuilds_the_index_at_the_next_open(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 5)
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
     db = tmp_path / "i.db"
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
@@ -158,7 +159,7 @@ async def test_damage_found_while_opening_or_adopting_the_model_is_not_a_wait(
     # by the model's adoption (the vectors): opening moves the file aside and rebuilds
     # it; adoption turns semantic search off at once instead of retrying, so that no
     # search waits for a model (it waited its full minute)
-    root = notes(tmp_path / "notes", 5)
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
     db = tmp_path / "i.db"
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
@@ -171,14 +172,15 @@ async def test_damage_found_while_opening_or_adopting_the_model_is_not_a_wait(
     if table == "changes":
         assert status["recovered"]["roots"] == [str(root.resolve())]  # indexed again
     else:
-        assert "damaged" in status["embedding_error"]
-        assert hits and hits[0]["score_breakdown"]["semantic_rank"] is None
+        error = status["embedding_error"]
+        assert error is not None and "damaged" in error
+        assert hits and fused(hits[0])["semantic_rank"] is None
 
 
 def test_a_full_disk_fails_the_job_keeps_the_index_sound_and_the_next_reindex_completes(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 5)
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
     db = tmp_path / "i.db"
     script = (
         "import anyio, resource, signal, sys\n"
@@ -244,7 +246,7 @@ def _immutable(paths: list[Path], on: bool) -> bool:
 async def test_an_index_made_read_only_under_a_running_instance_fails_the_job_not_the_service(
     tmp_path: Path,
 ) -> None:
-    root = notes(tmp_path / "notes", 5)
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
     db = tmp_path / "i.db"
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)

@@ -21,8 +21,7 @@ from rifflux import Rifflux, Settings
 from rifflux.core.decode import Binary, Decoded, decode
 from rifflux.core.scan import Globs, scan_root
 
-from ..helpers import CountingEmbedder, write
-from ..test_cli import rifflux_cli
+from ..helpers import CountingEmbedder, rifflux_cli, write
 
 pytestmark = pytest.mark.anyio
 
@@ -94,8 +93,9 @@ async def test_every_encoding_is_searchable_and_get_file_shows_it(tmp_path: Path
                             ("tail words", "damaged.md")):
             hits = await rf.search(query, mode="lexical")
             assert hits and hits[0]["path"] == path, query
-        encodings = {name: (await rf.get_file(name))["encoding"]  # type: ignore[index]
-                     for name in ("windows.md", "utf16.md", "bom.md", "damaged.md")}
+        found = {name: await rf.get_file(name)
+                 for name in ("windows.md", "utf16.md", "bom.md", "damaged.md")}
+        encodings = {name: f["encoding"] for name, f in found.items() if f is not None}
         lines = await rf.get_file("windows.md", start_line=3)
     assert encodings == {"windows.md": "cp1252", "utf16.md": "utf-16-le", "bom.md": "utf-8",
                          "damaged.md": "utf-8"}

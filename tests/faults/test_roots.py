@@ -5,6 +5,7 @@ and huge new folders are refused unless asked for; a parent absorbs an indexed c
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -15,8 +16,16 @@ from rifflux.actors.index_job import IndexRun
 from rifflux.actors.jobs import Target
 from rifflux.errors import InvalidArgumentError
 
-from ..helpers import CountingEmbedder, eventually, jobs_settled, write
-from ..test_mcp_stdio import call, call_error, mcp_session, server_env
+from ..helpers import (
+    CountingEmbedder,
+    call,
+    call_error,
+    eventually,
+    jobs_settled,
+    mcp_session,
+    server_env,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +36,12 @@ def folder(root: Path, n: int, word: str = "text") -> Path:
     return root
 
 
-def open_rifflux(tmp_path: Path, embedder: CountingEmbedder | None = None,
-                 **settings: object) -> Rifflux:
-    return Rifflux(settings=Settings(db_path=tmp_path / "i.db", **settings),  # type: ignore[arg-type]
-                   embedder=embedder or CountingEmbedder())
+def open_rifflux(tmp_path: Path, embedder: CountingEmbedder | None = None, *,
+                 max_root_files: int | None = None) -> Rifflux:
+    settings = Settings(db_path=tmp_path / "i.db")
+    if max_root_files is not None:
+        settings = replace(settings, max_root_files=max_root_files)
+    return Rifflux(settings=settings, embedder=embedder or CountingEmbedder())
 
 
 def stored(db: Path) -> list[tuple[str, str]]:

@@ -4,43 +4,22 @@ pruned log is told to reload."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 
+import aiosqlite
 import numpy as np
 import pytest
 
 from rifflux import IndexBusyError
-from rifflux.store import changes
+from rifflux.store import changes, link_index
 from rifflux.store.changes import Follow
-from rifflux.store.schema import connect
 from rifflux.store.writer import Writer
+from rifflux.store.written import Edges
 
-from .test_writer import MODEL, afile, hashes
+from ..helpers import MODEL, afile, hashes, root_of, two_processes
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def two_processes(db: Path) -> AsyncIterator[list[tuple[Writer, Follow]]]:
-    """Two writers on one SQLite file, as two processes have, each following the other's
-    changes from now on."""
-    conns = [await connect(db, busy_timeout_ms=1000) for _ in range(2)]
-    try:
-        out = []
-        for i, conn in enumerate(conns):
-            follow = Follow(conn, db, f"process-{i}")
-            await follow.install(writes=True)
-            writer = Writer(conn, db)
-            await writer.missing.adopt(MODEL)
-            out.append((writer, follow))
-        for _, follow in out:  # (each adoption was a commit the other has not looked at)
-            await follow.others_wrote()
-        yield out
-    finally:
-        for conn in conns:
-            await conn.close()
 
 
 @pytest.fixture
@@ -53,7 +32,7 @@ async def test_each_sees_the_others_files_and_vectors_not_its_own(
     pair: tuple[Writer, Follow, Writer, Follow], tmp_path: Path
 ) -> None:
     a, a_follow, b, b_follow = pair
-    root = await a.roots.root_id(tmp_path / "docs")
+    root = await root_of(a, tmp_path / "docs")
     await a.write_files(root, [afile("one.md", "first text"), afile("two.md", "second")])
     assert await a_follow.others_wrote() is False  # its own commits
     assert await a_follow.read(MODEL, a.roots) is None
@@ -92,7 +71,7 @@ async def test_a_follower_behind_the_pruned_log_reloads(
 ) -> None:
     a, a_follow, b, b_follow = pair
     monkeypatch.setattr(changes, "KEEP", 2)
-    root = await a.roots.root_id(tmp_path / "docs")  # (b has read nothing yet)
+    root = await root_of(a, tmp_path / "docs")  # (b has read nothing yet)
     for i in range(6):
         await a.write_files(root, [afile(f"f{i}.md", f"text {i}")])
     await changes.prune(a.conn, tmp_path / "i.db")
@@ -108,17 +87,17 @@ async def test_changes_that_could_not_be_applied_are_read_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, _a_follow, b, b_follow = pair
-    root = await a.roots.root_id(tmp_path / "docs")
+    root = await root_of(a, tmp_path / "docs")
     await a.write_files(root, [afile("one.md", "first text")])
-    real = changes.edges_of
+    real = link_index.edges_of  # (which changes calls)
     calls = 0
 
-    async def busy_once(*args: object) -> object:
+    async def busy_once(conn: aiosqlite.Connection, files: Collection[int]) -> Edges:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise IndexBusyError("the index is locked by another writer")
-        return await real(*args)  # type: ignore[arg-type]
+        return await real(conn, files)
 
     monkeypatch.setattr(changes, "edges_of", busy_once)
     with pytest.raises(IndexBusyError):

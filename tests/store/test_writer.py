@@ -12,13 +12,15 @@ import numpy as np
 import pytest
 
 from rifflux import IndexDatabaseError, SchemaVersionError
-from rifflux.core.chunker import FileMetadata, make_chunk
+from rifflux.core.chunker import FileMetadata
 from rifflux.core.plan import Scope
+from rifflux.store import schema
 from rifflux.store.schema import connect
 from rifflux.store.writer import FileToWrite, Writer
 
+from ..helpers import MODEL, afile, hashes, root_of
+
 pytestmark = pytest.mark.anyio
-MODEL = "test-model"
 
 
 @pytest.fixture
@@ -28,15 +30,6 @@ async def writer(tmp_path: Path) -> AsyncIterator[Writer]:
         yield Writer(conn, tmp_path / "i.db")
     finally:
         await conn.close()
-
-
-def afile(rel: str, *texts: str) -> FileToWrite:
-    chunks = [make_chunk(i, "Title", text) for i, text in enumerate(texts)]
-    return FileToWrite(rel, 1, 10, "sha-" + rel, FileMetadata(), chunks)
-
-
-def hashes(*texts: str) -> set[str]:
-    return {make_chunk(0, "Title", t).content_hash for t in texts}
 
 
 def vectors(n: int) -> np.ndarray:
@@ -52,7 +45,7 @@ async def test_a_write_that_fails_mid_transaction_leaves_no_partial_file(
     writer: Writer, tmp_path: Path
 ) -> None:
     await writer.missing.adopt(MODEL)
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     await writer.write_files(root, [afile("kept.md", "kept text")])
     good = afile("good.md", "good text")
     # two chunks with the same index and text get the same chunk_id: the UNIQUE
@@ -80,7 +73,7 @@ async def test_forgetting_a_root_that_fails_at_the_end_keeps_all_of_it(
     writer: Writer, tmp_path: Path
 ) -> None:
     await writer.missing.adopt(MODEL)
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     await writer.write_files(root, [afile("a.md", "alpha"), afile("b.md", "beta")])
     await _refuse_root_deletes(writer)
     with pytest.raises(IndexDatabaseError, match="roots are kept"):
@@ -96,7 +89,7 @@ async def test_absorbing_a_root_that_fails_at_the_end_leaves_both_as_they_were(
     writer: Writer, tmp_path: Path
 ) -> None:
     await writer.missing.adopt(MODEL)
-    child = await writer.roots.root_id(tmp_path / "docs" / "child")
+    child = await root_of(writer, tmp_path / "docs" / "child")
     await writer.write_files(child, [afile("c.md", "child text")])
     parent = writer.roots.find_root(tmp_path / "docs")
     assert parent is None  # roots never overlap: the parent is made by moving the child
@@ -122,7 +115,7 @@ async def test_a_write_cancelled_while_another_process_holds_the_lock_leaves_no_
     # Cancelled while BEGIN waits for the lock, aiosqlite still runs that BEGIN on its
     # thread once the lock is free: the connection must not be left inside it.
     await writer.missing.adopt(MODEL)
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     other = await connect(tmp_path / "i.db", busy_timeout_ms=1000)
     try:
         await other.execute("BEGIN IMMEDIATE")  # another process writes
@@ -151,7 +144,7 @@ async def test_missing_texts_follow_writes_edits_vectors_and_deletes(
     assert writer.missing.texts is None  # no model adopted yet
     await writer.missing.adopt(MODEL)
     assert writer.missing.texts == set()
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     written = await writer.write_files(root, [afile("a.md", "alpha"), afile("b.md", "alpha")])
     assert writer.missing.texts == hashes("alpha") and written.lacking == 1
     await writer.write_files(root, [afile("a.md", "beta")])  # edited before it was embedded
@@ -169,7 +162,7 @@ async def test_adopting_a_model_reads_what_lacks_its_vectors_and_drops_other_mod
     writer: Writer, tmp_path: Path
 ) -> None:
     await writer.missing.adopt("old-model")
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     await writer.write_files(root, [afile("a.md", "alpha", "beta")])
     await writer.write_vectors("old-model", sorted(hashes("alpha", "beta")), vectors(2))
     assert writer.missing.texts == set()
@@ -183,7 +176,7 @@ async def test_scope_queries_take_underscore_and_percent_in_paths_literally(
     writer: Writer, tmp_path: Path
 ) -> None:
     await writer.missing.adopt(MODEL)
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     await writer.write_files(root, [
         afile("a_b/x.md", "under"), afile("axb/y.md", "lookalike"),
         afile("100%/z.md", "percent"), afile("1000/w.md", "digits"),
@@ -207,7 +200,7 @@ async def test_another_schema_version_is_refused_with_what_to_do(tmp_path: Path)
 
 
 async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_holds_up(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Two processes opening a new index at once: one writes it still in rollback-journal
     # mode while the other asks for WAL, which SQLite refuses at once ("database is
@@ -217,14 +210,25 @@ async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_h
     other.execute("CREATE TABLE held(x)")
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO held VALUES (1)")  # a reserved lock, held
+    refused = anyio.Event()
+    is_busy = schema._is_busy
 
-    async def release_later() -> None:
-        await anyio.sleep(0.3)
-        other.execute("COMMIT")
-        other.close()
+    def seen_busy(exc: sqlite3.Error) -> bool:
+        refused.set()  # the open was told "locked": it is waiting now
+        return is_busy(exc)
+
+    monkeypatch.setattr(schema, "_is_busy", seen_busy)
+
+    async def release_once_refused() -> None:
+        try:
+            with anyio.fail_after(5):
+                await refused.wait()
+            other.execute("COMMIT")
+        finally:
+            other.close()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(release_later)
+        tg.start_soon(release_once_refused)
         conn = await connect(db, busy_timeout_ms=5000)
     try:
         row = await (await conn.execute("PRAGMA journal_mode")).fetchone()
@@ -240,7 +244,7 @@ async def test_the_full_text_index_is_merged_once_writes_leave_it_in_pieces(
     # writer merges them once there are enough. Matches (and bm25) stay as they were.
     db = tmp_path / "i.db"
     await writer.missing.adopt(MODEL)
-    root = await writer.roots.root_id(tmp_path / "docs")
+    root = await root_of(writer, tmp_path / "docs")
     segments = "SELECT COUNT(DISTINCT segid) FROM chunks_fts_idx"
     ranked = ("SELECT rowid, round(bm25(chunks_fts), 9) FROM chunks_fts "
               "WHERE chunks_fts MATCH 'otter' ORDER BY 2, 1")
@@ -251,7 +255,8 @@ async def test_the_full_text_index_is_merged_once_writes_leave_it_in_pieces(
         await writer.write_files(root, [afile(f"n{n}.md", "otter " * n, "river")])
     await writer.delete_files(root, ["n3.md"])
     before = rows(db, ranked)
-    assert rows(db, segments)[0][0] >= 4
+    ((pieces,),) = rows(db, segments)
+    assert isinstance(pieces, int) and pieces >= 4
     assert await writer.merge_fts()
     assert rows(db, segments) == [(1,)]
     assert rows(db, ranked) == before and len(before) == 4
