@@ -8,7 +8,6 @@ component's snapshot. Two instances on two databases share nothing.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -18,17 +17,18 @@ from typing import Any, Literal, overload
 
 import anyio
 
-from .actors.jobs import Job, Target
+from .actors.jobs import Job
 from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
-from .actors.targets import reindex_target, too_wide
 from .actors.watcher import WatchFactory
 from .config import Settings
 from .core.filters import check_depth, make_filters
 from .core.fts_query import build_match
+from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
+from .locate import forget_target, reindex_targets
 from .store.recovery import Recovery
 from .types import (
     MODES,
@@ -276,21 +276,12 @@ class Rifflux:
                 f"{self.settings.db_path} is open read-only (searching another index); "
                 "open it without read_only to reindex"
             )
-        if paths:
-            locations = [os.fspath(p) for p in paths]
-            if blank := [i for i, loc in enumerate(locations) if not loc.strip()]:
-                raise InvalidArgumentError(
-                    f"paths[{blank[0]}] is empty: give a folder or file there, or leave "
-                    "paths out (then path, else the working directory, is indexed)")
-        elif path is not None and os.fspath(path) != "":
-            locations = [os.fspath(path)]
-        else:
-            locations = [os.getcwd()]
+        locations = reindex_locations(None if path is None else os.fspath(path),
+                                      [os.fspath(p) for p in paths or ()], os.getcwd())
         roots = [Path(r) for r in await service.roots()]
         allow_large = bool(yes or force)
-        job = service.submit(Job([reindex_target(loc, roots, self.settings, allow_large)
-                                  for loc in locations],
-                                 force=bool(force), count_left_out=count_left_out,
+        targets = await reindex_targets(locations, roots, self.settings, allow_large=allow_large)
+        job = service.submit(Job(targets, force=bool(force), count_left_out=count_left_out,
                                  allow_large=allow_large))
         if background:  # (the model's label and backend, once known: a moment at start)
             with anyio.move_on_after(_MODEL_LABEL_WAIT):
@@ -315,23 +306,8 @@ class Rifflux:
         if not location.strip():
             raise InvalidArgumentError("forget needs the path of an indexed folder or file "
                                        "(status lists the indexed folders)")
-        loc = await anyio.to_thread.run_sync(
-            lambda: Path(location).expanduser().absolute().resolve())
         roots = [Path(r) for r in await service.roots()]
-        if (not location.startswith(("/", "~")) and loc not in roots
-                and not any(r in loc.parents or loc in r.parents for r in roots)):
-            loc = await self._root_relative(location, roots)  # as results give paths
-        container = next((r for r in roots if r in loc.parents), None)
-        inside = [str(r) for r in roots if loc in r.parents]
-        if not yes and container is None and inside and (whole := too_wide(loc)):
-            raise InvalidArgumentError(
-                f"refused: {loc} is {whole}, and forgetting it removes every indexed folder "
-                f"inside it ({len(inside)}: {', '.join(inside[:3])}"
-                f"{', …' if len(inside) > 3 else ''}); forget the folder you mean, or pass "
-                "yes=true (rifflux forget --yes) to remove them all")
-        target = (Target(container, prefix=loc.relative_to(container).as_posix(),
-                         requested=location, forget=True) if container is not None
-                  else Target(loc, requested=location, forget=True))
+        loc, target = await forget_target(location, roots, yes=yes, indexed=self.get_file)
         job = service.submit(Job([target]))
         await job.done.wait()
         if job.status != "completed":
@@ -345,28 +321,6 @@ class Rifflux:
                 "removed_roots": [str(r) for r in roots if str(r) not in remaining],
                 "removed_paths": result.get("changed", {}).get("removed", []),
                 "job_id": job.id}
-
-    async def _root_relative(self, location: str, roots: list[Path]) -> Path:
-        """A relative path that is nothing indexed under the working directory, read as
-        results give paths: relative to the indexed folder that holds it."""
-        def inside(root: Path) -> Path | None:  # strictly: '.' or '..' name no file in it
-            found = (root / location).resolve()
-            return found if root in found.parents and found.exists() else None
-
-        on_disk = [p for p in await anyio.to_thread.run_sync(lambda: list(map(inside, roots)))
-                   if p is not None]
-        if not on_disk:
-            with contextlib.suppress(InvalidArgumentError):  # (a path leaving the folder)
-                if (found := await self.get_file(location)) is not None:
-                    on_disk = [Path(found["root"]) / found["path"]]
-        if len(on_disk) == 1:
-            return on_disk[0]
-        where = (f"it is in several indexed folders ({', '.join(map(str, on_disk))})"
-                 if on_disk else "no indexed folder holds it")
-        raise InvalidArgumentError(
-            f"{location!r} is not in the index: relative paths are read against the working "
-            f"directory {os.getcwd()!r}, then as results give them, and {where}; give an "
-            "absolute path (status lists the indexed folders)")
 
     async def wait_for_model(self) -> None:
         """Wait until the embedding model has loaded (or failed to): its label, backend

@@ -19,13 +19,13 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from .actors.targets import missing
 from .answers import Why, base_answer, why
 from .api import Rifflux
 from .config import Settings
 from .core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
 from .errors import InvalidArgumentError
+from .locate import missing_locations
 from .terminal import ProgressView, print_links, print_results
 from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 
@@ -33,7 +33,7 @@ from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     started = time.perf_counter()
-    if len(await anyio.to_thread.run_sync(missing, args.paths)) == len(args.paths):
+    if len(await missing_locations(args.paths)) == len(args.paths):
         # nothing to index: do not create an index file either
         raise CommandError(f"nothing to index: {', '.join(args.paths)} not found; "
                            "pass existing folders or markdown files")

@@ -19,10 +19,10 @@ import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from ..actors.targets import missing
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
+from ..locate import missing_locations
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
 from .answers import (
     chunk_answer,
@@ -321,7 +321,7 @@ async def _reindex(
 ) -> dict[str, Any]:
     state = _state(ctx)
     locations = paths if paths else [path] if path else [os.getcwd()]
-    absent = await anyio.to_thread.run_sync(missing, locations)
+    absent = await missing_locations(locations)
     if len(absent) == len(locations):
         raise ToolError(
             f"nothing to index: {', '.join(repr(p) for p in absent)} not found (relative paths "
