@@ -369,6 +369,7 @@ class Rifflux:
         service = self._open()
         counts, counted_for = await service.counts()
         process, others, sequence = await service.processes()
+        db = await anyio.to_thread.run_sync(self.settings.db_path.expanduser().resolve)
         snap = service.snapshot()
         model = snap["model"]
         status: Status = {
@@ -376,7 +377,7 @@ class Rifflux:
             "embeddings": counts["embeddings"],
             "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
             "links": counts["links"], "unresolved_links": counts["unresolved_links"],
-            "db_path": str(self.settings.db_path.expanduser().resolve()),
+            "db_path": str(db),
             "embedding_backend": model["backend"],
             "embedding_backend_requested": model["requested"],
             "embedding_model": model["label"],
