@@ -242,7 +242,7 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
 
 #: The command line without the front: serve_stdio, for embedding (the SDK answers everything).
 NO_FRONT = ["-c", "import sys\n"
-                  "from rifflux import entry\n"
+                  "from rifflux.cli import entry\n"
                   "from rifflux.mcp import serve_stdio\n"
                   "args, settings = entry.parse(sys.argv[1:])\n"
                   "async def serve(args, settings):\n"

@@ -19,9 +19,9 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
-from .config import BACKENDS, LOG_LEVELS, Settings, default_db_path, settings_from_env
-from .errors import InvalidArgumentError, RiffluxError
-from .types import MODES
+from ..config import BACKENDS, LOG_LEVELS, Settings, default_db_path, settings_from_env
+from ..errors import InvalidArgumentError, RiffluxError
+from ..types import MODES
 
 logger = logging.getLogger("rifflux.cli")
 

@@ -1,5 +1,5 @@
 """The ``rifflux`` commands: index, search, status and watch (``rifflux mcp`` is served by
-``rifflux.mcp``; arguments, settings and exit codes are ``rifflux.entry``'s).
+``rifflux.mcp``; arguments, settings and exit codes are ``entry``'s).
 
 Results go to stdout; progress, logs and errors go to stderr.
 """
@@ -19,15 +19,15 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from .answers import Why, base_answer, why
-from .api import Rifflux
-from .config import Settings
-from .core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
+from ..answers import Why, base_answer, why
+from ..api import Rifflux
+from ..config import Settings
+from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
+from ..errors import InvalidArgumentError
+from ..locate import missing_locations
+from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .errors import InvalidArgumentError
-from .locate import missing_locations
 from .terminal import ProgressView, print_links, print_results
-from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:

@@ -23,8 +23,8 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from .api import Rifflux
-from .types import FINISHED, JobInfo, LinkPlace, NoteLinks, ScoreBreakdown, SearchResult, Status
+from ..api import Rifflux
+from ..types import FINISHED, JobInfo, LinkPlace, NoteLinks, ScoreBreakdown, SearchResult, Status
 
 
 class _Rate(ProgressColumn):
