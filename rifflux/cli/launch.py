@@ -2,7 +2,7 @@
 
 The arguments are parsed first (``entry``: standard library only). ``rifflux
 mcp`` then starts the MCP front, which answers the handshake while the rest
-loads, and runs the server behind it (``rifflux.mcp.handoff``); every other
+loads, and runs the server behind it (``rifflux.mcp._fast_start``); every other
 command runs from ``commands``.
 """
 
@@ -58,7 +58,7 @@ def _main(argv: list[str]) -> int:
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from ..mcp.front import start_front
+    from ..mcp._fast_start.front import start_front
     from . import entry
 
     if sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None:
@@ -74,7 +74,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
 
     async def serve(args: argparse.Namespace, settings: Settings) -> int:
         # Imported here, after the front has started: the SDK takes over a second.
-        from ..mcp.handoff import serve_after_front
+        from ..mcp._fast_start.handoff import serve_after_front
 
         await serve_after_front(settings, front)
         return entry.EXIT_OK

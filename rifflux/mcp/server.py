@@ -4,7 +4,7 @@ The tools are in ``tools`` (their parameters, described for the client's model,
 in ``params``); this module builds the server around them. stdout is the
 protocol channel. Nothing here writes to it: logs go to stderr (configured by
 the command line before the server starts), and while serving fd 1 points at
-stderr (``front.Wire.claim``) so that stray output from libraries or child
+stderr (``_fast_start.front.Wire.claim``) so that stray output from libraries or child
 processes cannot corrupt the wire.
 """
 
