@@ -9,20 +9,26 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .api import Rifflux
+from .core.filters import Filters
 from .types import Mode, SearchAnswer, SearchResult
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only"]
 
 
 def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
-                filters: dict[str, Any], *, explain: bool) -> SearchAnswer:
+                filters: dict[str, Any], *, explain: bool,
+                applied: Filters | None = None) -> SearchAnswer:
+    """SPEC's fields, ``pending_embeddings`` and, with ``explain``, the filters as the
+    search applied them (``applied``: parsed once, for the search and this answer; else
+    made from ``filters``)."""
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
     pending = rf.pending_embeddings()
     if pending:
         answer["pending_embeddings"] = pending
     if explain:
-        answer["explain"] = rf.describe_search(query, **filters)
+        answer["explain"] = (rf.describe_search(query, **filters) if applied is None
+                             else rf.describe_search(query, applied))
     return answer
 
 

@@ -24,7 +24,7 @@ from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
-from .core.filters import check_depth, make_filters
+from .core.filters import Filters, check_depth, make_filters
 from .core.fts_query import build_match
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
@@ -38,6 +38,7 @@ from .types import (
     FileRecord,
     ForgetResult,
     JobInfo,
+    Mode,
     Neighbor,
     NoteLinks,
     ReindexResult,
@@ -53,6 +54,17 @@ __all__ = ["MODES", "Rifflux"]
 def _recovered(recovery: Recovery) -> dict[str, object]:
     return {"moved_to": str(recovery.moved_to), "reason": recovery.reason, "at": recovery.at,
             "roots": [str(r) for r in recovery.roots]}
+
+
+def _checked(query: str, top_k: int, mode: str) -> Mode:
+    """The search's mode, once the query, ``top_k`` and mode are known to be good."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
+    if not isinstance(query, str):
+        raise InvalidArgumentError("query must be a string")
+    return mode
 
 
 #: How long a background reindex waits to name the model it embeds with.
@@ -147,26 +159,33 @@ class Rifflux:
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
         ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
-        if mode not in MODES:
-            raise InvalidArgumentError(
-                f"unknown mode {mode!r}: use one of {', '.join(MODES)}"
-            )
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
-        if not isinstance(query, str):
-            raise InvalidArgumentError("query must be a string")
+        _checked(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
                                near=None if near is None else os.fspath(near), depth=depth)
+        return await self.search_filtered(query, filters, top_k, mode,
+                                          max_per_file=max_per_file, content=content,
+                                          explain=explain, snippet_chars=snippet_chars)
+
+    async def search_filtered(
+        self, query: str, filters: Filters, top_k: int = 10, mode: str = "hybrid", *,
+        max_per_file: int | None = None, content: str = "full", explain: bool = False,
+        snippet_chars: int = 240,
+    ) -> list[SearchResult]:
+        """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
+        a caller that also reports them (``describe_search``) parses them once for both."""
+        checked = _checked(query, top_k, mode)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars)
-        return await self._open().search(query, top_k, mode, filters, shape)
+        return await self._open().search(query, top_k, checked, filters, shape)
 
-    def describe_search(self, query: str, **filters: Any) -> SearchExplain:
+    def describe_search(self, query: str, filters: Filters | None = None,
+                        **given: Any) -> SearchExplain:
         """What a search for ``query`` looks for: the FTS5 expression of its lexical branch
-        and the filters as applied (the top-level ``explain`` of MCP and JSON answers)."""
-        applied = make_filters(**filters)
+        and the filters as applied (the top-level ``explain`` of MCP and JSON answers):
+        ``filters`` as the search applied them, else made from the ``given`` keywords."""
+        applied = make_filters(**given) if filters is None else filters
         return {"fts_query": build_match(query), "filters": applied.describe()}
 
     def pending_embeddings(self) -> int | None:

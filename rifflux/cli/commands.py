@@ -22,6 +22,7 @@ from rich.table import Table
 from ..answers import Why, base_answer, why
 from ..api import Rifflux
 from ..config import Settings
+from ..core.filters import make_filters
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import InvalidArgumentError
 from ..locate import missing_locations
@@ -122,10 +123,12 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                                "near": await _note_path(args.near) if args.near else None,
                                "depth": args.depth}
     async with Rifflux(settings=settings) as rf:
-        results = await rf.search(query, top_k=args.top_k, mode=args.mode,
-                                  max_per_file=args.max_per_file, explain=args.explain,
-                                  content="snippet" if args.snippets else "full", **filters)
-        answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain)
+        applied = make_filters(**filters)  # (once: for the search and its explain)
+        results = await rf.search_filtered(query, applied, args.top_k, args.mode,
+                                           max_per_file=args.max_per_file, explain=args.explain,
+                                           content="snippet" if args.snippets else "full")
+        answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain,
+                             applied=applied)
         reason = await why(rf, query, args.mode, results, filters)
     if reason is not None:
         answer["hint"] = _WHY[reason]

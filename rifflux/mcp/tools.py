@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from ..api import Rifflux
 from ..config import Settings
+from ..core.filters import make_filters
 from ..errors import RiffluxError
 from ..locate import missing_locations
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
@@ -173,10 +174,11 @@ async def search_rifflux(
                 auto = {"started": False, "reason": "automatic reindex only runs for the "
                                                     "server's own index"}
         else:
-            results = await state.rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
+            applied = make_filters(**filters)  # (once: for the search and its explain)
+            results = await state.rf.search_filtered(query, applied, top_k, mode, **shape)
             answer = await search_answer(state.rf, query, mode, results, filters,
                                          explain=explain, max_chars=max_chars,
-                                         content=content)
+                                         content=content, applied=applied)
             auto = await state.auto.after_search()
     if auto is not None:
         answer["auto_reindex"] = auto
@@ -194,10 +196,11 @@ async def _search_other_db(
     # they were made by another model)
     other = settings.with_overrides(db_path=db_path, watch_paths=(), read_only=True)
     async with Rifflux(settings=other) as rf:
-        results = await rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
+        applied = make_filters(**filters)
+        results = await rf.search_filtered(query, applied, top_k, mode, **shape)
         return await search_answer(rf, query, mode, results, filters,
                                    explain=shape["explain"], max_chars=max_chars,
-                                   content=content)
+                                   content=content, applied=applied)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,
