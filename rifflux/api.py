@@ -34,6 +34,7 @@ from .types import (
     MODES,
     BackgroundReindex,
     ChunkDetail,
+    Counts,
     FileLines,
     FileRecord,
     ForgetResult,
@@ -187,6 +188,18 @@ class Rifflux:
         ``filters`` as the search applied them, else made from the ``given`` keywords."""
         applied = make_filters(**given) if filters is None else filters
         return {"fts_query": build_match(query), "filters": applied.describe()}
+
+    async def counts(self) -> Counts:
+        """How many files, chunks, embeddings (and pending ones), roots and links the index
+        holds: one read, where ``status()`` composes everything."""
+        counts, _ = await self._open().counts()
+        return counts
+
+    @property
+    def recovered(self) -> dict[str, object] | None:
+        """``status()["recovered"]``: the damaged index moved aside at open, or None."""
+        recovery = self._open().recovery
+        return None if recovery is None else _recovered(recovery)
 
     def pending_embeddings(self) -> int | None:
         """Texts still without a vector, from memory (None while the model loads)."""
@@ -423,6 +436,6 @@ class Rifflux:
             "processes": others,
             "sequence": sequence,
         }
-        if service.recovery is not None:
-            status["recovered"] = _recovered(service.recovery)
+        if (recovered := self.recovered) is not None:
+            status["recovered"] = recovered
         return status

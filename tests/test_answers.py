@@ -174,12 +174,12 @@ async def test_meaning_only_is_said_only_when_no_chunk_holds_the_words(
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(docs)
-        hits = await rf.search("compost", top_k=3)
-        # hits without a lexical rank, for words some chunk holds (a lexical hit can
-        # rank below the semantic ones when top_k is small): nothing to say
-        semantic_only = [{**h, "score_breakdown": {**h["score_breakdown"], "lexical_rank": None}}
-                         for h in hits]
-        assert await why(rf, "compost", "hybrid", semantic_only, {}) is None  # type: ignore[arg-type]
+        # words some chunk holds: the first hit has a lexical rank however few are asked
+        # for (core.fusion.rrf), so there is nothing to say
+        for top_k in (1, 3):
+            hits = await rf.search("compost", top_k=top_k)
+            assert hits[0]["score_breakdown"]["lexical_rank"] is not None  # type: ignore[typeddict-item]
+            assert await why(rf, "compost", "hybrid", hits, {}) is None
         misspelt = await rf.search("cmopost", top_k=3)
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
         assert await why(rf, "cmopost", "semantic", misspelt, {}) is None  # as asked
@@ -203,3 +203,26 @@ async def test_an_answer_explains_the_filters_its_search_applied(
     explained = answer["explain"]["filters"]
     assert explained == applied.describe() != fresh
     assert explained["modified_after"] == (a_year_ago - timedelta(days=7)).isoformat()
+
+
+async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
+    tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+
+        async def refused(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a hint costs one read of the counts, no more")
+
+        for costly in ("status", "search", "search_filtered"):
+            monkeypatch.setattr(rf, costly, refused)
+        assert await why(rf, "compost", "hybrid", [], {}) == "no files"
+        assert await why(rf, "compost", "hybrid", [], {"tags": ["x"]}) == "no files"
+        monkeypatch.undo()
+        await rf.reindex(docs)
+        misspelt = await rf.search("cmopost", top_k=3)  # every hit by meaning alone
+        for costly in ("status", "search", "search_filtered"):
+            monkeypatch.setattr(rf, costly, refused)
+        assert await why(rf, "compost", "hybrid", [], {"tags": ["x"]}) == "filters"
+        assert await why(rf, "!!!", "hybrid", [], {}) == "no words"
+        assert await why(rf, "compost", "hybrid", [], {}) == "no match"
+        assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
