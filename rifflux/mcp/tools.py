@@ -34,6 +34,7 @@ from .answers import (
 )
 from .auto_reindex import AutoReindex
 from .budget import DEFAULT_MAX_CHARS
+from .other_indexes import OtherIndexes
 from .params import (
     Background,
     ChunkId,
@@ -79,6 +80,7 @@ class ServerState:
     opened: Rifflux | None
     settings: Settings
     auto_reindex: AutoReindex | None
+    others: OtherIndexes  # the index files searched by db_path, open read-only
     open_error: str | None = None
 
     @property
@@ -96,8 +98,6 @@ class ServerState:
     def _not_open(self) -> ToolError:
         return ToolError(self.open_error or "the index is not open")
 
-    def is_own_db(self, db_path: str) -> bool:
-        return _resolved(db_path) == _resolved(self.settings.db_path)
 
 
 def _resolved(path: str | os.PathLike[str]) -> Path:
@@ -164,12 +164,12 @@ async def search_rifflux(
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": "full",
                              "explain": explain}
     auto: dict[str, Any] | None = None
-    other = bool(db_path) and not state.is_own_db(db_path or "")
+    other = (await anyio.to_thread.run_sync(_other_db, db_path, state.settings.db_path)
+             if db_path else None)
     with _tool_errors():
-        if other:
-            assert db_path is not None
-            answer = await _search_other_db(state.settings, db_path, query, top_k, mode,
-                                            filters, shape, max_chars, content)
+        if other is not None:
+            answer = await _search_other_db(state.others, other, db_path or "", query,
+                                            top_k, mode, filters, shape, max_chars, content)
             if state.auto.enabled:
                 auto = {"started": False, "reason": "automatic reindex only runs for the "
                                                     "server's own index"}
@@ -185,17 +185,20 @@ async def search_rifflux(
     return dict(answer)
 
 
+def _other_db(db_path: str, own: Path) -> Path | None:
+    """``db_path`` resolved, unless it is the server's own index (None)."""
+    other = _resolved(db_path)
+    return None if other == _resolved(own) else other
+
+
 async def _search_other_db(
-    settings: Settings, db_path: str, query: str, top_k: int, mode: Mode,
+    others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
 ) -> SearchAnswer:
-    if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
+    if not await anyio.to_thread.run_sync(db.is_file):
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
-    # read-only: searching another index must never change it (nor drop its vectors when
-    # they were made by another model)
-    other = settings.with_overrides(db_path=db_path, watch_paths=(), read_only=True)
-    async with Rifflux(settings=other) as rf:
+    async with others.use(db) as rf:
         applied = make_filters(**filters)
         results = await rf.search_filtered(query, applied, top_k, mode, **shape)
         return await search_answer(rf, query, mode, results, filters,
