@@ -3,7 +3,7 @@
 It starts the supervisor and talks to the actors through one handle
 (``actors.service.Service``): searches and reads are messages to the query
 actor, reindexing submits jobs, and ``status()`` is composed from each
-component's snapshot. Two instances on two databases share nothing.
+component's snapshot (``status``). Two instances on two databases share nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .core.fts_query import build_match
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .locate import forget_target, reindex_targets
-from .store.recovery import Recovery
+from .status import index_status, recovered
 from .types import (
     MODES,
     BackgroundReindex,
@@ -50,11 +50,6 @@ from .types import (
 )
 
 __all__ = ["MODES", "Rifflux"]
-
-
-def _recovered(recovery: Recovery) -> dict[str, object]:
-    return {"moved_to": str(recovery.moved_to), "reason": recovery.reason, "at": recovery.at,
-            "roots": [str(r) for r in recovery.roots]}
 
 
 def _checked(query: str, top_k: int, mode: str) -> Mode:
@@ -199,7 +194,7 @@ class Rifflux:
     def recovered(self) -> dict[str, object] | None:
         """``status()["recovered"]``: the damaged index moved aside at open, or None."""
         recovery = self._open().recovery
-        return None if recovery is None else _recovered(recovery)
+        return None if recovery is None else recovered(recovery)
 
     def pending_embeddings(self) -> int | None:
         """Texts still without a vector, from memory (None while the model loads)."""
@@ -398,44 +393,4 @@ class Rifflux:
 
     async def status(self) -> Status:
         """The ``index_status`` object of SPEC.md."""
-        service = self._open()
-        counts, counted_for = await service.counts()
-        process, others, sequence = await service.processes()
-        db = await anyio.to_thread.run_sync(self.settings.db_path.expanduser().resolve)
-        snap = service.snapshot()
-        model = snap["model"]
-        status: Status = {
-            "files": counts["files"], "chunks": counts["chunks"],
-            "embeddings": counts["embeddings"],
-            "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
-            "links": counts["links"], "unresolved_links": counts["unresolved_links"],
-            "db_path": str(db),
-            "embedding_backend": model["backend"],
-            "embedding_backend_requested": model["requested"],
-            "embedding_model": model["label"],
-            "embedding_model_ready": model["ready"],
-            "embedding_counts_model": counted_for,
-            "embedding_fallback_reason": model["fallback_reason"],
-            "embedding_error": model["error"] or snap["indexer"]["adopt_error"],
-            "embedding_dim": model["dim"],
-            "embedding_pooling": model["pooling"],
-            "embedding_query_prefix": model["query_prefix"],
-            "embedding_document_prefix": model["document_prefix"],
-            "embedding_max_tokens": model["max_tokens"],
-            "vectors_in_memory": snap["query"]["vectors_in_memory"],
-            "include_globs": list(self.settings.include),
-            "exclude_globs": list(self.settings.exclude),
-            "rrf_k": self.settings.rrf_k,
-            "indexed_roots": await service.root_counts(),
-            "jobs": snap["jobs"],
-            "queued_jobs": snap["queued_jobs"],
-            "watcher": snap["watcher"],
-            "queues": snap["queues"],
-            "embedder": snap["embedder"],
-            "process": process,
-            "processes": others,
-            "sequence": sequence,
-        }
-        if (recovered := self.recovered) is not None:
-            status["recovered"] = recovered
-        return status
+        return await index_status(self._open(), self.settings)
