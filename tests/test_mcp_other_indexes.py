@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from rifflux import ClosedError, Rifflux, Settings
-from rifflux.mcp.other_indexes import OtherIndexes
+from rifflux.mcp.other_indexes import FileId, OtherIndexes, file_id
 from rifflux.mcp.server import build_server
 
 from .helpers import CountingEmbedder, eventually, write
@@ -73,16 +73,16 @@ async def test_the_index_searched_least_recently_is_closed_to_make_room(tmp_path
     second = await _index(tmp_path, "second", "Wombats sleep.")
     opened = Opened()
     async with OtherIndexes(Settings(), keep=1, open_index=opened) as others:
-        async with others.use(first) as a:
-            async with others.use(first) as again:
+        async with others.use(first, _file(first)) as a:
+            async with others.use(first, _file(first)) as again:
                 assert again is a
             assert await a.search("wombats", mode="lexical")
-        async with others.use(second) as b:
+        async with others.use(second, _file(second)) as b:
             await eventually(lambda: _closed(a))  # (closed by its own task, at once)
             assert not await _closed(b)
-            async with others.use(second) as again:  # (in use: kept)
+            async with others.use(second, _file(second)) as again:  # (in use: kept)
                 assert again is b
-        async with others.use(first) as c:
+        async with others.use(first, _file(first)) as c:
             assert c is not a  # opened anew, and the other one closed
             await eventually(lambda: _closed(b))
     assert [await _closed(rf) for rf in opened.instances] == [True, True, True]
@@ -93,11 +93,38 @@ async def test_an_index_in_use_is_closed_only_when_its_search_is_done(tmp_path: 
     second = await _index(tmp_path, "second", "Wombats sleep.")
     opened = Opened()
     async with OtherIndexes(Settings(), keep=1, open_index=opened) as others:
-        async with others.use(first) as a:
-            async with others.use(second):  # makes room while a search still reads `a`
+        async with others.use(first, _file(first)) as a:
+            # makes room while a search still reads `a`
+            async with others.use(second, _file(second)):
                 assert await a.search("wombats", mode="lexical")
             assert not await _closed(a)
         await eventually(lambda: _closed(a))
+
+
+async def test_an_index_file_made_anew_at_the_same_path_is_opened_anew(tmp_path: Path) -> None:
+    db = await _index(tmp_path, "notes", "Wombats dig.")
+    opened = Opened()
+    async with OtherIndexes(Settings(), open_index=opened) as others:
+        async with others.use(db, _file(db)) as before:
+            assert await before.search("wombats", mode="lexical")
+        _delete(db)
+        db = await _index(tmp_path, "notes", "Echidnas dig.")  # (rebuilt elsewhere)
+        async with others.use(db, _file(db)) as after:
+            assert after is not before
+            assert await after.search("echidnas", mode="lexical")
+        await eventually(lambda: _closed(before))
+    assert file_id(tmp_path / "none.db") is None and file_id(tmp_path) is None
+
+
+def _delete(db: Path) -> None:
+    for leftover in db.parent.glob(f"{db.name}*"):  # (with its -wal and -shm)
+        leftover.unlink()
+
+
+def _file(path: Path) -> FileId:
+    found = file_id(path)
+    assert found is not None
+    return found
 
 
 def _text(result: Any) -> str:

@@ -2,7 +2,8 @@
 
 Opening an index costs three connections, a model load and its catalog: an index
 is opened on its first search and kept for the next ones (they follow its
-writers' commits, as every open index does), and all are closed with the server.
+writers' commits, as every open index does; a file made anew at the same path is
+opened anew), and all are closed with the server.
 At most ``keep`` stay open; the one searched least recently is closed to make room,
 once the searches using it are done. Each is opened and closed by a task of its
 own, in the server's task group: a ``Rifflux`` is left by the task that entered it.
@@ -10,7 +11,9 @@ own, in the server's task group: a ``Rifflux`` is left by the task that entered 
 
 from __future__ import annotations
 
+import errno
 import logging
+import stat
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -24,14 +27,33 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..api import Rifflux
 from ..config import Settings
 
-__all__ = ["OtherIndexes"]
+__all__ = ["FileId", "OtherIndexes", "file_id"]
 
 logger = logging.getLogger(__name__)
+
+
+#: Which file a path names: (st_dev, st_ino).
+FileId = tuple[int, int]
+
+
+def file_id(path: Path) -> FileId | None:
+    """Which regular file ``path`` names (None: none, as ``Path.is_file`` says); it reads
+    the disk: call it in a worker thread."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            raise
+        return None
+    except ValueError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
 @dataclass(eq=False, slots=True)
 class _Held:
     rf: Rifflux
+    file: FileId
     release: anyio.Event = field(default_factory=anyio.Event)  # set: close it now
     users: int = 0  # searches using it now
     evicted: bool = False  # closed as soon as its users are done
@@ -71,10 +93,10 @@ class OtherIndexes:
         return await stack.__aexit__(exc_type, exc, tb)
 
     @asynccontextmanager
-    async def use(self, db_path: Path) -> AsyncIterator[Rifflux]:
-        """The instance open read-only on ``db_path`` (a resolved path), opened if need be;
-        it stays open while the caller uses it."""
-        held = await self._acquire(db_path)
+    async def use(self, db_path: Path, file: FileId) -> AsyncIterator[Rifflux]:
+        """The instance open read-only on ``db_path`` (a resolved path, naming ``file``),
+        opened if need be; it stays open while the caller uses it."""
+        held = await self._acquire(db_path, file)
         try:
             yield held.rf
         finally:
@@ -82,15 +104,15 @@ class OtherIndexes:
             if held.evicted and not held.users:
                 held.release.set()
 
-    async def _acquire(self, db_path: Path) -> _Held:
+    async def _acquire(self, db_path: Path, file: FileId) -> _Held:
         if self._tg is None:
             raise RuntimeError("OtherIndexes is not open: use it as `async with`")
-        held = self._held.get(db_path)
+        held = self._current(db_path, file)
         if held is None:
             async with self._opening:  # (one opening at a time: never two for one path)
-                held = self._held.get(db_path)
+                held = self._current(db_path, file)
                 if held is None:
-                    held = await self._tg.start(self._hold, db_path,
+                    held = await self._tg.start(self._hold, db_path, file,
                                                 name=f"rifflux.mcp.other-index {db_path}")
                     self._held[db_path] = held
                 held.users += 1
@@ -98,13 +120,25 @@ class OtherIndexes:
             held.users += 1
         self._held.move_to_end(db_path)
         while len(self._held) > self._keep:
-            _, evicted = self._held.popitem(last=False)
-            evicted.evicted = True
-            if not evicted.users:
-                evicted.release.set()
+            self._evict(self._held.popitem(last=False)[1])
         return held
 
-    async def _hold(self, db_path: Path, *, task_status: TaskStatus[_Held]) -> None:
+    def _current(self, db_path: Path, file: FileId) -> _Held | None:
+        """The instance open on ``db_path``, unless the path now names another file."""
+        held = self._held.get(db_path)
+        if held is not None and held.file != file:
+            self._evict(self._held.pop(db_path))
+            return None
+        return held
+
+    @staticmethod
+    def _evict(held: _Held) -> None:
+        held.evicted = True
+        if not held.users:
+            held.release.set()
+
+    async def _hold(self, db_path: Path, file: FileId, *,
+                    task_status: TaskStatus[_Held]) -> None:
         # read-only: searching another index must never change it (nor drop its vectors
         # when they were made by another model)
         settings = self._settings.with_overrides(db_path=db_path, watch_paths=(),
@@ -112,7 +146,7 @@ class OtherIndexes:
         held: _Held | None = None
         try:
             async with self._open_index(settings) as rf:
-                held = _Held(rf)
+                held = _Held(rf, file)
                 self._live.add(held)
                 task_status.started(held)
                 await held.release.wait()

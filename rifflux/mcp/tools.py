@@ -34,7 +34,7 @@ from .answers import (
 )
 from .auto_reindex import AutoReindex
 from .budget import DEFAULT_MAX_CHARS
-from .other_indexes import OtherIndexes
+from .other_indexes import OtherIndexes, file_id
 from .params import (
     Background,
     ChunkId,
@@ -195,10 +195,11 @@ async def _search_other_db(
     others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
 ) -> SearchAnswer:
-    if not await anyio.to_thread.run_sync(db.is_file):
+    file = await anyio.to_thread.run_sync(file_id, db)
+    if file is None:
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
-    async with others.use(db) as rf:
+    async with others.use(db, file) as rf:
         applied = make_filters(**filters)
         results = await rf.search_filtered(query, applied, top_k, mode, **shape)
         return await search_answer(rf, query, mode, results, filters,
