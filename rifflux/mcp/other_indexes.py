@@ -26,6 +26,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ..api import Rifflux
 from ..config import Settings
+from ..errors import ClosedError
 
 __all__ = ["FileId", "OtherIndexes", "file_id"]
 
@@ -60,7 +61,8 @@ class _Held:
 
 
 class OtherIndexes:
-    """``async with OtherIndexes(settings) as others: async with others.use(path) as rf:``
+    """``async with OtherIndexes(settings) as others:``, then for each search
+    ``async with others.use(path, file_id(path)) as rf:`` (``file_id`` in a thread).
 
     ``open_index`` makes the (read-only) instance for a path's settings: ``Rifflux``
     by default, anything that opens like it in tests."""
@@ -76,6 +78,7 @@ class OtherIndexes:
         self._live: set[_Held] = set()  # open, evicted ones included
         self._opening = anyio.Lock()
         self._tg: TaskGroup | None = None
+        self._closing = False
         self._exit: AsyncExitStack | None = None
 
     async def __aenter__(self) -> OtherIndexes:
@@ -107,6 +110,8 @@ class OtherIndexes:
     async def _acquire(self, db_path: Path, file: FileId) -> _Held:
         if self._tg is None:
             raise RuntimeError("OtherIndexes is not open: use it as `async with`")
+        if self._closing:
+            raise ClosedError("the server is shutting down: search again after it restarts")
         held = self._current(db_path, file)
         if held is None:
             async with self._opening:  # (one opening at a time: never two for one path)
@@ -148,6 +153,8 @@ class OtherIndexes:
             async with self._open_index(settings) as rf:
                 held = _Held(rf, file)
                 self._live.add(held)
+                if self._closing:  # (opened while the server began to close)
+                    held.release.set()
                 task_status.started(held)
                 await held.release.wait()
         except Exception:
@@ -162,6 +169,7 @@ class OtherIndexes:
                     del self._held[db_path]
 
     def _release_all(self) -> None:
+        self._closing = True
         self._held.clear()
         for held in self._live:
             held.release.set()
