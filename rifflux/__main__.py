@@ -1,5 +1,5 @@
 """``python -m rifflux ...`` runs the command line (``python -m rifflux mcp`` the MCP server)."""
 
-from .launch import main
+from .cli.launch import main
 
 raise SystemExit(main())

@@ -9,20 +9,26 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .api import Rifflux
+from .core.filters import Filters
 from .types import Mode, SearchAnswer, SearchResult
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only"]
 
 
 def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
-                filters: dict[str, Any], *, explain: bool) -> SearchAnswer:
+                filters: dict[str, Any], *, explain: bool,
+                applied: Filters | None = None) -> SearchAnswer:
+    """SPEC's fields, ``pending_embeddings`` and, with ``explain``, the filters as the
+    search applied them (``applied``: parsed once, for the search and this answer; else
+    made from ``filters``)."""
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
     pending = rf.pending_embeddings()
     if pending:
         answer["pending_embeddings"] = pending
     if explain:
-        answer["explain"] = rf.describe_search(query, **filters)
+        answer["explain"] = (rf.describe_search(query, **filters) if applied is None
+                             else rf.describe_search(query, applied))
     return answer
 
 
@@ -32,15 +38,15 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     search's hits all come from the semantic branch (no chunk holds the query's words:
     a misspelling, or a subject the notes do not cover)."""
     if results:
+        # When its lexical branch found anything, a hybrid search's first hit has a lexical
+        # rank: the best lexical hit's fused score is at least that of any hit found by
+        # meaning alone, and it wins the tie (core.fusion.rrf).
         if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
                                    for r in results):
             return None
-        # (a lexical hit can rank below the semantic ones: ask that branch alone)
-        lexical = await rf.search(query, top_k=1, mode="lexical", **filters)
-        return None if lexical else "meaning only"
-    status = await rf.status()
-    if status["files"] == 0:  # (a damaged index was moved aside: say so, not "empty")
-        return "rebuilt" if "recovered" in status else "no files"
+        return "meaning only"
+    if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")
+        return "rebuilt" if rf.recovered is not None else "no files"
     if any(v is not None for v in filters.values()):
         return "filters"
     if rf.describe_search(query)["fts_query"] is None:

@@ -3,12 +3,11 @@
 It starts the supervisor and talks to the actors through one handle
 (``actors.service.Service``): searches and reads are messages to the query
 actor, reindexing submits jobs, and ``status()`` is composed from each
-component's snapshot. Two instances on two databases share nothing.
+component's snapshot (``status``). Two instances on two databases share nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -18,26 +17,29 @@ from typing import Any, Literal, overload
 
 import anyio
 
-from .actors.jobs import Finished, Target
+from .actors.jobs import Finished
 from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
-from .actors.targets import reindex_target, too_wide
 from .actors.watcher import WatchFactory
 from .config import Settings
-from .core.filters import check_depth, make_filters
+from .core.filters import Filters, check_depth, make_filters
 from .core.fts_query import build_match
+from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
-from .store.recovery import Recovery
+from .locate import forget_target, reindex_targets
+from .status import index_status, recovered
 from .types import (
     MODES,
     BackgroundReindex,
     ChunkDetail,
+    Counts,
     FileLines,
     FileRecord,
     ForgetResult,
     JobInfo,
+    Mode,
     Neighbor,
     NoteLinks,
     ReindexResult,
@@ -50,9 +52,15 @@ from .types import (
 __all__ = ["MODES", "Rifflux"]
 
 
-def _recovered(recovery: Recovery) -> dict[str, object]:
-    return {"moved_to": str(recovery.moved_to), "reason": recovery.reason, "at": recovery.at,
-            "roots": [str(r) for r in recovery.roots]}
+def _checked(query: str, top_k: int, mode: str) -> Mode:
+    """The search's mode, once the query, ``top_k`` and mode are known to be good."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
+    if not isinstance(query, str):
+        raise InvalidArgumentError("query must be a string")
+    return mode
 
 
 #: How long a background reindex waits to name the model it embeds with.
@@ -147,27 +155,46 @@ class Rifflux:
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
         ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
-        if mode not in MODES:
-            raise InvalidArgumentError(
-                f"unknown mode {mode!r}: use one of {', '.join(MODES)}"
-            )
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
-        if not isinstance(query, str):
-            raise InvalidArgumentError("query must be a string")
+        _checked(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
                                near=None if near is None else os.fspath(near), depth=depth)
+        return await self.search_filtered(query, filters, top_k, mode,
+                                          max_per_file=max_per_file, content=content,
+                                          explain=explain, snippet_chars=snippet_chars)
+
+    async def search_filtered(
+        self, query: str, filters: Filters, top_k: int = 10, mode: str = "hybrid", *,
+        max_per_file: int | None = None, content: str = "full", explain: bool = False,
+        snippet_chars: int = 240,
+    ) -> list[SearchResult]:
+        """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
+        a caller that also reports them (``describe_search``) parses them once for both."""
+        checked = _checked(query, top_k, mode)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars)
-        return await self._open().search(query, top_k, mode, filters, shape)
+        return await self._open().search(query, top_k, checked, filters, shape)
 
-    def describe_search(self, query: str, **filters: Any) -> SearchExplain:
+    def describe_search(self, query: str, filters: Filters | None = None,
+                        **given: Any) -> SearchExplain:
         """What a search for ``query`` looks for: the FTS5 expression of its lexical branch
-        and the filters as applied (the top-level ``explain`` of MCP and JSON answers)."""
-        applied = make_filters(**filters)
+        and the filters as applied (the top-level ``explain`` of MCP and JSON answers):
+        ``filters`` as the search applied them, else made from the ``given`` keywords."""
+        applied = make_filters(**given) if filters is None else filters
         return {"fts_query": build_match(query), "filters": applied.describe()}
+
+    async def counts(self) -> Counts:
+        """How many files, chunks, embeddings (and pending ones), roots and links the index
+        holds: one read, where ``status()`` composes everything."""
+        counts, _ = await self._open().counts()
+        return counts
+
+    @property
+    def recovered(self) -> dict[str, object] | None:
+        """``status()["recovered"]``: the damaged index moved aside at open, or None."""
+        recovery = self._open().recovery
+        return None if recovery is None else recovered(recovery)
 
     def pending_embeddings(self) -> int | None:
         """Texts still without a vector, from memory (None while the model loads)."""
@@ -276,21 +303,12 @@ class Rifflux:
                 f"{self.settings.db_path} is open read-only (searching another index); "
                 "open it without read_only to reindex"
             )
-        if paths:
-            locations = [os.fspath(p) for p in paths]
-            if blank := [i for i, loc in enumerate(locations) if not loc.strip()]:
-                raise InvalidArgumentError(
-                    f"paths[{blank[0]}] is empty: give a folder or file there, or leave "
-                    "paths out (then path, else the working directory, is indexed)")
-        elif path is not None and os.fspath(path) != "":
-            locations = [os.fspath(path)]
-        else:
-            locations = [os.getcwd()]
+        locations = reindex_locations(None if path is None else os.fspath(path),
+                                      [os.fspath(p) for p in paths or ()], os.getcwd())
         roots = [Path(r) for r in await service.roots()]
         allow_large = bool(yes or force)
-        job = service.submit([reindex_target(loc, roots, self.settings, allow_large)
-                              for loc in locations],
-                             force=bool(force), count_left_out=count_left_out,
+        targets = await reindex_targets(locations, roots, self.settings, allow_large=allow_large)
+        job = service.submit(targets, force=bool(force), count_left_out=count_left_out,
                              allow_large=allow_large)
         if background:  # (the model's label and backend, once known: a moment at start)
             with anyio.move_on_after(_MODEL_LABEL_WAIT):
@@ -314,23 +332,8 @@ class Rifflux:
         if not location.strip():
             raise InvalidArgumentError("forget needs the path of an indexed folder or file "
                                        "(status lists the indexed folders)")
-        loc = await anyio.to_thread.run_sync(
-            lambda: Path(location).expanduser().absolute().resolve())
         roots = [Path(r) for r in await service.roots()]
-        if (not location.startswith(("/", "~")) and loc not in roots
-                and not any(r in loc.parents or loc in r.parents for r in roots)):
-            loc = await self._root_relative(location, roots)  # as results give paths
-        container = next((r for r in roots if r in loc.parents), None)
-        inside = [str(r) for r in roots if loc in r.parents]
-        if not yes and container is None and inside and (whole := too_wide(loc)):
-            raise InvalidArgumentError(
-                f"refused: {loc} is {whole}, and forgetting it removes every indexed folder "
-                f"inside it ({len(inside)}: {', '.join(inside[:3])}"
-                f"{', …' if len(inside) > 3 else ''}); forget the folder you mean, or pass "
-                "yes=true (rifflux forget --yes) to remove them all")
-        target = (Target(container, prefix=loc.relative_to(container).as_posix(),
-                         requested=location, forget=True) if container is not None
-                  else Target(loc, requested=location, forget=True))
+        loc, target = await forget_target(location, roots, yes=yes, indexed=self.get_file)
         job = service.submit([target])
         end = await job.finished()
         result = end.result
@@ -344,28 +347,6 @@ class Rifflux:
                 "removed_roots": [str(r) for r in roots if str(r) not in remaining],
                 "removed_paths": result.get("changed", {}).get("removed", []),
                 "job_id": job.id}
-
-    async def _root_relative(self, location: str, roots: list[Path]) -> Path:
-        """A relative path that is nothing indexed under the working directory, read as
-        results give paths: relative to the indexed folder that holds it."""
-        def inside(root: Path) -> Path | None:  # strictly: '.' or '..' name no file in it
-            found = (root / location).resolve()
-            return found if root in found.parents and found.exists() else None
-
-        on_disk = [p for p in await anyio.to_thread.run_sync(lambda: list(map(inside, roots)))
-                   if p is not None]
-        if not on_disk:
-            with contextlib.suppress(InvalidArgumentError):  # (a path leaving the folder)
-                if (found := await self.get_file(location)) is not None:
-                    on_disk = [Path(found["root"]) / found["path"]]
-        if len(on_disk) == 1:
-            return on_disk[0]
-        where = (f"it is in several indexed folders ({', '.join(map(str, on_disk))})"
-                 if on_disk else "no indexed folder holds it")
-        raise InvalidArgumentError(
-            f"{location!r} is not in the index: relative paths are read against the working "
-            f"directory {os.getcwd()!r}, then as results give them, and {where}; give an "
-            "absolute path (status lists the indexed folders)")
 
     async def wait_for_model(self) -> None:
         """Wait until the embedding model has loaded (or failed to): its label, backend
@@ -416,43 +397,4 @@ class Rifflux:
 
     async def status(self) -> Status:
         """The ``index_status`` object of SPEC.md."""
-        service = self._open()
-        counts, counted_for = await service.counts()
-        process, others, sequence = await service.processes()
-        snap = service.snapshot()
-        model = snap["model"]
-        status: Status = {
-            "files": counts["files"], "chunks": counts["chunks"],
-            "embeddings": counts["embeddings"],
-            "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
-            "links": counts["links"], "unresolved_links": counts["unresolved_links"],
-            "db_path": str(self.settings.db_path.expanduser().resolve()),
-            "embedding_backend": model["backend"],
-            "embedding_backend_requested": model["requested"],
-            "embedding_model": model["label"],
-            "embedding_model_ready": model["ready"],
-            "embedding_counts_model": counted_for,
-            "embedding_fallback_reason": model["fallback_reason"],
-            "embedding_error": model["error"] or snap["indexer"]["adopt_error"],
-            "embedding_dim": model["dim"],
-            "embedding_pooling": model["pooling"],
-            "embedding_query_prefix": model["query_prefix"],
-            "embedding_document_prefix": model["document_prefix"],
-            "embedding_max_tokens": model["max_tokens"],
-            "vectors_in_memory": snap["query"]["vectors_in_memory"],
-            "include_globs": list(self.settings.include),
-            "exclude_globs": list(self.settings.exclude),
-            "rrf_k": self.settings.rrf_k,
-            "indexed_roots": await service.root_counts(),
-            "jobs": snap["jobs"],
-            "queued_jobs": snap["queued_jobs"],
-            "watcher": snap["watcher"],
-            "queues": snap["queues"],
-            "embedder": snap["embedder"],
-            "process": process,
-            "processes": others,
-            "sequence": sequence,
-        }
-        if service.recovery is not None:
-            status["recovered"] = _recovered(service.recovery)
-        return status
+        return await index_status(self._open(), self.settings)

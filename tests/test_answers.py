@@ -3,16 +3,19 @@ results, and why each hit ranks where it does."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.answers import why
+from rifflux.core.filters import make_filters
 from rifflux.core.vectors import F32
 from rifflux.mcp.answers import FIRST_LOOK_CHARS, search_answer
 from rifflux.mcp.budget import DEFAULT_MAX_CHARS, answer_text
-from rifflux.types import SearchAnswer, SearchResult
+from rifflux.types import SearchAnswer
 
 from .helpers import CountingEmbedder, bm25, fused, write
 
@@ -171,12 +174,55 @@ async def test_meaning_only_is_said_only_when_no_chunk_holds_the_words(
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(docs)
-        hits = await rf.search("compost", top_k=3)
-        # hits without a lexical rank, for words some chunk holds (a lexical hit can
-        # rank below the semantic ones when top_k is small): nothing to say
-        semantic_only: list[SearchResult] = [
-            {**h, "score_breakdown": {**fused(h), "lexical_rank": None}} for h in hits]
-        assert await why(rf, "compost", "hybrid", semantic_only, {}) is None
+        # words some chunk holds: the first hit has a lexical rank however few are asked
+        # for (core.fusion.rrf), so there is nothing to say
+        for top_k in (1, 3):
+            hits = await rf.search("compost", top_k=top_k)
+            assert fused(hits[0])["lexical_rank"] is not None
+            assert await why(rf, "compost", "hybrid", hits, {}) is None
         misspelt = await rf.search("cmopost", top_k=3)
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
         assert await why(rf, "cmopost", "semantic", misspelt, {}) is None  # as asked
+
+
+async def test_an_answer_explains_the_filters_its_search_applied(
+    tmp_path: Path, docs: Path
+) -> None:
+    # "7d" parsed twice is two different instants: the answer reports the one parse the
+    # search used (here made a year ago, so that a second parse could not match it)
+    a_year_ago = datetime.now(UTC) - timedelta(days=365)
+    given: dict[str, Any] = {"modified_after": "7d", "paths": "*.md"}
+    applied = make_filters(**given, now=a_year_ago)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        hits = await rf.search_filtered("compost", applied, top_k=3)
+        answer = await search_answer(rf, "compost", "hybrid", hits, given, explain=True,
+                                     max_chars=DEFAULT_MAX_CHARS, applied=applied)
+        fresh = rf.describe_search("compost", **given)["filters"]
+    assert hits  # the files were written just now: after a year and a week ago
+    explained = answer["explain"]["filters"]
+    assert explained == applied.describe() != fresh
+    assert explained["modified_after"] == (a_year_ago - timedelta(days=7)).isoformat()
+
+
+async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
+    tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+
+        async def refused(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a hint costs one read of the counts, no more")
+
+        for costly in ("status", "search", "search_filtered"):
+            monkeypatch.setattr(rf, costly, refused)
+        assert await why(rf, "compost", "hybrid", [], {}) == "no files"
+        assert await why(rf, "compost", "hybrid", [], {"tags": ["x"]}) == "no files"
+        monkeypatch.undo()
+        await rf.reindex(docs)
+        misspelt = await rf.search("cmopost", top_k=3)  # every hit by meaning alone
+        for costly in ("status", "search", "search_filtered"):
+            monkeypatch.setattr(rf, costly, refused)
+        assert await why(rf, "compost", "hybrid", [], {"tags": ["x"]}) == "filters"
+        assert await why(rf, "!!!", "hybrid", [], {}) == "no words"
+        assert await why(rf, "compost", "hybrid", [], {}) == "no match"
+        assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"

@@ -25,8 +25,8 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rifflux import Settings
-from rifflux.mcp.front import SEED, Front, Inbound, Wire, cache_path, load_snapshot
-from rifflux.mcp.handoff import _refresh_snapshot, _write_json, capture_handshake
+from rifflux.mcp._fast_start.front import SEED, Front, Inbound, Wire, cache_path, load_snapshot
+from rifflux.mcp._fast_start.handoff import capture_handshake, refresh_snapshot
 from rifflux.mcp.server import build_server
 
 from .helpers import server_env, write_corpus
@@ -201,11 +201,11 @@ async def test_the_shipped_seed_is_what_the_sdk_answers(cache_home: Path) -> Non
     captured = await capture_handshake(build_server(Settings()))
     assert set(captured["results"]) == set(captured["handshake_versions"])
     assert captured["key"]["tools"] == SEED_DATA["key"]["tools"], (
-        "the tools changed: run python -m rifflux.mcp.handoff --write-seed")
+        "the tools changed: run python -m rifflux.mcp._fast_start.handoff --write-seed")
     if captured["key"] == SEED_DATA["key"]:
         assert captured == SEED_DATA, (
-            "rifflux/mcp/handshake.json is out of date: run "
-            "python -m rifflux.mcp.handoff --write-seed")
+            "rifflux/mcp/_fast_start/handshake.json is out of date: run "
+            "python -m rifflux.mcp._fast_start.handoff --write-seed")
     else:  # another SDK or pydantic version: the seed must never be served
         assert load_snapshot(captured["key"]) is None
 
@@ -220,7 +220,7 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
     captured = await capture_handshake(server)
     cache = cache_path(captured["key"])
 
-    await _refresh_snapshot(server)
+    await refresh_snapshot(server)
     if captured == SEED_DATA:  # the seed already has it: nothing to write
         assert not cache.exists()
     else:
@@ -232,7 +232,7 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(stale), encoding="utf-8")
     assert load_snapshot(captured["key"]) == stale  # the cache comes first
-    await _refresh_snapshot(server)
+    await refresh_snapshot(server)
     assert "differed" in caplog.text  # a front that answered from it is reported
     assert load_snapshot(captured["key"]) == captured
 
@@ -242,7 +242,7 @@ async def test_a_missing_or_stale_snapshot_is_replaced_by_the_sdks_own_answers(
 
 #: The command line without the front: serve_stdio, for embedding (the SDK answers everything).
 NO_FRONT = ["-c", "import sys\n"
-                  "from rifflux import entry\n"
+                  "from rifflux.cli import entry\n"
                   "from rifflux.mcp import serve_stdio\n"
                   "args, settings = entry.parse(sys.argv[1:])\n"
                   "async def serve(args, settings):\n"
@@ -289,10 +289,9 @@ async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],
 async def _snapshot_for_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cache the installed SDK's snapshot where the test's servers look (server_env's
     XDG_CACHE_HOME), so that the front answers even when the seed is for other versions."""
-    captured = await capture_handshake(build_server(Settings()))
-    assert "unknown" not in captured["key"].values()  # rifflux is installed (pip install -e)
     monkeypatch.setenv("XDG_CACHE_HOME", server_env(tmp_path)["XDG_CACHE_HOME"])
-    _write_json(cache_path(captured["key"]), captured)
+    await refresh_snapshot(build_server(Settings()))
+    assert load_snapshot() is not None  # (rifflux is installed: pip install -e)
 
 
 @pytest.mark.anyio

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..answers import Why, base_answer, why
 from ..api import Rifflux
+from ..core.filters import Filters
 from ..core.snippets import Snippets
 from ..types import (
     ChunkDetail,
@@ -53,8 +54,9 @@ _WHY: dict[Why, str] = {
 async def search_answer(
     rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, explain: bool, max_chars: int, content: str = "full",
+    applied: Filters | None = None,
 ) -> SearchAnswer:
-    answer = base_answer(rf, query, mode, results, filters, explain=explain)
+    answer = base_answer(rf, query, mode, results, filters, explain=explain, applied=applied)
     reason = await why(rf, query, mode, results, filters)
     hints: list[str] = []
     if "pending_embeddings" in answer:

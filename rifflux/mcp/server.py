@@ -4,7 +4,7 @@ The tools are in ``tools`` (their parameters, described for the client's model,
 in ``params``); this module builds the server around them. stdout is the
 protocol channel. Nothing here writes to it: logs go to stderr (configured by
 the command line before the server starts), and while serving fd 1 points at
-stderr (``front.Wire.claim``) so that stray output from libraries or child
+stderr (``_fast_start.front.Wire.claim``) so that stray output from libraries or child
 processes cannot corrupt the wire.
 """
 
@@ -32,6 +32,7 @@ from ..errors import RiffluxError
 from . import sdk
 from .auto_reindex import AutoReindex
 from .budget import answer_text
+from .other_indexes import OtherIndexes
 from .params import MAX_TOP_K
 from .tools import (
     ServerState,
@@ -152,20 +153,24 @@ def _explain(tool: str, exc: ValidationError) -> str:
 
 
 def build_server(
-    settings: Settings, *, on_open: Callable[[], object] | None = None
+    settings: Settings, *, on_open: Callable[[], object] | None = None,
+    open_index: Callable[[Settings], Rifflux] | None = None,
 ) -> RiffluxMCPServer:
     """The server; its lifespan opens ``Rifflux`` (and the watcher, if watch paths are set).
 
     Opening is quick: the embedding model loads in a worker thread meanwhile, so
     the handshake is answered at once and searches wait for the model only if
     they need it. ``on_open`` is called once the index is open, just before the
-    server starts reading requests.
+    server starts reading requests. ``open_index`` opens the other index files
+    searched by ``db_path`` (``OtherIndexes``; ``Rifflux`` by default).
     """
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         started = time.perf_counter()
         async with contextlib.AsyncExitStack() as stack:
+            others = await stack.enter_async_context(
+                OtherIndexes(settings, open_index=open_index))
             broken: ServerState | None
             try:
                 rf = await stack.enter_async_context(Rifflux(settings=settings))
@@ -174,7 +179,7 @@ def build_server(
                 # instead, and the server stays up so that it can.
                 logger.error("cannot open the index %s: %s", settings.db_path, exc)
                 broken = ServerState(
-                    opened=None, settings=settings, auto_reindex=None,
+                    opened=None, settings=settings, auto_reindex=None, others=others,
                     open_error=(f"the Rifflux MCP server could not open its index: {exc} "
                                 "(these are the server's settings, in the MCP client's "
                                 "configuration; restart the server after changing them)"))
@@ -193,7 +198,7 @@ def build_server(
                                watch_paths=settings.watch_paths)
             if on_open is not None:
                 on_open()
-            yield ServerState(opened=rf, settings=settings, auto_reindex=auto)
+            yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=others)
 
     server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(),
                               lifespan=lifespan, log_level=_sdk_level(settings.log_level))

@@ -19,10 +19,11 @@ import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from ..actors.targets import missing
 from ..api import Rifflux
 from ..config import Settings
+from ..core.filters import make_filters
 from ..errors import RiffluxError
+from ..locate import missing_locations
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
 from .answers import (
     chunk_answer,
@@ -33,6 +34,7 @@ from .answers import (
 )
 from .auto_reindex import AutoReindex
 from .budget import DEFAULT_MAX_CHARS
+from .other_indexes import OtherIndexes, file_id
 from .params import (
     Background,
     ChunkId,
@@ -78,6 +80,7 @@ class ServerState:
     opened: Rifflux | None
     settings: Settings
     auto_reindex: AutoReindex | None
+    others: OtherIndexes  # the index files searched by db_path, open read-only
     open_error: str | None = None
 
     @property
@@ -95,8 +98,6 @@ class ServerState:
     def _not_open(self) -> ToolError:
         return ToolError(self.open_error or "the index is not open")
 
-    def is_own_db(self, db_path: str) -> bool:
-        return _resolved(db_path) == _resolved(self.settings.db_path)
 
 
 def _resolved(path: str | os.PathLike[str]) -> Path:
@@ -163,41 +164,47 @@ async def search_rifflux(
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": "full",
                              "explain": explain}
     auto: dict[str, Any] | None = None
-    other = bool(db_path) and not state.is_own_db(db_path or "")
+    other = (await anyio.to_thread.run_sync(_other_db, db_path, state.settings.db_path)
+             if db_path else None)
     with _tool_errors():
-        if other:
-            assert db_path is not None
-            answer = await _search_other_db(state.settings, db_path, query, top_k, mode,
-                                            filters, shape, max_chars, content)
+        if other is not None:
+            answer = await _search_other_db(state.others, other, db_path or "", query,
+                                            top_k, mode, filters, shape, max_chars, content)
             if state.auto.enabled:
                 auto = {"started": False, "reason": "automatic reindex only runs for the "
                                                     "server's own index"}
         else:
-            results = await state.rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
+            applied = make_filters(**filters)  # (once: for the search and its explain)
+            results = await state.rf.search_filtered(query, applied, top_k, mode, **shape)
             answer = await search_answer(state.rf, query, mode, results, filters,
                                          explain=explain, max_chars=max_chars,
-                                         content=content)
+                                         content=content, applied=applied)
             auto = await state.auto.after_search()
     if auto is not None:
         answer["auto_reindex"] = auto
     return dict(answer)
 
 
+def _other_db(db_path: str, own: Path) -> Path | None:
+    """``db_path`` resolved, unless it is the server's own index (None)."""
+    other = _resolved(db_path)
+    return None if other == _resolved(own) else other
+
+
 async def _search_other_db(
-    settings: Settings, db_path: str, query: str, top_k: int, mode: Mode,
+    others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
 ) -> SearchAnswer:
-    if not await anyio.to_thread.run_sync(_resolved(db_path).is_file):
+    file = await anyio.to_thread.run_sync(file_id, db)
+    if file is None:
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
-    # read-only: searching another index must never change it (nor drop its vectors when
-    # they were made by another model)
-    other = settings.with_overrides(db_path=db_path, watch_paths=(), read_only=True)
-    async with Rifflux(settings=other) as rf:
-        results = await rf.search(query, top_k=top_k, mode=mode, **filters, **shape)
+    async with others.use(db, file) as rf:
+        applied = make_filters(**filters)
+        results = await rf.search_filtered(query, applied, top_k, mode, **shape)
         return await search_answer(rf, query, mode, results, filters,
                                    explain=shape["explain"], max_chars=max_chars,
-                                   content=content)
+                                   content=content, applied=applied)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,
@@ -321,7 +328,7 @@ async def _reindex(
 ) -> dict[str, Any]:
     state = _state(ctx)
     locations = paths if paths else [path] if path else [os.getcwd()]
-    absent = await anyio.to_thread.run_sync(missing, locations)
+    absent = await missing_locations(locations)
     if len(absent) == len(locations):
         raise ToolError(
             f"nothing to index: {', '.join(repr(p) for p in absent)} not found (relative paths "

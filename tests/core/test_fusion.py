@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rifflux.core.fusion import rrf
 
@@ -38,3 +40,13 @@ def test_k_changes_scores_not_membership() -> None:
 
 def test_limit() -> None:
     assert len(rrf([list("abcdef"), list("fedcba")], k=60, limit=3)) == 3
+
+
+@given(lexical=st.lists(st.integers(0, 30), unique=True),
+       semantic=st.lists(st.integers(0, 30), unique=True), k=st.integers(1, 100))
+def test_the_first_fused_hit_is_lexical_whenever_the_lexical_list_has_one(
+    lexical: list[int], semantic: list[int], k: int
+) -> None:
+    # (why an answer can tell from its hits alone that no chunk holds the query's words)
+    fused = rrf([lexical, semantic], k=k)
+    assert (bool(fused) and fused[0].ranks[0] is not None) == bool(lexical)

@@ -1,13 +1,28 @@
 """Source lines, titles, tags and hidden text: what the chunker records of where a chunk
-came from and what note it belongs to."""
+came from and what note it belongs to; and what a location given to reindex or forget
+means (``core.locations``)."""
 
 from __future__ import annotations
 
+import stat
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
 from rifflux.core.chunker import ChunkLimits, parse_markdown
+from rifflux.core.locations import (
+    Found,
+    Place,
+    forget_place,
+    one_root_relative,
+    reads_as_root_relative,
+    reindex_locations,
+    reindex_place,
+    too_wide,
+)
+from rifflux.core.scan import Globs
+from rifflux.errors import InvalidArgumentError
 
 from ..helpers import spans_point_at_the_text
 
@@ -117,3 +132,84 @@ def test_a_code_block_in_a_long_list_item_is_kept_whole_with_its_fence_lines() -
             assert len(fences) % 2 == 0, (size, chunk.content)  # no block cut in two
         python = next(c for c in doc.chunks if "sk_bad_idea" in c.content)
         assert lines[python.line_end - 1].strip() == "```", size  # its closing fence
+
+
+# ---------------------------------------------------------------- what a location means
+# (core.locations: where a path given to reindex or forget points, decided without a disk)
+
+DIR, FILE, FIFO = stat.S_IFDIR | 0o755, stat.S_IFREG | 0o644, stat.S_IFIFO | 0o644
+GLOBS = Globs(("*.md",), ())
+HOME = Path("/home/ann")
+
+
+def _reindex(location: str, mode: int | None, roots: list[Path], *, allow_large: bool = False,
+             path: Path | None = None) -> Place:
+    found = Found(path=path or Path(location), mode=mode)
+    return reindex_place(location, found, roots, GLOBS, home=HOME, allow_large=allow_large)
+
+
+def test_a_location_is_a_new_root_a_part_of_an_indexed_one_or_a_single_file() -> None:
+    notes = Path("/data/notes")
+    assert _reindex("/data/docs", DIR, [notes]) == Place(root=Path("/data/docs"))
+    assert _reindex("/data/notes", DIR, [notes]) == Place(root=notes)  # the root itself
+    assert _reindex("/data/notes/a/b", DIR, [notes]) == Place(root=notes, prefix="a/b/")
+    assert _reindex("/data/notes/a/x.md", FILE, [notes]) == Place(
+        root=notes, paths=frozenset({"a/x.md"}))
+    assert _reindex("/elsewhere/x.md", FILE, [notes]) == Place(  # a file alone: its folder
+        root=Path("/elsewhere"), paths=frozenset({"x.md"}))
+
+
+def test_a_location_that_cannot_be_indexed_says_why() -> None:
+    gone = _reindex("~/gone", None, [], path=Path("/home/ann/gone"))
+    assert gone.root == Path("/home/ann/gone") and gone.missing is not None
+    assert "path not found" in gone.missing
+    fifo = _reindex("/tmp/pipe.md", FIFO, [])
+    assert fifo.missing is not None and "FIFO" in fifo.missing
+    text = _reindex("/data/notes/x.txt", FILE, [Path("/data/notes")])
+    assert text.root == Path("/data/notes") and text.paths is None
+    assert text.missing == "not indexed: the file does not match the include globs (*.md)"
+
+
+def test_the_whole_file_system_and_the_home_folder_are_refused_unless_allowed() -> None:
+    for folder, why in (("/", "the whole file system"), (str(HOME), "your home folder")):
+        refused = _reindex(folder, DIR, [])
+        assert refused.missing is not None and f"is {why}; " in refused.missing
+        assert "yes=true" in refused.missing
+        assert _reindex(folder, DIR, [], allow_large=True) == Place(root=Path(folder))
+        assert _reindex(folder, DIR, [Path(folder)]) == Place(root=Path(folder))  # indexed
+    assert too_wide(HOME, None) is None  # no home folder: only / is too wide
+    assert too_wide(HOME / "notes", HOME) is None
+
+
+def test_forgetting_removes_a_part_of_a_root_or_the_roots_inside_a_folder() -> None:
+    roots = [HOME / "notes", HOME / "work/docs"]
+    assert forget_place("x", HOME / "notes/a", roots, home=HOME) == Place(
+        root=HOME / "notes", prefix="a")
+    assert forget_place("x", HOME / "work", roots, home=HOME) == Place(root=HOME / "work")
+    with pytest.raises(InvalidArgumentError, match=r"is your home folder.*inside it \(2: "):
+        forget_place("~", HOME, roots, home=HOME)
+    assert forget_place("~", HOME, roots, home=HOME, yes=True) == Place(root=HOME)
+    assert forget_place("/", Path("/"), [], home=HOME) == Place(root=Path("/"))  # none inside
+
+
+def test_a_relative_path_that_names_nothing_indexed_is_read_as_results_give_it() -> None:
+    roots = [Path("/data/notes")]
+    assert reads_as_root_relative("a/x.md", Path("/cwd/a/x.md"), roots)
+    assert not reads_as_root_relative("/cwd/a/x.md", Path("/cwd/a/x.md"), roots)
+    assert not reads_as_root_relative("~/x.md", Path("/home/ann/x.md"), roots)
+    assert not reads_as_root_relative("notes/a", Path("/data/notes/a"), roots)  # inside one
+    assert not reads_as_root_relative("data", Path("/data"), roots)  # holds one
+    assert one_root_relative("a", [Path("/data/notes/a")], "/cwd") == Path("/data/notes/a")
+    with pytest.raises(InvalidArgumentError, match="no indexed folder holds it"):
+        one_root_relative("a", [], "/cwd")
+    with pytest.raises(InvalidArgumentError, match=r"several indexed folders \(/r1/a, /r2/a\)"):
+        one_root_relative("a", [Path("/r1/a"), Path("/r2/a")], "/cwd")
+
+
+def test_a_reindex_is_for_paths_else_path_else_the_working_directory() -> None:
+    assert reindex_locations("p", ["a", "b"], "/cwd") == ["a", "b"]
+    assert reindex_locations("p", [], "/cwd") == ["p"]
+    assert reindex_locations("", None, "/cwd") == ["/cwd"]
+    assert reindex_locations(None, None, "/cwd") == ["/cwd"]
+    with pytest.raises(InvalidArgumentError, match=r"paths\[1\] is empty"):
+        reindex_locations(None, ["a", " "], "/cwd")

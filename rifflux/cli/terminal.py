@@ -23,8 +23,16 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from .api import Rifflux
-from .types import FINISHED, JobInfo, LinkPlace, NoteLinks, ScoreBreakdown, SearchResult, Status
+from ..api import Rifflux
+from ..types import (
+    FINISHED,
+    Counts,
+    JobInfo,
+    LinkPlace,
+    NoteLinks,
+    ScoreBreakdown,
+    SearchResult,
+)
 
 
 class _Rate(ProgressColumn):
@@ -35,7 +43,7 @@ class _Rate(ProgressColumn):
 
 
 class ProgressView:
-    """Polls the job and ``status()`` until the job ends: a rich display on a
+    """Polls the job and the index's ``counts()`` until the job ends: a rich display on a
     terminal, a plain line every few seconds otherwise (both on stderr)."""
 
     def __init__(self, rf: Rifflux, job_id: str, console: Console) -> None:
@@ -44,7 +52,7 @@ class ProgressView:
         self._rf, self._job_id, self._console = rf, job_id, console
 
     async def run(self) -> JobInfo:
-        first = await self._rf.status()
+        first = await self._rf.counts()
         base_embeddings = int(first["embeddings"])
         if not self._console.is_terminal:
             return await self._plain(base_embeddings)
@@ -95,11 +103,11 @@ class ProgressView:
                 f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
             )
 
-    async def _tick(self) -> tuple[JobInfo, Status]:
+    async def _tick(self) -> tuple[JobInfo, Counts]:
         """Wait up to 0.25 s for the job to end, then read its state."""
         with anyio.move_on_after(0.25):
             await self._rf.wait_for_job(self._job_id)
-        return await self._rf.job(self._job_id), await self._rf.status()
+        return await self._rf.job(self._job_id), await self._rf.counts()
 
 
 def print_results(console: Console, results: list[SearchResult]) -> None:

@@ -1,5 +1,5 @@
 """The ``rifflux`` commands: index, search, status and watch (``rifflux mcp`` is served by
-``rifflux.mcp``; arguments, settings and exit codes are ``rifflux.entry``'s).
+``rifflux.mcp``; arguments, settings and exit codes are ``entry``'s).
 
 Results go to stdout; progress, logs and errors go to stderr.
 """
@@ -19,21 +19,22 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from .actors.targets import missing
-from .answers import Why, base_answer, why
-from .api import Rifflux
-from .config import Settings
-from .core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
+from ..answers import Why, base_answer, why
+from ..api import Rifflux
+from ..config import Settings
+from ..core.filters import make_filters
+from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
+from ..errors import InvalidArgumentError
+from ..locate import missing_locations
+from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .errors import InvalidArgumentError
 from .terminal import ProgressView, print_links, print_results
-from .types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     started = time.perf_counter()
-    if len(await anyio.to_thread.run_sync(missing, args.paths)) == len(args.paths):
+    if len(await missing_locations(args.paths)) == len(args.paths):
         # nothing to index: do not create an index file either
         raise CommandError(f"nothing to index: {', '.join(args.paths)} not found; "
                            "pass existing folders or markdown files")
@@ -122,10 +123,12 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                                "near": await _note_path(args.near) if args.near else None,
                                "depth": args.depth}
     async with Rifflux(settings=settings) as rf:
-        results = await rf.search(query, top_k=args.top_k, mode=args.mode,
-                                  max_per_file=args.max_per_file, explain=args.explain,
-                                  content="snippet" if args.snippets else "full", **filters)
-        answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain)
+        applied = make_filters(**filters)  # (once: for the search and its explain)
+        results = await rf.search_filtered(query, applied, args.top_k, args.mode,
+                                           max_per_file=args.max_per_file, explain=args.explain,
+                                           content="snippet" if args.snippets else "full")
+        answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain,
+                             applied=applied)
         reason = await why(rf, query, args.mode, results, filters)
     if reason is not None:
         answer["hint"] = _WHY[reason]

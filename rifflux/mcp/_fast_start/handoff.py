@@ -5,7 +5,7 @@
 itself, in memory, what it answers to ``initialize``, ``tools/list`` and
 ``ping`` at every handshake protocol version: that is the snapshot the front
 answers from. The shipped seed (``handshake.json``) is made with
-``python -m rifflux.mcp.handoff --write-seed``; a test fails when it no longer
+``python -m rifflux.mcp._fast_start.handoff --write-seed``; a test fails when it no longer
 matches. When the front had no snapshot for this key, the server captures the
 SDK's answers in the background and, when neither the seed nor the cache holds
 them, caches them per snapshot
@@ -24,10 +24,12 @@ from typing import Any
 
 import anyio
 
-from ..config import Settings
-from . import sdk
+from ...config import Settings
+from .. import sdk
+from ..server import RiffluxMCPServer, build_server
 from .front import SEED, Front, Inbound, Wire, cache_path, load_snapshot, snapshot_key
-from .server import RiffluxMCPServer, build_server
+
+__all__ = ["capture_handshake", "refresh_snapshot", "serve_after_front", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +92,7 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
             async with write_send, anyio.create_task_group() as inner:
                 inner.start_soon(pump_in)
                 if front.snapshot is None:  # else the key (versions, tools) already matched
-                    inner.start_soon(_refresh_snapshot, server, _REFRESH_DELAY)
+                    inner.start_soon(refresh_snapshot, server, _REFRESH_DELAY)
                 await sdk.run_lowlevel(server, read_recv, write_send)
                 inner.cancel_scope.cancel()
     finally:
@@ -120,8 +122,10 @@ async def serve_stdio(settings: Settings) -> None:
     await serve_after_front(settings, front)
 
 
-async def _refresh_snapshot(server: RiffluxMCPServer, delay: float = 0.0) -> None:
-    """Capture what the SDK answers and cache it, unless the seed or cache already has it."""
+async def refresh_snapshot(server: RiffluxMCPServer, delay: float = 0.0) -> None:
+    """Capture what the SDK answers and cache it, unless the seed or cache already has it
+    (what a server whose front had no snapshot does in the background, ``delay`` seconds
+    after the hand-off; then the front answers from the next start on)."""
     await anyio.sleep(delay)  # after the first requests, which are what the client waits for
     try:
         captured = await capture_handshake(server)
@@ -138,7 +142,7 @@ async def _refresh_snapshot(server: RiffluxMCPServer, delay: float = 0.0) -> Non
     if current is not None:
         logger.warning("the MCP handshake snapshot differed from what the SDK answers; the "
                        "cache is refreshed (regenerate the seed: python -m "
-                       "rifflux.mcp.handoff --write-seed)")
+                       "rifflux.mcp._fast_start.handoff --write-seed)")
     path = cache_path(key)
     try:
         await anyio.to_thread.run_sync(_write_json, path, captured)
@@ -214,6 +218,6 @@ async def _write_seed() -> dict[str, str]:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write-seed"]:
-        raise SystemExit("usage: python -m rifflux.mcp.handoff --write-seed")
+        raise SystemExit("usage: python -m rifflux.mcp._fast_start.handoff --write-seed")
     written = anyio.run(_write_seed)
     print(f"wrote {SEED} for {written}", file=sys.stderr)  # noqa: T201

@@ -48,7 +48,7 @@ SEED = Path(__file__).with_name("handshake.json")
 # ---------------------------------------------------------------- the snapshot
 
 
-#: The modules whose source defines what ``tools/list`` answers.
+#: The modules whose source defines what ``tools/list`` answers (in ``rifflux.mcp``).
 _TOOL_SOURCES = ("server.py", "tools.py", "params.py")
 
 #: Distributions whose code shapes the SDK's answers (dist-info spelling).
@@ -80,7 +80,7 @@ def snapshot_key() -> dict[str, str]:
     try:
         digest = hashlib.sha256()
         for name in _TOOL_SOURCES:
-            digest.update(Path(__file__).with_name(name).read_bytes())
+            digest.update((Path(__file__).parent.parent / name).read_bytes())
         key["tools"] = digest.hexdigest()[:16]
     except OSError:
         key["tools"] = "unknown"

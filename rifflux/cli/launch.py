@@ -2,8 +2,8 @@
 
 The arguments are parsed first (``entry``: standard library only). ``rifflux
 mcp`` then starts the MCP front, which answers the handshake while the rest
-loads, and runs the server behind it (``rifflux.mcp.handoff``); every other
-command runs from ``rifflux.cli``.
+loads, and runs the server behind it (``rifflux.mcp._fast_start``); every other
+command runs from ``commands``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .config import Settings
+from ..config import Settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,21 +45,21 @@ def _main(argv: list[str]) -> int:
         return _mcp(args, settings)
     if (args.command in _EMBEDS and settings.model_dir is not None
             and settings.embedding_backend != "hash"):  # (hash reads no model)
-        from .core.model_dir import check_model_dir
-        from .errors import EmbeddingError
+        from ..core.model_dir import check_model_dir
+        from ..errors import EmbeddingError
 
         try:  # a model directory given by name that is not there is a configuration error
             check_model_dir(settings.model_dir.absolute())
         except EmbeddingError as exc:
             return entry.fail(str(exc), entry.EXIT_USAGE)
-    from .cli import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
+    from .commands import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
 
     return entry.run(COMMANDS[args.command], args, settings)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from ..mcp._fast_start.front import start_front
     from . import entry
-    from .mcp.front import start_front
 
     if sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None:
         # started by hand: say what this is, since it waits silently for a client
@@ -74,7 +74,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
 
     async def serve(args: argparse.Namespace, settings: Settings) -> int:
         # Imported here, after the front has started: the SDK takes over a second.
-        from .mcp.handoff import serve_after_front
+        from ..mcp._fast_start.handoff import serve_after_front
 
         await serve_after_front(settings, front)
         return entry.EXIT_OK

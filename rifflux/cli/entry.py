@@ -8,7 +8,7 @@ by signal N (SIGTERM, SIGHUP).
 
 This module imports only the standard library and ``rifflux.config`` at the top:
 ``rifflux mcp`` parses its arguments here before the MCP front starts, and the
-front must start within milliseconds (see ``rifflux.mcp.front``).
+front must start within milliseconds (see ``rifflux.mcp._fast_start.front``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
-from .config import BACKENDS, LOG_LEVELS, Settings, default_db_path, settings_from_env
-from .errors import InvalidArgumentError, RiffluxError
-from .types import MODES
+from ..config import BACKENDS, LOG_LEVELS, Settings, default_db_path, settings_from_env
+from ..errors import InvalidArgumentError, RiffluxError
+from ..types import MODES
 
 logger = logging.getLogger("rifflux.cli")
 

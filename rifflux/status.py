@@ -1,0 +1,63 @@
+"""The ``index_status`` object of SPEC.md, composed for the facade from what each
+component says of itself (``Service.snapshot``) and three reads (the counts, the
+processes on the index, the indexed folders)."""
+
+from __future__ import annotations
+
+import anyio
+
+from .actors.service import Service
+from .config import Settings
+from .store.recovery import Recovery
+from .types import Status
+
+__all__ = ["index_status", "recovered"]
+
+
+async def index_status(service: Service, settings: Settings) -> Status:
+    counts, counted_for = await service.counts()
+    process, others, sequence = await service.processes()
+    db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
+    snap = service.snapshot()
+    model = snap["model"]
+    status: Status = {
+        "files": counts["files"], "chunks": counts["chunks"],
+        "embeddings": counts["embeddings"],
+        "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
+        "links": counts["links"], "unresolved_links": counts["unresolved_links"],
+        "db_path": str(db),
+        "embedding_backend": model["backend"],
+        "embedding_backend_requested": model["requested"],
+        "embedding_model": model["label"],
+        "embedding_model_ready": model["ready"],
+        "embedding_counts_model": counted_for,
+        "embedding_fallback_reason": model["fallback_reason"],
+        "embedding_error": model["error"] or snap["indexer"]["adopt_error"],
+        "embedding_dim": model["dim"],
+        "embedding_pooling": model["pooling"],
+        "embedding_query_prefix": model["query_prefix"],
+        "embedding_document_prefix": model["document_prefix"],
+        "embedding_max_tokens": model["max_tokens"],
+        "vectors_in_memory": snap["query"]["vectors_in_memory"],
+        "include_globs": list(settings.include),
+        "exclude_globs": list(settings.exclude),
+        "rrf_k": settings.rrf_k,
+        "indexed_roots": await service.root_counts(),
+        "jobs": snap["jobs"],
+        "queued_jobs": snap["queued_jobs"],
+        "watcher": snap["watcher"],
+        "queues": snap["queues"],
+        "embedder": snap["embedder"],
+        "process": process,
+        "processes": others,
+        "sequence": sequence,
+    }
+    if service.recovery is not None:
+        status["recovered"] = recovered(service.recovery)
+    return status
+
+
+def recovered(recovery: Recovery) -> dict[str, object]:
+    """``status()["recovered"]``: where the damaged index went, why, when, what it held."""
+    return {"moved_to": str(recovery.moved_to), "reason": recovery.reason, "at": recovery.at,
+            "roots": [str(r) for r in recovery.roots]}
