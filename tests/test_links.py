@@ -287,3 +287,60 @@ async def test_a_folder_absorbed_into_its_parent_resolves_its_links_there(
         assert await outgoing(rf, "Projects/Alpha.md") == [("../Home.md", "Home.md"),
                                                            ("Note", "a/Note.md")]
         assert await backlinks(rf, "Home.md") == ["Projects/Alpha.md", "b/deeper/Note.md"]
+
+
+SETTINGS = """# Settings
+
+## Files and links
+
+### Default location for new notes
+
+Where new notes go.
+
+### Deleted files
+
+Moved to the system trash.
+
+## Appearance
+
+Themes and fonts.
+"""
+
+SIDEBAR = "# Sidebar\n\n## Open hidden sidebars\n\n### On desktop\n\nClick the icon.\n"
+
+
+async def test_a_heading_with_subheadings_links_to_the_first_chunk_of_its_section(
+    tmp_path: Path,
+) -> None:
+    # "Files and links" has no text before its first subheading, so its first chunk is
+    # labelled "Settings > Files and links > Default location for new notes"
+    vault = write_vault(tmp_path / "vault", {
+        "Settings.md": SETTINGS,
+        "Home.md": "# Home\n\nSee [[Settings#Files and links]], [[Settings#Appearance]] "
+                   "and [[Sidebar#Open hidden sidebars]].\n"})
+
+    async def target_chunks(rf: Rifflux) -> dict[str, tuple[str, int, int] | None]:
+        out: dict[str, tuple[str, int, int] | None] = {}
+        for link in (await rf.links("Home.md"))["outgoing"]:
+            chunk_id = link["target_chunk_id"]
+            chunk = None if chunk_id is None else await rf.get_chunk(chunk_id)
+            out[link["target"]] = None if chunk is None else (
+                chunk["heading_path"], chunk["line_start"], chunk["line_end"])
+        return out
+
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        found = await target_chunks(rf)
+        files_and_links = found["Settings#Files and links"]
+        assert files_and_links is not None
+        heading, first, last = files_and_links
+        assert heading == "Settings > Files and links > Default location for new notes"
+        assert first <= 3 <= last  # the chunk holds the heading's own line
+        assert found["Settings#Appearance"] == ("Settings > Appearance", 13, 15)
+        assert found["Sidebar#Open hidden sidebars"] is None  # no such note yet
+        # the target note appears later: its heading resolves the same way
+        write(vault, "Sidebar.md", SIDEBAR)
+        await rf.reindex(vault / "Sidebar.md")
+        sidebar = (await target_chunks(rf))["Sidebar#Open hidden sidebars"]
+        assert sidebar is not None and sidebar[0] == "Sidebar > Open hidden sidebars > On desktop"
+        assert sidebar[1] <= 3 <= sidebar[2]

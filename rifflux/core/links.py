@@ -284,12 +284,15 @@ def slug(heading: str) -> str:
 
 
 def anchor_matches(anchor: str, heading_path: str) -> bool:
-    """Whether a chunk's heading breadcrumb ends with the heading an anchor names
-    (``A#B``: heading B under A; a markdown anchor is a slug)."""
+    """Whether a chunk is in the section of the heading an anchor names: its heading
+    breadcrumb holds that heading at some level (``A#B``: heading B right under A; a
+    markdown anchor is a slug). The first such chunk of a file is the first chunk of the
+    section, whatever its breadcrumb: a heading with no text of its own before its first
+    subheading opens that subheading's chunk (``Guide > Setup > Linux`` for ``#Setup``)."""
     wanted = [part for part in anchor.split("#") if part.strip()]
     have = heading_path.split(" > ")
     if not wanted or len(wanted) > len(have):
         return False
-    tail = have[len(have) - len(wanted) :]
-    return all(fold(w) == fold(h) or slug(w) == slug(h) for w, h in zip(wanted, tail,
-                                                                        strict=True))
+    return any(all(fold(w) == fold(h) or slug(w) == slug(h)
+                   for w, h in zip(wanted, have[end - len(wanted) : end], strict=True))
+               for end in range(len(wanted), len(have) + 1))

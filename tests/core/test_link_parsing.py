@@ -114,12 +114,16 @@ def test_a_target_resolves_by_path_first_then_by_name_then_by_alias() -> None:
     assert _resolve("q/x.md", "wikilink", "other/Note", notes) is None
 
 
-def test_an_anchor_names_the_end_of_a_heading_breadcrumb() -> None:
+def test_an_anchor_names_a_heading_anywhere_in_a_breadcrumb() -> None:
     assert anchor_matches("Setup", "Guide > Setup")
     assert anchor_matches("Guide#Setup", "Guide > Setup")
     assert anchor_matches("install-it", "Guide > Install it")  # a markdown slug
-    assert not anchor_matches("Setup", "Guide > Setup > Linux")
+    # a chunk under a subheading is in the heading's section
+    assert anchor_matches("Setup", "Guide > Setup > Linux")
+    assert anchor_matches("Guide#Setup", "Guide > Setup > Linux")
     assert not anchor_matches("Other#Setup", "Guide > Setup")
+    assert not anchor_matches("Setup#Guide", "Guide > Setup")
+    assert not anchor_matches("Linux", "Guide > Setup")
 
 
 def test_the_link_graph_walks_links_either_way_and_forgets_removed_files() -> None:
