@@ -344,3 +344,40 @@ async def test_a_heading_with_subheadings_links_to_the_first_chunk_of_its_sectio
         sidebar = (await target_chunks(rf))["Sidebar#Open hidden sidebars"]
         assert sidebar is not None and sidebar[0] == "Sidebar > Open hidden sidebars > On desktop"
         assert sidebar[1] <= 3 <= sidebar[2]
+
+
+async def test_a_name_several_notes_share_resolves_to_the_nearest_and_stays_so(
+    tmp_path: Path,
+) -> None:
+    # a help vault with a folder per language: [[Canvas]] stays within its language,
+    # at index time and as notes of that name appear, move and go
+    vault = write_vault(tmp_path / "vault", {
+        "en/Basics/Links.md": "# Links\n\nSee [[Canvas]].\n",
+        "ja/リンク.md": "# リンク\n\n[[Canvas]]を参照。\n",
+        "ja/プラグイン/Canvas.md": "# Canvas\n\nキャンバス。\n",
+        "zh/插件/Canvas.md": "# Canvas\n\n白板。\n"})
+
+    async def targets() -> dict[str, str | None]:
+        return {src: (await outgoing(rf, src))[0][1] for src in ("en/Basics/Links.md",
+                                                                  "ja/リンク.md")}
+
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        # no English Canvas yet: the shortest path of the others (zh), as before
+        assert await targets() == {"en/Basics/Links.md": "zh/插件/Canvas.md",
+                                   "ja/リンク.md": "ja/プラグイン/Canvas.md"}
+        write(vault, "en/Plugins/Canvas.md", "# Canvas\n\nAn infinite board.\n")
+        await rf.reindex(vault)
+        assert await targets() == {"en/Basics/Links.md": "en/Plugins/Canvas.md",
+                                   "ja/リンク.md": "ja/プラグイン/Canvas.md"}
+        assert await backlinks(rf, "en/Plugins/Canvas.md") == ["en/Basics/Links.md"]
+        # renamed within English: still the nearest
+        (vault / "en/Plugins").rename(vault / "en/Core plugins")
+        await rf.reindex(vault)
+        assert await targets() == {"en/Basics/Links.md": "en/Core plugins/Canvas.md",
+                                   "ja/リンク.md": "ja/プラグイン/Canvas.md"}
+        # the Japanese one deleted: the Japanese link takes the nearest that is left
+        (vault / "ja/プラグイン/Canvas.md").unlink()
+        await rf.reindex(vault)
+        assert await targets() == {"en/Basics/Links.md": "en/Core plugins/Canvas.md",
+                                   "ja/リンク.md": "zh/插件/Canvas.md"}
