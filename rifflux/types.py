@@ -143,7 +143,7 @@ class FileLines(TypedDict):
 
     path: str
     root: str
-    start_line: int
+    start_line: int  # a start before line 1 is clamped to 1
     end_line: int  # clamped to the file's end
     total_lines: int  # as str.splitlines() counts them
     text: str
