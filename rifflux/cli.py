@@ -272,8 +272,8 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     table.add_column()
     model = (f"{status['embedding_model'] or 'none'} "
              f"({status['embedding_backend'] or status['embedding_backend_requested']})")
-    if status.get("embedding_error") or status.get("embedding_fallback_reason"):
-        model += f" - {status.get('embedding_error') or status['embedding_fallback_reason']}"
+    if status["embedding_model_reason"]:  # loading, a fallback or an error
+        model += f" - {status['embedding_model_reason']}"
     rows = [
         ("index", status["db_path"]),
         ("files", f"{status['files']:,} in {_count(status['roots'], 'folder')}"),
