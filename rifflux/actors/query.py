@@ -337,8 +337,9 @@ class QueryActor:
             vector = asked.vector = await anyio.to_thread.run_sync(
                 embedder.embed_query, asked.query, limiter=self._embed_limiter)
         mask = None if allowed is None else self._mask(matrix, allowed)
-        return matrix.top_k(vector, depth, feedback=self._feedback,
-                            weight=self._feedback_weight, mask=mask)
+        ranked = matrix.top_k(vector, depth, feedback=self._feedback,
+                              weight=self._feedback_weight, mask=mask, ties=True)
+        return await self._reader.in_stable_order(ranked, depth)  # equal cosines by path
 
     def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
         """The matrix rows of the allowed files, kept while neither changes."""
