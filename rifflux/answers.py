@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .api import Rifflux
+from .core.fts_query import has_sentence
 from .types import Mode, SearchAnswer, SearchResult
 
-Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only"]
+Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
+              "meaning only, sentence"]
 
 
 def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
@@ -30,14 +32,17 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
               filters: dict[str, Any]) -> Why | None:
     """What the answer needs said, if anything: why it is empty, or that a hybrid
     search's hits all come from the semantic branch (no chunk holds the query's words:
-    a misspelling, or a subject the notes do not cover)."""
+    a misspelling, or a subject the notes do not cover; for a CJK question typed as a
+    sentence, not a misspelling: none of the words inside it)."""
     if results:
         if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
                                    for r in results):
             return None
         # (a lexical hit can rank below the semantic ones: ask that branch alone)
         lexical = await rf.search(query, top_k=1, mode="lexical", **filters)
-        return None if lexical else "meaning only"
+        if lexical:
+            return None
+        return "meaning only, sentence" if has_sentence(query) else "meaning only"
     status = await rf.status()
     if status["files"] == 0:  # (a damaged index was moved aside: say so, not "empty")
         return "rebuilt" if "recovered" in status else "no files"
