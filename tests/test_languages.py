@@ -13,7 +13,7 @@ import pytest
 
 from rifflux import Rifflux
 from rifflux.answers import why
-from rifflux.core.fts_query import build_match
+from rifflux.core.fts_query import build_every, build_match
 from rifflux.mcp.answers import _WHY as MCP_WHY
 
 from .helpers import CountingEmbedder, eventually, indexed_then_downgraded, write
@@ -123,6 +123,9 @@ def test_cjk_queries_become_bigrams_and_single_characters_the_character_column()
     assert build_match("東京タワー") == '"東京" OR "京タ" OR "タワ" OR "ワー"'  # any bigram
     assert build_match("寿") == 'cjk : "寿"'
     assert build_match("Python教程") == '"Python" OR "教程"'
+    assert build_every("Python教程") == '"Python" AND "教程"'  # these first
+    assert build_every("Python 如何发布") == '"Python" AND ("如何" OR "何发" OR "发布")'
+    assert build_every("发布 网站") is None and build_every("python tutorial") is None
     assert build_match('"東京 タワー"') == '"東京 タワ ワー"'  # a quoted phrase as written
     assert build_match("the hotel") == '"hotel"'  # English is as it was
 
@@ -264,3 +267,35 @@ async def test_a_cjk_sentence_that_only_means_something_is_not_blamed_on_spellin
     assert await why(help_vault, "snyc", "hybrid", misspelt, {}) == "meaning only"
     assert "spelling" not in MCP_WHY["meaning only, sentence"]
 
+
+#: A short English page about Python, and a longer Chinese tutorial that mentions both
+#: words of ``Python 教程`` once (with other notes, so that both words are rare).
+MIXED = {
+    "en/python.md": "# Python scripts\n\nRun Python scripts against your vault. Python reads "
+                    "the markdown files directly, so keep a backup.\n",
+    "zh/自动化.md": "# 自动化笔记\n\n本教程介绍如何用 Python 批量整理你的笔记。你可以编写"
+                   "脚本读取仓库中的 Markdown 文件，为每个文件添加标签，或者根据属性移动文件到"
+                   "不同的文件夹。在运行脚本之前，请先备份你的仓库，因为脚本会直接修改文件内容。"
+                   "完成后重新打开应用，就能看到整理好的笔记。\n",
+    **{f"en/other{i}.md": f"# Other {i}\n\nNotes about gardening, topic {i}.\n"
+       for i in range(4)},
+    **{f"zh/其他{i}.md": f"# 其他 {i}\n\n关于园艺的笔记，第 {i} 篇。\n" for i in range(4)},
+}
+
+
+async def test_a_note_with_every_word_of_a_mixed_query_ranks_above_one_with_some(
+    tmp_path: Path
+) -> None:
+    root = tmp_path / "mixed"
+    for name, text in MIXED.items():
+        write(root, name, text)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for query in ("Python 教程", "Python教程", "教程 Python"):
+            found = [h["path"] for h in await rf.search(query, mode="lexical")]
+            assert found[:2] == ["zh/自动化.md", "en/python.md"], query
+            filtered = await rf.search(query, mode="lexical", paths=["en/**", "zh/**"])
+            assert [h["path"] for h in filtered] == found, query  # filtered alike
+        # one word: the page about it first, as before
+        assert [h["path"] for h in await rf.search("Python", mode="lexical")][0] \
+            == "en/python.md"

@@ -35,7 +35,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from ..core.catalog import Allowed, Catalog
 from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, Filters
-from ..core.fts_query import build_match
+from ..core.fts_query import build_every, build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
 from ..core.vectors import F32, VectorIndex
@@ -275,7 +275,8 @@ class QueryActor:
         async def run_lexical() -> None:
             nonlocal lexical
             if asked.match is not None:
-                lexical, found = await self._reader.lexical(asked.match, depth, allowed)
+                lexical, found = await self._reader.lexical(asked.match, depth, allowed,
+                                                            build_every(asked.query))
                 rows.update(found)
 
         async def run_semantic() -> None:

@@ -1,7 +1,12 @@
 """Any user text -> a valid FTS5 MATCH expression (or None when nothing is searchable).
 
 Words become quoted FTS5 strings joined with OR, so bm25 ranks chunks that
-match more (and rarer) terms first. A well-formed
+match more (and rarer) terms first. For a query that mixes CJK words with others
+(``Python 教程``), ``build_every`` is the conjunction of its words, and the chunks
+that hold every word rank first (each group by bm25): bm25 alone ranks a short
+English note with ``Python`` above a Chinese one with both words, because a CJK
+chunk is long to it (its text is indexed as bigrams and characters), so the two
+scripts' scores do not compare. Within one script bm25 orders alone. A well-formed
 ``"quoted phrase"`` stays a phrase and ``word*`` stays a prefix query.
 Everything else that FTS5 would read as syntax (``AND``, ``NEAR``, ``-``, ``:``,
 parentheses, stray quotes, NUL) is treated as plain text, so no query can raise a
@@ -102,6 +107,19 @@ def build_match(query: str) -> str | None:
     """The FTS5 expression for ``query``; None when it has no searchable word."""
     words = _words(query)
     return " OR ".join(c for clauses in words for c in clauses) if words else None
+
+
+def build_every(query: str) -> str | None:
+    """For a query that mixes CJK words with others, the FTS5 expression that a chunk
+    holding every word matches (a word found by any of its clauses, as a CJK sentence by
+    any of its bigrams); None for any other query."""
+    terms = query_terms(query)
+    scripts = {any(map(is_cjk_word, p)) for p in terms.phrases}
+    scripts |= {is_cjk_word(w) for w, _ in terms.words}
+    words = _words(query)
+    if len(scripts) < 2 or len(words) < 2:
+        return None
+    return " AND ".join(c[0] if len(c) == 1 else "(" + " OR ".join(c) + ")" for c in words)
 
 
 def _words(query: str) -> list[list[str]]:
