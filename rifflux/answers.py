@@ -10,9 +10,11 @@ from typing import Any, Literal
 
 from .api import Rifflux
 from .core.filters import Filters
+from .core.fts_query import has_sentence
 from .types import Mode, SearchAnswer, SearchResult
 
-Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only"]
+Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
+              "meaning only, sentence"]
 
 
 def base_answer(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
@@ -36,7 +38,8 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
               filters: dict[str, Any]) -> Why | None:
     """What the answer needs said, if anything: why it is empty, or that a hybrid
     search's hits all come from the semantic branch (no chunk holds the query's words:
-    a misspelling, or a subject the notes do not cover)."""
+    a misspelling, or a subject the notes do not cover; for a CJK question typed as a
+    sentence, not a misspelling: none of the words inside it)."""
     if results:
         # When its lexical branch found anything, a hybrid search's first hit has a lexical
         # rank: the best lexical hit's fused score is at least that of any hit found by
@@ -44,7 +47,7 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
         if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
                                    for r in results):
             return None
-        return "meaning only"
+        return "meaning only, sentence" if has_sentence(query) else "meaning only"
     if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")
         return "rebuilt" if rf.recovered is not None else "no files"
     if any(v is not None for v in filters.values()):

@@ -223,8 +223,8 @@ class Rifflux:
         the index holds no such file.
 
         Without a line range: its metadata and chunks in order. With ``start_line`` or
-        ``end_line`` (1-based, inclusive): those lines as they are on disk now (an end
-        past the file's end is clamped; ``end_line`` in the answer says where it stopped).
+        ``end_line`` (1-based, inclusive): those lines as they are on disk now, clamped
+        to the file (``start_line`` and ``end_line`` in the answer say what was read).
         """
         service = self._open()
         where = None if root is None else os.fspath(root)

@@ -33,6 +33,8 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "embedding_counts_model": counted_for,
         "embedding_fallback_reason": model["fallback_reason"],
         "embedding_error": model["error"] or snap["indexer"]["adopt_error"],
+        "embedding_model_state": "failed" if snap["indexer"]["adopt_error"] else model["state"],
+        "embedding_model_reason": snap["indexer"]["adopt_error"] or model["reason"],
         "embedding_dim": model["dim"],
         "embedding_pooling": model["pooling"],
         "embedding_query_prefix": model["query_prefix"],

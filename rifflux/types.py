@@ -16,6 +16,9 @@ CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
+#: Where the embedding model is: still ``loading``, ``ready``, ``fallback`` (``auto`` could
+#: not load the model and uses hash vectors) or ``failed`` (semantic search is off).
+ModelState = Literal["loading", "ready", "fallback", "failed"]
 #: The statuses a job ends in.
 FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
@@ -143,7 +146,7 @@ class FileLines(TypedDict):
 
     path: str
     root: str
-    start_line: int
+    start_line: int  # a start before line 1 is clamped to 1
     end_line: int  # clamped to the file's end
     total_lines: int  # as str.splitlines() counts them
     text: str
@@ -350,6 +353,11 @@ class Status(Counts):
     embedding_counts_model: str | None
     embedding_fallback_reason: str | None
     embedding_error: str | None
+    #: (added) Where the model is (``loading`` just after start, then ``ready``,
+    #: ``fallback`` or ``failed``) and why, in words: what loads and for how long so far,
+    #: what searches do meanwhile, or what went wrong (None when ready).
+    embedding_model_state: ModelState
+    embedding_model_reason: str | None
     #: How the model runs: its vectors' dimension (the hash backend's too), pooling
     #: (``mean`` or ``cls``), the prefixes put before queries and documents ("" for none)
     #: and the tokens a text is cut to. None where it does not apply (hashing, no model).

@@ -3,6 +3,7 @@ public library API on a real SQLite file."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,47 @@ async def test_status_has_the_spec_fields(tmp_path: Path, search_docs: Path) -> 
     assert "*.md" in status["include_globs"] and ".git" in status["exclude_globs"]
     assert isinstance(status["jobs"], list) and status["jobs"][0]["status"] == "completed"
     assert status["watcher"]["running"] is False
+
+
+REPORT = "# Accessibility report\n\nEvery page passes the accessibility audit.\n"
+OTHERS = {f"notes/n{i}.md": f"# Note {i}\n\nA note about topic {i} and nothing else.\n"
+          for i in range(6)}
+
+
+async def test_equal_scores_rank_alike_however_the_index_was_built(tmp_path: Path) -> None:
+    # four identical copies tie in both branches; one index is built at once, the other
+    # in two runs with the later folders first, so their row ids come in another order
+    copies = [f"{folder}/accessibility-report.md" for folder in "abcd"]
+    root = tmp_path / "docs"
+    for rel, text in OTHERS.items():
+        write(root, rel, text)
+    for rel in copies[2:]:
+        write(root, rel, REPORT)
+    later = Rifflux(tmp_path / "later.db", embedder=CountingEmbedder())
+    async with later:
+        await later.reindex(root)
+    for rel in copies[:2]:
+        write(root, rel, REPORT)
+    async with Rifflux(tmp_path / "clean.db", embedder=CountingEmbedder()) as clean, \
+            Rifflux(tmp_path / "later.db", embedder=CountingEmbedder()) as later:
+        await clean.reindex(root)
+        await later.reindex(root)
+        built = {name: _id_order(tmp_path / f"{name}.db", copies)
+                 for name in ("clean", "later")}
+        assert built["clean"] != built["later"]  # (the test means something)
+        for mode in ("lexical", "semantic", "hybrid"):
+            for top_k in (1, 2, 3, 10):
+                ranked = [[(h["path"], h["chunk_index"]) for h in
+                           await rf.search("accessibility audit", top_k=top_k, mode=mode)]
+                          for rf in (clean, later)]
+                assert ranked[0] == ranked[1], (mode, top_k)
+                tied = [path for path, _ in ranked[0] if path in copies]
+                assert tied == copies[: len(tied)], (mode, top_k)  # by path
+
+
+def _id_order(db: Path, paths: list[str]) -> list[str]:
+    """``paths`` in the order of their chunks' row ids in ``db``."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT f.rel_path FROM chunks c JOIN files f ON f.id = c.file_id "
+                            "ORDER BY c.id").fetchall()
+    return [r[0] for r in rows if r[0] in paths]

@@ -178,6 +178,45 @@ async def test_status_right_after_opening_an_embedded_index_reports_true_counts(
     assert loaded["embedding_model"] == loaded["embedding_counts_model"] == "counting-v1"
 
 
+async def test_status_says_the_model_is_loading_and_why_until_it_has_loaded(
+    tmp_path: Path
+) -> None:
+    gate = threading.Event()
+
+    def slow_model() -> CountingEmbedder:
+        gate.wait(10)
+        return CountingEmbedder()
+
+    async with Rifflux(tmp_path / "i.db", embedder=slow_model) as rf:
+        loading = await rf.status()
+        assert loading["embedding_model"] is None
+        assert loading["embedding_model_state"] == "loading"
+        reason = loading["embedding_model_reason"]
+        assert reason is not None and "is loading" in reason
+        assert "lexical searches answer now" in reason
+        gate.set()
+
+        async def loaded() -> bool:
+            return (await rf.status())["embedding_model_state"] == "ready"
+
+        await eventually(loaded)
+        ready = await rf.status()
+    assert ready["embedding_model"] == "counting-v1" and ready["embedding_model_reason"] is None
+
+    def no_model() -> CountingEmbedder:
+        raise OSError("model.onnx is unreadable (injected)")
+
+    async with Rifflux(tmp_path / "i.db", embedder=no_model) as rf:
+
+        async def failed() -> Any:
+            status = await rf.status()
+            return status if status["embedding_model_state"] == "failed" else None
+
+        status = await eventually(failed)
+    assert "model.onnx is unreadable" in status["embedding_model_reason"]
+    assert status["embedding_model_reason"] == status["embedding_error"]
+
+
 async def test_requests_in_flight_at_shutdown_get_closed_error(tmp_path: Path) -> None:
     root = otters_and_bread(tmp_path / "docs")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:

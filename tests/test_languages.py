@@ -8,11 +8,14 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rifflux import Rifflux
-from rifflux.core.fts_query import build_match
+from rifflux.answers import why
+from rifflux.core.fts_query import build_every, build_match
+from rifflux.mcp.answers import _WHY as MCP_WHY
 
 from .helpers import (
     CountingEmbedder,
@@ -60,6 +63,8 @@ FOUND = [
     ("Python 教程", {"zh.md"}),  # mixed
     ("東京 hotel", {"ja.md", "en.md"}),
     ("Python教程", {"zh.md"}),  # mixed, no space
+    ("大阪タワー", {"ja.md"}),  # a long run: the words inside it (大阪, 東京タワー)
+    ("서울날씨", {"ko.md"}),  # 서울, 날씨
     ("cafe", {"en.md"}),  # accents either way
     ("café", {"en.md"}),
     ("Ubersicht", {"de.md"}),
@@ -71,8 +76,9 @@ FOUND = [
     ("Αθήνα", {"el.md"}),
 ]
 
-# Queries that must find nothing: the characters are there, the word is not.
-NOT_FOUND = ["大阪タワー", "东京", "学大", "서울날씨"]
+# Queries that must find nothing: the characters are there, the word (of up to three
+# characters, found as written) is not.
+NOT_FOUND = ["东京", "学大", "北大学", "경복강", '"大阪タワー"']
 
 
 @pytest.fixture
@@ -119,10 +125,14 @@ async def test_emoji_and_symbols_are_valid_queries(rf: Rifflux, query: str) -> N
 
 
 def test_cjk_queries_become_bigrams_and_single_characters_the_character_column() -> None:
-    assert build_match("東京タワー") == '"東京 京タ タワ ワー"'
+    assert build_match("新幹線") == '"新幹 幹線"'  # up to three characters: as written
+    assert build_match("東京タワー") == '"東京" OR "京タ" OR "タワ" OR "ワー"'  # any bigram
     assert build_match("寿") == 'cjk : "寿"'
     assert build_match("Python教程") == '"Python" OR "教程"'
-    assert build_match('"東京 タワー"') == '"東京 タワ ワー"'
+    assert build_every("Python教程") == '"Python" AND "教程"'  # these first
+    assert build_every("Python 如何发布") == '"Python" AND ("如何" OR "何发" OR "发布")'
+    assert build_every("发布 网站") is None and build_every("python tutorial") is None
+    assert build_match('"東京 タワー"') == '"東京 タワ ワー"'  # a quoted phrase as written
     assert build_match("the hotel") == '"hotel"'  # English is as it was
 
 
@@ -181,3 +191,117 @@ async def test_cjk_search_through_the_command_line_and_mcp(tmp_path: Path) -> No
                            content="snippet")
     assert found["results"][0]["path"] == "ko.md"
     assert "**한강**" in found["results"][0]["snippet"]
+
+
+#: Help notes as a Chinese or Japanese vault has them, and English ones beside them.
+HELP = {
+    "zh/发布/开始发布.md": "# 开始发布\n\n在设置中启用发布服务，选择要发布的笔记，然后点击发布。"
+                          "你的笔记会出现在自己的网站上，可以把网站链接分享给别人。\n",
+    "zh/发布/自定义域名.md": "# 自定义域名\n\n你可以为网站设置自定义域名。先在域名服务商处添加一条"
+                           "记录，再回到设置中填写域名。\n",
+    "zh/同步/同步笔记.md": "# 同步笔记\n\n同步服务会在你的所有设备之间同步笔记、附件和设置。"
+                         "打开设置，登录账户，选择要同步的仓库。\n",
+    "zh/插件/模板.md": "# 模板\n\n模板插件可以把预先写好的文本插入当前笔记。先指定模板文件夹，"
+                      "再用命令面板插入模板。\n",
+    "zh/界面/快捷键.md": "# 快捷键\n\n在设置的快捷键页面中，可以为任何命令更改或添加快捷键。\n",
+    "ja/リンク/ファイルの埋め込み.md": "# ファイルの埋め込み\n\n別のノートにノートを埋め込むには、"
+                                   "内部リンクの前に ! を付けます。画像や PDF も同じように"
+                                   "埋め込むことができます。\n",
+    "ja/はじめに/ノートを同期する.md": "# デバイス間でノートを同期する\n\nノートを同期するには、"
+                                   "各デバイスで同じ保管庫を開き、同期サービスにログインします。\n",
+    "ja/プラグイン/テンプレート.md": "# テンプレート\n\nテンプレートを使うと、定型の文章を"
+                                  "ノートに挿入できます。テンプレートフォルダを設定してください。\n",
+    "en/publish.md": "# Publish\n\nPublish your notes to a website and share the link.\n",
+    "en/sync.md": "# Sync\n\nSync keeps your notes the same on every device.\n",
+}
+
+#: Questions typed as sentences, and the note that answers each.
+QUESTIONS = [
+    ("如何发布网站", "zh/发布/开始发布.md"),
+    ("怎么同步笔记", "zh/同步/同步笔记.md"),
+    ("如何更改快捷键", "zh/界面/快捷键.md"),
+    ("怎样使用模板插件", "zh/插件/模板.md"),
+    ("自定义域名怎么设置", "zh/发布/自定义域名.md"),
+    ("ノートを埋め込む方法", "ja/リンク/ファイルの埋め込み.md"),
+    ("デバイス間でノートを同期するには", "ja/はじめに/ノートを同期する.md"),
+    ("テンプレートの使い方", "ja/プラグイン/テンプレート.md"),
+]
+
+
+@pytest.fixture
+async def help_vault(tmp_path: Path) -> Any:
+    root = tmp_path / "help"
+    for name, text in HELP.items():
+        write(root, name, text)
+    async with Rifflux(tmp_path / "help.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        yield rf
+
+
+@pytest.mark.parametrize(("question", "note"), QUESTIONS, ids=[q for q, _ in QUESTIONS])
+async def test_a_cjk_question_typed_as_a_sentence_finds_the_note_holding_its_words(
+    help_vault: Rifflux, question: str, note: str
+) -> None:
+    lexical = await help_vault.search(question, mode="lexical")
+    assert lexical and lexical[0]["path"] == note, [h["path"] for h in lexical]
+    assert "**" in lexical[0]["snippet"]  # the words inside the sentence are marked
+    hybrid = await help_vault.search(question)
+    assert any(h["score_breakdown"].get("lexical_rank") == 1 and h["path"] == note
+               for h in hybrid)
+
+
+async def test_short_cjk_words_and_quoted_phrases_are_found_only_as_written(
+    help_vault: Rifflux
+) -> None:
+    assert [h["path"] for h in await help_vault.search("快捷键", mode="lexical")] \
+        == ["zh/界面/快捷键.md"]
+    assert await help_vault.search("网站发", mode="lexical") == []  # 网站 and 发布, not 网站发
+    # the sentence finds the page; quoted, it must occur as written, and does not
+    assert await help_vault.search("发布网站", mode="lexical")
+    assert await help_vault.search('"发布网站"', mode="lexical") == []
+    assert await help_vault.search('"发布服务"', mode="lexical")
+
+
+async def test_a_cjk_sentence_that_only_means_something_is_not_blamed_on_spelling(
+    help_vault: Rifflux
+) -> None:
+    query = "烹饪晚餐的食谱"  # no note holds any of its words
+    hits = await help_vault.search(query)
+    assert hits and all(h["score_breakdown"].get("lexical_rank") is None for h in hits)
+    assert await why(help_vault, query, "hybrid", hits, {}) == "meaning only, sentence"
+    misspelt = await help_vault.search("snyc")
+    assert await why(help_vault, "snyc", "hybrid", misspelt, {}) == "meaning only"
+    assert "spelling" not in MCP_WHY["meaning only, sentence"]
+
+
+#: A short English page about Python, and a longer Chinese tutorial that mentions both
+#: words of ``Python 教程`` once (with other notes, so that both words are rare).
+MIXED = {
+    "en/python.md": "# Python scripts\n\nRun Python scripts against your vault. Python reads "
+                    "the markdown files directly, so keep a backup.\n",
+    "zh/自动化.md": "# 自动化笔记\n\n本教程介绍如何用 Python 批量整理你的笔记。你可以编写"
+                   "脚本读取仓库中的 Markdown 文件，为每个文件添加标签，或者根据属性移动文件到"
+                   "不同的文件夹。在运行脚本之前，请先备份你的仓库，因为脚本会直接修改文件内容。"
+                   "完成后重新打开应用，就能看到整理好的笔记。\n",
+    **{f"en/other{i}.md": f"# Other {i}\n\nNotes about gardening, topic {i}.\n"
+       for i in range(4)},
+    **{f"zh/其他{i}.md": f"# 其他 {i}\n\n关于园艺的笔记，第 {i} 篇。\n" for i in range(4)},
+}
+
+
+async def test_a_note_with_every_word_of_a_mixed_query_ranks_above_one_with_some(
+    tmp_path: Path
+) -> None:
+    root = tmp_path / "mixed"
+    for name, text in MIXED.items():
+        write(root, name, text)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for query in ("Python 教程", "Python教程", "教程 Python"):
+            found = [h["path"] for h in await rf.search(query, mode="lexical")]
+            assert found[:2] == ["zh/自动化.md", "en/python.md"], query
+            filtered = await rf.search(query, mode="lexical", paths=["en/**", "zh/**"])
+            assert [h["path"] for h in filtered] == found, query  # filtered alike
+        # one word: the page about it first, as before
+        assert [h["path"] for h in await rf.search("Python", mode="lexical")][0] \
+            == "en/python.md"

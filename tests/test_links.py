@@ -232,3 +232,97 @@ async def test_a_folder_absorbed_into_its_parent_resolves_its_links_there(
         assert await outgoing(rf, "Projects/Alpha.md") == [("../Home.md", "Home.md"),
                                                            ("Note", "a/Note.md")]
         assert await backlinks(rf, "Home.md") == ["Projects/Alpha.md", "b/deeper/Note.md"]
+
+
+SETTINGS = """# Settings
+
+## Files and links
+
+### Default location for new notes
+
+Where new notes go.
+
+### Deleted files
+
+Moved to the system trash.
+
+## Appearance
+
+Themes and fonts.
+"""
+
+SIDEBAR = "# Sidebar\n\n## Open hidden sidebars\n\n### On desktop\n\nClick the icon.\n"
+
+
+async def test_a_heading_with_subheadings_links_to_the_first_chunk_of_its_section(
+    tmp_path: Path,
+) -> None:
+    # "Files and links" has no text before its first subheading, so its first chunk is
+    # labelled "Settings > Files and links > Default location for new notes"
+    vault = write_vault(tmp_path / "vault", {
+        "Settings.md": SETTINGS,
+        "Home.md": "# Home\n\nSee [[Settings#Files and links]], [[Settings#Appearance]] "
+                   "and [[Sidebar#Open hidden sidebars]].\n"})
+
+    async def target_chunks(rf: Rifflux) -> dict[str, tuple[str, int, int] | None]:
+        out: dict[str, tuple[str, int, int] | None] = {}
+        for link in (await rf.links("Home.md"))["outgoing"]:
+            chunk_id = link["target_chunk_id"]
+            chunk = None if chunk_id is None else await rf.get_chunk(chunk_id)
+            out[link["target"]] = None if chunk is None else (
+                chunk["heading_path"], chunk["line_start"], chunk["line_end"])
+        return out
+
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        found = await target_chunks(rf)
+        files_and_links = found["Settings#Files and links"]
+        assert files_and_links is not None
+        heading, first, last = files_and_links
+        assert heading == "Settings > Files and links > Default location for new notes"
+        assert first <= 3 <= last  # the chunk holds the heading's own line
+        assert found["Settings#Appearance"] == ("Settings > Appearance", 13, 15)
+        assert found["Sidebar#Open hidden sidebars"] is None  # no such note yet
+        # the target note appears later: its heading resolves the same way
+        write(vault, "Sidebar.md", SIDEBAR)
+        await rf.reindex(vault / "Sidebar.md")
+        sidebar = (await target_chunks(rf))["Sidebar#Open hidden sidebars"]
+        assert sidebar is not None and sidebar[0] == "Sidebar > Open hidden sidebars > On desktop"
+        assert sidebar[1] <= 3 <= sidebar[2]
+
+
+async def test_a_name_several_notes_share_resolves_to_the_nearest_and_stays_so(
+    tmp_path: Path,
+) -> None:
+    # a help vault with a folder per language: [[Canvas]] stays within its language,
+    # at index time and as notes of that name appear, move and go
+    vault = write_vault(tmp_path / "vault", {
+        "en/Basics/Links.md": "# Links\n\nSee [[Canvas]].\n",
+        "ja/リンク.md": "# リンク\n\n[[Canvas]]を参照。\n",
+        "ja/プラグイン/Canvas.md": "# Canvas\n\nキャンバス。\n",
+        "zh/插件/Canvas.md": "# Canvas\n\n白板。\n"})
+
+    async def targets() -> dict[str, str | None]:
+        return {src: (await outgoing(rf, src))[0][1] for src in ("en/Basics/Links.md",
+                                                                  "ja/リンク.md")}
+
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        # no English Canvas yet: the shortest path of the others (zh), as before
+        assert await targets() == {"en/Basics/Links.md": "zh/插件/Canvas.md",
+                                   "ja/リンク.md": "ja/プラグイン/Canvas.md"}
+        write(vault, "en/Plugins/Canvas.md", "# Canvas\n\nAn infinite board.\n")
+        await rf.reindex(vault)
+        assert await targets() == {"en/Basics/Links.md": "en/Plugins/Canvas.md",
+                                   "ja/リンク.md": "ja/プラグイン/Canvas.md"}
+        assert await backlinks(rf, "en/Plugins/Canvas.md") == ["en/Basics/Links.md"]
+        # renamed within English: still the nearest
+        (vault / "en/Plugins").rename(vault / "en/Core plugins")
+        await rf.reindex(vault)
+        assert await targets() == {"en/Basics/Links.md": "en/Core plugins/Canvas.md",
+                                   "ja/リンク.md": "ja/プラグイン/Canvas.md"}
+        # the Japanese one deleted: the Japanese link takes the nearest that is left
+        (vault / "ja/プラグイン/Canvas.md").unlink()
+        await rf.reindex(vault)
+        assert await targets() == {"en/Basics/Links.md": "en/Core plugins/Canvas.md",
+                                   "ja/リンク.md": "zh/插件/Canvas.md"}

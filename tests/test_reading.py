@@ -40,6 +40,10 @@ async def test_a_line_range_is_read_from_disk_and_clamped(tmp_path: Path, indexe
         assert past is not None and "text" in past
         assert (past["start_line"], past["end_line"]) == (30, past["total_lines"])
         assert past["text"] == "\n".join(GUIDE.splitlines()[29:])
+        top = await rf.get_file("guide.md", start_line=-4, end_line=2)  # line_start - 5
+        assert top is not None and "text" in top
+        assert (top["start_line"], top["end_line"]) == (1, 2)
+        assert top["text"] == "\n".join(GUIDE.splitlines()[:2])
         one = await rf.get_file(str(indexed / "guide.md"), start_line=5, end_line=5)
         assert one is not None and "text" in one and one["text"] == "# Guide"
         with pytest.raises(InvalidArgumentError, match="past the end of guide.md"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
@@ -14,6 +15,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.embedders import Embedder, OnnxEmbedder, load_embedder
+from ..types import ModelState
 from .messages import IndexerMessage, ModelLoaded
 
 logger = logging.getLogger(__name__)
@@ -25,6 +27,8 @@ EmbedderSource = Embedder | Callable[[], Embedder]
 class ModelSnapshot(TypedDict):
     requested: str
     ready: bool
+    state: ModelState
+    reason: str | None  # why it is in that state, in words (None when ready)
     label: str | None
     backend: str | None
     fallback_reason: str | None
@@ -54,6 +58,7 @@ class ModelLoader:
         self._ready = False
         self._error: str | None = None
         self._fallback_reason: str | None = None
+        self._started = time.monotonic()
         #: Set once the model has loaded, or failed to: its label and backend are known.
         self.loaded = anyio.Event()
         if given is not None and not callable(given):
@@ -63,9 +68,12 @@ class ModelLoader:
     def snapshot(self) -> ModelSnapshot:
         emb = self._embedder
         how = _how_it_runs(emb)
+        state, reason = self._state()
         return {
             "requested": self._requested,
             "ready": self._ready,
+            "state": state,
+            "reason": reason,
             "label": emb.label if emb else None,
             "backend": emb.backend if emb else None,
             "fallback_reason": self._fallback_reason,
@@ -77,9 +85,23 @@ class ModelLoader:
             "max_tokens": how["max_tokens"],
         }
 
+    def _state(self) -> tuple[ModelState, str | None]:
+        if not self._ready:
+            what = "the embedding model" if callable(self._given) else (
+                f"the embedding model ({self._requested} backend)")
+            return "loading", (
+                f"{what} is loading ({time.monotonic() - self._started:.0f} s so far): "
+                "lexical searches answer now; semantic and hybrid searches wait for it")
+        if self._error is not None:
+            return "failed", self._error
+        if self._fallback_reason is not None:
+            return "fallback", self._fallback_reason
+        return "ready", None
+
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._out:
             task_status.started()
+            self._started = time.monotonic()
             if not self._ready:
                 try:
                     # abandoned when cancelled: a shutdown never waits for a model to load

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from ..core.catalog import Allowed, Catalog
 from ..core.embedders import Embedder
-from ..core.fts_query import build_match
+from ..core.fts_query import build_every, build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
 from ..core.vectors import F32, VectorIndex
@@ -99,7 +99,8 @@ class Ranking:
         async def run_lexical() -> None:
             nonlocal lexical
             if asked.match is not None:
-                lexical, found = await self._reader.lexical(asked.match, depth, allowed)
+                lexical, found = await self._reader.lexical(asked.match, depth, allowed,
+                                                            build_every(asked.query))
                 rows.update(found)
 
         async def run_semantic() -> None:
@@ -161,8 +162,9 @@ class Ranking:
             vector = asked.vector = await anyio.to_thread.run_sync(
                 embedder.embed_query, asked.query, limiter=self._embed_limiter)
         mask = None if allowed is None else self._mask(matrix, allowed)
-        return matrix.top_k(vector, depth, feedback=self._feedback,
-                            weight=self._feedback_weight, mask=mask)
+        ranked = matrix.top_k(vector, depth, feedback=self._feedback,
+                              weight=self._feedback_weight, mask=mask, ties=True)
+        return await self._reader.in_stable_order(ranked, depth)  # equal cosines by path
 
     def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
         """The matrix rows of the allowed files, kept while neither changes."""

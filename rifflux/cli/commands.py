@@ -161,6 +161,9 @@ _WHY: dict[Why, str] = {
                 "`rifflux index` their folder",
     "meaning only": "no chunk contains these words: every hit is only close in meaning "
                     "(semantic); check the spelling, or try the words the notes would use",
+    "meaning only, sentence": "no chunk contains the words of this sentence: every hit is "
+                              "only close in meaning (semantic); try its key words on their "
+                              "own, separated by spaces",
 }
 
 
@@ -275,8 +278,8 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     table.add_column()
     model = (f"{status['embedding_model'] or 'none'} "
              f"({status['embedding_backend'] or status['embedding_backend_requested']})")
-    if status.get("embedding_error") or status.get("embedding_fallback_reason"):
-        model += f" - {status.get('embedding_error') or status['embedding_fallback_reason']}"
+    if status["embedding_model_reason"]:  # loading, a fallback or an error
+        model += f" - {status['embedding_model_reason']}"
     rows = [
         ("index", status["db_path"]),
         ("files", f"{status['files']:,} in {_count(status['roots'], 'folder')}"),

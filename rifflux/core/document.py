@@ -101,8 +101,9 @@ def prepare_many(
 def read_lines(path: Path, start: int | None, end: int | None,
                ) -> tuple[int, int, int, str, str]:
     """Lines ``start``..``end`` (1-based, inclusive, as ``str.splitlines()`` counts them)
-    of the file as it is on disk now: (start, end clamped to the file, total lines, text,
-    the sha256 of the file's bytes).
+    of the file as it is on disk now: (start and end clamped to the file, total lines,
+    text, the sha256 of the file's bytes). A start before line 1 is line 1, so that a
+    hit's ``line_start - 5`` reads from the top of the file.
 
     Raises ``InvalidArgumentError`` for a range that cannot be read, ``RiffluxError`` when
     the file is gone.
@@ -118,11 +119,11 @@ def read_lines(path: Path, start: int | None, end: int | None,
         raise RiffluxError(f"{path} is {decoded.reason.removeprefix('not text: ')}")
     lines = decoded.text.lstrip("\ufeff").splitlines()
     total = len(lines)
-    first = 1 if start is None else start
-    if first < 1 or (end is not None and end < first):
+    first = 1 if start is None else max(start, 1)
+    if end is not None and end < first:
         raise InvalidArgumentError(
-            f"lines {start}-{end} are not a range: start_line is 1 or more and end_line is "
-            "not before it")
+            f"lines {start}-{end} are not a range: end_line is 1 or more and not before "
+            "start_line")
     if first > max(total, 1):
         raise InvalidArgumentError(
             f"start_line {first} is past the end of {path.name} ({total} lines)")

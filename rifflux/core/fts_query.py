@@ -1,10 +1,16 @@
 """Any user text -> a valid FTS5 MATCH expression (or None when nothing is searchable).
 
 Words become quoted FTS5 strings joined with OR, so bm25 ranks chunks that
-match more (and rarer) terms first. A well-formed ``"quoted phrase"`` stays a
-phrase and ``word*`` stays a prefix query. Everything else that FTS5 would read
-as syntax (``AND``, ``NEAR``, ``-``, ``:``, parentheses, stray quotes, NUL) is
-treated as plain text, so no query can raise a syntax error.
+match more (and rarer) terms first. For a query that mixes CJK words with others
+(``Python 教程``), ``build_every`` is the conjunction of its words, and the chunks
+that hold every word rank first (each group by bm25): bm25 alone ranks a short
+English note with ``Python`` above a Chinese one with both words, because a CJK
+chunk is long to it (its text is indexed as bigrams and characters), so the two
+scripts' scores do not compare. Within one script bm25 orders alone. A well-formed
+``"quoted phrase"`` stays a phrase and ``word*`` stays a prefix query.
+Everything else that FTS5 would read as syntax (``AND``, ``NEAR``, ``-``, ``:``,
+parentheses, stray quotes, NUL) is treated as plain text, so no query can raise a
+syntax error.
 
 Chinese, Japanese and Korean words are looked up as the index holds them
 (``core.cjk``): by their character bigrams, a single character by itself.
@@ -17,9 +23,11 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .cjk import is_cjk_word, match_word, phrase_tokens, set_apart
+from .cjk import is_cjk_word, is_sentence, match_word, phrase_tokens, set_apart
 
 MAX_TERMS = 32
+#: At most this many clauses in all (a long CJK run gives one per bigram).
+MAX_CLAUSES = 64
 
 # Words so common in English prose that they only slow an OR query down and
 # blur its ranking. Dropped unless the query has nothing else.
@@ -79,7 +87,7 @@ def _query_terms(query: str) -> QueryTerms:
         rest_parts.append(text[last : match.start()])
         last = match.end()
         found = tuple(w for w, _ in _terms(match.group(1)))
-        if len(found) > 1:
+        if len(found) > 1 or (found and is_cjk_word(found[0]) and is_sentence(found[0])):
             if found not in seen and room():
                 seen.add(found)
                 phrases.append(found)
@@ -97,8 +105,42 @@ def _query_terms(query: str) -> QueryTerms:
 
 def build_match(query: str) -> str | None:
     """The FTS5 expression for ``query``; None when it has no searchable word."""
+    words = _words(query)
+    return " OR ".join(c for clauses in words for c in clauses) if words else None
+
+
+def build_every(query: str) -> str | None:
+    """For a query that mixes CJK words with others, the FTS5 expression that a chunk
+    holding every word matches (a word found by any of its clauses, as a CJK sentence by
+    any of its bigrams); None for any other query."""
     terms = query_terms(query)
-    clauses = ['"' + " ".join(phrase_tokens(p)) + '"' for p in terms.phrases]
-    clauses += [match_word(w, prefix) if is_cjk_word(w) else f'"{w}"*' if prefix else f'"{w}"'
-                for w, prefix in terms.words]
-    return " OR ".join(clauses) if clauses else None
+    scripts = {any(map(is_cjk_word, p)) for p in terms.phrases}
+    scripts |= {is_cjk_word(w) for w, _ in terms.words}
+    words = _words(query)
+    if len(scripts) < 2 or len(words) < 2:
+        return None
+    return " AND ".join(c[0] if len(c) == 1 else "(" + " OR ".join(c) + ")" for c in words)
+
+
+def _words(query: str) -> list[list[str]]:
+    """The query's words (phrases first), each as the FTS5 clauses any of which it
+    matches, at most ``MAX_CLAUSES`` clauses in all, each clause once."""
+    terms = query_terms(query)
+    words = [['"' + " ".join(phrase_tokens(p)) + '"'] for p in terms.phrases]
+    words += [match_word(w, prefix) if is_cjk_word(w) else [f'"{w}"*' if prefix else f'"{w}"']
+              for w, prefix in terms.words]
+    seen: set[str] = set()
+    kept: list[list[str]] = []
+    for clauses in words:
+        room = MAX_CLAUSES - len(seen)
+        fresh = [c for c in dict.fromkeys(clauses) if c not in seen][: max(room, 0)]
+        if fresh:
+            seen.update(fresh)
+            kept.append(fresh)
+    return kept
+
+
+def has_sentence(query: str) -> bool:
+    """Whether ``query`` has a CJK run searched by its bigrams (a question typed as a
+    sentence): no chunk holding its words is not a misspelling."""
+    return any(is_cjk_word(w) and is_sentence(w) for w, _ in query_terms(query).words)

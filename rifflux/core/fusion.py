@@ -21,7 +21,8 @@ def rrf(lists: Sequence[Sequence[K]], *, k: int = 60, limit: int | None = None) 
 
     Ties on score are broken by the best (lowest) rank in any list, then by the
     position of the list that has it (earlier lists first), so the order is
-    deterministic and independent of hash ordering.
+    deterministic and independent of hash ordering and of the keys themselves (row
+    ids): lists whose equal scores are in a stable order fuse in a stable order.
     """
     if k < 1:
         raise ValueError("k must be >= 1")

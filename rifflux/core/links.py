@@ -12,7 +12,9 @@ How a link is resolved (``resolve``), within the linking file's root:
 1. the path relative to the linking file, then from the root (``/dir/Note`` only from
    the root), with or without its markdown extension;
 2. else a file of that name anywhere (``[[dir/Note]]``: a file whose path ends with
-   ``dir/Note``): the fewest folders deep, then the shortest path, then alphabetical;
+   ``dir/Note``); of several, the nearest: the one sharing the most folders with the
+   linking file (from the root down), then the fewest folders deep, then the shortest
+   path, then alphabetical (a vault with a folder per language links within each);
 3. else a file with that front-matter alias (the same order among several).
 Names compare without regard to case (and Unicode normal form). A link none of these
 find is kept, unresolved; it resolves when a matching file appears.
@@ -257,24 +259,43 @@ def link_keys(source_rel: str, kind: LinkKind, target: str) -> LinkKeys:
 # ---------------------------------------------------------------- resolving
 
 
-def resolve(keys: LinkKeys, named: Iterable[NoteKey], aliased: Iterable[NoteKey]) -> int | None:
-    """The file a link resolves to among the files of its root that have its name
-    (``named``) or its alias (``aliased``); None when none fits."""
+def resolve(keys: LinkKeys, named: Iterable[NoteKey], aliased: Iterable[NoteKey],
+            source: str = "") -> int | None:
+    """The file a link written in ``source`` (its path in the root) resolves to among
+    the files of its root that have its name (``named``) or its alias (``aliased``);
+    None when none fits."""
     candidates = [n for n in named if n.path_key.rsplit("/", 1)[-1] == keys.name]
     for wanted in (keys.rel, keys.abs):
         exact = [n for n in candidates if n.path_key == wanted]
         if exact:
-            return _first(exact)
+            return _nearest(exact, source)
     ending = "/" + keys.abs
     inside = [n for n in candidates if n.path_key.endswith(ending)]
     if inside:
-        return _first(inside)
+        return _nearest(inside, source)
     by_alias = list(aliased)
-    return _first(by_alias) if by_alias else None
+    return _nearest(by_alias, source) if by_alias else None
 
 
-def _first(notes: Sequence[NoteKey]) -> int:
-    return min(notes, key=lambda n: (n.rel_path.count("/"), len(n.rel_path), n.rel_path)).file_id
+def _nearest(notes: Sequence[NoteKey], source: str) -> int:
+    """Of several notes, the one nearest ``source``: sharing the most folders with it
+    (from the root down), then the fewest folders deep, the shortest path, and first in
+    alphabetical order."""
+    here = _folders(source)
+
+    def order(n: NoteKey) -> tuple[int, int, int, str]:
+        shared = 0
+        for a, b in zip(here, _folders(n.rel_path), strict=False):
+            if a != b:
+                break
+            shared += 1
+        return -shared, n.rel_path.count("/"), len(n.rel_path), n.rel_path
+
+    return min(notes, key=order).file_id
+
+
+def _folders(rel_path: str) -> list[str]:
+    return [fold(part) for part in rel_path.split("/")[:-1]]
 
 
 def slug(heading: str) -> str:
@@ -284,12 +305,15 @@ def slug(heading: str) -> str:
 
 
 def anchor_matches(anchor: str, heading_path: str) -> bool:
-    """Whether a chunk's heading breadcrumb ends with the heading an anchor names
-    (``A#B``: heading B under A; a markdown anchor is a slug)."""
+    """Whether a chunk is in the section of the heading an anchor names: its heading
+    breadcrumb holds that heading at some level (``A#B``: heading B right under A; a
+    markdown anchor is a slug). The first such chunk of a file is the first chunk of the
+    section, whatever its breadcrumb: a heading with no text of its own before its first
+    subheading opens that subheading's chunk (``Guide > Setup > Linux`` for ``#Setup``)."""
     wanted = [part for part in anchor.split("#") if part.strip()]
     have = heading_path.split(" > ")
     if not wanted or len(wanted) > len(have):
         return False
-    tail = have[len(have) - len(wanted) :]
-    return all(fold(w) == fold(h) or slug(w) == slug(h) for w, h in zip(wanted, tail,
-                                                                        strict=True))
+    return any(all(fold(w) == fold(h) or slug(w) == slug(h)
+                   for w, h in zip(wanted, have[end - len(wanted) : end], strict=True))
+               for end in range(len(wanted), len(have) + 1))

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import snowballstemmer
 
-from .cjk import OTHER_WORD, is_cjk_word
+from .cjk import OTHER_WORD, is_cjk_word, pieces
 from .fts_query import query_terms
 
 WIDTH = 240
@@ -71,8 +71,10 @@ class Snippets:
     def __init__(self, query: str, width: int = WIDTH) -> None:
         self._width = width
         terms = query_terms(query)
-        # CJK words are found inside running text, as the index finds them (core.cjk)
-        self._cjk = tuple(sorted({w for w, _ in terms.words if is_cjk_word(w)}
+        # CJK words are found inside running text, as the index finds them (core.cjk):
+        # a sentence by its bigrams
+        self._cjk = tuple(sorted({p for w, _ in terms.words if is_cjk_word(w)
+                                  for p in pieces(w)}
                                  | {w for p in terms.phrases for w in p if is_cjk_word(w)},
                                  key=len, reverse=True))
         # a term such as snake_case is a phrase of tokens to FTS5, as here
@@ -165,21 +167,27 @@ class Snippets:
 
     def _cjk_marks(self, text: str,
                    marks: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        """``marks`` with every occurrence of the query's CJK words added (the longest
-        word first where they overlap)."""
-        taken = [(s, e) for s, e, _ in marks]
-        found = list(marks)
+        """``marks`` with every occurrence of the query's CJK words added; words that
+        overlap or touch make one mark (the bigrams of ``人工智能``, of a sentence)."""
         normal = unicodedata.normalize("NFKC", text) if not text.isascii() else text
         if len(normal) != len(text):  # offsets must point into text: match it as it is
             normal = text
+        spans: list[tuple[int, int]] = []
         for word in self._cjk:
             at = normal.find(word)
             while at >= 0:
-                end = at + len(word)
-                if not any(s < end and at < e for s, e in taken):
-                    taken.append((at, end))
-                    found.append((at, end, word))
-                at = normal.find(word, end)
+                spans.append((at, at + len(word)))
+                at = normal.find(word, at + 1)
+        joined: list[list[int]] = []
+        for start, end in sorted(spans):
+            if joined and start <= joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], end)
+            else:
+                joined.append([start, end])
+        found = list(marks)
+        for start, end in joined:
+            if not any(s < end and start < e for s, e, _ in marks):
+                found.append((start, end, normal[start:end]))
         return sorted(found)
 
     def _phrase_at(self, text: str, end: int, first: str) -> tuple[int, str] | None:

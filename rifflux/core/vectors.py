@@ -110,9 +110,13 @@ class VectorIndex:
 
     def top_k(
         self, query: F32, k: int, *, feedback: int = 0, weight: float = 1.0, pool: int = 200,
-        mask: npt.NDArray[np.bool_] | None = None,
+        mask: npt.NDArray[np.bool_] | None = None, ties: bool = False,
     ) -> list[tuple[int, float]]:
-        """(id, cosine) of the ``k`` rows most similar to ``query``, best first.
+        """(id, cosine) of the ``k`` rows most similar to ``query``, best first; equal
+        cosines by smaller id. With ``ties``, every row whose cosine equals the ``k``-th
+        is returned too (more than ``k`` then), so that the caller can order equal
+        cosines by a key of its own and then cut (row ids differ between two indexes of
+        the same files); a zero query, whose every cosine is 0.0, returns ``k`` rows.
 
         With ``mask`` (from :meth:`mask`), only those rows are candidates: the filter
         applies before the top ``k`` are taken, and feedback looks at them only.
@@ -138,15 +142,17 @@ class VectorIndex:
             scores = self._matrix[:n] @ q
         if mask is not None:
             scores = np.where(mask, scores, np.float32(-np.inf))
+        ties = ties and norm != 0.0
         if feedback > 0:
-            cand = self._best(scores, min(live, max(pool, k)))
+            cand = self._best(scores, min(live, max(pool, k)), q, ties)
             centroid = self._matrix[cand[:feedback]].mean(axis=0)
             moved = q + weight * centroid
             moved /= max(float(np.linalg.norm(moved)), 1e-12)
             rescored = self._exact(cand, moved)
-            order = np.lexsort((self._ids[cand], -rescored))[: min(k, len(cand))]
+            order = np.lexsort((self._ids[cand], -rescored))
+            order = order[: _with_ties(rescored[order], k) if ties else k]
             return [(int(self._ids[cand[i]]), float(rescored[i])) for i in order]
-        best = self._best(scores, min(k, live), q if norm else None)
+        best = self._best(scores, min(k, live), q if norm else None, ties)
         return [(int(self._ids[i]), float(scores[i])) for i in best]
 
     def _exact(self, rows: npt.NDArray[np.intp], q: F32) -> F32:
@@ -156,10 +162,12 @@ class VectorIndex:
         out: F32 = exact.astype(np.float32)
         return out
 
-    def _best(self, scores: F32, k: int, q: F32 | None = None) -> npt.NDArray[np.intp]:
-        """Row positions of the ``k`` best scores, best first, ties by smaller id. With
-        ``q``, the candidates' scores are computed again exactly (in place in
-        ``scores``), so equal vectors tie exactly."""
+    def _best(self, scores: F32, k: int, q: F32 | None = None,
+              ties: bool = False) -> npt.NDArray[np.intp]:
+        """Row positions of the ``k`` best scores, best first, ties by smaller id (with
+        ``ties``, every row tied with the ``k``-th too). With ``q``, the candidates'
+        scores are computed again exactly (in place in ``scores``), so equal vectors tie
+        exactly."""
         n = len(scores)
         if k < n:
             part = np.argpartition(-scores, k - 1)[:k]
@@ -175,5 +183,14 @@ class VectorIndex:
             scores[live] = self._exact(live, q)
         # deterministic order: higher score first, then smaller id
         order = np.lexsort((self._ids[part], -scores[part]))
-        best: npt.NDArray[np.intp] = part[order][:k]
+        ranked = part[order]
+        best: npt.NDArray[np.intp] = ranked[: _with_ties(scores[ranked], k) if ties else k]
         return best
+
+
+def _with_ties(ordered: F32, k: int) -> int:
+    """How many of the scores ``ordered`` (best first) to keep so that the ``k``-th and
+    every score equal to it are kept."""
+    if len(ordered) <= k:
+        return len(ordered)
+    return k + int(np.count_nonzero(ordered[k:] == ordered[k - 1]))

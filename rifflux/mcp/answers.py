@@ -48,6 +48,9 @@ _WHY: dict[Why, str] = {
     "meaning only": "no chunk contains the query's words: every hit is only close in "
                     "meaning (semantic); check the spelling, or try the words the notes "
                     "would use",
+    "meaning only, sentence": "no chunk contains the words of this sentence: every hit is "
+                              "only close in meaning (semantic); try its key words on their "
+                              "own, separated by spaces",
 }
 
 

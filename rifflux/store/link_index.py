@@ -134,7 +134,7 @@ async def _resolve(conn: aiosqlite.Connection, root_id: int, *, names: Collectio
     # each key by its own index, then the root: never a walk over all the root's links
     rows = await conn.execute_fetchall(
         "SELECT l.id, l.file_id, l.rel_key, l.abs_key, l.name_key, l.alias_key, "
-        "l.target_file_id FROM links l CROSS JOIN files f ON f.id = l.file_id "
+        "l.target_file_id, f.rel_path FROM links l CROSS JOIN files f ON f.id = l.file_id "
         f"WHERE l.id IN (SELECT id FROM links WHERE name_key {_IN} "
         f"UNION SELECT id FROM links WHERE alias_key {_IN} "
         f"UNION SELECT id FROM links WHERE file_id {_IN} "
@@ -158,7 +158,8 @@ async def _resolve(conn: aiosqlite.Connection, root_id: int, *, names: Collectio
     touched = set(sources)
     for r in rows:
         keys = _link_keys(r)
-        target = resolve(keys, named.get(keys.name, ()), aliased.get(keys.alias, ()))
+        target = resolve(keys, named.get(keys.name, ()), aliased.get(keys.alias, ()),
+                         str(r[7]))
         if target != (None if r[6] is None else int(r[6])):
             changed.append((target, int(r[0])))
             touched.add(int(r[1]))

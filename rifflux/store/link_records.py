@@ -3,8 +3,8 @@
 Each link is given where it is written (its file, the heading breadcrumb and
 chunk it is in, its line) and where it goes: the file it resolves to and, for a
 ``#Heading`` or ``#^block`` anchor, the chunk of that file the anchor names (the
-first chunk whose breadcrumb ends with the heading, or whose text holds the
-block id).
+first chunk of the heading's section, whose breadcrumb holds the heading at some
+level, or the first whose text holds the block id).
 """
 
 from __future__ import annotations

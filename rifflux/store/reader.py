@@ -64,6 +64,31 @@ def row_dict(row: Sequence[Any]) -> ChunkRecord:
     }
 
 
+#: Where a chunk deleted since it was ranked goes among its ties (it is dropped later).
+_GONE = ("", -1, "")
+
+
+def stable_order(row: Sequence[Any]) -> tuple[str, int, str]:
+    """How chunks of equal score are ordered (a row of ``ROW_COLUMNS``): by path, then
+    chunk index, then root; the same in every index of the same files, however and in
+    whatever order they were built (row ids are not)."""
+    return str(row[5]), int(row[2]), str(row[6])
+
+
+def _with_rows(hits: str) -> str:
+    """A statement of (id, score, tier) rows -> the same with each chunk's
+    ``ROW_COLUMNS`` first."""
+    return (f"WITH hits AS ({hits}) SELECT {ROW_COLUMNS}, hits.tier, hits.score FROM hits "
+            "JOIN chunks c ON c.id = hits.id JOIN files f ON f.id = c.file_id "
+            "JOIN roots r ON r.id = f.root_id ORDER BY hits.tier DESC, hits.score")
+
+
+def _place(row: Sequence[Any]) -> tuple[int, float]:
+    """Where a lexical hit ranks, before ties are broken: its tier (chunks holding every
+    word first), then its bm25 (lower is better)."""
+    return -int(row[-2]), float(row[-1])
+
+
 def title_of(stored: str | None, rel_path: str) -> str:
     """The front-matter title, else the first H1 (both stored), else the file's name."""
     return stored or PurePosixPath(rel_path).stem
@@ -80,38 +105,77 @@ class Reader:
         self.db_path = db_path
 
     async def lexical(
-        self, match: str, limit: int, allowed: Allowed | None = None
+        self, match: str, limit: int, allowed: Allowed | None = None, every: str | None = None,
     ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
         """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
-        connection's thread. ``match`` must come from ``build_match``. With ``allowed``,
-        only chunks of those files are ranked (before the limit)."""
-        w = ", ".join(str(x) for x in BM25_WEIGHTS)
+        connection's thread (more when chunks tied on bm25 straddle the limit). ``match``
+        must come from ``build_match`` and ``every`` from ``build_every``: the chunks
+        that match it (that hold every word of the query) come first, each group by
+        bm25. With ``allowed``, only chunks of those files are ranked (before the
+        limit). Equal scores are in ``stable_order``, never by row id, and which of
+        them make the limit is decided by it too."""
+        score = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
+        tier = ("t.rowid IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :every)"
+                if every is not None else "0")
+        matching = f"SELECT t.rowid AS id, {score} AS score, {tier} AS tier FROM chunks_fts t "
         if allowed is None:
-            hits = ("SELECT rowid AS id, bm25(chunks_fts, " + w + ") AS score "
-                    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?")
-            params: tuple[Any, ...] = (match, limit)
+            matching += "WHERE chunks_fts MATCH :match"
         else:
-            hits = ("SELECT t.rowid AS id, bm25(chunks_fts, " + w + ") AS score "
-                    "FROM chunks_fts t JOIN chunks k ON k.id = t.rowid "
-                    "WHERE chunks_fts MATCH ? AND k.file_id IN (SELECT value FROM json_each(?)) "
-                    "ORDER BY score, t.rowid LIMIT ?")
-            params = (match, allowed.json, limit)
-        sql = (
-            f"WITH hits AS ({hits}) SELECT {ROW_COLUMNS}, hits.score FROM hits "
-            "JOIN chunks c ON c.id = hits.id JOIN files f ON f.id = c.file_id "
-            "JOIN roots r ON r.id = f.root_id ORDER BY hits.score, hits.id"
-        )
+            matching += ("JOIN chunks k ON k.id = t.rowid WHERE chunks_fts MATCH :match "
+                         "AND k.file_id IN (SELECT value FROM json_each(:allowed))")
+        params: dict[str, Any] = {"match": match, "every": every,
+                                  "allowed": None if allowed is None else allowed.json}
+        params = {k: v for k, v in params.items() if f":{k}" in matching}
         with mapped_errors(self.db_path):
             try:
-                rows = await self.conn.execute_fetchall(sql, params)
+                rows = list(await self.conn.execute_fetchall(
+                    _with_rows(f"{matching} ORDER BY tier DESC, score LIMIT :limit"),
+                    {**params, "limit": limit + 1}))
+                ties: list[int] = []
+                last = (0, 0.0)
+                if len(rows) > limit and _place(rows[limit]) == _place(rows[limit - 1]):
+                    last = _place(rows[limit])  # a tie across the limit: all of it
+                    rows = [r for r in rows if _place(r) < last]
+                    ties = [int(r[0]) for r in await self.conn.execute_fetchall(
+                        f"{matching} AND {score} = :score AND {tier} = :tier",
+                        {**params, "score": last[1], "tier": -last[0]})]
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     return [], {}
                 raise
+        rows = sorted(rows, key=lambda r: (*_place(r), *stable_order(r)))[:limit]
         ranked = [(int(r[0]), float(r[-1])) for r in rows]
-        return ranked, {int(r[0]): row_dict(r) for r in rows}
+        found = {int(r[0]): row_dict(r) for r in rows}
+        if ties:
+            keys = await self._order_keys(ties)
+            ties = sorted(ties, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
+            ranked += [(cid, last[1]) for cid in ties]
+            found.update(await self.rows(ties))
+        return ranked, found
+
+    async def in_stable_order(self, ranked: list[tuple[int, float]],
+                              limit: int) -> list[tuple[int, float]]:
+        """``ranked`` (row id, score; highest first) with equal scores in
+        ``stable_order``, cut to ``limit``: the same order whatever the row ids, so two
+        indexes of the same files rank alike. Only tied chunks are looked up."""
+        tied = [cid for i, (cid, score) in enumerate(ranked)
+                if (i > 0 and ranked[i - 1][1] == score)
+                or (i + 1 < len(ranked) and ranked[i + 1][1] == score)]
+        if not tied:
+            return ranked[:limit]
+        keys = await self._order_keys(tied)
+        return sorted(ranked, key=lambda hit: (-hit[1], *keys.get(hit[0], _GONE)))[:limit]
+
+    async def _order_keys(self, rowids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
+        """``stable_order`` of these chunks."""
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT c.id, f.rel_path, c.chunk_index, r.path FROM chunks c "
+                "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
+                "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(list(rowids)),))
+        return {int(r[0]): (str(r[1]), int(r[2]), str(r[3])) for r in rows}
 
     async def rows(self, rowids: Sequence[int]) -> dict[int, ChunkRecord]:
         if not rowids:

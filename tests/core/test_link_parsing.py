@@ -87,7 +87,7 @@ def _notes(*paths: str) -> list[NoteKey]:
 def _resolve(source: str, kind: str, target: str, notes: list[NoteKey],
              aliases: dict[str, list[NoteKey]] | None = None) -> str | None:
     keys = link_keys(source, "markdown" if kind == "markdown" else "wikilink", target)
-    found = resolve(keys, notes, (aliases or {}).get(keys.alias, []))
+    found = resolve(keys, notes, (aliases or {}).get(keys.alias, []), source)
     return next((n.rel_path for n in notes if n.file_id == found), None)
 
 
@@ -114,12 +114,36 @@ def test_a_target_resolves_by_path_first_then_by_name_then_by_alias() -> None:
     assert _resolve("q/x.md", "wikilink", "other/Note", notes) is None
 
 
-def test_an_anchor_names_the_end_of_a_heading_breadcrumb() -> None:
+def test_of_several_notes_of_one_name_the_nearest_to_the_linking_note_wins() -> None:
+    # one help vault, a folder per language: each links within its own language
+    notes = _notes("en/Plugins/Canvas.md", "ja/プラグイン/Canvas.md", "zh/插件/Canvas.md",
+                   "zh/插件/更多/Deep.md", "zh/Deep.md", "en/a/b/Deep.md", "x/Lone.md")
+    assert _resolve("en/Basics/Links.md", "wikilink", "Canvas", notes) == "en/Plugins/Canvas.md"
+    assert _resolve("ja/Index.md", "wikilink", "Canvas", notes) == "ja/プラグイン/Canvas.md"
+    assert _resolve("zh/a/b/c.md", "wikilink", "canvas", notes) == "zh/插件/Canvas.md"
+    # the most folders shared wins over the fewest folders deep
+    assert _resolve("zh/插件/更多/x.md", "wikilink", "Deep", notes) == "zh/插件/更多/Deep.md"
+    assert _resolve("zh/其他/x.md", "wikilink", "Deep", notes) == "zh/Deep.md"
+    assert _resolve("en/x.md", "wikilink", "Deep", notes) == "en/a/b/Deep.md"
+    # nothing shared: the fewest folders deep, then the shortest path, then alphabetical
+    assert _resolve("fr/x.md", "wikilink", "Deep", notes) == "zh/Deep.md"
+    assert _resolve("Home.md", "wikilink", "Canvas", notes) == "zh/插件/Canvas.md"
+    assert _resolve("en/x.md", "wikilink", "Lone", notes) == "x/Lone.md"
+    # aliases by the same rule
+    aliases = {"board": [notes[0], notes[1], notes[2]]}
+    assert _resolve("zh/x.md", "wikilink", "Board", notes, aliases) == "zh/插件/Canvas.md"
+
+
+def test_an_anchor_names_a_heading_anywhere_in_a_breadcrumb() -> None:
     assert anchor_matches("Setup", "Guide > Setup")
     assert anchor_matches("Guide#Setup", "Guide > Setup")
     assert anchor_matches("install-it", "Guide > Install it")  # a markdown slug
-    assert not anchor_matches("Setup", "Guide > Setup > Linux")
+    # a chunk under a subheading is in the heading's section
+    assert anchor_matches("Setup", "Guide > Setup > Linux")
+    assert anchor_matches("Guide#Setup", "Guide > Setup > Linux")
     assert not anchor_matches("Other#Setup", "Guide > Setup")
+    assert not anchor_matches("Setup#Guide", "Guide > Setup")
+    assert not anchor_matches("Linux", "Guide > Setup")
 
 
 def test_the_link_graph_walks_links_either_way_and_forgets_removed_files() -> None:

@@ -111,3 +111,21 @@ def test_equal_vectors_tie_exactly_whatever_path_blas_summed_them_by() -> None:
     assert [i for i, _ in index.top_k(query, 1)] == [1]
     two = index.top_k(query, 2)
     assert [i for i, _ in two] == [1, 2] and two[0][1] == two[1][1]
+
+
+@pytest.mark.parametrize("feedback", [0, 3])
+def test_with_ties_every_row_equal_to_the_kth_is_returned_for_the_caller_to_order(
+    feedback: int,
+) -> None:
+    idx = VectorIndex(3)
+    same = unit(1, 0.2, 0)
+    idx.upsert([7, 3, 9, 5, 1], np.stack([unit(1, 0, 0), same, same, same, unit(0, 0, 1)]))
+    query = unit(1, 0.1, 0)
+    plain = idx.top_k(query, 2, feedback=feedback)
+    assert len(plain) == 2
+    tied = idx.top_k(query, 2, feedback=feedback, ties=True)
+    assert len({s for i, s in tied if i in (3, 5, 9)}) == 1  # exactly equal cosines
+    assert {i for i, _ in tied} == {i for i, _ in plain} | {3, 5, 9}
+    assert 1 not in dict(idx.top_k(query, 4, feedback=feedback, ties=True))
+    zero = idx.top_k(np.zeros(3, dtype=np.float32), 2, ties=True)
+    assert len(zero) == 2  # every cosine 0.0: no tie group of the whole index
