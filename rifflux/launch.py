@@ -42,7 +42,15 @@ def _main(argv: list[str]) -> int:
     if isinstance(settings, int):
         return settings
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
+        if args.connect:  # a stdio bridge to a running `rifflux serve`
+            from .mcp.bridge import main as bridge
+
+            code = bridge(args, settings)
+            if code is not None:
+                return code  # (None: auto found no server; serve here as usual)
         return _mcp(args, settings)
+    if args.command == "serve":
+        return _serve(args, settings)
     if (args.command in _EMBEDS and settings.model_dir is not None
             and settings.embedding_backend != "hash"):  # (hash reads no model)
         from .core.model_dir import check_model_dir
@@ -55,6 +63,20 @@ def _main(argv: list[str]) -> int:
     from .cli import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
 
     return entry.run(COMMANDS[args.command], args, settings)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from . import entry
+    from .errors import InvalidArgumentError
+    from .http.options import options_from_args
+
+    try:
+        options = options_from_args(args)
+    except InvalidArgumentError as exc:
+        return entry.fail(str(exc), entry.EXIT_USAGE)
+    from .http.serve import main as serve  # (FastAPI, uvicorn and the SDK load here)
+
+    return serve(args, settings, options)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:

@@ -41,6 +41,7 @@ from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
 from ..store.presence import Presence
 from ..store.writer import Writer, Written
+from .events import EventHub
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
 from .messages import (
@@ -95,8 +96,10 @@ class Indexer:
         follow: Follow | None = None,
         presence: Presence | None = None,
         roles: Callable[[], list[str]] = list,
+        events: EventHub | None = None,
     ) -> None:
         self._writer = writer
+        self._events = events or EventHub()
         self._follow = follow
         self._follow_failures = 0  # busy reads of the change log in a row
         self._presence = presence
@@ -313,6 +316,8 @@ class Indexer:
                 roots=written.roots, roots_removed=written.roots_removed,
                 files_replaced=written.files_replaced, links=written.links))
         self._jobs.settle(self._writer.missing, stored)
+        missing = self._writer.missing
+        self._events.committed(written, None if missing is None else len(missing))
 
     def _nudge_embedder(self) -> None:
         if not self._writer.missing:

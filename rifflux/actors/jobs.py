@@ -29,6 +29,7 @@ import anyio
 from ..core.plan import Scope
 from ..errors import JobNotFoundError, RiffluxError
 from ..types import FileWarning, JobInfo, JobSource, JobStatus, Problem, ReindexResult
+from .events import EventHub
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +135,10 @@ class JobQueue:
     history. ``on_submit`` is called after each submission (it nudges the indexer)."""
 
     def __init__(
-        self, *, history: int, max_queued: int, on_submit: Callable[[], None] = lambda: None
+        self, *, history: int, max_queued: int, on_submit: Callable[[], None] = lambda: None,
+        events: EventHub | None = None,
     ) -> None:
+        self._events = events or EventHub()  # (told of every change of a job's state)
         self._queued: deque[Job] = deque()
         self._max_queued = max_queued
         self._on_submit = on_submit
@@ -159,6 +162,7 @@ class JobQueue:
                 f"{len(self._queued)} index jobs are already queued; wait for some to finish"
             )
         self._queued.append(job)
+        self._events.job_changed(job)
         self._on_submit()
         return job
 
@@ -172,11 +176,13 @@ class JobQueue:
         self._running = job
         self._idle = anyio.Event()
         job.dequeued.set()
+        self._events.job_changed(job)
         return job
 
     def retry_later(self, job: Job, error: str) -> None:
         """The running job hit a transient error; it runs again after a pause."""
         job.status, job.phase, job.error = "retry_wait", "retry_wait", error
+        self._events.job_changed(job)
 
     def retry_now(self, job: Job) -> None:
         job.status, job.phase, job.error = "running", "indexing", None
@@ -199,6 +205,7 @@ class JobQueue:
         job.result = job.progress.result(job.targets)
         job.phase = "embedding"
         self._embedding.append(job)
+        self._events.job_changed(job)
 
     def awaiting_texts(self) -> list[Job]:
         """Written jobs that do not know yet which texts they wait for (model not known)."""
@@ -211,6 +218,8 @@ class JobQueue:
         """The completion rule, checked after every commit: a written job is complete
         once none of its texts is ``missing`` (lacks a vector). ``stored`` are texts
         whose vectors were just written (counted as embedded by the jobs that wait)."""
+        if self._running is not None:  # (called after every commit: the job's progress)
+            self._events.job_changed(self._running)
         if missing is None:
             return  # the model is not known yet: nobody knows what lacks a vector
         still: list[Job] = []
@@ -220,9 +229,12 @@ class JobQueue:
                 continue
             if stored:
                 job.embedded += len(job.waiting & stored)
+            before = len(job.waiting)
             job.waiting &= missing
             if job.waiting:
                 still.append(job)
+                if len(job.waiting) != before:
+                    self._events.job_changed(job)
             else:
                 self._finish(job, "completed")
         self._embedding = still
@@ -273,3 +285,4 @@ class JobQueue:
         self._history.append(job)
         job.dequeued.set()
         job.done.set()
+        self._events.job_changed(job)
