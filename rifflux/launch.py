@@ -67,16 +67,21 @@ def _main(argv: list[str]) -> int:
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from . import entry
-    from .errors import InvalidArgumentError
-    from .http.options import options_from_args
+    from .errors import RiffluxError
+    from .http.options import listen, options_from_args, refusal
 
-    try:
+    try:  # (refused in a moment, before anything heavy loads)
         options = options_from_args(args)
-    except InvalidArgumentError as exc:
-        return entry.fail(str(exc), entry.EXIT_USAGE)
+        why = refusal(options, settings)
+        if why is not None:
+            return entry.fail(why, entry.EXIT_USAGE)
+        sock = listen(options.host, options.port)
+    except RiffluxError as exc:
+        return entry.fail(str(exc), entry.EXIT_USAGE if isinstance(exc, ValueError)
+                          else entry.EXIT_FAILURE)
     from .http.serve import main as serve  # (FastAPI, uvicorn and the SDK load here)
 
-    return serve(args, settings, options)
+    return serve(settings, options, sock)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:

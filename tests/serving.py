@@ -53,9 +53,11 @@ def serve_command(db: Path, *args: str) -> list[str]:
 
 @contextmanager
 def serving(db: Path, *args: str, token: str | None = None,
-            env: Mapping[str, str] | None = None) -> Iterator[Served]:
-    """``rifflux serve --port 0 --backend hash ARGS`` on ``db`` until the block ends
-    (then SIGTERM). The URL comes from the file the server writes beside the index."""
+            env: Mapping[str, str] | None = None,
+            stop_with: int = signal.SIGTERM) -> Iterator[Served]:
+    """``rifflux serve --port 0 --backend hash ARGS`` on ``db`` until the block ends, then
+    ``stop_with`` (SIGTERM), after which the server must have exited 0. The URL comes from
+    the file the server writes beside the index."""
     log = db.with_name(db.name + f".serve-{time.monotonic_ns()}.log")
     command = serve_command(db, *args, *(["--token", token] if token else []))
     with log.open("wb") as out:
@@ -67,7 +69,8 @@ def serving(db: Path, *args: str, token: str | None = None,
         yield served
     finally:
         if proc.poll() is None:
-            served.stop()
+            served.stop(stop_with)
+    assert served.exit_code in (0, None), f"exit {served.exit_code}:\n{served.log_text()}"
 
 
 def _wait_for_url(served: Served) -> str:

@@ -10,13 +10,15 @@ server may listen on any other address.
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..errors import InvalidArgumentError
+from ..config import Settings
+from ..errors import InvalidArgumentError, RiffluxError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7474
@@ -133,3 +135,42 @@ def options_from_args(args: argparse.Namespace,
         read_only=args.read_only, allow_origins=tuple(args.allow_origin or ()),
         allow_hosts=tuple(args.allow_host or ()), max_body_bytes=args.max_body,
         access_log=args.access_log)
+
+
+def refusal(options: ServeOptions, settings: Settings) -> str | None:
+    """Why the server must not start with these settings, or None."""
+    try:
+        options.check_exposure()
+    except InvalidArgumentError as exc:
+        return str(exc)
+    if options.read_only and settings.watch_paths:
+        return ("--read-only serves an index without writing to it, and --watch writes: "
+                "leave one of them out")
+    db = settings.db_path.expanduser()
+    if options.read_only and not db.is_file():
+        return (f"no index at {db} to serve read-only: run `rifflux index PATH` first, or "
+                "point --db at an existing index")
+    return None
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; a port in use is an error naming it."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise RiffluxError(f"cannot serve on host {host!r}: {exc.strerror}; give an address "
+                           "of this machine (127.0.0.1 by default)") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise RiffluxError(
+                f"port {port} on {host} is in use: another `rifflux serve` (or another "
+                "program) listens there; stop it, or pass --port N") from None
+        raise RiffluxError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock

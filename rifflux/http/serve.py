@@ -1,19 +1,18 @@
 """``rifflux serve``: bind, open the index, serve until a signal, stop cleanly.
 
-The port is bound before anything else happens, so that a port in use is one
-clear line at once. Then the index opens (the model loads in the background),
-the app starts on uvicorn, and the discovery file is written. SIGTERM, SIGHUP or
-Ctrl-C start a graceful stop: no new connections, streams end, requests in flight
-finish (for at most ``GRACE`` seconds), then the index closes (a running job gets
-its own grace period and stops between transactions) and the process exits 0. A
-second signal stops at once.
+The port is bound before anything heavy loads (``options.listen``, called by the
+command line), so that a port in use is one clear line at once. Then the index
+opens (the model loads in the background), the app starts on uvicorn, and the
+discovery file is written. SIGTERM, SIGHUP or Ctrl-C start a graceful stop: no
+new connections, streams end, requests in flight finish (for at most ``GRACE``
+seconds), then the index closes (a running job gets its own grace period and
+stops between transactions) and the process exits 0. A second signal stops at
+once.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -28,13 +27,13 @@ import uvicorn
 
 from ..api import Rifflux
 from ..config import Settings
-from ..entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, configure_logging, fail
+from ..entry import EXIT_FAILURE, EXIT_OK, configure_logging, fail
 from ..errors import RiffluxError
 from . import discovery
 from .app import create_app
 from .options import ServeOptions
 
-__all__ = ["GRACE", "bind", "main", "serve"]
+__all__ = ["GRACE", "main", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,26 +41,11 @@ logger = logging.getLogger(__name__)
 GRACE = 10.0
 
 
-def main(args: argparse.Namespace, settings: Settings, options: ServeOptions) -> int:
-    """Run the server to its exit code (the console script's ``rifflux serve``)."""
+def main(settings: Settings, options: ServeOptions, sock: socket.socket) -> int:
+    """Serve on ``sock`` (``options.bind``) until a signal; the exit code."""
     configure_logging(settings.log_level)
     logging.getLogger("rifflux.http.access").setLevel(
         logging.INFO if options.access_log else logging.WARNING)
-    try:
-        options.check_exposure()
-        if options.read_only and settings.watch_paths:
-            raise RiffluxError("--read-only serves an index without writing to it, and "
-                               "--watch writes: leave one of them out")
-        db = settings.db_path.expanduser()
-        if options.read_only and not db.is_file():
-            raise RiffluxError(f"no index at {db} to serve read-only: run `rifflux index "
-                               "PATH` first, or point --db at an existing index")
-    except RiffluxError as exc:
-        return fail(str(exc), EXIT_USAGE)
-    try:
-        sock = bind(options.host, options.port)
-    except RiffluxError as exc:
-        return fail(str(exc), EXIT_FAILURE)
     try:
         return anyio.run(serve, settings.with_overrides(read_only=options.read_only or None),
                          options, sock)
@@ -80,30 +64,6 @@ def main(args: argparse.Namespace, settings: Settings, options: ServeOptions) ->
                     "to see where; please report it)", EXIT_FAILURE)
     finally:
         sock.close()
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port``; a port in use is an error naming it."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    except socket.gaierror as exc:
-        raise RiffluxError(f"cannot serve on host {host!r}: {exc.strerror}; give an address "
-                           "of this machine (127.0.0.1 by default)") from None
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise RiffluxError(
-                f"port {port} on {host} is in use: another `rifflux serve` (or another "
-                f"program) listens there; stop it, or pass --port N") from None
-        raise RiffluxError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 class _Server(uvicorn.Server):

@@ -3,6 +3,7 @@ over the limit, writes when read-only, and starting where it would be unsafe."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -143,7 +144,7 @@ def read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             await rf.reindex(root / "notes")
 
     anyio.run(index)
-    with serving(root / "index.db", "--read-only") as served:
+    with serving(root / "index.db", "--read-only", stop_with=signal.SIGINT) as served:
         yield served
 
 
