@@ -61,12 +61,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/api", responses=_ERRORS)
 
 
-def _rf(request: Request) -> Rifflux:
+async def _rf(request: Request) -> Rifflux:  # (async: a plain def runs in a thread)
     rf: Rifflux = request.app.state.rifflux
     return rf
 
 
-def _options(request: Request) -> ServeOptions:
+async def _options(request: Request) -> ServeOptions:
     options: ServeOptions = request.app.state.options
     return options
 
