@@ -31,17 +31,33 @@ function marked(snippet) {
   return escapeHtml(snippet).replace(/\*\*(.+?)\*\*/g, "<mark>$1</mark>");
 }
 
+// Words too common to mark in a note's lines (the search itself drops them too).
+const COMMON = new Set(("a an and are as at be but by for from has have how i if in into is " +
+  "it its of on or that the their then there these this to was what when where which who " +
+  "why will with you your").split(" "));
+
 function queryWords() {
-  return state.query.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) || [];
+  const words = state.query.toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) || [];
+  // (a plural marks its singular too: "requests" marks "request")
+  return words.filter((w) => !COMMON.has(w)).map((w) => w.length > 4 ? w.replace(/e?s$/, "")
+                                                                      : w);
 }
 
+// Marks the query's words where a word starts with them (so "review" marks "reviewer",
+// never the "for" inside "format"); the text is escaped first.
 function withWords(line) {
-  let html = escapeHtml(line);
   const words = queryWords();
-  if (!words.length) return html;
-  const pattern = new RegExp("(" + words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join("|") + ")", "giu");
-  return html.replace(pattern, "<mark>$1</mark>");
+  if (!words.length) return escapeHtml(line);
+  const pattern = new RegExp("(?<![\\p{L}\\p{N}_])(" + words.map((w) =>
+    w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|") + ")[\\p{L}\\p{N}_]*", "giu");
+  let html = "";
+  let last = 0;
+  for (const match of line.matchAll(pattern)) {
+    html += escapeHtml(line.slice(last, match.index)) + "<mark>" + escapeHtml(match[0]) +
+      "</mark>";
+    last = match.index + match[0].length;
+  }
+  return html + escapeHtml(line.slice(last));
 }
 
 function el(tag, className, html) {
@@ -155,7 +171,7 @@ async function showNote(path, root, lineStart, lineEnd, crumb, title) {
     lines.value.text.split("\n").forEach((text, k) => {
       const n = lines.value.start_line + k;
       const row = el("span", "ln" + (n >= lineStart && n <= lineEnd ? " in" : ""));
-      row.innerHTML = `<span class="n">${n}</span>${withWords(text)}`;
+      row.innerHTML = `<span class="n">${n}</span><span class="t">${withWords(text)}</span>`;
       pre.append(row);
     });
     const first = pre.querySelector(".in");
@@ -185,7 +201,10 @@ function noteLink(path, root, line, label, context) {
     showNote(path, root, line, line, "", path);
   });
   li.append(a);
-  if (context) li.append(el("span", "ctx", escapeHtml(context)));
+  if (context) {
+    const shown = context.length > 160 ? context.slice(0, 157) + "…" : context;
+    li.append(el("span", "ctx", escapeHtml(shown)));
+  }
   return li;
 }
 
