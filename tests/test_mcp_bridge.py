@@ -26,7 +26,7 @@ from .test_mcp_stdio import TOOLS, server_env
 pytestmark = pytest.mark.anyio
 
 TOKEN = "bridge-token-5d1e"
-MANY = 1000
+MANY = 2500  # (a reindex of several seconds: progress is reported every second)
 
 
 @pytest.fixture(scope="module")

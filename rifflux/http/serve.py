@@ -13,6 +13,7 @@ once.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -44,6 +45,7 @@ GRACE = 10.0
 def main(settings: Settings, options: ServeOptions, sock: socket.socket) -> int:
     """Serve on ``sock`` (``options.bind``) until a signal; the exit code."""
     configure_logging(settings.log_level)
+    _keep_the_heap_small()
     logging.getLogger("rifflux.http.access").setLevel(
         logging.INFO if options.access_log else logging.WARNING)
     try:
@@ -64,6 +66,22 @@ def main(settings: Settings, options: ServeOptions, sock: socket.socket) -> int:
                     "to see where; please report it)", EXIT_FAILURE)
     finally:
         sock.close()
+
+
+def _keep_the_heap_small() -> None:
+    """A server lives long: freed heap goes back to the system. glibc raises its trim
+    threshold after every large free (up to 64 MB), so a warm server kept about 40 MB it
+    no longer used; a fixed threshold of 128 KiB returns it (what ``MALLOC_TRIM_THRESHOLD_``
+    does). glibc only; elsewhere nothing to do."""
+    if sys.platform != "linux":
+        return
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):
+        pass  # another C library (musl): it keeps what it keeps
+
+
+_M_TRIM_THRESHOLD = -1  # (glibc's malloc.h)
 
 
 class _Server(uvicorn.Server):
