@@ -50,8 +50,11 @@ class Guard:
         self._token = options.token.encode() if options.token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # (the lifespan)
+        if scope["type"] == "lifespan":
             await self._app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # (no route takes a websocket: none is let past)
+            await send({"type": "websocket.close", "code": 1008})
             return
         refusal = self._refusal(scope)
         if refusal is not None:
