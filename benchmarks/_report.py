@@ -93,7 +93,7 @@ def _serve(s: dict[str, Any]) -> list[str]:
               f"files): {busy['requests']} searches by {busy['clients']} clients, "
               f"{busy['searches_during']} of them while it ran, {busy['errors']} errors, p50 "
               f"{busy['p50_ms']} ms, p95 {busy['p95_ms']} ms.",
-              f"Server RSS: {s['warm_rss_mib']} MiB warm (after 3 searches per mode), "
+              f"Server RSS: {s['warm_rss_mib']} MiB warm (after 5 searches per mode), "
               f"{s['end_rss_mib']} MiB after everything, peak {s['peak_rss_mib']} MiB; exit "
               f"code after SIGTERM {s['exit_code']}.",
               f"Five agents: five stdio servers {agents['five_stdio_mib']} MiB "
