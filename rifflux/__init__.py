@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         InvalidArgumentError,
         JobNotFoundError,
         NotAnIndexError,
+        NotFoundError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -40,6 +41,7 @@ __all__ = [
     "InvalidArgumentError",
     "JobNotFoundError",
     "NotAnIndexError",
+    "NotFoundError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

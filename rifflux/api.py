@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -17,6 +18,7 @@ from typing import Any, Literal, overload
 
 import anyio
 
+from .actors.events import DEFAULT_BUFFER, Event, EventsLost, IndexUpdated, JobChanged, Subscription
 from .actors.jobs import Finished
 from .actors.messages import SearchShape
 from .actors.model import EmbedderSource
@@ -49,7 +51,8 @@ from .types import (
     TagCount,
 )
 
-__all__ = ["MODES", "Rifflux"]
+__all__ = ["MODES", "Event", "EventsLost", "IndexUpdated", "JobChanged", "Rifflux",
+           "Subscription"]
 
 
 def _checked(query: str, top_k: int, mode: str) -> Mode:
@@ -300,9 +303,9 @@ class Rifflux:
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(
-                f"{self.settings.db_path} is open read-only (searching another index); "
-                "open it without read_only to reindex"
-            )
+                f"{self.settings.db_path} is open read-only (searched, never written: "
+                "another index, or `rifflux serve --read-only`); open it without read_only "
+                "to reindex")
         locations = reindex_locations(None if path is None else os.fspath(path),
                                       [os.fspath(p) for p in paths or ()], os.getcwd())
         roots = [Path(r) for r in await service.roots()]
@@ -326,8 +329,8 @@ class Rifflux:
         folder at once, unless one of them is that folder) need ``yes``."""
         service = self._open()
         if self.settings.read_only:
-            raise RiffluxError(f"{self.settings.db_path} is open read-only; open it without "
-                               "read_only to forget folders")
+            raise RiffluxError(f"{self.settings.db_path} is open read-only (searched, never "
+                               "written); open it without read_only to forget folders")
         location = os.fspath(path)
         if not location.strip():
             raise InvalidArgumentError("forget needs the path of an indexed folder or file "
@@ -392,6 +395,17 @@ class Rifflux:
         if end.result is not None:
             out["result"] = self._job_result(end)
         return out
+
+    # ------------------------------------------------------------ events
+
+    def events(self, buffer: int = DEFAULT_BUFFER) -> AbstractAsyncContextManager[Subscription]:
+        """Follow the index as it changes: ``async with rf.events() as events: async for
+        event in events`` gives a ``JobChanged`` (a job's snapshot) whenever a job is
+        queued, starts, makes progress or ends, and an ``IndexUpdated`` after every
+        commit, this process's or another's. Publishing never waits for a subscriber:
+        one that falls ``buffer`` events behind loses the oldest and is told with an
+        ``EventsLost``. The loop ends when this instance closes."""
+        return self._open().events.subscribe(buffer)
 
     # ------------------------------------------------------------ status
 

@@ -7,7 +7,11 @@ names never change meaning.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict, final
+from typing import Literal, NotRequired, final
+
+# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
+# HTTP API's OpenAPI document is generated from these very types.
+from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")

@@ -14,6 +14,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession
 
 from .helpers import (
+    TOOLS,
     call,
     call_error,
     eventually,
@@ -25,8 +26,6 @@ from .helpers import (
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "get_links", "get_neighbors", "list_tags", "forget"}
 
 
 async def job_status(session: ClientSession, job_id: str) -> str:

@@ -36,6 +36,7 @@ from ..types import (
     WatcherStatus,
 )
 from .embedder import EmbedderSnapshot
+from .events import EventHub
 from .indexer import IndexerSnapshot
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
@@ -98,7 +99,9 @@ class Service:
         origin: str = "",
         roles: Callable[[], list[str]] = list,
         model_loaded: anyio.Event | None = None,
+        events: EventHub | None = None,
     ) -> None:
+        self.events = events or EventHub()
         self.recovery = recovery
         self.model_loaded = model_loaded or anyio.Event()
         self._origin = origin

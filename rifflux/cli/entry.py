@@ -195,7 +195,40 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-reindex-interval", type=float, metavar="SECONDS",
                    default=argparse.SUPPRESS,
                    help="at most one automatic reindex per this many seconds (default 30)")
+    p.add_argument("--connect", metavar="URL|auto",
+                   help="pass everything on to a running `rifflux serve` (its URL, e.g. "
+                        "http://127.0.0.1:7474/mcp) instead of opening the index; auto: the "
+                        "server running on --db if there is one, else serve as usual")
+    p.add_argument("--token", help="with --connect URL: the server's token [RIFFLUX_TOKEN]")
+    _serve_parser(sub, common)
     return top
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                  common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("serve", parents=[common], help="serve MCP, a JSON API and a page over HTTP",
+                       description="One process for every agent and person: MCP (Streamable "
+                                   "HTTP) at /mcp, a JSON API under /api, a search page at /.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs a token)")
+    p.add_argument("--port", type=int, default=7474, help="port (default 7474; 0: any free one)")
+    p.add_argument("--watch", action="append", metavar="PATH", default=argparse.SUPPRESS,
+                   help="keep this folder indexed while serving; repeatable "
+                        f"[RIFFLUX_WATCH_PATHS, separated by {os.pathsep!r}]")
+    p.add_argument("--token", help="require `Authorization: Bearer TOKEN` on every route but "
+                                   "/healthz [RIFFLUX_TOKEN]")
+    p.add_argument("--read-only", action="store_true",
+                   help="search and read only: reindex and forget answer 403")
+    p.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                   help="let pages of this origin call the server too (http://host:port); "
+                        "repeatable")
+    p.add_argument("--allow-host", action="append", metavar="NAME",
+                   help="answer to this host name too (besides loopback names and IP "
+                        "addresses); repeatable")
+    p.add_argument("--max-body", type=_positive_int, default=1024 * 1024, metavar="BYTES",
+                   help="refuse request bodies over BYTES with 413 (default 1 MiB)")
+    p.add_argument("--no-access-log", dest="access_log", action="store_false",
+                   help="no line on stderr per request")
 
 
 def _positive_int(raw: str) -> int:
@@ -243,7 +276,7 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
     Ctrl-C, and every failure becomes one line on stderr."""
     import anyio  # here, not at the top: see the module's docstring
 
-    _configure_logging(settings.log_level)
+    configure_logging(settings.log_level)
     try:
         return anyio.run(_until_terminated, command, args, settings)
     except KeyboardInterrupt:
@@ -335,7 +368,7 @@ def fail(message: str, code: int = EXIT_FAILURE) -> int:
     return code
 
 
-def _configure_logging(level: str) -> None:
+def configure_logging(level: str) -> None:
     """Logs go to stderr only: under ``rifflux mcp`` stdout is the protocol channel."""
     handler: logging.Handler
     if sys.stderr is None:  # started with fd 2 closed: nowhere to log

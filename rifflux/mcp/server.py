@@ -155,8 +155,11 @@ def _explain(tool: str, exc: ValidationError) -> str:
 def build_server(
     settings: Settings, *, on_open: Callable[[], object] | None = None,
     open_index: Callable[[Settings], Rifflux] | None = None,
+    rifflux: Rifflux | None = None,
 ) -> RiffluxMCPServer:
-    """The server; its lifespan opens ``Rifflux`` (and the watcher, if watch paths are set).
+    """The server, for every transport; its lifespan opens ``Rifflux`` (and the watcher,
+    if watch paths are set), or serves ``rifflux``, an instance the caller has open and
+    closes (``rifflux serve``: one instance behind MCP, the JSON API and the page).
 
     Opening is quick: the embedding model loads in a worker thread meanwhile, so
     the handshake is answered at once and searches wait for the model only if
@@ -173,7 +176,8 @@ def build_server(
                 OtherIndexes(settings, open_index=open_index))
             broken: ServerState | None
             try:
-                rf = await stack.enter_async_context(Rifflux(settings=settings))
+                rf = (rifflux if rifflux is not None
+                      else await stack.enter_async_context(Rifflux(settings=settings)))
             except RiffluxError as exc:
                 # The client sees nothing of stderr: every tool answers with this
                 # instead, and the server stays up so that it can.
