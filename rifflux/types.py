@@ -117,6 +117,8 @@ class SearchAnswer(TypedDict):
     hint: NotRequired[str]  # an empty or cut answer says what to do
     root: NotRequired[str]  # content='snippet': the root every hit shares
     truncated: NotRequired[bool]
+    #: Results left out to fit max_chars (the lowest-ranked): ``count`` is of those given.
+    omitted: NotRequired[int]
     explain: NotRequired[SearchExplain]
 
 

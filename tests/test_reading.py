@@ -3,6 +3,7 @@ metadata, chunks with their neighbours; and an index from the previous version."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
 from rifflux.mcp.answers import file_answer
+from rifflux.mcp.budget import answer_text
 
 from .helpers import CountingEmbedder, indexed_then_downgraded, jobs_settled, write
 
@@ -193,12 +195,15 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
         # the hint says how to read it whole
         cut = await read_page(rf, "long.md", 1000, start_line=3)
         assert cut["text"].endswith(" chars]") and cut["next_start_line"] == 4
-        assert f"max_chars={len(lines[0])}" in cut["hint"]
+        assert f"line 3 has {len(lines[0])} characters" in cut["hint"]
         assert "start_line=4 to read on" in cut["hint"]
         alone = await read_page(rf, "long.md", 1000, start_line=3, end_line=3)
         assert "next_start_line" not in alone and "read on" not in alone["hint"]
-        whole = await read_page(rf, "long.md", len(lines[0]), start_line=3, end_line=3)
+        needed = re.search(r"end_line=3, max_chars=(\d+)", alone["hint"])
+        assert needed is not None  # what the whole answer with that line takes
+        whole = await read_page(rf, "long.md", int(needed[1]), start_line=3, end_line=3)
         assert whole["text"] == lines[0] and "truncated" not in whole
+        assert len(answer_text(whole)) == int(needed[1])
         last = await read_page(rf, "long.md", 1000, start_line=61)
         assert last["total_lines"] == 61 and "next_start_line" not in last
         assert "read it whole" in last["hint"] and "read on" not in last["hint"]

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ..core.graph import MAX_DEPTH
-from .budget import MIN_MAX_CHARS
+from .budget import MAX_MAX_CHARS, MIN_MAX_CHARS
 
 MAX_TOP_K = 100
 
@@ -82,9 +82,9 @@ Explain = Annotated[bool, Field(
     description="Add each hit's ranks and raw scores (bm25, cosine) and the lexical query "
                 "and filters applied.")]
 MaxChars = Annotated[int, Field(
-    ge=MIN_MAX_CHARS, description="Most characters of text (contents, snippets, lines) in "
-                                  "the answer; longer answers are cut, say so (truncated, "
-                                  "hint) and say how to read the rest.")]
+    ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
+    description="Most characters in the whole answer (its JSON text); a longer one is cut, "
+                "says so (truncated, hint) and says how to read the rest.")]
 
 # ---------------------------------------------------------------- reading
 

@@ -163,25 +163,23 @@ async def search_rifflux(
     # contents always: a first look's snippets are sized to its answer (search_answer)
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": "full",
                              "explain": explain}
-    auto: dict[str, Any] | None = None
     other = (await anyio.to_thread.run_sync(_other_db, db_path, state.settings.db_path)
              if db_path else None)
     with _tool_errors():
         if other is not None:
+            auto = ({"started": False, "reason": "automatic reindex only runs for the "
+                                                 "server's own index"}
+                    if state.auto.enabled else None)
             answer = await _search_other_db(state.others, other, db_path or "", query,
-                                            top_k, mode, filters, shape, max_chars, content)
-            if state.auto.enabled:
-                auto = {"started": False, "reason": "automatic reindex only runs for the "
-                                                    "server's own index"}
+                                            top_k, mode, filters, shape, max_chars, content,
+                                            auto)
         else:
             applied = make_filters(**filters)  # (once: for the search and its explain)
             results = await state.rf.search_filtered(query, applied, top_k, mode, **shape)
+            auto = await state.auto.after_search()
             answer = await search_answer(state.rf, query, mode, results, filters,
                                          explain=explain, max_chars=max_chars,
-                                         content=content, applied=applied)
-            auto = await state.auto.after_search()
-    if auto is not None:
-        answer["auto_reindex"] = auto
+                                         content=content, applied=applied, auto_reindex=auto)
     return dict(answer)
 
 
@@ -194,6 +192,7 @@ def _other_db(db_path: str, own: Path) -> Path | None:
 async def _search_other_db(
     others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
+    auto: dict[str, object] | None,
 ) -> SearchAnswer:
     file = await anyio.to_thread.run_sync(file_id, db)
     if file is None:
@@ -204,7 +203,7 @@ async def _search_other_db(
         results = await rf.search_filtered(query, applied, top_k, mode, **shape)
         return await search_answer(rf, query, mode, results, filters,
                                    explain=shape["explain"], max_chars=max_chars,
-                                   content=content, applied=applied)
+                                   content=content, applied=applied, auto_reindex=auto)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,
