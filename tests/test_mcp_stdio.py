@@ -13,7 +13,10 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession
 
+from rifflux.config import Settings
+from rifflux.mcp._fast_start.handoff import capture_handshake
 from rifflux.mcp.budget import ENVELOPE, answer_text
+from rifflux.mcp.server import build_server
 
 from .helpers import (
     call,
@@ -62,6 +65,55 @@ async def test_tools_are_listed_with_mode_enum_and_top_k_bounds(tmp_path: Path) 
     assert many["properties"]["paths"]["minItems"] == 1
     assert tools["search_rifflux"].annotations is not None
     assert tools["search_rifflux"].annotations.read_only_hint is True
+
+
+async def test_the_tool_list_is_light_and_its_schemas_stay_strict() -> None:
+    # what the SDK answers to tools/list (and the front serves from handshake.json)
+    captured = await capture_handshake(build_server(Settings()))
+    for version, answers in captured["results"].items():
+        listed = answers["tools/list"]
+        assert len(json.dumps(listed, ensure_ascii=False)) < 10_000, version  # was 17,618
+    tools = {t["name"]: t for t in listed["tools"]}
+    for tool in tools.values():
+        assert 60 < len(tool["description"]) <= 320, tool["name"]
+        schema = tool["inputSchema"]
+        assert schema["additionalProperties"] is False and "title" not in schema
+        for name, prop in schema["properties"].items():
+            assert 10 < len(prop["description"]) <= 100, (tool["name"], name)
+            assert "title" not in prop and "type" in prop, (tool["name"], name)
+    search = tools["search_rifflux"]["inputSchema"]["properties"]
+    assert (search["top_k"]["minimum"], search["top_k"]["maximum"]) == (1, 100)
+    assert search["mode"]["enum"] == ["hybrid", "lexical", "semantic"]
+    assert search["content"]["enum"] == ["full", "snippet"]
+    assert (search["max_chars"]["minimum"], search["max_chars"]["maximum"]) == (1000, 10**7)
+    assert search["depth"] == {"description": search["depth"]["description"],
+                               "type": "integer", "minimum": 1, "maximum": 10}
+    assert search["paths"]["type"] == "array" and search["paths"]["items"] == {"type": "string"}
+    assert search["frontmatter"]["additionalProperties"]["items"]["type"] == [
+        "string", "integer", "number", "boolean"]
+    assert search["max_per_file"]["minimum"] == 1 and search["max_per_file"]["type"] == "integer"
+    read = tools["get_file"]["inputSchema"]["properties"]
+    assert "minimum" not in read["start_line"] and read["end_line"]["minimum"] == 1
+    assert tools["reindex_many"]["inputSchema"]["properties"]["paths"]["minItems"] == 1
+    assert tools["forget"]["inputSchema"]["properties"]["path"]["minLength"] == 1
+
+
+async def test_get_file_reads_from_line_1_for_a_start_before_it_as_the_library_does(
+    tmp_path: Path,
+) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(corpus["docs"]))
+        for start in (0, -4):  # (a hit's line_start - 5, as the README reads it)
+            lines = await call(session, "get_file", path="install.md", start_line=start,
+                               end_line=3)
+            assert (lines["start_line"], lines["end_line"]) == (1, 3)
+            assert lines["text"] == "# Guide\n\n## Install"
+        before = await call_error(session, "get_file", path="install.md", end_line=0)
+        null = await call(session, "get_file", path="install.md", start_line=None,
+                          end_line=None)  # (left out: the whole file)
+    assert "end_line" in before and "greater than or equal to 1" in before
+    assert null["path"] == "install.md" and "chunks" in null
 
 
 # ---------------------------------------------------------------- search (criteria 6, 7)
