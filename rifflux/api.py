@@ -25,7 +25,7 @@ from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
-from .core.fts_query import build_match
+from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .locate import forget_target, reindex_targets
@@ -178,11 +178,13 @@ class Rifflux:
 
     def describe_search(self, query: str, filters: Filters | None = None,
                         **given: Any) -> SearchExplain:
-        """What a search for ``query`` looks for: the FTS5 expression of its lexical branch
-        and the filters as applied (the top-level ``explain`` of MCP and JSON answers):
-        ``filters`` as the search applied them, else made from the ``given`` keywords."""
+        """What a search for ``query`` runs (``explain`` in MCP and JSON answers): its FTS5
+        expressions (``fts_every``: chunks holding every word of a query mixing CJK and
+        other words first), the stopwords left out, and ``filters`` as the search applied
+        them (else made from the ``given`` keywords)."""
         applied = make_filters(**given) if filters is None else filters
-        return {"fts_query": build_match(query), "filters": applied.describe()}
+        return {"fts_query": build_match(query), "fts_every": build_every(query),
+                "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe()}
 
     async def counts(self) -> Counts:
         """How many files, chunks, embeddings (and pending ones), roots and links the index
@@ -287,16 +289,14 @@ class Rifflux:
         count_left_out: bool = False,
         yes: bool = False,
     ) -> ReindexResult | BackgroundReindex:
-        """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else
-        the current working directory. Returns when those files are indexed and
-        embedded, or at once with the job when ``background`` is true. With
-        ``count_left_out``, the result's ``left_out`` counts the files the include and
-        exclude globs left out, by why (excluded folders are walked to count them).
-
-        A folder not indexed yet that is ``/``, the home folder itself, or holds more
-        than ``Settings.max_root_files`` candidate files is refused (listed in
-        ``errors``) unless ``yes`` (or ``force``) is true: it is nearly always a wrong
-        working directory or a typo."""
+        """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else the
+        current working directory; returns when those files are indexed and embedded, or
+        at once with the job when ``background``. ``count_left_out``: the result's
+        ``left_out`` counts the files the globs left out, by why (excluded folders are
+        walked to count them). A folder not indexed yet that is ``/``, the home folder
+        itself, or holds more than ``Settings.max_root_files`` candidate files is refused
+        (in ``errors``) unless ``yes`` (or ``force``): nearly always a wrong working
+        directory or a typo."""
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(

@@ -100,6 +100,10 @@ class SearchResult(TypedDict):
 
 class SearchExplain(TypedDict):
     fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
+    #: For a query mixing CJK and other words, the expression a chunk holding every word
+    #: matches (those rank first); None for any other query.
+    fts_every: str | None
+    stopwords_dropped: list[str]  # as written in the query, once each
     filters: dict[str, object]  # as applied
 
 

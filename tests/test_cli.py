@@ -332,6 +332,8 @@ def test_search_takes_words_without_quotes_and_refuses_an_empty_query(indexed: P
     out = json.loads(done.stdout)
     assert out["query"] == "run the wombat installer"
     assert out["explain"]["fts_query"] == '"run" OR "wombat" OR "installer"'
+    assert out["explain"]["stopwords_dropped"] == ["the"]
+    assert out["explain"]["fts_every"] is None
     assert len({(r["root"], r["path"]) for r in out["results"]}) == out["count"]
     hit = out["results"][0]
     assert "content" not in hit and "**wombat** **installer**" in hit["snippet"]
@@ -340,6 +342,18 @@ def test_search_takes_words_without_quotes_and_refuses_an_empty_query(indexed: P
         refused = rifflux_cli(indexed, "--db", "index.db", "search", *empty)
         assert refused.returncode == 2, refused.stderr
         assert "rifflux: error" in refused.stderr or "usage:" in refused.stderr
+
+
+def test_explain_prints_what_the_search_ran(indexed: Path) -> None:
+    done = rifflux_cli(indexed, "--db", "index.db", "search", "the", "wombat", "教程",
+                       "--explain", "--tag", "none", "--path", "sub/**", "--mode", "lexical")
+    assert done.returncode == 1  # (no note has that tag)
+    assert done.stdout.splitlines() == [
+        'lexical query: "wombat" OR "教程"',
+        'holding every word first: "wombat" AND "教程"',
+        "stopwords left out: the",
+        "filters: paths sub/**; tags none",
+    ]
 
 
 def test_show_prints_a_chunk_by_its_id_with_where_it_is(indexed: Path) -> None:

@@ -570,8 +570,11 @@ async def test_an_empty_index_and_an_empty_filter_say_what_to_do(tmp_path: Path)
         await call(session, "reindex", path=str(corpus["docs"]))
         filtered = await call(session, "search_rifflux", query="wombat", tags=["none"])
         assert filtered["count"] == 0 and "relax them" in filtered["hint"]
-        found = await call(session, "search_rifflux", query="wombat", explain=True)
-        assert found["explain"] == {"fts_query": '"wombat"', "filters": {}}
+        found = await call(session, "search_rifflux", query="the wombat", explain=True,
+                           paths=["*.md"])
+        assert found["explain"] == {"fts_query": '"wombat"', "fts_every": None,
+                                    "stopwords_dropped": ["the"],
+                                    "filters": {"paths": ["*.md"]}}
         assert set(found["results"][0]["explain"]) >= {"lexical_rank", "bm25"}
         assert "hint" not in found and "pending_embeddings" not in found
         misspelt = await call(session, "search_rifflux", query="wombta")

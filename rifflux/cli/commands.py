@@ -28,7 +28,7 @@ from ..errors import InvalidArgumentError
 from ..locate import missing_locations
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .terminal import ProgressView, print_links, print_results
+from .terminal import ProgressView, print_explain, print_links, print_results
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -137,8 +137,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     else:
         out = Console(highlight=False, soft_wrap=True)
         if "explain" in answer:
-            out.print(f"lexical query: {answer['explain']['fts_query']}", style="dim",
-                      markup=False)
+            print_explain(out, answer["explain"])
         print_results(out, results)
     pending = answer.get("pending_embeddings")
     if pending:

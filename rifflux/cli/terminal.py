@@ -31,6 +31,7 @@ from ..types import (
     LinkPlace,
     NoteLinks,
     ScoreBreakdown,
+    SearchExplain,
     SearchResult,
 )
 
@@ -125,6 +126,29 @@ def print_results(console: Console, results: list[SearchResult]) -> None:
             why = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                             for k, v in hit["explain"].items())
             console.print(Text(f"    why: {why or 'no branch found it'}", style="dim"))
+
+
+def print_explain(console: Console, explain: SearchExplain) -> None:
+    """What the search ran: its FTS5 expressions, the stopwords it left out and the
+    filters it applied, one dim line each (the last three when there are any)."""
+    lines = [f"lexical query: {explain['fts_query'] or '(no searchable word)'}"]
+    if explain["fts_every"]:
+        lines.append(f"holding every word first: {explain['fts_every']}")
+    if explain["stopwords_dropped"]:
+        lines.append(f"stopwords left out: {', '.join(explain['stopwords_dropped'])}")
+    if explain["filters"]:
+        lines.append("filters: " + "; ".join(f"{name} {_shown_value(value)}"
+                                             for name, value in explain["filters"].items()))
+    for line in lines:
+        console.print(line, style="dim", markup=False)
+
+
+def _shown_value(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_shown_value(v)}" for k, v in value.items())
+    return str(value)
 
 
 def print_links(console: Console, links: NoteLinks) -> None:
