@@ -18,7 +18,7 @@ from typing import Any, Literal, overload
 import anyio
 
 from .actors.jobs import Finished
-from .actors.messages import SearchShape
+from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
@@ -38,8 +38,8 @@ from .types import (
     FileLines,
     FileRecord,
     ForgetResult,
+    IndexedFile,
     JobInfo,
-    Mode,
     Neighbor,
     NoteLinks,
     ReindexResult,
@@ -50,17 +50,6 @@ from .types import (
 )
 
 __all__ = ["MODES", "Rifflux"]
-
-
-def _checked(query: str, top_k: int, mode: str) -> Mode:
-    """The search's mode, once the query, ``top_k`` and mode are known to be good."""
-    if mode not in MODES:
-        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
-    if not isinstance(query, str):
-        raise InvalidArgumentError("query must be a string")
-    return mode
 
 
 #: How long a background reindex waits to name the model it embeds with.
@@ -155,7 +144,7 @@ class Rifflux:
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
         ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
-        _checked(query, top_k, mode)
+        checked_mode(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
@@ -171,7 +160,7 @@ class Rifflux:
     ) -> list[SearchResult]:
         """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
         a caller that also reports them (``describe_search``) parses them once for both."""
-        checked = _checked(query, top_k, mode)
+        checked = checked_mode(query, top_k, mode)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars)
         return await self._open().search(query, top_k, checked, filters, shape)
@@ -257,6 +246,12 @@ class Rifflux:
         """Every tag (front matter and inline), with the number of files that carry it;
         with ``paths`` (globs), only files that match them are counted."""
         return await self._open().tags(make_filters(paths=paths).paths)
+
+    async def files(self, root: str | os.PathLike[str] | None = None) -> list[IndexedFile]:
+        """The files the index holds (of ``root`` alone: an indexed folder, by path or by
+        name), each with its ``title``, ``modified`` and how many ``chunks``, by folder and
+        path."""
+        return await self._open().files(None if root is None else os.fspath(root))
 
     async def roots(self) -> list[str]:
         """The folders this index holds files from (absolute paths)."""

@@ -323,6 +323,16 @@ class Counts(TypedDict):
     unresolved_links: int  # of which no file is found for
 
 
+class IndexedFile(TypedDict):
+    """A file the index holds, as ``files()`` lists it."""
+
+    path: str  # relative to ``root``
+    root: str
+    title: str
+    modified: str  # the file's mtime when indexed, ISO 8601 UTC
+    chunks: int
+
+
 class RootCount(TypedDict):
     """An indexed folder and what the index holds from it."""
 

@@ -203,7 +203,15 @@ async def test_reindex_with_neither_path_nor_paths_indexes_the_server_cwd(tmp_pa
         out = await call(session, "reindex")
         found = await call(session, "search_rifflux", query="quokka", mode="lexical")
         status = await call(session, "index_status")
+        later = await call(session, "reindex", background=True, path="")
+        given = await call(session, "reindex", path=str(corpus["cwd"]))
     assert out["indexed_files"] == 1
+    cwd = str(corpus["cwd"].resolve())
+    for answer in (out, later):  # which folder, and why that one
+        assert answer["path"] == cwd
+        assert answer["hint"].startswith(f"no path was given, so the server's working "
+                                         f"directory {cwd} was indexed")
+    assert "path" not in given and "hint" not in given
     assert [(h["path"], h["root"]) for h in found["results"]] == [
         ("here.md", str(corpus["cwd"].resolve()))]
     assert status["server_cwd"] == str(corpus["cwd"].resolve())

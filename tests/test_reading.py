@@ -209,3 +209,31 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
         assert "read it whole" in last["hint"] and "read on" not in last["hint"]
         ranged = await read_page(rf, "long.md", 2000, start_line=1, end_line=9)
         assert ranged["next_start_line"] == 5 and "start_line=5, end_line=9" in ranged["hint"]
+
+
+async def test_files_lists_every_indexed_file_with_its_chunks(
+    tmp_path: Path, tagged_vault: Path
+) -> None:
+    elsewhere = write(tmp_path / "elsewhere", "far.md", "# Far\n\n" + "".join(
+        f"## Part {i}\n\n" + "A long paragraph about otters. " * 30 + "\n\n"
+        for i in range(3))).parent
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(paths=[tagged_vault, elsewhere])
+        every = await rf.files()
+        far = await rf.files("elsewhere")
+        vault = await rf.files(tagged_vault)
+        alpha = await rf.get_file("projects/alpha.md")
+        far_file = await rf.get_file("far.md")
+        with pytest.raises(InvalidArgumentError, match="'attic' is not an indexed folder"):
+            await rf.files("attic")
+    assert [(f["root"], f["path"]) for f in every] == [  # by folder, then path
+        *[(str(tagged_vault), p) for p in ("journal/2026-11-01.md", "journal/2026-11-02.md",
+                                           "projects/alpha.md", "projects/beta.md")],
+        (str(elsewhere.resolve()), "far.md")]
+    assert far_file is not None and len(far_file["chunks"]) > 1
+    assert far == [{"path": "far.md", "root": str(elsewhere.resolve()), "title": "Far",
+                    "modified": far_file["modified"], "chunks": len(far_file["chunks"])}]
+    assert vault == every[:4] and alpha is not None
+    first = next(f for f in every if f["path"] == "projects/alpha.md")
+    assert (first["chunks"], first["title"], first["modified"]) == (
+        len(alpha["chunks"]), alpha["title"], alpha["modified"])

@@ -1,4 +1,5 @@
-"""What the command line shows on a terminal: indexing progress and search results.
+"""What the command line shows on a terminal: indexing progress, search results, links
+and files.
 
 Both use rich (the progress display falls back to a plain line every few
 seconds when stderr is not a terminal).
@@ -6,6 +7,7 @@ seconds when stderr is not a terminal).
 
 from __future__ import annotations
 
+import errno
 import time
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from ..api import Rifflux
 from ..types import (
     FINISHED,
     Counts,
+    IndexedFile,
     JobInfo,
     LinkPlace,
     NoteLinks,
@@ -34,6 +37,21 @@ from ..types import (
     SearchExplain,
     SearchResult,
 )
+
+
+class _Stdout(Console):
+    """Results on stdout. A reader that has gone (``rifflux search q | head -1``) is a
+    ``BrokenPipeError`` for the command line's boundary, which ends quietly with status
+    0, rather than rich's exit with status 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "stdout was closed")
+
+
+def stdout_console(*, soft_wrap: bool = True) -> Console:
+    """A console for a command's results (stdout)."""
+    return _Stdout(highlight=False, soft_wrap=soft_wrap)
 
 
 class _Rate(ProgressColumn):
@@ -174,6 +192,14 @@ def print_links(console: Console, links: NoteLinks) -> None:
             line.append(f"  {back['heading']}", style="magenta")
         line.append(f"  {_written(back)}")
         console.print(line)
+
+
+def print_files(console: Console, files: list[IndexedFile]) -> None:
+    """Each file: its number of chunks, where it is (as a person opens it), its title."""
+    width = max((len(f"{f['chunks']:,}") for f in files), default=0)
+    for file in files:
+        where = _shown(Path(file["root"]) / file["path"])
+        console.print(f"{file['chunks']:>{width},}  {where}  {file['title']}", markup=False)
 
 
 def _written(link: LinkPlace) -> str:

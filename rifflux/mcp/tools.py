@@ -296,7 +296,8 @@ async def _reindex(
     background: bool, yes: bool,
 ) -> dict[str, Any]:
     state = _state(ctx)
-    locations = paths if paths else [path] if path else [os.getcwd()]
+    cwd = os.getcwd()
+    locations = paths if paths else [path] if path else [cwd]
     absent = await missing_locations(locations)
     if len(absent) == len(locations):
         raise ToolError(
@@ -308,16 +309,25 @@ async def _reindex(
         started = await state.rf.reindex(path=path, paths=paths, force=force, background=True,
                                          yes=yes)
         job_id = started["job"]["id"]
+        # with neither path nor paths: the folder the answer is about, and why that one
+        where = {} if paths or path else {
+            "path": cwd, "hint": f"no path was given, so the server's working directory "
+                                 f"{cwd} was indexed (the folder the MCP client started the "
+                                 "server in); to index another folder, call reindex with "
+                                 "its absolute path"}
         if background:
-            return {**started, "job_id": job_id,
+            return {**started, "job_id": job_id, **where,
                     "next_step": "call index_status: this job is listed under `jobs` and "
                                  "reaches status 'completed' once its files are indexed and "
                                  "embedded"}
         out = await _follow(state.rf, job_id, ctx)
     failed = {e["path"]: e["error"] for e in out["errors"]}
     if all(loc in failed for loc in locations):
-        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations))
-    return dict(out)
+        why = (" (no path was given, so this is the server's working directory: call "
+               "reindex with the absolute path of the folder to index)" if where else "")
+        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
+                        + why)
+    return {**out, **where}
 
 
 async def forget(ctx: Context[ServerState, Any], path: ForgetPath,
