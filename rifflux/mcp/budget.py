@@ -184,7 +184,7 @@ class Shaped:
     body: dict[str, Any]
     cut: bool = False
     hints: list[str] = field(default_factory=list)
-    more: dict[str, Any] = field(default_factory=dict)  # omitted, next_start_line
+    more: dict[str, Any] = field(default_factory=dict)  # (omitted)
 
 
 def within(shape: Callable[[dict[str, Any], int], Shaped], answer: dict[str, Any],
