@@ -100,9 +100,7 @@ class SearchResult(TypedDict):
 
 class SearchExplain(TypedDict):
     fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
-    #: For a query mixing CJK and other words, the expression a chunk holding every word
-    #: matches (those rank first); None for any other query.
-    fts_every: str | None
+    fts_every: str | None  # what chunks holding every word of a mixed CJK query match
     stopwords_dropped: list[str]  # as written in the query, once each
     filters: dict[str, object]  # as applied
 
@@ -324,12 +322,12 @@ class Counts(TypedDict):
 
 
 class IndexedFile(TypedDict):
-    """A file the index holds, as ``files()`` lists it."""
+    """A file the index holds, as ``files()`` lists it (``modified``: ISO 8601 UTC)."""
 
     path: str  # relative to ``root``
     root: str
     title: str
-    modified: str  # the file's mtime when indexed, ISO 8601 UTC
+    modified: str
     chunks: int
 
 
