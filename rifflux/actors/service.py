@@ -23,6 +23,7 @@ from ..types import (
     Counts,
     FileLines,
     FileRecord,
+    IndexedFile,
     JobInfo,
     Mode,
     Neighbor,
@@ -44,6 +45,7 @@ from .messages import (
     ChunkRequested,
     CountsRequested,
     FileRequested,
+    FilesRequested,
     LinesRequested,
     LinksRequested,
     NeighborsRequested,
@@ -167,6 +169,9 @@ class Service:
 
     async def roots(self) -> list[str]:
         return await self._ask(lambda reply: RootsRequested(reply=reply))
+
+    async def files(self, root: str | None) -> list[IndexedFile]:
+        return await self._ask(lambda reply: FilesRequested(root=root, reply=reply))
 
     async def root_counts(self) -> list[RootCount]:
         return await self._ask(lambda reply: RootCountsRequested(reply=reply))

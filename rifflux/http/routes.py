@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio
 from fastapi import APIRouter, Depends, Query, Request
@@ -134,10 +134,16 @@ async def _search(rf: Rifflux, p: SearchQuery | SearchBody,
     reason = await why(rf, p.q, p.mode, results, filters)
     if reason is not None:
         hints.append(_WHY[reason])
-    if p.max_chars is not None and fit_results(answer["results"], p.max_chars):
-        answer["truncated"] = True
-        hints.append(f"texts were cut to fit max_chars={p.max_chars} (marked …[+N chars]): "
-                     "read a hit whole at /api/chunks/{chunk_id}")
+    if p.max_chars is not None:
+        cut, omitted = fit_results(cast(dict[str, Any], answer), p.max_chars)
+        if cut or omitted:
+            answer["truncated"] = True
+            if omitted:
+                answer["omitted"] = omitted
+            hints.append(f"cut to fit max_chars={p.max_chars} ({', '.join(cut) or 'texts'} "
+                         "marked …[+N chars]"
+                         + (f"; the {omitted} lowest-ranked hits left out" if omitted else "")
+                         + "): read a hit whole at /api/chunks/{chunk_id}, or raise max_chars")
     if hints:
         answer["hint"] = "; ".join(hints)
     return answer

@@ -15,6 +15,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
+from rifflux.mcp.budget import ENVELOPE
+
 from ..helpers import TOOLS, mcp_session, write
 from ..serving import Served, serving, until
 
@@ -104,13 +106,16 @@ def test_search_filters_narrow_before_ranking(client: httpx2.Client) -> None:
     assert nothing["count"] == 0 and "filters" in nothing["hint"]
 
 
-def test_max_chars_cuts_texts_not_hits_and_says_so(client: httpx2.Client) -> None:
+def test_max_chars_bounds_the_answer_and_says_what_was_cut(client: httpx2.Client) -> None:
     whole = client.get("/api/search", params={"q": "retrying requests", "top_k": 5}).json()
-    cut = client.get("/api/search", params={"q": "retrying requests", "top_k": 5,
-                                            "max_chars": 1000}).json()
-    assert cut["count"] == whole["count"] and cut["truncated"] is True
-    assert sum(len(r["content"]) for r in cut["results"]) <= 1000
-    assert "max_chars=1000" in cut["hint"]
+    got = client.get("/api/search", params={"q": "retrying requests", "top_k": 5,
+                                            "max_chars": 1000})
+    cut = got.json()
+    assert cut["truncated"] is True and "max_chars=1000" in cut["hint"]
+    assert cut["count"] + cut.get("omitted", 0) == whole["count"]  # nothing left unsaid
+    kept = [r["chunk_id"] for r in cut["results"]]
+    assert kept == [r["chunk_id"] for r in whole["results"]][: len(kept)]  # best first
+    assert len(got.text) <= 1000 + ENVELOPE  # the whole answer, as MCP's tools keep it
 
 
 @pytest.mark.parametrize(("params", "words"), [
