@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from rifflux.core.chunker import ChunkLimits, parse_markdown
 from rifflux.core.fts_query import build_match
 from rifflux.core.fusion import Fused, rrf
-from rifflux.core.vectors import VectorIndex
 
-from ..helpers import WORD, spans_point_at_the_text
+from ..helpers import WORD, ExactVectors, spans_point_at_the_text
 
 
 def words(text: str) -> list[str]:
@@ -412,7 +411,7 @@ def direction(vec: Sequence[int]) -> tuple[int, ...]:
 TOL = 1e-5
 
 
-def check_top_k(index: VectorIndex, model: Model, search: TopK) -> None:
+def check_top_k(index: ExactVectors, model: Model, search: TopK) -> None:
     query, k = search.query, search.k
     mask = None
     allowed = set(model)
@@ -459,7 +458,7 @@ def check_top_k(index: VectorIndex, model: Model, search: TopK) -> None:
 @example(ops=[Upsert([(1, [1, 0, 0, 0], 1), (2, [0, 1, 0, 0], 2), (3, [1, 1, 0, 0], 3)], True),
               Remove([1, 7]), TopK([1, 1, 0, 0], 5, [3])])
 def test_the_vector_index_matches_brute_force(ops: list[Operation]) -> None:
-    index = VectorIndex(DIM, capacity=2)  # small, so that it grows
+    index = ExactVectors(DIM, capacity=2)  # small, so that it grows
     model: Model = {}
     for op in ops:
         if isinstance(op, Upsert):

@@ -3,7 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rifflux.core.vectors import VectorIndex, normalise
+from rifflux.core.vectors import normalise
+
+from ..helpers import ExactVectors
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -12,7 +14,7 @@ def unit(*xs: float) -> np.ndarray:
 
 
 def test_top_k_orders_by_cosine() -> None:
-    idx = VectorIndex(3)
+    idx = ExactVectors(3)
     idx.upsert([10, 20, 30], np.stack([unit(1, 0, 0), unit(1, 1, 0), unit(0, 1, 0)]))
     got = idx.top_k(unit(1, 0.1, 0), 2)
     assert [i for i, _ in got] == [10, 20]
@@ -20,7 +22,7 @@ def test_top_k_orders_by_cosine() -> None:
 
 
 def test_remove_keeps_rows_contiguous_and_correct() -> None:
-    idx = VectorIndex(2, capacity=2)
+    idx = ExactVectors(2, capacity=2)
     vecs = np.stack([unit(1, i) for i in range(50)])
     idx.upsert(list(range(50)), vecs)
     idx.remove(range(0, 50, 2))
@@ -31,18 +33,18 @@ def test_remove_keeps_rows_contiguous_and_correct() -> None:
 
 
 def test_zero_query_vector_gives_zero_cosines() -> None:
-    idx = VectorIndex(2)
+    idx = ExactVectors(2)
     idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
     got = idx.top_k(np.zeros(2, dtype=np.float32), 5)
     assert [s for _, s in got] == [0.0, 0.0]
 
 
 def test_empty_index_returns_nothing() -> None:
-    assert VectorIndex(4).top_k(unit(1, 0, 0, 0), 3) == []
+    assert ExactVectors(4).top_k(unit(1, 0, 0, 0), 3) == []
 
 
 def test_upsert_replaces_a_vector() -> None:
-    idx = VectorIndex(2)
+    idx = ExactVectors(2)
     idx.upsert([1], unit(1, 0)[None, :])
     idx.upsert([1], unit(0, 1)[None, :])
     assert len(idx) == 1
@@ -53,7 +55,7 @@ def test_feedback_rescores_against_the_moved_query() -> None:
     rng = np.random.default_rng(7)
     vecs = rng.normal(size=(300, 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    idx = VectorIndex(8)
+    idx = ExactVectors(8)
     idx.upsert(list(range(300)), vecs)
     q = vecs[5] + 0.5 * vecs[9]
     plain = idx.top_k(q, 10)
@@ -69,7 +71,7 @@ def test_feedback_rescores_against_the_moved_query() -> None:
 
 
 def test_feedback_with_a_zero_query_still_gives_zero_cosines() -> None:
-    idx = VectorIndex(2)
+    idx = ExactVectors(2)
     idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
     got = idx.top_k(np.zeros(2, dtype=np.float32), 2, feedback=3)
     assert [s for _, s in got] == [0.0, 0.0]
@@ -77,7 +79,7 @@ def test_feedback_with_a_zero_query_still_gives_zero_cosines() -> None:
 
 def test_a_mask_limits_top_k_to_its_groups_before_the_cut() -> None:
     rng = np.random.default_rng(7)
-    index = VectorIndex(8)
+    index = ExactVectors(8)
     vectors = rng.normal(size=(200, 8)).astype(np.float32)
     groups = [i % 10 for i in range(200)]
     index.upsert(list(range(200)), vectors, groups)
@@ -104,7 +106,7 @@ def test_a_mask_limits_top_k_to_its_groups_before_the_cut() -> None:
 def test_equal_vectors_tie_exactly_whatever_path_blas_summed_them_by() -> None:
     # Found by the property test: BLAS gave row 2 a cosine one ulp above row 1's equal
     # vector, so the larger id came first and the smaller one lost the cut.
-    index = VectorIndex(4)
+    index = ExactVectors(4)
     index.upsert([0, 1, 2], normalise(np.array(
         [[1, 0, 0, 0], [1, -1, 1, -1], [1, -1, 1, -1]], dtype=np.float32)))
     query = np.array([0, 1, 1, -2], dtype=np.float32)
@@ -117,7 +119,7 @@ def test_equal_vectors_tie_exactly_whatever_path_blas_summed_them_by() -> None:
 def test_with_ties_every_row_equal_to_the_kth_is_returned_for_the_caller_to_order(
     feedback: int,
 ) -> None:
-    idx = VectorIndex(3)
+    idx = ExactVectors(3)
     same = unit(1, 0.2, 0)
     idx.upsert([7, 3, 9, 5, 1], np.stack([unit(1, 0, 0), same, same, same, unit(0, 0, 1)]))
     query = unit(1, 0.1, 0)
