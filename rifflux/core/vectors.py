@@ -63,12 +63,17 @@ def normalise(vectors: F32) -> F32:
 
 def quantise(vectors: F32) -> tuple[npt.NDArray[np.int8], F32]:
     """int8 codes and a scale per row (``row ≈ codes * scale``): the row's largest
-    component is ±127. Equal rows get equal codes, so their scores tie exactly."""
-    vectors = np.nan_to_num(np.asarray(vectors, dtype=np.float32), nan=0.0, posinf=0.0,
-                            neginf=0.0)
-    scales: F32 = (np.abs(vectors).max(axis=-1, initial=0.0) / _LEVELS).astype(np.float32)
-    divisors = np.where(scales > 0, scales, np.float32(1.0))
-    codes = np.rint(vectors / divisors[..., None]).astype(np.int8)
+    component is ±127; a row with a NaN or an infinity becomes zero. Equal rows get
+    equal codes, so their scores tie exactly."""
+    x = np.asarray(vectors, dtype=np.float32)
+    with np.errstate(invalid="ignore"):
+        scales: F32 = (np.abs(x).max(axis=-1, initial=0.0) / _LEVELS).astype(np.float32)
+    scales[~np.isfinite(scales)] = 0.0
+    scaled = x / np.where(scales > 0, scales, np.float32(1.0))[..., None]
+    np.rint(scaled, out=scaled)
+    np.nan_to_num(scaled, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+    codes = scaled.astype(np.int8)
+    codes[scales == 0] = 0
     return codes, scales
 
 

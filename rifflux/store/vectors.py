@@ -16,8 +16,9 @@ import numpy as np
 from ..core.vectors import F32, I64
 from .schema import mapped_errors
 
-#: Rows per block of a load: 8,192 x 384 float32 is 12 MiB.
-BLOCK = 8192
+#: Rows per block of a load: 4,096 x 384 float32 is 6 MiB (a block costs about six
+#: times that while it is converted).
+BLOCK = 4096
 
 #: Takes a block: the chunks' row ids, their vectors, their files.
 Into = Callable[[I64, F32, I64], None]
