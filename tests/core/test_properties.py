@@ -548,18 +548,18 @@ def test_the_compact_matrix_is_exact_up_to_quantisation_after_any_history(
     for _ in range(4):
         query = rng.normal(size=BIG_DIM).astype(np.float32)
         k = int(rng.choice([1, 10, 60]))
-        groups = None if rng.random() < 0.5 else [int(g) for g in rng.integers(0, 6, 2)]
-        allowed = {key for key, (_, g) in live.items() if groups is None or g in groups}
-        mask = None if groups is None else index.mask(np.asarray(groups, dtype=np.int64))
-        keys = np.asarray(sorted(allowed), dtype=np.int64)
-        rows = (np.stack([live[key][0] for key in keys]) if len(keys)
+        chosen = None if rng.random() < 0.5 else [int(g) for g in rng.integers(0, 6, 2)]
+        allowed = {key for key, (_, g) in live.items() if chosen is None or g in chosen}
+        mask = None if chosen is None else index.mask(np.asarray(chosen, dtype=np.int64))
+        present = np.asarray(sorted(allowed), dtype=np.int64)
+        rows = (np.stack([live[int(key)][0] for key in present]) if len(present)
                 else np.zeros((0, BIG_DIM), np.float32))
         for ties in (False, True):
             got = index.top_k(query, k, mask=mask, ties=ties)
-            want = rank_exactly(query, keys, rows, k, ties=ties)
+            want = rank_exactly(query, present, rows, k, ties=ties)
             ids = [key for key, _ in got]
             assert len(set(ids)) == len(ids) and set(ids) <= allowed  # never a removed id
-            cosines = dict(rank_exactly(query, keys, rows, len(keys)))
+            cosines = dict(rank_exactly(query, present, rows, len(present)))
             # each cosine is the exact one of the id's latest vector, best first
             assert all(score == cosines[key] for key, score in got), (got, cosines)
             assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)

@@ -206,7 +206,7 @@ def test_equal_vectors_beyond_the_candidates_tie_whole_and_smallest_ids_first() 
     copy = unit(*range(1, 17))
     copies = list(range(5000, 5000 + 700, 7))[::-1]  # 100 copies, upserted largest id first
     index.upsert(copies, np.tile(copy, (len(copies), 1)))
-    query = copy + 0.01 * unit(*([1, -1] * 8))
+    query = (copy + 0.01 * unit(*([1, -1] * 8))).astype(np.float32)
     tied = index.top_k(query, 10, ties=True)
     assert sorted(i for i, _ in tied) == sorted(copies)  # every copy: all tie with the 10th
     assert len({s for _, s in tied}) == 1
@@ -229,7 +229,8 @@ def test_removed_ids_never_come_back_and_a_re_upserted_id_ranks_by_its_new_vecto
     index.upsert([17], -target[None, :], [4])
     assert 17 not in dict(index.top_k(target, 100))
     index.upsert([17], target[None, :], [4])
-    assert index.top_k(target, 1) == [(17, pytest.approx(1.0, abs=1e-6))]
+    [(best, cosine)] = index.top_k(target, 1)
+    assert best == 17 and cosine == pytest.approx(1.0, abs=1e-6)
     # its group moved with it; removing the group takes it and nothing else
     assert [i for i, _ in index.top_k(target, 1, mask=index.mask(np.array([4])))] == [17]
     index.index.remove_groups([4])
