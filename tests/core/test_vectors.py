@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rifflux.core.embedders import HashEmbedder
+from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
 from rifflux.core.vectors import normalise, rank
 
 from ..helpers import ExactVectors, brute_force
@@ -253,3 +253,37 @@ def test_a_mask_keeps_the_exact_ranking_of_its_rows(share: float) -> None:
         query = rng.normal(size=dim).astype(np.float32)
         got = index.top_k(query, 15, mask=mask)
         assert got == rank(query, rows.astype(np.int64), vectors[rows], 15)
+
+
+@pytest.fixture(scope="module")
+def model_vectors() -> tuple[OnnxEmbedder, list[str], np.ndarray]:
+    """Passages of this project's README embedded once with the bundled model."""
+    repo = Path(__file__).resolve().parents[2]
+    words = repo.joinpath("README.md").read_text().split()
+    passages = [" ".join(words[i : i + 20]) for i in range(0, len(words) - 20, 9)][:240]
+    embedder = OnnxEmbedder(locate_model())
+    return embedder, passages, embedder.embed_documents(passages)
+
+
+@pytest.mark.parametrize("feedback", [0, 3])
+def test_the_compact_matrix_ranks_the_models_vectors_like_exact_float32(
+    model_vectors: tuple[OnnxEmbedder, list[str], np.ndarray], feedback: int,
+) -> None:
+    embedder, passages, vectors = model_vectors
+    ids = np.arange(len(passages), dtype=np.int64)
+    index = ExactVectors(embedder.dim)
+    index.upsert(list(ids), vectors)
+    words = Path(__file__).resolve().parents[2].joinpath("docs", "CONTRACT.md").read_text()
+    questions = [" ".join(words.split()[i : i + 6]) for i in range(0, 2400, 60)]
+    shares, scan = [], []
+    for question in questions:
+        query = embedder.embed_query(question)
+        # a pool of 20: the candidates are a third of the rows, not all of them
+        got = index.top_k(query, 10, feedback=feedback, pool=20)
+        want = rank(query, ids, vectors, 10, feedback=feedback, pool=20)
+        shares.append(agreement(got, want))
+        if feedback == 0:  # the int8 scan alone, before the exact ranking, nearly agrees
+            best = index.index.candidates(query, 10)[:10]
+            scan.append(agreement([(int(i), 0.0) for i in best], want))
+    assert len(questions) == 40 and np.mean(shares) >= 0.98, np.mean(shares)
+    assert feedback or np.mean(scan) >= 0.95, np.mean(scan)
