@@ -20,9 +20,9 @@ int8. numkong is a kernel library: the rows, their ids and the swap-on-remove st
 so an upsert or a removal costs what it changes. Rows of a filter (``mask``) are scanned
 alone when they are few (a file or a folder: 0.3 ms for 5,000 rows).
 
-Rows are chunk row ids (found by id through a direct-address table: 4 bytes per id up
-to the largest, where a dict would take 110 MB at a million); removal moves the last row
-into the hole, so the live rows stay contiguous and a scan never loops in Python.
+Rows are chunk row ids (found through ``RowIds``, 12 bytes an id where a dict takes
+110); removal moves the last rows into the holes, so the live rows stay contiguous and a
+scan never loops in Python.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .rowids import RowIds
+
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 #: (ids, their float32 vectors): the exact vectors of the rows of these ids that still
@@ -40,8 +42,6 @@ I64 = npt.NDArray[np.int64]
 Exact = Callable[[I64], tuple[I64, F32]]
 
 _LEVELS = 127.0
-#: Row ids are looked up in a table indexed by id (see the module's docstring).
-_MAX_ID = 2**31 - 1
 #: A filter's rows are gathered and scanned alone when they are at most this share.
 _GATHER = 1 / 8
 #: Candidates beyond the best ones asked for, so that quantisation cannot push an exact
@@ -92,8 +92,7 @@ class VectorIndex:
         self._ids: I64 = np.zeros(cap, dtype=np.int64)
         #: Each row's group (the chunk's file), so that a search can be limited to files.
         self._groups: I64 = np.zeros(cap, dtype=np.int64)
-        #: By id: its row + 1 (0: absent).
-        self._slot: npt.NDArray[np.int32] = np.zeros(cap, dtype=np.int32)
+        self._where = RowIds(cap)
         self._n = 0
         #: Bumped by every change, so that a cached row mask knows when it is stale.
         self.version = 0
@@ -102,13 +101,13 @@ class VectorIndex:
         return self._n
 
     def __contains__(self, key: int) -> bool:
-        return 0 <= key < len(self._slot) and bool(self._slot[key])
+        return bool(self._where.get(np.asarray([key], dtype=np.int64))[0] >= 0)
 
     @property
     def nbytes(self) -> int:
         """What the matrix holds in memory (its spare capacity is not touched)."""
         per_row = self.dim + self._scales.itemsize + self._ids.itemsize + self._groups.itemsize
-        return int(self._n * per_row + self._slot.nbytes)
+        return int(self._n * per_row + self._where.nbytes)
 
     def ids(self) -> I64:
         """The ids held, in row order."""
@@ -127,11 +126,6 @@ class VectorIndex:
         self._ids = _grown(self._ids, new_cap, self._n)
         self._groups = _grown(self._groups, new_cap, self._n)
 
-    def _cover(self, largest: int) -> None:
-        if largest >= len(self._slot):
-            self._slot = _grown(self._slot, max(largest + 1, len(self._slot) * 5 // 4),
-                                len(self._slot))
-
     def upsert(self, ids: Sequence[int] | I64, vectors: F32,
                groups: Sequence[int] | I64 | None = None) -> None:
         """Set these rows (a repeated id: the last one wins; no groups: group 0)."""
@@ -142,21 +136,18 @@ class VectorIndex:
             raise ValueError(f"expected {(len(keys), self.dim)} vectors, got {vectors.shape}")
         if groups is not None and len(groups) != len(keys):
             raise ValueError(f"expected {len(keys)} groups, got {len(groups)}")
-        if int(keys.min()) < 0 or int(keys.max()) > _MAX_ID:
-            raise ValueError(f"row ids must be between 0 and {_MAX_ID}")
         group = (np.zeros(len(keys), dtype=np.int64) if groups is None
                  else np.asarray(groups, dtype=np.int64).reshape(-1))
         codes, scales = quantise(normalise(np.asarray(vectors, dtype=np.float32)))
         last = _last_of_each(keys)
         if last is not None:
             keys, codes, scales, group = keys[last], codes[last], scales[last], group[last]
-        self._cover(int(keys.max()))
-        rows = self._slot[keys].astype(np.int64) - 1
+        rows = self._where.get(keys)
         new = rows < 0
         added = int(np.count_nonzero(new))
         self._grow(self._n + added)
         rows[new] = np.arange(self._n, self._n + added)
-        self._slot[keys[new]] = rows[new] + 1
+        self._where.set(keys[new], rows[new])
         self._n += added
         self._ids[rows] = keys
         self._codes[rows] = codes
@@ -168,20 +159,16 @@ class VectorIndex:
         """Drop these rows (absent ids are ignored): the last rows move into the holes."""
         self.version += 1
         given = ids if isinstance(ids, np.ndarray | list | tuple) else list(ids)
-        keys = np.unique(np.asarray(given, dtype=np.int64).reshape(-1))
-        keys = keys[(keys >= 0) & (keys < len(self._slot))]
-        rows = self._slot[keys].astype(np.int64) - 1
-        keys, rows = keys[rows >= 0], rows[rows >= 0]
+        _, rows = self._where.drop(np.unique(np.asarray(given, dtype=np.int64).reshape(-1)))
         if len(rows) == 0:
             return
-        self._slot[keys] = 0
         n = self._n - len(rows)
         holes = np.sort(rows[rows < n])
         tail = np.arange(n, self._n)
         movers = tail[~np.isin(tail, rows)]  # as many as there are holes
         for array in (self._codes, self._scales, self._ids, self._groups):
             array[holes] = array[movers]
-        self._slot[self._ids[holes]] = (holes + 1).astype(np.int32)
+        self._where.set(self._ids[holes], holes)
         self._n = n
 
     def remove_groups(self, groups: Sequence[int]) -> None:
@@ -191,7 +178,7 @@ class VectorIndex:
             self.remove(self._ids[: self._n][hit])
 
     def clear(self) -> None:
-        self._slot[self._ids[: self._n]] = 0
+        self._where.clear()
         self._n = 0
         self.version += 1
 

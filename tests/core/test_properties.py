@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from rifflux.core.chunker import ChunkLimits, parse_markdown
 from rifflux.core.fts_query import build_match
 from rifflux.core.fusion import Fused, rrf
+from rifflux.core.rowids import RowIds
 from rifflux.core.vectors import rank as rank_exactly
 
 from ..helpers import WORD, ExactVectors, spans_point_at_the_text
@@ -571,3 +572,23 @@ def test_the_compact_matrix_is_exact_up_to_quantisation_after_any_history(
             floor = got[min(k, len(got)) - 1][1]
             missed = [key for key, _ in want if key not in set(ids)]
             assert all(cosines[key] <= floor + QUANTISATION for key in missed), (got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.lists(st.one_of(
+    st.integers(0, 40), st.integers(0, 2**62)), max_size=30, unique=True)), max_size=25))
+def test_row_ids_hold_what_a_dict_holds(ops: list[tuple[bool, list[int]]]) -> None:
+    where = RowIds(capacity=2)
+    model: dict[int, int] = {}
+    for i, (setting, keys) in enumerate(ops):
+        array = np.asarray(keys, dtype=np.int64)
+        if setting:  # new keys and held ones, appended or in between
+            where.set(array, np.arange(len(keys), dtype=np.int64) + 100 * i)
+            model.update({k: j + 100 * i for j, k in enumerate(keys)})
+        else:
+            dropped, rows = where.drop(array)
+            assert sorted(zip(dropped.tolist(), rows.tolist(), strict=True)) == sorted(
+                (k, model.pop(k)) for k in keys if k in model)
+        probe = sorted(model) + [41, 2**62 + 1]
+        assert where.get(np.asarray(probe, dtype=np.int64)).tolist() == [
+            model.get(k, -1) for k in probe]
