@@ -3,10 +3,10 @@
 A row is a vector quantised to int8 with a float32 scale of its own (its largest
 component maps to ±127): 388 bytes a row at 384 dimensions where float32 took 1,536,
 0.4 GB at a million chunks. A search scans every row with an int8 dot product and keeps
-the best candidates, several times more than it was asked for (``candidates``); the
-caller reads those rows' float32 vectors back from the database and ``rank`` orders them
+the best candidates, a quarter more than it was asked for (``candidates``); the caller
+reads those rows' float32 vectors back from the database and ``rank`` orders them
 exactly, so the cosines and the order are an exact search's whenever the exact best rows
-are among the candidates (top-10 agreement with an exact scan: see the README).
+are among the candidates (on the model's vectors they always were: see ``_MARGIN``).
 
 The scan is numkong's (the SIMD kernels of simsimd under their new name): NumPy has no
 fast int8 product. Measured at 1,000,000 x 384 on this project's 2-core machine (AVX-512
