@@ -241,9 +241,11 @@ def report(v: dict[str, Any]) -> list[str]:
     for key, what in (("total", "total (feedback 3, 20 deep)"), ("scan", "int8 scan"),
                       ("read", "float32 read of the candidates"), ("rank", "exact rank"),
                       ("order", "stable order of ties"),
+                      ("cpu", "total, CPU time of the process (what load cannot inflate)"),
                       ("filtered_total", f"total, filtered to {s['filtered_files']} files")):
         lines.append(f"| {what} | {ms[key]['p50_ms']} | {ms[key]['p95_ms']} |")
-    lines += ["", f"Top-10 agreement with an exact float32 ranking of all rows: "
+    lines += ["", f"Load average when done: {s['load_average']} (on {os.cpu_count()} CPUs). "
+              f"Top-10 agreement with an exact float32 ranking of all rows: "
               f"{s['top10_agreement_feedback']} (identical: "
               f"{s['top10_identical_share_feedback']}, worst {s['top10_worst_feedback']}).",
               ""]
