@@ -73,11 +73,9 @@ def quantise(vectors: F32) -> tuple[npt.NDArray[np.int8], F32]:
         scales: F32 = (np.abs(x).max(axis=-1, initial=0.0) / _LEVELS).astype(np.float32)
     scales[~np.isfinite(scales)] = 0.0
     scaled = x / np.where(scales > 0, scales, np.float32(1.0))[..., None]
+    scaled[scales == 0] = 0.0  # (its NaN or infinity too)
     np.rint(scaled, out=scaled)
-    np.nan_to_num(scaled, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
-    codes = scaled.astype(np.int8)
-    codes[scales == 0] = 0
-    return codes, scales
+    return scaled.astype(np.int8), scales
 
 
 def _pool(k: int, feedback: int, pool: int) -> int:
@@ -151,11 +149,14 @@ class VectorIndex:
         self._grow(self._n + added)
         rows[new] = np.arange(self._n, self._n + added)
         self._where.set(keys[new], rows[new])
+        first = self._n
         self._n += added
-        self._ids[rows] = keys
-        self._codes[rows] = codes
-        self._scales[rows] = scales
-        self._groups[rows] = group
+        # all new (a load, a new file): the next rows in order, written as one slice
+        at: slice | npt.NDArray[np.int64] = slice(first, self._n) if added == len(keys) else rows
+        self._ids[at] = keys
+        self._codes[at] = codes
+        self._scales[at] = scales
+        self._groups[at] = group
         self.version += 1
 
     def remove(self, ids: Iterable[int] | I64) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import anyio
+import anyio.lowlevel
 import numpy as np
 
 from ..core.vectors import F32, I64
@@ -42,13 +44,28 @@ async def stream(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int
     with mapped_errors(db_path):
         cursor = await conn.execute(_VECTORS, (model,))
         try:
-            while rows := await cursor.fetchmany(block):
-                ids, vectors, files = _arrays(list(rows), dim, with_files=True)
-                into(ids, vectors, files)
-                count += len(ids)
+            rows = list(await cursor.fetchmany(block))
+            while rows:
+                # the connection's thread reads the next block while this one is
+                # converted here: the load takes the longer of the two, not their sum
+                following: list[Any] = []
+                try:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_fetch, cursor, block, following)
+                        await anyio.lowlevel.checkpoint()  # (its request is queued now)
+                        ids, vectors, files = _arrays(rows, dim, with_files=True)
+                        into(ids, vectors, files)
+                        count += len(ids)
+                except BaseExceptionGroup as group:  # the error itself, for mapped_errors
+                    raise group.exceptions[0] from None
+                rows = following
         finally:
             await cursor.close()
     return count
+
+
+async def _fetch(cursor: aiosqlite.Cursor, block: int, into: list[Any]) -> None:
+    into.extend(await cursor.fetchmany(block))
 
 
 async def exact(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int,

@@ -129,3 +129,25 @@ async def test_a_load_never_holds_a_float32_copy_of_every_vector(tmp_path: Path)
     # the compact matrix (with its spare rows) and a few blocks while one is converted;
     # the float32 rows, their bytes and a copy were 3x ``float32`` before
     assert peak < matrix + 8 * block * DIM * 4 and peak < 0.6 * float32, (peak, matrix)
+
+
+async def test_a_block_that_cannot_be_taken_ends_the_load_with_its_own_error(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "i.db"
+    await vectors_db(db, 100)
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    taken: list[int] = []
+
+    def into(ids: np.ndarray, rows: np.ndarray, files: np.ndarray) -> None:
+        taken.append(len(ids))
+        if len(taken) == 2:
+            raise ValueError("no room for these rows")
+
+    try:
+        with pytest.raises(ValueError, match="no room"):  # itself, not in a group
+            await vectors.stream(conn, db, MODEL, DIM, into, block=10)
+        assert taken == [10, 10]
+        assert (await conn.execute_fetchall("SELECT COUNT(*) FROM chunks"))  # still usable
+    finally:
+        await conn.close()
