@@ -237,7 +237,8 @@ class VectorIndex:
         ``rows`` only."""
         import numkong  # (here: a lexical search never loads it)
 
-        if rows is not None and len(rows) <= self._n * _GATHER:
+        gathered = rows is not None and len(rows) <= self._n * _GATHER
+        if gathered:
             codes, scales = self._codes[rows], self._scales[rows]
         else:
             codes, scales = self._codes[: self._n], self._scales[: self._n]
@@ -245,7 +246,7 @@ class VectorIndex:
         numkong.cdist(q8[None, :], codes, metric="dot", out=out)
         scores: F32 = out[0]
         scores *= scales
-        if rows is not None and len(scores) == self._n:
+        if rows is not None and not gathered:
             scores = scores[rows]
         return scores
 
