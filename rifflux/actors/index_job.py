@@ -18,6 +18,7 @@ import anyio
 from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Skipped, Unreadable, prepare_many
 from ..core.ignore import IgnoreFiles
+from ..core.locations import too_many_files
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import IndexDatabaseError, RiffluxError
@@ -94,16 +95,18 @@ class IndexRun:
                            "correct, a little slower", exc)
 
     def _too_large(self, target: Target, scan: ScanResult) -> bool:
-        """A new folder with more candidate files than the limit is refused unless the
-        job says so (a folder already indexed is followed whatever its size)."""
-        found = len(scan.files)
-        if found <= self._limits.max_root_files or self._job.allow_large:
+        """A new folder nobody named (``target.limited``: the working directory of a reindex
+        given no path) with more candidate files than the limit is refused; a folder
+        named explicitly is indexed whatever its size, its progress in the job's status."""
+        found, limit = len(scan.files), self._limits.max_root_files
+        if found <= limit:
+            return False
+        if not target.limited:
+            logger.info("indexing %s: %s files, more than max_root_files (%s), as it was "
+                        "named explicitly", target.root, f"{found:,}", f"{limit:,}")
             return False
         self._problem(target.requested or str(target.root),
-                      f"refused: {found:,} files to index, more than the limit of "
-                      f"{self._limits.max_root_files:,} for a new folder (max_root_files); "
-                      "index the folder you mean, or pass yes=true (rifflux index --yes) "
-                      "to index them all")
+                      too_many_files(found, limit, target.root))
         return True
 
     async def _within_root(self, target: Target) -> tuple[Target, int | None]:

@@ -48,6 +48,7 @@ class Target:
     requested: str = ""  # the path as the caller gave it, for reporting
     missing: str | None = None  # why this location cannot be indexed
     forget: bool = False  # remove it (all of the root, or what is below prefix)
+    limited: bool = False  # a new folder nobody named: refused over max_root_files files
 
 
 @dataclass(slots=True)
@@ -96,7 +97,6 @@ class Job:
     force: bool = False
     source: JobSource = "api"
     count_left_out: bool = False  # report the files the globs leave out (walks excluded dirs)
-    allow_large: bool = False  # index a new folder over max_root_files, or / or home
     id: str = field(default_factory=lambda: f"job-{next(_ids)}")
     status: JobStatus = "queued"
     phase: str = "queued"

@@ -189,11 +189,10 @@ class Service:
     # ------------------------------------------------------------ jobs
 
     def submit(self, targets: Sequence[Target], *, force: bool = False,
-               count_left_out: bool = False, allow_large: bool = False) -> JobHandle:
+               count_left_out: bool = False) -> JobHandle:
         """Queue a job for ``targets`` (see ``Rifflux.reindex`` for the flags)."""
         return JobHandle(self._jobs.submit(Job(list(targets), force=force,
-                                               count_left_out=count_left_out,
-                                               allow_large=allow_large)))
+                                               count_left_out=count_left_out)))
 
     def job(self, job_id: str) -> JobHandle:
         """A job by id (``JobNotFoundError`` once it has left the history)."""

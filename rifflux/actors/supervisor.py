@@ -179,7 +179,7 @@ class Supervisor:
             if recovery is not None and recovery.roots:
                 # (they were indexed before, whatever their size)
                 jobs.submit(Job([Target(r, requested=str(r)) for r in recovery.roots],
-                                source="startup", allow_large=True))
+                                source="startup"))
             service = Service(
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
