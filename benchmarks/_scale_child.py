@@ -12,8 +12,11 @@ process's lifetime peak (``ru_maxrss``). Prints one JSON object on stdout.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import resource
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -40,12 +43,27 @@ NOOP_RUNS = 3
 MODES = ("hybrid", "lexical", "semantic")
 
 
+def _dump_tasks_on_sigusr1() -> None:
+    """``kill -USR1 <pid>`` prints every asyncio task's stack to stderr: a run of many
+    minutes that stops moving can say where it waits."""
+    loop = asyncio.get_running_loop()
+
+    def dump() -> None:
+        for task in asyncio.all_tasks(loop):
+            task.print_stack(file=sys.stderr)
+        sys.stderr.flush()
+
+    loop.add_signal_handler(signal.SIGUSR1, dump)
+
+
 async def index(db: Path, corpus: Path, backend: str) -> dict[str, Any]:
+    _dump_tasks_on_sigusr1()
     async with Rifflux(db, embedding_backend=backend) as rf:
         t0 = time.perf_counter()
         job_id = (await rf.reindex(corpus, background=True))["job"]["id"]
         await job_left_indexing(rf, job_id, within=_TIMEOUT, interval=0.02)
         t_lex = time.perf_counter() - t0
+        cpu_lex = _cpu(resource.RUSAGE_SELF)
         lexical_peak = rss().peak_mib
         snap = await job_finished(rf, job_id, within=_TIMEOUT, interval=0.05)
         t_full = time.perf_counter() - t0
@@ -62,6 +80,7 @@ async def index(db: Path, corpus: Path, backend: str) -> dict[str, Any]:
             reindexed += int(out["indexed_files"])
             skipped.append(int(out["skipped_files"]))
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    parse_cpu = _cpu(resource.RUSAGE_CHILDREN)  # the parse workers, ended at close
     chunks = int(status["chunks"])
     return {
         "status": snap["status"],
@@ -74,6 +93,10 @@ async def index(db: Path, corpus: Path, backend: str) -> dict[str, Any]:
         "lexically_searchable_s": round(t_lex, 2),
         "lexical_chunks_per_s": round(chunks / t_lex, 1) if t_lex else None,
         "fully_embedded_s": round(t_full, 2),
+        # CPU seconds, which the other processes on a shared machine do not change: this
+        # process's until lexically searchable, and its parse workers' (all parsing)
+        "cpu_lexical_s": round(cpu_lex, 1),
+        "cpu_parse_workers_s": round(parse_cpu, 1),
         # VmHWM, not ru_maxrss: ru_maxrss survives exec, so a child of a large parent
         # reports the parent's RSS at fork time (3.5 GB in one run) instead of its own.
         "peak_rss_lexical_mib": lexical_peak,
@@ -87,12 +110,18 @@ async def index(db: Path, corpus: Path, backend: str) -> dict[str, Any]:
     }
 
 
+def _cpu(who: int) -> float:
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
+
+
 def _query_embedder(backend: str) -> HashEmbedder | OnnxEmbedder:
     """The same embedder class the index uses, to time the query embedding alone."""
     return OnnxEmbedder(locate_model()) if backend == "onnx" else HashEmbedder()
 
 
 async def serve(db: Path, backend: str, queries: dict[str, list[str]]) -> dict[str, Any]:
+    _dump_tasks_on_sigusr1()
     warmup = queries["warmup"]
     opened = time.perf_counter()
     async with Rifflux(db, embedding_backend=backend) as rf:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Skipped, Unreadable, prepare_many
@@ -31,6 +32,8 @@ logger = logging.getLogger(__name__)
 #: Files per worker call, and the job size above which parsing uses processes.
 _PREPARE_GROUP = 16
 _PROCESS_THRESHOLD = 64
+#: At most this many files are written in one transaction (groups parsed meanwhile).
+_WRITE_FILES = 64
 
 OnCommit = Callable[[Written], Awaitable[None]]
 
@@ -252,7 +255,8 @@ class IndexRun:
             try:
                 async with receive:
                     async for results in receive:
-                        await self._write(root, root_id, known, plan, results)
+                        await self._write(root, root_id, known, plan,
+                                          _with_waiting(results, receive))
             except RiffluxError as exc:  # hand the job's retry logic the error itself
                 failure = exc
                 tg.cancel_scope.cancel()
@@ -295,8 +299,22 @@ class IndexRun:
             await self._on_commit(written)
 
 
+def _with_waiting(results: ParseResult,
+                  receive: MemoryObjectReceiveStream[ParseResult]) -> ParseResult:
+    """``results`` with the groups already parsed and waiting, up to ``_WRITE_FILES``
+    files: one transaction for what the workers parsed while the last one was written
+    (fewer commits, full-text segments and round trips when writing is the slower)."""
+    batch = list(results)
+    while len(batch) < _WRITE_FILES:
+        try:
+            batch += receive.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+    return batch
+
+
 def _to_write(res: Prepared) -> FileToWrite:
     assert res.document is not None
     return FileToWrite(res.rel_path, res.mtime_ns, res.size, res.sha256,
                        res.document.metadata, res.document.chunks, res.document.line_count,
-                       res.encoding, res.document.links)
+                       res.encoding, res.document.links, res.cjk)

@@ -18,6 +18,8 @@ from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 
 SCHEMA_VERSION = 6
+#: The writer connection's page cache, in KiB (filled only as pages are used).
+WRITER_CACHE_KIB = 32 * 1024
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -209,6 +211,10 @@ async def connect(
             if not readonly:
                 await _wal(conn, busy_timeout_ms)
                 await conn.execute("PRAGMA synchronous=NORMAL")
+                # The writer's page cache: a bulk index inserts into b-trees keyed by
+                # hashes (chunk ids, content hashes), which touch pages all over them;
+                # SQLite's default 2 MB re-reads them from the OS at every write.
+                await conn.execute(f"PRAGMA cache_size={-WRITER_CACHE_KIB}")
                 await _ensure_schema(conn, db_path)
             else:
                 await check_version(conn, db_path)
