@@ -142,19 +142,23 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
     result = ScanResult()
     left_out = result.left_out
     seen_dirs: set[tuple[int, int]] = set()
-    # plain strings, not Path objects: a no-op reindex is mostly this walk
-    stack: list[tuple[str, str, Levels]] = [(str(root), "", ())]
+    # plain strings, not Path objects: a no-op reindex is mostly this walk. Only the root
+    # and the folders reached through a link (``linked``) are looked at for a loop: a
+    # folder is entered twice only through a link (a link into the root is skipped, and
+    # one that leads back above it meets the root again)
+    stack: list[tuple[str, str, Levels, bool]] = [(str(root), "", (), True)]
     while stack:
-        directory, rel_dir, levels = stack.pop()
-        try:
-            st = os.stat(directory)
-            key = (st.st_dev, st.st_ino)
-            if key in seen_dirs:
+        directory, rel_dir, levels, linked = stack.pop()
+        if linked:
+            try:
+                st = os.stat(directory)
+                key = (st.st_dev, st.st_ino)
+                if key in seen_dirs:
+                    continue
+                seen_dirs.add(key)
+            except OSError as exc:
+                result.problems.append(_unlisted(rel_dir, exc))
                 continue
-            seen_dirs.add(key)
-        except OSError as exc:
-            result.problems.append(_unlisted(rel_dir, exc))
-            continue
         if use_ignore_files:
             level = read_level(directory, rel_dir)
             levels = (*levels, level) if level is not None else levels
@@ -178,7 +182,7 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                     if count_left_out:
                         left_out[_IGNORED] = left_out.get(_IGNORED, 0) + _count_files(entry.path)
                     continue
-                stack.append((entry.path, rel, levels))
+                stack.append((entry.path, rel, levels, linked or is_link))
                 continue
             if not globs.wanted_name(rel):  # its folders passed on the way down
                 if count_left_out:
