@@ -1,10 +1,14 @@
 """The embedder: turns chunk texts without vectors into vectors, off the event loop.
 
-The database is its queue: once the indexer has adopted a model (``ModelAdopted``)
-and whenever it says texts lack vectors (``EmbedWanted``), the embedder reads
-the pending texts (newest first, a window at a time), sorts the window by
-length so each batch pads little, runs the model in a worker thread and sends
-each batch's vectors to the indexer, the only writer.
+The texts lacking vectors are its queue: once the indexer has adopted a model
+(``ModelAdopted``) and whenever it says texts lack vectors (``EmbedWanted``), the
+embedder takes the newest of them, a window at a time, from the exact set the
+indexer's store keeps (``newest``, a read of its owner's state), reads those texts
+by their hashes, sorts the window by length so each batch pads little, runs the
+model in a worker thread and sends each batch's vectors to the indexer, the only
+writer. A window costs what it holds, whatever the index's size (reading the
+pending texts from the chunks table cost a scan of all of them per window: 3 s at
+a million chunks).
 
 At most one batch is in flight: before sending a batch it waits until the
 indexer has stored the previous one. While the indexer runs a job it stores
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -68,6 +73,7 @@ class EmbedderActor:
         self,
         *,
         reader: Reader,
+        newest: Callable[[int], list[str]],
         inbox: MemoryObjectReceiveStream[EmbedderMessage],
         out: MemoryObjectSendStream[IndexerMessage],
         batch_size: int,
@@ -80,6 +86,7 @@ class EmbedderActor:
         self._wake = wake
         self._waiting = False
         self._reader = reader
+        self._newest = newest
         self._inbox = inbox
         self._out = out
         self._batch = batch_size
@@ -142,7 +149,10 @@ class EmbedderActor:
         previous: Receipt | None = None
         self._stats.busy = True
         try:
-            while pending := await self._reader.pending(embedder.label, self._window):
+            while hashes := self._newest(self._window):
+                pending = await self._reader.texts_of(hashes)
+                if not pending:
+                    return  # (no chunk has them any more: the writer's next commit says so)
                 pending.sort(key=lambda p: len(p.text))
                 for part in batches(pending, self._batch, self._batch_chars):
                     vectors = await self._embed(embedder, [p.text for p in part])

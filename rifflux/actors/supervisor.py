@@ -143,12 +143,14 @@ class Supervisor:
                 return ["indexer", *(["embedder"] if lease and lease.held else []),
                         *(["watcher"] if roots else [])]
 
-            indexer = Indexer(writer=Writer(writer_conn, db, read_only=s.read_only),
+            writer = Writer(writer_conn, db, read_only=s.read_only)
+            indexer = Indexer(writer=writer,
                               settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
                               query_out=query_send.clone(), retry_out=indexer_send.clone(),
                               follow=follow, events=events)
-            embedder = EmbedderActor(reader=Reader(embed_conn, db), inbox=embed_recv,
+            embedder = EmbedderActor(reader=Reader(embed_conn, db),
+                                     newest=writer.missing.newest, inbox=embed_recv,
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
                                      wake=embed_send.clone())

@@ -23,7 +23,7 @@ from . import vectors
 from .changes import sequence
 from .presence import Presence
 from .schema import mapped_errors
-from .written import FILE_ENTRY_COLUMNS, file_entry
+from .written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
@@ -186,18 +186,19 @@ class Reader:
             )
         return {int(r[0]): row_dict(r) for r in rows}
 
-    async def pending(self, model: str, limit: int) -> list[PendingText]:
-        """Distinct chunk texts with no vector from ``model``, newest first."""
+    async def texts_of(self, hashes: Sequence[str]) -> list[PendingText]:
+        """The texts to embed of these content hashes (those some chunk still has), in
+        the order given: a look-up by the hash index, whatever the index's size."""
+        found: dict[str, PendingText] = {}
         with mapped_errors(self.db_path):
-            cur = await self.conn.execute(
-                "SELECT c.content_hash, c.heading_path, c.content, MAX(c.id) AS newest "
-                "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-                "WHERE e.content_hash = c.content_hash AND e.model = ?) "
-                "GROUP BY c.content_hash ORDER BY newest DESC LIMIT ?",
-                (model, limit),
-            )
-            rows = await cur.fetchall()
-        return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
+            for part in batches(hashes):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT content_hash, heading_path, content FROM chunks WHERE "
+                    f"content_hash IN ({marks(len(part))}) GROUP BY content_hash", tuple(part))
+                found.update((str(r[0]), PendingText(str(r[0]), embed_text(str(r[1]),
+                                                                           str(r[2]))))
+                             for r in rows)
+        return [found[h] for h in hashes if h in found]
 
     async def vector_capacity(self) -> int:
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
