@@ -27,6 +27,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -45,6 +46,7 @@ from ..store.reader import Reader
 from ..store.records import Records
 from ..store.recovery import (
     Recovery,
+    check_in_background,
     damage,
     move_aside,
     needs_check,
@@ -84,6 +86,7 @@ class Supervisor:
         self._db = settings.db_path.expanduser().resolve()
         self._roots = [Path(p).expanduser().resolve() for p in settings.watch_paths]
         self._exit: AsyncExitStack | None = None
+        self._check_later = False  # the routine check of a large index, once it is open
 
     async def __aenter__(self) -> Service:
         db = self._db
@@ -178,6 +181,10 @@ class Supervisor:
             await tg.start(loader.run, name="rifflux.model")
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
+            if self._check_later:  # (never a wait at shutdown: its thread is left to end)
+                tg.start_soon(partial(anyio.to_thread.run_sync, abandon_on_cancel=True),
+                              partial(check_in_background, db, read_only=s.read_only),
+                              name="rifflux.check")
             if recovery is not None and recovery.roots:
                 # (they were indexed before, whatever their size)
                 jobs.submit(Job([Target(r, requested=str(r)) for r in recovery.roots],
@@ -206,7 +213,9 @@ class Supervisor:
         """Before opening: someone else's file is refused untouched; a damaged index is
         moved aside (a read-only open reports the damage instead)."""
         refuse_foreign(db)
-        if not needs_check(db):
+        when = needs_check(db)
+        self._check_later = when == "later"
+        if when != "now":
             return None
         reason = damage(db)
         if reason is None:

@@ -60,7 +60,7 @@ class Writer:
                 "SELECT rel_path, id, mtime_ns, size, sha256 FROM files WHERE root_id = ?",
                 (root_id,),
             )
-        return {r[0]: StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows}
+        return {rel: StoredState(i, mtime, size, sha) for rel, i, mtime, size, sha in rows}
 
     async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written:
         """(file id, mtime_ns, size): files whose bytes did not change, in one transaction.
