@@ -134,6 +134,13 @@ class Job:
         }
 
 
+def _each(jobs: Job | list[Job] | None) -> list[Job] | tuple[Job, ...]:
+    """The jobs waiting for one text, as ``JobQueue._waiters`` holds them."""
+    if jobs is None:
+        return ()
+    return jobs if isinstance(jobs, list) else (jobs,)
+
+
 @dataclass(frozen=True, slots=True)
 class Finished:
     """A job at its end: its state, and what it did when it completed (with ``job_id``
@@ -191,8 +198,9 @@ class JobQueue:
         self._on_submit = on_submit
         self._running: Job | None = None
         self._embedding: list[Job] = []  # written, waiting for vectors
-        #: Each text the written jobs wait for, with the jobs that wait for it.
-        self._waiters: dict[str, list[Job]] = {}
+        #: Each text the written jobs wait for, with the job that waits for it (a list when
+        #: several do: one job alone is the rule, and a million lists weigh 90 MB).
+        self._waiters: dict[str, Job | list[Job]] = {}
         self._fresh: list[Job] = []  # waiting since the last settle: not checked yet
         self._history: deque[Job] = deque(maxlen=history)
         self._closed = False
@@ -264,8 +272,11 @@ class JobQueue:
     def wait_for(self, job: Job, texts: Set[str]) -> None:
         """The written ``job`` waits for ``texts`` (those its scope lacks vectors for)."""
         job.waiting = set(texts)
-        for text in job.waiting:
-            self._waiters.setdefault(text, []).append(job)
+        shared = job.waiting & self._waiters.keys()
+        self._waiters.update(dict.fromkeys(job.waiting - shared, job))
+        for text in shared:
+            jobs = self._waiters[text]
+            self._waiters[text] = [*jobs, job] if isinstance(jobs, list) else [jobs, job]
         self._fresh.append(job)
 
     def settle(self, missing: Set[str] | None, left: Set[str] = frozenset(),
@@ -281,12 +292,12 @@ class JobQueue:
         if missing is None:
             return  # the model is not known yet: nobody knows what lacks a vector
         for text in stored:
-            for job in self._waiters.get(text, ()):
+            for job in _each(self._waiters.get(text)):
                 job.embedded += 1
         ended: list[Job] = []
         moved: set[Job] = set()  # (jobs whose pending count changed: told once each)
         for text in left:
-            for job in self._waiters.pop(text, ()):
+            for job in _each(self._waiters.pop(text, None)):
                 assert job.waiting is not None
                 job.waiting.discard(text)
                 moved.add(job)
@@ -312,10 +323,10 @@ class JobQueue:
 
     def _unwait(self, text: str, job: Job) -> None:
         jobs = self._waiters.get(text)
-        if jobs is not None:
+        if jobs is job or jobs == [job]:
+            del self._waiters[text]
+        elif isinstance(jobs, list) and job in jobs:
             jobs.remove(job)
-            if not jobs:
-                del self._waiters[text]
 
     def close(self) -> None:
         """Cancel queued jobs and those waiting for vectors; accept no new ones."""

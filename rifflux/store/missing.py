@@ -53,8 +53,10 @@ class Missing:
         self.db_path = db_path
         self.read_only = read_only
         self._model: str | None = None
-        #: None until a model is adopted; oldest first (a dict: its keys keep the order)
-        self._texts: dict[str, None] | None = None
+        #: None until a model is adopted; oldest first (a dict: its keys keep the order).
+        #: Each text maps to itself: what ``in_scopes`` reads is answered with these
+        #: strings, not a second copy of each (a million texts are 110 MB of strings).
+        self._texts: dict[str, str] | None = None
         self._left: set[str] = set()  # texts that left it since ``take_left``
 
     @property
@@ -69,7 +71,7 @@ class Missing:
 
     def _add(self, texts: Iterable[str]) -> None:
         assert self._texts is not None
-        self._texts.update(dict.fromkeys(texts))
+        self._texts.update((text, text) for text in texts)
 
     def take_left(self) -> set[str]:
         """The texts that stopped lacking a vector since the last call (a vector was
@@ -84,7 +86,7 @@ class Missing:
             del self._texts[text]
         self._left |= gone
 
-    def _replace(self, texts: dict[str, None]) -> None:
+    def _replace(self, texts: dict[str, str]) -> None:
         if self._texts is not None:
             self._left |= self._texts.keys() - texts.keys()
         self._texts = texts
@@ -100,7 +102,7 @@ class Missing:
         number of vectors dropped."""
         self._model = model
         if model is None or self.read_only:
-            self._replace({})
+            self._replace({})  # (nothing can be embedded)
             return 0
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
@@ -154,6 +156,7 @@ class Missing:
             "WHERE e.content_hash = c.content_hash AND e.model = ?)"
         )
         out: set[str] = set()
+        same = self._texts.get  # (the strings kept already)
         with mapped_errors(self.db_path):
             for scope in scopes:
                 if scope.paths is None:
@@ -161,14 +164,14 @@ class Missing:
                         base + " AND f.rel_path LIKE ? ESCAPE '\\'",
                         (scope.root_id, self._model, like_prefix(scope.prefix)),
                     )
-                    out.update(str(r[0]) for r in rows)
+                    out.update(same(r[0], r[0]) for r in rows)
                     continue
                 for part in batches(scope.paths):
                     rows = await self.conn.execute_fetchall(
                         base + f" AND f.rel_path IN ({marks(len(part))})",
                         (scope.root_id, self._model, *part),
                     )
-                    out.update(str(r[0]) for r in rows)
+                    out.update(same(r[0], r[0]) for r in rows)
         return out
 
     # ------------------------------------------------------------ this process's writes
@@ -214,7 +217,7 @@ class Missing:
 
     # ------------------------------------------------------------ reads
 
-    async def _lacking(self, model: str) -> dict[str, None]:
+    async def _lacking(self, model: str) -> dict[str, str]:
         """Every text lacking a vector of ``model``, oldest first (by its newest chunk)."""
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
@@ -223,7 +226,7 @@ class Missing:
                 "GROUP BY content_hash ORDER BY MAX(c.id)",
                 (model,),
             )
-        return {str(r[0]): None for r in rows}
+        return {str(r[0]): str(r[0]) for r in rows}
 
     async def _present(self, hashes: Sequence[str]) -> set[str]:
         found: set[str] = set()
