@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from ..core.vectors import F32
 from .link_index import forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
-from .schema import cjk_columns, mapped_errors, transaction
+from .schema import cjk_columns, mapped_errors, snapshot, transaction
 from .written import (
     Edges,
     FileToWrite,
@@ -51,6 +52,11 @@ class Writer:
         self.missing = Missing(conn, db_path, read_only=read_only)
         self.roots = Roots(conn, db_path, self.missing)
         self._read_only = read_only
+
+    def snapshot(self) -> AbstractAsyncContextManager[None]:
+        """Reads on this connection that all see one state of the database (nothing is
+        written inside): what the change log says and what it names agree."""
+        return snapshot(self.conn, self.db_path)
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):
