@@ -17,13 +17,14 @@ import sys
 from pathlib import Path
 
 from rifflux.core import document
+from rifflux.core.chunker import ChunkLimits
 
 _HELD = os.environ.get("RIFFLUX_TEST_HOLD_PARSE")
 _prepare_file = document.prepare_file
 
 
 def _held_back(root: Path, rel_path: str, known_sha: str | None, force: bool,
-               limits: document.ChunkLimits) -> document.Prepared | document.Unreadable \
+               limits: ChunkLimits) -> document.Prepared | document.Unreadable \
         | document.Skipped | None:
     if rel_path == _HELD:
         sys.stdin.buffer.read()  # (a worker's requests: they end when the server lets go)
