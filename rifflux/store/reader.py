@@ -14,6 +14,7 @@ from typing import Any
 import aiosqlite
 import numpy as np
 
+from ..core import bm25
 from ..core.catalog import Allowed
 from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
@@ -21,12 +22,15 @@ from ..core.vectors import F32
 from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, ProcessInfo, RootCount
 from .changes import sequence
+from .lexicon import Lexicon
 from .presence import Presence
 from .schema import mapped_errors
 from .written import FILE_ENTRY_COLUMNS, file_entry
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
-BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
+BM25_WEIGHTS = bm25.WEIGHTS  # heading_path, content, cjk (characters alone)
+#: How equal bm25 scores are ordered (``core.bm25.tie_order`` orders the lexicon's alike).
+TIE_BREAK = "rowid"
 
 #: The columns of a result row, in the order ``row_dict`` reads them.
 ROW_COLUMNS = (
@@ -74,44 +78,77 @@ def iso_utc(mtime_ns: int) -> str:
     return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
 
 
+def _fts_hits(match: str, limit: int, allowed: Allowed | None,
+              above: int | None) -> tuple[str, tuple[Any, ...]]:
+    """The statement FTS5 ranks with: (rowid AS id, bm25 AS score) best first, of the
+    rows matching ``match`` (of ``allowed`` files; with ids above ``above``)."""
+    w = ", ".join(str(x) for x in BM25_WEIGHTS)
+    where: list[str] = ["chunks_fts MATCH ?"]
+    params: list[object] = [match]
+    if above is not None:
+        where.append("t.rowid > ?")
+        params.append(above)
+    if allowed is None:
+        sql = f"SELECT t.rowid AS id, bm25(chunks_fts, {w}) AS score FROM chunks_fts t "
+    else:
+        sql = (f"SELECT t.rowid AS id, bm25(chunks_fts, {w}) AS score FROM chunks_fts t "
+               "JOIN chunks k ON k.id = t.rowid ")
+        where.append("k.file_id IN (SELECT value FROM json_each(?))")
+        params.append(allowed.json)
+    sql += f"WHERE {' AND '.join(where)} ORDER BY score, t.{TIE_BREAK} LIMIT ?"
+    return sql, (*params, limit)
+
+
 class Reader:
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
+        self._lexicon = Lexicon(conn)
 
     async def lexical(
         self, match: str, limit: int, allowed: Allowed | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
-        """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
-        connection's thread. ``match`` must come from ``build_match``. With ``allowed``,
-        only chunks of those files are ranked (before the limit)."""
-        w = ", ".join(str(x) for x in BM25_WEIGHTS)
-        if allowed is None:
-            hits = ("SELECT rowid AS id, bm25(chunks_fts, " + w + ") AS score "
-                    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score, rowid LIMIT ?")
-            params: tuple[Any, ...] = (match, limit)
-        else:
-            hits = ("SELECT t.rowid AS id, bm25(chunks_fts, " + w + ") AS score "
-                    "FROM chunks_fts t JOIN chunks k ON k.id = t.rowid "
-                    "WHERE chunks_fts MATCH ? AND k.file_id IN (SELECT value FROM json_each(?)) "
-                    "ORDER BY score, t.rowid LIMIT ?")
-            params = (match, allowed.json, limit)
-        sql = (
-            f"WITH hits AS ({hits}) SELECT {ROW_COLUMNS}, hits.score FROM hits "
-            "JOIN chunks c ON c.id = hits.id JOIN files f ON f.id = c.file_id "
-            "JOIN roots r ON r.id = f.root_id ORDER BY hits.score, hits.id"
-        )
+        """(chunk rowid, bm25) best first, and those chunks' rows. ``match`` must come
+        from ``build_match``. With ``allowed``, only chunks of those files are ranked
+        (before the limit). Ranked by the lexicon when one is built (``store.lexicon``:
+        the same ranking, at a cost that follows the query's terms), else by FTS5."""
         with mapped_errors(self.db_path):
             try:
-                rows = await self.conn.execute_fetchall(sql, params)
+                if await self._lexicon.usable():
+                    async with self._lexicon.snapshot():
+                        ranked = await self._lexicon.ranked(match, limit, allowed,
+                                                            self._ranked_by_fts)
+                        if ranked is not None:
+                            found = await self.rows([cid for cid, _ in ranked])
+                            return [(c, s) for c, s in ranked if c in found], found
+                return await self._by_fts(match, limit, allowed)
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     return [], {}
                 raise
+
+    async def _by_fts(
+        self, match: str, limit: int, allowed: Allowed | None
+    ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+        """FTS5 ranks every row that matches, and the rows come in the same statement."""
+        hits, params = _fts_hits(match, limit, allowed, None)
+        sql = (
+            f"WITH hits AS ({hits}) SELECT {ROW_COLUMNS}, hits.score FROM hits "
+            "JOIN chunks c ON c.id = hits.id JOIN files f ON f.id = c.file_id "
+            f"JOIN roots r ON r.id = f.root_id ORDER BY hits.score, hits.id"
+        )
+        rows = await self.conn.execute_fetchall(sql, params)
         ranked = [(int(r[0]), float(r[-1])) for r in rows]
         return ranked, {int(r[0]): row_dict(r) for r in rows}
+
+    async def _ranked_by_fts(self, match: str, limit: int, allowed: Allowed | None,
+                             above: int) -> list[tuple[int, float]]:
+        """FTS5's ranking of the chunks with ids above ``above`` alone."""
+        hits, params = _fts_hits(match, limit, allowed, above)
+        rows = await self.conn.execute_fetchall(hits, params)
+        return [(int(r[0]), float(r[1])) for r in rows]
 
     async def rows(self, rowids: Sequence[int]) -> dict[int, ChunkRecord]:
         if not rowids:

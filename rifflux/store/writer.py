@@ -25,6 +25,7 @@ import numpy as np
 from ..core.filters import FileEntry, tag_levels
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
+from .lexicon_build import DEFAULT_LIMITS, LexiconLimits, refresh
 from .link_index import forget_links, rekey_links, write_links
 from .schema import STALE_MTIME, cjk_columns, mapped_errors, transaction
 from .written import (
@@ -67,9 +68,11 @@ def _like_prefix(prefix: str) -> str:
 
 
 class Writer:
-    def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
+    def __init__(self, conn: aiosqlite.Connection, db_path: Path,
+                 lexicon: LexiconLimits = DEFAULT_LIMITS) -> None:
         self.conn = conn
         self.db_path = db_path
+        self._lexicon = lexicon
         self._model: str | None = None
         self._missing: set[str] | None = None  # None until a model is adopted
         self._roots: dict[int, str] = {}
@@ -520,3 +523,11 @@ class Writer:
             async with transaction(self.conn):
                 await self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
         return True
+
+    async def refresh_lexicon(self) -> bool:
+        """Build the lexical search's lists again if there are none or many chunks changed
+        since (``store.lexicon_build``). True when built."""
+        if self._read_only:
+            return False
+        with mapped_errors(self.db_path):
+            return await refresh(self.conn, self.db_path, self._lexicon)

@@ -1,0 +1,131 @@
+"""SQLite FTS5's ``bm25()``, reproduced bit for bit, and the compact lists it is scored from.
+
+The lexical branch ranks with FTS5's built-in ``bm25()`` (``fts5_aux.c``): for each
+phrase of the query, ``idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))``,
+summed in phrase order and negated (lower is better). ``f`` is the phrase's instances
+in the row weighted by column, ``D`` the row's tokens in all columns, ``avgdl`` the
+table's tokens per row and ``idf = ln((N - n + 0.5) / (n + 0.5))``, at least 1e-6.
+``weigh`` does the same operations in the same order on float64 arrays, so a score
+computed here equals the one FTS5 computes for the same row, not merely nearly.
+
+The store keeps, for frequent terms, the chunks that hold each term and its weighted
+frequency there (``store.lexicon``): ``encode_ids``/``encode_counts`` pack them, and
+``decode_*`` unpack them into arrays ready to score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+K1 = 1.2
+B = 0.75
+#: The FTS5 table's columns, and their bm25 weights: a word in the heading breadcrumb
+#: counts double; ``cjk`` holds CJK characters alone (core.cjk).
+COLUMNS = ("heading_path", "content", "cjk")
+WEIGHTS = (2.0, 1.0, 1.0)
+#: The least idf FTS5 gives a phrase (in more than half the rows the formula is <= 0).
+IDF_FLOOR = 1e-6
+
+
+def idf(rows: int, hits: int) -> float:
+    """FTS5's inverse document frequency of a phrase found in ``hits`` of ``rows`` rows
+    (math.log is the C library's log, as SQLite's)."""
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else IDF_FLOOR
+
+
+def weigh(freqs: F64, lengths: F64, phrase_idf: float, avgdl: float) -> F64:
+    """One phrase's part of each row's score: ``freqs`` its weighted instances in each
+    row, ``lengths`` the rows' token counts. Operation for operation as fts5_aux.c."""
+    return phrase_idf * ((freqs * (K1 + 1.0)) / (freqs + K1 * (1 - B + B * lengths / avgdl)))
+
+
+def bound(phrase_idf: float) -> float:
+    """More than any row can get from one phrase: f / (f + K) < 1 for every row."""
+    return phrase_idf * (K1 + 1.0)
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints FTS5 writes in its averages and docsize records."""
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
+
+
+def averages(record: bytes) -> tuple[int, float]:
+    """Rows and tokens per row, from FTS5's averages record (rows, then tokens per
+    column), as ``xRowCount`` and ``xColumnTotalSize(-1)`` give them to bm25."""
+    values = varints(record)
+    rows = values[0] if values else 0
+    return rows, (float(sum(values[1:])) / float(rows)) if rows else 0.0
+
+
+def order(ids: I64, totals: F64, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best rows as (id, bm25), best first: highest total first, ties by
+    ``tie_order``. ``totals`` are positive sums; bm25 reports them negated."""
+    if len(ids) > limit:
+        kth = np.partition(totals, len(totals) - limit)[len(totals) - limit]
+        keep = totals >= kth  # every row tied with the last one kept, for the tie-break
+        ids, totals = ids[keep], totals[keep]
+    picked = tie_order(ids, totals)[:limit]
+    return [(int(ids[i]), -float(totals[i])) for i in picked]
+
+
+def tie_order(ids: I64, totals: F64) -> npt.NDArray[np.intp]:
+    """Positions of the rows best first; equal scores by chunk rowid (the lexical
+    query's ``ORDER BY score, rowid``: change both together)."""
+    return np.lexsort((ids, -totals))
+
+
+def merged(parts: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
+    """Ranked lists of disjoint rows as one, ordered as ``order`` orders them."""
+    rows = [row for part in parts for row in part]
+    ids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+    totals = np.fromiter((-s for _, s in rows), dtype=np.float64, count=len(rows))
+    return [(int(ids[i]), -float(totals[i])) for i in tie_order(ids, totals)[:limit]]
+
+
+# ------------------------------------------------------------------ packed lists
+
+def _packed(values: I64) -> bytes:
+    """Whole numbers >= 0 in the fewest bytes the largest needs, after one byte saying
+    how many."""
+    top = int(values.max()) if len(values) else 0
+    size = next(n for n in (1, 2, 4, 8) if top < 1 << (8 * n))
+    return bytes([size]) + values.astype(f"<u{size}").tobytes()
+
+
+def encode_ids(ids: I64) -> bytes:
+    """Ascending ids as the gaps between them (``_packed``)."""
+    return _packed(np.diff(ids, prepend=0))
+
+
+def decode_ids(blob: bytes) -> I64:
+    kind = np.dtype(f"<u{blob[0]}")
+    return np.cumsum(np.frombuffer(blob, dtype=kind, offset=1), dtype=np.int64)
+
+
+def encode_counts(values: F64) -> bytes:
+    """Weighted frequencies: whole numbers in the fewest bytes (one byte saying how
+    many), anything else as float64 (a zero byte first)."""
+    whole = values.astype(np.int64)
+    if np.array_equal(whole, values) and (len(whole) == 0 or int(whole.min()) >= 0):
+        return _packed(whole)
+    return b"\x00" + values.astype("<f8").tobytes()
+
+
+def decode_counts(blob: bytes) -> F64:
+    kind = np.dtype("<f8") if blob[0] == 0 else np.dtype(f"<u{blob[0]}")
+    return np.frombuffer(blob, dtype=kind, offset=1).astype(np.float64)
