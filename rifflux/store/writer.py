@@ -25,7 +25,8 @@ import numpy as np
 from ..core.filters import FileEntry, tag_levels
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
-from .lexicon_build import DEFAULT_LIMITS, LexiconLimits, refresh
+from . import lexicon_build
+from .lexicon_build import LexiconLimits
 from .link_index import forget_links, rekey_links, write_links
 from .schema import STALE_MTIME, cjk_columns, mapped_errors, transaction
 from .written import (
@@ -69,7 +70,7 @@ def _like_prefix(prefix: str) -> str:
 
 class Writer:
     def __init__(self, conn: aiosqlite.Connection, db_path: Path,
-                 lexicon: LexiconLimits = DEFAULT_LIMITS) -> None:
+                 lexicon: LexiconLimits | None = None) -> None:
         self.conn = conn
         self.db_path = db_path
         self._lexicon = lexicon
@@ -530,4 +531,5 @@ class Writer:
         if self._read_only:
             return False
         with mapped_errors(self.db_path):
-            return await refresh(self.conn, self.db_path, self._lexicon)
+            return await lexicon_build.refresh(
+                self.conn, self.db_path, self._lexicon or lexicon_build.DEFAULT_LIMITS)
