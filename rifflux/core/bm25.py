@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -70,6 +71,18 @@ def averages(record: bytes) -> tuple[int, float]:
     values = varints(record)
     rows = values[0] if values else 0
     return rows, (float(sum(values[1:])) / float(rows)) if rows else 0.0
+
+
+def totals(ids: I64, adds: F64, upto: int) -> tuple[I64, F64]:
+    """Each distinct id of ``ids`` (all ``<= upto``) and its ``adds`` summed one after
+    the other in the order given, as bm25 sums its phrases (numpy's sum and reduceat
+    add in pairs, which can differ in the last bit; bincount adds in input order)."""
+    if len(ids) * 16 < upto:  # a few: numbered densely first
+        found, at = np.unique(ids, return_inverse=True)
+        return found, cast(F64, np.bincount(at, weights=adds, minlength=len(found)))
+    summed = cast(F64, np.bincount(ids, weights=adds, minlength=upto + 1))
+    found = np.flatnonzero(summed)
+    return found, summed[found]
 
 
 def order(ids: I64, totals: F64, limit: int) -> list[tuple[int, float]]:

@@ -31,7 +31,6 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import cast
 
 import aiosqlite
 import anyio
@@ -77,13 +76,25 @@ class _Build:
     files: I64  # file id, by chunk id (0: no such chunk at the build)
 
 
-@dataclass(slots=True)
-class _Part:
-    """One phrase's part of the score: chunks at or below the watermark, and what the
-    phrase adds to each (in the query's phrase order)."""
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """What every phrase's part is computed with: the build, its effective watermark,
+    the chunks of the build gone since, FTS5's row count and tokens per row."""
 
-    ids: I64
-    adds: F64
+    build: _Build
+    upto: int
+    dead: Mask | None
+    rows: int
+    avgdl: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One phrase's part of the score, computed off the event loop: chunks at or below
+    the watermark and what the phrase adds to each. ``size``: about how many chunks."""
+
+    size: int
+    compute: Callable[[_Sums], tuple[I64, F64]]
 
 
 class Lexicon:
@@ -134,7 +145,7 @@ class Lexicon:
         if state is None:
             return None
         build, upto, newest, gone, rows, avgdl = state
-        dead = await self._dead_mask(build, gone)
+        sums = _Sums(build, upto, await self._dead_mask(build, gone), rows, avgdl)
         found = clauses(match)
         words = await self._words(found)
         await self._load_lists({w[0] for w in words if w is not None and len(w) == 1})
@@ -150,14 +161,13 @@ class Lexicon:
                     hits_above = await self._count(
                         "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ? "
                         "AND rowid > ?", (clause, upto))
-                parts.append(self._listed(tokens[0], build, upto, dead, hits_above,
-                                          rows, avgdl))
+                parts.append(self._listed(tokens[0], hits_above))
             else:
-                parts.append(await self._unlisted(tokens[0], build, upto, rows, avgdl))
-        if sum(len(p.ids) for p in parts) > _INLINE:
-            best = await anyio.to_thread.run_sync(_best, parts, build, upto, allowed, limit)
+                parts.append(await self._unlisted(tokens[0]))
+        if sum(p.size for p in parts) > _INLINE:
+            best = await anyio.to_thread.run_sync(_best, parts, sums, allowed, limit)
         else:
-            best = _best(parts, build, upto, allowed, limit)
+            best = _best(parts, sums, allowed, limit)
         if newest > upto:
             return bm25.merged([best, await rank_above(match, limit, allowed, upto)], limit)
         return best
@@ -255,34 +265,46 @@ class Lexicon:
 
     # ------------------------------------------------------------ one phrase's part
 
-    def _listed(self, term: str, build: _Build, upto: int, dead: Mask | None,
-                hits_above: int, rows: int, avgdl: float) -> _Part:
+    def _listed(self, term: str, hits_above: int) -> _Part:
+        """A term with a list: its chunks still as they were, weighed in numpy."""
         listed = self._lists[term]
         assert listed is not None
         ids, counts = listed
-        keep = ids <= upto
-        if dead is not None:
-            keep &= ~dead[ids]
-        ids, counts = ids[keep], counts[keep]
-        phrase_idf = bm25.idf(rows, len(ids) + hits_above)
-        return _Part(ids, bm25.weigh(counts, build.lengths[ids], phrase_idf, avgdl))
 
-    async def _unlisted(self, term: str, build: _Build, upto: int, rows: int,
-                        avgdl: float) -> _Part:
+        def compute(sums: _Sums) -> tuple[I64, F64]:
+            cut = int(np.searchsorted(ids, sums.upto, side="right"))
+            kept, freqs = ids[:cut], counts[:cut]
+            if sums.dead is not None:
+                live = ~sums.dead[kept]
+                kept, freqs = kept[live], freqs[live]
+            phrase_idf = bm25.idf(sums.rows, len(kept) + hits_above)
+            return kept, bm25.weigh(freqs, sums.build.lengths[kept], phrase_idf, sums.avgdl)
+
+        return _Part(len(ids), compute)
+
+    async def _unlisted(self, term: str) -> _Part:
+        """A term without a list: its instances from FTS5's index (every chunk that
+        holds it now), weighed in numpy."""
         cur = await self._conn.execute(
             f"SELECT json_group_array(doc), json_group_array({INSTANCE_WEIGHT}) "
             "FROM lexicon_instances WHERE term = ?", (term,))
         found = await cur.fetchone()
         assert found is not None
-        docs = np.asarray(json.loads(found[0]), dtype=np.int64)
-        weights = np.asarray(json.loads(found[1]), dtype=np.float64)
-        ids, counts = per_chunk(docs, weights)
-        phrase_idf = bm25.idf(rows, len(ids))
-        keep = ids <= upto
-        ids, counts = ids[keep], counts[keep]
-        return _Part(ids, bm25.weigh(counts, build.lengths[ids], phrase_idf, avgdl))
+        docs, weights = str(found[0]), str(found[1])
+
+        def compute(sums: _Sums) -> tuple[I64, F64]:
+            ids, counts = per_chunk(np.asarray(json.loads(docs), dtype=np.int64),
+                                    np.asarray(json.loads(weights), dtype=np.float64))
+            phrase_idf = bm25.idf(sums.rows, len(ids))
+            cut = int(np.searchsorted(ids, sums.upto, side="right"))
+            ids, counts = ids[:cut], counts[:cut]
+            return ids, bm25.weigh(counts, sums.build.lengths[ids], phrase_idf, sums.avgdl)
+
+        return _Part(len(docs) // 8, compute)
 
     async def _phrase(self, clause: str, upto: int) -> _Part:
+        """A phrase, a prefix, a lone CJK character: FTS5's bm25 of it alone is exactly
+        its part of the query's score."""
         w = ", ".join(repr(x) for x in bm25.WEIGHTS)
         cur = await self._conn.execute(
             f"SELECT rowid, bm25(chunks_fts, {w}) FROM chunks_fts "
@@ -290,7 +312,7 @@ class Lexicon:
         found = list(await cur.fetchall())
         ids = np.fromiter((int(r[0]) for r in found), dtype=np.int64, count=len(found))
         adds = np.fromiter((-float(r[1]) for r in found), dtype=np.float64, count=len(found))
-        return _Part(ids, adds)
+        return _Part(len(ids), lambda _: (ids, adds))
 
 
 def per_chunk(docs: I64, weights: F64) -> tuple[I64, F64]:
@@ -305,22 +327,19 @@ def per_chunk(docs: I64, weights: F64) -> tuple[I64, F64]:
     return ids, np.add.reduceat(weights, starts)
 
 
-def _best(parts: list[_Part], build: _Build, upto: int, allowed: Allowed | None,
+def _best(parts: list[_Part], sums: _Sums, allowed: Allowed | None,
           limit: int) -> Ranked:
-    """Sum the parts per chunk in phrase order and keep the best (in a worker thread)."""
-    if not parts or limit <= 0:
+    """Sum the parts per chunk in phrase order, as bm25 does, and keep the best."""
+    computed = [part.compute(sums) for part in parts]
+    if not computed or limit <= 0:
         return []
-    ids = np.concatenate([p.ids for p in parts])
-    adds = np.concatenate([p.adds for p in parts])
+    ids = np.concatenate([c[0] for c in computed])
+    adds = np.concatenate([c[1] for c in computed])
     if allowed is not None:
-        files = build.files[ids]
+        files = sums.build.files[ids]
         passes = np.zeros(max(int(files.max(initial=0)), int(allowed.array.max(initial=0))) + 1,
                           dtype=np.bool_)
         passes[allowed.array] = True
         keep = passes[files]
         ids, adds = ids[keep], adds[keep]
-    if len(ids) == 0:
-        return []
-    totals = cast(F64, np.bincount(ids, weights=adds, minlength=upto + 1))
-    found = np.flatnonzero(totals)
-    return bm25.order(found, totals[found], limit)
+    return bm25.order(*bm25.totals(ids, adds, sums.upto), limit)

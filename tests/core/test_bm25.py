@@ -1,0 +1,66 @@
+"""FTS5's bm25 in numpy: sums in bm25's order, the best kept with the stable tie-break,
+the packed lists read back as written, and FTS5's own numbers read from its records."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rifflux.core import bm25
+
+positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), positive), min_size=1, max_size=200),
+       st.booleans())
+def test_totals_add_each_chunks_parts_one_after_the_other(
+    parts: list[tuple[int, float]], few: bool
+) -> None:
+    ids = np.array([i for i, _ in parts], dtype=np.int64)
+    adds = np.array([a for _, a in parts], dtype=np.float64)
+    upto = len(ids) * 16 + 40 if few else 40  # both ways of summing
+    found, totals = bm25.totals(ids, adds, upto)
+    expected: dict[int, float] = {}
+    for i, a in parts:  # bm25: score += part, phrase after phrase
+        expected[i] = expected.get(i, 0.0) + a
+    assert found.tolist() == sorted(expected)
+    assert totals.tolist() == [expected[i] for i in sorted(expected)]  # to the last bit
+
+
+def test_the_best_are_ordered_by_score_then_by_chunk_id() -> None:
+    ids = np.array([7, 3, 9, 5, 1], dtype=np.int64)
+    totals = np.array([2.0, 5.0, 5.0, 2.0, 1.0])
+    assert bm25.order(ids, totals, 3) == [(3, -5.0), (9, -5.0), (5, -2.0)]
+    assert bm25.merged([[(9, -5.0)], [(3, -5.0), (1, -1.0)]], 2) == [(3, -5.0), (9, -5.0)]
+
+
+@given(st.sets(st.integers(1, 2**40), max_size=300),
+       st.lists(st.integers(1, 70_000), max_size=300))
+def test_packed_lists_read_back_as_written(ids: set[int], counts: list[int]) -> None:
+    ascending = np.array(sorted(ids), dtype=np.int64)
+    assert bm25.decode_ids(bm25.encode_ids(ascending)).tolist() == ascending.tolist()
+    whole = np.array(counts, dtype=np.float64)
+    assert bm25.decode_counts(bm25.encode_counts(whole)).tolist() == whole.tolist()
+    halves = whole + 0.5
+    assert bm25.decode_counts(bm25.encode_counts(halves)).tolist() == halves.tolist()
+
+
+def test_fts5s_row_count_and_average_length_are_read_from_its_records() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(a, b)")
+    db.executemany("INSERT INTO t(a, b) VALUES (?, ?)",
+                   [("one two", "three"), ("four", " ".join(["w"] * 300))])
+    db.commit()  # (FTS5 writes its records at the commit)
+    rows, avgdl = bm25.averages(db.execute("SELECT block FROM t_data WHERE id = 1").fetchone()[0])
+    assert (rows, avgdl) == (2, (3 + 301) / 2)
+    sizes = [bm25.varints(r[0]) for r in db.execute("SELECT sz FROM t_docsize ORDER BY id")]
+    assert sizes == [[2, 1], [1, 300]]
+
+
+def test_idf_is_floored_as_fts5_floors_it() -> None:
+    assert bm25.idf(10, 9) == bm25.IDF_FLOOR
+    assert bm25.idf(10, 1) > 1.0
