@@ -122,6 +122,7 @@ class Indexer:
         self._model: str | None = None
         self._pool = ParsePool()
         self._adopt_error: str | None = None
+        self._refreshing = False  # the lexicon is being built (store.lexicon_build)
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
                                         "adopt_error": None, "pending": None}
@@ -150,6 +151,7 @@ class Indexer:
                         await self._others_wrote()
                     while (job := self._jobs.start_next()) is not None:
                         await self._run(job)
+                        self._refresh_lexicon_soon(timers)
                 timers.cancel_scope.cancel()
         finally:
             await self._pool.aclose()
@@ -366,16 +368,22 @@ class Indexer:
         await self._wait_for_vectors(job)
         self._jobs.settle(self._writer.missing)
         self._nudge_embedder()
-        await self._refresh_lexicon()
+
+    def _refresh_lexicon_soon(self, tasks: TaskGroup) -> None:
+        """After a job: the lexical search's lists built again in the background when
+        stale (a speed-up: searches are exact without them), one build at a time."""
+        if not self._refreshing and not self._settings.read_only:
+            self._refreshing = True
+            tasks.start_soon(self._refresh_lexicon, name="rifflux.indexer.lexicon")
 
     async def _refresh_lexicon(self) -> None:
-        """After a job: the lexical search's lists built again when stale (a speed-up;
-        searches are exact without them)."""
         try:
             await self._writer.refresh_lexicon()
         except Exception:  # the boundary: searches go on, ranked by FTS5 alone
             logger.exception("could not build the lexical search's lists; lexical search "
                              "stays exact, and slower on large indexes")
+        finally:
+            self._refreshing = False
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

@@ -73,16 +73,58 @@ def averages(record: bytes) -> tuple[int, float]:
     return rows, (float(sum(values[1:])) / float(rows)) if rows else 0.0
 
 
-def totals(ids: I64, adds: F64, upto: int) -> tuple[I64, F64]:
-    """Each distinct id of ``ids`` (all ``<= upto``) and its ``adds`` summed one after
-    the other in the order given, as bm25 sums its phrases (numpy's sum and reduceat
-    add in pairs, which can differ in the last bit; bincount adds in input order)."""
-    if len(ids) * 16 < upto:  # a few: numbered densely first
-        found, at = np.unique(ids, return_inverse=True)
-        return found, cast(F64, np.bincount(at, weights=adds, minlength=len(found)))
-    summed = cast(F64, np.bincount(ids, weights=adds, minlength=upto + 1))
-    found = np.flatnonzero(summed)
-    return found, summed[found]
+class Totals:
+    """Sums each chunk's parts, phrase after phrase, as bm25 sums them: ``add`` each
+    phrase's (ids, parts) in the query's order, then ``take`` the chunks and their sums.
+
+    Every chunk's sum is built one addition after another in the order given (numpy's
+    sum and reduceat add in pairs, which can differ in the last bit). For ids up to
+    ``size - 1``; its arrays are kept from search to search (one search at a time), so
+    a search over a million chunks does not allocate and scan fresh ones."""
+
+    def __init__(self, size: int) -> None:
+        self._sums = np.zeros(size, dtype=np.float64)
+        self._seen = np.zeros(size, dtype=np.bool_)
+        self._few: list[tuple[I64, F64]] = []
+        self._many = False
+
+    def add(self, ids: I64, parts: F64) -> None:
+        """One phrase's parts (each id at most once, all parts positive)."""
+        if self._many or (sum(len(i) for i, _ in self._few) + len(ids)) * 16 >= len(self._sums):
+            for few_ids, few_parts in self._few:
+                self._add_many(few_ids, few_parts)
+            self._few.clear()
+            self._add_many(ids, parts)
+        else:
+            self._few.append((ids, parts))
+
+    def _add_many(self, ids: I64, parts: F64) -> None:
+        self._many = True
+        self._sums[ids] += parts  # each id once: one addition per id
+        self._seen[ids] = True
+
+    def discard(self) -> None:
+        """Forget a search that failed half-way."""
+        self._few.clear()
+        if self._many:
+            self._sums.fill(0.0)
+            self._seen.fill(False)
+            self._many = False
+
+    def take(self) -> tuple[I64, F64]:
+        """The ids added, ascending, with their sums; ready for the next search."""
+        if not self._many:
+            ids = np.concatenate([i for i, _ in self._few]) if self._few else np.zeros(0, np.int64)
+            parts = np.concatenate([p for _, p in self._few]) if self._few else np.zeros(0)
+            self._few.clear()
+            found, at = np.unique(ids, return_inverse=True)  # bincount: input order
+            return found, cast(F64, np.bincount(at, weights=parts, minlength=len(found)))
+        found = np.flatnonzero(self._seen)
+        sums = self._sums[found]
+        self._sums[found] = 0.0
+        self._seen[found] = False
+        self._many = False
+        return found, sums
 
 
 def order(ids: I64, totals: F64, limit: int) -> list[tuple[int, float]]:

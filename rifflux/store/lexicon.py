@@ -74,6 +74,7 @@ class _Build:
     number: int
     lengths: F64  # tokens in all columns, by chunk id
     files: I64  # file id, by chunk id (0: no such chunk at the build)
+    totals: bm25.Totals  # sums by chunk id, kept from search to search
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,7 @@ class _Sums:
     dead: Mask | None
     rows: int
     avgdl: float
+    totals: bm25.Totals
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,8 @@ class Lexicon:
         if state is None:
             return None
         build, upto, newest, gone, rows, avgdl = state
-        sums = _Sums(build, upto, await self._dead_mask(build, gone), rows, avgdl)
+        sums = _Sums(build, upto, await self._dead_mask(build, gone), rows, avgdl,
+                     build.totals)
         found = clauses(match)
         words = await self._words(found)
         await self._load_lists({w[0] for w in words if w is not None and len(w) == 1})
@@ -198,8 +201,9 @@ class Lexicon:
             cur = await self._conn.execute("SELECT lengths, files FROM lexicon WHERE id = 1")
             blobs = await cur.fetchone()
             assert blobs is not None
-            self._build = _Build(number, bm25.decode_counts(blobs[0]),
-                                 bm25.decode_counts(blobs[1]).astype(np.int64))
+            lengths = bm25.decode_counts(blobs[0])
+            self._build = _Build(number, lengths, bm25.decode_counts(blobs[1]).astype(np.int64),
+                                 bm25.Totals(len(lengths)))
             self._lists.clear()
             self._cached_bytes = 0
             self._dead = None
@@ -330,16 +334,21 @@ def per_chunk(docs: I64, weights: F64) -> tuple[I64, F64]:
 def _best(parts: list[_Part], sums: _Sums, allowed: Allowed | None,
           limit: int) -> Ranked:
     """Sum the parts per chunk in phrase order, as bm25 does, and keep the best."""
-    computed = [part.compute(sums) for part in parts]
-    if not computed or limit <= 0:
+    if limit <= 0:
         return []
-    ids = np.concatenate([c[0] for c in computed])
-    adds = np.concatenate([c[1] for c in computed])
+    passes: Mask | None = None
     if allowed is not None:
-        files = sums.build.files[ids]
-        passes = np.zeros(max(int(files.max(initial=0)), int(allowed.array.max(initial=0))) + 1,
-                          dtype=np.bool_)
+        passes = np.zeros(max(int(sums.build.files.max(initial=0)),
+                              int(allowed.array.max(initial=0))) + 1, dtype=np.bool_)
         passes[allowed.array] = True
-        keep = passes[files]
-        ids, adds = ids[keep], adds[keep]
-    return bm25.order(*bm25.totals(ids, adds, sums.upto), limit)
+    try:
+        for part in parts:
+            ids, adds = part.compute(sums)
+            if passes is not None:
+                keep = passes[sums.build.files[ids]]
+                ids, adds = ids[keep], adds[keep]
+            sums.totals.add(ids, adds)
+    except BaseException:
+        sums.totals.discard()
+        raise
+    return bm25.order(*sums.totals.take(), limit)

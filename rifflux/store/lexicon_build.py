@@ -1,7 +1,8 @@
 """Building the lexicon (``store.lexicon``) when there is none or much has changed since.
 
-The lists are read on a connection of their own in a worker thread, in one read
-transaction, so other processes go on writing meanwhile: every frequent term's
+All of it runs in a worker thread on a connection of its own, so the indexer goes on
+with its work meanwhile. The lists are read in one read transaction, so writers go on
+writing meanwhile: every frequent term's
 instances from ``fts5vocab`` (a few hundred thousand rows a second), every chunk's
 length from FTS5's docsize table and file from ``chunks``. They are stored in one
 short write transaction, and only if FTS5's index is still the one that was read (its
@@ -18,14 +19,12 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiosqlite
 import anyio
 import anyio.from_thread
 import numpy as np
 
 from ..core import bm25
 from .lexicon import INSTANCE_WEIGHT, WEIGHTS_TEXT, per_chunk
-from .schema import transaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,87 +54,94 @@ class _Collected:
     terms: list[tuple[str, int, bytes, bytes]]  # term, chunks, ids, counts
 
 
-async def refresh(conn: aiosqlite.Connection, db_path: Path,
-                  limits: LexiconLimits = DEFAULT_LIMITS) -> bool:
-    """Build the lexicon if it is missing or stale (dropped below ``min_chunks``). True
-    when a new one was stored."""
-    cur = await conn.execute(
-        "SELECT (SELECT count(*) FROM chunks), "
-        "(SELECT min(upto, coalesce(fresh_from - 1, upto)) FROM lexicon), "
-        "(SELECT weights FROM lexicon), (SELECT count(*) FROM lexicon_gone)")
-    row = await cur.fetchone()
-    assert row is not None
-    chunks, upto, weights, gone = int(row[0]), row[1], row[2], int(row[3])
-    if chunks < limits.min_chunks:
-        if upto is not None and chunks < limits.min_chunks // 2:
-            async with transaction(conn):
-                await _clear(conn)
-        return False
-    if upto is not None and weights == WEIGHTS_TEXT:
-        cur = await conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (int(upto),))
-        above = await cur.fetchone()
-        changed = gone + int(above[0] if above else 0)
-        if changed <= max(limits.min_stale, limits.stale_share * chunks):
-            return False
-    timeout = await conn.execute_fetchall("PRAGMA busy_timeout")
-    collected = await anyio.to_thread.run_sync(
-        _collect, db_path, limits, int(next(iter(timeout))[0]))
-    async with transaction(conn):
-        if await _fingerprint_async(conn) != collected.fingerprint:
-            return False  # written meanwhile: the next refresh reads it again
-        await _clear(conn)
-        await conn.executemany(
-            "INSERT INTO lexicon_terms(term, rows, ids, counts) VALUES (?, ?, ?, ?)",
-            collected.terms)
-        await conn.execute(
-            "INSERT INTO lexicon(id, build, upto, fresh_from, weights, min_rows, lengths, "
-            "files) VALUES (1, ?, ?, NULL, ?, ?, ?, ?)",
-            (await _next_build(conn), collected.upto, WEIGHTS_TEXT, collected.min_rows,
-             collected.lengths, collected.files))
-    return True
+async def refresh(db_path: Path, limits: LexiconLimits = DEFAULT_LIMITS, *,
+                  busy_timeout_ms: int = 5000) -> bool:
+    """Build the lexicon if it is missing or stale (drop it if the index shrank well
+    below ``min_chunks``), in a worker thread on a connection of its own. True when a
+    new one was stored. Cancelling it stops the reading within one term's list."""
+    return await anyio.to_thread.run_sync(_refresh, db_path, limits, busy_timeout_ms)
 
 
-async def _clear(conn: aiosqlite.Connection) -> None:
-    await conn.execute("DELETE FROM lexicon_terms")
-    await conn.execute("DELETE FROM lexicon_gone")
-    await conn.execute("DELETE FROM lexicon")
-
-
-async def _next_build(conn: aiosqlite.Connection) -> int:
-    """Build numbers only grow, also across a dropped lexicon (readers cache by them)."""
-    await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('lexicon_build', '0')")
-    await conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
-                       "WHERE key = 'lexicon_build'")
-    rows = await conn.execute_fetchall("SELECT value FROM meta WHERE key = 'lexicon_build'")
-    return int(next(iter(rows))[0])
-
-
-_FINGERPRINT = "SELECT block FROM chunks_fts_data WHERE id IN (1, 10) ORDER BY id"
-
-
-async def _fingerprint_async(conn: aiosqlite.Connection) -> tuple[bytes, ...]:
-    return tuple(bytes(r[0]) for r in await conn.execute_fetchall(_FINGERPRINT))
-
-
-def _collect(db_path: Path, limits: LexiconLimits, timeout_ms: int) -> _Collected:
-    """Everything a build stores, read in one read transaction (in a worker thread)."""
-    conn = sqlite3.connect(str(db_path), timeout=timeout_ms / 1000, isolation_level=None)
+def _refresh(db_path: Path, limits: LexiconLimits, busy_timeout_ms: int) -> bool:
+    conn = sqlite3.connect(str(db_path), timeout=busy_timeout_ms / 1000,
+                           isolation_level=None)
     try:
+        if not _wanted(conn, limits):
+            return False
         conn.executescript(
             "CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, chunks_fts, 'row');"
             "CREATE VIRTUAL TABLE temp.instances "
             "USING fts5vocab(main, chunks_fts, 'instance');")
         conn.execute("BEGIN")
         try:
-            return _read(conn, limits)
+            collected = _read(conn, limits)
         finally:
             conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if _fingerprint(conn) != collected.fingerprint:
+                return False  # written meanwhile: the next refresh reads it again
+            _clear(conn)
+            conn.executemany(
+                "INSERT INTO lexicon_terms(term, rows, ids, counts) VALUES (?, ?, ?, ?)",
+                collected.terms)
+            conn.execute(
+                "INSERT INTO lexicon(id, build, upto, fresh_from, weights, min_rows, "
+                "lengths, files) VALUES (1, ?, ?, NULL, ?, ?, ?, ?)",
+                (_next_build(conn), collected.upto, WEIGHTS_TEXT, collected.min_rows,
+                 collected.lengths, collected.files))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return True
     finally:
         conn.close()
 
 
+def _wanted(conn: sqlite3.Connection, limits: LexiconLimits) -> bool:
+    """Whether to build: no build (or one with other weights), or more chunks changed
+    since than the limits allow. Drops the lexicon of an index shrunk well below them."""
+    block, upto, weights, gone = conn.execute(
+        "SELECT (SELECT block FROM chunks_fts_data WHERE id = 1), "
+        "(SELECT min(upto, coalesce(fresh_from - 1, upto)) FROM lexicon), "
+        "(SELECT weights FROM lexicon), (SELECT count(*) FROM lexicon_gone)").fetchone()
+    chunks, _ = bm25.averages(bytes(block or b""))
+    if chunks < limits.min_chunks:
+        if upto is not None and chunks < limits.min_chunks // 2:
+            conn.execute("BEGIN IMMEDIATE")
+            _clear(conn)
+            conn.execute("COMMIT")
+        return False
+    if upto is None or weights != WEIGHTS_TEXT:
+        return True
+    above = conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (upto,)).fetchone()
+    return int(gone) + int(above[0]) > max(limits.min_stale, limits.stale_share * chunks)
+
+
+def _clear(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM lexicon_terms")
+    conn.execute("DELETE FROM lexicon_gone")
+    conn.execute("DELETE FROM lexicon")
+
+
+def _next_build(conn: sqlite3.Connection) -> int:
+    """Build numbers only grow, also across a dropped lexicon (readers cache by them)."""
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('lexicon_build', '0')")
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                 "WHERE key = 'lexicon_build'")
+    return int(conn.execute("SELECT value FROM meta WHERE key = 'lexicon_build'").fetchone()[0])
+
+
+def _fingerprint(conn: sqlite3.Connection) -> tuple[bytes, ...]:
+    """FTS5's averages and structure records: any write to the index changes them."""
+    return tuple(bytes(r[0]) for r in conn.execute(
+        "SELECT block FROM chunks_fts_data WHERE id IN (1, 10) ORDER BY id"))
+
+
 def _read(conn: sqlite3.Connection, limits: LexiconLimits) -> _Collected:
-    fingerprint = tuple(bytes(r[0]) for r in conn.execute(_FINGERPRINT))
+    """Everything a build stores, inside one read transaction."""
+    fingerprint = _fingerprint(conn)
     upto = int(conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
     lengths = np.zeros(upto + 1, dtype=np.int64)
     for chunk, sizes in conn.execute("SELECT id, sz FROM chunks_fts_docsize WHERE id <= ?",

@@ -527,9 +527,12 @@ class Writer:
 
     async def refresh_lexicon(self) -> bool:
         """Build the lexical search's lists again if there are none or many chunks changed
-        since (``store.lexicon_build``). True when built."""
+        since (``store.lexicon_build``: on a connection of its own, in a worker thread).
+        True when built."""
         if self._read_only:
             return False
+        rows = await self.conn.execute_fetchall("PRAGMA busy_timeout")
         with mapped_errors(self.db_path):
             return await lexicon_build.refresh(
-                self.conn, self.db_path, self._lexicon or lexicon_build.DEFAULT_LIMITS)
+                self.db_path, self._lexicon or lexicon_build.DEFAULT_LIMITS,
+                busy_timeout_ms=int(next(iter(rows))[0]))

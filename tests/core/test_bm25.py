@@ -14,21 +14,35 @@ from rifflux.core import bm25
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
 
 
+phrase_parts = st.dictionaries(st.integers(1, 60), positive, max_size=40)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 40), positive), min_size=1, max_size=200),
-       st.booleans())
+@given(st.lists(st.lists(phrase_parts, min_size=1, max_size=8), min_size=1, max_size=3),
+       st.integers(61, 2_000))
 def test_totals_add_each_chunks_parts_one_after_the_other(
-    parts: list[tuple[int, float]], few: bool
+    searches: list[list[dict[int, float]]], size: int
 ) -> None:
-    ids = np.array([i for i, _ in parts], dtype=np.int64)
-    adds = np.array([a for _, a in parts], dtype=np.float64)
-    upto = len(ids) * 16 + 40 if few else 40  # both ways of summing
-    found, totals = bm25.totals(ids, adds, upto)
-    expected: dict[int, float] = {}
-    for i, a in parts:  # bm25: score += part, phrase after phrase
-        expected[i] = expected.get(i, 0.0) + a
-    assert found.tolist() == sorted(expected)
-    assert totals.tolist() == [expected[i] for i in sorted(expected)]  # to the last bit
+    totals = bm25.Totals(size)  # small sizes sum densely, large ones sparsely
+    for phrases in searches:  # one after another with the same arrays
+        expected: dict[int, float] = {}
+        for phrase in phrases:
+            ids = np.array(sorted(phrase), dtype=np.int64)
+            totals.add(ids, np.array([phrase[i] for i in sorted(phrase)]))
+            for i in sorted(phrase):  # bm25: score += part, phrase after phrase
+                expected[i] = expected.get(i, 0.0) + phrase[i]
+        found, sums = totals.take()
+        assert found.tolist() == sorted(expected)
+        assert sums.tolist() == [expected[i] for i in sorted(expected)]  # to the last bit
+
+
+def test_a_search_that_failed_half_way_leaves_nothing_behind() -> None:
+    totals = bm25.Totals(10)
+    totals.add(np.array([1, 2, 3], dtype=np.int64), np.array([1.0, 2.0, 3.0]))
+    totals.discard()
+    totals.add(np.array([4], dtype=np.int64), np.array([0.5]))
+    found, sums = totals.take()
+    assert (found.tolist(), sums.tolist()) == ([4], [0.5])
 
 
 def test_the_best_are_ordered_by_score_then_by_chunk_id() -> None:

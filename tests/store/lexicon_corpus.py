@@ -55,7 +55,7 @@ class Index:
         await self.writer.delete_files(self.root, list(rels))
 
     async def build(self, limits: LexiconLimits = EVERY_TERM) -> bool:
-        return await refresh(self.writer.conn, self.db, limits)
+        return await refresh(self.db, limits)
 
     def newest(self) -> str | None:
         """The file holding the highest chunk id (None: no chunks)."""

@@ -16,6 +16,7 @@ from rifflux.store.lexicon_build import LexiconLimits
 from rifflux.store.schema import connect
 from rifflux.store.writer import Writer
 
+from ..helpers import eventually
 from .lexicon_corpus import ALWAYS, EVERY_TERM, Index, afile, assert_same_ranking, open_index
 
 pytestmark = pytest.mark.anyio
@@ -139,15 +140,15 @@ async def test_an_index_shrunk_well_below_the_minimum_drops_its_lexicon(index: I
 async def test_a_build_read_while_another_process_wrote_is_not_stored(
     index: Index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    collect = lexicon_build._collect
+    read = lexicon_build._read
 
-    def collect_then_write(*args: object) -> object:
-        collected = collect(*args)  # type: ignore[arg-type]
+    def read_then_write(*args: object) -> object:
+        collected = read(*args)  # type: ignore[arg-type]
         with sqlite3.connect(index.db) as other:  # another process, meanwhile
             other.execute("DELETE FROM chunks WHERE id = (SELECT max(id) FROM chunks)")
         return collected
 
-    monkeypatch.setattr(lexicon_build, "_collect", collect_then_write)
+    monkeypatch.setattr(lexicon_build, "_read", read_then_write)
     assert not await index.build(ALWAYS)
     assert lexicon_row(index.db) is None
     monkeypatch.undo()
@@ -199,7 +200,7 @@ async def test_an_index_job_builds_the_lexicon(tmp_path: Path,
     db = tmp_path / "index.db"
     async with Rifflux(db, embedding_backend="hash") as rf:
         await rf.reindex(docs)
-        assert lexicon_row(db) is not None
+        await eventually(lambda: lexicon_row(db) is not None)  # after the job, by itself
         found = await rf.search("code tests", mode="lexical", top_k=5)
     match = build_match("code tests")
     assert match is not None
