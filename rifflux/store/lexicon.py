@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import cast
 
 import aiosqlite
 import anyio
@@ -48,9 +49,9 @@ Mask = npt.NDArray[np.bool_]  # by chunk id
 #: Ranks the chunks above ``after`` by FTS5 alone (the whole query), best first.
 RankAbove = Callable[[str, int, Allowed | None, int], Awaitable[Ranked]]
 
-#: The weights as the lexicon records them; another set means it cannot serve.
 #: Below this many (chunk, phrase) pairs the sums are done on the event loop.
 _INLINE = 20_000
+#: The weights as the lexicon records them; another set means it cannot serve.
 WEIGHTS_TEXT = ",".join(repr(w) for w in bm25.WEIGHTS)
 #: An fts5vocab instance's weight in bm25 (by its column), as SQL.
 INSTANCE_WEIGHT = "CASE col " + " ".join(
@@ -228,6 +229,8 @@ class Lexicon:
         texts = [c[1:-1] if len(c) > 1 and c[0] == c[-1] == '"' else None for c in found]
         todo = sorted({t for t in texts if t is not None and t not in self._tokens})
         if todo:
+            clear = "INSERT INTO lexicon_words(lexicon_words) VALUES ('delete-all')"
+            await self._conn.execute(clear)  # (also after a search cancelled half-way)
             await self._conn.executemany(
                 "INSERT INTO lexicon_words(rowid, word) VALUES (?, ?)",
                 list(enumerate(todo, 1)))
@@ -236,8 +239,7 @@ class Lexicon:
             tokens: dict[int, list[str]] = {}
             for doc, term in await cur.fetchall():
                 tokens.setdefault(int(doc), []).append(str(term))
-            await self._conn.execute("INSERT INTO lexicon_words(lexicon_words) "
-                                     "VALUES ('delete-all')")
+            await self._conn.execute(clear)
             for i, text in enumerate(todo, 1):
                 self._tokens[text] = tuple(tokens.get(i, ()))
             while len(self._tokens) > 4096:
@@ -321,14 +323,16 @@ class Lexicon:
 
 def per_chunk(docs: I64, weights: F64) -> tuple[I64, F64]:
     """Instances (chunk, weight), grouped by chunk: the chunks and their weighted
-    frequencies, summed in instance order as bm25 sums them."""
+    frequencies, added one after the other in instance order as bm25 adds them."""
     if len(docs) == 0:
         return docs, weights
-    if np.any(np.diff(docs) < 0):
-        at = np.argsort(docs, kind="stable")
-        docs, weights = docs[at], weights[at]
-    ids, starts = np.unique(docs, return_index=True)
-    return ids, np.add.reduceat(weights, starts)
+    steps = np.diff(docs)
+    if np.all(steps >= 0):  # as fts5vocab gives them: no sort needed
+        at = np.concatenate(([0], np.cumsum(steps != 0)))
+        ids = docs[np.concatenate(([0], np.flatnonzero(steps) + 1))]
+    else:
+        ids, at = np.unique(docs, return_inverse=True)
+    return ids, cast(F64, np.bincount(at, weights=weights, minlength=len(ids)))
 
 
 def _best(parts: list[_Part], sums: _Sums, allowed: Allowed | None,
