@@ -144,9 +144,11 @@ def _read(conn: sqlite3.Connection, limits: LexiconLimits) -> _Collected:
     fingerprint = _fingerprint(conn)
     upto = int(conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
     lengths = np.zeros(upto + 1, dtype=np.int64)
-    for chunk, sizes in conn.execute("SELECT id, sz FROM chunks_fts_docsize WHERE id <= ?",
-                                     (upto,)):
-        lengths[chunk] = sum(bm25.varints(sizes))
+    sizes = conn.execute("SELECT id, sz FROM chunks_fts_docsize WHERE id <= ?", (upto,))
+    for n, (chunk, size) in enumerate(sizes):
+        if n % 65_536 == 0:
+            anyio.from_thread.check_cancelled()
+        lengths[chunk] = sum(bm25.varints(size))
     files = np.zeros(upto + 1, dtype=np.int64)
     ids, owners = conn.execute(
         "SELECT json_group_array(id), json_group_array(file_id) FROM chunks").fetchone()
