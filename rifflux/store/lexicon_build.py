@@ -32,7 +32,7 @@ class LexiconLimits:
     #: Below this many chunks FTS5 alone ranks in a few milliseconds: no lexicon.
     min_chunks: int = 20_000
     #: A term gets a list when it is in this share of the chunks ...
-    term_share: float = 0.01
+    term_share: float = 0.005
     #: ... and in at least this many (rarer terms are read from FTS5 at search time).
     min_rows: int = 64
     #: Built again when the chunks written or deleted since exceed this share of all
