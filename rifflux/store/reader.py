@@ -12,15 +12,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import aiosqlite
-import numpy as np
 
 from ..core import bm25
 from ..core.catalog import Allowed
 from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
+from ..core.vectors import F32, I64
 from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
+from . import vectors
 from .changes import sequence
 from .lexicon import Lexicon
 from .presence import Presence
@@ -269,21 +269,18 @@ class Reader:
             rows = await cur.fetchall()
         return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
-    async def all_vectors(self, model: str, dim: int) -> tuple[list[int], list[int], F32]:
-        """Every chunk with a vector of ``model``: rowids, their files, the vectors."""
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute(
-                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
-                "ON e.content_hash = c.content_hash AND e.model = ?",
-                (model,),
-            )
-            rows = list(await cur.fetchall())
-        ids = [int(r[0]) for r in rows]
-        files = [int(r[1]) for r in rows]
-        if not rows:
-            return ids, files, np.zeros((0, dim), dtype=np.float32)
-        blob = b"".join(bytes(r[2]) for r in rows)
-        return ids, files, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+    async def vector_capacity(self) -> int:
+        """At least as many as the chunks with a vector (to size a matrix before a load)."""
+        return await vectors.upper_bound(self.conn, self.db_path)
+
+    async def stream_vectors(self, model: str, dim: int, into: vectors.Into) -> int:
+        """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
+        files) a block at a time from one snapshot; returns how many."""
+        return await vectors.stream(self.conn, self.db_path, model, dim, into)
+
+    async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
+        """The float32 vectors of ``model`` of these chunks (those that have one)."""
+        return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
     async def catalog(self) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
         """Every root, every file as filters see it, and every link between two files
