@@ -8,7 +8,7 @@ import anyio
 
 from .actors.service import Service
 from .config import Settings
-from .store.recovery import Recovery
+from .store.sqlite.recovery import Recovery
 from .types import Status
 
 __all__ = ["index_status", "recovered"]

@@ -28,9 +28,9 @@ from rifflux import Rifflux
 from rifflux.core.chunker import Chunk, FileMetadata, make_chunk
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32
-from rifflux.store.changes import Follow
-from rifflux.store.schema import connect
-from rifflux.store.writer import Writer
+from rifflux.store.sqlite.changes import Follow
+from rifflux.store.sqlite.schema import connect
+from rifflux.store.sqlite.writer import Writer
 from rifflux.store.written import FileToWrite
 from rifflux.types import HybridScores, SearchResult
 

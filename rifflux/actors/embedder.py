@@ -31,8 +31,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..core.embedders import Embedder
 from ..core.vectors import F32
-from ..store.lease import Lease
-from ..store.reader import PendingText, Reader
+from ..store.sqlite.lease import Lease
+from ..store.sqlite.reader import PendingText, Reader
 from .messages import (
     EmbedderMessage,
     EmbedWanted,

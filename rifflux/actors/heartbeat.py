@@ -21,8 +21,8 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from ..store.changes import prune
-from ..store.presence import Presence
+from ..store.sqlite.changes import prune
+from ..store.sqlite.presence import Presence
 
 logger = logging.getLogger(__name__)
 

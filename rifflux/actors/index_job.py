@@ -21,7 +21,7 @@ from ..core.ignore import IgnoreFiles
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import IndexDatabaseError, RiffluxError
-from ..store.writer import FileToWrite, Writer, Written
+from ..store.sqlite.writer import FileToWrite, Writer, Written
 from .jobs import Job, Progress, Target
 from .parse_pool import ParsePool, ParseResult
 

@@ -41,8 +41,8 @@ from ..core.embedders import Embedder
 from ..core.ignore import IgnoreFiles
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
-from ..store.changes import Follow
-from ..store.writer import Writer, Written
+from ..store.sqlite.changes import Follow
+from ..store.sqlite.writer import Writer, Written
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
 from .messages import (

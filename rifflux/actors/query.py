@@ -33,8 +33,8 @@ from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, Filters
 from ..core.vectors import VectorIndex
 from ..errors import InternalError, RiffluxError
-from ..store.reader import Reader
-from ..store.records import Records
+from ..store.sqlite.reader import Reader
+from ..store.sqlite.records import Records
 from ..types import SearchResult
 from .messages import (
     PLAIN,

@@ -17,9 +17,9 @@ from ..core.catalog import Catalog
 from ..core.document import read_lines
 from ..core.embedders import Embedder
 from ..core.filters import CompiledFilters, FileEntry, make_filters
-from ..store.link_records import LinkRecords
-from ..store.reader import Reader
-from ..store.records import Located, Records
+from ..store.sqlite.link_records import LinkRecords
+from ..store.sqlite.reader import Reader
+from ..store.sqlite.records import Located, Records
 from ..types import FileLines, Neighbor, NoteLinks, TagCount
 from .messages import (
     ChunkRequested,

@@ -22,7 +22,7 @@ from ..core.fts_query import build_every, build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
 from ..core.vectors import F32, VectorIndex
-from ..store.reader import Reader
+from ..store.sqlite.reader import Reader
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import SearchShape
 

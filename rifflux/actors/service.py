@@ -17,7 +17,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
-from ..store.recovery import Recovery
+from ..store.sqlite.recovery import Recovery
 from ..types import (
     ChunkDetail,
     Counts,

@@ -38,20 +38,20 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
 from ..errors import IndexDamagedError, IndexDatabaseError
-from ..store.changes import Follow
-from ..store.lease import Lease
-from ..store.presence import Presence
-from ..store.reader import Reader
-from ..store.records import Records
-from ..store.recovery import (
+from ..store.sqlite.changes import Follow
+from ..store.sqlite.lease import Lease
+from ..store.sqlite.presence import Presence
+from ..store.sqlite.reader import Reader
+from ..store.sqlite.records import Records
+from ..store.sqlite.recovery import (
     Recovery,
     damage,
     move_aside,
     needs_check,
     refuse_foreign,
 )
-from ..store.schema import connect
-from ..store.writer import Writer
+from ..store.sqlite.schema import connect
+from ..store.sqlite.writer import Writer
 from .embedder import EmbedderActor
 from .heartbeat import Heartbeat
 from .indexer import Indexer

@@ -27,11 +27,11 @@ from pathlib import Path
 import aiosqlite
 import numpy as np
 
-from ..core.vectors import F32
+from ...core.vectors import F32
+from ..written import Written, batches, file_entries, marks
 from .link_index import edges_of
 from .roots import Roots
 from .schema import mapped_errors
-from .written import Written, batches, file_entries, marks
 
 #: Rows kept in the log (a follower further behind reloads everything).
 KEEP = 50_000

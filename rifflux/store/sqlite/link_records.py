@@ -17,8 +17,8 @@ from typing import Any
 
 import aiosqlite
 
-from ..core.links import anchor_matches, target_parts
-from ..types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
+from ...core.links import anchor_matches, target_parts
+from ...types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
 from .reader import title_of
 from .schema import mapped_errors
 

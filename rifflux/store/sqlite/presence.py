@@ -11,8 +11,8 @@ from pathlib import Path
 
 import aiosqlite
 
-from ..errors import IndexDatabaseError
-from ..types import ProcessInfo
+from ...errors import IndexDatabaseError
+from ...types import ProcessInfo
 from .schema import mapped_errors
 
 #: A process not seen for this long is no longer listed.

@@ -14,16 +14,16 @@ from typing import Any
 import aiosqlite
 import numpy as np
 
-from ..core.catalog import Allowed
-from ..core.chunker import embed_text
-from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
-from ..errors import IndexDatabaseError
-from ..types import ChunkRecord, Counts, ProcessInfo, RootCount
+from ...core.catalog import Allowed
+from ...core.chunker import embed_text
+from ...core.filters import FileEntry, tag_levels
+from ...core.vectors import F32
+from ...errors import IndexDatabaseError
+from ...types import ChunkRecord, Counts, ProcessInfo, RootCount
+from ..written import FILE_ENTRY_COLUMNS, file_entry
 from .changes import sequence
 from .presence import Presence
 from .schema import mapped_errors
-from .written import FILE_ENTRY_COLUMNS, file_entry
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import aiosqlite
 
-from ..core.catalog import path_candidates
-from ..core.filters import tag_levels
-from ..types import ChunkDetail, FileRecord
+from ...core.catalog import path_candidates
+from ...core.filters import tag_levels
+from ...types import ChunkDetail, FileRecord
 from .reader import ROW_SQL, iso_utc, row_dict, title_of
 from .schema import mapped_errors
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import IndexDatabaseError, NotAnIndexError
+from ...errors import IndexDatabaseError, NotAnIndexError
 
 logger = logging.getLogger(__name__)
 

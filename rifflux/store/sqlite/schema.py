@@ -12,8 +12,8 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from ..core.cjk import characters, has_cjk, index_text
-from ..errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from ...core.cjk import characters, has_cjk, index_text
+from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 

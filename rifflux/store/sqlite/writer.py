@@ -17,14 +17,10 @@ from pathlib import Path
 import aiosqlite
 import numpy as np
 
-from ..core.filters import FileEntry, tag_levels
-from ..core.plan import StoredState
-from ..core.vectors import F32
-from .link_index import forget_links, write_links
-from .missing import Change, Missing
-from .roots import Roots
-from .schema import cjk_columns, mapped_errors, transaction
-from .written import (
+from ...core.filters import FileEntry, tag_levels
+from ...core.plan import StoredState
+from ...core.vectors import F32
+from ..written import (
     Edges,
     FileToWrite,
     Written,
@@ -33,6 +29,10 @@ from .written import (
     file_entries,
     marks,
 )
+from .link_index import forget_links, write_links
+from .missing import Change, Missing
+from .roots import Roots
+from .schema import cjk_columns, mapped_errors, transaction
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
