@@ -21,8 +21,7 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from ..store.sqlite.changes import prune
-from ..store.sqlite.presence import Presence
+from ..store.protocols import PresenceStore
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ PRUNE_EVERY_BEATS = 12
 class Heartbeat:
     """Beats through ``presence``, whose connection is no one else's."""
 
-    def __init__(self, *, presence: Presence, roles: Callable[[], list[str]]) -> None:
+    def __init__(self, *, presence: PresenceStore, roles: Callable[[], list[str]]) -> None:
         self._presence = presence
         self._roles = roles
         self.beats = 0
@@ -48,7 +47,7 @@ class Heartbeat:
                 await presence.beat(self._roles())
                 self.beats += 1
                 if self.beats % PRUNE_EVERY_BEATS == 0:
-                    await prune(presence.conn, presence.db_path)
+                    await presence.prune_changes()
             except Exception as exc:  # the boundary: busy, most likely; the next beat tries
                 logger.debug("cannot refresh this process's row in the index: %s", exc)
             await anyio.sleep(BEAT_EVERY)

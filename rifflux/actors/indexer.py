@@ -1,4 +1,4 @@
-"""The indexer: the only SQLite writer, an actor with one inbox.
+"""The indexer: the only writer to the index, an actor with one inbox.
 
 It handles one message at a time (``IndexerMessage``): a loaded model is adopted,
 embedded vectors are stored, and after every message the queued jobs are run,
@@ -41,8 +41,8 @@ from ..core.embedders import Embedder
 from ..core.ignore import IgnoreFiles
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
-from ..store.sqlite.changes import Follow
-from ..store.sqlite.writer import Writer, Written
+from ..store.protocols import FollowStore, WriterStore
+from ..store.written import Written
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
 from .messages import (
@@ -83,14 +83,14 @@ class Indexer:
     def __init__(
         self,
         *,
-        writer: Writer,
+        writer: WriterStore,
         settings: Settings,
         jobs: JobQueue,
         inbox: MemoryObjectReceiveStream[IndexerMessage],
         embedder_out: MemoryObjectSendStream[EmbedderMessage],
         query_out: MemoryObjectSendStream[QueryMessage],
         retry_out: MemoryObjectSendStream[IndexerMessage],
-        follow: Follow | None = None,
+        follow: FollowStore | None = None,
     ) -> None:
         self._writer = writer
         self._follow = follow

@@ -318,6 +318,8 @@ def _vectors(status: Status) -> str:
 
 
 async def _require_index(settings: Settings) -> None:
+    if not isinstance(settings.db_path, Path):
+        return  # a database: opening it says whether it holds an index
     db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
     if not await anyio.Path(db).is_file():
         raise CommandError(f"no index at {db}: run `rifflux index PATH` first, "

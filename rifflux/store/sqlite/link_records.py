@@ -19,7 +19,7 @@ import aiosqlite
 
 from ...core.links import anchor_matches, target_parts
 from ...types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
-from .reader import title_of
+from ..common import title_of
 from .schema import mapped_errors
 
 #: The chunk a link is in: ``l`` is the link, ``c`` its chunk.
