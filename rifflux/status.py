@@ -16,6 +16,7 @@ async def index_status(service: Service, settings: Settings) -> Status:
     counts, counted_for = await service.counts()
     process, others, sequence = await service.processes()
     snap = service.snapshot()
+    caps = service.capabilities
     model = snap["model"]
     status: Status = {
         "files": counts["files"], "chunks": counts["chunks"],
@@ -50,6 +51,9 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "process": process,
         "processes": others,
         "sequence": sequence,
+        "store": "sqlite" if caps is None or caps.vectors_in_memory else "postgresql",
+        "lexical_ranking": "fts5" if caps is None else caps.lexical_ranking,
+        "store_note": None if caps is None else caps.note,
     }
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)

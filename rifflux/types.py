@@ -384,3 +384,10 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
+    #: (added) Where the index is kept (``sqlite``: one file; ``postgresql``: a database,
+    #: searched inside the database), how the lexical branch ranks (``fts5``, ``bm25`` or,
+    #: on PostgreSQL without pg_textsearch, ``ts_rank_cd``), and what to know of it
+    #: (None: nothing).
+    store: Literal["sqlite", "postgresql"]
+    lexical_ranking: str
+    store_note: str | None

@@ -10,11 +10,10 @@ root, title, tags, mtime_ns, line start, line end, file id).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.filters import tag_levels
 from ..types import ChunkRecord
@@ -28,13 +27,19 @@ ROW_COLUMNS = (
 )
 
 
+class Row(Protocol):
+    """A row as a store's driver gives it: its columns by position."""
+
+    def __getitem__(self, index: int, /) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class PendingText:
     content_hash: str
     text: str
 
 
-def row_dict(row: Sequence[Any]) -> ChunkRecord:
+def row_dict(row: Row) -> ChunkRecord:
     """A chunk row (``ROW_COLUMNS``) as a result: SPEC's fields, then where it is and what
     note it belongs to."""
     rel = str(row[5])
@@ -53,7 +58,7 @@ def row_dict(row: Sequence[Any]) -> ChunkRecord:
     }
 
 
-def stable_order(row: Sequence[Any]) -> tuple[str, int, str]:
+def stable_order(row: Row) -> tuple[str, int, str]:
     """How chunks of equal score are ordered (a row of ``ROW_COLUMNS``): by path, then
     chunk index, then root; the same in every index of the same files, however and in
     whatever order they were built (row ids are not)."""

@@ -1,0 +1,101 @@
+"""The PostgreSQL store's semantic leg: nearest vectors by an HNSW index scan in the
+database (pgvector, cosine), so that a process's memory does not grow with the index.
+
+A filter applies inside the scan, before the best are taken: pgvector's iterative
+index scan (``hnsw.iterative_scan = strict_order``) reads on past ``ef_search``
+until enough chunks pass it, and a narrow filter (at most ``EXACT_MOST`` chunks
+with vectors) is searched exactly instead (every allowed vector compared). Equal
+cosines are ordered by path, then chunk index, then root.
+
+Pseudo-relevance feedback (``Settings.semantic_feedback``), as
+``core.vectors.VectorIndex.top_k`` does it: the best ``max(200, limit)`` of the
+first pass are read with their vectors, the query moves towards the mean of its
+best few, and those candidates are scored again against it, here in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pgvector import Vector
+
+from ...core.catalog import Allowed
+from ...core.vectors import F32, normalise
+from ...location import DatabaseUrl
+from ..protocols import Ranked
+from .connection import Pool, mapped_errors
+
+#: A filter passing at most this many chunks with vectors is searched exactly.
+EXACT_MOST = 10_000
+#: The candidates feedback rescores (``VectorIndex.top_k``'s ``pool``).
+FEEDBACK_POOL = 200
+#: pgvector's ceiling for ``hnsw.ef_search``.
+_EF_MOST = 1000
+
+_KEYS = ("SELECT n.id, n.d, f.rel_path, c.chunk_index, r.path{vec} FROM ({nearest}) n "
+         "JOIN chunks c ON c.id = n.id JOIN files f ON f.id = c.file_id "
+         "JOIN roots r ON r.id = f.root_id")
+
+
+class Semantic:
+    def __init__(self, pool: Pool, where: DatabaseUrl) -> None:
+        self._pool = pool
+        self._where = where
+
+    async def semantic(self, vector: F32, limit: int, allowed: Allowed | None, *,
+                       feedback: int, weight: float) -> Ranked:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        if limit < 1 or norm == 0.0 or not np.isfinite(norm):
+            return []  # no direction to look in
+        q = (q / norm).astype(np.float32)
+        want = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
+        with mapped_errors(self._where):
+            rows = await self._nearest(q, want, allowed, with_vectors=feedback > 0)
+        ranked = sorted(((int(r[0]), 1.0 - float(r[1]), (str(r[2]), int(r[3]), str(r[4])))
+                         for r in rows), key=lambda hit: (-hit[1], hit[2]))
+        if feedback > 0 and ranked:
+            ranked = _moved(q, ranked, {int(r[0]): r[5] for r in rows}, feedback, weight)
+        return [(cid, score) for cid, score, _ in ranked[:limit]]
+
+    async def _nearest(self, q: F32, want: int, allowed: Allowed | None, *,
+                       with_vectors: bool) -> list[Any]:
+        dim = len(q)
+        vec = ", v.embedding" if with_vectors else ""
+        async with self._pool.acquire() as conn, conn.transaction(readonly=True):
+            files = None if allowed is None else list(allowed.ids)
+            exact = files is not None and int(await conn.fetchval(
+                "SELECT count(*) FROM chunk_vectors WHERE file_id = ANY($1)",
+                files)) <= EXACT_MOST
+            if exact:  # every allowed vector compared (the order is not the index's)
+                nearest = ("SELECT v.chunk_id AS id, v.embedding <=> $1 AS d FROM chunk_vectors v "
+                           "WHERE v.file_id = ANY($3) ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
+            else:
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(40, want), _EF_MOST)}")
+                await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"
+                nearest = (f"SELECT v.chunk_id AS id, {cast} AS d FROM chunk_vectors v "
+                           + ("" if files is None else "WHERE v.file_id = ANY($3) ")
+                           + f"ORDER BY {cast} FETCH FIRST ($2) ROWS WITH TIES")
+            if with_vectors:
+                nearest = nearest.replace(" AS d FROM", " AS d, v.embedding FROM")
+            sql = _KEYS.format(vec=vec.replace("v.", "n."), nearest=nearest)
+            args: list[Any] = [Vector(q), want]
+            if files is not None:
+                args.append(files)
+            return list(await conn.fetch(sql, *args))
+
+
+def _moved(q: F32, ranked: list[tuple[int, float, tuple[str, int, str]]],
+           vectors: dict[int, Any], feedback: int, weight: float,
+           ) -> list[tuple[int, float, tuple[str, int, str]]]:
+    """The candidates scored again against the query moved towards the mean of its best
+    ``feedback`` (``q + weight * mean``, made unit length), best first."""
+    matrix = normalise(np.stack([np.asarray(vectors[cid].to_numpy(), dtype=np.float32)
+                                 for cid, _, _ in ranked]))
+    moved = q + weight * matrix[:feedback].mean(axis=0)
+    moved /= max(float(np.linalg.norm(moved)), 1e-12)
+    scores = (matrix.astype(np.float64) @ moved.astype(np.float64)).astype(np.float32)
+    rescored = [(cid, float(s), key) for (cid, _, key), s in zip(ranked, scores, strict=True)]
+    return sorted(rescored, key=lambda hit: (-hit[1], hit[2]))
