@@ -39,6 +39,30 @@ if TYPE_CHECKING:  # (the MCP client is imported where it is used: tests.process
     from mcp import ClientSession
     from mcp.types import CallToolResult
 
+# ---------------------------------------------------------------- where an index is
+
+#: An index location as a test gives it to ``Rifflux``: a file, or a database's URL
+#: (the ``db`` fixture gives either: the contract's tests run on both stores).
+Location = Path | str
+#: Makes a new, empty index location each call (``name`` tells files apart).
+NewIndex = Callable[[str], Location]
+
+
+async def index_rows(location: Location, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of a query on the index at ``location`` (SQLite or PostgreSQL; the SQL
+    must read alike on both)."""
+    if isinstance(location, Path):
+        with sqlite3.connect(location) as lite:
+            return [tuple(r) for r in lite.execute(sql).fetchall()]
+    import asyncpg
+
+    conn = await asyncpg.connect(location)
+    try:
+        return [tuple(r) for r in await conn.fetch(sql)]
+    finally:
+        await conn.close()
+
+
 # ---------------------------------------------------------------- fake embedders
 
 

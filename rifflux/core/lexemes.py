@@ -132,7 +132,7 @@ def _words(query: str) -> list[list[Clause]]:
         for phrase in terms.phrases]
     for word, prefix in terms.words:
         if not is_cjk_word(word):
-            words.append([(tuple(_word_tokens(word, prefix)), prefix)])
+            words.append([(tuple(_word_tokens(word)), prefix)])
         elif len(word) == 1:
             words.append([((word,), False)])
         elif is_sentence(word) and not prefix:
@@ -150,16 +150,12 @@ def _words(query: str) -> list[list[Clause]]:
     return kept
 
 
-def _word_tokens(word: str, prefix: bool = False) -> list[str]:
-    """A query word's tokens (``snake_case`` is two); a prefix's last one is folded, not
-    stemmed (``configur*`` must find ``configuration``)."""
+def _word_tokens(word: str) -> list[str]:
+    """A query word's tokens (``snake_case`` is two), stemmed as the index's are: a
+    prefix too, as FTS5's porter tokenizer stems it (``installing*`` is ``instal*``)."""
     if is_cjk_word(word):
         return bigrams(word)
-    raw = OTHER_WORD.findall(word)
-    out = [_token(r) for r in raw]
-    if prefix and raw:
-        out[-1] = fold(raw[-1])
-    return out
+    return [_token(r) for r in OTHER_WORD.findall(word)]
 
 
 def _quoted(token: str) -> str:

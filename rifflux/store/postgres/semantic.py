@@ -47,8 +47,11 @@ class Semantic:
                        feedback: int, weight: float) -> Ranked:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
-        if limit < 1 or norm == 0.0 or not np.isfinite(norm):
-            return []  # no direction to look in
+        if limit < 1:
+            return []
+        if norm == 0.0 or not np.isfinite(norm):  # every cosine is 0.0: the first, in order
+            with mapped_errors(self._where):
+                return await self._any(limit, allowed)
         q = (q / norm).astype(np.float32)
         want = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
         with mapped_errors(self._where):
@@ -58,6 +61,16 @@ class Semantic:
         if feedback > 0 and ranked:
             ranked = _moved(q, ranked, {int(r[0]): r[5] for r in rows}, feedback, weight)
         return [(cid, score) for cid, score, _ in ranked[:limit]]
+
+    async def _any(self, limit: int, allowed: Allowed | None) -> Ranked:
+        """``limit`` chunks with vectors, cosine 0.0, in the stable order of ties."""
+        rows = await self._pool.fetch(
+            "SELECT v.chunk_id FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
+            "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
+            "WHERE $2::bigint[] IS NULL OR v.file_id = ANY($2) "
+            'ORDER BY f.rel_path COLLATE "C", c.chunk_index, r.path COLLATE "C" LIMIT $1',
+            limit, None if allowed is None else list(allowed.ids))
+        return [(int(r[0]), 0.0) for r in rows]
 
     async def _nearest(self, q: F32, want: int, allowed: Allowed | None, *,
                        with_vectors: bool) -> list[Any]:
