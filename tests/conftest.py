@@ -133,6 +133,20 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def postgres_without_textsearch() -> Iterator[PostgresServer]:
+    """A PostgreSQL server without pg_textsearch preloaded (its extension cannot be made:
+    the lexical branch falls back to ts_rank_cd)."""
+    stack = contextlib.ExitStack()
+    try:
+        server = stack.enter_context(postgres_server(preload=False))
+    except PostgresUnavailable as exc:
+        stack.close()
+        _unavailable(str(exc))
+    with stack:
+        yield server
+
+
 @pytest.fixture
 def new_postgres_index(postgres: PostgresServer) -> Iterator[Callable[[], str]]:
     """Makes a new database holding an empty index (a copy of the template), dropped

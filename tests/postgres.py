@@ -12,6 +12,7 @@ to use instead.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -116,8 +117,7 @@ class PostgresServer:
                   "-m", mode, "stop")
 
     def create_database(self, name: str, template: str | None = None) -> str:
-        """A new database, empty or a copy of ``template``; its URL. (From a synchronous
-        fixture: it runs an event loop of its own.)"""
+        """A new database, empty or a copy of ``template``; its URL."""
         self.admin(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         return self.database_url(name)
 
@@ -125,7 +125,8 @@ class PostgresServer:
         self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def admin(self, sql: str) -> None:
-        """Run one statement on the ``postgres`` database."""
+        """Run one statement on the ``postgres`` database (blocking: a test's event loop, if
+        one runs, waits for it)."""
         async def run() -> None:
             conn = await asyncpg.connect(self.url, timeout=30)
             try:
@@ -133,8 +134,9 @@ class PostgresServer:
             finally:
                 await conn.close()
 
-        try:
-            asyncio.run(run())
+        try:  # (in a thread of its own: a test's event loop may be running in this one)
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                pool.submit(asyncio.run, run()).result()
         except (OSError, asyncpg.PostgresError) as exc:
             raise PostgresUnavailable(f"{sql}: {exc}") from exc
 

@@ -30,10 +30,13 @@ from .connection import Pool, mapped_errors
 EXACT_MOST = 10_000
 #: The candidates feedback rescores (``VectorIndex.top_k``'s ``pool``).
 FEEDBACK_POOL = 200
+#: Candidates read past those wanted, so that near-equal cosines at the cut are
+#: ordered by the exact cosine, not by pgvector's float arithmetic.
+_MARGIN = 20
 #: pgvector's ceiling for ``hnsw.ef_search``.
 _EF_MOST = 1000
 
-_KEYS = ("SELECT n.id, n.d, f.rel_path, c.chunk_index, r.path{vec} FROM ({nearest}) n "
+_KEYS = ("SELECT n.id, n.d, f.rel_path, c.chunk_index, r.path, n.embedding FROM ({nearest}) n "
          "JOIN chunks c ON c.id = n.id JOIN files f ON f.id = c.file_id "
          "JOIN roots r ON r.id = f.root_id")
 
@@ -52,15 +55,22 @@ class Semantic:
         if norm == 0.0 or not np.isfinite(norm):  # every cosine is 0.0: the first, in order
             with mapped_errors(self._where):
                 return await self._any(limit, allowed)
-        q = (q / norm).astype(np.float32)
-        want = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
+        q = normalise(q)
+        pool = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
         with mapped_errors(self._where):
-            rows = await self._nearest(q, want, allowed, with_vectors=feedback > 0)
-        ranked = sorted(((int(r[0]), 1.0 - float(r[1]), (str(r[2]), int(r[3]), str(r[4])))
-                         for r in rows), key=lambda hit: (-hit[1], hit[2]))
-        if feedback > 0 and ranked:
-            ranked = _moved(q, ranked, {int(r[0]): r[5] for r in rows}, feedback, weight)
-        return [(cid, score) for cid, score, _ in ranked[:limit]]
+            rows = await self._nearest(q, pool + max(limit, _MARGIN), allowed)
+        # cosines computed again here as the matrix computes them (float64 sums of unit
+        # float32 vectors), so that both stores order near-equal cosines alike
+        keys = {int(r[0]): (str(r[2]), int(r[3]), str(r[4])) for r in rows}
+        matrix = normalise(np.stack([r[5].to_numpy() for r in rows])) if rows else None
+        ranked = _ranked([int(r[0]) for r in rows], matrix, q, keys)[:pool]
+        if feedback > 0 and ranked and matrix is not None:
+            rows_of = {int(r[0]): i for i, r in enumerate(rows)}
+            best = matrix[[rows_of[cid] for cid, _ in ranked]]
+            moved = q + weight * best[:feedback].mean(axis=0)
+            moved /= max(float(np.linalg.norm(moved)), 1e-12)
+            ranked = _ranked([cid for cid, _ in ranked], best, moved.astype(np.float32), keys)
+        return ranked[:limit]
 
     async def _any(self, limit: int, allowed: Allowed | None) -> Ranked:
         """``limit`` chunks with vectors, cosine 0.0, in the stable order of ties."""
@@ -72,43 +82,38 @@ class Semantic:
             limit, None if allowed is None else list(allowed.ids))
         return [(int(r[0]), 0.0) for r in rows]
 
-    async def _nearest(self, q: F32, want: int, allowed: Allowed | None, *,
-                       with_vectors: bool) -> list[Any]:
+    async def _nearest(self, q: F32, want: int, allowed: Allowed | None) -> list[Any]:
+        """About the ``want`` nearest chunks (and every one tied with the last): id,
+        distance, the keys of tied chunks' order, the vector."""
         dim = len(q)
-        vec = ", v.embedding" if with_vectors else ""
         async with self._pool.acquire() as conn, conn.transaction(readonly=True):
             files = None if allowed is None else list(allowed.ids)
             exact = files is not None and int(await conn.fetchval(
                 "SELECT count(*) FROM chunk_vectors WHERE file_id = ANY($1)",
                 files)) <= EXACT_MOST
             if exact:  # every allowed vector compared (the order is not the index's)
-                nearest = ("SELECT v.chunk_id AS id, v.embedding <=> $1 AS d FROM chunk_vectors v "
-                           "WHERE v.file_id = ANY($3) ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
+                nearest = ("SELECT v.chunk_id AS id, v.embedding <=> $1 AS d, v.embedding "
+                           "FROM chunk_vectors v WHERE v.file_id = ANY($3) ORDER BY d "
+                           "FETCH FIRST ($2) ROWS WITH TIES")
             else:
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(40, want), _EF_MOST)}")
                 await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
                 cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"
-                nearest = (f"SELECT v.chunk_id AS id, {cast} AS d FROM chunk_vectors v "
+                nearest = (f"SELECT v.chunk_id AS id, {cast} AS d, v.embedding "
+                           "FROM chunk_vectors v "
                            + ("" if files is None else "WHERE v.file_id = ANY($3) ")
                            + f"ORDER BY {cast} FETCH FIRST ($2) ROWS WITH TIES")
-            if with_vectors:
-                nearest = nearest.replace(" AS d FROM", " AS d, v.embedding FROM")
-            sql = _KEYS.format(vec=vec.replace("v.", "n."), nearest=nearest)
             args: list[Any] = [Vector(q), want]
             if files is not None:
                 args.append(files)
-            return list(await conn.fetch(sql, *args))
+            return list(await conn.fetch(_KEYS.format(nearest=nearest), *args))
 
 
-def _moved(q: F32, ranked: list[tuple[int, float, tuple[str, int, str]]],
-           vectors: dict[int, Any], feedback: int, weight: float,
-           ) -> list[tuple[int, float, tuple[str, int, str]]]:
-    """The candidates scored again against the query moved towards the mean of its best
-    ``feedback`` (``q + weight * mean``, made unit length), best first."""
-    matrix = normalise(np.stack([np.asarray(vectors[cid].to_numpy(), dtype=np.float32)
-                                 for cid, _, _ in ranked]))
-    moved = q + weight * matrix[:feedback].mean(axis=0)
-    moved /= max(float(np.linalg.norm(moved)), 1e-12)
-    scores = (matrix.astype(np.float64) @ moved.astype(np.float64)).astype(np.float32)
-    rescored = [(cid, float(s), key) for (cid, _, key), s in zip(ranked, scores, strict=True)]
-    return sorted(rescored, key=lambda hit: (-hit[1], hit[2]))
+def _ranked(ids: list[int], matrix: F32 | None, q: F32,
+            keys: dict[int, tuple[str, int, str]]) -> Ranked:
+    """(id, cosine) best first, equal cosines in the stable order of ties."""
+    if matrix is None or not ids:
+        return []
+    scores = (matrix.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)
+    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), keys[ids[i]]))
+    return [(ids[i], float(scores[i])) for i in order]
