@@ -5,7 +5,7 @@ Why its own connection. On the writer's, from a task beside the indexer's loop,
 a beat could land inside a job's open transaction (and be committed or rolled
 back with it): a second owner of that connection. As a message to the indexer it
 would wait while a job runs, since the indexer reads its inbox only between jobs:
-a long job would leave the row older than ``store.presence.SEEN_WITHIN``, and the
+a long job would leave the row older than ``store.sqlite.presence.SEEN_WITHIN``, and the
 process would vanish from every other process's list. Here a beat waits only for
 the writer's lock, which every transaction holds for a few files at most. The
 price: its commits change the writer connection's ``PRAGMA data_version``, so the

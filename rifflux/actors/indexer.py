@@ -14,7 +14,7 @@ configured delays, any other failure fails that job, never the service.
 Other processes may write to the same index. A timer sends ``Ticked`` a few
 times a second; the indexer then looks whether another process committed (one
 pragma on its connection) and reads their changes from the log
-(``store.changes``): they reach the query actor as if they were the indexer's
+(``store.protocols.FollowStore``): they reach the query actor as if they were the indexer's
 own commits, the missing texts follow what they wrote, and jobs waiting for
 texts that another process embedded complete. The timer only sends: every
 statement on the writer's connection runs on the indexer's own task, between

@@ -22,8 +22,10 @@ from ..helpers import (
     SEARCH_DOCS,
     CountingEmbedder,
     bm25,
+    call,
     eventually,
     index_rows,
+    mcp_session,
     rifflux_cli,
     write,
     write_all,
@@ -192,3 +194,16 @@ def test_the_command_line_indexes_and_searches_a_database(
     done = rifflux_cli(tmp_path, "--db", url, "search", "pancakes", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["results"][0]["path"] == "cooking.md"
+
+
+async def test_an_mcp_search_reads_a_database_by_its_url_in_db_path(
+    new_postgres_index: Callable[[], str], tmp_path: Path, search_docs: Path,
+) -> None:
+    url = new_postgres_index()
+    async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+    async with mcp_session(tmp_path) as session:
+        out = await call(session, "search_rifflux", query="pancakes", mode="lexical",
+                         db_path=url)
+        own = await call(session, "search_rifflux", query="pancakes", mode="lexical")
+    assert out["count"] >= 1 and own["count"] == 0

@@ -69,13 +69,14 @@ def _check(db: Path, read_only: bool) -> Recovery | None:
 async def _open(settings: Settings, db: Path, origin: str,
                 recovery: Recovery | None) -> tuple[AsyncExitStack, OpenStore]:
     read_only, timeout = settings.read_only, settings.busy_timeout_ms
-    async with AsyncExitStack() as stack:
+    stack = AsyncExitStack()
 
-        async def connected(*, readonly: bool) -> aiosqlite.Connection:
-            conn = await connect(db, busy_timeout_ms=timeout, readonly=readonly)
-            stack.push_async_callback(_close, conn)
-            return conn
+    async def connected(*, readonly: bool) -> aiosqlite.Connection:
+        conn = await connect(db, busy_timeout_ms=timeout, readonly=readonly)
+        stack.push_async_callback(_close, conn)
+        return conn
 
+    try:
         # read-only: the writer's connection cannot write either (no schema upgrade,
         # no vectors dropped: the index is someone else's)
         writer_conn = await connected(readonly=read_only)
@@ -85,22 +86,23 @@ async def _open(settings: Settings, db: Path, origin: str,
         # are, the schema being the writer's to make: it writes only this process's
         # row and prunes the change log.
         beat_conn = None if read_only else await connected(readonly=True)
-        # This process among the others on the index: its changes are logged under
-        # its origin (before anything that must be closed is made: this reads the file)
+        # This process among the others on the index: its changes are logged under its
+        # origin (before anything that must be closed is made: this reads the file)
         follow = Follow(writer_conn, db, origin)
         await follow.install(writes=not read_only)
-        reader = Reader(query_conn, db)
-        store = OpenStore(
-            where=str(db), capabilities=CAPABILITIES,
-            writer=Writer(writer_conn, db, read_only=read_only), follow=follow,
-            reads=reader, records=Records(query_conn, db),
-            links=LinkRecords(query_conn, db), lexical=Lexical(reader), semantic=None,
-            matrix=reader, open_matrix=lambda: _reading(db, settings),
-            pending=Reader(embed_conn, db),
-            presence=None if beat_conn is None else Presence(beat_conn, db, origin),
-            lease=None if read_only else Lease(db), recovery=recovery)
-        return stack.pop_all(), store
-    raise AssertionError("unreachable")  # (mypy: the block above returns)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await stack.aclose()
+        raise
+    reader = Reader(query_conn, db)
+    return stack, OpenStore(
+        where=str(db), capabilities=CAPABILITIES,
+        writer=Writer(writer_conn, db, read_only=read_only), follow=follow,
+        reads=reader, records=Records(query_conn, db), links=LinkRecords(query_conn, db),
+        lexical=Lexical(reader), semantic=None, matrix=reader,
+        open_matrix=lambda: _reading(db, settings), pending=Reader(embed_conn, db),
+        presence=None if beat_conn is None else Presence(beat_conn, db, origin),
+        lease=None if read_only else Lease(db), recovery=recovery)
 
 
 async def _close(conn: aiosqlite.Connection) -> None:
