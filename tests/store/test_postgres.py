@@ -10,6 +10,7 @@ import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -53,9 +54,18 @@ async def test_a_filter_fills_its_list_whichever_way_each_leg_finds_it(
 ) -> None:
     if path != "prefilter":  # the BM25 index scanned, read further while filtered out
         monkeypatch.setattr(lexical, "PREFILTER", 0)
+        monkeypatch.setattr(lexical, "SCORE_COST", 10**9)
         monkeypatch.setattr(semantic, "EXACT_MOST", 0)  # HNSW's iterative scan
     if path == "scan-then-lookup":  # the scan gives up early: the exact lookup finds them
         monkeypatch.setattr(lexical, "SCAN_MOST", 200)
+    looked_up: list[str] = []  # the exact lookups of the lexical leg
+    matched = lexical.Lexical._matched
+
+    async def spied(self: lexical.Lexical, *args: Any) -> list[Any]:
+        looked_up.append(path)
+        return await matched(self, *args)
+
+    monkeypatch.setattr(lexical.Lexical, "_matched", spied)
     root = tmp_path / "docs"
     _decoys_and_five(root)
     small = [f"small/s{i}.md" for i in range(5)]
@@ -65,6 +75,7 @@ async def test_a_filter_fills_its_list_whichever_way_each_leg_finds_it(
             for query in ("garden compost", '"garden compost"', "compo*"):
                 hits = await rf.search(query, top_k=5, mode=mode, paths=["small/**"])
                 assert sorted(r["path"] for r in hits) == small, (mode, query)
+    assert bool(looked_up) == (path != "scan")  # (each path taken where it is meant to be)
 
 
 async def test_the_same_files_rank_alike_on_both_stores(

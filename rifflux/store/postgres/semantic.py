@@ -26,8 +26,9 @@ from ...location import DatabaseUrl
 from ..protocols import Ranked
 from .connection import Pool, mapped_errors
 
-#: A filter passing at most this many chunks with vectors is searched exactly.
-EXACT_MOST = 10_000
+#: A filter passing at most this many chunks with vectors is searched exactly (more:
+#: by the HNSW index, whose iterative scan reads up to 20,000 tuples for them).
+EXACT_MOST = 2_000
 #: The candidates feedback rescores (``VectorIndex.top_k``'s ``pool``).
 FEEDBACK_POOL = 200
 #: Candidates read past those wanted, so that near-equal cosines at the cut are
