@@ -34,6 +34,7 @@ from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
 from ._scale import scale
+from ._serve import serve_section
 from ._targets import check_all
 
 Section = Callable[[State], Awaitable[dict[str, Any]]]
@@ -58,6 +59,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
     "processes": (processes, "three processes with watchers on one index vs one: CPU, "
                              "freshness in every process"),
+    "serve": (serve_section, "one rifflux serve: HTTP search at concurrency 1 and 8 beside "
+                             "in process, searches during a reindex, RSS of five agents"),
 }
 
 

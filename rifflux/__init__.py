@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         InvalidArgumentError,
         JobNotFoundError,
         NotAnIndexError,
+        NotFoundError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -42,6 +43,7 @@ __all__ = [
     "InvalidArgumentError",
     "JobNotFoundError",
     "NotAnIndexError",
+    "NotFoundError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

@@ -7,7 +7,11 @@ names never change meaning.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict, final
+from typing import Literal, NotRequired, final
+
+# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
+# HTTP API's OpenAPI document is generated from these very types.
+from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
@@ -100,6 +104,8 @@ class SearchResult(TypedDict):
 
 class SearchExplain(TypedDict):
     fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
+    fts_every: str | None  # what chunks holding every word of a mixed CJK query match
+    stopwords_dropped: list[str]  # as written in the query, once each
     filters: dict[str, object]  # as applied
 
 
@@ -117,6 +123,8 @@ class SearchAnswer(TypedDict):
     hint: NotRequired[str]  # an empty or cut answer says what to do
     root: NotRequired[str]  # content='snippet': the root every hit shares
     truncated: NotRequired[bool]
+    #: Results left out to fit max_chars (the lowest-ranked): ``count`` is of those given.
+    omitted: NotRequired[int]
     explain: NotRequired[SearchExplain]
 
 
@@ -317,6 +325,16 @@ class Counts(TypedDict):
     unresolved_links: int  # of which no file is found for
 
 
+class IndexedFile(TypedDict):
+    """A file the index holds, as ``files()`` lists it (``modified``: ISO 8601 UTC)."""
+
+    path: str  # relative to ``root``
+    root: str
+    title: str
+    modified: str
+    chunks: int
+
+
 class RootCount(TypedDict):
     """An indexed folder and what the index holds from it."""
 
@@ -384,10 +402,7 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
-    #: (added) Where the index is kept (``sqlite``: one file; ``postgresql``: a database,
-    #: searched inside the database), how the lexical branch ranks (``fts5``, ``bm25`` or,
-    #: on PostgreSQL without pg_textsearch, ``ts_rank_cd``), and what to know of it
-    #: (None: nothing).
+    #: (added) The store, how its lexical branch ranks, what to know of it (docs/CONTRACT.md)
     store: Literal["sqlite", "postgresql"]
     lexical_ranking: str
     store_note: str | None

@@ -16,11 +16,13 @@ from ..core.vectors import F32
 from ..errors import InvalidArgumentError, RiffluxError
 from ..types import (
     CONTENT_MODES,
+    MODES,
     ChunkDetail,
     ContentMode,
     Counts,
     FileLines,
     FileRecord,
+    IndexedFile,
     Mode,
     Neighbor,
     NoteLinks,
@@ -196,6 +198,18 @@ class SearchShape:
 PLAIN = SearchShape()
 
 
+def checked_mode(query: object, top_k: object, mode: object) -> Mode:
+    """A search's mode, once the query, ``top_k`` and mode are known to be good; raises
+    ``InvalidArgumentError`` saying what to fix."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
+    if not isinstance(query, str):
+        raise InvalidArgumentError("query must be a string")
+    return mode
+
+
 #: The one answer to a request, sent back once: the value asked for, or the
 #: ``RiffluxError`` that stopped it (the caller raises it).
 Reply: TypeAlias = MemoryObjectSendStream[_T | RiffluxError]
@@ -273,6 +287,14 @@ class TagsRequested:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FilesRequested:
+    """The indexed files (of ``root`` alone, when given), by folder, then path."""
+
+    root: str | None = None
+    reply: Reply[list[IndexedFile]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CountsRequested:
     """The index's counts, and the model whose vectors they count."""
 
@@ -299,7 +321,7 @@ class ProcessesRequested:
 
 
 ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested
-               | NeighborsRequested | TagsRequested | CountsRequested | RootsRequested
-               | RootCountsRequested | ProcessesRequested)
+               | NeighborsRequested | TagsRequested | FilesRequested | CountsRequested
+               | RootsRequested | RootCountsRequested | ProcessesRequested)
 Request = SearchRequested | ReadRequest
 QueryMessage = Request | IndexChanged | VectorsReset

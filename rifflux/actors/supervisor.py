@@ -40,6 +40,7 @@ from ..config import Settings
 from ..store.opening import open_store
 from ..store.protocols import PresenceStore
 from .embedder import EmbedderActor
+from .events import EventHub
 from .heartbeat import Heartbeat
 from .indexer import Indexer
 from .jobs import Job, JobQueue, Target
@@ -82,8 +83,10 @@ class Supervisor:
             embed_send, embed_recv = anyio.create_memory_object_stream[EmbedderMessage](1)
             query_send, query_recv = anyio.create_memory_object_stream[QueryMessage](64)
 
+            events = EventHub()
+            stack.callback(events.close)  # (after the actors stop: their last events go out)
             jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
-                            on_submit=lambda: _nudge(indexer_send))
+                            on_submit=lambda: _nudge(indexer_send), events=events)
             query = QueryActor(
                 store=store, inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight,
@@ -102,7 +105,7 @@ class Supervisor:
             indexer = Indexer(writer=store.writer, settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
                               query_out=query_send.clone(), retry_out=indexer_send.clone(),
-                              follow=store.follow)
+                              follow=store.follow, events=events)
             embedder = EmbedderActor(reader=store.pending, inbox=embed_recv,
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
@@ -141,7 +144,7 @@ class Supervisor:
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
                 origin=origin, roles=roles, model_loaded=loader.loaded, where=store.where,
-                capabilities=store.capabilities,
+                capabilities=store.capabilities, events=events,
             )
             self._exit = stack.pop_all()
         return service

@@ -39,7 +39,8 @@ from .graph import MAX_DEPTH
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]
 
-_RELATIVE = re.compile(r"^\s*(\d+)\s*([dwmy])\s*$", re.IGNORECASE)
+#: An age: 7d, 2w, 3m (30-day months), 1y; -7d the same (7 days before now).
+_RELATIVE = re.compile(r"^\s*-?\s*(\d+)\s*([dwmy])\s*$", re.IGNORECASE)
 _DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 
 

@@ -34,7 +34,16 @@ from ..core.catalog import Allowed
 from ..core.filters import FileEntry
 from ..core.plan import Scope, StoredState
 from ..core.vectors import F32
-from ..types import ChunkDetail, ChunkRecord, Counts, FileRecord, NoteLinks, ProcessInfo, RootCount
+from ..types import (
+    ChunkDetail,
+    ChunkRecord,
+    Counts,
+    FileRecord,
+    IndexedFile,
+    NoteLinks,
+    ProcessInfo,
+    RootCount,
+)
 from .common import Foreign, Located, PendingText, Recovery
 from .written import FileToWrite, Written
 
@@ -149,6 +158,7 @@ class ReadStore(Protocol):
                                      list[tuple[int, int]]]: ...
     async def counts(self, model: str | None) -> tuple[Counts, str | None]: ...
     async def root_counts(self) -> list[RootCount]: ...
+    async def files(self, root_id: int | None = None) -> list[IndexedFile]: ...
     async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]: ...
     async def roots(self) -> list[str]: ...
 

@@ -49,7 +49,7 @@ SEED = Path(__file__).with_name("handshake.json")
 
 
 #: The modules whose source defines what ``tools/list`` answers (in ``rifflux.mcp``).
-_TOOL_SOURCES = ("server.py", "tools.py", "params.py")
+_TOOL_SOURCES = ("server.py", "tools.py", "params.py", "schemas.py")
 
 #: Distributions whose code shapes the SDK's answers (dist-info spelling).
 _DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")

@@ -22,6 +22,7 @@ from ...types import (
     ChunkRecord,
     Counts,
     FileRecord,
+    IndexedFile,
     LinkKind,
     LinkPlace,
     NoteLinks,
@@ -104,6 +105,18 @@ class Reads:
                 "WHERE c.file_id = f.id)), 0) FROM roots r LEFT JOIN files f "
                 "ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
         return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
+
+    async def files(self, root_id: int | None = None) -> list[IndexedFile]:
+        """The files the index holds (of one root, when given) with their chunk counts, by
+        root in the order they were indexed, then path."""
+        with mapped_errors(self.where):
+            rows = await self.pool.fetch(
+                "SELECT f.rel_path, r.path, f.title, f.mtime_ns, (SELECT count(*) FROM chunks c "
+                "WHERE c.file_id = f.id) FROM files f JOIN roots r ON r.id = f.root_id "
+                "WHERE $1::bigint IS NULL OR f.root_id = $1 "
+                'ORDER BY r.id, f.rel_path COLLATE "C"', root_id)
+        return [{"path": str(r[0]), "root": str(r[1]), "title": title_of(r[2], str(r[0])),
+                 "modified": iso_utc(int(r[3])), "chunks": int(r[4])} for r in rows]
 
     async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
         with mapped_errors(self.where):
