@@ -398,3 +398,7 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
+    #: (added) The store, how its lexical branch ranks, what to know of it (docs/CONTRACT.md)
+    store: Literal["sqlite", "postgresql"]
+    lexical_ranking: str
+    store_note: str | None

@@ -10,16 +10,25 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
-from rifflux.store import lexicon_build
-from rifflux.store.lexicon_build import LexiconLimits
+from rifflux.store.sqlite import lexicon_build
+from rifflux.store.sqlite.lexicon_build import LexiconLimits
 
-from .helpers import CountingEmbedder, ZeroQueryEmbedder, bm25, cosine, eventually, fused, write
+from .helpers import (
+    CountingEmbedder,
+    Location,
+    ZeroQueryEmbedder,
+    bm25,
+    cosine,
+    eventually,
+    fused,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_lexical_results_have_bm25_only(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("bm25 fusion", mode="lexical")
     assert results
@@ -32,8 +41,8 @@ async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path)
     assert scores == sorted(scores)  # SQLite's bm25: lower is better
 
 
-async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_semantic_results_have_cosine(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("flour eggs milk", mode="semantic", top_k=3)
     assert results
@@ -43,8 +52,8 @@ async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -
     assert results[0]["path"] == "cooking.md"
 
 
-async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_hybrid_results_have_rrf_and_ranks(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install windows")
     assert results
@@ -55,18 +64,18 @@ async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, search_docs: Pa
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
 @pytest.mark.parametrize("top_k", [1, 2, 5])
 async def test_at_most_top_k_results(
-    tmp_path: Path, search_docs: Path, mode: str, top_k: int,
+    db: Location, search_docs: Path, mode: str, top_k: int,
 ) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install search pancakes fusion", top_k=top_k, mode=mode)
     assert 1 <= len(results) <= top_k
 
 
-async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs: Path) -> None:
+async def test_hybrid_order_matches_independent_rrf(db: Location, search_docs: Path) -> None:
     for i in range(12):
         write(search_docs, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), rrf_k=60) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder(), rrf_k=60) as rf:
         await rf.reindex(search_docs)
         top_k = 5
         query = "install search fusion"
@@ -100,8 +109,8 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs:
     assert both, "the test needs a chunk present in both branches"
 
 
-async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_hybrid_with_lexical_branch_empty(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("zzzunknownword", mode="hybrid", top_k=3)
         lexical = await rf.search("zzzunknownword", mode="lexical")
@@ -110,10 +119,12 @@ async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Pat
     assert [fused(r)["semantic_rank"] for r in results] == [1, 2, 3]
 
 
-async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Path) -> None:
+async def test_hybrid_with_semantic_branch_empty(
+    db: Location, tmp_path: Path, search_docs: Path,
+) -> None:
     # backend "onnx" with a missing model: no query vector can ever be made
     async with Rifflux(
-        tmp_path / "i.db", embedding_backend="onnx", model_dir=tmp_path / "no-model"
+        db, embedding_backend="onnx", model_dir=tmp_path / "no-model"
     ) as rf:
         await rf.reindex(search_docs)
         semantic = await rf.search("install", mode="semantic")
@@ -124,15 +135,15 @@ async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Pa
     assert "model.onnx" in (status["embedding_error"] or "")
 
 
-async def test_both_branches_empty(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_both_branches_empty(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         assert await rf.search("anything at all") == []  # nothing indexed yet
         await rf.reindex(search_docs)
         assert await rf.search("!!!") == []
 
 
-async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=ZeroQueryEmbedder()) as rf:
+async def test_zero_norm_query_vector_gives_cosine_zero(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=ZeroQueryEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install", mode="semantic", top_k=3)
     assert results and all(cosine(r) == 0.0 for r in results)
@@ -159,8 +170,8 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
-async def test_hostile_queries_never_raise(tmp_path: Path, search_docs: Path, mode: str) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_hostile_queries_never_raise(db: Location, search_docs: Path, mode: str) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         for query in HOSTILE:
             results = await rf.search(query, mode=mode, top_k=3)
@@ -168,8 +179,8 @@ async def test_hostile_queries_never_raise(tmp_path: Path, search_docs: Path, mo
         assert await rf.search("install*", mode="lexical")
 
 
-async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_unknown_mode_and_bad_top_k_are_clear_errors(db: Location) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         with pytest.raises(InvalidArgumentError, match="mode"):
             await rf.search("x", mode="fuzzy")
         for bad in (0, -1):
@@ -177,8 +188,8 @@ async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> No
                 await rf.search("x", top_k=bad)
 
 
-async def test_get_chunk_and_get_file_read_back(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_get_chunk_and_get_file_read_back(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         hit = (await rf.search("pancakes", mode="lexical"))[0]
         chunk = await rf.get_chunk(hit["chunk_id"])
@@ -192,15 +203,15 @@ async def test_get_chunk_and_get_file_read_back(tmp_path: Path, search_docs: Pat
         assert await rf.get_file("missing.md") is None
 
 
-async def test_status_has_the_spec_fields(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_status_has_the_spec_fields(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         status = await rf.status()
     for key in ("files", "chunks", "embeddings", "pending_embeddings"):
         assert isinstance(status[key], int)
     assert status["files"] == 3 and status["pending_embeddings"] == 0
     assert status["embeddings"] >= 1
-    assert status["db_path"] == str((tmp_path / "i.db").resolve())
+    assert status["db_path"] == (str(db.resolve()) if isinstance(db, Path) else db)
     assert status["embedding_backend"] == "hash" and status["embedding_model"] == "counting-v1"
     assert "*.md" in status["include_globs"] and ".git" in status["exclude_globs"]
     assert isinstance(status["jobs"], list) and status["jobs"][0]["status"] == "completed"

@@ -1,7 +1,7 @@
 """The writer's statements on files and vectors. Only the indexer actor holds a writer
-connection; the writer's roots (``store.roots``) and the texts still lacking vectors
-(``store.missing``) are kept on it too, beside the files, and what builds the lexical
-search's lists again (``store.lexicon_build``), which writes on a connection of its own.
+connection; the writer's roots (``roots``) and the texts still lacking vectors
+(``missing``) are kept on it too, beside the files, and what builds the lexical
+search's lists again (``lexicon_build``), which writes on a connection of its own.
 
 Each public coroutine that changes the index is one transaction, so an
 interrupted run never leaves a half-indexed file behind.
@@ -18,15 +18,10 @@ from pathlib import Path
 import aiosqlite
 import numpy as np
 
-from ..core.filters import FileEntry, tag_levels
-from ..core.plan import StoredState
-from ..core.vectors import F32
-from .lexicon_build import LexiconBuilder
-from .link_index import forget_links, write_links
-from .missing import Change, Missing
-from .roots import Roots
-from .schema import cjk_columns, mapped_errors, transaction
-from .written import (
+from ...core.filters import FileEntry, tag_levels
+from ...core.plan import StoredState
+from ...core.vectors import F32
+from ..written import (
     Edges,
     FileToWrite,
     Written,
@@ -35,6 +30,11 @@ from .written import (
     file_entries,
     marks,
 )
+from .lexicon_build import LexiconBuilder
+from .link_index import forget_links, write_links
+from .missing import Change, Missing
+from .roots import Roots
+from .schema import cjk_columns, mapped_errors, transaction
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
@@ -56,6 +56,10 @@ class Writer:
         self.lexicon = LexiconBuilder(db_path, read_only=read_only,
                                       busy_timeout_ms=busy_timeout_ms)
         self._read_only = read_only
+
+    async def refresh_lexicon(self) -> bool:
+        """The lexicon built again when stale (``lexicon_build``)."""
+        return await self.lexicon.refresh()
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):

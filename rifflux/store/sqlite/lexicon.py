@@ -42,10 +42,10 @@ import aiosqlite
 import anyio
 import numpy as np
 
-from ..core import bm25
-from ..core.bm25 import F64, I64, Mask
-from ..core.catalog import Allowed
-from ..core.fts_query import clauses
+from ...core import bm25
+from ...core.bm25 import F64, I64, Mask
+from ...core.catalog import Allowed
+from ...core.fts_query import clauses
 from .schema import TOKENIZER
 
 Ranked = list[bm25.Hit]
