@@ -7,10 +7,11 @@ until enough chunks pass it, and a narrow filter (at most ``EXACT_MOST`` chunks
 with vectors) is searched exactly instead (every allowed vector compared). Equal
 cosines are ordered by path, then chunk index, then root.
 
-Pseudo-relevance feedback (``Settings.semantic_feedback``), as
-``core.vectors.VectorIndex.top_k`` does it: the best ``max(200, limit)`` of the
-first pass are read with their vectors, the query moves towards the mean of its
-best few, and those candidates are scored again against it, here in Python.
+The nearest are read with their vectors and ranked again in Python by
+``core.vectors.rank``, as the SQLite store ranks the candidates of its in-memory
+matrix: exact cosines, and pseudo-relevance feedback (``Settings.semantic_feedback``:
+the best ``max(200, limit)`` of the first pass are read, the query moves towards the
+mean of its best few, and those are scored again against it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from pgvector import Vector
 
 from ...core.catalog import Allowed
-from ...core.vectors import F32, normalise
+from ...core.vectors import F32, normalise, rank
 from ...location import DatabaseUrl
 from ..protocols import Ranked
 from .connection import Pool, mapped_errors
@@ -29,7 +30,7 @@ from .connection import Pool, mapped_errors
 #: A filter passing at most this many chunks with vectors is searched exactly (more:
 #: by the HNSW index, whose iterative scan reads up to 20,000 tuples for them).
 EXACT_MOST = 2_000
-#: The candidates feedback rescores (``VectorIndex.top_k``'s ``pool``).
+#: The candidates feedback rescores (``core.vectors.rank``'s ``pool``).
 FEEDBACK_POOL = 200
 #: Candidates read past those wanted, so that near-equal cosines at the cut are
 #: ordered by the exact cosine, not by pgvector's float arithmetic.
@@ -56,22 +57,19 @@ class Semantic:
         if norm == 0.0 or not np.isfinite(norm):  # every cosine is 0.0: the first, in order
             with mapped_errors(self._where):
                 return await self._any(limit, allowed)
-        q = normalise(q)
         pool = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
         with mapped_errors(self._where):
-            rows = await self._nearest(q, pool + max(limit, _MARGIN), allowed)
-        # cosines computed again here as the matrix computes them (float64 sums of unit
-        # float32 vectors), so that both stores order near-equal cosines alike
+            rows = await self._nearest(normalise(q), pool + max(limit, _MARGIN), allowed)
+        if not rows:
+            return []
+        # ranked again here as the SQLite store ranks its matrix's candidates (the same
+        # float64 sums of unit float32 vectors, the same feedback), so that both stores
+        # order near-equal cosines alike; equal cosines then by path, chunk index, root
         keys = {int(r[0]): (str(r[2]), int(r[3]), str(r[4])) for r in rows}
-        matrix = normalise(np.stack([r[5].to_numpy() for r in rows])) if rows else None
-        ranked = _ranked([int(r[0]) for r in rows], matrix, q, keys)[:pool]
-        if feedback > 0 and ranked and matrix is not None:
-            rows_of = {int(r[0]): i for i, r in enumerate(rows)}
-            best = matrix[[rows_of[cid] for cid, _ in ranked]]
-            moved = q + weight * best[:feedback].mean(axis=0)
-            moved /= max(float(np.linalg.norm(moved)), 1e-12)
-            ranked = _ranked([cid for cid, _ in ranked], best, moved.astype(np.float32), keys)
-        return ranked[:limit]
+        ids = np.asarray([int(r[0]) for r in rows], dtype=np.int64)
+        ranked = rank(vector, ids, np.stack([r[5].to_numpy() for r in rows]), limit,
+                      feedback=feedback, weight=weight, pool=FEEDBACK_POOL, ties=True)
+        return sorted(ranked, key=lambda hit: (-hit[1], keys[hit[0]]))[:limit]
 
     async def _any(self, limit: int, allowed: Allowed | None) -> Ranked:
         """``limit`` chunks with vectors, cosine 0.0, in the stable order of ties."""
@@ -109,12 +107,3 @@ class Semantic:
                 args.append(files)
             return list(await conn.fetch(_KEYS.format(nearest=nearest), *args))
 
-
-def _ranked(ids: list[int], matrix: F32 | None, q: F32,
-            keys: dict[int, tuple[str, int, str]]) -> Ranked:
-    """(id, cosine) best first, equal cosines in the stable order of ties."""
-    if matrix is None or not ids:
-        return []
-    scores = (matrix.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)
-    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), keys[ids[i]]))
-    return [(ids[i], float(scores[i])) for i in order]
