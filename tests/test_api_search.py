@@ -21,6 +21,7 @@ from .helpers import (
     cosine,
     eventually,
     fused,
+    index_rows,
     write,
 )
 
@@ -223,40 +224,51 @@ OTHERS = {f"notes/n{i}.md": f"# Note {i}\n\nA note about topic {i} and nothing e
           for i in range(6)}
 
 
-@pytest.mark.parametrize("lexicon", [False, True], ids=["fts5", "lexicon"])
+@pytest.fixture(params=["fts5", "lexicon", "postgres"])
+def later_index(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Location]:
+    """How the index built in two runs ranks (FTS5 alone, the lexicon, or PostgreSQL),
+    and where it is."""
+    if request.param == "postgres":
+        return request.param, request.getfixturevalue("new_postgres_index")()
+    return request.param, tmp_path / "later.db"
+
+
 async def test_equal_scores_rank_alike_however_the_index_was_built(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lexicon: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later_index: tuple[str, Location]
 ) -> None:
     # four identical copies tie in both branches; one index is built at once, the other
     # in two runs with the later folders first, so their row ids come in another order.
     # With the lexicon (built after the first run and kept), the later index ranks the
-    # copies of its second run by FTS5 above the lexicon's watermark.
+    # copies of its second run by FTS5 above the lexicon's watermark. On PostgreSQL, the
+    # later index is a database: both stores order ties alike.
+    built, later_at = later_index
+    lexicon = built == "lexicon"
     if lexicon:
         monkeypatch.setattr(lexicon_build, "DEFAULT_LIMITS", LexiconLimits(
             min_chunks=0, term_share=0.0, min_rows=2, stale_share=1e9, min_stale=10**9))
+    clean_at: Location = tmp_path / "clean.db"
     copies = [f"{folder}/accessibility-report.md" for folder in "abcd"]
     root = tmp_path / "docs"
     for rel, text in OTHERS.items():
         write(root, rel, text)
     for rel in copies[2:]:
         write(root, rel, REPORT)
-    later = Rifflux(tmp_path / "later.db", embedder=CountingEmbedder())
+    later = Rifflux(later_at, embedder=CountingEmbedder())
     async with later:
         await later.reindex(root)
         if lexicon:
             await eventually(lambda: _has_lexicon(tmp_path / "later.db"))
     for rel in copies[:2]:
         write(root, rel, REPORT)
-    async with Rifflux(tmp_path / "clean.db", embedder=CountingEmbedder()) as clean, \
-            Rifflux(tmp_path / "later.db", embedder=CountingEmbedder()) as later:
+    async with Rifflux(clean_at, embedder=CountingEmbedder()) as clean, \
+            Rifflux(later_at, embedder=CountingEmbedder()) as later:
         await clean.reindex(root)
         await later.reindex(root)
-        built = {name: _id_order(tmp_path / f"{name}.db", copies)
-                 for name in ("clean", "later")}
+        orders = [await _id_order(at, copies) for at in (clean_at, later_at)]
         if lexicon:
             await eventually(lambda: all(_has_lexicon(tmp_path / f"{name}.db")
                                          for name in ("clean", "later")))
-        assert built["clean"] != built["later"]  # (the test means something)
+        assert orders[0] != orders[1]  # (the test means something)
         for mode in ("lexical", "semantic", "hybrid"):
             for top_k in (1, 2, 3, 10):
                 ranked = [[(h["path"], h["chunk_index"]) for h in
@@ -272,9 +284,8 @@ def _has_lexicon(db: Path) -> bool:
         return bool(conn.execute("SELECT count(*) FROM lexicon").fetchone() == (1,))
 
 
-def _id_order(db: Path, paths: list[str]) -> list[str]:
-    """``paths`` in the order of their chunks' row ids in ``db``."""
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT f.rel_path FROM chunks c JOIN files f ON f.id = c.file_id "
-                            "ORDER BY c.id").fetchall()
+async def _id_order(at: Location, paths: list[str]) -> list[str]:
+    """``paths`` in the order of their chunks' row ids in the index at ``at``."""
+    rows = await index_rows(at, "SELECT f.rel_path FROM chunks c JOIN files f "
+                                "ON f.id = c.file_id ORDER BY c.id")
     return [r[0] for r in rows if r[0] in paths]
