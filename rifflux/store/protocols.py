@@ -14,8 +14,9 @@ Who holds what:
 - the query actor: ``ReadStore`` (rows, the catalog, counts), ``RecordStore`` and
   ``LinkStore`` (what reads return), and the two legs of a search:
   ``LexicalLeg`` always, and either ``SemanticLeg`` (the store ranks vectors itself,
-  inside the database) or ``MatrixStore`` (the store hands the vectors over and the
-  query actor keeps them in an in-memory matrix): ``Capabilities`` says which;
+  inside the database) or ``MatrixStore`` (the store streams the vectors over, the
+  query actor keeps them in a compact in-memory matrix and the store reads back the
+  exact vectors of its candidates): ``Capabilities`` says which;
 - the embedder: ``PendingStore`` (texts without vectors) and ``LeaseStore`` (of all
   the processes on one index, the holder of the lease embeds);
 - the heartbeat: ``PresenceStore`` (this process's row among the others, and the
@@ -259,8 +260,9 @@ class OpenStore:
     lexical: LexicalLeg
     #: The store's semantic leg (``capabilities.vectors_in_memory`` is False) ...
     semantic: SemanticLeg | None
-    #: ... or the vectors the query actor loads into its matrix: a short-lived reader
-    #: of them, and the stable order of tied chunks on its own connection.
+    #: ... or the vectors the query actor keeps in its int8 matrix: on its own
+    #: connection, the float32 vectors of a search's candidates and the stable order
+    #: of tied chunks; and a short-lived reader that streams every vector into a load.
     matrix: MatrixStore | None
     open_matrix: MatrixOpener | None
     pending: PendingStore
