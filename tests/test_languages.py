@@ -306,3 +306,26 @@ async def test_a_note_with_every_word_of_a_mixed_query_ranks_above_one_with_some
         # one word: the page about it first, as before
         assert [h["path"] for h in await rf.search("Python", mode="lexical")][0] \
             == "en/python.md"
+
+
+async def test_every_word_of_a_mixed_query_ranks_first_whatever_the_bm25_of_the_others(
+    db: Location, tmp_path: Path
+) -> None:
+    # short notes dense in one word of the query outscore, by BM25, the long tutorial
+    # holding both: more of them than a search reads of the best-scored chunks at first
+    root = tmp_path / "mixed"
+    for name, text in MIXED.items():
+        write(root, name, text)
+    for i in range(130):
+        write(root, f"en/py{i}.md", f"# Note {i}\n\nPython, Python and Python.\n")
+        write(root, f"zh/教{i}.md", f"# 笔记 {i}\n\n教程，教程，教程。\n")
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for query in ("Python 教程", "教程 Python"):
+            hits = await rf.search(query, mode="lexical", top_k=5)
+            assert [h["path"] for h in hits][0] == "zh/自动化.md", query
+            scores = [h["score_breakdown"] for h in hits]
+            assert all("bm25" in s for s in scores)
+            worse = [s["bm25"] for s in scores[1:] if "bm25" in s]
+            # (the test means something: the others score better)
+            assert worse and all(w < scores[0]["bm25"] for w in worse), query  # type: ignore[typeddict-item]

@@ -9,7 +9,8 @@ tokens, a phrase's words each counted (FTS5 counts the phrase as one term), a
 prefix by the index's words that complete it (at most ``EXPANSIONS``, shortest
 first; FTS5 counts the prefix as one term). Equal scores are ordered by path,
 then chunk index, then root; a query mixing CJK with other words ranks the chunks
-holding every word first.
+holding every word first (found and scored apart, all of them, before a scan: the
+BM25 index's best need not hold every word).
 
 How the best are found: the BM25 index is scanned best first (``ORDER BY ...
 LIMIT``, its top-k shortcut), reading further (four times as far each time) while
@@ -77,15 +78,23 @@ class Lexical:
             return await self._matched(conn, q, ranking, limit, allowed)
         if allowed is not None and await _narrow(conn, allowed, limit):
             return await self._matched(conn, q, ranking, limit, allowed)
+        first: list[Any] = []
+        if q.every is not None:  # the chunks holding every word, all of them, come first
+            first = await self._matched(conn, q, ranking, limit, allowed, every=True)
+            if len(first) >= limit:
+                return first
         simple = q.exact and q.every is None and allowed is None
         depth = limit if simple else max(limit * 4, 200)
         while True:
             rows, seen = await self._scanned(conn, q, ranking, limit, allowed, depth)
             if len(rows) >= limit or seen < depth:
-                return rows  # enough, or every chunk the index scores was read
+                break  # enough, or every chunk the index scores was read
             if depth >= SCAN_MOST:
                 return await self._matched(conn, q, ranking, limit, allowed)
             depth = min(depth * 4, SCAN_MOST)
+        # the scan's best of the others follow (it holds as many as are missing: its
+        # own chunks holding every word are among ``first``)
+        return [*first, *(r for r in rows if not r["tier"])][:limit] if first else rows
 
     async def _scanned(self, conn: Connection, q: LexicalQuery, ranking: str, limit: int,
                        allowed: Allowed | None, depth: int) -> tuple[list[Any], int]:
@@ -106,11 +115,13 @@ class Lexical:
         return [], int(await conn.fetchval(f"SELECT count(*) FROM ({scan}) s", *p.values[:2]))
 
     async def _matched(self, conn: Connection, q: LexicalQuery, ranking: str, limit: int,
-                       allowed: Allowed | None) -> list[Any]:
+                       allowed: Allowed | None, *, every: bool = False) -> list[Any]:
         """Every chunk that matches (and passes the filter), ranked: exact, at the cost
-        of scoring each."""
+        of scoring each. With ``every``: only the chunks holding every word."""
         p = _Params()
         where = _filters(p, q, allowed, exact=False)
+        if every and q.every is not None:
+            where.append(f"{_VECTOR} @@ to_tsquery('simple', {p(q.every)})")
         if self._bm25 and ranking:
             score = f"c.lexemes <@> to_bm25query({p(ranking)}, '{BM25_INDEX}')"
         else:  # PostgreSQL's own ranking, higher better (or nothing to rank by)
