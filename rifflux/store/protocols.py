@@ -147,8 +147,8 @@ class SemanticLeg(Protocol):
                        feedback: int, weight: float) -> Ranked:
         """The ``limit`` chunks whose vectors are nearest ``vector`` (cosine, best
         first), only chunks of ``allowed`` files when given (before the limit), with
-        pseudo-relevance feedback as ``core.vectors.VectorIndex.top_k`` does it, equal
-        cosines in ``common.stable_order``."""
+        pseudo-relevance feedback as ``core.vectors.rank`` does it, equal cosines in
+        ``common.stable_order``."""
         ...
 
 
