@@ -1,16 +1,14 @@
 """The shapes Rifflux returns, as ``TypedDict``s: search results, chunks, files, jobs, status.
 
-SPEC.md is the contract; these types are how mypy holds the library, the MCP
-server and the command line to it. Extra fields may be added; the ones SPEC
-names never change meaning.
+SPEC.md is the contract; these types are how mypy holds the library, the MCP server and the
+command line to it. Extra fields may be added; the ones SPEC names never change meaning.
 """
 
 from __future__ import annotations
 
 from typing import Literal, NotRequired, final
 
-# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
-# HTTP API's OpenAPI document is generated from these very types.
+# typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
@@ -144,8 +142,7 @@ class FileRecord(TypedDict):
     total_lines: int
     modified: str
     chunks: list[ChunkRecord]
-    #: Other indexed roots that hold a file at the same relative path.
-    other_roots: NotRequired[list[str]]
+    other_roots: NotRequired[list[str]]  # other roots with a file at the same relative path
 
 
 @final
@@ -184,8 +181,7 @@ class OutgoingLink(LinkPlace):
     """A link a note makes: where it is in the note, and where it goes."""
 
     path: str | None  # the file it resolves to (in the same root); None: unresolved
-    #: The chunk of the linked note the anchor resolves to (None: no anchor, or not found).
-    target_chunk_id: str | None
+    target_chunk_id: str | None  # the linked note's chunk of the anchor (None: none, not found)
 
 
 class Backlink(LinkPlace):
@@ -195,8 +191,7 @@ class Backlink(LinkPlace):
 
 
 class NoteLinks(TypedDict):
-    """``links(path)``: a note's links both ways, and those of its own that resolve to
-    no file."""
+    """``links(path)``: a note's links both ways, and those of its own that resolve to no file."""
 
     path: str
     root: str
@@ -260,10 +255,8 @@ class ForgetResult(TypedDict):
 
     path: str
     removed_files: int
-    #: The indexed folders that are gone (all of them, not only a part).
-    removed_roots: list[str]
-    #: The files removed, by their path in their folder (the first 50).
-    removed_paths: list[str]
+    removed_roots: list[str]  # the indexed folders that are gone (all of them, not a part)
+    removed_paths: list[str]  # the files removed, by their path in their folder (first 50)
     job_id: str
 
 
@@ -388,8 +381,7 @@ class Status(Counts):
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int
-    #: The indexed folders with their file and chunk counts (``roots`` counts them).
-    indexed_roots: list[RootCount]
+    indexed_roots: list[RootCount]  # with file and chunk counts (``roots`` counts them)
     jobs: list[JobInfo]
     queued_jobs: int
     watcher: WatcherStatus
@@ -402,3 +394,6 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
+    store: Literal["sqlite", "postgresql"]  # (added) the store (docs/CONTRACT.md)
+    lexical_ranking: str  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
+    store_note: str | None  # what to know of its ranking (None: nothing)
