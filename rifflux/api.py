@@ -348,8 +348,11 @@ class Rifflux:
 
     async def wait_for_model(self) -> None:
         """Wait until the embedding model has loaded (or failed to): its label, backend
-        and the per-model counts are known then (bound it with ``anyio.move_on_after``)."""
-        await self._open().model_loaded.wait()
+        and the per-model counts are known then (bound it with ``anyio.move_on_after``).
+        A model not loaded yet (``Settings.model_warmup`` off) starts loading."""
+        service = self._open()
+        service.want_model()
+        await service.model_loaded.wait()
 
     @property
     def embedding_model(self) -> str | None:

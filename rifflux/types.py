@@ -20,9 +20,13 @@ CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
-#: Where the embedding model is: still ``loading``, ``ready``, ``fallback`` (``auto`` could
-#: not load the model and uses hash vectors) or ``failed`` (semantic search is off).
-ModelState = Literal["loading", "ready", "fallback", "failed"]
+#: Where the embedding model is: ``not_loaded`` (yet: it loads when first needed), still
+#: ``loading``, ``ready``, ``fallback`` (``auto`` could not load the model and uses hash
+#: vectors) or ``failed`` (semantic search is off).
+ModelState = Literal["not_loaded", "loading", "ready", "fallback", "failed"]
+#: The catalog of files (filters, backlink counts) and the vector matrix in memory.
+CatalogState = Literal["loading", "ready"]
+VectorsState = Literal["waiting_for_model", "loading", "ready"]
 #: The statuses a job ends in.
 FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
@@ -385,6 +389,9 @@ class Status(Counts):
     embedding_document_prefix: str | None
     embedding_max_tokens: int | None
     vectors_in_memory: int
+    #: (added) What the search side is loading: the catalog of files, the vector matrix.
+    catalog_state: CatalogState
+    vectors_state: VectorsState
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int

@@ -1,27 +1,54 @@
-"""The model loader: loads the embedding model once, in a worker thread, while
-everything else starts, and tells the indexer (which adopts it) what it got."""
+"""The model loader: loads the embedding model once, in a thread of its own, when it
+is first needed (or at start, as a warm-up, in a long-lived process), and tells the
+indexer (which adopts it) what it got.
+
+Nothing loads before it is needed: the embedder classes, numpy, onnxruntime and
+the tokenizer are imported by the load itself, so a process that only searches
+lexically never imports them. The load is wanted (``want``) by a semantic or
+hybrid search, a job (its texts need vectors), or a caller that waits for the
+model; with ``warm=True`` it starts at once. It runs in a daemon thread: a process
+that ends while it runs, or whose model nothing used, does not wait for it at exit
+(anyio's worker threads are joined then). While it runs, the interpreter switches
+threads more often, so that the event loop's lexical searches and reads are not
+held up behind the load's imports for the default 5 ms at each turn.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..core.embedders import Embedder, OnnxEmbedder, load_embedder
 from ..types import ModelState
 from .messages import IndexerMessage, ModelLoaded
 
+if TYPE_CHECKING:  # (the embedders' module imports numpy: it loads with the model)
+    from ..core.embedders import Embedder
+
+    #: An embedder, or a function that makes one (called in the loading thread).
+    EmbedderSource: TypeAlias = Embedder | Callable[[], Embedder]
+else:
+    EmbedderSource = object
+
 logger = logging.getLogger(__name__)
 
-#: An embedder, or a function that makes one (called in a worker thread).
-EmbedderSource = Embedder | Callable[[], Embedder]
+_T = TypeVar("_T")
+
+#: How often the interpreter offers the GIL to other threads while the model loads
+#: (the default is 5 ms: a lexical search's few hops between threads would each wait
+#: that long behind the load's imports).
+_LOADING_SWITCH_INTERVAL = 0.0005
 
 
 class ModelSnapshot(TypedDict):
@@ -49,6 +76,7 @@ class ModelLoader:
         model_dir: Path | None,
         out: MemoryObjectSendStream[IndexerMessage],
         given: EmbedderSource | None = None,
+        warm: bool = True,
     ) -> None:
         self._requested = backend
         self._model_dir = model_dir
@@ -58,12 +86,20 @@ class ModelLoader:
         self._ready = False
         self._error: str | None = None
         self._fallback_reason: str | None = None
-        self._started = time.monotonic()
+        self._started: float | None = None  # (monotonic) when the load began
+        #: Set when something needs the model (or at start, to warm it up).
+        self._wanted = anyio.Event()
         #: Set once the model has loaded, or failed to: its label and backend are known.
         self.loaded = anyio.Event()
         if given is not None and not callable(given):
             self._embedder, self._ready = given, True
             self.loaded.set()
+        if warm:
+            self._wanted.set()
+
+    def want(self) -> None:
+        """Something needs a vector: load the model now, if it is not loading already."""
+        self._wanted.set()
 
     def snapshot(self) -> ModelSnapshot:
         emb = self._embedder
@@ -89,6 +125,10 @@ class ModelLoader:
         if not self._ready:
             what = "the embedding model" if callable(self._given) else (
                 f"the embedding model ({self._requested} backend)")
+            if self._started is None:
+                return "not_loaded", (
+                    f"{what} is not loaded yet: it loads on the first semantic or hybrid "
+                    "search or embedding job; lexical searches never wait for it")
             return "loading", (
                 f"{what} is loading ({time.monotonic() - self._started:.0f} s so far): "
                 "lexical searches answer now; semantic and hybrid searches wait for it")
@@ -101,12 +141,12 @@ class ModelLoader:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._out:
             task_status.started()
-            self._started = time.monotonic()
             if not self._ready:
+                await self._wanted.wait()
+                self._started = time.monotonic()
                 try:
-                    # abandoned when cancelled: a shutdown never waits for a model to load
-                    self._embedder = await anyio.to_thread.run_sync(
-                        self._load, abandon_on_cancel=True)
+                    # a shutdown never waits for a model to load, nor does the process's exit
+                    self._embedder = await in_daemon_thread(self._load, "rifflux-model-load")
                 except Exception as exc:  # the boundary: no model is a state, not a crash
                     self._error = (
                         f"embedding backend {self._requested!r} could not load "
@@ -116,17 +156,74 @@ class ModelLoader:
                     logger.error("%s", self._error)
                 self._ready = True
                 self.loaded.set()
+                if self._started is not None:
+                    logger.info("embedding model loaded in %.2f s",
+                                time.monotonic() - self._started)
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await self._out.send(ModelLoaded(embedder=self._embedder))  # (or shut down)
 
     def _load(self) -> Embedder:
         if callable(self._given):
             return self._given()
+        from ..core.embedders import load_embedder
+
         loaded = load_embedder(self._requested, self._model_dir)
         if loaded.fallback_reason:
             self._fallback_reason = loaded.fallback_reason
             logger.warning("%s", loaded.fallback_reason)
         return loaded.embedder
+
+
+async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
+    """``fn()`` run in a daemon thread of its own, while the interpreter switches threads
+    more often (see the module's docstring); its result, or its exception.
+
+    Cancelling the caller abandons the thread, which finishes alone; a process that
+    exits meanwhile does not wait for it.
+    """
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # handed to the caller, whatever it is
+            outcome.append((False, exc))
+        finally:
+            _loads_running(-1)
+        try:
+            anyio.from_thread.run_sync(done.set, token=token)
+        except Exception:  # the event loop has ended: nobody waits for it any more
+            logger.debug("%s finished after its event loop ended", name)
+
+    _loads_running(+1)
+    try:
+        threading.Thread(target=target, name=name, daemon=True).start()
+    except BaseException:
+        _loads_running(-1)
+        raise
+    await done.wait()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    result: _T = value
+    return result
+
+
+_switch_lock = threading.Lock()
+_loading = 0
+_default_switch = sys.getswitchinterval()
+
+
+def _loads_running(change: int) -> None:
+    """Count the loads running; the switch interval is short while any runs."""
+    global _loading, _default_switch
+    with _switch_lock:
+        if _loading == 0 and change > 0:
+            _default_switch = sys.getswitchinterval()
+        _loading += change
+        sys.setswitchinterval(_LOADING_SWITCH_INTERVAL if _loading else _default_switch)
 
 
 class _HowItRuns(TypedDict):
@@ -137,6 +234,11 @@ class _HowItRuns(TypedDict):
 
 
 def _how_it_runs(emb: Embedder | None) -> _HowItRuns:
+    if emb is None:
+        return {"pooling": None, "query_prefix": None, "document_prefix": None,
+                "max_tokens": None}
+    from ..core.embedders import OnnxEmbedder  # (loaded already: here is an embedder)
+
     if not isinstance(emb, OnnxEmbedder):  # hashing (or a test's fake) has none of these
         return {"pooling": None, "query_prefix": None, "document_prefix": None,
                 "max_tokens": None}

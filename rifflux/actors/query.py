@@ -22,20 +22,18 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..core.catalog import Allowed, Catalog
-from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, Filters
-from ..core.vectors import VectorIndex
 from ..errors import InternalError, RiffluxError
 from ..store.reader import Reader
 from ..store.records import Records
-from ..types import SearchResult
+from ..types import CatalogState, SearchResult, VectorsState
 from .messages import (
     PLAIN,
     ChunkRequested,
@@ -60,6 +58,10 @@ from .messages import (
 from .reads import Reads
 from .search import Loaded, Ranking
 
+if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
+    from ..core.embedders import Embedder
+    from ..core.vectors import VectorIndex
+
 logger = logging.getLogger(__name__)
 
 #: How long a semantic search waits for the model and matrix at start-up.
@@ -72,6 +74,8 @@ OpenReader = Callable[[], AbstractAsyncContextManager[Reader]]
 
 class QuerySnapshot(TypedDict):
     vectors_in_memory: int
+    catalog_state: CatalogState
+    vectors_state: VectorsState
     searches: int
     failures: int
 
@@ -88,7 +92,9 @@ class QueryActor:
         feedback: int = 0,
         feedback_weight: float = 1.0,
         concurrency: int = 8,
+        want_model: Callable[[], None] = lambda: None,
     ) -> None:
+        self._want_model = want_model
         self._reader = reader
         self._open_reader = open_reader
         self._inbox = inbox
@@ -108,8 +114,13 @@ class QueryActor:
 
     def snapshot(self) -> QuerySnapshot:
         matrix = self._loaded.matrix
+        vectors: VectorsState = (
+            "loading" if self._replay is not None else "ready" if self._ready.is_set()
+            else "waiting_for_model")
         return {
             "vectors_in_memory": 0 if matrix is None else len(matrix),
+            "catalog_state": "ready" if self._catalog_ready.is_set() else "loading",
+            "vectors_state": vectors,
             "searches": self._searches,
             "failures": self._failures,
         }
@@ -192,6 +203,8 @@ class QueryActor:
 
     async def _load(self, embedder: Embedder) -> None:
         try:
+            from ..core.vectors import VectorIndex
+
             async with self._open_reader() as reader:
                 ids, files, vectors = await reader.all_vectors(embedder.label, embedder.dim)
             matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
@@ -241,7 +254,8 @@ class QueryActor:
                      filters: Filters = NO_FILTERS,
                      shape: SearchShape = PLAIN) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
-            # before taking a slot: the model may still be loading
+            # before taking a slot: the model may still be loading (or not started yet)
+            self._want_model()
             with anyio.move_on_after(_MODEL_WAIT_SECONDS):
                 await self._ready.wait()
         allowed: Allowed | None = None

@@ -11,20 +11,24 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
-import numpy.typing as npt
 
 from ..core.catalog import Allowed, Catalog
-from ..core.embedders import Embedder
 from ..core.fts_query import build_every, build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
-from ..core.vectors import F32, VectorIndex
 from ..store.reader import Reader
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import SearchShape
+
+if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
+    import numpy as np
+    import numpy.typing as npt
+
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32, VectorIndex
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a search with a per-file cap reads at most.

@@ -101,11 +101,14 @@ class Service:
         origin: str = "",
         roles: Callable[[], list[str]] = list,
         model_loaded: anyio.Event | None = None,
+        want_model: Callable[[], None] | None = None,
         events: EventHub | None = None,
     ) -> None:
         self.events = events or EventHub()
         self.recovery = recovery
         self.model_loaded = model_loaded or anyio.Event()
+        #: Something needs the model: it loads now (if it is not loaded or loading).
+        self.want_model: Callable[[], None] = want_model or (lambda: None)
         self._origin = origin
         self._roles = roles
         self.settings = settings

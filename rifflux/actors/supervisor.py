@@ -124,13 +124,21 @@ class Supervisor:
 
             events = EventHub()
             stack.callback(events.close)  # (after the actors stop: their last events go out)
+            loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
+                                 out=indexer_send.clone(), given=self._embedder,
+                                 warm=s.model_warmup)
+
+            def submitted() -> None:  # (a job's texts need vectors: the model loads)
+                loader.want()
+                _nudge(indexer_send)
+
             jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
-                            on_submit=lambda: _nudge(indexer_send), events=events)
+                            on_submit=submitted, events=events)
             query = QueryActor(
                 reader=Reader(query_conn, db), records=Records(query_conn, db),
                 open_reader=lambda: _reading(db, s),
                 inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
-                feedback_weight=s.semantic_feedback_weight,
+                feedback_weight=s.semantic_feedback_weight, want_model=loader.want,
             )
             presence = None if beat_conn is None else Presence(beat_conn, db, origin)
             if presence is not None:  # (before the connection closes)
@@ -152,8 +160,6 @@ class Supervisor:
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
                                      wake=embed_send.clone())
-            loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
-                                 out=indexer_send.clone(), given=self._embedder)
             pipeline = (WatchPipeline(roots=roots, settings=s, jobs=jobs,
                                       watch_factory=self._watch_factory) if roots else None)
             streams: dict[str, MemoryObjectSendStream[Any]] = {
@@ -184,7 +190,8 @@ class Supervisor:
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
-                origin=origin, roles=roles, model_loaded=loader.loaded, events=events,
+                origin=origin, roles=roles, model_loaded=loader.loaded, want_model=loader.want,
+                events=events,
             )
             self._exit = stack.pop_all()
         return service

@@ -202,6 +202,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common], help="show what is indexed")
     p.add_argument("--json", action="store_true", help="print the index_status JSON object")
+    p.add_argument("--model", action="store_true",
+                   help="load the embedding model (a second or two) to show how it runs and "
+                        "whether it loads; without it, status never loads the model")
 
     p = sub.add_parser("watch", parents=[common], help="index folders and keep them up to date",
                        description="Index each PATH, then reindex changed files as they change "

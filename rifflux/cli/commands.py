@@ -186,8 +186,9 @@ _WHY: dict[Why, str] = {
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
-        with anyio.move_on_after(60):  # counts are per model: wait until it is known
-            await rf.wait_for_model()
+        if args.model:  # (else the counts are those of the model the index was embedded with)
+            with anyio.move_on_after(60):
+                await rf.wait_for_model()
         status = await rf.status()
     if args.json:
         write_json(status)
@@ -195,9 +196,11 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    model = (f"{status['embedding_model'] or 'none'} "
+    model = (f"{status['embedding_model'] or status['embedding_counts_model'] or 'none'} "
              f"({status['embedding_backend'] or status['embedding_backend_requested']})")
-    if status["embedding_model_reason"]:  # loading, a fallback or an error
+    if status["embedding_model_state"] == "not_loaded":
+        model += " - not loaded by this command (`rifflux status --model` loads it)"
+    elif status["embedding_model_reason"]:  # loading, a fallback or an error
         model += f" - {status['embedding_model_reason']}"
     rows = [
         ("index", status["db_path"]),

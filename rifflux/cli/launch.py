@@ -33,6 +33,9 @@ def mcp_main() -> int:
 
 #: The commands that embed texts or queries with the model.
 _EMBEDS = frozenset({"index", "search", "watch"})
+#: The long-lived commands: their model warms up in the background from the start (a
+#: one-shot command loads it only if it needs a vector: ``Settings.model_warmup``).
+_LONG_LIVED = frozenset({"mcp", "serve", "watch"})
 
 
 def _main(argv: list[str]) -> int:
@@ -41,6 +44,9 @@ def _main(argv: list[str]) -> int:
     args, settings = entry.parse(argv)
     if isinstance(settings, int):
         return settings
+    if args.command not in _LONG_LIVED and getattr(args, "mode", None) in (None, "lexical"):
+        # (a semantic or hybrid search needs the model: it loads while the index opens)
+        settings = settings.with_overrides(model_warmup=False)
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge

@@ -23,15 +23,17 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
-import numpy as np
 
-from ..core.vectors import F32
 from .link_index import edges_of
 from .roots import Roots
 from .schema import mapped_errors
 from .written import Written, batches, file_entries, marks
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ..core.vectors import F32
 
 #: Rows kept in the log (a follower further behind reloads everything).
 KEEP = 50_000
@@ -220,6 +222,8 @@ class Follow:
             await roots.load()
         vectors: F32 | None = None
         if blobs:
+            import numpy as np
+
             vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
                 len(blobs), -1).copy()
         return Written(

@@ -9,21 +9,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
-import numpy as np
 
 from ..core.catalog import Allowed
 from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
 from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
 from .changes import sequence
 from .presence import Presence
 from .schema import mapped_errors
 from .written import FILE_ENTRY_COLUMNS, file_entry
+
+if TYPE_CHECKING:  # (numpy is imported by the semantic path alone: all_vectors)
+    from ..core.vectors import F32
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
@@ -201,6 +202,8 @@ class Reader:
 
     async def all_vectors(self, model: str, dim: int) -> tuple[list[int], list[int], F32]:
         """Every chunk with a vector of ``model``: rowids, their files, the vectors."""
+        import numpy as np
+
         with mapped_errors(self.db_path):
             cur = await self.conn.execute(
                 "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "

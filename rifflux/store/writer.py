@@ -13,13 +13,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
-import numpy as np
 
 from ..core.filters import FileEntry, tag_levels
 from ..core.plan import StoredState
-from ..core.vectors import F32
 from .link_index import forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
@@ -33,6 +32,9 @@ from .written import (
     file_entries,
     marks,
 )
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ..core.vectors import F32
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
@@ -181,6 +183,8 @@ class Writer:
         no chunk has any more (edited or deleted, by any process, while they were
         embedded) are dropped: their vectors would be orphans. A text another process
         stored a vector for meanwhile keeps that one."""
+        import numpy as np
+
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         index = {h: i for i, h in enumerate(hashes)}
         users: list[tuple[int, int, int]] = []

@@ -6,13 +6,15 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
 from ..core.chunker import Chunk, FileMetadata, Link
 from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ..core.vectors import F32
 
 
 @dataclass(frozen=True, slots=True)
