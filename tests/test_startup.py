@@ -1,0 +1,192 @@
+"""Fast from the first call: nothing loads before it is needed, lexical searches never
+wait for the model, and a process never waits at exit for a load nothing used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rifflux import Rifflux, Settings
+from rifflux.types import SearchResult
+
+from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
+
+pytestmark = pytest.mark.anyio
+
+#: What a lexical search, and every read, must never import.
+_HEAVY = ("numpy", "onnxruntime", "tokenizers", "rifflux.core.embedders",
+          "rifflux.core.vectors")
+
+#: Runs the command line in this process, then says which of ``_HEAVY`` it imported.
+_CLI_THEN_MODULES = textwrap.dedent("""
+    import json, sys
+    from rifflux.cli.launch import main
+    code = main(sys.argv[1:])
+    heavy = %r
+    sys.stderr.write("MODULES " + json.dumps([m for m in heavy if m in sys.modules]) + "\\n")
+    raise SystemExit(code)
+""") % (_HEAVY,)
+
+
+async def _indexed(tmp_path: Path) -> Path:
+    """An index of two notes with their vectors (the hash backend's)."""
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedding_backend="hash") as rf:
+        await rf.reindex(otters_and_bread(tmp_path / "kb"))
+        assert (await rf.status())["embeddings"] > 0
+    return db
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "otter", "--mode", "lexical"],
+    ["search", "otter", "--mode", "lexical", "--json", "--path", "otters.md"],
+    ["status"], ["status", "--json"], ["tags"], ["files"],
+    ["show", "otters.md"], ["links", "otters.md"],
+])
+async def test_a_lexical_search_and_reads_import_no_model_and_no_numpy(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = await _indexed(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_THEN_MODULES, "--db", str(db), *command],
+        cwd=tmp_path, env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"),
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode in (0, 1), done.stderr  # (1: a list with nothing in it)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+    if command[0] == "search":
+        assert "otters.md" in done.stdout
+
+
+def _held(gate: threading.Event, started: threading.Event) -> CountingEmbedder:
+    """A model whose load waits until ``gate`` is set."""
+    started.set()
+    gate.wait(30)
+    return CountingEmbedder()
+
+
+async def test_a_lexical_search_is_answered_while_the_model_load_is_held_back(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    gate, started = threading.Event(), threading.Event()
+    try:
+        async with Rifflux(db, embedder=lambda: _held(gate, started)) as rf:
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(started.wait)  # the load has begun
+                hits = await rf.search("otter", mode="lexical")
+            assert hits and hits[0]["path"] == "otters.md"
+            assert (await rf.status())["embedding_model_state"] == "loading"
+            assert not gate.is_set()  # answered with the load still held
+    finally:
+        gate.set()
+
+
+async def test_a_hybrid_search_made_during_the_load_is_answered_once_it_finishes(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    gate, started = threading.Event(), threading.Event()
+    answered = anyio.Event()
+    hybrid: list[SearchResult] = []
+    try:
+        async with Rifflux(db, embedder=lambda: _held(gate, started)) as rf:
+
+            async def search_hybrid() -> None:
+                hybrid.extend(await rf.search("otters by the river", mode="hybrid"))
+                answered.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search_hybrid)
+                with anyio.fail_after(10):
+                    await anyio.to_thread.run_sync(started.wait)
+                    # a lexical search meanwhile: the hybrid one is still waiting after it
+                    assert await rf.search("otter", mode="lexical")
+                assert not answered.is_set() and not hybrid
+                gate.set()
+                with anyio.fail_after(10):
+                    await answered.wait()
+    finally:
+        gate.set()
+    assert hybrid and hybrid[0]["score_breakdown"].get("semantic_rank") is not None
+
+
+async def test_status_reports_the_model_and_the_catalog_loading(tmp_path: Path) -> None:
+    db = await _indexed(tmp_path)
+    gate, started = threading.Event(), threading.Event()
+    try:
+        # not warmed up (a one-shot command): nothing loads until something needs a vector
+        lazy = Rifflux(settings=Settings(db_path=db, model_warmup=False),
+                       embedder=lambda: _held(gate, started))
+        async with lazy as rf:
+            status = await rf.status()
+            assert status["embedding_model_state"] == "not_loaded"
+            assert "loads on the first semantic or hybrid search" in str(
+                status["embedding_model_reason"])
+            assert status["vectors_state"] == "waiting_for_model"
+            await rf.search("otter", mode="lexical")
+            assert (await rf.status())["embedding_model_state"] == "not_loaded"
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rf.search, "otter", 5, "semantic")  # wants the model
+                with anyio.fail_after(10):
+                    await anyio.to_thread.run_sync(started.wait)
+                loading = await rf.status()
+                assert loading["embedding_model_state"] == "loading"
+                assert "is loading" in str(loading["embedding_model_reason"])
+                gate.set()
+
+            async def ready() -> bool:
+                now = await rf.status()
+                return (now["embedding_model_state"], now["vectors_state"],
+                        now["catalog_state"]) == ("ready", "ready", "ready")
+
+            await eventually(ready)
+    finally:
+        gate.set()
+
+
+_NEVER_LOADS = textwrap.dedent("""
+    import sys, threading
+    import anyio
+    from rifflux import Rifflux
+
+    db, marker = sys.argv[1], sys.argv[2]
+
+    def never():  # the model's load, held forever
+        with open(marker, "w") as f:
+            f.write("loading")
+        threading.Event().wait()
+        with open(marker, "w") as f:
+            f.write("loaded")
+
+    async def main():
+        async with Rifflux(db, embedder=never) as rf:  # warmed up: the load starts at once
+            with anyio.fail_after(10):
+                while (await rf.status())["embedding_model_state"] != "loading":
+                    await anyio.sleep(0.01)
+                hits = await rf.search("otter", mode="lexical")
+        print(len(hits))
+
+    anyio.run(main)
+""")
+
+
+async def test_a_process_whose_model_never_loaded_exits_at_once(tmp_path: Path) -> None:
+    db = await _indexed(tmp_path)
+    marker = tmp_path / "model-load"
+    # The load never ends: the process can only exit if nothing waits for it (a hang
+    # would end in the timeout, not in an exit).
+    done = subprocess.run([sys.executable, "-c", _NEVER_LOADS, str(db), str(marker)],
+                          cwd=tmp_path, env=cli_env(tmp_path), capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) >= 1
+    assert marker.read_text() == "loading"  # exited while the loader was still blocked
