@@ -35,6 +35,14 @@ _CLI_THEN_MODULES = textwrap.dedent("""
 """) % (_HEAVY,)
 
 
+async def _python(tmp_path: Path, script: str, *args: str,
+                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -c script args`` in ``tmp_path``, to its end (a hang ends in the timeout)."""
+    return await anyio.to_thread.run_sync(lambda: subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=tmp_path, env=env or cli_env(tmp_path),
+        capture_output=True, text=True, timeout=120, check=False))
+
+
 async def _indexed(tmp_path: Path) -> Path:
     """An index of two notes with their vectors (the hash backend's)."""
     db = tmp_path / "i.db"
@@ -54,10 +62,8 @@ async def test_a_lexical_search_and_reads_import_no_model_and_no_numpy(
     tmp_path: Path, command: list[str]
 ) -> None:
     db = await _indexed(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-c", _CLI_THEN_MODULES, "--db", str(db), *command],
-        cwd=tmp_path, env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"),
-        capture_output=True, text=True, timeout=120, check=False)
+    done = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), *command,
+                         env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"))
     assert done.returncode in (0, 1), done.stderr  # (1: a list with nothing in it)
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
     assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
@@ -184,9 +190,7 @@ async def test_a_process_whose_model_never_loaded_exits_at_once(tmp_path: Path) 
     marker = tmp_path / "model-load"
     # The load never ends: the process can only exit if nothing waits for it (a hang
     # would end in the timeout, not in an exit).
-    done = subprocess.run([sys.executable, "-c", _NEVER_LOADS, str(db), str(marker)],
-                          cwd=tmp_path, env=cli_env(tmp_path), capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = await _python(tmp_path, _NEVER_LOADS, str(db), str(marker))
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) >= 1
     assert marker.read_text() == "loading"  # exited while the loader was still blocked
