@@ -29,7 +29,9 @@ from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .terminal import ProgressView, print_explain, print_results, stdout_console
+from .progress import ProgressView
+from .remote import frontmatter_pairs
+from .terminal import print_explain, print_results, stdout_console
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,7 +122,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                            "`rifflux search configure the watcher`", EXIT_USAGE)
     await require_index(settings)
     filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
-                               "frontmatter": _frontmatter(args.frontmatter),
+                               "frontmatter": frontmatter_pairs(args.frontmatter),
                                "modified_after": args.since, "modified_before": args.before,
                                "near": await note_path(args.near) if args.near else None,
                                "depth": args.depth}
@@ -149,21 +151,6 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     if reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{_WHY[reason]}\n")
     return EXIT_OK if results else EXIT_FAILURE
-
-
-def _frontmatter(pairs: list[str] | None) -> dict[str, str | list[str]] | None:
-    """``--frontmatter KEY=VALUE`` (repeatable) as the filter takes it: a key given twice
-    needs both values (as the library's list of values does)."""
-    if not pairs:
-        return None
-    values: dict[str, list[str]] = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise CommandError(f"--frontmatter {pair!r}: write KEY=VALUE, e.g. "
-                               "--frontmatter status=draft", EXIT_USAGE)
-        values.setdefault(key.strip(), []).append(value.strip())
-    return {key: found[0] if len(found) == 1 else found for key, found in values.items()}
 
 
 #: What ``rifflux search`` says for each ``answers.Why`` (on stderr, and as ``hint``).

@@ -57,6 +57,12 @@ def _main(argv: list[str]) -> int:
         return _mcp(args, settings)
     if args.command == "serve":
         return _serve(args, settings)
+    if args.command == "search":  # a running `rifflux serve` on the index answers at once
+        from .remote import search_on_server
+
+        code = search_on_server(args, settings)
+        if code is not None:
+            return code
     if (args.command in _EMBEDS and settings.model_dir is not None
             and settings.embedding_backend != "hash"):  # (hash reads no model)
         from ..core.model_dir import check_model_dir
