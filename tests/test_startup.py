@@ -17,6 +17,7 @@ from rifflux import Rifflux, Settings
 from rifflux.types import SearchResult
 
 from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
+from .serving import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -24,15 +25,21 @@ pytestmark = pytest.mark.anyio
 _HEAVY = ("numpy", "onnxruntime", "tokenizers", "rifflux.core.embedders",
           "rifflux.core.vectors")
 
-#: Runs the command line in this process, then says which of ``_HEAVY`` it imported.
-_CLI_THEN_MODULES = textwrap.dedent("""
-    import json, sys
-    from rifflux.cli.launch import main
-    code = main(sys.argv[1:])
-    heavy = %r
-    sys.stderr.write("MODULES " + json.dumps([m for m in heavy if m in sys.modules]) + "\\n")
-    raise SystemExit(code)
-""") % (_HEAVY,)
+def _cli_then(heavy: tuple[str, ...]) -> str:
+    """A script that runs the command line, then says which of ``heavy`` it imported."""
+    return textwrap.dedent(f"""
+        import json, sys
+        from rifflux.cli.launch import main
+        code = main(sys.argv[1:])
+        loaded = [m for m in {heavy!r} if m in sys.modules]
+        sys.stderr.write("MODULES " + json.dumps(loaded) + "\\n")
+        raise SystemExit(code)
+    """)
+
+
+_CLI_THEN_MODULES = _cli_then(_HEAVY)
+#: What answering from a running server must not import either: the library, SQLite.
+_ASKED_THE_SERVER = _cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
 
 
 async def _python(tmp_path: Path, script: str, *args: str,
@@ -194,3 +201,31 @@ async def test_a_process_whose_model_never_loaded_exits_at_once(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) >= 1
     assert marker.read_text() == "loading"  # exited while the loader was still blocked
+
+
+async def test_search_asks_a_running_server_and_says_so_unless_no_server(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    here = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search", "otter",
+                         "--json", "--no-server", "--verbose")
+    assert "rifflux: searching here (--no-server)" in here.stderr
+    with serving(db, token="s3cret-token-for-the-cli"):  # (read from the file beside it)
+        asked = await _python(tmp_path, _ASKED_THE_SERVER, "--db", str(db), "search",
+                              "otter", "--json", "--verbose")
+        assert asked.returncode == 0, asked.stderr
+        assert "rifflux: answered by rifflux serve at http://127.0.0.1:" in asked.stderr
+        # nothing of the library, SQLite or the model was loaded to answer
+        line = next(x for x in asked.stderr.splitlines() if x.startswith("MODULES "))
+        assert json.loads(line.removeprefix("MODULES ")) == []
+        plain = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search",
+                              "otter", "--verbose")
+        assert "kb/otters.md:1-3" in plain.stdout and "answered by rifflux serve" in plain.stderr
+    served, local = json.loads(asked.stdout), json.loads(here.stdout)
+    assert served.keys() == local.keys()
+    assert ([(h["path"], h["chunk_id"]) for h in served["results"]]
+            == [(h["path"], h["chunk_id"]) for h in local["results"]])
+    gone = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search", "otter",
+                         "--verbose")  # the server has stopped: searched here again
+    assert gone.returncode == 0 and "no rifflux serve runs on" in gone.stderr
+
