@@ -11,7 +11,6 @@ importing the MCP SDK. A figure counts only when its call answered with hits.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -31,18 +30,34 @@ _QUERY = "docker compose"
 _FTS = "docker compose"
 
 
-def _spawn(args: list[str], cwd: Path) -> tuple[float, float, bytes, bytes, int]:
-    """Run ``args`` to its end: wall seconds, peak RSS (MiB, its own: ``wait4``), stdout,
-    stderr, exit code."""
+#: Runs ARGS and prints its peak RSS (KiB) last on stderr. Spawned from this small
+#: process: a child of the benchmark itself would report the benchmark's own RSS (Linux
+#: keeps the parent's high-water mark across vfork and exec).
+_PEAK = ("import os, sys; pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ); "
+         "_, status, usage = os.wait4(pid, 0); "
+         "sys.stderr.write(f'\\nPEAK_RSS_KIB {usage.ru_maxrss}\\n'); "
+         "sys.exit(os.waitstatus_to_exitcode(status))")
+
+
+def _spawn(args: list[str], cwd: Path) -> tuple[float, bytes, bytes, int]:
+    """Run ``args`` to its end: wall seconds, stdout, stderr, exit code."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        code = subprocess.run(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                              check=False, timeout=300).returncode
         wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return wall, usage.ru_maxrss / 1024, out.read(), err.read(), proc.returncode
+        return wall, out.read(), err.read(), code
+
+
+def _peak_rss(args: list[str], cwd: Path) -> float:
+    """``args``' own peak RSS in MiB (one more run)."""
+    _, _, err, code = _spawn([sys.executable, "-c", _PEAK, *args], cwd)
+    line = err.decode(errors="replace").rstrip().rsplit("\n", 1)[-1]
+    if code != 0 or not line.startswith("PEAK_RSS_KIB "):
+        raise RuntimeError(f"{' '.join(args[:6])}... exited {code}: {err.decode()[-300:]}")
+    return round(int(line.split()[1]) / 1024, 1)
 
 
 def _median(values: list[float]) -> float:
@@ -51,16 +66,15 @@ def _median(values: list[float]) -> float:
 
 def _runs(args: list[str], cwd: Path, *, check: str | None = None,
           runs: int = _RUNS) -> dict[str, Any]:
-    walls, rsss = [], []
+    walls = []
     for _ in range(runs):
-        wall, rss, out, err, code = _spawn(args, cwd)
+        wall, out, err, code = _spawn(args, cwd)
         if code != 0 or (check is not None and check not in out.decode(errors="replace")):
             raise RuntimeError(f"{' '.join(args[:6])}... exited {code}, or answered without "
                                f"{check!r}: {err.decode(errors='replace')[-500:]}")
         walls.append(wall)
-        rsss.append(rss)
     return {"median_s": _median(walls), "all_s": [round(w, 3) for w in walls],
-            "peak_rss_mib": round(max(rsss), 1)}
+            "peak_rss_mib": _peak_rss(args, cwd)}
 
 
 _FLOOR_MODEL = r"""
@@ -98,7 +112,7 @@ def _floors(db: Path, cwd: Path) -> dict[str, Any]:
               "import_mcp_sdk_s": _runs([py, "-c", "import mcp.server"], cwd, runs=3)}
     pieces: dict[str, list[float]] = {}
     for _ in range(3):
-        _, _, out, err, code = _spawn([py, "-c", _FLOOR_MODEL], cwd)
+        _, out, err, code = _spawn([py, "-c", _FLOOR_MODEL], cwd)
         if code != 0:
             raise RuntimeError(f"the model floor failed: {err.decode()[-500:]}")
         for key, value in json.loads(out).items():
@@ -153,15 +167,14 @@ def _mcp_first_calls(py: str, db: Path, cwd: Path, backend: str) -> dict[str, An
         search(2, "lexical")
         second = wait(2)
         search(3, "hybrid")
-        during = list(range(4, 44))
-        for i in during:
+        loading, i = [], 4
+        while 3 not in answered:  # lexical calls one after another while the hybrid waits
             search(i, "lexical")
+            took = wait(i)
+            if 3 not in answered or answered[3][0] > answered[i][0]:
+                loading.append(took)  # (answered before the hybrid: during the load)
+            i += 1
         hybrid = wait(3)
-        before = [i for i in during if answered.get(i, (sent[3] + hybrid + 1,))[0]
-                  < sent[3] + hybrid]
-        loading = [wait(i) for i in before]
-        for i in during:
-            wait(i)
         warm = []
         for i in range(100, 120):
             search(i, "lexical")
@@ -212,7 +225,7 @@ def _measure(db: Path, work: Path, backend: str) -> dict[str, Any]:
         ask = [py, "-m", "rifflux", "--db", str(served), "search", *_QUERY.split(), "--verbose"]
         _runs(ask, work, check=":", runs=1)  # (its model and matrix load on this one)
         out["hybrid_cli_server"] = _runs(ask, work, check=":")
-        _, _, _, err, _ = _spawn(ask, work)
+        _, _, err, _ = _spawn(ask, work)
         if b"answered by rifflux serve" not in err:
             raise RuntimeError(f"the server did not answer: {err.decode()[-300:]}")
     finally:
@@ -230,7 +243,7 @@ def _measure(db: Path, work: Path, backend: str) -> dict[str, Any]:
                                 if loading else None)})
     library = []
     for _ in range(3):
-        _, _, res, err, code = _spawn([py, "-c", _LIBRARY, str(db), backend, _QUERY], work)
+        _, res, err, code = _spawn([py, "-c", _LIBRARY, str(db), backend, _QUERY], work)
         if code != 0:
             raise RuntimeError(f"the library run failed: {err.decode()[-500:]}")
         library.append(json.loads(res))
