@@ -36,14 +36,13 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..config import Settings
-from ..core.chunker import ChunkLimits
 from ..core.ignore import IgnoreFiles
+from ..core.packing import ChunkLimits
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
 from ..store.writer import Writer, Written
 from .events import EventHub
-from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
 from .messages import (
     EmbedderMessage,
@@ -57,10 +56,10 @@ from .messages import (
     VectorsEmbedded,
     VectorsReset,
 )
-from .parse_pool import ParsePool
 
 if TYPE_CHECKING:  # (the model's module is loaded with the model)
     from ..core.embedders import Embedder
+    from .parse_pool import ParsePool
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +118,7 @@ class Indexer:
         )
         self._retry_out = retry_out
         self._model: str | None = None
-        self._pool = ParsePool()
+        self._pool: ParsePool | None = None  # (made by the first job: a search needs none)
         self._adopt_error: str | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
@@ -153,7 +152,8 @@ class Indexer:
                         await self._run(job)
                 timers.cancel_scope.cancel()
         finally:
-            await self._pool.aclose()
+            if self._pool is not None:
+                await self._pool.aclose()
 
     async def _reread_stale(self) -> None:
         """Files an upgrade of the index marked stale are read again, in the background."""
@@ -337,13 +337,16 @@ class Indexer:
 
     async def _run(self, job: Job) -> None:
         """One job, to the end of its attempts: the job fails, never the service."""
+        from .index_job import IndexRun  # (parsing and planning: a search never loads them)
+
         started = time.perf_counter()
         delays = self._settings.retry_delays
         try:
             while True:
                 try:
-                    await IndexRun(job, self._writer, self._globs, self._limits, self._pool,
-                                   self._committed, ignores=self._ignores).execute()
+                    await IndexRun(job, self._writer, self._globs, self._limits,
+                                   self._parse_pool(), self._committed,
+                                   ignores=self._ignores).execute()
                     break
                 except IndexBusyError as exc:
                     if job.attempts > len(delays):
@@ -375,6 +378,13 @@ class Indexer:
         await self._wait_for_vectors(job)
         self._settle()
         self._nudge_embedder()
+
+    def _parse_pool(self) -> ParsePool:
+        if self._pool is None:
+            from .parse_pool import ParsePool
+
+            self._pool = ParsePool()
+        return self._pool
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -114,7 +113,7 @@ class Supervisor:
             # This process among the others on the index: its changes are logged under
             # its origin, its presence kept fresh, and it embeds only with the lease.
             # (before anything that must be closed is made: this reads the file)
-            origin = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            origin = f"{os.getpid()}-{os.urandom(6).hex()}"  # (uuid imports platform: 7 ms)
             follow = Follow(writer_conn, db, origin)
             await follow.install(writes=not s.read_only)
 

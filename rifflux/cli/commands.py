@@ -12,11 +12,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from rich.console import Console
-from rich.table import Table
 
 from ..answers import Why, base_answer, why
 from ..api import Rifflux
@@ -29,13 +27,16 @@ from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .progress import ProgressView
+from .plain import print_search
 from .remote import frontmatter_pairs
-from .terminal import print_explain, print_results, stdout_console
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    from .progress import ProgressView
+
+    err = _stderr_console()
     started = time.perf_counter()
     if len(await missing_locations(args.paths)) == len(args.paths):
         # nothing to index: do not create an index file either
@@ -75,7 +76,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _forget(args: argparse.Namespace, settings: Settings) -> int:
     await require_index(settings)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _stderr_console()
     results: list[ForgetResult] = []
     failed = False
     async with Rifflux(settings=settings) as rf:
@@ -139,10 +140,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(answer)
     else:
-        out = stdout_console()
-        if "explain" in answer:
-            print_explain(out, answer["explain"])
-        print_results(out, results)
+        print_search(results, answer.get("explain"))
     pending = answer.get("pending_embeddings")
     if pending:
         sys.stderr.write(f"rifflux: {count(pending, 'chunk')} without a vector yet: semantic "
@@ -180,6 +178,8 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(status)
         return EXIT_OK
+    from rich.table import Table
+
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
@@ -212,6 +212,21 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def stdout_console(*, soft_wrap: bool = True) -> Console:
+    """``terminal.stdout_console``, imported (with rich) by the commands that use it."""
+    from .terminal import stdout_console as console
+
+    return console(soft_wrap=soft_wrap)
+
+
+def _stderr_console() -> Console:
+    """Progress, warnings and notes, on stderr (rich: imported by the commands that print
+    them, not by a search)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 def _vectors(status: Status) -> str:
     """How the model makes its vectors, in one line: '384 dimensions, mean pooling, ...'."""
     parts = [f"{status['embedding_dim']} dimensions"]
@@ -232,7 +247,7 @@ async def _watch(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"no folder to watch: {', '.join(args.paths)} not found; "
                            "pass existing folders")
     out = stdout_console()
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _stderr_console()
     for later in sorted(set(args.paths) - set(existing)):
         err.print(f"warning: {later} does not exist yet; it is watched for when it appears")
     async with Rifflux(settings=settings) as rf:

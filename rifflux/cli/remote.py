@@ -17,7 +17,6 @@ path (the results are printed by ``terminal``, which imports rich).
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import sys
 from pathlib import Path
@@ -68,12 +67,9 @@ def _print(args: argparse.Namespace, answer: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(answer, indent=2, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     else:
-        from .terminal import print_explain, print_results, stdout_console
+        from .plain import print_search
 
-        out = stdout_console()
-        if "explain" in answer:
-            print_explain(out, answer["explain"])
-        print_results(out, answer["results"])
+        print_search(answer["results"], answer.get("explain"))
     hint = answer.get("hint")
     if hint and sys.stderr is not None:
         empty = "no results: " if not answer.get("results") else ""
@@ -100,6 +96,8 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
     url = urlsplit(running.url)
     if url.hostname is None:
         return None
+    import http.client
+
     conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=_TIMEOUT)
     headers = {"Accept": "application/json"}
     if running.token:

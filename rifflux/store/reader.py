@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 
 from ..core.catalog import Allowed
-from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
 from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
@@ -198,6 +197,8 @@ class Reader:
                 (model, limit),
             )
             rows = await cur.fetchall()
+        from ..core.chunker import embed_text  # (the embedder's: not a search's)
+
         return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
     async def all_vectors(self, model: str, dim: int) -> tuple[list[int], list[int], F32]:

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
-from ..core.chunker import Chunk, FileMetadata, Link
 from ..core.filters import FileEntry, tag_levels
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ..core.chunker import Chunk, FileMetadata, Link
     from ..core.vectors import F32
 
 
