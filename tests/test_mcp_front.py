@@ -479,3 +479,64 @@ def _assert_closed_cleanly(db: Path) -> None:
     assert db.exists() and not Path(f"{db}-wal").exists()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+#: search_rifflux calls: those a fresh server answers before the SDK has loaded, then
+#: those it leaves to the SDK (a filter; a number as a string, which the SDK converts).
+_EARLY = [{"query": "watering the garden", "mode": "lexical"},
+          {"query": "when to water", "mode": "hybrid", "top_k": 3, "content": "snippet",
+           "max_per_file": 1, "explain": True},
+          {"query": "the", "mode": "lexical"},
+          {"query": "water", "mode": "lexical", "max_chars": 1000}]
+_LEFT_TO_THE_SDK = [{"query": "water", "paths": ["**"]}, {"query": "water", "top_k": "3"}]
+
+
+def _without_model_label(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result with ``embedding_model`` left out (whether the model had loaded when
+    a lexical search answered is a matter of timing) from both of its forms."""
+    data = json.loads(result["content"][0]["text"])
+    data.pop("embedding_model", None)
+    structured = dict(result["structuredContent"])
+    structured.pop("embedding_model", None)
+    assert structured == data  # (the text says what the object says)
+    return {**result, "content": data, "structuredContent": structured}
+
+
+@pytest.mark.anyio
+async def test_searches_before_the_sdk_has_loaded_are_answered_as_the_sdk_answers_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rifflux import Rifflux
+
+    await _snapshot_for_servers(tmp_path, monkeypatch)
+    corpus = write_corpus(tmp_path)
+    for name in ("fast", "off"):
+        async with Rifflux(tmp_path / f"{name}.db", embedding_backend="hash") as rf:
+            await rf.reindex(corpus["notes"])
+    calls = [*_EARLY, *_LEFT_TO_THE_SDK]
+    messages = [_initialize(1, "2025-06-18"),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                *(_request(10 + i, "tools/call", {"name": "search_rifflux", "arguments": a})
+                  for i, a in enumerate(calls))]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    env = {**base, **server_env(tmp_path)}
+    fast, fast_log = await _raw_session(tmp_path, "fast", env, messages, ["-m", "rifflux"])
+    off, _ = await _raw_session(tmp_path, "off", {**env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"},
+                                messages, ["-m", "rifflux"])
+    # the plain calls were answered before the SDK, the others by it
+    assert fast_log.count("before the MCP SDK") == len(_EARLY), fast_log
+    assert (f"the front answered initialize, {', '.join(['tools/call (early)'] * len(_EARLY))}"
+            " before it") in fast_log
+    early = {a["id"]: a for a in fast if "id" in a}
+    sdk = {a["id"]: a for a in off if "id" in a}
+    assert sorted(early) == sorted(sdk) == [1, *range(10, 10 + len(calls))]
+    for request_id in range(10, 10 + len(calls)):
+        assert early[request_id].keys() == sdk[request_id].keys() == {"jsonrpc", "id", "result"}
+        mine, theirs = (_without_model_label(answers[request_id]["result"])
+                        for answers in (early, sdk))
+        if request_id == 13:  # cut to max_chars: the model's label (or null) counts too
+            mine, theirs = ({"cut": a["structuredContent"]["truncated"],
+                             "hits": [h["chunk_id"] for h in a["structuredContent"]["results"]]}
+                            for a in (mine, theirs))
+            assert mine["cut"] is True
+        assert mine == theirs, request_id

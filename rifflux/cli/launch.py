@@ -107,15 +107,17 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "Ctrl-C stops.\n")
     try:
         front = start_front()
+        front.take_early()  # (answered by mcp._fast_start.early once the index is open)
     except OSError as exc:
         return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")
 
     async def serve(args: argparse.Namespace, settings: Settings) -> int:
-        # Imported here, after the front has started: the SDK takes over a second.
-        from ..mcp._fast_start.handoff import serve_after_front
+        # Imported here, after the front has started; the SDK is imported in a worker
+        # thread while the index opens and the first searches are answered.
+        from ..mcp._fast_start.early import serve_with_early_searches
 
-        await serve_after_front(settings, front)
+        await serve_with_early_searches(settings, front)
         return entry.EXIT_OK
 
     return entry.run(serve, args, settings)

@@ -213,6 +213,9 @@ def _point(fd: int, target: int) -> None:
 
 # ---------------------------------------------------------------- the front
 
+#: ``Inbound.answered`` for a request the front's diverting taker answers.
+_DIVERTED = "(diverted)"
+
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
@@ -236,6 +239,10 @@ class Front:
         self._inbox: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._handed_off = False
+        #: Plain ``search_rifflux`` calls taken for ``early.EarlySearches`` until the
+        #: hand-off (None once it ends); only when the front answers the handshake.
+        self.early: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
+        self._take_early = False
         self._thread = threading.Thread(target=self._read_loop, name="rifflux-mcp-front",
                                         daemon=True)
 
@@ -243,13 +250,35 @@ class Front:
         self._thread.start()
 
     def hand_off(self) -> list[str]:
-        """From now on the front answers nothing; everything goes to the SDK.
+        """From now on the front answers nothing and takes nothing; everything goes to the
+        SDK (the calls already taken are still answered: ``early`` ends with None).
 
         Returns the methods the front answered, in order.
         """
         with self._lock:
             self._handed_off = True
+            self.early.put(None)
             return list(self.answered)
+
+    def take_early(self) -> None:
+        """Until the hand-off, put plain ``search_rifflux`` calls (``early_search``) in
+        ``early`` instead of passing them to the SDK: ``early.EarlySearches`` answers them
+        from the library while the SDK imports."""
+        with self._lock:
+            self._take_early = self.snapshot is not None
+
+    def give_back_early(self) -> None:
+        """The calls taken and not answered go to the SDK after all (the library could not
+        open: the SDK's server says why); nothing more is taken."""
+        with self._lock:
+            self._take_early = False
+            while True:
+                try:
+                    item = self.early.get_nowait()
+                except queue.Empty:
+                    return
+                if item is not None:
+                    self._inbox.put(Inbound(item.line))
 
     def receive(self) -> Inbound | None:
         """The next line in arrival order (blocking); None once the client closed stdin."""
@@ -272,6 +301,8 @@ class Front:
                     continue
                 with self._lock:  # decided atomically with hand_off; sent outside the lock
                     item = Inbound(line) if self._handed_off else self._try_answer(line)
+                if item.answered == _DIVERTED:
+                    continue  # (its taker answers it)
                 if item.answered is not None:
                     self.wire.send(json.dumps(
                         {"jsonrpc": "2.0", "id": item.request_id, "result": item.result},
@@ -308,10 +339,47 @@ class Front:
             if self.negotiated is None or params.get("cursor") is not None:
                 return Inbound(line)  # before initialize, or a later page
         elif method != "ping":
+            if self._take_early and self.negotiated is not None and early_search(message):
+                item = Inbound(line, answered=_DIVERTED, request_id=message["id"])
+                self.early.put(item)
+                self.answered.append(f"{method} (early)")
+                return item
             return Inbound(line)
         result = answer(self.snapshot, method, self.negotiated)
         self.answered.append(method)
         return Inbound(line, answered=method, request_id=message["id"], result=result)
+
+
+#: The arguments of a ``search_rifflux`` call answered before the SDK (``early``).
+_EARLY_ARGS = frozenset({"query", "top_k", "mode", "content", "max_per_file", "explain",
+                         "max_chars"})
+#: Their bounds, as ``mcp.params`` and ``mcp.budget`` declare them (which import pydantic);
+#: a test checks that they agree.
+EARLY_BOUNDS = {"top_k": (1, 100), "max_per_file": (1, None),
+                "max_chars": (1_000, 10_000_000)}
+
+
+def early_search(message: dict[str, Any]) -> bool:
+    """A ``search_rifflux`` call whose arguments are plainly valid: a string ``query``
+    and, of the others, only those in ``_EARLY_ARGS``, of their exact JSON types and within
+    their bounds (nothing the SDK would convert or refuse)."""
+    params = message.get("params")
+    if message.get("method") != "tools/call" or not isinstance(params, dict):
+        return False
+    args = params.get("arguments")
+    if params.get("name") != "search_rifflux" or not isinstance(args, dict):
+        return False
+    if set(params) - {"name", "arguments"} or not set(args) <= _EARLY_ARGS:
+        return False  # (_meta, a progress token, filters, db_path: the SDK's)
+    for name, (low, high) in EARLY_BOUNDS.items():
+        value = args.get(name)
+        if name in args and not (value is None and name == "max_per_file") and not (
+                type(value) is int and value >= low and (high is None or value <= high)):
+            return False
+    return (isinstance(args.get("query"), str)
+            and args.get("mode", "hybrid") in ("hybrid", "lexical", "semantic")
+            and args.get("content", "full") in ("full", "snippet")
+            and type(args.get("explain", False)) is bool)
 
 
 def _plain_request(message: object) -> bool:
