@@ -223,6 +223,7 @@ def _startup(s: dict[str, Any]) -> list[str]:
     py, fts = f["python_s"]["median_s"], f["sqlite_fts_s"]["median_s"]
     model = m["total_s"]
     sdk = f["import_mcp_sdk_s"]["median_s"]
+    library = f["import_library_s"]["median_s"]
 
     def ms(seconds: float | None) -> str:
         return "–" if seconds is None else f"{seconds * 1000:,.0f} ms"
@@ -245,7 +246,8 @@ def _startup(s: dict[str, Any]) -> list[str]:
         ["search (hybrid), a rifflux serve running", ms(s["hybrid_cli_server"]["median_s"]),
          f"python -c pass {ms(py)}", "<= 150 ms"],
         ["rifflux mcp: first lexical call after initialize", ms(mcp["first_lexical_s"]),
-         f"import of the MCP SDK {ms(sdk)}", "<= 100 ms"],
+         f"python + import of the library {ms(library)} (answered before the MCP SDK, whose "
+         f"import takes {ms(sdk)}, has loaded)", "<= 100 ms"],
         ["rifflux mcp: second lexical call", ms(mcp["second_lexical_s"]), "", ""],
         ["rifflux mcp: first hybrid call (after two lexical)", ms(mcp["first_hybrid_s"]),
          f"model {ms(model)}", "<= 1,000 ms"],

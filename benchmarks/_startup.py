@@ -5,7 +5,8 @@ RSS from ``wait4``), and each is printed beside the floor it cannot go below,
 measured in the same run on the same machine: a bare interpreter, ``sqlite3``
 opening the index and running the FTS5 query, importing numpy and onnxruntime,
 loading the tokenizer, creating the ONNX session, the first query embedding,
-importing the MCP SDK. A figure counts only when its call answered with hits.
+importing the library (``rifflux.api``) and the MCP SDK. A figure counts only when its
+call answered with hits.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def _floors(db: Path, cwd: Path) -> dict[str, Any]:
            f"ORDER BY rank LIMIT 10\", ({_FTS!r},)).fetchall(); print(len(rows))")
     floors = {"python_s": _runs([py, "-c", "pass"], cwd),
               "sqlite_fts_s": _runs([py, "-c", fts], cwd),
+              "import_library_s": _runs([py, "-c", "import rifflux.api"], cwd),
               "import_mcp_sdk_s": _runs([py, "-c", "import mcp.server"], cwd, runs=3)}
     pieces: dict[str, list[float]] = {}
     for _ in range(3):
@@ -176,12 +178,16 @@ def _mcp_first_calls(py: str, db: Path, cwd: Path, backend: str) -> dict[str, An
             i += 1
         hybrid = wait(3)
         warm = []
-        for i in range(100, 120):
+        for i in range(i, i + 20):  # (ids not used before)
             search(i, "lexical")
             warm.append(wait(i))
     finally:
         proc.stdin.close()
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # (answers left unread: this run failed anyway)
+            proc.kill()
+            proc.wait()
     return {"first_lexical_s": first, "second_lexical_s": second, "first_hybrid_s": hybrid,
             "lexical_during_load_s": loading, "warm_lexical_s": warm}
 

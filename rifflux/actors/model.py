@@ -9,15 +9,14 @@ hybrid search, a job (its texts need vectors), or a caller that waits for the
 model; with ``warm=True`` it starts at once. It runs in a daemon thread: a process
 that ends while it runs, or whose model nothing used, does not wait for it at exit
 (anyio's worker threads are joined then). While it runs, the interpreter switches
-threads more often, so that the event loop's lexical searches and reads are not
-held up behind the load's imports for the default 5 ms at each turn.
+threads more often (``rifflux.loading``), so that the event loop's lexical searches
+and reads are not held up behind the load's imports for 5 ms at each turn.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import anyio.lowlevel
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..loading import loading
 from ..types import ModelState
 from .messages import IndexerMessage, ModelLoaded
 
@@ -44,12 +44,6 @@ else:
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-#: How often the interpreter offers the GIL to other threads while the model loads
-#: (the default is 5 ms: a lexical search's few hops between threads would each wait
-#: that long behind the load's imports).
-_LOADING_SWITCH_INTERVAL = 0.0005
-
 
 class ModelSnapshot(TypedDict):
     requested: str
@@ -187,43 +181,22 @@ async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
 
     def target() -> None:
         try:
-            outcome.append((True, fn()))
+            with loading():
+                outcome.append((True, fn()))
         except BaseException as exc:  # handed to the caller, whatever it is
             outcome.append((False, exc))
-        finally:
-            _loads_running(-1)
         try:
             anyio.from_thread.run_sync(done.set, token=token)
         except Exception:  # the event loop has ended: nobody waits for it any more
             logger.debug("%s finished after its event loop ended", name)
 
-    _loads_running(+1)
-    try:
-        threading.Thread(target=target, name=name, daemon=True).start()
-    except BaseException:
-        _loads_running(-1)
-        raise
+    threading.Thread(target=target, name=name, daemon=True).start()
     await done.wait()
     ok, value = outcome[0]
     if not ok:
         raise value
     result: _T = value
     return result
-
-
-_switch_lock = threading.Lock()
-_loading = 0
-_default_switch = sys.getswitchinterval()
-
-
-def _loads_running(change: int) -> None:
-    """Count the loads running; the switch interval is short while any runs."""
-    global _loading, _default_switch
-    with _switch_lock:
-        if _loading == 0 and change > 0:
-            _default_switch = sys.getswitchinterval()
-        _loading += change
-        sys.setswitchinterval(_LOADING_SWITCH_INTERVAL if _loading else _default_switch)
 
 
 class _HowItRuns(TypedDict):

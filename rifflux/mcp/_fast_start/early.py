@@ -30,6 +30,7 @@ from ...api import Rifflux
 from ...config import Settings
 from ...core.filters import make_filters
 from ...errors import RiffluxError
+from ...loading import loading
 from ...types import Mode
 from ..answers import search_answer
 from ..auto_reindex import AutoReindex
@@ -42,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 #: How long the model's warm-up and the SDK's import wait for a first search to answer.
 _FIRST_CALL_WAIT = 0.05
+#: How long the SDK's import waits for the model's warm-up (which goes on after that).
+_SDK_WAITS_FOR_MODEL = 1.5
 
 
 class EarlySearches:
@@ -100,10 +103,16 @@ class EarlySearches:
                                    auto_reindex=auto)
 
 
+def _import_handoff() -> Any:
+    with loading():  # (the searches answered meanwhile get the interpreter often)
+        return import_module("rifflux.mcp._fast_start.handoff")
+
+
 async def serve_with_early_searches(settings: Settings, front: Front) -> None:
-    """``rifflux mcp``'s server: the index opened first, searches answered while the SDK
-    imports (in a worker thread), then the SDK serving behind the front (whose
-    ``take_early`` the command line called as it started)."""
+    """``rifflux mcp``'s server: the index opened first and searches answered from then
+    on; once the first is answered, the model warms up, then the SDK imports (in a worker
+    thread) and serves behind the front (whose ``take_early`` the command line called as
+    it started)."""
     async with AsyncExitStack() as stack:
         try:  # (the model warms up below, once the first search has had the cores)
             rf = await stack.enter_async_context(
@@ -125,10 +134,12 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
             with anyio.move_on_after(_FIRST_CALL_WAIT):
                 await early.answered_first.wait()
             if settings.model_warmup:
-                tg.start_soon(rf.wait_for_model, name="rifflux.mcp.warm-up")
+                # The model first: searches need it and do not need the SDK (both at once
+                # slow each other down, and the searches answered meanwhile).
+                with anyio.move_on_after(_SDK_WAITS_FOR_MODEL):
+                    await rf.wait_for_model()
             try:
-                handoff = await anyio.to_thread.run_sync(
-                    import_module, "rifflux.mcp._fast_start.handoff")
+                handoff = await anyio.to_thread.run_sync(_import_handoff)
                 await handoff.serve_after_front(settings, front, rifflux=rf,
                                                 auto_reindex=auto, early=early)
             finally:
