@@ -178,9 +178,9 @@ def _mcp_first_calls(py: str, db: Path, cwd: Path, backend: str) -> dict[str, An
             i += 1
         hybrid = wait(3)
         warm = []
-        for i in range(i, i + 20):  # (ids not used before)
-            search(i, "lexical")
-            warm.append(wait(i))
+        for j in range(i, i + 20):  # (ids not used before)
+            search(j, "lexical")
+            warm.append(wait(j))
     finally:
         proc.stdin.close()
         try:
