@@ -350,8 +350,7 @@ class Rifflux:
         """Wait until the embedding model has loaded (or failed to): its label, backend
         and the per-model counts are known then (bound it with ``anyio.move_on_after``).
         A model not loaded yet (``Settings.model_warmup`` off) starts loading."""
-        service = self._open()
-        service.want_model()
+        (service := self._open()).want_model()
         await service.model_loaded.wait()
 
     @property

@@ -492,14 +492,15 @@ _LEFT_TO_THE_SDK = [{"query": "water", "paths": ["**"]}, {"query": "water", "top
 
 
 def _without_model_label(result: dict[str, Any]) -> dict[str, Any]:
-    """A tool result with ``embedding_model`` left out (whether the model had loaded when
-    a lexical search answered is a matter of timing) from both of its forms."""
+    """A tool result without what depends on how far the server had got at start: the
+    model's label (null until it has loaded) and the hits' ``backlink_count`` (left out
+    until the catalog of files has loaded), in both of its forms."""
     data = json.loads(result["content"][0]["text"])
+    assert result["structuredContent"] == data  # (the text says what the object says)
     data.pop("embedding_model", None)
-    structured = dict(result["structuredContent"])
-    structured.pop("embedding_model", None)
-    assert structured == data  # (the text says what the object says)
-    return {**result, "content": data, "structuredContent": structured}
+    for hit in data.get("results", []):
+        hit.pop("backlink_count", None)
+    return {**result, "content": data, "structuredContent": data}
 
 
 @pytest.mark.anyio
@@ -540,3 +541,28 @@ async def test_searches_before_the_sdk_has_loaded_are_answered_as_the_sdk_answer
                             for a in (mine, theirs))
             assert mine["cut"] is True
         assert mine == theirs, request_id
+
+
+def test_the_calls_taken_early_are_bounded_as_the_tools_schema_says() -> None:
+    from rifflux.mcp._fast_start.taken import _EARLY_ARGS, EARLY_BOUNDS, early_search
+    from rifflux.mcp.sdk import tool_input_schema
+
+    schema = tool_input_schema(build_server(Settings()), "search_rifflux")
+    assert schema is not None
+    properties = schema["properties"]
+    assert _EARLY_ARGS <= properties.keys()
+    for name, (low, high) in EARLY_BOUNDS.items():
+        bounds: dict[str, Any] = next(
+            (b for b in properties[name].get("anyOf", [properties[name]])
+             if b.get("type") == "integer"), {})
+        assert (bounds.get("minimum"), bounds.get("maximum")) == (low, high), name
+
+    def call(**arguments: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "search_rifflux", "arguments": arguments}}
+
+    assert early_search(call(query="x", top_k=100, mode="lexical", max_per_file=None))
+    for odd in ({"top_k": 101}, {"top_k": "3"}, {"top_k": True}, {"mode": "fuzzy"},
+                {"max_chars": 999}, {"explain": 1}, {"tags": ["a"]}, {"db_path": "x.db"}):
+        assert not early_search(call(query="x", **odd)), odd
+    assert not early_search(call(top_k=3))  # (no query: the SDK says it is required)
