@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._vectors import report as vectors_report
+
 
 def _fmt(value: Any, digits: int = 3) -> str:
     if value is None:
@@ -280,7 +282,8 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
-                 "processes": _processes, "serve": _serve, "startup": _startup}
+                 "processes": _processes, "serve": _serve, "vectors": vectors_report,
+                 "startup": _startup}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

@@ -42,7 +42,6 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "embedding_max_tokens": model["max_tokens"],
         "vectors_in_memory": snap["query"]["vectors_in_memory"],
         "catalog_state": snap["query"]["catalog_state"],
-        "vectors_state": snap["query"]["vectors_state"],
         "include_globs": list(settings.include),
         "exclude_globs": list(settings.exclude),
         "rrf_k": settings.rrf_k,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, final
 
-# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
-# HTTP API's OpenAPI document is generated from these very types.
+# typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
@@ -20,13 +19,9 @@ CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
-#: Where the embedding model is: ``not_loaded`` (yet: it loads when first needed), still
-#: ``loading``, ``ready``, ``fallback`` (``auto`` could not load the model and uses hash
-#: vectors) or ``failed`` (semantic search is off).
+#: Where the embedding model is: ``not_loaded`` (until needed), ``loading``, ``ready``,
+#: ``fallback`` (``auto`` could not load it: hash vectors) or ``failed`` (no semantic search).
 ModelState = Literal["not_loaded", "loading", "ready", "fallback", "failed"]
-#: The catalog of files (filters, backlink counts) and the vector matrix in memory.
-CatalogState = Literal["loading", "ready"]
-VectorsState = Literal["waiting_for_model", "loading", "ready"]
 #: The statuses a job ends in.
 FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
@@ -264,10 +259,8 @@ class ForgetResult(TypedDict):
 
     path: str
     removed_files: int
-    #: The indexed folders that are gone (all of them, not only a part).
-    removed_roots: list[str]
-    #: The files removed, by their path in their folder (the first 50).
-    removed_paths: list[str]
+    removed_roots: list[str]  # the indexed folders that are gone (all of them, not a part)
+    removed_paths: list[str]  # the files removed, by their path in their folder (first 50)
     job_id: str
 
 
@@ -375,9 +368,8 @@ class Status(Counts):
     embedding_counts_model: str | None
     embedding_fallback_reason: str | None
     embedding_error: str | None
-    #: (added) Where the model is (``loading`` just after start, then ``ready``,
-    #: ``fallback`` or ``failed``) and why, in words: what loads and for how long so far,
-    #: what searches do meanwhile, or what went wrong (None when ready).
+    #: (added) Where the model is (``ModelState``) and why, in words: what loads and for
+    #: how long so far, what searches do meanwhile, or what went wrong (None when ready).
     embedding_model_state: ModelState
     embedding_model_reason: str | None
     #: How the model runs: its vectors' dimension (the hash backend's too), pooling
@@ -389,14 +381,11 @@ class Status(Counts):
     embedding_document_prefix: str | None
     embedding_max_tokens: int | None
     vectors_in_memory: int
-    #: (added) What the search side is loading: the catalog of files, the vector matrix.
-    catalog_state: CatalogState
-    vectors_state: VectorsState
+    catalog_state: Literal["loading", "ready"]  # (added) the catalog that filters use
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int
-    #: The indexed folders with their file and chunk counts (``roots`` counts them).
-    indexed_roots: list[RootCount]
+    indexed_roots: list[RootCount]  # with file and chunk counts (``roots`` counts them)
     jobs: list[JobInfo]
     queued_jobs: int
     watcher: WatcherStatus

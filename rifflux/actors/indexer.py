@@ -43,6 +43,7 @@ from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
 from ..store.writer import Writer, Written
 from .events import EventHub
+from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
 from .messages import (
     EmbedderMessage,
@@ -56,10 +57,10 @@ from .messages import (
     VectorsEmbedded,
     VectorsReset,
 )
+from .parse_pool import ParsePool
 
 if TYPE_CHECKING:  # (the model's module is loaded with the model)
     from ..core.embedders import Embedder
-    from .parse_pool import ParsePool
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ class Indexer:
         )
         self._retry_out = retry_out
         self._model: str | None = None
-        self._pool: ParsePool | None = None  # (made by the first job: a search needs none)
+        self._pool = ParsePool()
         self._adopt_error: str | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
@@ -150,10 +151,10 @@ class Indexer:
                             msg.looked.set()
                     while (job := self._jobs.start_next()) is not None:
                         await self._run(job)
+                        timers.start_soon(self._refresh_lexicon, name="rifflux.indexer.lexicon")
                 timers.cancel_scope.cancel()
         finally:
-            if self._pool is not None:
-                await self._pool.aclose()
+            await self._pool.aclose()
 
     async def _reread_stale(self) -> None:
         """Files an upgrade of the index marked stale are read again, in the background."""
@@ -337,16 +338,13 @@ class Indexer:
 
     async def _run(self, job: Job) -> None:
         """One job, to the end of its attempts: the job fails, never the service."""
-        from .index_job import IndexRun  # (parsing and planning: a search never loads them)
-
         started = time.perf_counter()
         delays = self._settings.retry_delays
         try:
             while True:
                 try:
-                    await IndexRun(job, self._writer, self._globs, self._limits,
-                                   self._parse_pool(), self._committed,
-                                   ignores=self._ignores).execute()
+                    await IndexRun(job, self._writer, self._globs, self._limits, self._pool,
+                                   self._committed, ignores=self._ignores).execute()
                     break
                 except IndexBusyError as exc:
                     if job.attempts > len(delays):
@@ -379,12 +377,14 @@ class Indexer:
         self._settle()
         self._nudge_embedder()
 
-    def _parse_pool(self) -> ParsePool:
-        if self._pool is None:
-            from .parse_pool import ParsePool
-
-            self._pool = ParsePool()
-        return self._pool
+    async def _refresh_lexicon(self) -> None:
+        """After a job: the lexical search's lists built again in the background when
+        stale (a speed-up: searches are exact without them; one build at a time)."""
+        try:
+            await self._writer.lexicon.refresh()
+        except Exception:  # the boundary: searches go on, ranked by FTS5 alone
+            logger.exception("could not build the lexical search's lists; lexical search "
+                             "stays exact, and slower on large indexes")
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

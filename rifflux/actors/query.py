@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -33,7 +33,7 @@ from ..core.filters import NO_FILTERS, Filters
 from ..errors import InternalError, RiffluxError
 from ..store.reader import Reader
 from ..store.records import Records
-from ..types import CatalogState, SearchResult, VectorsState
+from ..types import SearchResult
 from .messages import (
     PLAIN,
     ChunkRequested,
@@ -74,8 +74,7 @@ OpenReader = Callable[[], AbstractAsyncContextManager[Reader]]
 
 class QuerySnapshot(TypedDict):
     vectors_in_memory: int
-    catalog_state: CatalogState
-    vectors_state: VectorsState
+    catalog_state: Literal["loading", "ready"]  # (the catalog of files that filters use)
     searches: int
     failures: int
 
@@ -114,13 +113,9 @@ class QueryActor:
 
     def snapshot(self) -> QuerySnapshot:
         matrix = self._loaded.matrix
-        vectors: VectorsState = (
-            "loading" if self._replay is not None else "ready" if self._ready.is_set()
-            else "waiting_for_model")
         return {
             "vectors_in_memory": 0 if matrix is None else len(matrix),
             "catalog_state": "ready" if self._catalog_ready.is_set() else "loading",
-            "vectors_state": vectors,
             "searches": self._searches,
             "failures": self._failures,
         }
@@ -206,9 +201,11 @@ class QueryActor:
             from ..core.vectors import VectorIndex
 
             async with self._open_reader() as reader:
-                ids, files, vectors = await reader.all_vectors(embedder.label, embedder.dim)
-            matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
-            matrix.upsert(ids, vectors, files)
+                rows = await reader.vector_capacity()
+                matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
+                # a block at a time, straight into the compact matrix
+                count = await reader.stream_vectors(embedder.label, embedder.dim,
+                                                    matrix.upsert)
             for change in self._replay or ():
                 _apply(matrix, change)
         except Exception:  # searches go on lexically; semantic stays empty
@@ -219,7 +216,8 @@ class QueryActor:
             return
         self._loaded.matrix, self._replay = matrix, None
         self._ready.set()
-        logger.info("loaded %d vectors of %s", len(ids), embedder.label)
+        logger.info("loaded %d vectors of %s (%.0f MiB)", count, embedder.label,
+                    matrix.nbytes / 2**20)
 
     # ------------------------------------------------------------ serving
 

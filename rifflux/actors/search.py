@@ -166,8 +166,14 @@ class Ranking:
             vector = asked.vector = await anyio.to_thread.run_sync(
                 embedder.embed_query, asked.query, limiter=self._embed_limiter)
         mask = None if allowed is None else self._mask(matrix, allowed)
-        ranked = matrix.top_k(vector, depth, feedback=self._feedback,
-                              weight=self._feedback_weight, mask=mask, ties=True)
+        # the compact matrix's best rows, ranked exactly on their float32 vectors
+        candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask)
+        found, exact = await self._reader.exact_vectors(embedder.label, embedder.dim,
+                                                        candidates)
+        from ..core.vectors import rank  # (loaded already: the matrix is its module's)
+
+        ranked = rank(vector, found, exact, depth, feedback=self._feedback,
+                      weight=self._feedback_weight, ties=True)
         return await self._reader.in_stable_order(ranked, depth)  # equal cosines by path
 
     def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:

@@ -207,6 +207,11 @@ class Service:
     def model(self) -> ModelSnapshot:
         return self._model()
 
+    async def wait_for_model(self) -> None:
+        """Until the model has loaded (or failed to); its load starts if it had not."""
+        self.want_model()
+        await self.model_loaded.wait()
+
     def pending(self) -> int | None:
         return self._indexer()["pending"]
 

@@ -1,6 +1,7 @@
 """The writer's statements on files and vectors. Only the indexer actor holds a writer
 connection; the writer's roots (``store.roots``) and the texts still lacking vectors
-(``store.missing``) are kept on it too, beside the files.
+(``store.missing``) are kept on it too, beside the files, and what builds the lexical
+search's lists again (``store.lexicon_build``), which writes on a connection of its own.
 
 Each public coroutine that changes the index is one transaction, so an
 interrupted run never leaves a half-indexed file behind.
@@ -35,6 +36,7 @@ from .written import (
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
     from ..core.vectors import F32
+    from .lexicon_build import LexiconBuilder
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
@@ -44,15 +46,29 @@ _FTS_SEGMENTS_MOST = 4
 
 class Writer:
     """Files and vectors; ``roots`` and ``missing`` share its connection (and its
-    transactions: a write keeps the missing texts exact inside them)."""
+    transactions: a write keeps the missing texts exact inside them); ``lexicon``
+    builds the lexical search's lists on a connection of its own."""
 
     def __init__(self, conn: aiosqlite.Connection, db_path: Path, *,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, busy_timeout_ms: int = 5000) -> None:
         self.conn = conn
         self.db_path = db_path
         self.missing = Missing(conn, db_path, read_only=read_only)
         self.roots = Roots(conn, db_path, self.missing)
+        self._lexicon: LexiconBuilder | None = None
+        self._busy_timeout_ms = busy_timeout_ms
         self._read_only = read_only
+
+    @property
+    def lexicon(self) -> LexiconBuilder:
+        """The lexicon's builder, made (and numpy imported) after the first job: a process
+        that only searches never needs it."""
+        if self._lexicon is None:
+            from .lexicon_build import LexiconBuilder
+
+            self._lexicon = LexiconBuilder(self.db_path, read_only=self._read_only,
+                                           busy_timeout_ms=self._busy_timeout_ms)
+        return self._lexicon
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):
