@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..loading import loading
+from ..loading import in_daemon_thread
 from ..types import ModelState
 from .messages import IndexerMessage, ModelLoaded
 
@@ -43,7 +40,6 @@ else:
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
 
 class ModelSnapshot(TypedDict):
     requested: str
@@ -166,37 +162,6 @@ class ModelLoader:
             self._fallback_reason = loaded.fallback_reason
             logger.warning("%s", loaded.fallback_reason)
         return loaded.embedder
-
-
-async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
-    """``fn()`` run in a daemon thread of its own, while the interpreter switches threads
-    more often (see the module's docstring); its result, or its exception.
-
-    Cancelling the caller abandons the thread, which finishes alone; a process that
-    exits meanwhile does not wait for it.
-    """
-    token = anyio.lowlevel.current_token()
-    done = anyio.Event()
-    outcome: list[tuple[bool, Any]] = []
-
-    def target() -> None:
-        try:
-            with loading():
-                outcome.append((True, fn()))
-        except BaseException as exc:  # handed to the caller, whatever it is
-            outcome.append((False, exc))
-        try:
-            anyio.from_thread.run_sync(done.set, token=token)
-        except Exception:  # the event loop has ended: nobody waits for it any more
-            logger.debug("%s finished after its event loop ended", name)
-
-    threading.Thread(target=target, name=name, daemon=True).start()
-    await done.wait()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    result: _T = value
-    return result
 
 
 class _HowItRuns(TypedDict):

@@ -30,7 +30,7 @@ from ...api import Rifflux
 from ...config import Settings
 from ...core.filters import make_filters
 from ...errors import RiffluxError
-from ...loading import loading
+from ...loading import in_daemon_thread
 from ...types import Mode
 from ..answers import search_answer
 from ..auto_reindex import AutoReindex
@@ -104,8 +104,12 @@ class EarlySearches:
 
 
 def _import_handoff() -> Any:
-    with loading():  # (the searches answered meanwhile get the interpreter often)
-        return import_module("rifflux.mcp._fast_start.handoff")
+    return import_module("rifflux.mcp._fast_start.handoff")
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 async def serve_with_early_searches(settings: Settings, front: Front) -> None:
@@ -119,8 +123,7 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
                 Rifflux(settings=settings.with_overrides(model_warmup=False)))
         except RiffluxError:  # the SDK's server opens it again, and says why to every tool
             front.give_back_early()
-            handoff = import_module("rifflux.mcp._fast_start.handoff")
-            await handoff.serve_after_front(settings, front)
+            await _import_handoff().serve_after_front(settings, front)
             return
         logger.debug("index open; answering searches until the MCP SDK has loaded")
         auto = AutoReindex(rf=rf, enabled=settings.auto_reindex_on_search,
@@ -129,17 +132,23 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
         early = EarlySearches(front, rf, auto)
         async with anyio.create_task_group() as tg:
             tg.start_soon(early.run, name="rifflux.mcp.early")
-            # The first question (usually in the queue already) is answered before the
-            # model's warm-up and the SDK's import take the cores and the interpreter.
-            with anyio.move_on_after(_FIRST_CALL_WAIT):
-                await early.answered_first.wait()
-            if settings.model_warmup:
-                # The model first: searches need it and do not need the SDK (both at once
-                # slow each other down, and the searches answered meanwhile).
-                with anyio.move_on_after(_SDK_WAITS_FOR_MODEL):
-                    await rf.wait_for_model()
+            handoff: Any = None
+            with anyio.CancelScope() as loads:  # (ended when the client leaves meanwhile)
+                tg.start_soon(_cancel_when, early.done, loads)
+                # The first question (usually in the queue already) is answered before
+                # the model's warm-up and the SDK's import take the cores.
+                with anyio.move_on_after(_FIRST_CALL_WAIT):
+                    await early.answered_first.wait()
+                if settings.model_warmup:
+                    # The model first: searches need it and not the SDK (both at once slow
+                    # each other down, and the searches answered meanwhile).
+                    with anyio.move_on_after(_SDK_WAITS_FOR_MODEL):
+                        await rf.wait_for_model()
+                handoff = await in_daemon_thread(_import_handoff, "rifflux-mcp-sdk-import")
             try:
-                handoff = await anyio.to_thread.run_sync(_import_handoff)
+                if handoff is None:  # the client has gone: no SDK to wait for, no model
+                    front.close()
+                    return
                 await handoff.serve_after_front(settings, front, rifflux=rf,
                                                 auto_reindex=auto, early=early)
             finally:

@@ -245,6 +245,8 @@ class Front:
         #: hand-off (None once it ends); only when the front answers the handshake.
         self.early: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
         self._take_early = False
+        #: The client has closed stdin (or gone away).
+        self.input_ended = False
         self._thread = threading.Thread(target=self._read_loop, name="rifflux-mcp-front",
                                         daemon=True)
 
@@ -313,7 +315,9 @@ class Front:
         except (OSError, ValueError) as exc:  # the client went away mid-line
             logger.debug("stdin closed: %s", exc)
         finally:
+            self.input_ended = True
             self._inbox.put(None)
+            self.early.put(None)  # (no call can come any more)
 
     def _try_answer(self, line: str) -> Inbound:
         try:
