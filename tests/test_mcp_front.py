@@ -566,3 +566,28 @@ def test_the_calls_taken_early_are_bounded_as_the_tools_schema_says() -> None:
                 {"max_chars": 999}, {"explain": 1}, {"tags": ["a"]}, {"db_path": "x.db"}):
         assert not early_search(call(query="x", **odd)), odd
     assert not early_search(call(top_k=3))  # (no query: the SDK says it is required)
+
+
+@pytest.mark.anyio
+async def test_a_client_that_leaves_after_an_early_search_does_not_wait_for_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rifflux import Rifflux
+
+    await _snapshot_for_servers(tmp_path, monkeypatch)
+    corpus = write_corpus(tmp_path)
+    async with Rifflux(tmp_path / "gone.db", embedding_backend="hash") as rf:
+        await rf.reindex(corpus["notes"])
+    messages = [_initialize(1, "2025-06-18"),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                _request(2, "tools/call", {"name": "search_rifflux",
+                                           "arguments": {"query": "water", "mode": "lexical"}})]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    answers, log = await _raw_session(tmp_path, "gone", {**base, **server_env(tmp_path)},
+                                      messages, ["-m", "rifflux"])
+    assert {a["id"] for a in answers if "id" in a} == {1, 2}
+    assert answers[-1]["result"]["structuredContent"]["count"] > 0
+    # stdin closed right after the answer: the server ended (exit 0, in _raw_session)
+    # without the SDK ever serving; its import, under way, was left behind
+    assert "answering search_rifflux 2 before the MCP SDK" in log
+    assert "MCP SDK serving" not in log, log

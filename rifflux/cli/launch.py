@@ -106,8 +106,8 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "client starts this command and talks to it over stdin/stdout. "
                          "Ctrl-C stops.\n")
     try:
-        front = start_front()
-        front.take_early()  # (answered by mcp._fast_start.early once the index is open)
+        # (the searches it takes are answered by mcp._fast_start.early once the index opens)
+        front = start_front(take_early=True)
     except OSError as exc:
         return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")

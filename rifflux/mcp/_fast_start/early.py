@@ -114,9 +114,8 @@ async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
 
 async def serve_with_early_searches(settings: Settings, front: Front) -> None:
     """``rifflux mcp``'s server: the index opened first and searches answered from then
-    on; once the first is answered, the model warms up, then the SDK imports (in a worker
-    thread) and serves behind the front (whose ``take_early`` the command line called as
-    it started)."""
+    on; once the first is answered, the model warms up, then the SDK imports (in a daemon
+    thread) and serves behind the front (started with ``take_early``)."""
     async with AsyncExitStack() as stack:
         try:  # (the model warms up below, once the first search has had the cores)
             rf = await stack.enter_async_context(

@@ -232,7 +232,8 @@ class Inbound:
 class Front:
     """Reads the client's lines; answers the handshake from a snapshot until handed off."""
 
-    def __init__(self, wire: Wire, snapshot: dict[str, Any] | None) -> None:
+    def __init__(self, wire: Wire, snapshot: dict[str, Any] | None, *,
+                 take_early: bool = False) -> None:
         self.wire = wire
         self.snapshot = snapshot
         self.negotiated: str | None = None
@@ -241,10 +242,11 @@ class Front:
         self._inbox: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._handed_off = False
-        #: Plain ``search_rifflux`` calls taken for ``early.EarlySearches`` until the
-        #: hand-off (None once it ends); only when the front answers the handshake.
+        #: With ``take_early``: plain ``search_rifflux`` calls (``taken.early_search``), taken
+        #: for ``early.EarlySearches`` (answered from the library while the SDK imports)
+        #: until the hand-off (None once it ends); only when the front answers the handshake.
         self.early: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
-        self._take_early = False
+        self._take_early = take_early and snapshot is not None
         #: The client has closed stdin (or gone away).
         self.input_ended = False
         self._thread = threading.Thread(target=self._read_loop, name="rifflux-mcp-front",
@@ -263,13 +265,6 @@ class Front:
             self._handed_off = True
             self.early.put(None)
             return list(self.answered)
-
-    def take_early(self) -> None:
-        """Until the hand-off, put plain ``search_rifflux`` calls (``early_search``) in
-        ``early`` instead of passing them to the SDK: ``early.EarlySearches`` answers them
-        from the library while the SDK imports."""
-        with self._lock:
-            self._take_early = self.snapshot is not None
 
     def give_back_early(self) -> None:
         """The calls taken and not answered go to the SDK after all (the library could not
@@ -386,15 +381,16 @@ def _has_modern_envelope(params: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- entry point
 
 
-def start_front() -> Front:
+def start_front(*, take_early: bool = False) -> Front:
     """Claim the wire and start answering the handshake (``rifflux mcp`` calls this first,
-    then runs the server behind it: ``handoff.serve_after_front``).
+    then runs the server behind it: ``early.serve_with_early_searches``), taking plain
+    searches from the first line on with ``take_early`` (``Front.early``).
 
     ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. Raises OSError
     when stdin or stdout is not open.
     """
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot()
-    front = Front(Wire.claim(), snapshot)
+    front = Front(Wire.claim(), snapshot, take_early=take_early)
     front.start()
     return front
