@@ -60,7 +60,7 @@ _MODEL_LABEL_WAIT = 10.0
 
 
 class Rifflux:
-    """Hybrid search over folders of markdown, backed by one SQLite file.
+    """Hybrid search over markdown, in an SQLite file or a PostgreSQL database (a URL).
 
     ``async with Rifflux(db_path) as rf: await rf.reindex("docs"); await rf.search("...")``
     """

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import InvalidArgumentError
+from .location import IndexLocation, index_location
 
 Backend = Literal["auto", "onnx", "hash"]
 BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
@@ -50,7 +51,8 @@ def default_db_path() -> Path:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
-    db_path: Path = field(default_factory=default_db_path)
+    #: The index: an SQLite file, or a PostgreSQL database (``postgresql://...``).
+    db_path: IndexLocation = field(default_factory=default_db_path)
     embedding_backend: Backend = "auto"
     #: A directory holding ``model.onnx``, ``tokenizer.json`` and optionally
     #: ``rifflux-model.json`` (how to run it); None = the bundled model.
@@ -102,7 +104,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         # Accept str paths from callers building Settings directly.
-        object.__setattr__(self, "db_path", Path(self.db_path).expanduser())
+        object.__setattr__(self, "db_path", index_location(self.db_path))
         if self.model_dir is not None:
             object.__setattr__(self, "model_dir", Path(self.model_dir).expanduser())
         object.__setattr__(self, "watch_paths", tuple(Path(p) for p in self.watch_paths))
@@ -197,7 +199,9 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
         if name not in types:
             raise InvalidArgumentError(f"unknown setting {name!r}")
         try:
-            if name in ("db_path", "model_dir"):
+            if name == "db_path":
+                value = index_location(value)
+            elif name == "model_dir":
                 value = Path(value).expanduser()
             elif name == "watch_paths":
                 parts = _split_list(value, os.pathsep) if isinstance(value, str) else value

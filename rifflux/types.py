@@ -1,8 +1,7 @@
 """The shapes Rifflux returns, as ``TypedDict``s: search results, chunks, files, jobs, status.
 
-SPEC.md is the contract; these types are how mypy holds the library, the MCP
-server and the command line to it. Extra fields may be added; the ones SPEC
-names never change meaning.
+SPEC.md is the contract; these types are how mypy holds the library, the MCP server and the
+command line to it. Extra fields may be added; the ones SPEC names never change meaning.
 """
 
 from __future__ import annotations
@@ -143,8 +142,7 @@ class FileRecord(TypedDict):
     total_lines: int
     modified: str
     chunks: list[ChunkRecord]
-    #: Other indexed roots that hold a file at the same relative path.
-    other_roots: NotRequired[list[str]]
+    other_roots: NotRequired[list[str]]  # other roots with a file at the same relative path
 
 
 @final
@@ -183,8 +181,7 @@ class OutgoingLink(LinkPlace):
     """A link a note makes: where it is in the note, and where it goes."""
 
     path: str | None  # the file it resolves to (in the same root); None: unresolved
-    #: The chunk of the linked note the anchor resolves to (None: no anchor, or not found).
-    target_chunk_id: str | None
+    target_chunk_id: str | None  # the linked note's chunk of the anchor (None: none, not found)
 
 
 class Backlink(LinkPlace):
@@ -194,8 +191,7 @@ class Backlink(LinkPlace):
 
 
 class NoteLinks(TypedDict):
-    """``links(path)``: a note's links both ways, and those of its own that resolve to
-    no file."""
+    """``links(path)``: a note's links both ways, and those of its own that resolve to no file."""
 
     path: str
     root: str
@@ -398,3 +394,6 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
+    store: Literal["sqlite", "postgresql"]  # (added) the store (docs/CONTRACT.md)
+    lexical_ranking: str  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
+    store_note: str | None  # what to know of its ranking (None: nothing)

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from rifflux.store.lease import Lease
+from rifflux.store.sqlite.lease import Lease
 
 from .helpers import cli_env, rifflux_cli
 

@@ -21,7 +21,8 @@ from ..core.ignore import IgnoreFiles
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import IndexDatabaseError, RiffluxError
-from ..store.writer import FileToWrite, Writer, Written
+from ..store.protocols import WriterStore
+from ..store.written import FileToWrite, Written
 from .jobs import Job, Progress, Target
 from .parse_pool import ParsePool, ParseResult
 
@@ -35,7 +36,7 @@ OnCommit = Callable[[Written], Awaitable[None]]
 
 
 class IndexRun:
-    def __init__(self, job: Job, writer: Writer, globs: Globs, limits: ChunkLimits,
+    def __init__(self, job: Job, writer: WriterStore, globs: Globs, limits: ChunkLimits,
                  pool: ParsePool, on_commit: OnCommit, *,
                  ignores: dict[str, IgnoreFiles] | None = None) -> None:
         """``ignores``: each root's ignore rules, kept from run to run while the ignore

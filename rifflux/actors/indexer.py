@@ -1,4 +1,4 @@
-"""The indexer: the only SQLite writer, an actor with one inbox.
+"""The indexer: the only writer to the index, an actor with one inbox.
 
 It handles one message at a time (``IndexerMessage``): a loaded model is adopted,
 embedded vectors are stored, and after every message the queued jobs are run,
@@ -14,7 +14,7 @@ configured delays, any other failure fails that job, never the service.
 Other processes may write to the same index. A timer sends ``Ticked`` a few
 times a second; the indexer then looks whether another process committed (one
 pragma on its connection) and reads their changes from the log
-(``store.changes``): they reach the query actor as if they were the indexer's
+(``store.protocols.FollowStore``): they reach the query actor as if they were the indexer's
 own commits, the missing texts follow what they wrote, and jobs waiting for
 texts that another process embedded complete. The timer only sends: every
 statement on the writer's connection runs on the indexer's own task, between
@@ -40,8 +40,8 @@ from ..core.ignore import IgnoreFiles
 from ..core.packing import ChunkLimits
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
-from ..store.changes import Follow
-from ..store.writer import Writer, Written
+from ..store.protocols import FollowStore, WriterStore
+from ..store.written import Written
 from .events import EventHub
 from .index_job import IndexRun
 from .jobs import Job, JobQueue, Target
@@ -86,14 +86,14 @@ class Indexer:
     def __init__(
         self,
         *,
-        writer: Writer,
+        writer: WriterStore,
         settings: Settings,
         jobs: JobQueue,
         inbox: MemoryObjectReceiveStream[IndexerMessage],
         embedder_out: MemoryObjectSendStream[EmbedderMessage],
         query_out: MemoryObjectSendStream[QueryMessage],
         retry_out: MemoryObjectSendStream[IndexerMessage],
-        follow: Follow | None = None,
+        follow: FollowStore | None = None,
         events: EventHub | None = None,
     ) -> None:
         self._writer = writer
@@ -381,8 +381,8 @@ class Indexer:
         """After a job: the lexical search's lists built again in the background when
         stale (a speed-up: searches are exact without them; one build at a time)."""
         try:
-            await self._writer.lexicon.refresh()
-        except Exception:  # the boundary: searches go on, ranked by FTS5 alone
+            await self._writer.refresh_lexicon()
+        except Exception:  # the boundary: searches go on, ranked without the lists
             logger.exception("could not build the lexical search's lists; lexical search "
                              "stays exact, and slower on large indexes")
 

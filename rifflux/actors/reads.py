@@ -16,9 +16,8 @@ import anyio
 from ..core.catalog import Catalog
 from ..core.document import read_lines
 from ..core.filters import CompiledFilters, FileEntry, make_filters
-from ..store.link_records import LinkRecords
-from ..store.reader import Reader
-from ..store.records import Located, Records
+from ..store.common import Located
+from ..store.protocols import LinkStore, ReadStore, RecordStore
 from ..types import FileLines, Neighbor, NoteLinks, TagCount
 from .messages import (
     ChunkRequested,
@@ -41,11 +40,11 @@ if TYPE_CHECKING:  # (the model's module is loaded with the model)
 
 
 class Reads:
-    def __init__(self, *, reader: Reader, records: Records, catalog: Catalog,
-                 catalog_ready: anyio.Event) -> None:
-        self._reader = reader
+    def __init__(self, *, reads: ReadStore, records: RecordStore, links: LinkStore,
+                 catalog: Catalog, catalog_ready: anyio.Event) -> None:
+        self._reader = reads
         self._records = records
-        self._links = LinkRecords(records.conn, records.db_path)
+        self._links = links
         self._catalog = catalog
         self._catalog_ready = catalog_ready
 

@@ -17,7 +17,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
-from ..store.recovery import Recovery
+from ..store.common import Recovery
+from ..store.protocols import Capabilities
 from ..types import (
     ChunkDetail,
     Counts,
@@ -102,10 +103,15 @@ class Service:
         roles: Callable[[], list[str]] = list,
         model_loaded: anyio.Event | None = None,
         want_model: Callable[[], None] | None = None,
+        where: str = "",
+        capabilities: Capabilities | None = None,
         events: EventHub | None = None,
     ) -> None:
         self.events = events or EventHub()
         self.recovery = recovery
+        #: Where the index is, as messages and status name it (no password).
+        self.where = where
+        self.capabilities = capabilities
         self.model_loaded = model_loaded or anyio.Event()
         #: Something needs the model: it loads now (if it is not loaded or loading).
         self.want_model: Callable[[], None] = want_model or (lambda: None)

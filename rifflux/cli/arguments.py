@@ -63,7 +63,8 @@ def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_argument_group("global options (flags beat RIFFLUX_* variables)")
     g.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
-                   help=f"index database file [RIFFLUX_DB_PATH; default {default_db_path()}]")
+                   help=f"index file, or a postgresql:// URL [RIFFLUX_DB_PATH; default "
+                        f"{default_db_path()}]")
     g.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
                    help="embedding backend; auto uses the ONNX model (bundled, or "
                         "--model-dir's) and falls back to hashing "

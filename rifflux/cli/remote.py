@@ -87,6 +87,9 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
     if own:
         _say(args, f"searching here: {', '.join(own)} asks for a model or fusion of its own")
         return None
+    if not isinstance(settings.db_path, Path):  # (a database has no file beside it)
+        _say(args, "searching here: a server is found beside an index file, not a database")
+        return None
     from ..http import discovery
 
     running = discovery.find(settings.db_path, timeout=0.5)

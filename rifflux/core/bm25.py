@@ -9,7 +9,7 @@ table's tokens per row and ``idf = ln((N - n + 0.5) / (n + 0.5))``, at least 1e-
 computed here equals the one FTS5 computes for the same row, not merely nearly.
 
 The store keeps, for frequent terms, the chunks that hold each term and its weighted
-frequency there (``store.lexicon``): ``encode_ids``/``encode_counts`` pack them, and
+frequency there (``store.sqlite.lexicon``): ``encode_ids``/``encode_counts`` pack them, and
 ``decode_*`` unpack them into arrays ready to score.
 """
 
@@ -134,7 +134,7 @@ def order(ids: I64, totals: F64, limit: int, first: Mask | None = None) -> list[
     """The rows that can be among the ``limit`` best, as (id, bm25, tier), best first:
     the rows ``first`` marks (tier 1) before the others, each group by highest total.
     That is the ``limit`` best and every row tied with the last of them: equal scores
-    are in id order here, and the store orders them by path (``store.reader``), which
+    are in id order here, and the store orders them by path (``store.sqlite.reader``), which
     it can because the whole tie is kept. ``totals`` are positive sums; bm25 reports
     them negated."""
     if first is None:

@@ -24,6 +24,7 @@ from ..config import Settings
 from ..core.filters import make_filters
 from ..errors import RiffluxError
 from ..locate import missing_locations
+from ..location import DatabaseUrl, IndexLocation, is_database_url
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
 from .answers import (
     chunk_answer,
@@ -171,18 +172,22 @@ async def search_rifflux(
     return dict(answer)
 
 
-def _other_db(db_path: str, own: Path) -> Path | None:
-    """``db_path`` resolved, unless it is the server's own index (None)."""
-    other = _resolved(db_path)
-    return None if other == _resolved(own) else other
+def _other_db(db_path: str, own: IndexLocation) -> IndexLocation | None:
+    """``db_path`` resolved (a file) or as given (a PostgreSQL URL), unless it is the
+    server's own index (None)."""
+    other = DatabaseUrl(db_path.strip()) if is_database_url(db_path) else _resolved(db_path)
+    if isinstance(own, Path):
+        own = _resolved(own)
+    return None if other == own else other
 
 
 async def _search_other_db(
-    others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
+    others: OtherIndexes, db: IndexLocation, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
     auto: dict[str, object] | None,
 ) -> SearchAnswer:
-    file = await anyio.to_thread.run_sync(file_id, db)
+    # (a database has no file to name: its URL names it)
+    file = await anyio.to_thread.run_sync(file_id, db) if isinstance(db, Path) else (0, 0)
     if file is None:
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")

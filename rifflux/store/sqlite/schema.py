@@ -12,8 +12,8 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from ..core.cjk import characters, has_cjk, index_text
-from ..errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from ...core.cjk import characters, has_cjk, index_text
+from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
@@ -101,8 +101,8 @@ CREATE TABLE IF NOT EXISTS embeddings(
 );
 {LINKS_SCHEMA}
 {LEXICON_SCHEMA}
--- Written by every writing process, read by the others (store/changes.py,
--- store/presence.py): added to older indexes as they are opened, no upgrade needed.
+-- Written by every writing process, read by the others (store/sqlite/changes.py,
+-- store/sqlite/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     origin TEXT NOT NULL,

@@ -21,7 +21,7 @@ import sqlite3
 
 import aiosqlite
 
-from ..core.hits import WEIGHTS
+from ...core.hits import WEIGHTS
 
 #: The weights as the lexicon records them; another set means it cannot serve.
 WEIGHTS_TEXT = ",".join(repr(w) for w in WEIGHTS)

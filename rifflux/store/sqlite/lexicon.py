@@ -41,10 +41,10 @@ import aiosqlite
 import anyio
 import numpy as np
 
-from ..core import bm25
-from ..core.bm25 import F64, I64, Mask
-from ..core.catalog import Allowed
-from ..core.fts_query import clauses
+from ...core import bm25
+from ...core.bm25 import F64, I64, Mask
+from ...core.catalog import Allowed
+from ...core.fts_query import clauses
 from .lexicon_schema import WEIGHTS_TEXT as WEIGHTS_TEXT
 from .lexicon_schema import lexicon_built
 from .schema import TOKENIZER

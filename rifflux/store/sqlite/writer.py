@@ -1,7 +1,7 @@
 """The writer's statements on files and vectors. Only the indexer actor holds a writer
-connection; the writer's roots (``store.roots``) and the texts still lacking vectors
-(``store.missing``) are kept on it too, beside the files, and what builds the lexical
-search's lists again (``store.lexicon_build``), which writes on a connection of its own.
+connection; the writer's roots (``roots``) and the texts still lacking vectors
+(``missing``) are kept on it too, beside the files, and what builds the lexical
+search's lists again (``lexicon_build``), which writes on a connection of its own.
 
 Each public coroutine that changes the index is one transaction, so an
 interrupted run never leaves a half-indexed file behind.
@@ -18,13 +18,9 @@ from typing import TYPE_CHECKING
 
 import aiosqlite
 
-from ..core.filters import FileEntry, tag_levels
-from ..core.plan import StoredState
-from .link_index import forget_links, write_links
-from .missing import Change, Missing
-from .roots import Roots
-from .schema import cjk_columns, mapped_errors, transaction
-from .written import (
+from ...core.filters import FileEntry, tag_levels
+from ...core.plan import StoredState
+from ..written import (
     Edges,
     FileToWrite,
     Written,
@@ -33,9 +29,13 @@ from .written import (
     file_entries,
     marks,
 )
+from .link_index import forget_links, write_links
+from .missing import Change, Missing
+from .roots import Roots
+from .schema import cjk_columns, mapped_errors, transaction
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
-    from ..core.vectors import F32
+    from ...core.vectors import F32
     from .lexicon_build import LexiconBuilder
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
@@ -69,6 +69,10 @@ class Writer:
             self._lexicon = LexiconBuilder(self.db_path, read_only=self._read_only,
                                            busy_timeout_ms=self._busy_timeout_ms)
         return self._lexicon
+
+    async def refresh_lexicon(self) -> bool:
+        """The lexicon built again when stale (``lexicon_build``)."""
+        return await self.lexicon.refresh()
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):

@@ -6,78 +6,40 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from ..core.catalog import Allowed
-from ..core.filters import FileEntry, tag_levels
-from ..core.hits import WEIGHTS, Hit, place
-from ..errors import IndexDatabaseError
-from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
+from ...core.catalog import Allowed
+from ...core.filters import FileEntry
+from ...core.hits import WEIGHTS, Hit, place
+from ...errors import IndexDatabaseError
+from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
+from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
+from ..protocols import VectorBlocks
+from ..written import FILE_ENTRY_COLUMNS, file_entry
 from .changes import sequence
 from .lexicon_schema import lexicon_built
 from .presence import Presence
 from .schema import mapped_errors
-from .written import FILE_ENTRY_COLUMNS, file_entry
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
-    from ..core.vectors import F32, I64
-    from . import vectors
+    from ...core.vectors import F32, I64
     from .lexicon import Lexicon
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
 _SCORE = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
 
-#: The columns of a result row, in the order ``row_dict`` reads them.
-ROW_COLUMNS = (
-    "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
-    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
-)
 ROW_SQL = (
     f"SELECT {ROW_COLUMNS} "
     "FROM chunks c JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
 )
 
 
-@dataclass(frozen=True, slots=True)
-class PendingText:
-    content_hash: str
-    text: str
-
-
-def row_dict(row: Sequence[Any]) -> ChunkRecord:
-    """A chunk row (``ROW_COLUMNS``) as a result: SPEC's fields, then where it is and what
-    note it belongs to."""
-    rel = str(row[5])
-    return {
-        "chunk_id": str(row[1]),
-        "path": rel,
-        "heading_path": str(row[3]),
-        "chunk_index": int(row[2]),
-        "content": str(row[4]),
-        "root": str(row[6]),
-        "title": title_of(row[7], rel),
-        "tags": [] if row[8] == "[]" else sorted(tag_levels(json.loads(row[8]))),
-        "modified": iso_utc(int(row[9])),
-        "line_start": int(row[10]),
-        "line_end": int(row[11]),
-    }
-
-
 #: Where a chunk deleted since it was ranked goes among its ties (it is dropped later).
 _GONE = ("", -1, "")
-
-
-def stable_order(row: Sequence[Any]) -> tuple[str, int, str]:
-    """How chunks of equal score are ordered (a row of ``ROW_COLUMNS``): by path, then
-    chunk index, then root; the same in every index of the same files, however and in
-    whatever order they were built (row ids are not)."""
-    return str(row[5]), int(row[2]), str(row[6])
 
 
 def _with_rows(hits: str) -> str:
@@ -92,16 +54,6 @@ def _place(row: Sequence[Any]) -> tuple[int, float]:
     """Where a lexical hit ranks, before ties are broken: its tier (chunks holding every
     word first), then its bm25 (lower is better)."""
     return -int(row[-2]), float(row[-1])
-
-
-def title_of(stored: str | None, rel_path: str) -> str:
-    """The front-matter title, else the first H1 (both stored), else the file's name."""
-    return stored or PurePosixPath(rel_path).stem
-
-
-def iso_utc(mtime_ns: int) -> str:
-    d = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
-    return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
 
 
 def _matching(every: str | None, allowed: Allowed | None, above: int | None) -> str:
@@ -150,7 +102,7 @@ class Reader:
         ``allowed``, only chunks of those files are ranked (before the limit). Equal
         scores are in ``stable_order``, never by row id, and which of them make the
         limit is decided by it too. Ranked by the lexicon when one is built
-        (``store.lexicon``: the same scores, at a cost that follows the query's terms),
+        (``store.sqlite.lexicon``: the same scores, at a cost that follows the query's terms),
         else by FTS5 (one round trip to the connection's thread, more when chunks tied on
         bm25 straddle the limit)."""
         with mapped_errors(self.db_path):
@@ -277,7 +229,7 @@ class Reader:
                 (model, limit),
             )
             rows = await cur.fetchall()
-        from ..core.chunker import embed_text  # (the embedder's: not a search's)
+        from ...core.chunker import embed_text  # (the embedder's: not a search's)
 
         return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
@@ -287,7 +239,7 @@ class Reader:
 
         return await vectors.upper_bound(self.conn, self.db_path)
 
-    async def stream_vectors(self, model: str, dim: int, into: vectors.Into) -> int:
+    async def stream_vectors(self, model: str, dim: int, into: VectorBlocks) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
         files) a block at a time from one snapshot; returns how many."""
         from . import vectors

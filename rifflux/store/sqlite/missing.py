@@ -19,9 +19,9 @@ from pathlib import Path
 
 import aiosqlite
 
-from ..core.plan import Scope
+from ...core.plan import Scope
+from ..written import Written, batches, marks
 from .schema import mapped_errors, transaction
-from .written import Written, batches, marks
 
 
 @dataclass(frozen=True, slots=True)
