@@ -29,16 +29,15 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..config import Settings
-from ..core.chunker import ChunkLimits
-from ..core.embedders import Embedder
 from ..core.ignore import IgnoreFiles
+from ..core.packing import ChunkLimits
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.protocols import FollowStore, WriterStore
@@ -59,6 +58,9 @@ from .messages import (
     VectorsReset,
 )
 from .parse_pool import ParsePool
+
+if TYPE_CHECKING:  # (the model's module is loaded with the model)
+    from ..core.embedders import Embedder
 
 logger = logging.getLogger(__name__)
 
