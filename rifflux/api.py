@@ -60,7 +60,7 @@ _MODEL_LABEL_WAIT = 10.0
 
 
 class Rifflux:
-    """Hybrid search over folders of markdown, backed by one SQLite file.
+    """Hybrid search over markdown, in an SQLite file or a PostgreSQL database (a URL).
 
     ``async with Rifflux(db_path) as rf: await rf.reindex("docs"); await rf.search("...")``
     """
@@ -101,12 +101,8 @@ class Rifflux:
         self._service = await self._supervisor.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
         if self._service is None:
             return
         self._service = None
@@ -278,14 +274,9 @@ class Rifflux:
     ) -> BackgroundReindex: ...
 
     async def reindex(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        paths: Sequence[str | os.PathLike[str]] | None = None,
-        force: bool = False,
-        background: bool = False,
-        *,
-        count_left_out: bool = False,
-        yes: bool = False,
+        self, path: str | os.PathLike[str] | None = None,
+        paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False,
+        background: bool = False, *, count_left_out: bool = False, yes: bool = False,
     ) -> ReindexResult | BackgroundReindex:
         """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else the
         current working directory; returns when those files are indexed and embedded, or
@@ -347,9 +338,9 @@ class Rifflux:
                 "job_id": job.id}
 
     async def wait_for_model(self) -> None:
-        """Wait until the embedding model has loaded (or failed to): its label, backend
-        and the per-model counts are known then (bound it with ``anyio.move_on_after``)."""
-        await self._open().model_loaded.wait()
+        """Load the embedding model if need be and wait until it has loaded (or failed to):
+        its label, backend and per-model counts are known then (bound with move_on_after)."""
+        await self._open().wait_for_model()
 
     @property
     def embedding_model(self) -> str | None:

@@ -1,16 +1,14 @@
 """The shapes Rifflux returns, as ``TypedDict``s: search results, chunks, files, jobs, status.
 
-SPEC.md is the contract; these types are how mypy holds the library, the MCP
-server and the command line to it. Extra fields may be added; the ones SPEC
-names never change meaning.
+SPEC.md is the contract; these types are how mypy holds the library, the MCP server and the
+command line to it. Extra fields may be added; the ones SPEC names never change meaning.
 """
 
 from __future__ import annotations
 
 from typing import Literal, NotRequired, final
 
-# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
-# HTTP API's OpenAPI document is generated from these very types.
+# typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
@@ -20,9 +18,9 @@ CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
-#: Where the embedding model is: still ``loading``, ``ready``, ``fallback`` (``auto`` could
-#: not load the model and uses hash vectors) or ``failed`` (semantic search is off).
-ModelState = Literal["loading", "ready", "fallback", "failed"]
+#: Where the embedding model is: ``not_loaded`` (until needed), ``loading``, ``ready``,
+#: ``fallback`` (``auto`` could not load it: hash vectors) or ``failed`` (no semantic search).
+ModelState = Literal["not_loaded", "loading", "ready", "fallback", "failed"]
 #: The statuses a job ends in.
 FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
@@ -144,8 +142,7 @@ class FileRecord(TypedDict):
     total_lines: int
     modified: str
     chunks: list[ChunkRecord]
-    #: Other indexed roots that hold a file at the same relative path.
-    other_roots: NotRequired[list[str]]
+    other_roots: NotRequired[list[str]]  # other roots with a file at the same relative path
 
 
 @final
@@ -184,8 +181,7 @@ class OutgoingLink(LinkPlace):
     """A link a note makes: where it is in the note, and where it goes."""
 
     path: str | None  # the file it resolves to (in the same root); None: unresolved
-    #: The chunk of the linked note the anchor resolves to (None: no anchor, or not found).
-    target_chunk_id: str | None
+    target_chunk_id: str | None  # the linked note's chunk of the anchor (None: none, not found)
 
 
 class Backlink(LinkPlace):
@@ -195,8 +191,7 @@ class Backlink(LinkPlace):
 
 
 class NoteLinks(TypedDict):
-    """``links(path)``: a note's links both ways, and those of its own that resolve to
-    no file."""
+    """``links(path)``: a note's links both ways, and those of its own that resolve to no file."""
 
     path: str
     root: str
@@ -260,10 +255,8 @@ class ForgetResult(TypedDict):
 
     path: str
     removed_files: int
-    #: The indexed folders that are gone (all of them, not only a part).
-    removed_roots: list[str]
-    #: The files removed, by their path in their folder (the first 50).
-    removed_paths: list[str]
+    removed_roots: list[str]  # the indexed folders that are gone (all of them, not a part)
+    removed_paths: list[str]  # the files removed, by their path in their folder (first 50)
     job_id: str
 
 
@@ -371,9 +364,8 @@ class Status(Counts):
     embedding_counts_model: str | None
     embedding_fallback_reason: str | None
     embedding_error: str | None
-    #: (added) Where the model is (``loading`` just after start, then ``ready``,
-    #: ``fallback`` or ``failed``) and why, in words: what loads and for how long so far,
-    #: what searches do meanwhile, or what went wrong (None when ready).
+    #: (added) Where the model is (``ModelState``) and why, in words: what loads and for
+    #: how long so far, what searches do meanwhile, or what went wrong (None when ready).
     embedding_model_state: ModelState
     embedding_model_reason: str | None
     #: How the model runs: its vectors' dimension (the hash backend's too), pooling
@@ -385,11 +377,11 @@ class Status(Counts):
     embedding_document_prefix: str | None
     embedding_max_tokens: int | None
     vectors_in_memory: int
+    catalog_state: Literal["loading", "ready"]  # (added) the catalog that filters use
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int
-    #: The indexed folders with their file and chunk counts (``roots`` counts them).
-    indexed_roots: list[RootCount]
+    indexed_roots: list[RootCount]  # with file and chunk counts (``roots`` counts them)
     jobs: list[JobInfo]
     queued_jobs: int
     watcher: WatcherStatus
@@ -402,3 +394,6 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
+    store: Literal["sqlite", "postgresql"]  # (added) the store (docs/CONTRACT.md)
+    lexical_ranking: str  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
+    store_note: str | None  # what to know of its ranking (None: nothing)

@@ -1,14 +1,12 @@
 """The embedder: turns chunk texts without vectors into vectors, off the event loop.
 
-The texts lacking vectors are its queue: once the indexer has adopted a model
-(``ModelAdopted``) and whenever it says texts lack vectors (``EmbedWanted``), the
-embedder takes the newest of them, a window at a time, from the exact set the
-indexer's store keeps (``newest``, a read of its owner's state), reads those texts
-by their hashes, sorts the window by length so each batch pads little, runs the
-model in a worker thread and sends each batch's vectors to the indexer, the only
-writer. A window costs what it holds, whatever the index's size (reading the
-pending texts from the chunks table cost a scan of all of them per window: 3 s at
-a million chunks).
+The database is its queue: once the indexer has adopted a model (``ModelAdopted``)
+and whenever it says texts lack vectors (``EmbedWanted``), the embedder reads
+the pending texts (newest first, a window at a time), sorts the window by
+length so each batch pads little, runs the model in a worker thread and sends
+each batch's vectors to the indexer, the only writer. A window costs what it
+holds, whatever the index's size (the SQLite store takes it from the exact set of
+missing texts its writer keeps, and reads those texts by their hashes).
 
 At most one batch is in flight: before sending a batch it waits until the
 indexer has stored the previous one. While the indexer runs a job it stores
@@ -17,7 +15,7 @@ become searchable as early as the cores allow (lexical first); it also never
 reads a text again that it has already embedded.
 
 Of all the processes on one index, only the one holding the embedding lease
-(``store.lease``) embeds: the others leave the pending texts to it and try to
+(``store.protocols.LeaseStore``) embeds: the others leave the pending texts to it and try to
 take the lease every second, so when its holder dies another finishes the work.
 """
 
@@ -25,19 +23,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
-import numpy as np
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..core.embedders import Embedder
-from ..core.vectors import F32
-from ..store.lease import Lease
-from ..store.reader import PendingText, Reader
+from ..store.common import PendingText
+from ..store.protocols import LeaseStore, PendingStore
 from .messages import (
     EmbedderMessage,
     EmbedWanted,
@@ -46,6 +40,10 @@ from .messages import (
     Receipt,
     VectorsEmbedded,
 )
+
+if TYPE_CHECKING:  # (numpy and the model are loaded with the model)
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32
 
 logger = logging.getLogger(__name__)
 
@@ -72,21 +70,19 @@ class EmbedderActor:
     def __init__(
         self,
         *,
-        reader: Reader,
-        newest: Callable[[int], list[str]],
+        reader: PendingStore,
         inbox: MemoryObjectReceiveStream[EmbedderMessage],
         out: MemoryObjectSendStream[IndexerMessage],
         batch_size: int,
         batch_chars: int = 8192,
         window: int = 512,
-        lease: Lease | None = None,
+        lease: LeaseStore | None = None,
         wake: MemoryObjectSendStream[EmbedderMessage] | None = None,
     ) -> None:
         self.lease = lease
         self._wake = wake
         self._waiting = False
         self._reader = reader
-        self._newest = newest
         self._inbox = inbox
         self._out = out
         self._batch = batch_size
@@ -107,7 +103,7 @@ class EmbedderActor:
                 async for msg in self._inbox:
                     if isinstance(msg, ModelAdopted):
                         self._embedder = msg.embedder
-                    if self._embedder is None or not self._claim(tg):
+                    if self._embedder is None or not await self._claim(tg):
                         continue  # nothing can embed, or another process embeds
                     try:
                         await self._drain(self._embedder)
@@ -120,12 +116,13 @@ class EmbedderActor:
             if self._wake is not None:
                 self._wake.close()
             if self.lease is not None:
-                self.lease.release()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await self.lease.give_back()
 
-    def _claim(self, tg: TaskGroup) -> bool:
+    async def _claim(self, tg: TaskGroup) -> bool:
         """Whether this process embeds: it holds the lease, or takes it now; if not, a
         task tries again every second and wakes the embedder once it has it."""
-        if self.lease is None or self.lease.try_acquire():
+        if self.lease is None or await self.lease.try_take():
             return True
         if not self._waiting:
             self._waiting = True
@@ -134,10 +131,10 @@ class EmbedderActor:
 
     async def _wait_for_lease(self) -> None:
         assert self.lease is not None
-        while not self.lease.try_acquire():  # noqa: ASYNC110 - another process's lock
+        while not await self.lease.try_take():  # noqa: ASYNC110 - another process's lock
             await anyio.sleep(LEASE_RETRY)
         self._waiting = False
-        logger.info("this process now embeds for the index (it holds %s)", self.lease.path)
+        logger.info("this process now embeds for the index (it holds %s)", self.lease.where)
         if self._wake is not None:
             with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
                                      anyio.BrokenResourceError):
@@ -149,10 +146,7 @@ class EmbedderActor:
         previous: Receipt | None = None
         self._stats.busy = True
         try:
-            while hashes := self._newest(self._window):
-                pending = await self._reader.texts_of(hashes)
-                if not pending:
-                    return  # (no chunk has them any more: the writer's next commit says so)
+            while pending := await self._reader.pending(embedder.label, self._window):
                 pending.sort(key=lambda p: len(p.text))
                 for part in batches(pending, self._batch, self._batch_chars):
                     vectors = await self._embed(embedder, [p.text for p in part])
@@ -176,6 +170,8 @@ class EmbedderActor:
                 embedder.embed_documents, texts, limiter=self._limiter
             )
         except Exception:  # a model failure on one batch must not stop the pipeline
+            import numpy as np
+
             logger.exception("embedding a batch of %d failed; trying one by one", len(texts))
             rows = []
             for text in texts:

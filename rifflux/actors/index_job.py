@@ -23,7 +23,8 @@ from ..core.locations import too_many_files
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import IndexDatabaseError, RiffluxError
-from ..store.writer import FileToWrite, Writer, Written
+from ..store.protocols import WriterStore
+from ..store.written import FileToWrite, Written
 from .jobs import Job, Progress, Target
 from .parse_pool import ParsePool, ParseResult
 
@@ -39,7 +40,7 @@ OnCommit = Callable[[Written], Awaitable[None]]
 
 
 class IndexRun:
-    def __init__(self, job: Job, writer: Writer, globs: Globs, limits: ChunkLimits,
+    def __init__(self, job: Job, writer: WriterStore, globs: Globs, limits: ChunkLimits,
                  pool: ParsePool, on_commit: OnCommit, *,
                  ignores: dict[str, IgnoreFiles] | None = None) -> None:
         """``ignores``: each root's ignore rules, kept from run to run while the ignore

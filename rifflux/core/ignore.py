@@ -15,8 +15,10 @@ import os
 import stat
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # (imported where an ignore file is read)
+    import pathspec
 
 #: In increasing precedence within one folder.
 IGNORE_FILES = (".gitignore", ".ignore", ".riffluxignore")
@@ -50,6 +52,8 @@ def read_level(directory: str, rel_dir: str,
             continue
     if not lines:
         return None
+    import pathspec
+
     return _Level(rel_dir + "/" if rel_dir else "", pathspec.GitIgnoreSpec.from_lines(lines))
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 from rifflux.mcp.answers import search_answer
-from rifflux.store import recovery
+from rifflux.store.sqlite import recovery
 
 from ..helpers import (
     CountingEmbedder,

@@ -12,14 +12,17 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from ..core.cjk import characters, has_cjk, index_text
-from ..errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from ...core.cjk import characters, has_cjk, index_text
+from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 
 SCHEMA_VERSION = 6
 #: The writer connection's page cache, in KiB (filled only as pages are used).
 WRITER_CACHE_KIB = 32 * 1024
+#: How FTS5 cuts text into terms (the lexicon cuts query words the same way).
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,7 +71,7 @@ CREATE VIEW IF NOT EXISTS chunks_fts_text AS SELECT id,
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     heading_path, content, cjk,
     content='chunks_fts_text', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
+    tokenize='{TOKENIZER}'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, heading_path, content, cjk)
@@ -99,8 +102,9 @@ CREATE TABLE IF NOT EXISTS embeddings(
     UNIQUE(content_hash, model)
 );
 {LINKS_SCHEMA}
--- Written by every writing process, read by the others (store/changes.py,
--- store/presence.py): added to older indexes as they are opened, no upgrade needed.
+{LEXICON_SCHEMA}
+-- Written by every writing process, read by the others (store/sqlite/changes.py,
+-- store/sqlite/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     origin TEXT NOT NULL,
@@ -177,6 +181,23 @@ async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
     except BaseException:
         with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
             await conn.execute("ROLLBACK")  # (an error may have ended it already)
+        raise
+
+
+@asynccontextmanager
+async def snapshot(conn: aiosqlite.Connection, db_path: Path) -> AsyncIterator[None]:
+    """``BEGIN`` … ``COMMIT`` around reads only: every read inside sees the database as the
+    first one found it (WAL), whatever other connections commit meanwhile. Ended as
+    ``transaction`` ends, so a cancelled ``BEGIN`` never leaves the connection inside."""
+    try:
+        with mapped_errors(db_path):
+            await conn.execute("BEGIN")
+        yield
+        with mapped_errors(db_path):
+            await conn.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+            await conn.execute("ROLLBACK")
         raise
 
 

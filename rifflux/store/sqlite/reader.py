@@ -6,74 +6,42 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 import anyio
 
-from ..core.catalog import Allowed
-from ..core.chunker import embed_text
-from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32, I64
-from ..errors import IndexDatabaseError
-from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
-from . import vectors
+from ...core.catalog import Allowed
+from ...core.filters import FileEntry
+from ...core.hits import WEIGHTS, Hit, place
+from ...errors import IndexDatabaseError
+from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
+from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
+from ..protocols import VectorBlocks
+from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .changes import sequence
+from .lexicon_schema import lexicon_built
 from .presence import Presence
 from .schema import mapped_errors
-from .written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
+
+if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
+    from ...core.vectors import F32, I64
+    from .lexicon import Lexicon
+    from .missing import Missing
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
-BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
+BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
+_SCORE = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
 
-#: The columns of a result row, in the order ``row_dict`` reads them.
-ROW_COLUMNS = (
-    "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
-    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
-)
 ROW_SQL = (
     f"SELECT {ROW_COLUMNS} "
     "FROM chunks c JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
 )
 
 
-@dataclass(frozen=True, slots=True)
-class PendingText:
-    content_hash: str
-    text: str
-
-
-def row_dict(row: Sequence[Any]) -> ChunkRecord:
-    """A chunk row (``ROW_COLUMNS``) as a result: SPEC's fields, then where it is and what
-    note it belongs to."""
-    rel = str(row[5])
-    return {
-        "chunk_id": str(row[1]),
-        "path": rel,
-        "heading_path": str(row[3]),
-        "chunk_index": int(row[2]),
-        "content": str(row[4]),
-        "root": str(row[6]),
-        "title": title_of(row[7], rel),
-        "tags": [] if row[8] == "[]" else sorted(tag_levels(json.loads(row[8]))),
-        "modified": iso_utc(int(row[9])),
-        "line_start": int(row[10]),
-        "line_end": int(row[11]),
-    }
-
-
 #: Where a chunk deleted since it was ranked goes among its ties (it is dropped later).
 _GONE = ("", -1, "")
-
-
-def stable_order(row: Sequence[Any]) -> tuple[str, int, str]:
-    """How chunks of equal score are ordered (a row of ``ROW_COLUMNS``): by path, then
-    chunk index, then root; the same in every index of the same files, however and in
-    whatever order they were built (row ids are not)."""
-    return str(row[5]), int(row[2]), str(row[6])
 
 
 def _with_rows(hits: str) -> str:
@@ -90,62 +58,90 @@ def _place(row: Sequence[Any]) -> tuple[int, float]:
     return -int(row[-2]), float(row[-1])
 
 
-def title_of(stored: str | None, rel_path: str) -> str:
-    """The front-matter title, else the first H1 (both stored), else the file's name."""
-    return stored or PurePosixPath(rel_path).stem
+def _matching(every: str | None, allowed: Allowed | None, above: int | None) -> str:
+    """The statement of (id, score, tier) rows, unordered, of the chunks matching
+    ``:match`` (of ``allowed`` files; with ids above ``above``); tier 1: they match
+    ``:every`` too."""
+    tier = _tier(every)
+    sql = f"SELECT t.rowid AS id, {_SCORE} AS score, {tier} AS tier FROM chunks_fts t "
+    if allowed is not None:
+        sql += "JOIN chunks k ON k.id = t.rowid "
+    sql += "WHERE chunks_fts MATCH :match"
+    if allowed is not None:
+        sql += " AND k.file_id IN (SELECT value FROM json_each(:allowed))"
+    return sql if above is None else sql + " AND t.rowid > :above"
 
 
-def iso_utc(mtime_ns: int) -> str:
-    d = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
-    return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
+def _tier(every: str | None) -> str:
+    return ("t.rowid IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :every)"
+            if every is not None else "0")
+
+
+def _params(sql: str, **given: Any) -> dict[str, Any]:
+    """The named parameters ``sql`` uses."""
+    return {k: v for k, v in given.items() if f":{k}" in sql}
 
 
 class Reader:
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
+        self._lexicon: Lexicon | None = None  # (its module imports numpy: made when used)
+
+    def _lexicon_of(self) -> Lexicon:
+        if self._lexicon is None:
+            from .lexicon import Lexicon
+
+            self._lexicon = Lexicon(self.conn)
+        return self._lexicon
 
     async def lexical(
         self, match: str, limit: int, allowed: Allowed | None = None, every: str | None = None,
     ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
-        """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
-        connection's thread (more when chunks tied on bm25 straddle the limit). ``match``
-        must come from ``build_match`` and ``every`` from ``build_every``: the chunks
-        that match it (that hold every word of the query) come first, each group by
-        bm25. With ``allowed``, only chunks of those files are ranked (before the
-        limit). Equal scores are in ``stable_order``, never by row id, and which of
-        them make the limit is decided by it too."""
-        score = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
-        tier = ("t.rowid IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :every)"
-                if every is not None else "0")
-        matching = f"SELECT t.rowid AS id, {score} AS score, {tier} AS tier FROM chunks_fts t "
-        if allowed is None:
-            matching += "WHERE chunks_fts MATCH :match"
-        else:
-            matching += ("JOIN chunks k ON k.id = t.rowid WHERE chunks_fts MATCH :match "
-                         "AND k.file_id IN (SELECT value FROM json_each(:allowed))")
-        params: dict[str, Any] = {"match": match, "every": every,
-                                  "allowed": None if allowed is None else allowed.json}
-        params = {k: v for k, v in params.items() if f":{k}" in matching}
+        """(chunk rowid, bm25) best first, and those chunks' rows. ``match`` must come
+        from ``build_match`` and ``every`` from ``build_every``: the chunks that match it
+        (that hold every word of the query) come first, each group by bm25. With
+        ``allowed``, only chunks of those files are ranked (before the limit). Equal
+        scores are in ``stable_order``, never by row id, and which of them make the
+        limit is decided by it too. Ranked by the lexicon when one is built
+        (``store.sqlite.lexicon``: the same scores, at a cost that follows the query's terms),
+        else by FTS5 (one round trip to the connection's thread, more when chunks tied on
+        bm25 straddle the limit)."""
         with mapped_errors(self.db_path):
             try:
-                rows = list(await self.conn.execute_fetchall(
-                    _with_rows(f"{matching} ORDER BY tier DESC, score LIMIT :limit"),
-                    {**params, "limit": limit + 1}))
-                ties: list[int] = []
-                last = (0, 0.0)
-                if len(rows) > limit and _place(rows[limit]) == _place(rows[limit - 1]):
-                    last = _place(rows[limit])  # a tie across the limit: all of it
-                    rows = [r for r in rows if _place(r) < last]
-                    ties = [int(r[0]) for r in await self.conn.execute_fetchall(
-                        f"{matching} AND {score} = :score AND {tier} = :tier",
-                        {**params, "score": last[1], "tier": -last[0]})]
+                if await lexicon_built(self.conn):
+                    lexicon = self._lexicon_of()
+                    async with lexicon.snapshot():
+                        best = await lexicon.ranked(match, limit, allowed, every,
+                                                    self._ranked_above)
+                        if best is not None:
+                            return await self._in_order(best, limit)
+                return await self._by_fts(match, limit, allowed, every)
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     return [], {}
                 raise
+
+    async def _by_fts(
+        self, match: str, limit: int, allowed: Allowed | None, every: str | None,
+    ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+        """FTS5 ranks every row that matches, and the rows come in the same statement."""
+        matching = _matching(every, allowed, None)
+        params = _params(matching, match=match, every=every,
+                         allowed=None if allowed is None else allowed.json)
+        rows = list(await self.conn.execute_fetchall(
+            _with_rows(f"{matching} ORDER BY tier DESC, score LIMIT :limit"),
+            {**params, "limit": limit + 1}))
+        ties: list[int] = []
+        last = (0, 0.0)
+        if len(rows) > limit and _place(rows[limit]) == _place(rows[limit - 1]):
+            last = _place(rows[limit])  # a tie across the limit: all of it
+            rows = [r for r in rows if _place(r) < last]
+            ties = [int(r[0]) for r in await self.conn.execute_fetchall(
+                f"{matching} AND {_SCORE} = :score AND {_tier(every)} = :tier",
+                {**params, "score": last[1], "tier": -last[0]})]
         rows = sorted(rows, key=lambda r: (*_place(r), *stable_order(r)))[:limit]
         ranked = [(int(r[0]), float(r[-1])) for r in rows]
         found = {int(r[0]): row_dict(r) for r in rows}
@@ -154,6 +150,43 @@ class Reader:
             ties = sorted(ties, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
             ranked += [(cid, last[1]) for cid in ties]
             found.update(await self.rows(ties))
+        return ranked, found
+
+    async def _ranked_above(self, match: str, limit: int, allowed: Allowed | None,
+                            every: str | None, above: int) -> list[Hit]:
+        """FTS5's ranking of the chunks with ids above ``above`` alone, as (id, bm25,
+        tier) best first: the first ``limit`` and every chunk tied with the last."""
+        matching = _matching(every, allowed, above)
+        params = _params(matching, match=match, every=every, above=above,
+                         allowed=None if allowed is None else allowed.json)
+        rows = await self.conn.execute_fetchall(
+            f"{matching} ORDER BY tier DESC, score LIMIT :limit", {**params, "limit": limit + 1})
+        hits = [(int(r[0]), float(r[1]), int(r[2])) for r in rows]
+        if len(hits) > limit and place(hits[limit]) == place(hits[limit - 1]):
+            last = hits[limit]  # a tie across the limit: all of it
+            hits = [h for h in hits if place(h) < place(last)]
+            hits += [(int(r[0]), float(r[1]), int(r[2])) for r in await self.conn.execute_fetchall(
+                f"{matching} AND {_SCORE} = :score AND {_tier(every)} = :tier",
+                {**params, "score": last[1], "tier": last[2]})]
+        return hits
+
+    async def _in_order(self, hits: list[Hit],
+                        limit: int) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+        """``hits`` best first, holding every chunk tied with the ``limit``-th of them,
+        cut to ``limit`` with equal scores in ``stable_order``, and their rows."""
+        last = place(hits[limit - 1]) if 0 < limit < len(hits) else None
+        tied = [] if last is None else [h[0] for h in hits if place(h) == last]
+        better = [h for h in hits[:limit] if last is None or place(h) < last]
+        found = await self.rows([h[0] for h in better])
+        better = sorted((h for h in better if h[0] in found), key=lambda h: (
+            *place(h), found[h[0]]["path"], found[h[0]]["chunk_index"],
+            found[h[0]]["root"]))
+        ranked = [(cid, score) for cid, score, _ in better]
+        if tied and last is not None:
+            keys = await self._order_keys(tied)
+            tied = sorted(tied, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
+            ranked += [(cid, last[1]) for cid in tied]
+            found.update(await self.rows(tied))
         return ranked, found
 
     async def in_stable_order(self, ranked: list[tuple[int, float]],
@@ -190,6 +223,8 @@ class Reader:
     async def texts_of(self, hashes: Sequence[str]) -> list[PendingText]:
         """The texts to embed of these content hashes (those some chunk still has), in
         the order given: a look-up by the hash index, whatever the index's size."""
+        from ...core.chunker import embed_text  # (the embedder's: not a search's)
+
         found: dict[str, PendingText] = {}
         with mapped_errors(self.db_path):
             for part in batches(hashes):
@@ -203,15 +238,21 @@ class Reader:
 
     async def vector_capacity(self) -> int:
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
+        from . import vectors
+
         return await vectors.upper_bound(self.conn, self.db_path)
 
-    async def stream_vectors(self, model: str, dim: int, into: vectors.Into) -> int:
+    async def stream_vectors(self, model: str, dim: int, into: VectorBlocks) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
         files) a block at a time from one snapshot; returns how many."""
+        from . import vectors
+
         return await vectors.stream(self.conn, self.db_path, model, dim, into)
 
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
+        from . import vectors
+
         return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
     async def catalog(self) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
@@ -297,3 +338,21 @@ class Reader:
         with mapped_errors(self.db_path):
             cur = await self.conn.execute("SELECT path FROM roots ORDER BY id")
             return [str(r[0]) for r in await cur.fetchall()]
+
+
+class Pending:
+    """The embedder's queue (``PendingStore``): the newest texts of the exact set the
+    writer keeps (``Missing``, a read of its owner's state between awaits), read by
+    their hashes. A window costs what it holds, whatever the index's size (a query
+    for the texts without a vector scanned every chunk: 3 s a window at a million)."""
+
+    def __init__(self, missing: Missing, reader: Reader) -> None:
+        self._missing = missing
+        self._reader = reader
+
+    async def pending(self, model: str, limit: int) -> list[PendingText]:
+        """Texts with no vector from ``model``, newest first (none while another model
+        is the active one: the writer adopts the embedder's model before it asks)."""
+        if self._missing.model != model:
+            return []
+        return await self._reader.texts_of(self._missing.newest(limit))
