@@ -206,7 +206,8 @@ class QueryActor:
                 matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
                 # a block at a time, straight into the compact matrix
                 count = await reader.stream_vectors(embedder.label, embedder.dim,
-                                                    matrix.upsert)
+                                                    matrix.append)
+            matrix.seal()
             for change in self._replay or ():
                 _apply(matrix, change)
         except Exception:  # searches go on lexically; semantic stays empty

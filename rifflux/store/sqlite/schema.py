@@ -63,7 +63,11 @@ CREATE TABLE IF NOT EXISTS chunks(
     cjk TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, chunk_index);
-CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+-- By text; with the file, so that a load of the vector matrix (every vector, its chunk
+-- and file) reads this index and never the chunks' rows: 11.5 s -> 5.7 s at a million.
+-- (built once in an index made before it: 3 s at a million chunks)
+CREATE INDEX IF NOT EXISTS chunks_hash_file ON chunks(content_hash, file_id);
+DROP INDEX IF EXISTS chunks_hash;
 -- FTS5's content table: the text as indexed (FTS5 reads it to rebuild and check)
 CREATE VIEW IF NOT EXISTS chunks_fts_text AS SELECT id,
     COALESCE(fts_heading, heading_path) AS heading_path,
