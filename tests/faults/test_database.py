@@ -133,6 +133,21 @@ async def test_damage_seen_by_a_search_rebuilds_the_index_at_the_next_open(
         assert "recovered" in await rf.status()
 
 
+async def test_a_new_index_has_its_first_routine_check_a_day_after_it_was_made(
+    tmp_path: Path,
+) -> None:
+    # (a million-chunk index just built was checked at its first open: 7 s of reading
+    # every page while its vectors loaded and its first searches ran)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(numbered_notes(tmp_path / "notes", 5, long=True))
+    assert recovery.needs_check(db) is None
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'checked_at'",
+                     (str(time.time() - recovery.CHECK_EVERY - 1),))
+    assert recovery.needs_check(db) == "now"
+
+
 def damage_table(db: Path, table: str) -> None:
     """Overwrite the root page of ``table`` (the file's header and schema stay sound, so
     only reading that table finds the damage), and mark the file checked just now."""

@@ -279,6 +279,9 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
     await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
     if exists:
         await _fill_fts(conn)
+    else:  # a new file is as sound as a checked one: its daily check is a day away
+        await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('checked_at', ?)",
+                           (str(time.time()),))
 
 
 async def _fill_fts(conn: aiosqlite.Connection) -> None:
