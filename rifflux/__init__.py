@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         InvalidArgumentError,
         JobNotFoundError,
         NotAnIndexError,
+        NoteConflictError,
+        NotWritableError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -40,6 +42,8 @@ __all__ = [
     "InvalidArgumentError",
     "JobNotFoundError",
     "NotAnIndexError",
+    "NotWritableError",
+    "NoteConflictError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",
