@@ -24,11 +24,12 @@ from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
-from .core.filters import Filters, check_depth, make_filters
+from .core.filters import Filters, check_depth, check_search, make_filters
 from .core.fts_query import build_match
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .locate import forget_target, reindex_targets
+from .notes import NoteDesk, NoteMethods
 from .status import index_status, recovered
 from .types import (
     MODES,
@@ -39,7 +40,6 @@ from .types import (
     FileRecord,
     ForgetResult,
     JobInfo,
-    Mode,
     Neighbor,
     NoteLinks,
     ReindexResult,
@@ -52,22 +52,11 @@ from .types import (
 __all__ = ["MODES", "Rifflux"]
 
 
-def _checked(query: str, top_k: int, mode: str) -> Mode:
-    """The search's mode, once the query, ``top_k`` and mode are known to be good."""
-    if mode not in MODES:
-        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
-    if not isinstance(query, str):
-        raise InvalidArgumentError("query must be a string")
-    return mode
-
-
 #: How long a background reindex waits to name the model it embeds with.
 _MODEL_LABEL_WAIT = 10.0
 
 
-class Rifflux:
+class Rifflux(NoteMethods):
     """Hybrid search over folders of markdown, backed by one SQLite file.
 
     ``async with Rifflux(db_path) as rf: await rf.reindex("docs"); await rf.search("...")``
@@ -85,18 +74,22 @@ class Rifflux:
         settings: Settings | None = None,
         embedder: EmbedderSource | None = None,
         model_dir: str | os.PathLike[str] | None = None,
+        writable: Sequence[str | os.PathLike[str]] = (),
+        watch_writable: bool = True,
         _watch_factory: WatchFactory | None = None,
     ) -> None:
         base = settings or Settings()
-        self.settings = base.with_overrides(
+        settings = base.with_overrides(
             db_path=db_path,
             embedding_backend=embedding_backend if settings is None else None,
             rrf_k=rrf_k if settings is None else None,
             include=tuple(include) if include is not None else None,
             exclude=tuple(exclude) if exclude is not None else None,
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
-            model_dir=model_dir,
+            model_dir=model_dir, writable=tuple(Path(p) for p in writable) or None,
         )
+        self._notes = NoteDesk(settings, watch=watch_writable)  # (notes.py: writable=)
+        self.settings = self._notes.settings
         self._supervisor = Supervisor(self.settings, embedder=embedder,
                                       watch_factory=_watch_factory)
         self._service: Service | None = None
@@ -106,6 +99,7 @@ class Rifflux:
     async def __aenter__(self) -> Rifflux:
         if self._service is not None:
             raise RiffluxError("this Rifflux instance is already open")
+        await self._notes.open()  # (before the watcher: a missing folder is made)
         self._service = await self._supervisor.__aenter__()
         return self
 
@@ -155,7 +149,7 @@ class Rifflux:
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
         ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
-        _checked(query, top_k, mode)
+        check_search(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
@@ -171,7 +165,7 @@ class Rifflux:
     ) -> list[SearchResult]:
         """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
         a caller that also reports them (``describe_search``) parses them once for both."""
-        checked = _checked(query, top_k, mode)
+        checked = check_search(query, top_k, mode)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars)
         return await self._open().search(query, top_k, checked, filters, shape)

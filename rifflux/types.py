@@ -15,7 +15,7 @@ ContentMode = Literal["full", "snippet"]
 CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
-JobSource = Literal["api", "watcher", "startup", "auto"]
+JobSource = Literal["api", "watcher", "startup", "auto", "note"]
 #: Where the embedding model is: still ``loading``, ``ready``, ``fallback`` (``auto`` could
 #: not load the model and uses hash vectors) or ``failed`` (semantic search is off).
 ModelState = Literal["loading", "ready", "fallback", "failed"]
@@ -153,6 +153,7 @@ class FileLines(TypedDict):
     other_roots: NotRequired[list[str]]
     #: The file is not what was indexed: hits' line numbers may point elsewhere now.
     changed_since_indexed: NotRequired[bool]
+    sha256: NotRequired[str]  # of the file's bytes as read now (a note's if_match)
 
 
 LinkKind = Literal["wikilink", "markdown"]

@@ -310,6 +310,9 @@ class Indexer:
                 roots=written.roots, roots_removed=written.roots_removed,
                 files_replaced=written.files_replaced, links=written.links))
         self._settle(stored)
+        if self._jobs.running is not None:  # between two transactions of a job
+            while (urgent := self._jobs.cut_in()) is not None:
+                await self._run(urgent)
 
     def _settle(self, stored: frozenset[str] = frozenset()) -> None:
         """Jobs are checked for completion against what changed among the missing texts."""
@@ -368,6 +371,7 @@ class Indexer:
         await self._wait_for_vectors(job)
         self._settle()
         self._nudge_embedder()
+        self._jobs.announce(job)
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

@@ -14,6 +14,7 @@ from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..core.vectors import F32
 from ..errors import InvalidArgumentError, RiffluxError
+from ..note_types import RecentNote
 from ..types import (
     CONTENT_MODES,
     ChunkDetail,
@@ -273,6 +274,15 @@ class TagsRequested:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RecentRequested:
+    """The ``limit`` files changed most recently that pass ``filters``, newest first."""
+
+    limit: int
+    filters: Filters = NO_FILTERS
+    reply: Reply[list[RecentNote]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CountsRequested:
     """The index's counts, and the model whose vectors they count."""
 
@@ -300,6 +310,6 @@ class ProcessesRequested:
 
 ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested
                | NeighborsRequested | TagsRequested | CountsRequested | RootsRequested
-               | RootCountsRequested | ProcessesRequested)
+               | RootCountsRequested | ProcessesRequested | RecentRequested)
 Request = SearchRequested | ReadRequest
 QueryMessage = Request | IndexChanged | VectorsReset
