@@ -99,6 +99,8 @@ def replace_section(note: NoteText, heading: str, text: str, name: str) -> Edit:
     new = (f"\n{body}\n" if body else "") + ("\n" if after else "")
     if not note.text[:line_end].endswith("\n"):  # the heading is the last line, unbroken
         new = "\n" + new
+    elif new.startswith("\n") and note.text.startswith("\n", line_end) and line_end < end:
+        line_end, new = line_end + 1, new[1:]  # (the blank line under the heading stays)
     return Edit(line_end, end, new)
 
 
