@@ -26,7 +26,7 @@ from .helpers import (
 pytestmark = pytest.mark.anyio
 
 TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "get_links", "get_neighbors", "list_tags", "forget"}
+         "get_links", "get_neighbors", "list_tags", "forget", "recent"}
 
 
 async def job_status(session: ClientSession, job_id: str) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from ..config import BACKENDS, LOG_LEVELS, Settings, default_db_path, settings_from_env
 from ..errors import InvalidArgumentError, RiffluxError
 from ..types import MODES
+from .note_args import add_note_parsers
 
 logger = logging.getLogger("rifflux.cli")
 
@@ -83,6 +84,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
                    default=argparse.SUPPRESS,
                    help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
+    g.add_argument("--writable", action="append", metavar="DIR", default=argparse.SUPPRESS,
+                   help="a folder agents may write notes in (mcp, serve and the note "
+                        "commands; mcp and serve index and watch it too); repeatable "
+                        f"[RIFFLUX_WRITABLE, separated by {os.pathsep!r}]")
 
     top = argparse.ArgumentParser(
         prog="rifflux", parents=[common],
@@ -182,6 +187,8 @@ def parser() -> argparse.ArgumentParser:
                                    "(foreground; Ctrl-C stops). Logs each batch.")
     p.add_argument("paths", nargs="+", metavar="PATH")
 
+    add_note_parsers(sub, common)
+
     p = sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio",
                        description="Serve the MCP tools over stdin/stdout (for Claude Desktop, "
                                    "Claude Code, VS Code and other MCP clients).")
@@ -227,6 +234,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         auto_reindex_on_search=getattr(args, "auto_reindex", None),
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
         use_ignore_files=getattr(args, "use_ignore_files", None),
+        writable=tuple(args.writable) if getattr(args, "writable", None) else None,
     )
     more = globs(getattr(args, "exclude", None))
     if more is None:

@@ -53,8 +53,9 @@ def _main(argv: list[str]) -> int:
         except EmbeddingError as exc:
             return entry.fail(str(exc), entry.EXIT_USAGE)
     from .commands import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
+    from .note_commands import NOTE_COMMANDS
 
-    return entry.run(COMMANDS[args.command], args, settings)
+    return entry.run({**COMMANDS, **NOTE_COMMANDS}[args.command], args, settings)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,7 +68,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "client starts this command and talks to it over stdin/stdout. "
                          "Ctrl-C stops.\n")
     try:
-        front = start_front()
+        front = start_front(writes=bool(settings.writable))
     except OSError as exc:
         return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")

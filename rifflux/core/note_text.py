@@ -117,8 +117,8 @@ class NoteText:
 
     def apply(self, edits: Sequence[Edit]) -> tuple[bytes, str, list[tuple[int, int]]]:
         """The note's bytes with ``edits`` made, its new text (breaks as ``\\n``), and the
-        lines each edit left its text on (1-based, inclusive; an edit that only removed
-        text: the line where it was)."""
+        lines each edit left its text on (1-based, inclusive, blank lines around it left
+        out; an edit that only removed text: the line where it was)."""
         ordered = sorted(edits, key=lambda e: (e.start, e.end))
         for before, after in zip(ordered, ordered[1:], strict=False):
             if after.start < before.end:
@@ -136,10 +136,11 @@ class NoteText:
         new_text = "".join(normal)
         lines: list[tuple[int, int]] = []
         shift = 0
-        for e in ordered:
-            at = e.start + shift
+        for e in ordered:  # (the blank lines an edit puts around its text not counted)
+            words = e.new.strip("\n")
+            at = e.start + shift + (len(e.new) - len(e.new.lstrip("\n")) if words else 0)
             first = new_text.count("\n", 0, at) + 1
-            lines.append((first, new_text.count("\n", 0, at + max(len(e.new) - 1, 0)) + 1))
+            lines.append((first, new_text.count("\n", 0, at + max(len(words) - 1, 0)) + 1))
             shift += len(e.new) - (e.end - e.start)
         return encode("".join(pieces), self.encoding, self.bom), new_text, lines
 

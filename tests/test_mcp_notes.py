@@ -1,0 +1,81 @@
+"""Agents keep notes over MCP (issue 26): a real client on ``rifflux mcp --writable DIR``
+writes, edits, moves, deletes and restores notes and finds them at once; without a
+writable folder the tools that write are not listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rifflux.core.note_text import sha256
+
+from .helpers import call, call_error, mcp_session, write
+
+pytestmark = pytest.mark.anyio
+
+WRITE_TOOLS = {"write_note", "edit_note", "move_note", "delete_note", "restore_note"}
+
+
+async def test_without_a_writable_folder_only_recent_is_listed(tmp_path: Path) -> None:
+    async with mcp_session(tmp_path) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert "recent" in names and not names & WRITE_TOOLS
+        error = await call_error(session, "write_note", path="a.md", content="x")
+    assert "write_note" in error  # (an unknown tool to this server)
+    assert not (tmp_path / "a.md").exists()
+
+
+async def test_an_agent_writes_edits_moves_deletes_and_restores_notes(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    write(notes, "Home.md", "# Home\n\nStart at [[db]].\n")
+    async with mcp_session(tmp_path, "--writable", str(notes), "--log-level", "DEBUG") \
+            as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert WRITE_TOOLS <= set(tools)
+        edit = tools["edit_note"].input_schema["properties"]
+        assert {"append", "prepend", "replace_section", "find", "replace", "if_match"} <= \
+            set(edit)
+        written = await call(session, "write_note", path="db.md", title="Database",
+                             tags=["adr"], content="# DB\n\nWe chose the capybara store.\n")
+        assert written["lines"] == [[1, 7]] and written["previous_sha256"] is None
+        found = await call(session, "search_rifflux", query="capybara", mode="lexical")
+        assert [h["path"] for h in found["results"]] == ["db.md"]  # at once
+
+        (notes / "db.md").write_text("# DB\n\nA person changed it: the tapir store.\n")
+        conflict = await call_error(session, "edit_note", path="db.md", append="More.",
+                                    if_match=written["sha256"])
+        now = sha256((notes / "db.md").read_bytes())
+        assert "changed since it was read" in conflict and now in conflict
+        edited = await call(session, "edit_note", path="db.md",
+                            replace_section={"heading": "DB", "text": "The tapir store, "
+                                                                      "agreed."},
+                            if_match=now)
+        assert edited["previous_sha256"] == now and edited["lines"] == [[3, 3]]
+        twice = await call_error(session, "edit_note", path="db.md", find="a",
+                                 replace="b")
+        assert "times" in twice and "replace_all" in twice
+
+        moved = await call(session, "move_note", src="db.md", dst="adr/database.md")
+        assert [(u["path"], u["after"]) for u in moved["links_updated"]] == [
+            ("Home.md", "[[database]]")]
+        links = await call(session, "get_links", path="adr/database.md")
+        assert [b["path"] for b in links["backlinks"]] == ["Home.md"]
+
+        deleted = await call(session, "delete_note", path="adr/database.md")
+        assert deleted["sha256"] is None and deleted["trash_path"].startswith(".rifflux-trash/")
+        gone = await call(session, "search_rifflux", query="tapir", mode="lexical")
+        assert gone["results"] == []
+        await call(session, "restore_note", path="adr/database.md")
+        back = await call(session, "search_rifflux", query="tapir", mode="lexical")
+        assert [h["path"] for h in back["results"]] == ["adr/database.md"]
+
+        recent = await call(session, "recent", limit=2)  # (Home.md: its link rewritten)
+        assert {(n["path"], n["title"]) for n in recent["notes"]} == {
+            ("Home.md", "Home"), ("adr/database.md", "DB")}  # (the person dropped the title)
+        refused = await call_error(session, "write_note", path="../out.md", content="x")
+        assert "'..'" in refused
+    assert not (tmp_path / "out.md").exists()
+    # the front answered the handshake from the writing server's own snapshot
+    log = (tmp_path / "server.stderr").read_text()
+    assert "the front answered initialize" in log and "differed" not in log
