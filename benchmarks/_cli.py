@@ -30,6 +30,7 @@ from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
 from ._links import links_section
 from ._mcp import through_mcp
+from ._memory import memory
 from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
@@ -58,6 +59,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
     "processes": (processes, "three processes with watchers on one index vs one: CPU, "
                              "freshness in every process"),
+    "memory": (memory, "agents keep notes: write -> lexical and semantic hit, concurrent "
+                       "writers with if_match"),
 }
 
 

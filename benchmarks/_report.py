@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._memory import render_memory
+
 
 def _fmt(value: Any, digits: int = 3) -> str:
     if value is None:
@@ -202,7 +204,7 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
-                 "processes": _processes}
+                 "processes": _processes, "memory": render_memory}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):
