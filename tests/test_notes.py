@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rifflux import NoteConflictError, NotWritableError, Rifflux
+from rifflux import InvalidArgumentError, NoteConflictError, NotWritableError, Rifflux
 from rifflux.core.note_text import sha256
 from rifflux.types import JobInfo
 
@@ -287,3 +287,26 @@ async def test_a_note_write_cuts_in_ahead_of_a_long_reindex(tmp_path: Path) -> N
         assert await lexical(rf, "kestrel") == ["urgent.md"]
         big_job = await rf.job(job_id)
         assert big_job["status"] == "running" and big_job["indexed_files"] < 1500
+
+
+@pytest.mark.anyio
+async def test_another_process_on_the_index_finds_the_note_when_the_call_returns(
+    tmp_path: Path,
+) -> None:
+    async with notes_rf(tmp_path) as writer, \
+            Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as reader:
+        await writer.write_note("first.md", "# First\n\nhello\n")
+        for i in range(3):
+            await writer.write_note(f"n{i}.md", f"# N{i}\n\nthe word zorkmid{i}, see [[first]]\n")
+            assert await lexical(reader, f"zorkmid{i}") == [f"n{i}.md"]  # no waiting
+
+        async def backlinks() -> int:
+            try:
+                return len((await reader.links("first.md"))["backlinks"])
+            except InvalidArgumentError:  # (not in its catalog yet)
+                return 0
+
+        async def all_three() -> bool:
+            return await backlinks() == 3
+
+        await eventually(all_three)  # at its next look at the change log
