@@ -69,8 +69,13 @@ class NoteDesk:
             folders = []
             for given in self.settings.writable:
                 folder = Path(given).expanduser().resolve()
-                folder.mkdir(parents=True, exist_ok=True)
-                notefiles.sweep(folder, self.globs)
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    notefiles.sweep(folder, self.globs)
+                except OSError as exc:
+                    raise NotWritableError(f"cannot use the writable folder {given}: "
+                                           f"{exc.strerror or exc}; give a folder this user "
+                                           "can write in") from exc
                 folders.append(folder)
             return folders
 
@@ -170,6 +175,7 @@ class NoteMethods:
         raise NotImplementedError  # (Rifflux's)
 
     def _rel(self, path: str | os.PathLike[str]) -> str:
+        self._open()  # (closed: ClosedError first)
         if not self._notes.folders:
             raise NotWritableError(_OFF)
         return note_path(os.fspath(path), self._notes.globs)
@@ -188,7 +194,8 @@ class NoteMethods:
         rel = self._rel(path)
         where = self._notes.folder(folder)
         return await self._change(where, [rel], lambda: note_ops.write(
-            where, rel, content, title=title, tags=None if tags is None else list(tags),
+            where, rel, content, title=title,
+            tags=None if tags is None else [tags] if isinstance(tags, str) else list(tags),
             if_match=if_match, overwrite=bool(overwrite),
             use_ignore_files=self.settings.use_ignore_files))
 
@@ -261,7 +268,13 @@ class NoteMethods:
             raise NotWritableError(f"{self.settings.db_path} is open read-only: notes cannot "
                                    "be written through it")
         async with self._notes.holding([where / rel for rel in rels]):
-            done = await anyio.to_thread.run_sync(op)
+            try:
+                done = await anyio.to_thread.run_sync(op)
+            except OSError as exc:  # a permission taken away, a full disk: nothing changed
+                raise RiffluxError(f"cannot write {exc.filename or where}: "
+                                   f"{exc.strerror or exc}; no file was half written (free "
+                                   "space or fix the path or permission, then try "
+                                   "again)") from exc
             job = service.submit_note(Target(where, paths=done.upserts, deletes=done.deletes,
                                              requested=str(where / done.path)))
             await job.written()

@@ -9,7 +9,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rifflux import InvalidArgumentError, NoteConflictError, NotWritableError, Rifflux
+from rifflux import (
+    InvalidArgumentError,
+    NoteConflictError,
+    NotWritableError,
+    Rifflux,
+    RiffluxError,
+)
 from rifflux.core.note_text import sha256
 from rifflux.types import JobInfo
 
@@ -171,6 +177,17 @@ async def test_paths_outside_the_folder_or_the_index_are_refused(tmp_path: Path)
             await rf.delete_note("linked.md")
     assert (outside / "secret.md").read_text() == "secret\n"
     assert sorted(os.listdir(outside)) == ["secret.md"]
+
+
+@pytest.mark.anyio
+async def test_a_file_system_error_is_a_rifflux_error_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "notes", "plain.md", "a file, not a folder\n")
+    async with notes_rf(tmp_path) as rf:
+        with pytest.raises(RiffluxError, match="cannot write .*plain.md.*try again"):
+            await rf.write_note("plain.md/inside.md", "x\n")
+    assert (tmp_path / "notes" / "plain.md").read_text() == "a file, not a folder\n"
 
 
 @pytest.mark.anyio
