@@ -4,6 +4,7 @@ conflicts, the trash) and its promise: found the moment the call returns."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -327,3 +328,33 @@ async def test_another_process_on_the_index_finds_the_note_when_the_call_returns
             return await backlinks() == 3
 
         await eventually(all_three)  # at its next look at the change log
+
+
+@pytest.mark.anyio
+async def test_what_a_notes_job_leaves_undone_is_tidied_once_writing_pauses(
+    tmp_path: Path,
+) -> None:
+    # A note's job does not prune vectors or merge the full-text index (a caller waits);
+    # the indexer does both once no note was written for half a second.
+    db = tmp_path / "i.db"
+
+    def untidy() -> tuple[int, int]:
+        with sqlite3.connect(db) as conn:
+            orphans = conn.execute("SELECT COUNT(*) FROM embeddings WHERE content_hash NOT IN "
+                                   "(SELECT content_hash FROM chunks)").fetchone()[0]
+            pieces = conn.execute("SELECT COUNT(DISTINCT segid) FROM chunks_fts_idx").fetchone()[0]
+        return int(orphans), int(pieces)
+
+    async with notes_rf(tmp_path) as rf:
+        done = await rf.write_note("log.md", "# Log\n\nday 0\n")
+        for day in range(1, 7):
+            await rf.wait_for_job(done["job_id"])  # (its vector stored, then orphaned)
+            done = await rf.edit_note("log.md", find=f"day {day - 1}", replace=f"day {day}")
+        orphans, pieces = untidy()  # (left by the notes' jobs)
+        assert orphans >= 5 and pieces > 1
+
+        async def tidied() -> bool:
+            return untidy() == (0, 1)
+
+        await eventually(tidied)
+        assert await lexical(rf, "day 6") == ["log.md"]

@@ -43,7 +43,7 @@ from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
 from ..store.writer import Writer, Written
-from .index_job import IndexRun
+from .index_job import IndexRun, Tidying
 from .jobs import Job, JobQueue, Target
 from .messages import (
     EmbedderMessage,
@@ -116,6 +116,7 @@ class Indexer:
         self._model: str | None = None
         self._pool = ParsePool()
         self._adopt_error: str | None = None
+        self._tidying = Tidying()  # what notes' jobs leave undone (pruning, merging)
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
                                         "adopt_error": None, "pending": None}
@@ -142,6 +143,7 @@ class Indexer:
                     elif isinstance(msg, Ticked):
                         try:
                             await self._look()
+                            await self._tidying.when_quiet(self._writer)
                         finally:
                             msg.looked.set()
                     while (job := self._jobs.start_next()) is not None:
@@ -367,6 +369,7 @@ class Indexer:
         finally:
             self._stats["last_job_seconds"] = time.perf_counter() - started
         self._stats["files_written"] += len(job.progress.indexed)
+        await self._tidying.after(job, self._writer)
         self._jobs.mark_written(job)
         await self._wait_for_vectors(job)
         self._settle()
