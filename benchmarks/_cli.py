@@ -35,6 +35,7 @@ from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
 from ._scale import scale
+from ._serve import serve_section
 from ._targets import check_all
 
 Section = Callable[[State], Awaitable[dict[str, Any]]]
@@ -59,6 +60,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
     "processes": (processes, "three processes with watchers on one index vs one: CPU, "
                              "freshness in every process"),
+    "serve": (serve_section, "one rifflux serve: HTTP search at concurrency 1 and 8 beside "
+                             "in process, searches during a reindex, RSS of five agents"),
     "memory": (memory, "agents keep notes: write -> lexical and semantic hit, concurrent "
                        "writers with if_match"),
 }

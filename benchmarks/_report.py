@@ -77,6 +77,35 @@ def _processes(p: dict[str, Any]) -> list[str]:
     return head + _table(["run", "CPU s", "indexed in s", "vectors", "roles"], rows) + edits
 
 
+def _serve(s: dict[str, Any]) -> list[str]:
+    c1 = s["c1"]
+    rows = [[mode, c1["in_process"]["modes"][mode]["p50_ms"],
+             c1["in_process"]["modes"][mode]["p95_ms"], c1["http"]["modes"][mode]["p50_ms"],
+             c1["http"]["modes"][mode]["p95_ms"]] for mode in ("lexical", "semantic", "hybrid")]
+    c8, busy, agents = s["c8"], s["during_reindex"], s["agents"]
+    head = [f"### rifflux serve ({s['backend']}, {s['chunks']} chunks)", "",
+            f"Concurrency 1, {c1['http']['queries_per_mode']} distinct queries per mode and "
+            "surface, in-process and HTTP calls taking turns:", ""]
+    lines = head + _table(["mode", "in-process p50 ms", "p95 ms", "HTTP p50 ms", "p95 ms"],
+                          rows)
+    lines += ["", f"Concurrency {c8['clients']} (hybrid): {c8['requests']} searches, p50 "
+              f"{c8['p50_ms']} ms, p95 {c8['p95_ms']} ms, {c8['requests_per_s']} searches/s, "
+              f"{c8['errors']} errors.",
+              f"During a forced reindex ({busy['reindex_status']}, {busy['reindex_files']} "
+              f"files): {busy['requests']} searches by {busy['clients']} clients, "
+              f"{busy['searches_during']} of them while it ran, {busy['errors']} errors, p50 "
+              f"{busy['p50_ms']} ms, p95 {busy['p95_ms']} ms.",
+              f"Server RSS: {s['warm_rss_mib']} MiB warm (after 5 searches per mode), "
+              f"{s['end_rss_mib']} MiB after everything, peak {s['peak_rss_mib']} MiB; exit "
+              f"code after SIGTERM {s['exit_code']}.",
+              f"Five agents: five stdio servers {agents['five_stdio_mib']} MiB "
+              f"({', '.join(map(str, agents['stdio_each_mib']))}); one serve "
+              f"{agents['serve_mib']} MiB + five bridges "
+              f"({', '.join(map(str, agents['bridges_each_mib']))}) = {agents['shared_mib']} "
+              f"MiB: {agents['ratio']}x.", ""]
+    return lines
+
+
 def _latency(results: dict[str, Any]) -> list[str]:
     inproc = results.get("latency") or {}
     mcp = results.get("mcp") or {}
@@ -204,7 +233,7 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
-                 "processes": _processes, "memory": render_memory}
+                 "processes": _processes, "serve": _serve, "memory": render_memory}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

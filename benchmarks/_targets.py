@@ -20,6 +20,18 @@ def _dig(results: Results, *keys: str) -> Any:
     return node
 
 
+def _serve_gap(r: Results, stat: str) -> float | None:
+    http = _dig(r, "serve", "c1", "http", "modes", "hybrid", stat)
+    local = _dig(r, "serve", "c1", "in_process", "modes", "hybrid", stat)
+    return None if http is None or local is None else float(http - local)
+
+
+def _serve_note(r: Results, stat: str) -> str:
+    return (f"{_dig(r, 'serve', 'c1', 'http', 'modes', 'hybrid', stat)} ms over HTTP vs "
+            f"{_dig(r, 'serve', 'c1', 'in_process', 'modes', 'hybrid', stat)} ms in process, "
+            f"{_dig(r, 'serve', 'backend')} backend")
+
+
 def _hybrid_margin(r: Results) -> float | None:
     m = _dig(r, "cranfield", "metrics")
     if not m:
@@ -122,6 +134,25 @@ TARGETS: tuple[Target, ...] = (
            lambda r: _dig(r, "processes", "lexical_median_s")),
     Target("vector stored -> semantic hit in all three processes (median)", "<=", 1, " s",
            lambda r: _dig(r, "processes", "semantic_after_vector_median_s")),
+    Target("serve: HTTP hybrid p50 - in-process p50, concurrency 1", "<=", 3, " ms",
+           lambda r: _serve_gap(r, "p50_ms"), lambda r: _serve_note(r, "p50_ms")),
+    Target("serve: HTTP hybrid p95 - in-process p95, concurrency 1", "<=", 3, " ms",
+           lambda r: _serve_gap(r, "p95_ms"), lambda r: _serve_note(r, "p95_ms")),
+    Target("serve: errors in 8 clients x 50 searches during a reindex", "<=", 0, "",
+           lambda r: (_dig(r, "serve", "during_reindex", "errors")
+                      if _dig(r, "serve", "during_reindex", "all_during") else None),
+           lambda r: f"{_dig(r, 'serve', 'during_reindex', 'searches_during')} of "
+                     f"{_dig(r, 'serve', 'during_reindex', 'requests')} searches while the "
+                     f"forced reindex ran; p95 {_dig(r, 'serve', 'during_reindex', 'p95_ms')} ms"),
+    Target("serve: one serve + 5 bridges RSS / 5 stdio servers RSS", "<=", 0.4, "x",
+           lambda r: _dig(r, "serve", "agents", "ratio"),
+           lambda r: f"{_dig(r, 'serve', 'agents', 'shared_mib')} MiB vs "
+                     f"{_dig(r, 'serve', 'agents', 'five_stdio_mib')} MiB"),
+    Target("serve: one warm server's RSS", "<=", 250, " MiB",
+           lambda r: _dig(r, "serve", "warm_rss_mib"),
+           lambda r: f"{_dig(r, 'serve', 'chunks')} chunks, {_dig(r, 'serve', 'backend')} "
+                     f"backend; {_dig(r, 'serve', 'end_rss_mib')} MiB after every search "
+                     f"and the reindex, peak {_dig(r, 'serve', 'peak_rss_mib')} MiB"),
     Target("note write -> lexical hit p50 (100 writes)", "<=", 50, " ms",
            lambda r: _dig(r, "memory", "lexical", "p50_ms"),
            lambda r: f"p95 {_dig(r, 'memory', 'lexical', 'p95_ms')} ms; write -> semantic hit "

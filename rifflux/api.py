@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -17,15 +18,16 @@ from typing import Any, Literal, overload
 
 import anyio
 
+from .actors.events import DEFAULT_BUFFER, Event, EventsLost, IndexUpdated, JobChanged, Subscription
 from .actors.jobs import Finished
-from .actors.messages import SearchShape
+from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .actors.watcher import WatchFactory
 from .config import Settings
-from .core.filters import Filters, check_depth, check_search, make_filters
-from .core.fts_query import build_match
+from .core.filters import Filters, check_depth, make_filters
+from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .locate import forget_target, reindex_targets
@@ -39,6 +41,7 @@ from .types import (
     FileLines,
     FileRecord,
     ForgetResult,
+    IndexedFile,
     JobInfo,
     Neighbor,
     NoteLinks,
@@ -49,7 +52,8 @@ from .types import (
     TagCount,
 )
 
-__all__ = ["MODES", "Rifflux"]
+__all__ = ["MODES", "Event", "EventsLost", "IndexUpdated", "JobChanged", "Rifflux",
+           "Subscription"]
 
 
 #: How long a background reindex waits to name the model it embeds with.
@@ -149,7 +153,7 @@ class Rifflux(NoteMethods):
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
         ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
-        check_search(query, top_k, mode)
+        checked_mode(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
@@ -165,18 +169,20 @@ class Rifflux(NoteMethods):
     ) -> list[SearchResult]:
         """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
         a caller that also reports them (``describe_search``) parses them once for both."""
-        checked = check_search(query, top_k, mode)
+        checked = checked_mode(query, top_k, mode)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars)
         return await self._open().search(query, top_k, checked, filters, shape)
 
     def describe_search(self, query: str, filters: Filters | None = None,
                         **given: Any) -> SearchExplain:
-        """What a search for ``query`` looks for: the FTS5 expression of its lexical branch
-        and the filters as applied (the top-level ``explain`` of MCP and JSON answers):
-        ``filters`` as the search applied them, else made from the ``given`` keywords."""
+        """What a search for ``query`` runs (``explain`` in MCP and JSON answers): its FTS5
+        expressions (``fts_every``: chunks holding every word of a query mixing CJK and
+        other words first), the stopwords left out, and ``filters`` as the search applied
+        them (else made from the ``given`` keywords)."""
         applied = make_filters(**given) if filters is None else filters
-        return {"fts_query": build_match(query), "filters": applied.describe()}
+        return {"fts_query": build_match(query), "fts_every": build_every(query),
+                "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe()}
 
     async def counts(self) -> Counts:
         """How many files, chunks, embeddings (and pending ones), roots and links the index
@@ -250,6 +256,12 @@ class Rifflux(NoteMethods):
         with ``paths`` (globs), only files that match them are counted."""
         return await self._open().tags(make_filters(paths=paths).paths)
 
+    async def files(self, root: str | os.PathLike[str] | None = None) -> list[IndexedFile]:
+        """The files the index holds (of ``root`` alone: an indexed folder, by path or by
+        name), each with its ``title``, ``modified`` and how many ``chunks``, by folder and
+        path."""
+        return await self._open().files(None if root is None else os.fspath(root))
+
     async def roots(self) -> list[str]:
         """The folders this index holds files from (absolute paths)."""
         return await self._open().roots()
@@ -281,22 +293,20 @@ class Rifflux(NoteMethods):
         count_left_out: bool = False,
         yes: bool = False,
     ) -> ReindexResult | BackgroundReindex:
-        """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else
-        the current working directory. Returns when those files are indexed and
-        embedded, or at once with the job when ``background`` is true. With
-        ``count_left_out``, the result's ``left_out`` counts the files the include and
-        exclude globs left out, by why (excluded folders are walked to count them).
-
-        A folder not indexed yet that is ``/``, the home folder itself, or holds more
-        than ``Settings.max_root_files`` candidate files is refused (listed in
-        ``errors``) unless ``yes`` (or ``force``) is true: it is nearly always a wrong
-        working directory or a typo."""
+        """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else the
+        current working directory; returns when those files are indexed and embedded, or
+        at once with the job when ``background``. ``count_left_out``: the result's
+        ``left_out`` counts the files the globs left out, by why (excluded folders are
+        walked to count them). A folder not indexed yet that is ``/``, the home folder
+        itself, or holds more than ``Settings.max_root_files`` candidate files is refused
+        (in ``errors``) unless ``yes`` (or ``force``): nearly always a wrong working
+        directory or a typo."""
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(
-                f"{self.settings.db_path} is open read-only (searching another index); "
-                "open it without read_only to reindex"
-            )
+                f"{self.settings.db_path} is open read-only (searched, never written: "
+                "another index, or `rifflux serve --read-only`); open it without read_only "
+                "to reindex")
         locations = reindex_locations(None if path is None else os.fspath(path),
                                       [os.fspath(p) for p in paths or ()], os.getcwd())
         roots = [Path(r) for r in await service.roots()]
@@ -320,8 +330,8 @@ class Rifflux(NoteMethods):
         folder at once, unless one of them is that folder) need ``yes``."""
         service = self._open()
         if self.settings.read_only:
-            raise RiffluxError(f"{self.settings.db_path} is open read-only; open it without "
-                               "read_only to forget folders")
+            raise RiffluxError(f"{self.settings.db_path} is open read-only (searched, never "
+                               "written); open it without read_only to forget folders")
         location = os.fspath(path)
         if not location.strip():
             raise InvalidArgumentError("forget needs the path of an indexed folder or file "
@@ -386,6 +396,17 @@ class Rifflux(NoteMethods):
         if end.result is not None:
             out["result"] = self._job_result(end)
         return out
+
+    # ------------------------------------------------------------ events
+
+    def events(self, buffer: int = DEFAULT_BUFFER) -> AbstractAsyncContextManager[Subscription]:
+        """Follow the index as it changes: ``async with rf.events() as events: async for
+        event in events`` gives a ``JobChanged`` (a job's snapshot) whenever a job is
+        queued, starts, makes progress or ends, and an ``IndexUpdated`` after every
+        commit, this process's or another's. Publishing never waits for a subscriber:
+        one that falls ``buffer`` events behind loses the oldest and is told with an
+        ``EventsLost``. The loop ends when this instance closes."""
+        return self._open().events.subscribe(buffer)
 
     # ------------------------------------------------------------ status
 

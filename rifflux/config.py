@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -125,6 +126,15 @@ class Settings:
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")
+        if not self.include:
+            raise InvalidArgumentError(
+                "include names no glob, so nothing would be indexed (and what is would be "
+                f"removed): give at least one, e.g. {','.join(DEFAULT_INCLUDE)} (--include, "
+                "RIFFLUX_INCLUDE)")
+        if not 0 <= self.auto_reindex_min_interval < math.inf:
+            raise InvalidArgumentError(
+                "auto_reindex_min_interval must be a number of seconds of at least 0, not "
+                f"{self.auto_reindex_min_interval} (--auto-reindex-interval)")
         if self.chunk_min_chars >= self.chunk_max_chars:
             raise InvalidArgumentError("chunk_min_chars must be smaller than chunk_max_chars")
         if self.code_max_chars < self.chunk_max_chars:

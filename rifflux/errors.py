@@ -11,6 +11,11 @@ class InvalidArgumentError(RiffluxError, ValueError):
     """A caller passed a value Rifflux cannot use (unknown mode, top_k < 1, ...)."""
 
 
+class NotFoundError(InvalidArgumentError):
+    """The index holds no note at that path (an argument a caller can fix, so also an
+    ``InvalidArgumentError``; the HTTP API answers it 404)."""
+
+
 class IndexDatabaseError(RiffluxError):
     """The SQLite index cannot be opened, read or written."""
 

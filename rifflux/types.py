@@ -7,7 +7,11 @@ names never change meaning.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict, final
+from typing import Literal, NotRequired, final
+
+# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
+# HTTP API's OpenAPI document is generated from these very types.
+from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
@@ -100,6 +104,8 @@ class SearchResult(TypedDict):
 
 class SearchExplain(TypedDict):
     fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
+    fts_every: str | None  # what chunks holding every word of a mixed CJK query match
+    stopwords_dropped: list[str]  # as written in the query, once each
     filters: dict[str, object]  # as applied
 
 
@@ -117,6 +123,8 @@ class SearchAnswer(TypedDict):
     hint: NotRequired[str]  # an empty or cut answer says what to do
     root: NotRequired[str]  # content='snippet': the root every hit shares
     truncated: NotRequired[bool]
+    #: Results left out to fit max_chars (the lowest-ranked): ``count`` is of those given.
+    omitted: NotRequired[int]
     explain: NotRequired[SearchExplain]
 
 
@@ -316,6 +324,16 @@ class Counts(TypedDict):
     roots: int
     links: int  # links between notes, as written (embeds included)
     unresolved_links: int  # of which no file is found for
+
+
+class IndexedFile(TypedDict):
+    """A file the index holds, as ``files()`` lists it (``modified``: ISO 8601 UTC)."""
+
+    path: str  # relative to ``root``
+    root: str
+    title: str
+    modified: str
+    chunks: int
 
 
 class RootCount(TypedDict):

@@ -542,3 +542,8 @@ async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str
         result = await session.call_tool(tool, arguments)
     assert result.is_error, f"{tool}({arguments}) should fail but returned {text_of(result)}"
     return text_of(result)
+
+
+#: The tools every MCP server lists (stdio, HTTP, through the bridge).
+TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
+         "get_links", "get_neighbors", "list_tags", "forget", "recent"}

@@ -126,8 +126,22 @@ async def test_explain_gives_each_hits_ranks_and_raw_scores(tmp_path: Path, docs
     assert lexical[0]["explain"]["bm25"] == bm25(lexical[0])
     assert set(semantic[0]["explain"]) == {"semantic_rank", "cosine"}
     assert "explain" not in plain[0]
-    assert described == {"fts_query": '"bench seat" OR "garden"',
+    assert described == {"fts_query": '"bench seat" OR "garden"', "fts_every": None,
+                         "stopwords_dropped": ["the"],
                          "filters": {"paths": ["docs/**"], "tags": ["x"]}}
+
+
+async def test_explain_shows_both_expressions_of_a_mixed_script_query(
+    tmp_path: Path, docs: Path
+) -> None:
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        mixed = rf.describe_search("how to use the Python 教程")
+        plain = rf.describe_search("Python tutorial", root=str(docs))
+    assert mixed["fts_query"] == '"use" OR "Python" OR "教程"'
+    assert mixed["fts_every"] == '"use" AND "Python" AND "教程"'  # (these rank first)
+    assert mixed["stopwords_dropped"] == ["how", "to", "the"]
+    assert plain["fts_every"] is None and plain["stopwords_dropped"] == []
+    assert plain["filters"] == {"root": str(docs)}
 
 
 async def test_a_first_look_shares_its_characters_among_the_snippets(tmp_path: Path) -> None:

@@ -84,6 +84,8 @@ async def test_each_filter_alone_and_combined(tmp_path: Path, tagged_vault: Path
         assert await search_paths(rf, frontmatter={"priority": 2.0}) == ["projects/alpha.md"]
         assert await search_paths(rf, modified_after="7d") == [
             "journal/2026-11-02.md", "projects/alpha.md"]
+        assert await search_paths(rf, modified_after="-7d") == [  # (7 days before now too)
+            "journal/2026-11-02.md", "projects/alpha.md"]
         assert await search_paths(rf, modified_before="2w") == [
             "journal/2026-11-01.md", "projects/beta.md"]
         a_month_ago = (datetime.now() - timedelta(days=30)).date().isoformat()

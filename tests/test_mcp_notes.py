@@ -4,11 +4,15 @@ writable folder the tools that write are not listed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from rifflux.config import Settings
 from rifflux.core.note_text import sha256
+from rifflux.mcp._fast_start.handoff import capture_handshake
+from rifflux.mcp.server import build_server
 
 from .helpers import call, call_error, mcp_session, write
 
@@ -24,6 +28,20 @@ async def test_without_a_writable_folder_only_recent_is_listed(tmp_path: Path) -
         error = await call_error(session, "write_note", path="a.md", content="x")
     assert "write_note" in error  # (an unknown tool to this server)
     assert not (tmp_path / "a.md").exists()
+
+
+async def test_the_note_tools_are_described_as_tersely_as_the_others() -> None:
+    captured = await capture_handshake(build_server(Settings(writable=(Path("notes"),))))
+    for answers in captured["results"].values():
+        listed = answers["tools/list"]
+        assert len(json.dumps(listed, ensure_ascii=False)) < 16_000
+    for tool in listed["tools"]:
+        assert 60 < len(tool["description"]) <= 320, tool["name"]
+        schema = tool["inputSchema"]
+        assert schema["additionalProperties"] is False
+        for name, prop in schema["properties"].items():
+            assert 10 < len(prop["description"]) <= 100, (tool["name"], name)
+            assert "title" not in prop and "type" in prop, (tool["name"], name)
 
 
 async def test_an_agent_writes_edits_moves_deletes_and_restores_notes(tmp_path: Path) -> None:

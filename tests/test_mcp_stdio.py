@@ -13,7 +13,13 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession
 
+from rifflux.config import Settings
+from rifflux.mcp._fast_start.handoff import capture_handshake
+from rifflux.mcp.budget import ENVELOPE, answer_text
+from rifflux.mcp.server import build_server
+
 from .helpers import (
+    TOOLS,
     call,
     call_error,
     eventually,
@@ -25,8 +31,6 @@ from .helpers import (
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "get_links", "get_neighbors", "list_tags", "forget", "recent"}
 
 
 async def job_status(session: ClientSession, job_id: str) -> str:
@@ -60,6 +64,55 @@ async def test_tools_are_listed_with_mode_enum_and_top_k_bounds(tmp_path: Path) 
     assert many["properties"]["paths"]["minItems"] == 1
     assert tools["search_rifflux"].annotations is not None
     assert tools["search_rifflux"].annotations.read_only_hint is True
+
+
+async def test_the_tool_list_is_light_and_its_schemas_stay_strict() -> None:
+    # what the SDK answers to tools/list (and the front serves from handshake.json)
+    captured = await capture_handshake(build_server(Settings()))
+    for version, answers in captured["results"].items():
+        listed = answers["tools/list"]
+        assert len(json.dumps(listed, ensure_ascii=False)) < 10_000, version  # was 17,618
+    tools = {t["name"]: t for t in listed["tools"]}
+    for tool in tools.values():
+        assert 60 < len(tool["description"]) <= 320, tool["name"]
+        schema = tool["inputSchema"]
+        assert schema["additionalProperties"] is False and "title" not in schema
+        for name, prop in schema["properties"].items():
+            assert 10 < len(prop["description"]) <= 100, (tool["name"], name)
+            assert "title" not in prop and "type" in prop, (tool["name"], name)
+    search = tools["search_rifflux"]["inputSchema"]["properties"]
+    assert (search["top_k"]["minimum"], search["top_k"]["maximum"]) == (1, 100)
+    assert search["mode"]["enum"] == ["hybrid", "lexical", "semantic"]
+    assert search["content"]["enum"] == ["full", "snippet"]
+    assert (search["max_chars"]["minimum"], search["max_chars"]["maximum"]) == (1000, 10**7)
+    assert search["depth"] == {"description": search["depth"]["description"],
+                               "type": "integer", "minimum": 1, "maximum": 10}
+    assert search["paths"]["type"] == "array" and search["paths"]["items"] == {"type": "string"}
+    assert search["frontmatter"]["additionalProperties"]["items"]["type"] == [
+        "string", "integer", "number", "boolean"]
+    assert search["max_per_file"]["minimum"] == 1 and search["max_per_file"]["type"] == "integer"
+    read = tools["get_file"]["inputSchema"]["properties"]
+    assert "minimum" not in read["start_line"] and read["end_line"]["minimum"] == 1
+    assert tools["reindex_many"]["inputSchema"]["properties"]["paths"]["minItems"] == 1
+    assert tools["forget"]["inputSchema"]["properties"]["path"]["minLength"] == 1
+
+
+async def test_get_file_reads_from_line_1_for_a_start_before_it_as_the_library_does(
+    tmp_path: Path,
+) -> None:
+    corpus = write_corpus(tmp_path)
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(corpus["docs"]))
+        for start in (0, -4):  # (a hit's line_start - 5, as the README reads it)
+            lines = await call(session, "get_file", path="install.md", start_line=start,
+                               end_line=3)
+            assert (lines["start_line"], lines["end_line"]) == (1, 3)
+            assert lines["text"] == "# Guide\n\n## Install"
+        before = await call_error(session, "get_file", path="install.md", end_line=0)
+        null = await call(session, "get_file", path="install.md", start_line=None,
+                          end_line=None)  # (left out: the whole file)
+    assert "end_line" in before and "greater than or equal to 1" in before
+    assert null["path"] == "install.md" and "chunks" in null
 
 
 # ---------------------------------------------------------------- search (criteria 6, 7)
@@ -149,7 +202,15 @@ async def test_reindex_with_neither_path_nor_paths_indexes_the_server_cwd(tmp_pa
         out = await call(session, "reindex")
         found = await call(session, "search_rifflux", query="quokka", mode="lexical")
         status = await call(session, "index_status")
+        later = await call(session, "reindex", background=True, path="")
+        given = await call(session, "reindex", path=str(corpus["cwd"]))
     assert out["indexed_files"] == 1
+    cwd = str(corpus["cwd"].resolve())
+    for answer in (out, later):  # which folder, and why that one
+        assert answer["path"] == cwd
+        assert answer["hint"].startswith(f"no path was given, so the server's working "
+                                         f"directory {cwd} was indexed")
+    assert "path" not in given and "hint" not in given
     assert [(h["path"], h["root"]) for h in found["results"]] == [
         ("here.md", str(corpus["cwd"].resolve()))]
     assert status["server_cwd"] == str(corpus["cwd"].resolve())
@@ -447,12 +508,13 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
             result = await session.call_tool("search_rifflux", {
                 "query": "river delta", "top_k": 100, "max_per_file": 1})
         answer = result.structured_content
-        assert answer is not None and answer["count"] == 100
-        texts = sum(len(r["content"]) + len(r["snippet"]) for r in answer["results"])
-        assert texts <= 40_000 < 100 * 1000
+        text = text_of(result)
+        assert answer is not None and len(text) <= 40_000 + ENVELOPE < 100 * 1000
+        # a hundred hits' places, titles and snippets alone take more: the last are left out
+        assert answer["count"] == len(answer["results"]) > 80
+        assert answer["count"] + answer["omitted"] == 100
         assert answer["truncated"] is True and "get_chunk" in answer["hint"]
         assert all("…[+" in r["content"] for r in answer["results"])
-        text = text_of(result)
         assert "\n" not in text and ": " not in text[:200]  # compact JSON
         first = await session.call_tool("search_rifflux", {
             "query": "river delta", "top_k": 10, "content": "snippet"})
@@ -467,8 +529,8 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
             assert len(repr(hit["score_breakdown"]["rrf"])) <= 8  # 4 significant digits
         cut = await call(session, "search_rifflux", query="river delta", top_k=100,
                          max_per_file=1, content="snippet", max_chars=3000)
-        assert cut["count"] == 100 and cut["truncated"] is True
-        assert sum(len(r["snippet"]) for r in cut["results"]) <= 3000
+        assert cut["count"] + cut["omitted"] == 100 and cut["truncated"] is True
+        assert len(answer_text(cut)) <= 3000 + ENVELOPE
         assert "snippets were cut" in cut["hint"] and "content='snippet'" not in cut["hint"]
         light = text_of(first)
         whole = text_of(await session.call_tool("search_rifflux", {
@@ -515,8 +577,11 @@ async def test_an_empty_index_and_an_empty_filter_say_what_to_do(tmp_path: Path)
         await call(session, "reindex", path=str(corpus["docs"]))
         filtered = await call(session, "search_rifflux", query="wombat", tags=["none"])
         assert filtered["count"] == 0 and "relax them" in filtered["hint"]
-        found = await call(session, "search_rifflux", query="wombat", explain=True)
-        assert found["explain"] == {"fts_query": '"wombat"', "filters": {}}
+        found = await call(session, "search_rifflux", query="the wombat", explain=True,
+                           paths=["*.md"])
+        assert found["explain"] == {"fts_query": '"wombat"', "fts_every": None,
+                                    "stopwords_dropped": ["the"],
+                                    "filters": {"paths": ["*.md"]}}
         assert set(found["results"][0]["explain"]) >= {"lexical_rank", "bm25"}
         assert "hint" not in found and "pending_embeddings" not in found
         misspelt = await call(session, "search_rifflux", query="wombta")

@@ -3,6 +3,7 @@ metadata, chunks with their neighbours; and an index from the previous version."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
 from rifflux.mcp.answers import file_answer
+from rifflux.mcp.budget import answer_text
 
 from .helpers import CountingEmbedder, indexed_then_downgraded, jobs_settled, write
 
@@ -193,14 +195,45 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
         # the hint says how to read it whole
         cut = await read_page(rf, "long.md", 1000, start_line=3)
         assert cut["text"].endswith(" chars]") and cut["next_start_line"] == 4
-        assert f"max_chars={len(lines[0])}" in cut["hint"]
+        assert f"line 3 has {len(lines[0])} characters" in cut["hint"]
         assert "start_line=4 to read on" in cut["hint"]
         alone = await read_page(rf, "long.md", 1000, start_line=3, end_line=3)
         assert "next_start_line" not in alone and "read on" not in alone["hint"]
-        whole = await read_page(rf, "long.md", len(lines[0]), start_line=3, end_line=3)
+        needed = re.search(r"end_line=3, max_chars=(\d+)", alone["hint"])
+        assert needed is not None  # what the whole answer with that line takes
+        whole = await read_page(rf, "long.md", int(needed[1]), start_line=3, end_line=3)
         assert whole["text"] == lines[0] and "truncated" not in whole
+        assert len(answer_text(whole)) == int(needed[1])
         last = await read_page(rf, "long.md", 1000, start_line=61)
         assert last["total_lines"] == 61 and "next_start_line" not in last
         assert "read it whole" in last["hint"] and "read on" not in last["hint"]
         ranged = await read_page(rf, "long.md", 2000, start_line=1, end_line=9)
         assert ranged["next_start_line"] == 5 and "start_line=5, end_line=9" in ranged["hint"]
+
+
+async def test_files_lists_every_indexed_file_with_its_chunks(
+    tmp_path: Path, tagged_vault: Path
+) -> None:
+    elsewhere = write(tmp_path / "elsewhere", "far.md", "# Far\n\n" + "".join(
+        f"## Part {i}\n\n" + "A long paragraph about otters. " * 30 + "\n\n"
+        for i in range(3))).parent
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(paths=[tagged_vault, elsewhere])
+        every = await rf.files()
+        far = await rf.files("elsewhere")
+        vault = await rf.files(tagged_vault)
+        alpha = await rf.get_file("projects/alpha.md")
+        far_file = await rf.get_file("far.md")
+        with pytest.raises(InvalidArgumentError, match="'attic' is not an indexed folder"):
+            await rf.files("attic")
+    assert [(f["root"], f["path"]) for f in every] == [  # by folder, then path
+        *[(str(tagged_vault), p) for p in ("journal/2026-11-01.md", "journal/2026-11-02.md",
+                                           "projects/alpha.md", "projects/beta.md")],
+        (str(elsewhere.resolve()), "far.md")]
+    assert far_file is not None and len(far_file["chunks"]) > 1
+    assert far == [{"path": "far.md", "root": str(elsewhere.resolve()), "title": "Far",
+                    "modified": far_file["modified"], "chunks": len(far_file["chunks"])}]
+    assert vault == every[:4] and alpha is not None
+    first = next(f for f in every if f["path"] == "projects/alpha.md")
+    assert (first["chunks"], first["title"], first["modified"]) == (
+        len(alpha["chunks"]), alpha["title"], alpha["modified"])

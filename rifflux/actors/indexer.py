@@ -43,6 +43,7 @@ from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
 from ..store.changes import Follow
 from ..store.writer import Writer, Written
+from .events import EventHub
 from .index_job import IndexRun, Tidying
 from .jobs import Job, JobQueue, Target
 from .messages import (
@@ -91,8 +92,10 @@ class Indexer:
         query_out: MemoryObjectSendStream[QueryMessage],
         retry_out: MemoryObjectSendStream[IndexerMessage],
         follow: Follow | None = None,
+        events: EventHub | None = None,
     ) -> None:
         self._writer = writer
+        self._events = events or EventHub()
         self._follow = follow
         self._follow_failures = 0  # busy reads of the change log in a row
         self._embedder: Embedder | None = None
@@ -312,6 +315,8 @@ class Indexer:
                 roots=written.roots, roots_removed=written.roots_removed,
                 files_replaced=written.files_replaced, links=written.links))
         self._settle(stored)
+        texts = self._writer.missing.texts
+        self._events.committed(written, None if texts is None else len(texts))
         if self._jobs.running is not None:  # between two transactions of a job
             while (urgent := self._jobs.cut_in()) is not None:
                 await self._run(urgent)

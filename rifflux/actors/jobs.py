@@ -38,6 +38,7 @@ import anyio
 from ..core.plan import Scope
 from ..errors import JobNotFoundError, RiffluxError
 from ..types import FileWarning, JobInfo, JobSource, JobStatus, Problem, ReindexResult
+from .events import EventHub
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +199,10 @@ class JobQueue:
     history. ``on_submit`` is called after each submission (it nudges the indexer)."""
 
     def __init__(
-        self, *, history: int, max_queued: int, on_submit: Callable[[], None] = lambda: None
+        self, *, history: int, max_queued: int, on_submit: Callable[[], None] = lambda: None,
+        events: EventHub | None = None,
     ) -> None:
+        self._events = events or EventHub()  # (told of every change of a job's state)
         self._queued: deque[Job] = deque()
         self._urgent: deque[Job] = deque()  # run first, and cut in between transactions
         self._cutting_in: Job | None = None
@@ -228,6 +231,7 @@ class JobQueue:
                 f"{len(self)} index jobs are already queued; wait for some to finish"
             )
         (self._urgent if urgent else self._queued).append(job)
+        self._events.job_changed(job)
         self._on_submit()
         return job
 
@@ -238,6 +242,7 @@ class JobQueue:
         job = _started((self._urgent or self._queued).popleft())
         self._running = job
         self._idle = anyio.Event()
+        self._events.job_changed(job)
         return job
 
     def cut_in(self) -> Job | None:
@@ -247,6 +252,7 @@ class JobQueue:
                 or self._cutting_in is not None:
             return None
         self._cutting_in = _started(self._urgent.popleft())
+        self._events.job_changed(self._cutting_in)
         return self._cutting_in
 
     def announce(self, job: Job) -> None:
@@ -256,6 +262,7 @@ class JobQueue:
     def retry_later(self, job: Job, error: str) -> None:
         """The running job hit a transient error; it runs again after a pause."""
         job.status, job.phase, job.error = "retry_wait", "retry_wait", error
+        self._events.job_changed(job)
 
     def retry_now(self, job: Job) -> None:
         job.status, job.phase, job.error = "running", "indexing", None
@@ -278,6 +285,7 @@ class JobQueue:
         job.result = job.progress.result(job.targets)
         job.phase = "embedding"
         self._embedding.append(job)
+        self._events.job_changed(job)
 
     def awaiting_texts(self) -> list[Job]:
         """Written jobs that do not know yet which texts they wait for (model not known)."""
@@ -298,16 +306,20 @@ class JobQueue:
         were just written (counted as embedded by the jobs that wait for them). The
         cost follows them, and the jobs that began waiting since (checked once, whole),
         never the size of the jobs still waiting."""
+        if self._running is not None:  # (called after every commit: the job's progress)
+            self._events.job_changed(self._running)
         if missing is None:
             return  # the model is not known yet: nobody knows what lacks a vector
         for text in stored:
             for job in self._waiters.get(text, ()):
                 job.embedded += 1
         ended: list[Job] = []
+        moved: set[Job] = set()  # (jobs whose pending count changed: told once each)
         for text in left:
             for job in self._waiters.pop(text, ()):
                 assert job.waiting is not None
                 job.waiting.discard(text)
+                moved.add(job)
                 if not job.waiting:
                     ended.append(job)
         fresh, self._fresh = self._fresh, []
@@ -319,6 +331,8 @@ class JobQueue:
                 self._unwait(text, job)
             if not job.waiting:
                 ended.append(job)
+        for job in moved.difference(ended):
+            self._events.job_changed(job)
         if ended:
             finished = set(ended)
             for job in self._embedding:
@@ -385,6 +399,7 @@ class JobQueue:
         job.dequeued.set()
         job.written.set()
         job.done.set()
+        self._events.job_changed(job)
 
 
 def _started(job: Job) -> Job:

@@ -17,11 +17,13 @@ from ..errors import InvalidArgumentError, RiffluxError
 from ..note_types import RecentNote
 from ..types import (
     CONTENT_MODES,
+    MODES,
     ChunkDetail,
     ContentMode,
     Counts,
     FileLines,
     FileRecord,
+    IndexedFile,
     Mode,
     Neighbor,
     NoteLinks,
@@ -197,6 +199,18 @@ class SearchShape:
 PLAIN = SearchShape()
 
 
+def checked_mode(query: object, top_k: object, mode: object) -> Mode:
+    """A search's mode, once the query, ``top_k`` and mode are known to be good; raises
+    ``InvalidArgumentError`` saying what to fix."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
+    if not isinstance(query, str):
+        raise InvalidArgumentError("query must be a string")
+    return mode
+
+
 #: The one answer to a request, sent back once: the value asked for, or the
 #: ``RiffluxError`` that stopped it (the caller raises it).
 Reply: TypeAlias = MemoryObjectSendStream[_T | RiffluxError]
@@ -274,6 +288,14 @@ class TagsRequested:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FilesRequested:
+    """The indexed files (of ``root`` alone, when given), by folder, then path."""
+
+    root: str | None = None
+    reply: Reply[list[IndexedFile]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecentRequested:
     """The ``limit`` files changed most recently that pass ``filters``, newest first."""
 
@@ -309,7 +331,7 @@ class ProcessesRequested:
 
 
 ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested
-               | NeighborsRequested | TagsRequested | CountsRequested | RootsRequested
-               | RootCountsRequested | ProcessesRequested | RecentRequested)
+               | NeighborsRequested | TagsRequested | FilesRequested | CountsRequested
+               | RootsRequested | RootCountsRequested | ProcessesRequested | RecentRequested)
 Request = SearchRequested | ReadRequest
 QueryMessage = Request | IndexChanged | VectorsReset

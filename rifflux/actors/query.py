@@ -41,6 +41,7 @@ from .messages import (
     ChunkRequested,
     CountsRequested,
     FileRequested,
+    FilesRequested,
     IndexChanged,
     LinesRequested,
     LinksRequested,
@@ -304,5 +305,5 @@ _READS: dict[type[Request], str] = {
     ChunkRequested: "chunk", FileRequested: "file", LinesRequested: "lines",
     CountsRequested: "counts", RootsRequested: "roots", RootCountsRequested: "root_counts",
     TagsRequested: "tags", LinksRequested: "links", NeighborsRequested: "neighbors",
-    ProcessesRequested: "processes",
+    ProcessesRequested: "processes", FilesRequested: "files",
 }

@@ -1,5 +1,5 @@
-"""The query actor's reads: chunks, files (whole, or lines from disk), tags, counts, roots,
-a note's links and its neighbours.
+"""The query actor's reads: chunks, files (whole, or lines from disk, or the list of them),
+tags, counts, roots, a note's links and its neighbours.
 
 Files are found through the catalog's roots, by their indexed path only; lines
 are read from the file as it is on disk now, in a worker thread. Neighbours come
@@ -27,6 +27,7 @@ from .messages import (
     ChunkRequested,
     CountsRequested,
     FileRequested,
+    FilesRequested,
     LinesRequested,
     LinksRequested,
     NeighborsRequested,
@@ -65,6 +66,10 @@ class Reads:
             case TagsRequested():
                 await self._catalog_ready.wait()
                 give(msg.reply, self._tags(msg.paths))
+            case FilesRequested():
+                await self._catalog_ready.wait()
+                root_id = None if msg.root is None else self._catalog.resolve_root(msg.root)
+                give(msg.reply, await self._reader.files(root_id))
             case LinksRequested():
                 await self._catalog_ready.wait()
                 give(msg.reply, await self._note_links(msg.path, msg.root))

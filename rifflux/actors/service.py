@@ -24,6 +24,7 @@ from ..types import (
     Counts,
     FileLines,
     FileRecord,
+    IndexedFile,
     JobInfo,
     Mode,
     Neighbor,
@@ -37,6 +38,7 @@ from ..types import (
     WatcherStatus,
 )
 from .embedder import EmbedderSnapshot
+from .events import EventHub
 from .indexer import IndexerSnapshot
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
@@ -44,6 +46,7 @@ from .messages import (
     ChunkRequested,
     CountsRequested,
     FileRequested,
+    FilesRequested,
     LinesRequested,
     LinksRequested,
     NeighborsRequested,
@@ -100,7 +103,9 @@ class Service:
         origin: str = "",
         roles: Callable[[], list[str]] = list,
         model_loaded: anyio.Event | None = None,
+        events: EventHub | None = None,
     ) -> None:
+        self.events = events or EventHub()
         self.recovery = recovery
         self.model_loaded = model_loaded or anyio.Event()
         self._origin = origin
@@ -170,6 +175,9 @@ class Service:
 
     async def roots(self) -> list[str]:
         return await self._ask(lambda reply: RootsRequested(reply=reply))
+
+    async def files(self, root: str | None) -> list[IndexedFile]:
+        return await self._ask(lambda reply: FilesRequested(root=root, reply=reply))
 
     async def root_counts(self) -> list[RootCount]:
         return await self._ask(lambda reply: RootCountsRequested(reply=reply))

@@ -53,6 +53,7 @@ from ..store.recovery import (
 from ..store.schema import connect
 from ..store.writer import Writer
 from .embedder import EmbedderActor
+from .events import EventHub
 from .heartbeat import Heartbeat
 from .indexer import Indexer
 from .jobs import Job, JobQueue, Target
@@ -121,8 +122,10 @@ class Supervisor:
             embed_send, embed_recv = anyio.create_memory_object_stream[EmbedderMessage](1)
             query_send, query_recv = anyio.create_memory_object_stream[QueryMessage](64)
 
+            events = EventHub()
+            stack.callback(events.close)  # (after the actors stop: their last events go out)
             jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
-                            on_submit=lambda: _nudge(indexer_send))
+                            on_submit=lambda: _nudge(indexer_send), events=events)
             query = QueryActor(
                 reader=Reader(query_conn, db), records=Records(query_conn, db),
                 open_reader=lambda: _reading(db, s),
@@ -144,7 +147,7 @@ class Supervisor:
                               settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
                               query_out=query_send.clone(), retry_out=indexer_send.clone(),
-                              follow=follow)
+                              follow=follow, events=events)
             embedder = EmbedderActor(reader=Reader(embed_conn, db), inbox=embed_recv,
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
@@ -181,7 +184,7 @@ class Supervisor:
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
-                origin=origin, roles=roles, model_loaded=loader.loaded,
+                origin=origin, roles=roles, model_loaded=loader.loaded, events=events,
             )
             self._exit = stack.pop_all()
         return service

@@ -1,5 +1,6 @@
-"""The ``rifflux`` commands: index, search, status and watch (``rifflux mcp`` is served by
-``rifflux.mcp``; arguments, settings and exit codes are ``entry``'s).
+"""The ``rifflux`` commands: index, forget, search, status and watch, and (from
+``reading``) show, links, neighbors, tags and files. ``rifflux mcp`` is served by
+``rifflux.mcp``; arguments are ``arguments``', settings and exit codes ``entry``'s.
 
 Results go to stdout; progress, logs and errors go to stderr.
 """
@@ -7,8 +8,6 @@ Results go to stdout; progress, logs and errors go to stderr.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -27,8 +26,10 @@ from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import InvalidArgumentError
 from ..locate import missing_locations
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
+from . import reading
+from .common import count, note_path, require_index, write_json
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .terminal import ProgressView, print_links, print_results
+from .terminal import ProgressView, print_explain, print_results, stdout_console
 
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -50,18 +51,18 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     result: ReindexResult | None = job["result"]
     assert result is not None  # completed jobs have one
     if args.json:
-        _write_json(result)
+        write_json(result)
     else:
         model = result.get("embedding_model") or "no embedding model"
-        Console(highlight=False, soft_wrap=True).print(
-            f"Indexed {_count(result['indexed_files'], 'file')} "
+        stdout_console().print(
+            f"Indexed {count(result['indexed_files'], 'file')} "
             f"({result['skipped_files']:,} unchanged, {result['removed_files']:,} removed) "
             f"in {time.perf_counter() - started:.1f} s; the index now holds "
-            f"{_count(status['files'], 'file')}, {_count(status['chunks'], 'chunk')}, "
-            f"{_count(status['embeddings'], 'embedding')} ({model})"
+            f"{count(status['files'], 'file')}, {count(status['chunks'], 'chunk')}, "
+            f"{count(status['embeddings'], 'embedding')} ({model})"
         )
     for skipped in result.get("left_out", []):
-        err.print(f"{_count(skipped['files'], 'file')} {skipped['reason']}; "
+        err.print(f"{count(skipped['files'], 'file')} {skipped['reason']}; "
                   f"{_how_to_change(skipped['reason'])}",
                   markup=False)
     for problem in result.get("errors", []):
@@ -71,7 +72,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _forget(args: argparse.Namespace, settings: Settings) -> int:
-    await _require_index(settings)
+    await require_index(settings)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     results: list[ForgetResult] = []
     failed = False
@@ -84,16 +85,16 @@ async def _forget(args: argparse.Namespace, settings: Settings) -> int:
                 failed = True
         status = await rf.status()
     if args.json:
-        _write_json(results)
+        write_json(results)
     else:
-        out = Console(highlight=False, soft_wrap=True)
+        out = stdout_console()
         for r in results:
             what = (f"the folder{'s' if len(r['removed_roots']) > 1 else ''} "
                     f"{', '.join(r['removed_roots'])}" if r["removed_roots"] else r["path"])
-            out.print(f"Forgot {what}: {_count(r['removed_files'], 'file')} removed from the "
+            out.print(f"Forgot {what}: {count(r['removed_files'], 'file')} removed from the "
                       f"index", markup=False)
-        out.print(f"The index now holds {_count(status['files'], 'file')} in "
-                  f"{_count(status['roots'], 'folder')}", markup=False)
+        out.print(f"The index now holds {count(status['files'], 'file')} in "
+                  f"{count(status['roots'], 'folder')}", markup=False)
     return EXIT_FAILURE if failed else EXIT_OK
 
 
@@ -117,10 +118,11 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     if not query:
         raise CommandError("the query is empty: give words to search for, e.g. "
                            "`rifflux search configure the watcher`", EXIT_USAGE)
-    await _require_index(settings)
+    await require_index(settings)
     filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
+                               "frontmatter": _frontmatter(args.frontmatter),
                                "modified_after": args.since, "modified_before": args.before,
-                               "near": await _note_path(args.near) if args.near else None,
+                               "near": await note_path(args.near) if args.near else None,
                                "depth": args.depth}
     async with Rifflux(settings=settings) as rf:
         applied = make_filters(**filters)  # (once: for the search and its explain)
@@ -133,21 +135,35 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     if reason is not None:
         answer["hint"] = _WHY[reason]
     if args.json:
-        _write_json(answer)
+        write_json(answer)
     else:
-        out = Console(highlight=False, soft_wrap=True)
+        out = stdout_console()
         if "explain" in answer:
-            out.print(f"lexical query: {answer['explain']['fts_query']}", style="dim",
-                      markup=False)
+            print_explain(out, answer["explain"])
         print_results(out, results)
     pending = answer.get("pending_embeddings")
     if pending:
-        sys.stderr.write(f"rifflux: {_count(pending, 'chunk')} without a vector yet: semantic "
+        sys.stderr.write(f"rifflux: {count(pending, 'chunk')} without a vector yet: semantic "
                          "results cover part of the index (`rifflux index` on their folder, "
                          "or a running `rifflux watch` or MCP server, embeds them)\n")
     if reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{_WHY[reason]}\n")
     return EXIT_OK if results else EXIT_FAILURE
+
+
+def _frontmatter(pairs: list[str] | None) -> dict[str, str | list[str]] | None:
+    """``--frontmatter KEY=VALUE`` (repeatable) as the filter takes it: a key given twice
+    needs both values (as the library's list of values does)."""
+    if not pairs:
+        return None
+    values: dict[str, list[str]] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise CommandError(f"--frontmatter {pair!r}: write KEY=VALUE, e.g. "
+                               "--frontmatter status=draft", EXIT_USAGE)
+        values.setdefault(key.strip(), []).append(value.strip())
+    return {key: found[0] if len(found) == 1 else found for key, found in values.items()}
 
 
 #: What ``rifflux search`` says for each ``answers.Why`` (on stderr, and as ``hint``).
@@ -167,111 +183,14 @@ _WHY: dict[Why, str] = {
 }
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 file``, ``2 files``: counts people read."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
-
-
-_LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
-
-
-_CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
-
-
-async def _show(args: argparse.Namespace, settings: Settings) -> int:
-    await _require_index(settings)
-    if _CHUNK_ID.match(args.target) and not await anyio.Path(args.target).exists():
-        return await _show_chunk(args.target, settings, as_json=args.json)
-    path, start, end = args.target, 1, None
-    if (m := _LOCATION.match(args.target)) and not await anyio.Path(args.target).exists():
-        path, start = m.group("path"), int(m.group("start"))
-        end = int(m.group("end")) if m.group("end") else start
-    path = await _note_path(path)
-    async with Rifflux(settings=settings) as rf:
-        found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
-    if found is None or "text" not in found:
-        raise CommandError(f"{path} is not in the index: give a path as `rifflux search` "
-                           "prints it, or index its folder first")
-    if args.json:
-        _write_json(found)
-        return EXIT_OK
-    out = Console(highlight=False, soft_wrap=True)
-    where = Path(found["root"]) / found["path"]
-    out.print(f"{where}:{found['start_line']}-{found['end_line']} "
-              f"(of {found['total_lines']} lines)", style="bold cyan")
-    width = len(str(found["end_line"]))
-    for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
-        out.print(f"{n:>{width}} │ {line}", markup=False)
-    if found.get("changed_since_indexed"):
-        sys.stderr.write(f"rifflux: {path} changed since it was indexed: these are its lines "
-                         "now, and line numbers from search may point at other text; "
-                         "`rifflux index` its folder, then search again\n")
-    return EXIT_OK
-
-
-async def _note_path(path: str) -> str:
-    """A path as search prints it (relative to the working directory) made absolute, so
-    that the index finds it; any other path as given (relative to its indexed folder)."""
-    local = await anyio.Path(path).expanduser()
-    if not local.is_absolute() and await local.is_file():
-        return str(await local.resolve())
-    return path
-
-
-async def _links(args: argparse.Namespace, settings: Settings) -> int:
-    await _require_index(settings)
-    async with Rifflux(settings=settings) as rf:
-        found = await rf.links(await _note_path(args.path), root=args.root)
-    if args.json:
-        _write_json(found)
-    else:
-        print_links(Console(highlight=False, soft_wrap=True), found)
-    return EXIT_OK
-
-
-async def _neighbors(args: argparse.Namespace, settings: Settings) -> int:
-    await _require_index(settings)
-    async with Rifflux(settings=settings) as rf:
-        found = await rf.neighbors(await _note_path(args.path), depth=args.depth,
-                                   root=args.root)
-    if args.json:
-        _write_json(found)
-    else:
-        out = Console(highlight=False, soft_wrap=True)
-        for near in found:
-            out.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
-    if not found:
-        sys.stderr.write(f"rifflux: no note within {_count(args.depth, 'link')} of "
-                         f"{args.path} (`rifflux links` shows its unresolved links)\n")
-        return EXIT_FAILURE
-    return EXIT_OK
-
-
-async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> int:
-    async with Rifflux(settings=settings) as rf:
-        chunk = await rf.get_chunk(chunk_id)
-    if chunk is None:
-        raise CommandError(f"no chunk {chunk_id!r} in the index (ids change when a file is "
-                           "edited: search again)")
-    if as_json:
-        _write_json(chunk)
-        return EXIT_OK
-    out = Console(highlight=False, soft_wrap=True)
-    where = Path(chunk["root"]) / chunk["path"]
-    out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
-              f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
-    out.print(chunk["content"], markup=False)
-    return EXIT_OK
-
-
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
-    await _require_index(settings)
+    await require_index(settings)
     async with Rifflux(settings=settings) as rf:
         with anyio.move_on_after(60):  # counts are per model: wait until it is known
             await rf.wait_for_model()
         status = await rf.status()
     if args.json:
-        _write_json(status)
+        write_json(status)
         return EXIT_OK
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -282,7 +201,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         model += f" - {status['embedding_model_reason']}"
     rows = [
         ("index", status["db_path"]),
-        ("files", f"{status['files']:,} in {_count(status['roots'], 'folder')}"),
+        ("files", f"{status['files']:,} in {count(status['roots'], 'folder')}"),
         ("chunks", f"{status['chunks']:,}"),
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
         ("links", f"{status['links']:,} ({status['unresolved_links']:,} unresolved)"),
@@ -292,14 +211,14 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         ("exclude", ", ".join(status["exclude_globs"])),
     ]
     for root in status["indexed_roots"]:
-        rows.append(("folder", f"{root['path']}: {_count(root['files'], 'file')}, "
-                               f"{_count(root['chunks'], 'chunk')}"))
+        rows.append(("folder", f"{root['path']}: {count(root['files'], 'file')}, "
+                               f"{count(root['chunks'], 'chunk')}"))
     for other in status["processes"]:  # other agents' servers, a watcher...
         rows.append(("process", f"pid {other['pid']} ({', '.join(other['roles'])}), seen "
                                 f"{max(0.0, time.time() - other['last_seen']):.0f} s ago"))
     for key, value in rows:
         table.add_row(key, value)
-    Console(highlight=False).print(table)
+    stdout_console(soft_wrap=False).print(table)
     return EXIT_OK
 
 
@@ -317,19 +236,12 @@ def _vectors(status: Status) -> str:
     return ", ".join(parts)
 
 
-async def _require_index(settings: Settings) -> None:
-    db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
-    if not await anyio.Path(db).is_file():
-        raise CommandError(f"no index at {db}: run `rifflux index PATH` first, "
-                           "or point --db (RIFFLUX_DB_PATH) at an existing index")
-
-
 async def _watch(args: argparse.Namespace, settings: Settings) -> int:
     existing = await anyio.to_thread.run_sync(_folders, args.paths)
     if not existing:
         raise CommandError(f"no folder to watch: {', '.join(args.paths)} not found; "
                            "pass existing folders")
-    out = Console(highlight=False, soft_wrap=True)
+    out = stdout_console()
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for later in sorted(set(args.paths) - set(existing)):
         err.print(f"warning: {later} does not exist yet; it is watched for when it appears")
@@ -366,18 +278,15 @@ def _batch_line(job: JobInfo) -> str:
     return f"{stamp} {job['source']:<8} {', '.join(job['paths'])}: {what} ({took:.2f} s)"
 
 
-def _write_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-
-
 COMMANDS: dict[str, Command] = {
     "index": _index,
     "forget": _forget,
     "search": _search,
-    "show": _show,
-    "links": _links,
-    "neighbors": _neighbors,
+    "show": reading.show,
+    "links": reading.links,
+    "neighbors": reading.neighbors,
+    "tags": reading.tags,
+    "files": reading.files,
     "status": _status,
     "watch": _watch,
 }

@@ -42,7 +42,15 @@ def _main(argv: list[str]) -> int:
     if isinstance(settings, int):
         return settings
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
+        if args.connect:  # a stdio bridge to a running `rifflux serve`
+            from ..mcp.bridge import main as bridge
+
+            code = bridge(args, settings)
+            if code is not None:
+                return code  # (None: auto found no server; serve here as usual)
         return _mcp(args, settings)
+    if args.command == "serve":
+        return _serve(args, settings)
     if (args.command in _EMBEDS and settings.model_dir is not None
             and settings.embedding_backend != "hash"):  # (hash reads no model)
         from ..core.model_dir import check_model_dir
@@ -56,6 +64,25 @@ def _main(argv: list[str]) -> int:
     from .note_commands import NOTE_COMMANDS
 
     return entry.run({**COMMANDS, **NOTE_COMMANDS}[args.command], args, settings)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from ..errors import RiffluxError
+    from ..http.options import listen, options_from_args, refusal
+    from . import entry
+
+    try:  # (refused in a moment, before anything heavy loads)
+        options = options_from_args(args)
+        why = refusal(options, settings)
+        if why is not None:
+            return entry.fail(why, entry.EXIT_USAGE)
+        sock = listen(options.host, options.port)
+    except RiffluxError as exc:
+        return entry.fail(str(exc), entry.EXIT_USAGE if isinstance(exc, ValueError)
+                          else entry.EXIT_FAILURE)
+    from ..http.serve import main as serve  # (FastAPI, uvicorn and the SDK load here)
+
+    return serve(settings, options, sock)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:

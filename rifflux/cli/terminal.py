@@ -1,4 +1,5 @@
-"""What the command line shows on a terminal: indexing progress and search results.
+"""What the command line shows on a terminal: indexing progress, search results, links
+and files.
 
 Both use rich (the progress display falls back to a plain line every few
 seconds when stderr is not a terminal).
@@ -6,6 +7,7 @@ seconds when stderr is not a terminal).
 
 from __future__ import annotations
 
+import errno
 import time
 from pathlib import Path
 
@@ -27,12 +29,29 @@ from ..api import Rifflux
 from ..types import (
     FINISHED,
     Counts,
+    IndexedFile,
     JobInfo,
     LinkPlace,
     NoteLinks,
     ScoreBreakdown,
+    SearchExplain,
     SearchResult,
 )
+
+
+class _Stdout(Console):
+    """Results on stdout. A reader that has gone (``rifflux search q | head -1``) is a
+    ``BrokenPipeError`` for the command line's boundary, which ends quietly with status
+    0, rather than rich's exit with status 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "stdout was closed")
+
+
+def stdout_console(*, soft_wrap: bool = True) -> Console:
+    """A console for a command's results (stdout)."""
+    return _Stdout(highlight=False, soft_wrap=soft_wrap)
 
 
 class _Rate(ProgressColumn):
@@ -127,6 +146,29 @@ def print_results(console: Console, results: list[SearchResult]) -> None:
             console.print(Text(f"    why: {why or 'no branch found it'}", style="dim"))
 
 
+def print_explain(console: Console, explain: SearchExplain) -> None:
+    """What the search ran: its FTS5 expressions, the stopwords it left out and the
+    filters it applied, one dim line each (the last three when there are any)."""
+    lines = [f"lexical query: {explain['fts_query'] or '(no searchable word)'}"]
+    if explain["fts_every"]:
+        lines.append(f"holding every word first: {explain['fts_every']}")
+    if explain["stopwords_dropped"]:
+        lines.append(f"stopwords left out: {', '.join(explain['stopwords_dropped'])}")
+    if explain["filters"]:
+        lines.append("filters: " + "; ".join(f"{name} {_shown_value(value)}"
+                                             for name, value in explain["filters"].items()))
+    for line in lines:
+        console.print(line, style="dim", markup=False)
+
+
+def _shown_value(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_shown_value(v)}" for k, v in value.items())
+    return str(value)
+
+
 def print_links(console: Console, links: NoteLinks) -> None:
     """A note's outgoing links (line, link as written, where it goes), then its
     backlinks (``path:line`` as editors open it, heading, the link)."""
@@ -150,6 +192,14 @@ def print_links(console: Console, links: NoteLinks) -> None:
             line.append(f"  {back['heading']}", style="magenta")
         line.append(f"  {_written(back)}")
         console.print(line)
+
+
+def print_files(console: Console, files: list[IndexedFile]) -> None:
+    """Each file: its number of chunks, where it is (as a person opens it), its title."""
+    width = max((len(f"{f['chunks']:,}") for f in files), default=0)
+    for file in files:
+        where = _shown(Path(file["root"]) / file["path"])
+        console.print(f"{file['chunks']:>{width},}  {where}  {file['title']}", markup=False)
 
 
 def _written(link: LinkPlace) -> str:

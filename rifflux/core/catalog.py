@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotFoundError
 from .filters import CompiledFilters, FileEntry, Filters
 from .graph import LinkGraph
 
@@ -99,7 +99,7 @@ class Catalog:
             file_id = self._by_path.get((rid, rel))
             if file_id is not None and (root_id is None or rid == root_id):
                 return self._files[file_id]
-        raise InvalidArgumentError(
+        raise NotFoundError(
             f"{path!r} is not an indexed note: give its `path` as search results give it "
             "(relative to its indexed folder, with `root` when several folders hold it) or "
             "an absolute path inside an indexed folder; a new file is known once its folder "

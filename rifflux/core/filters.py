@@ -33,14 +33,14 @@ from typing import Any
 import pathspec
 
 from ..errors import InvalidArgumentError
-from ..types import MODES, Mode
 from .frontmatter import normalise_tag
 from .graph import MAX_DEPTH
 
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]
 
-_RELATIVE = re.compile(r"^\s*(\d+)\s*([dwmy])\s*$", re.IGNORECASE)
+#: An age: 7d, 2w, 3m (30-day months), 1y; -7d the same (7 days before now).
+_RELATIVE = re.compile(r"^\s*-?\s*(\d+)\s*([dwmy])\s*$", re.IGNORECASE)
 _DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 
 
@@ -181,17 +181,6 @@ def _on_disk(glob: str) -> bool:
         return False
     literal = re.split(r"[*?\[]", glob, maxsplit=1)[0].rstrip("/")
     return literal.count("/") >= 2 and os.path.exists(os.path.expanduser(literal))
-
-
-def check_search(query: object, top_k: object, mode: object) -> Mode:
-    """A search's mode, once the query, ``top_k`` and mode are known to be good."""
-    if mode not in MODES:
-        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
-    if not isinstance(query, str):
-        raise InvalidArgumentError("query must be a string")
-    return mode
 
 
 def check_depth(depth: object) -> int:

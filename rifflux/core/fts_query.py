@@ -57,6 +57,8 @@ class QueryTerms:
 
     words: tuple[tuple[str, bool], ...] = ()
     phrases: tuple[tuple[str, ...], ...] = ()
+    #: The stopwords left out (as written, once each): none when the query has nothing else.
+    dropped: tuple[str, ...] = ()
 
 
 def query_terms(query: str) -> QueryTerms:
@@ -100,7 +102,11 @@ def _query_terms(query: str) -> QueryTerms:
         if term not in seen and room():
             seen.add(term)
             words.append(term)
-    return QueryTerms(tuple(words), tuple(phrases))
+    dropped: dict[str, str] = {}
+    for word, prefix in terms if content else ():
+        if word.lower() in STOPWORDS and not prefix:
+            dropped.setdefault(word.lower(), word)
+    return QueryTerms(tuple(words), tuple(phrases), tuple(dropped.values()))
 
 
 def build_match(query: str) -> str | None:
@@ -138,6 +144,11 @@ def _words(query: str) -> list[list[str]]:
             seen.update(fresh)
             kept.append(fresh)
     return kept
+
+
+def dropped_stopwords(query: str) -> list[str]:
+    """The stopwords ``build_match`` left out of ``query`` (as written, once each)."""
+    return list(query_terms(query).dropped)
 
 
 def has_sentence(query: str) -> bool:

@@ -4,7 +4,7 @@ missing (an empty index, filters that match nothing, embeddings not finished).""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..answers import Why, base_answer, why
 from ..api import Rifflux
@@ -20,7 +20,17 @@ from ..types import (
     SearchAnswer,
     SearchResult,
 )
-from .budget import answer_text, fit_chunks, fit_lines, fit_results
+from .budget import (
+    Shaped,
+    answer_text,
+    cut,
+    fit_chunks,
+    fit_lines,
+    fit_lists,
+    fit_results,
+    fit_texts,
+    within,
+)
 
 #: What a content='snippet' hit keeps: SPEC's fields but the text, and the snippet (where
 #: it is in the file, its note's title, tags and links are a get_chunk away).
@@ -57,9 +67,13 @@ _WHY: dict[Why, str] = {
 async def search_answer(
     rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, explain: bool, max_chars: int, content: str = "full",
-    applied: Filters | None = None,
+    applied: Filters | None = None, auto_reindex: dict[str, object] | None = None,
 ) -> SearchAnswer:
+    """The answer as ``search_rifflux`` gives it, ``auto_reindex`` (what a search started)
+    included, within ``max_chars`` (``budget``)."""
     answer = base_answer(rf, query, mode, results, filters, explain=explain, applied=applied)
+    if auto_reindex is not None:
+        answer["auto_reindex"] = auto_reindex
     reason = await why(rf, query, mode, results, filters)
     hints: list[str] = []
     if "pending_embeddings" in answer:
@@ -70,18 +84,38 @@ async def search_answer(
         hints.append(_WHY[reason])
     if hints:  # (before a first look is sized: its hint counts too)
         answer["hint"] = "; ".join(hints)
-    if content == "snippet":
+    if content == "snippet":  # (sized with the query as fit_results will echo it)
+        echoed = answer["query"]
+        answer["query"] = cut(echoed, max_chars // 4)
         _first_look(answer, query)
-    if fit_results(answer["results"], max_chars):  # (the compact ones, for a first look)
-        answer["truncated"] = True
-        smaller = ("a smaller top_k or max_per_file" if content == "snippet"
-                   else "content='snippet', a smaller top_k or max_per_file")
-        hints.append(f"{'snippets' if content == 'snippet' else 'contents'} were cut to fit "
-                     f"max_chars={max_chars} (marked …[+N chars]): read a hit whole with "
-                     f"get_chunk(chunk_id), or ask with {smaller}")
-    if hints:
-        answer["hint"] = "; ".join(hints)
-    return answer
+        answer["query"] = echoed  # (and cut there, where the hint says so)
+
+    def shape(out: dict[str, Any], budget: int) -> Shaped:
+        parts, omitted = fit_results(out, budget)
+        said = list(hints)
+        if parts or omitted:
+            said.append(_cut(parts, omitted, max_chars, content))
+        return Shaped(out, cut=bool(parts or omitted), hints=said,
+                      more={"omitted": omitted} if omitted else {})
+
+    return cast(SearchAnswer, within(shape, cast(dict[str, Any], answer), max_chars))
+
+
+def _cut(parts: list[str], omitted: int, max_chars: int, content: str) -> str:
+    """What a search answer's hint says was cut to fit, and how to see the rest."""
+    names = {"query": "the echoed query", "content": "contents", "snippet": "snippets"}
+    said = []
+    if parts:
+        said.append(f"{' and '.join(names[p] for p in parts)} were cut (marked …[+N chars])")
+    if omitted:
+        said.append(f"the {omitted} lowest-ranked results were left out (omitted)")
+    read = ""
+    if {"content", "snippet"} & set(parts):
+        read = "; read a hit whole with get_chunk(chunk_id)"
+    if omitted or {"content", "snippet"} & set(parts):
+        smaller = "" if content == "snippet" else "content='snippet', "
+        read += f"; or ask with {smaller}a smaller top_k or max_per_file, or a larger max_chars"
+    return f"{', and '.join(said)} to fit max_chars={max_chars}{read}"
 
 
 def _first_look(answer: SearchAnswer, query: str) -> None:
@@ -131,51 +165,51 @@ def _rounded(scores: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def chunk_answer(chunk: ChunkDetail, max_chars: int) -> dict[str, Any]:
-    out: dict[str, Any] = dict(chunk)
-    if fit_results([out], max_chars):
-        out["truncated"] = True
-        out["hint"] = (f"the chunk was cut to fit max_chars={max_chars}: read its lines with "
-                       f"get_file(path, start_line={chunk['line_start']}, "
-                       f"end_line={chunk['line_end']})")
-    return out
+    def shape(out: dict[str, Any], budget: int) -> Shaped:
+        if not fit_texts(out, [(out, "content")], budget):
+            return Shaped(out)
+        return Shaped(out, cut=True, hints=[
+            f"the chunk was cut to fit max_chars={max_chars}: read its lines with "
+            f"get_file(path, start_line={chunk['line_start']}, end_line={chunk['line_end']})"])
+
+    return within(shape, dict(chunk), max_chars)
 
 
 def file_answer(found: FileRecord | FileLines, max_chars: int) -> dict[str, Any]:
-    out: dict[str, Any] = dict(found)
-    hint = fit_lines(out, max_chars) if "text" in found else fit_chunks(out, max_chars)
-    hints = [hint] if hint is not None else []
-    if hint is not None:
-        out["truncated"] = True
-    if found.get("changed_since_indexed"):
-        hints.insert(0, "the file changed since it was indexed: these are its lines now, "
-                        "and line numbers from search hits may point at other text; "
-                        "reindex its folder, then search again")
-    if hints:
-        out["hint"] = "; ".join(hints)
-    return out
+    def shape(out: dict[str, Any], budget: int) -> Shaped:
+        hint = (fit_lines(out, budget, max_chars) if "text" in out
+                else fit_chunks(out, budget, max_chars))
+        hints = [hint] if hint is not None else []
+        if out.get("changed_since_indexed"):
+            hints.insert(0, "the file changed since it was indexed: these are its lines now, "
+                            "and line numbers from search hits may point at other text; "
+                            "reindex its folder, then search again")
+        return Shaped(out, cut=hint is not None, hints=hints)
+
+    return within(shape, dict(found), max_chars)
 
 
 def links_answer(found: NoteLinks, limit: int, max_chars: int) -> dict[str, Any]:
     """A note's links, each list cut to ``limit`` entries (all of them counted), then to
     what fits ``max_chars`` characters of JSON text: ``unresolved`` first (its links are
     in ``outgoing`` too), then ``backlinks``, then ``outgoing``, from their ends."""
-    out: dict[str, Any] = dict(found)
+    answer: dict[str, Any] = dict(found)
     lists = ("outgoing", "backlinks", "unresolved")
-    out["counts"] = {name: len(out[name]) for name in lists}
+    answer["counts"] = {name: len(answer[name]) for name in lists}
     for name in lists:
-        out[name] = out[name][:limit]
-    over = len(answer_text(out)) + 200 - max_chars  # (room for the hint)
-    for name in reversed(lists):
-        kept = out[name]
-        while over > 0 and kept:
-            over -= len(answer_text(kept.pop())) + 1
-    cut = [name for name in lists if len(out[name]) < out["counts"][name]]
-    if cut:
-        out["truncated"] = True
-        out["hint"] = (f"{' and '.join(cut)} hold more links than shown (counts has them "
-                       f"all; limit={limit}, max_chars={max_chars}): call get_links again "
-                       "with a larger limit or max_chars to see them")
-    return out
+        answer[name] = answer[name][:limit]
+
+    def shape(out: dict[str, Any], budget: int) -> Shaped:
+        fit_lists(out, lists[::-1], budget)
+        cut = [name for name in lists if len(out[name]) < out["counts"][name]]
+        if not cut:
+            return Shaped(out)
+        return Shaped(out, cut=True, hints=[
+            f"{' and '.join(cut)} hold more links than shown (counts has them all; "
+            f"limit={limit}, max_chars={max_chars}): call get_links again with a larger "
+            "limit or max_chars to see them"])
+
+    return within(shape, answer, max_chars)
 
 
 def neighbors_answer(path: str, depth: int, found: list[Neighbor],

@@ -1,20 +1,31 @@
 """Keeping MCP answers within a character budget: an agent pays for every character.
 
-The budget covers the texts of an answer (``content``, ``snippet``, ``text``):
-search results are never dropped, their contents are cut (the longest first,
-down to an even share) with a visible marker; a file is paged by lines, and
-the answer says where the next page starts. A cut answer has ``truncated:
-true`` and a ``hint`` saying how to read the rest.
+``max_chars`` bounds the whole answer as the client receives it, its compact JSON
+text, escapes and all. What says what was cut and how to read on (``truncated``,
+``omitted``, ``next_start_line``, ``hint``: the envelope) is counted in too when there
+is room; it never takes more than ``ENVELOPE`` characters beyond ``max_chars``
+(``within``). The rest, the body, is cut by each tool's own rule: search contents
+and snippets (the longest first, down to an even share, with a visible marker) and
+then the lowest-ranked results, a file's lines or chunks by page, a note's links
+from the ends of their lists. Whatever metadata is still over after that (a file
+with hundreds of tags, say) is shortened last (``squeeze``).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_MAX_CHARS = 40_000
 MIN_MAX_CHARS = 1_000
+MAX_MAX_CHARS = 10_000_000
+#: The most characters an answer takes beyond ``max_chars``: its envelope (what says what
+#: was cut and how to read on), when the body cannot leave it room.
+ENVELOPE = 800
+ENVELOPE_FIELDS = ("truncated", "omitted", "next_start_line", "hint")
 
 
 def answer_text(answer: Any) -> str:
@@ -22,18 +33,49 @@ def answer_text(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
 
 
+def size(value: Any) -> int:
+    """The characters ``value`` takes in an answer's JSON text."""
+    return len(answer_text(value))
+
+
+def text_size(text: str) -> int:
+    """The characters a string's text takes in JSON (escapes counted, quotes not)."""
+    return size(text) - 2
+
+
+def body_size(answer: dict[str, Any]) -> int:
+    """The size of an answer but its envelope."""
+    return size({k: v for k, v in answer.items() if k not in ENVELOPE_FIELDS})
+
+
 def marker(cut: int) -> str:
     return f"…[+{cut} chars]"
 
 
-def _cut(text: str, keep: int) -> str:
-    """``text`` cut to at most ``keep`` characters, marker included, at a word boundary."""
-    if len(text) <= keep:
+def cut(text: str, keep: int) -> str:
+    """``text`` in at most ``keep`` characters of JSON text, marker included, cut at a word
+    boundary when one is near. Never longer than ``text``: when even the marker alone is
+    longer than ``keep``, that is what is left (or the text, if shorter still)."""
+    whole = text_size(text)
+    if whole <= keep:
         return text
     room = max(0, keep - len(marker(len(text))))
-    space = text.rfind(" ", 0, room)
-    end = space if space > room * 3 // 4 else room
-    return text[:end] + marker(len(text) - end)
+    if whole == len(text):  # nothing escaped: a character is a character
+        end = room
+    else:  # the longest prefix whose JSON text fits
+        low, high = 0, min(len(text), room)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if text_size(text[:mid]) <= room:
+                low = mid
+            else:
+                high = mid - 1
+        end = low
+    space = text.rfind(" ", 0, end)
+    if space > end * 3 // 4:
+        end = space
+    shorter = text[:end] + marker(len(text) - end)
+    return shorter if text_size(shorter) < whole else text
 
 
 def _cap(lengths: list[int], budget: int) -> int:
@@ -48,46 +90,199 @@ def _cap(lengths: list[int], budget: int) -> int:
     return low
 
 
-def fit_results(results: Sequence[Any], max_chars: int) -> bool:
-    """Cut the results' ``content`` (then ``snippet``) so that all of them together stay
-    within ``max_chars``; True when something was cut. Results are never dropped."""
-    for field in ("content", "snippet"):
-        texts = [r[field] for r in results if isinstance(r.get(field), str)]
-        other = sum(len(r[f]) for r in results for f in ("content", "snippet")
-                    if f != field and isinstance(r.get(f), str))
-        if other + sum(map(len, texts)) <= max_chars:
-            return field == "snippet"  # contents were cut already (or nothing was)
-        cap = _cap([len(t) for t in texts], max(0, max_chars - other))
-        for result in results:
-            if isinstance(result.get(field), str):
-                result[field] = _cut(result[field], cap)
-        if other + sum(len(r[field]) for r in results if isinstance(r.get(field), str)) \
-                <= max_chars:
-            return True
+Slot = tuple[dict[str, Any], str]
+
+
+def fit_texts(answer: dict[str, Any], slots: Sequence[Slot], max_chars: int) -> bool:
+    """Cut the texts in ``slots`` (the longest first, down to an even share) so that the
+    answer's body fits in ``max_chars``; True when one was cut. Texts that cannot shrink
+    enough are each left at their shortest (the marker alone)."""
+    if not slots or body_size(answer) <= max_chars:
+        return False
+    texts = [holder[key] for holder, key in slots]
+    for holder, key in slots:
+        holder[key] = ""
+    room = max_chars - body_size(answer)
+    cap = _cap([text_size(t) for t in texts], max(room, 0))
+    for (holder, key), text in zip(slots, texts, strict=True):
+        holder[key] = cut(text, cap)
+    if body_size(answer) > max_chars:
+        for (holder, key), text in zip(slots, texts, strict=True):
+            holder[key] = cut(text, 0)
     return True
 
 
-def fit_lines(answer: dict[str, Any], max_chars: int) -> str | None:
-    """Cut a ``get_file`` line range to whole lines within ``max_chars``: ``end_line`` says
+# ---------------------------------------------------------------- the last resort
+
+#: Cut only when nothing else is left: what a caller needs to ask for more.
+_IDS = frozenset({"chunk_id", "prev_chunk_id", "next_chunk_id", "target_chunk_id", "path",
+                  "root", "job_id"})
+#: Lists that their tools shorten, and count: left alone here.
+_PAGED = frozenset({"results", "chunks", "outgoing", "backlinks", "unresolved", "neighbors"})
+#: Objects whose entries are the user's own (a note's front matter): shortened like lists.
+_FREE = frozenset({"frontmatter"})
+
+Holder = dict[str, Any] | list[Any]
+
+
+def squeeze(answer: dict[str, Any], max_chars: int) -> bool:
+    """Shorten what is left of the body until it fits: the largest list (from its end) or
+    text (with a marker) first, ids and paths last. True when anything was shortened."""
+    squeezed = False
+    for ids_too in (False, True):
+        while (over := body_size(answer) - max_chars) > 0:
+            found = max(_shrinkable(answer, ids_too, top=True), default=None,
+                        key=lambda c: c[0])
+            if found is None:
+                break
+            _, holder, key, value = found
+            if isinstance(value, str):
+                shorter: Any = cut(value, max(0, text_size(value) - over))
+            else:
+                shorter = _fewer(value, over)
+            holder[key] = shorter
+            squeezed = True
+    return squeezed
+
+
+def _shrinkable(node: Holder, ids_too: bool,
+                top: bool = False) -> list[tuple[int, Holder, Any, Any]]:
+    """(size, holder, key, value) of every text, list or free object that can shrink."""
+    found: list[tuple[int, Holder, Any, Any]] = []
+    items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+    for key, value in items:
+        if top and key in ENVELOPE_FIELDS:
+            continue
+        if isinstance(value, str):
+            if (ids_too or key not in _IDS) and cut(value, 0) != value:
+                found.append((size(value), node, key, value))
+            continue
+        if isinstance(value, list | dict):
+            if value and (isinstance(value, list) and key not in _PAGED or key in _FREE):
+                found.append((size(value), node, key, value))
+            found += _shrinkable(value, ids_too)
+    return found
+
+
+def _fewer(value: list[Any] | dict[str, Any], over: int) -> list[Any] | dict[str, Any]:
+    """``value`` without as many of its last entries as take ``over`` characters."""
+    entries = list(value.items()) if isinstance(value, dict) else list(value)
+    kept, dropped = len(entries), 0
+    while kept and dropped < over:
+        kept -= 1
+        dropped += size(entries[kept]) + 1
+    return dict(entries[:kept]) if isinstance(value, dict) else entries[:kept]
+
+
+# ---------------------------------------------------------------- the whole answer
+
+
+@dataclass(slots=True)
+class Shaped:
+    """An answer's body fitted to a budget, what was cut, and what says how to read on."""
+
+    body: dict[str, Any]
+    cut: bool = False
+    hints: list[str] = field(default_factory=list)
+    more: dict[str, Any] = field(default_factory=dict)  # (omitted)
+
+
+def within(shape: Callable[[dict[str, Any], int], Shaped], answer: dict[str, Any],
+           max_chars: int) -> dict[str, Any]:
+    """``answer`` shaped (by ``shape``, on a copy) for a body of ``max_chars``; when its
+    envelope then takes it over, shaped again for a body that leaves the envelope room."""
+    out = _finish(shape(copy.deepcopy(answer), max_chars), max_chars, max_chars)
+    envelope = size(out) - body_size(out)
+    if size(out) > max_chars and envelope < max_chars:
+        budget = max_chars - envelope
+        out = _finish(shape(copy.deepcopy(answer), budget), budget, max_chars)
+    return out
+
+
+def _finish(shaped: Shaped, budget: int, max_chars: int) -> dict[str, Any]:
+    out = shaped.body
+    squeezed = squeeze(out, budget)
+    hints = list(shaped.hints)
+    if squeezed:
+        hints.append(f"lists and texts (tags, titles, headings) were shortened to fit "
+                     f"max_chars={max_chars}")
+    if shaped.cut or squeezed:
+        out["truncated"] = True
+    out.update(shaped.more)
+    if hints:
+        out["hint"] = "; ".join(hints)
+    return out
+
+
+# ---------------------------------------------------------------- each tool's body
+
+
+def fit_results(answer: dict[str, Any], max_chars: int) -> tuple[list[str], int]:
+    """A search answer's body within ``max_chars``: an echoed query (or an explained
+    expression) longer than a quarter of it is cut, then the contents and then the
+    snippets (``fit_texts``); when even at their shortest the results do not all fit,
+    the lowest-ranked are left out. What was cut (``query``, ``content``, ``snippet``),
+    and how many results were left out."""
+    parts: list[str] = []
+    quarter = max_chars // 4
+    if text_size(answer["query"]) > quarter:
+        answer["query"] = cut(answer["query"], quarter)
+        parts.append("query")
+    explain = answer.get("explain") or {}
+    for key in ("fts_query", "fts_every"):
+        if isinstance(explain.get(key), str) and text_size(explain[key]) > quarter:
+            explain[key] = cut(explain[key], quarter)
+    results = answer["results"]
+    kept = _fitting(answer, max_chars)
+    if kept < len(results):
+        answer["results"], answer["count"] = results[:kept], kept
+    for name in ("content", "snippet"):
+        slots = [(r, name) for r in answer["results"] if isinstance(r.get(name), str)]
+        if fit_texts(answer, slots, max_chars):
+            parts.append(name)
+        if body_size(answer) <= max_chars:
+            break
+    return parts, len(results) - kept
+
+
+def _fitting(answer: dict[str, Any], max_chars: int) -> int:
+    """How many of the first results fit, with their texts at their shortest."""
+    results = answer["results"]
+    answer["results"] = []
+    room = max_chars - body_size(answer)
+    answer["results"] = results
+    used, kept = -1, 0  # (n results take n - 1 commas)
+    for result in results:
+        used += size({k: cut(v, 0) if k in ("content", "snippet") and isinstance(v, str)
+                      else v for k, v in result.items()}) + 1
+        if used > room:
+            break
+        kept += 1
+    return kept
+
+
+def fit_lines(answer: dict[str, Any], budget: int, max_chars: int) -> str | None:
+    """Cut a ``get_file`` line range to whole lines within ``budget``: ``end_line`` says
     where it stopped, ``next_start_line`` where the next page starts (none after the
     file's last line). None when it fits; else how to read the rest (a single line
     longer than the budget is cut with a marker, and the hint says how to read it whole)."""
-    text: str = answer["text"]
-    if len(text) <= max_chars:
+    if body_size(answer) <= budget:
         return None
-    lines = text.split("\n")
-    used, kept = 0, 0
-    for line in lines:
-        if used + len(line) + (1 if kept else 0) > max_chars:
-            break
-        used += len(line) + (1 if kept else 0)
-        kept += 1
+    lines = answer["text"].split("\n")
     start, asked_end = answer["start_line"], answer["end_line"]
-    long_line = None
+    answer["text"] = ""
+    room = budget - body_size(answer)
+    used, kept = -2, 0  # (a newline is two characters of JSON text: \\n)
+    for line in lines:
+        used += text_size(line) + 2
+        if used > room:
+            break
+        kept += 1
+    whole = None
     if kept == 0:  # one line longer than the budget: its start, cut
-        long_line = len(lines[0])
-        answer["text"] = _cut(lines[0], max_chars)
-        kept = 1
+        answer["text"], answer["end_line"] = lines[0], start
+        whole = body_size(answer)  # what reads it whole
+        answer["text"], kept = cut(lines[0], room), 1
     else:
         answer["text"] = "\n".join(lines[:kept])
     answer["end_line"] = start + kept - 1
@@ -96,41 +291,43 @@ def fit_lines(answer: dict[str, Any], max_chars: int) -> str | None:
         answer["next_start_line"] = answer["end_line"] + 1
     # reading on keeps to the range asked for, when it ended before the file does
     until = f", end_line={asked_end}" if asked_end < answer["total_lines"] else ""
-    if long_line is None:
+    if whole is None:
         return _read_on(answer, max_chars, until)
-    whole = (f"line {start} has {long_line} characters, more than max_chars={max_chars}: "
-             f"read it whole with start_line={start}, end_line={start}, "
-             f"max_chars={long_line}")
+    said = (f"line {start} has {len(lines[0])} characters, cut to fit max_chars={max_chars}: "
+            f"read it whole with start_line={start}, end_line={start}, "
+            f"max_chars={max(whole, max_chars)}")
     if not more:
-        return whole
-    return (f"{whole}; call again with start_line={answer['next_start_line']}{until} to "
+        return said
+    return (f"{said}; call again with start_line={answer['next_start_line']}{until} to "
             "read on after it")
 
 
-def fit_chunks(answer: dict[str, Any], max_chars: int) -> str | None:
-    """A whole file's chunks, as many as fit in ``max_chars`` (at least one, cut if need
+def fit_chunks(answer: dict[str, Any], budget: int, max_chars: int) -> str | None:
+    """A whole file's chunks, as many as fit in ``budget`` (at least one, cut if need
     be); ``next_start_line`` is where the next page (a line range) starts. None when all
     fit; else how to read the rest. A page ends where a line ends: a long line that two
     chunks share is left whole to the next page, and a chunk cut to fit is read again
     from its first line, so that no text falls between two pages."""
-    chunks: list[dict[str, Any]] = answer["chunks"]
-    used, kept = 0, 0
-    for chunk in chunks:
-        if used + len(chunk["content"]) > max_chars and kept:
-            break
-        used += len(chunk["content"])
-        kept += 1
-    if kept == len(chunks) and used <= max_chars:
+    if body_size(answer) <= budget:
         return None
+    chunks: list[dict[str, Any]] = answer["chunks"]
+    answer["chunks"] = []
+    room = budget - body_size(answer)
+    used, kept = -1, 0
+    for chunk in chunks:
+        used += size(chunk) + 1
+        if used > room and kept:
+            break
+        kept += 1
     while 1 < kept < len(chunks) and chunks[kept]["line_start"] <= chunks[kept - 1]["line_end"]:
         kept -= 1  # the next chunk goes on in the last one's last line
     answer["chunks"] = chunks[:kept]
-    last = answer["chunks"][-1]
+    last = chunks[kept - 1]
     following = chunks[kept]["line_start"] if kept < len(chunks) else last["line_end"] + 1
     answer["next_start_line"] = min(last["line_end"] + 1, following)
-    if len(last["content"]) > max_chars:
-        last["content"] = _cut(last["content"], max_chars)
-        answer["next_start_line"] = last["line_start"]  # its lines, whole, on the next page
+    if body_size(answer) > budget:  # one chunk, too long: its lines, whole, on the next page
+        fit_texts(answer, [(last, "content")], budget)
+        answer["next_start_line"] = last["line_start"]
     return _read_on(answer, max_chars)
 
 
@@ -138,3 +335,13 @@ def _read_on(answer: dict[str, Any], max_chars: int, until: str = "") -> str:
     return (f"the answer stops before line {answer['next_start_line']} to fit "
             f"max_chars={max_chars}: call get_file again with "
             f"start_line={answer['next_start_line']}{until} to read on")
+
+
+def fit_lists(answer: dict[str, Any], names: Sequence[str], budget: int) -> None:
+    """Entries dropped from the ends of the lists ``names``, in that order, until the body
+    fits in ``budget``."""
+    for name in names:
+        entries = answer[name]
+        while entries and (over := body_size(answer) - budget) > 0:
+            while entries and over > 0:
+                over -= size(entries.pop()) + 1

@@ -2,7 +2,9 @@
 
 ``recent`` is always listed; the tools that write (``write_note``, ``edit_note``,
 ``move_note``, ``delete_note``, ``restore_note``) only when the server has a writable
-folder (``--writable DIR``). Their parameters are described here for the client's model.
+folder (``--writable DIR``). As in ``params``, a description says when to use a tool or
+an argument, in a few words (agents read the list in every session); the details are
+in docs/CONTRACT.md ("Notes").
 """
 
 from __future__ import annotations
@@ -10,72 +12,42 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel, ConfigDict, Field
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
 
 from .tools import ServerState, _state, _tool_errors
 
 NotePath = Annotated[str, Field(
-    min_length=1, description="The note's path relative to the writable folder, ending in "
-                              ".md, e.g. 'decisions/2026-11-22-database.md' (folders are "
-                              "made as needed).")]
+    min_length=1, description="Relative to the writable folder, ending in .md: 'adr/db.md'.")]
 Content = Annotated[str, Field(description="The note's markdown text.")]
-Title = Annotated[str | None, Field(
-    description="A title, written into the note's front matter (title:).")]
-NoteTags = Annotated[list[str] | None, Field(
-    description="Tags, added to the note's front matter (tags:), e.g. ['decision', "
-                "'database']; one word each.")]
+Title = Annotated[str | None, Field(description="A title for its front matter.")]
+NoteTags = Annotated[list[str] | None, Field(description="Tags for its front matter, "
+                                                         "one word each.")]
 IfMatch = Annotated[str | None, Field(
-    description="The sha256 of the note as you last read it (from a write or edit answer, "
-                "or get_file with a line range): the call fails with a conflict, writing "
-                "nothing, if the note changed since (a person or another agent edited it).")]
-Overwrite = Annotated[bool, Field(
-    description="Replace the note if it exists (otherwise an existing note is a conflict; "
-                "prefer if_match, which replaces only the version you read).")]
-Folder = Annotated[str | None, Field(
-    description="Which writable folder (its path or name), when the server has several; "
-                "default the first (for an existing note: the first that holds it).")]
-Addition = Annotated[str | None, Field(
-    description="Text added as a block of its own (a blank line apart from its "
-                "neighbours).")]
-Find = Annotated[str | None, Field(
-    description="Exact text to replace (it must occur once, unless replace_all); an error "
-                "says where it is when it occurs more than once or not at all.")]
-Replace = Annotated[str | None, Field(description="The text put in place of find ('' deletes "
-                                                  "it).")]
+    description="The sha256 you last read: a conflict, writing nothing, if it changed since.")]
+Overwrite = Annotated[bool, Field(description="Replace an existing note (if_match is safer).")]
+Folder = Annotated[str | None, Field(description="Which writable folder, when there are "
+                                                 "several (path or name).")]
+Addition = Annotated[str | None, Field(description="Text added as a block of its own.")]
+Section = Annotated[dict[str, str] | None, Field(
+    description="{\"heading\": its text or 'A > B', \"text\": the section's new text}.")]
+Find = Annotated[str | None, Field(description="Exact text to replace; it must occur once "
+                                               "unless replace_all.")]
+Replace = Annotated[str | None, Field(description="What find becomes ('' deletes it).")]
 ReplaceAll = Annotated[bool, Field(description="Replace every occurrence of find.")]
-UpdateLinks = Annotated[bool, Field(
-    description="Rewrite the [[wikilinks]] and markdown links to the note in the folder's "
-                "notes (and the note's own relative links) so that they still find it.")]
-Limit = Annotated[int, Field(ge=1, le=1000, description="How many notes to list (1 to 1000).")]
-Since = Annotated[str | None, Field(
-    description="Only notes changed at or after this time: an ISO date or datetime "
-                "(2026-11-01) or an age: 7d, 2w, 3m, 1y.")]
-RecentRoot = Annotated[str | None, Field(
-    description="Only notes under this indexed folder (its path, or its name when unique).")]
-
-
-class SectionReplacement(BaseModel):
-    """Which section, and its new text."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    heading: str = Field(description="The heading's text ('Decisions' or '## Decisions'), or "
-                                     "its breadcrumb ('Project > Decisions') when several "
-                                     "share it.")
-    text: str = Field(description="The section's new text (under the heading, up to the "
-                                  "next heading of its level or higher; the heading line "
-                                  "stays).")
+UpdateLinks = Annotated[bool, Field(description="Rewrite the links to it so they still "
+                                                "find it.")]
+Limit = Annotated[int, Field(ge=1, le=1000, description="How many (1 to 1000).")]
+Since = Annotated[str | None, Field(description="Only those changed since a date or an age "
+                                                "(7d).")]
 
 
 async def write_note(ctx: Context[ServerState, Any], path: NotePath, content: Content,
                      title: Title = None, tags: NoteTags = None, if_match: IfMatch = None,
                      overwrite: Overwrite = False, folder: Folder = None) -> dict[str, Any]:
-    """Create a markdown note in the writable folder: a decision, a fix, a meeting
-    summary, anything worth finding in a later session. It is searchable when this call
-    returns (search_rifflux finds its words at once; vector_stored says whether it is
-    found by meaning yet). The answer gives its path, sha256 (pass it as if_match to
-    change the note later) and lines. An existing note is not replaced unless overwrite
-    or if_match says so."""
+    """Record what you learned (a decision, a fix, a summary) as a markdown note in the
+    writable folder; searchable when the call returns. The answer gives its sha256
+    (your if_match for later changes), lines and whether it is found by meaning yet."""
     with _tool_errors():
         return dict(await _state(ctx).rf.write_note(
             path, content, title=title, tags=tags, if_match=if_match, overwrite=overwrite,
@@ -83,19 +55,20 @@ async def write_note(ctx: Context[ServerState, Any], path: NotePath, content: Co
 
 
 async def edit_note(ctx: Context[ServerState, Any], path: NotePath, append: Addition = None,
-                    prepend: Addition = None,
-                    replace_section: SectionReplacement | None = None,
+                    prepend: Addition = None, replace_section: Section = None,
                     find: Find = None, replace: Replace = None,
                     replace_all: ReplaceAll = False, if_match: IfMatch = None,
                     folder: Folder = None) -> dict[str, Any]:
-    """Edit one part of a note in the writable folder, keeping the rest byte for byte
-    (front matter, line endings, encoding). Give exactly one of: append (at the end),
-    prepend (at the top, after the front matter), replace_section ({heading, text}), or
-    find with replace. Pass if_match (the sha256 you last read) so that a change made
-    meanwhile by a person or another agent is a conflict instead of being overwritten:
-    then read the note again and redo the edit. Searchable when the call returns."""
-    section = None if replace_section is None else (replace_section.heading,
-                                                    replace_section.text)
+    """Change one part of a note, the rest kept byte for byte: give one of append,
+    prepend (after the front matter), replace_section, or find with replace. Pass
+    if_match: a change made meanwhile by someone else is then a conflict (read the note
+    again and redo the edit)."""
+    section = None
+    if replace_section is not None:
+        if set(replace_section) != {"heading", "text"}:
+            raise ToolError("replace_section is {\"heading\": the heading's text or "
+                            "breadcrumb, \"text\": the section's new text}; call again so")
+        section = (replace_section["heading"], replace_section["text"])
     with _tool_errors():
         return dict(await _state(ctx).rf.edit_note(
             path, append=append, prepend=prepend, replace_section=section, find=find,
@@ -105,10 +78,9 @@ async def edit_note(ctx: Context[ServerState, Any], path: NotePath, append: Addi
 async def move_note(ctx: Context[ServerState, Any], src: NotePath, dst: NotePath,
                     update_links: UpdateLinks = True, if_match: IfMatch = None,
                     folder: Folder = None) -> dict[str, Any]:
-    """Move or rename a note within its writable folder. The links to it in the folder's
-    notes ([[Name]], [[Name#Heading]], [[Name|alias]], ![[Name]], [text](dir/Name.md))
-    are rewritten to its new path (links_updated lists each); links in code are left
-    alone. Refused when dst exists."""
+    """Move or rename a note in its writable folder; the [[wikilinks]] and markdown links
+    to it in the folder's notes are rewritten (links_updated lists each). Refused when
+    dst exists."""
     with _tool_errors():
         return dict(await _state(ctx).rf.move_note(src, dst, update_links=update_links,
                                                    if_match=if_match, folder=folder))
@@ -116,8 +88,8 @@ async def move_note(ctx: Context[ServerState, Any], src: NotePath, dst: NotePath
 
 async def delete_note(ctx: Context[ServerState, Any], path: NotePath,
                       if_match: IfMatch = None, folder: Folder = None) -> dict[str, Any]:
-    """Delete a note: it moves to .rifflux-trash/ in its writable folder (never searched)
-    and leaves the index; restore_note brings it back."""
+    """Delete a note: it moves to .rifflux-trash/ in its folder (never searched) and
+    leaves the index; restore_note brings it back."""
     with _tool_errors():
         return dict(await _state(ctx).rf.delete_note(path, if_match=if_match, folder=folder))
 
@@ -129,13 +101,12 @@ async def restore_note(ctx: Context[ServerState, Any], path: NotePath,
         return dict(await _state(ctx).rf.restore_note(path, folder=folder))
 
 
-async def recent(ctx: Context[ServerState, Any], limit: Limit = 20, since: Since = None,
-                 root: RecentRoot = None) -> dict[str, Any]:
-    """List the notes changed most recently, by anyone (the user, other agents, you),
-    newest first, each with its path, title, tags and time. Look here first when a
-    session starts, to pick up where the work was left."""
+async def recent(ctx: Context[ServerState, Any], limit: Limit = 20,
+                 since: Since = None) -> dict[str, Any]:
+    """The notes changed most recently, by anyone, newest first. Look here first in a
+    new session."""
     with _tool_errors():
-        notes = await _state(ctx).rf.recent(limit, since, root=root)
+        notes = await _state(ctx).rf.recent(limit, since)
     return {"count": len(notes), "notes": notes}
 
 

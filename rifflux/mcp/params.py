@@ -1,7 +1,9 @@
 """The MCP tools' parameters: each type carries the description a client shows its model.
 
 The SDK builds every tool's input schema from these annotations and checks the
-arguments against it before a tool runs.
+arguments against it before a tool runs. Agents read the tool list in every
+session, so a description says when to use an argument, in a few words; the
+details are in docs/CONTRACT.md. Types, enums and bounds stay exact.
 """
 
 from __future__ import annotations
@@ -11,125 +13,76 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ..core.graph import MAX_DEPTH
-from .budget import MIN_MAX_CHARS
+from .budget import MAX_MAX_CHARS, MIN_MAX_CHARS
 
 MAX_TOP_K = 100
 
-Query = Annotated[str, Field(description="What to look for: words, a phrase, an identifier or "
-                                         "a question. Any text is accepted.")]
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results to return "
-                                                            f"(1 to {MAX_TOP_K}).")]
+Query = Annotated[str, Field(description="Words, a phrase, a name or a question.")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many hits.")]
 SearchMode = Annotated[
     Literal["hybrid", "lexical", "semantic"],
-    Field(description="'hybrid' (default, best in general) fuses keyword and meaning ranks; "
-                      "'lexical' for exact words, names, identifiers and error messages; "
-                      "'semantic' for paraphrased or conceptual questions."),
+    Field(description="hybrid: best in general; lexical: exact words, names, errors; "
+                      "semantic: meaning, paraphrases."),
 ]
-DbPath = Annotated[str | None, Field(
-    description="Search another index file instead of the server's own (rarely needed; "
-                "opened for this call only).")]
+DbPath = Annotated[str | None, Field(description="Search another index file instead.")]
 
 # ---------------------------------------------------------------- filters
 
 Paths = Annotated[list[str] | None, Field(
-    description="Only files whose path (relative to its indexed folder) matches one of these "
-                "globs, as in .gitignore: 'docs/**', '**/adr-*.md', 'notes/2026-*'. Applied "
-                "before ranking, so small folders are never crowded out.")]
-Root = Annotated[str | None, Field(
-    description="Only files under this indexed folder: its absolute path, or its name when "
-                "only one indexed folder has that name (index_status lists them).")]
-Tags = Annotated[list[str] | None, Field(
-    description="Only files carrying every one of these tags (front matter or inline "
-                "#tags; 'project' also matches nested 'project/alpha'). list_tags shows "
-                "the tags in use.")]
+    description="Only paths matching a glob, as in .gitignore: 'docs/**'.")]
+Root = Annotated[str | None, Field(description="Only this indexed folder (path or name).")]
+Tags = Annotated[list[str] | None, Field(description="Only notes with all these tags.")]
 FrontmatterValue = str | int | float | bool | list[str | int | float | bool]
 Frontmatter = Annotated[dict[str, FrontmatterValue] | None, Field(
-    description="Only files whose front matter has these values, e.g. {\"status\": "
-                "\"draft\"}; a list field matches when it contains the value; a list of "
-                "values needs all of them (ask once per value for any of them).")]
+    description="Only notes with these front matter values: {\"status\": \"draft\"}.")]
 ModifiedAfter = Annotated[str | None, Field(
-    description="Only files modified at or after this time: an ISO date or datetime "
-                "(2026-11-01, 2026-11-01T09:30; local time unless a zone is given) or an "
-                "age: 7d, 2w, 3m (months), 1y.")]
-ModifiedBefore = Annotated[str | None, Field(
-    description="Only files modified before this time (same forms as modified_after).")]
+    description="Only files modified since: 2026-11-01, or an age: 7d, 2w, 3m, 1y.")]
+ModifiedBefore = Annotated[str | None, Field(description="Only files modified before it.")]
 
 Near = Annotated[str | None, Field(
-    description="Only this note and the notes linked to or from it (up to `depth` links "
-                "away, either way): the note's `path` as search results give it (with "
-                "`root` when several folders hold it). get_neighbors lists them.")]
-Depth = Annotated[int, Field(
-    ge=1, le=MAX_DEPTH, description="How many links away: 1 (default) the notes linked to "
-                                    "or from the note; 2 adds the notes linked to or from "
-                                    "those, and so on.")]
+    description="Only this note's path and the notes linked to or from it.")]
+Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH, description="How many links away.")]
 NearDepth = Annotated[int | None, Field(
-    ge=1, le=MAX_DEPTH, description="With near: how many links away (default 1, the notes "
-                                    "linked to or from the note; 2 adds the notes linked "
-                                    "to or from those). Without near it is an error.")]
+    ge=1, le=MAX_DEPTH, description="With near: how many links away (default 1).")]
 
 # ---------------------------------------------------------------- shaping the answer
 
 MaxPerFile = Annotated[int | None, Field(
-    ge=1, description="At most this many hits from one file (the list goes on down the "
-                      "ranking). Use 1 or 2 to see which files are relevant rather than "
-                      "many sections of one long file.")]
+    ge=1, description="At most this many hits per file: 1 shows which files matter.")]
 Content = Annotated[Literal["full", "snippet"], Field(
-    description="'full' (default) returns each hit's whole text; 'snippet' a cheap "
-                "first look: where each hit is and 80-240 characters around the "
-                "matches, about 4,000 characters in all (read a hit whole with "
-                "get_chunk).")]
+    description="snippet: a cheap first look (about 4,000 characters); full: whole texts.")]
 Explain = Annotated[bool, Field(
-    description="Add each hit's ranks and raw scores (bm25, cosine) and the lexical query "
-                "and filters applied.")]
+    description="Add why: ranks, raw scores, the query and filters that ran.")]
 MaxChars = Annotated[int, Field(
-    ge=MIN_MAX_CHARS, description="Most characters of text (contents, snippets, lines) in "
-                                  "the answer; longer answers are cut, say so (truncated, "
-                                  "hint) and say how to read the rest.")]
+    ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
+    description="Most characters in the answer; a cut one says how to read on.")]
 
 # ---------------------------------------------------------------- reading
 
-FilePath = Annotated[str, Field(
-    description="The file's `path` from search results (relative to its indexed folder), "
-                "or an absolute path inside an indexed folder.")]
+FilePath = Annotated[str, Field(description="A hit's path, or an absolute path.")]
 FileRoot = Annotated[str | None, Field(
-    description="The indexed folder the path is relative to (the `root` of a search "
-                "result), when several folders hold the same path.")]
+    description="A hit's root, when several folders hold the path.")]
 StartLine = Annotated[int | None, Field(
-    ge=1, description="First line to read (1-based), e.g. a result's line_start. With a "
-                      "line range the lines come from the file on disk.")]
-EndLine = Annotated[int | None, Field(
-    ge=1, description="Last line to read (inclusive), e.g. a result's line_end; past the "
-                      "end of the file it stops at the last line.")]
-ChunkId = Annotated[str, Field(description="A chunk_id from search_rifflux results.")]
-NotePath = Annotated[str, Field(
-    description="The note's `path` from search results (relative to its indexed folder), "
-                "or an absolute path inside an indexed folder.")]
+    description="First line, e.g. a hit's line_start (before 1 reads from 1).")]
+EndLine = Annotated[int | None, Field(ge=1, description="Last line (inclusive).")]
+ChunkId = Annotated[str, Field(description="A hit's chunk_id.")]
+NotePath = FilePath
 MAX_LIMIT = 1000
-Limit = Annotated[int, Field(
-    ge=1, le=MAX_LIMIT, description=f"Most entries per list in the answer (1 to {MAX_LIMIT}); "
-                                    "the rest are counted, and `truncated` says so.")]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most entries per list.")]
 
 # ---------------------------------------------------------------- indexing
 
-Force = Annotated[bool, Field(description="Re-read and re-chunk files even when unchanged.")]
+Force = Annotated[bool, Field(description="Re-read unchanged files too.")]
 Yes = Annotated[bool, Field(
-    description="Index it even when it is / or the home folder itself, or a folder not "
-                "indexed yet with more than 50,000 markdown files (refused otherwise: it "
-                "is nearly always a wrong working directory). Ask the user first.")]
+    description="Allow /, home or a new folder of over 50,000 files. Ask the user first.")]
 ForgetYes = Annotated[bool, Field(
-    description="Forget / or the home folder, which removes every indexed folder inside "
-                "it (refused otherwise). Ask the user first.")]
+    description="Allow / or home (every folder in it). Ask the user first.")]
 ForgetPath = Annotated[str, Field(
-    min_length=1, description="An indexed folder (as index_status lists it under "
-                              "indexed_roots), or a folder or file inside one; absolute "
-                              "paths are best.")]
+    min_length=1, description="An indexed folder, or a folder or file in one.")]
 ReindexPath = Annotated[str | None, Field(
-    description="A folder or markdown file to index; best given as an absolute path "
-                "(relative paths resolve against the server's working directory).")]
-ReindexPaths = Annotated[list[str] | None, Field(
-    description="Several folders or files; when non-empty, `path` is ignored.")]
+    description="A folder or markdown file, best absolute (default: the server's cwd).")]
+ReindexPaths = Annotated[list[str] | None, Field(description="Several; wins over path.")]
 ReindexMany = Annotated[list[str], Field(
-    min_length=1, description="Folders or markdown files to index, best as absolute paths.")]
+    min_length=1, description="Folders or markdown files, best absolute.")]
 Background = Annotated[bool, Field(
-    description="Return a job at once instead of waiting; poll index_status until the job "
-                "is 'completed'.")]
+    description="Return a job at once; poll index_status until it is completed.")]

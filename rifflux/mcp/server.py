@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import inspect
 import logging
 import os
 import time
@@ -35,6 +34,7 @@ from .budget import answer_text
 from .note_tools import WRITE_TOOLS, recent
 from .other_indexes import OtherIndexes
 from .params import MAX_TOP_K
+from .schemas import tighten
 from .tools import (
     ServerState,
     forget,
@@ -114,10 +114,15 @@ class RiffluxMCPServer(MCPServer[ServerState]):
         return result
 
     def close_schema(self, name: str) -> None:
-        """Publish that ``name`` takes no arguments beyond its own."""
+        """Publish that ``name`` takes no arguments beyond its own, in a schema as strict
+        and shorter (``schemas.tighten``)."""
         schema = sdk.tool_input_schema(self, name)
         if schema is not None:
+            tighten(schema)
             schema["additionalProperties"] = False
+        output = sdk.tool_output_schema(self, name)
+        if output is not None:
+            output.pop("title", None)  # ("search_riffluxDictOutput": says nothing)
 
     def _refuse_unknown(self, name: str, arguments: dict[str, Any]) -> None:
         """An argument the tool does not take is an error, not ignored: a misspelt filter
@@ -171,8 +176,11 @@ def _explain(tool: str, exc: ValidationError) -> str:
 def build_server(
     settings: Settings, *, on_open: Callable[[], object] | None = None,
     open_index: Callable[[Settings], Rifflux] | None = None,
+    rifflux: Rifflux | None = None,
 ) -> RiffluxMCPServer:
-    """The server; its lifespan opens ``Rifflux`` (and the watcher, if watch paths are set).
+    """The server, for every transport; its lifespan opens ``Rifflux`` (and the watcher,
+    if watch paths are set), or serves ``rifflux``, an instance the caller has open and
+    closes (``rifflux serve``: one instance behind MCP, the JSON API and the page).
 
     Opening is quick: the embedding model loads in a worker thread meanwhile, so
     the handshake is answered at once and searches wait for the model only if
@@ -189,7 +197,8 @@ def build_server(
                 OtherIndexes(settings, open_index=open_index))
             broken: ServerState | None
             try:
-                rf = await stack.enter_async_context(Rifflux(settings=settings))
+                rf = (rifflux if rifflux is not None
+                      else await stack.enter_async_context(Rifflux(settings=settings)))
             except RiffluxError as exc:
                 # The client sees nothing of stderr: every tool answers with this
                 # instead, and the server stays up so that it can.
@@ -231,7 +240,7 @@ def build_server(
         tools += [(tool, _CHANGES if tool.__name__ in _DESTRUCTIVE else _EDITS)
                   for tool in WRITE_TOOLS]
     for tool, hints in tools:
-        server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""),
+        server.add_tool(tool, description=" ".join((tool.__doc__ or "").split()),
                         annotations=hints)
         server.close_schema(tool.__name__)
     return server

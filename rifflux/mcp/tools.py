@@ -139,22 +139,10 @@ async def search_rifflux(
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
     db_path: DbPath = None,
 ) -> dict[str, Any]:
-    """Search the user's indexed markdown (notes, docs, READMEs) and return the best
-    matching chunks, each with its file path, source lines (line_start-line_end),
-    heading breadcrumb, note title and tags, a snippet with the matches marked
-    **like this**, its text and scores. Use it first whenever the answer may be
-    written down in the indexed folders.
-
-    Narrow it with paths, root, tags, frontmatter or modified_after/modified_before
-    when the question is about one folder, topic or period, or with near (a note's
-    path) to the notes linked to or from that note (depth links away; each hit's
-    backlink_count says how many notes link to it). For a cheap first look use
-    content='snippet' (each hit keeps its chunk_id, path, breadcrumb and scores, and a
-    snippet sized so that the answer stays near 4,000 characters; the folder is given
-    once), and max_per_file=1 to see which files matter rather than many sections of
-    one long file; then read a hit whole with get_chunk (by chunk_id; it gives the
-    hit's lines, title and tags) or exact lines with get_file (path, start_line,
-    end_line). If nothing relevant comes back, the answer's hint says what to try."""
+    """Search the user's indexed markdown (notes, docs); use it first when the
+    answer may be written there. Hits give path, lines, heading, snippet, text and
+    scores. For a cheap first look: content='snippet', max_per_file=1; then read a hit
+    with get_chunk or get_file. An answer's hint says what to try next."""
     state = _state(ctx)
     filters: dict[str, Any] = {
         "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
@@ -163,25 +151,23 @@ async def search_rifflux(
     # contents always: a first look's snippets are sized to its answer (search_answer)
     shape: dict[str, Any] = {"max_per_file": max_per_file, "content": "full",
                              "explain": explain}
-    auto: dict[str, Any] | None = None
     other = (await anyio.to_thread.run_sync(_other_db, db_path, state.settings.db_path)
              if db_path else None)
     with _tool_errors():
         if other is not None:
+            auto = ({"started": False, "reason": "automatic reindex only runs for the "
+                                                 "server's own index"}
+                    if state.auto.enabled else None)
             answer = await _search_other_db(state.others, other, db_path or "", query,
-                                            top_k, mode, filters, shape, max_chars, content)
-            if state.auto.enabled:
-                auto = {"started": False, "reason": "automatic reindex only runs for the "
-                                                    "server's own index"}
+                                            top_k, mode, filters, shape, max_chars, content,
+                                            auto)
         else:
             applied = make_filters(**filters)  # (once: for the search and its explain)
             results = await state.rf.search_filtered(query, applied, top_k, mode, **shape)
+            auto = await state.auto.after_search()
             answer = await search_answer(state.rf, query, mode, results, filters,
                                          explain=explain, max_chars=max_chars,
-                                         content=content, applied=applied)
-            auto = await state.auto.after_search()
-    if auto is not None:
-        answer["auto_reindex"] = auto
+                                         content=content, applied=applied, auto_reindex=auto)
     return dict(answer)
 
 
@@ -194,6 +180,7 @@ def _other_db(db_path: str, own: Path) -> Path | None:
 async def _search_other_db(
     others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
+    auto: dict[str, object] | None,
 ) -> SearchAnswer:
     file = await anyio.to_thread.run_sync(file_id, db)
     if file is None:
@@ -204,14 +191,13 @@ async def _search_other_db(
         results = await rf.search_filtered(query, applied, top_k, mode, **shape)
         return await search_answer(rf, query, mode, results, filters,
                                    explain=shape["explain"], max_chars=max_chars,
-                                   content=content, applied=applied)
+                                   content=content, applied=applied, auto_reindex=auto)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,
                     max_chars: MaxChars = DEFAULT_MAX_CHARS) -> dict[str, Any]:
-    """Read one stored chunk in full by its chunk_id (from search_rifflux results), with
-    its location (path, line_start-line_end), note metadata, and the ids of the chunks
-    before and after it in the file (prev_chunk_id, next_chunk_id) to read on."""
+    """Read one hit whole by its chunk_id, with its lines, note title and
+    tags, and the ids of the chunks before and after it."""
     with _tool_errors():
         chunk = await _state(ctx).rf.get_chunk(chunk_id)
     if chunk is None:
@@ -228,12 +214,9 @@ async def get_file(
     end_line: EndLine = None,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
-    """Read an indexed file. With start_line/end_line (e.g. a search result's
-    line_start and line_end, widened for context), the exact lines from the file on
-    disk with total_lines; without, its title, tags, front matter and chunks in order.
-    Long answers come in pages: when `truncated` is true, call again with
-    start_line=next_start_line to read on. Only files in the index can be read, by the
-    path search results give."""
+    """Read an indexed file: exact lines from disk (start_line, end_line: a
+    hit's lines, widened), or without them its metadata and chunks. When truncated,
+    read on from next_start_line."""
     with _tool_errors():
         found = await _state(ctx).rf.get_file(path, root=root, start_line=start_line,
                                                 end_line=end_line)
@@ -247,12 +230,8 @@ async def get_file(
 async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRoot = None,
                     limit: Limit = 100,
                     max_chars: MaxChars = DEFAULT_MAX_CHARS) -> dict[str, Any]:
-    """List a note's links both ways: the notes it links to (outgoing: [[wikilinks]],
-    embeds and markdown links, each with the file it resolves to, or path null when no
-    file matches; those are listed again under unresolved) and the notes that link to it
-    (backlinks). Each link says where it is written (heading, line, the line's text as
-    context, chunk_id for get_chunk). Use it to follow a note's references, or to see
-    what else says something about it."""
+    """A note's links both ways: the notes it links to (outgoing; unresolved:
+    no such note) and those linking to it (backlinks), each with where it is written."""
     with _tool_errors():
         found = await _state(ctx).rf.links(path, root=root)
     return links_answer(found, limit, max_chars)
@@ -260,30 +239,24 @@ async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRo
 
 async def get_neighbors(ctx: Context[ServerState, Any], path: NotePath, depth: Depth = 1,
                         root: FileRoot = None, limit: Limit = 100) -> dict[str, Any]:
-    """List the notes near a note in the link graph: those it links to or that link to
-    it (depth 1), and with depth 2 the notes linked to or from those, nearest first,
-    each with its path, title and distance. Use it to find related notes; to search
-    only among them, call search_rifflux with near=path and the same depth."""
+    """The notes within depth links of a note, either way, nearest first. To
+    search among them: search_rifflux with near."""
     with _tool_errors():
         found = await _state(ctx).rf.neighbors(path, depth=depth, root=root)
     return neighbors_answer(path, depth, found, limit)
 
 
 async def list_tags(ctx: Context[ServerState, Any], paths: Paths = None) -> dict[str, Any]:
-    """List the tags in the indexed notes (front matter and inline #tags, nested tags
-    with each level), each with the number of files that carry it, most used first.
-    Use it to pick values for search_rifflux's tags filter; paths narrows it to files
-    matching those globs."""
+    """The tags in use and how many files carry each: values for
+    search_rifflux's tags."""
     with _tool_errors():
         tags = await _state(ctx).rf.list_tags(paths)
     return {"count": len(tags), "tags": tags}
 
 
 async def index_status(ctx: Context[ServerState, Any]) -> dict[str, Any]:
-    """Report what is indexed (files, chunks, embeddings, pending embeddings), the
-    database and embedding model in use, the include/exclude globs, recent reindex
-    jobs and the watcher's state. Use it to see whether a background reindex has
-    finished, or why a search finds nothing."""
+    """What is indexed (files, folders, embeddings), the model, jobs and the
+    watcher: whether a reindex has finished, or why a search finds nothing."""
     state = _state(ctx)
     with _tool_errors():
         status = await state.rf.status()
@@ -301,13 +274,9 @@ async def reindex(
     background: Background = False,
     yes: Yes = False,
 ) -> dict[str, Any]:
-    """Bring the index up to date for a folder or file: new and edited files are
-    (re)indexed and embedded, deleted ones dropped; what was indexed from other
-    folders is kept. Use it when a folder is not indexed yet or its files changed
-    and no watcher runs. A non-empty `paths` wins over `path`; with neither, the
-    server's working directory is indexed (rarely what you want). Waits until the
-    files are searchable and embedded; for large folders (thousands of files) pass
-    background=true and poll index_status."""
+    """Index a folder or file, or bring it up to date. Use it when a folder is
+    not indexed yet, or changed with no watcher running. Waits until it is searchable;
+    for thousands of files pass background=true."""
     return await _reindex(ctx, path, paths, force, background, yes)
 
 
@@ -317,8 +286,8 @@ async def reindex_many(
     force: Force = False,
     yes: Yes = False,
 ) -> dict[str, Any]:
-    """Reindex several folders or files in one call; `indexed_files` and
-    `skipped_files` are totals over all of them. Same behaviour as reindex."""
+    """reindex for several folders or files at once (the counts are
+    totals)."""
     return await _reindex(ctx, None, paths, force, False, yes)
 
 
@@ -327,7 +296,8 @@ async def _reindex(
     background: bool, yes: bool,
 ) -> dict[str, Any]:
     state = _state(ctx)
-    locations = paths if paths else [path] if path else [os.getcwd()]
+    cwd = os.getcwd()
+    locations = paths if paths else [path] if path else [cwd]
     absent = await missing_locations(locations)
     if len(absent) == len(locations):
         raise ToolError(
@@ -339,24 +309,31 @@ async def _reindex(
         started = await state.rf.reindex(path=path, paths=paths, force=force, background=True,
                                          yes=yes)
         job_id = started["job"]["id"]
+        # with neither path nor paths: the folder the answer is about, and why that one
+        where = {} if paths or path else {
+            "path": cwd, "hint": f"no path was given, so the server's working directory "
+                                 f"{cwd} was indexed (the folder the MCP client started the "
+                                 "server in); to index another folder, call reindex with "
+                                 "its absolute path"}
         if background:
-            return {**started, "job_id": job_id,
+            return {**started, "job_id": job_id, **where,
                     "next_step": "call index_status: this job is listed under `jobs` and "
                                  "reaches status 'completed' once its files are indexed and "
                                  "embedded"}
         out = await _follow(state.rf, job_id, ctx)
     failed = {e["path"]: e["error"] for e in out["errors"]}
     if all(loc in failed for loc in locations):
-        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations))
-    return dict(out)
+        why = (" (no path was given, so this is the server's working directory: call "
+               "reindex with the absolute path of the folder to index)" if where else "")
+        raise ToolError("nothing indexed: " + "; ".join(f"{p}: {failed[p]}" for p in locations)
+                        + why)
+    return {**out, **where}
 
 
 async def forget(ctx: Context[ServerState, Any], path: ForgetPath,
                  yes: ForgetYes = False) -> dict[str, Any]:
-    """Remove a folder from the index: an indexed folder with everything under it, or a
-    folder or file inside one (the files on disk are not touched). Use it when the user
-    no longer wants a folder searched, or it was indexed by mistake; reindex brings it
-    back."""
+    """Remove an indexed folder, or a folder or file in one, from the index
+    (the files on disk stay). reindex brings it back."""
     state = _state(ctx)
     with _tool_errors():
         return dict(await state.rf.forget(path, yes=yes))

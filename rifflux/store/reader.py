@@ -19,7 +19,7 @@ from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
 from ..core.vectors import F32
 from ..errors import IndexDatabaseError
-from ..types import ChunkRecord, Counts, ProcessInfo, RootCount
+from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
 from .changes import sequence
 from .presence import Presence
 from .schema import mapped_errors
@@ -269,6 +269,19 @@ class Reader:
                 " (SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id)), 0) "
                 "FROM roots r LEFT JOIN files f ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
         return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
+
+    async def files(self, root_id: int | None = None) -> list[IndexedFile]:
+        """The files the index holds (of one root, when given) with their chunk counts, by
+        root in the order they were indexed, then path."""
+        where, params = ("WHERE f.root_id = ? ", (root_id,)) if root_id is not None else ("", ())
+        with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                "SELECT f.rel_path, r.path, f.title, f.mtime_ns, "
+                "(SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id) "
+                f"FROM files f JOIN roots r ON r.id = f.root_id {where}"
+                "ORDER BY r.id, f.rel_path", params)
+        return [{"path": str(r[0]), "root": str(r[1]), "title": title_of(r[2], str(r[0])),
+                 "modified": iso_utc(int(r[3])), "chunks": int(r[4])} for r in rows]
 
     async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
         """The other processes with the index open, and the change sequence number."""

@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from rifflux.core.fts_query import build_match
+from rifflux.core.fts_query import build_match, dropped_stopwords
 
 # Text FTS5 would read as syntax, or choke on, that still holds words to look for.
 HOSTILE_WITH_WORDS = [
@@ -66,6 +66,15 @@ def test_prefix_is_honoured(fts: sqlite3.Connection) -> None:
 def test_stopwords_dropped_unless_nothing_else() -> None:
     assert build_match("the fox") == '"fox"'
     assert build_match("the") == '"the"'
+
+
+def test_the_stopwords_left_out_are_named_as_written_once_each() -> None:
+    assert dropped_stopwords("How to install THE wombat, the way it is") == [
+        "How", "to", "THE", "it", "is"]
+    assert dropped_stopwords("the of") == []  # (kept: nothing else to look for)
+    assert dropped_stopwords('wombat "the end"') == []  # a phrase keeps its words
+    assert dropped_stopwords("wombat the*") == []  # so does a prefix
+    assert dropped_stopwords("wombat") == []
 
 
 def test_operators_are_plain_words() -> None:

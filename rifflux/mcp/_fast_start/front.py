@@ -51,7 +51,7 @@ SEED_WRITES = Path(__file__).with_name("handshake-writes.json")
 
 
 #: The modules whose source defines what ``tools/list`` answers (in ``rifflux.mcp``).
-_TOOL_SOURCES = ("server.py", "tools.py", "params.py", "note_tools.py")
+_TOOL_SOURCES = ("server.py", "tools.py", "params.py", "schemas.py", "note_tools.py")
 
 #: Distributions whose code shapes the SDK's answers (dist-info spelling).
 _DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")

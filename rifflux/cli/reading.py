@@ -1,0 +1,145 @@
+"""The commands that read the index: ``show`` (lines of a file, or a chunk), ``links``,
+``neighbors``, ``tags`` and ``files``."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import anyio
+
+from ..api import Rifflux
+from ..config import Settings
+from ..core.filters import check_depth
+from .common import count, note_path, require_index, write_json
+from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
+from .terminal import print_files, print_links, stdout_console
+
+#: PATH:START-END, PATH:LINE.
+_LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+#: PATH:WHATEVER, when PATH is a file and WHATEVER no range (PATH:abc, PATH:5-).
+_NOT_A_RANGE = re.compile(r"^(?P<path>.+):(?P<range>[^:/\\]*)$")
+_CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
+
+
+async def show(args: argparse.Namespace, settings: Settings) -> int:
+    await require_index(settings)
+    target = args.target
+    on_disk = await anyio.Path(target).exists()
+    if _CHUNK_ID.match(target) and not on_disk:
+        return await _show_chunk(target, settings, as_json=args.json)
+    path, start, end = target, 1, None
+    if (m := _LOCATION.match(target)) and not on_disk:
+        path, start = m.group("path"), int(m.group("start"))
+        end = int(m.group("end")) if m.group("end") else start
+    path = await note_path(path)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
+        if found is None and not on_disk and (asked := _NOT_A_RANGE.match(target)):
+            file = asked["path"]
+            if await rf.get_file(await note_path(file), root=args.root) is not None:
+                raise CommandError(f"{asked['range']!r} is not a range of lines: write "
+                                   f"{file}:START-END, {file}:LINE or {file} (lines count "
+                                   "from 1)", EXIT_USAGE)
+    if found is None or "text" not in found:
+        raise CommandError(f"{path} is not in the index: give a path as `rifflux search` "
+                           "prints it, or index its folder first")
+    if args.json:
+        write_json(found)
+        return EXIT_OK
+    out = stdout_console()
+    where = Path(found["root"]) / found["path"]
+    out.print(f"{where}:{found['start_line']}-{found['end_line']} "
+              f"(of {found['total_lines']} lines)", style="bold cyan")
+    width = len(str(found["end_line"]))
+    for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
+        out.print(f"{n:>{width}} │ {line}", markup=False)
+    if found.get("changed_since_indexed"):
+        sys.stderr.write(f"rifflux: {path} changed since it was indexed: these are its lines "
+                         "now, and line numbers from search may point at other text; "
+                         "`rifflux index` its folder, then search again\n")
+    return EXIT_OK
+
+
+async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> int:
+    async with Rifflux(settings=settings) as rf:
+        chunk = await rf.get_chunk(chunk_id)
+    if chunk is None:
+        raise CommandError(f"no chunk {chunk_id!r} in the index (ids change when a file is "
+                           "edited: search again)")
+    if as_json:
+        write_json(chunk)
+        return EXIT_OK
+    out = stdout_console()
+    where = Path(chunk["root"]) / chunk["path"]
+    out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
+              f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
+    out.print(chunk["content"], markup=False)
+    return EXIT_OK
+
+
+async def links(args: argparse.Namespace, settings: Settings) -> int:
+    await require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.links(await note_path(args.path), root=args.root)
+    if args.json:
+        write_json(found)
+    else:
+        print_links(stdout_console(), found)
+    return EXIT_OK
+
+
+async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
+    check_depth(args.depth)  # (before anything is opened: exit 2, whichever side it is)
+    await require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.neighbors(await note_path(args.path), depth=args.depth,
+                                   root=args.root)
+    if args.json:
+        write_json(found)
+    else:
+        out = stdout_console()
+        for near in found:
+            out.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
+    if not found:
+        sys.stderr.write(f"rifflux: no note within {count(args.depth, 'link')} of "
+                         f"{args.path} (`rifflux links` shows its unresolved links)\n")
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+async def tags(args: argparse.Namespace, settings: Settings) -> int:
+    await require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.list_tags(args.path_globs)
+    if args.json:
+        write_json(found)
+    else:
+        out = stdout_console()
+        width = len(f"{found[0]['files']:,}") if found else 0
+        for tag in found:
+            out.print(f"{tag['files']:>{width},}  {tag['tag']}", markup=False)
+    if not found:
+        where = " matching --path" if args.path_globs else ""
+        sys.stderr.write(f"rifflux: no tags in the indexed files{where} (front matter "
+                         "`tags:` or #inline tags)\n")
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+async def files(args: argparse.Namespace, settings: Settings) -> int:
+    await require_index(settings)
+    async with Rifflux(settings=settings) as rf:
+        found = await rf.files(args.root)
+    if args.json:
+        write_json(found)
+    else:
+        print_files(stdout_console(), found)
+    if not found:
+        sys.stderr.write("rifflux: the index holds no files"
+                         f"{' under ' + args.root if args.root else ''} yet: "
+                         "`rifflux index PATH` first\n")
+        return EXIT_FAILURE
+    return EXIT_OK

@@ -1,0 +1,148 @@
+"""What the JSON API takes: pydantic models, from which FastAPI checks every request and
+writes /openapi.json. What it answers are the contract's own types (``rifflux.types``).
+
+An argument a route does not take is refused (``extra="forbid"``), as over MCP: a
+misspelt filter (``tag`` for ``tags``) must not widen a search without a word.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..types import Mode
+
+MAX_TOP_K = 100
+MAX_DEPTH = 10
+
+Query = Annotated[str, Field(min_length=1, max_length=4000,
+                             description="What to look for: words, a phrase, a question.")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results (1 to 100).")]
+Globs = Annotated[list[str] | None, Field(
+    description="Only files whose path in its indexed folder matches one of these globs, as "
+                "in .gitignore: docs/**, **/adr-*.md.")]
+Tags = Annotated[list[str] | None, Field(
+    description="Only files carrying every one of these tags (front matter or #inline).")]
+When = Annotated[str | None, Field(
+    description="An ISO date or datetime (2026-11-01, 2026-11-01T09:30) or an age: 7d, 2w, "
+                "3m, 1y.")]
+NotePath = Annotated[str, Field(min_length=1, description="A note's path as search results "
+                                                          "give it, or an absolute path.")]
+FolderRoot = Annotated[str | None, Field(
+    description="The indexed folder the path is in (its path, or its name when unique), when "
+                "several hold the same path.")]
+FrontmatterValue = str | int | float | bool | list[str | int | float | bool]
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="not_found, invalid_argument, unauthorized, read_only, "
+                                  "body_too_large, index_not_open, ...")
+    message: str = Field(description="What went wrong and what to do next.")
+
+
+class ErrorBody(BaseModel):
+    """Every answer other than 2xx."""
+
+    error: ErrorDetail
+
+
+class _SearchFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Mode = Field("hybrid", description="hybrid (keywords and meaning, fused), lexical "
+                                             "(exact words) or semantic (meaning).")
+    top_k: TopK = 10
+    paths: Globs = None
+    root: Annotated[str | None, Field(description="Only this indexed folder (its path, or its "
+                                                  "name when unique).")] = None
+    tags: Tags = None
+    modified_after: When = None
+    modified_before: When = None
+    near: Annotated[str | None, Field(description="Only this note and the notes linked to or "
+                                                  "from it, up to depth links away.")] = None
+    depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH, description="With near: how many "
+                                                                       "links away.")] = None
+    max_per_file: Annotated[int | None, Field(ge=1, description="At most this many hits from "
+                                                                "one file.")] = None
+    content: Literal["full", "snippet"] = Field(
+        "full", description="full: each hit's text; snippet: leave the text out (each hit has "
+                            "its snippet).")
+    snippet_chars: Annotated[int, Field(ge=40, le=1000, description="How long snippets are at "
+                                                                    "most.")] = 240
+    max_chars: Annotated[int | None, Field(ge=1000, description="Cut the hits' texts (never "
+                                                                "the hits) to stay within this "
+                                                                "many characters.")] = None
+    explain: bool = Field(False, description="Add why each hit ranks where it does, and the "
+                                             "lexical query.")
+
+
+class SearchQuery(_SearchFields):
+    """``GET /api/search``: the same arguments in the query string (repeat ``paths`` and
+    ``tags``; ``frontmatter`` is a JSON object)."""
+
+    q: Query
+    frontmatter: Annotated[str | None, Field(
+        description='Front-matter equality, as a JSON object: {"status": "draft"}.')] = None
+
+
+class SearchBody(_SearchFields):
+    """``POST /api/search``."""
+
+    q: Query
+    frontmatter: Annotated[dict[str, FrontmatterValue] | None, Field(
+        description='Front-matter equality: {"status": "draft"}; a list field matches when '
+                    "it holds the value.")] = None
+
+
+class FileQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: NotePath
+    root: FolderRoot = None
+    start_line: Annotated[int | None, Field(ge=1, description="First line (1-based); with "
+                                                              "a range, the lines as they are "
+                                                              "on disk now.")] = None
+    end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive (clamped "
+                                                            "to the file's end).")] = None
+
+
+class LinksQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: NotePath
+    root: FolderRoot = None
+
+
+class NeighborsQuery(LinksQuery):
+    depth: Annotated[int, Field(ge=1, le=MAX_DEPTH, description="How many links away.")] = 1
+
+
+class TagsQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    paths: Globs = None
+
+
+class ReindexBody(BaseModel):
+    """Bring folders or files up to date, in the background (the answer is the job)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Annotated[str | None, Field(description="An absolute path to a folder or file.")] = None
+    paths: Annotated[list[str] | None, Field(description="Several absolute paths (wins over "
+                                                         "path).")] = None
+    force: bool = Field(False, description="Read unchanged files again too.")
+    yes: bool = Field(False, description="Index it even when it is / or the home folder, or "
+                                         "a new folder of very many files.")
+
+
+class ForgetBody(BaseModel):
+    """Remove an indexed folder, or a folder or file inside one, from the index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Annotated[str, Field(min_length=1, description="An indexed folder, or a folder or "
+                                                         "file inside one.")]
+    yes: bool = Field(False, description="Forget / or the home folder: every indexed folder "
+                                         "inside it.")

@@ -1,0 +1,161 @@
+"""``rifflux serve``: bind, open the index, serve until a signal, stop cleanly.
+
+The port is bound before anything heavy loads (``options.listen``, called by the
+command line), so that a port in use is one clear line at once. Then the index
+opens (the model loads in the background), the app starts on uvicorn, and the
+discovery file is written. SIGTERM, SIGHUP or Ctrl-C start a graceful stop: no
+new connections, streams end, requests in flight finish (for at most ``GRACE``
+seconds), then the index closes (a running job gets its own grace period and
+stops between transactions) and the process exits 0. A second signal stops at
+once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import uvicorn
+
+from ..api import Rifflux
+from ..cli.entry import EXIT_FAILURE, EXIT_OK, configure_logging, fail
+from ..config import Settings
+from ..errors import RiffluxError
+from . import discovery
+from .app import create_app
+from .options import ServeOptions
+
+__all__ = ["GRACE", "main", "serve"]
+
+logger = logging.getLogger(__name__)
+
+#: How long requests in flight may take to finish once a stop is asked for.
+GRACE = 10.0
+
+
+def main(settings: Settings, options: ServeOptions, sock: socket.socket) -> int:
+    """Serve on ``sock`` (``options.bind``) until a signal; the exit code."""
+    configure_logging(settings.log_level)
+    _keep_the_heap_small()
+    logging.getLogger("rifflux.http.access").setLevel(
+        logging.INFO if options.access_log else logging.WARNING)
+    try:
+        return anyio.run(serve, settings.with_overrides(read_only=options.read_only or None),
+                         options, sock)
+    except KeyboardInterrupt:
+        return EXIT_OK  # (a second Ctrl-C while stopping)
+    except BaseException as exc:  # the boundary: every failure becomes one line
+        leaf = exc
+        while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+            leaf = leaf.exceptions[0]
+        if isinstance(leaf, RiffluxError | OSError):
+            return fail(str(leaf))
+        if not isinstance(leaf, Exception):
+            raise
+        logger.debug("unexpected error", exc_info=leaf)
+        return fail(f"unexpected {type(leaf).__name__}: {leaf} (run with --log-level DEBUG "
+                    "to see where; please report it)", EXIT_FAILURE)
+    finally:
+        sock.close()
+
+
+def _keep_the_heap_small() -> None:
+    """A server lives long: freed heap goes back to the system. glibc raises its trim
+    threshold after every large free (up to 64 MB), so a warm server kept about 40 MB it
+    no longer used; a fixed threshold of 128 KiB returns it (what ``MALLOC_TRIM_THRESHOLD_``
+    does). glibc only; elsewhere nothing to do."""
+    if sys.platform != "linux":
+        return
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):
+        pass  # another C library (musl): it keeps what it keeps
+
+
+_M_TRIM_THRESHOLD = -1  # (glibc's malloc.h)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handlers: ``serve`` handles signals (see there)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(settings: Settings, options: ServeOptions, sock: socket.socket) -> int:
+    host, port = sock.getsockname()[:2]
+    url = f"http://{_url_host(options.host, host)}:{port}/"
+    async with Rifflux(settings=settings) as rf:
+        app = create_app(rf, options)
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=int(GRACE), server_header=False)
+        server = _Server(config)
+        db = settings.db_path
+        signalled: list[int] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signals, server, signalled, name="rifflux.serve.signals")
+            tg.start_soon(_announce, server, db, url, options, name="rifflux.serve.announce")
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                with contextlib.suppress(OSError):
+                    discovery.remove(db, os.getpid())
+            tg.cancel_scope.cancel()
+        if not server.started and not signalled:
+            raise RiffluxError("the server did not start (the log above says why)")
+        logger.info("stopped; closing the index")
+    return EXIT_OK
+
+
+async def _announce(server: uvicorn.Server, db: Path, url: str, options: ServeOptions) -> None:
+    while not server.started:
+        if server.should_exit:
+            return
+        await anyio.sleep(0.02)  # (uvicorn says it has started by this flag only)
+    running = discovery.Running(url=url, pid=os.getpid(), started_at=time.time(),
+                                read_only=options.read_only, token=options.token)
+    try:
+        await anyio.to_thread.run_sync(discovery.write, db, running)
+    except OSError as exc:
+        logger.warning("cannot write %s (rifflux mcp --connect auto will not find this "
+                       "server): %s", discovery.discovery_path(db), exc)
+    if sys.stderr is not None:
+        sys.stderr.write(
+            f"rifflux: serving {url} (index {db}{', read-only' if options.read_only else ''}"
+            f"{', token required' if options.token else ''}): the page at {url}, MCP at "
+            f"{url}mcp, the JSON API under {url}api/; Ctrl-C stops\n")
+        sys.stderr.flush()
+
+
+async def _stop_on_signals(server: uvicorn.Server, signalled: list[int]) -> None:
+    if sys.platform == "win32":  # (no signal receivers there: Ctrl-C ends it)
+        return
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            signalled.append(signum)
+            if server.should_exit:
+                logger.warning("%s again: stopping now", signal.Signals(signum).name)
+                server.force_exit = True
+                continue
+            logger.warning("%s received: finishing requests in flight, then stopping",
+                           signal.Signals(signum).name)
+            # (uvicorn's own handler: it also ends every Server-Sent Events stream)
+            server.handle_exit(signum, None)
+
+
+def _url_host(asked: str, bound: str) -> str:
+    if asked.strip("[]") in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if asked.strip("[]") == "::":
+        return "[::1]"
+    return f"[{bound}]" if ":" in bound else (asked if asked == "localhost" else bound)

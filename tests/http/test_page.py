@@ -1,0 +1,144 @@
+"""The page in a real browser: Debian's Chromium, driven by Playwright, against a real
+``rifflux serve``. A person types a query, sees hits, moves with the keyboard, opens
+one and reads its lines with the note's backlinks, and watches a reindex's progress.
+
+Chromium comes from the system (``apt-get install chromium``; Playwright's own
+download does not work here). Without it the tests are skipped, unless
+``RIFFLUX_REQUIRE_BROWSER=1`` (set by ``.ci/run``), when they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from ..helpers import write
+from ..serving import Served, serving
+
+CHROMIUM = os.environ.get("RIFFLUX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+BIG = 2500  # files in the folder whose reindex the progress bar follows
+
+
+def _no_browser(why: str) -> None:
+    if os.environ.get("RIFFLUX_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"RIFFLUX_REQUIRE_BROWSER=1 but {why}: apt-get install chromium, and pip "
+                    "install -e '.[test]' (playwright)")
+    pytest.skip(f"{why} (apt-get install chromium to run the page tests)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        _no_browser(f"no Chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _no_browser("the playwright package is not installed")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("page")
+    notes = root / "notes"
+    write(notes, "retry.md", "# Retry policy\n\nIntro line.\n\n## Backoff\n\n"
+          "Wait twice as long after every failure, with jitter.\nThen give up after five.\n")
+    write(notes, "incident.md", "# Incident 42\n\nThe outage came from a retry storm; see "
+          "[[retry]] for the backoff we use now.\n")
+    write(notes, "lunch.md", "# Lunch\n\nSoup on Mondays. #food\n")
+    for i in range(BIG):
+        write(root / "big", f"b{i:04d}.md", f"# Big {i}\n\nFiller text number {i}.\n")
+    with serving(root / "index.db", "--watch", str(notes)) as served:
+        with httpx2.Client(base_url=served.url) as http:
+            from ..serving import until
+
+            until(lambda: http.get("/api/status").json()["files"] == 3)
+        yield served
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    tab = context.new_page()
+    tab.set_default_timeout(20_000)
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
+def test_typing_a_query_shows_hits_and_enter_opens_one_in_context(
+        page: Any, server: Served) -> None:
+    page.goto(server.url)
+    page.locator("#results").click()  # (away from the box, which has the focus at first)
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("retry backoff")
+    first = page.locator(".hit").first
+    first.wait_for()
+    assert "retry.md:" in first.locator(".where").inner_text()
+    assert first.locator(".snippet mark").count() >= 1
+    assert "selected" in (first.get_attribute("class") or "")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.press("ArrowDown")  # (the first hit is selected already: the second)
+    second = page.locator(".hit").nth(1)
+    assert "selected" in (second.get_attribute("class") or "")
+    assert "selected" not in (first.get_attribute("class") or "")
+    page.keyboard.press("ArrowUp")
+    assert "selected" in (first.get_attribute("class") or "")
+    page.keyboard.press("Enter")
+    lines = page.locator("#lines .ln.in")
+    lines.first.wait_for()
+    assert "twice as long" in page.locator("#lines").inner_text()
+    page.locator("#backlinks li a").first.wait_for()
+    assert "incident.md" in page.locator("#backlinks").inner_text()
+    assert "retry storm" in page.locator("#backlinks").inner_text()
+    assert "incident.md" in page.locator("#neighbors").inner_text()
+
+
+def test_a_query_in_the_address_is_searched_at_once(page: Any, server: Served) -> None:
+    page.goto(server.url + "?q=soup&mode=lexical")
+    page.locator(".hit").first.wait_for()
+    assert page.locator(".hit").count() == 1
+    assert "lunch.md" in page.locator(".hit .where").inner_text()
+    assert page.locator("#mode").input_value() == "lexical"
+    page.locator("#status").get_by_text("files").wait_for()
+
+
+def test_the_progress_bar_moves_while_a_reindex_runs(page: Any, server: Served) -> None:
+    page.goto(server.url)
+    page.locator("#status").get_by_text("files").wait_for()
+    page.evaluate("""() => {
+        window.seen = [];
+        const bar = document.getElementById('progress');
+        new MutationObserver(() => window.seen.push([bar.hidden,
+            Number(bar.getAttribute('aria-valuenow')),
+            document.getElementById('progress-text').textContent]))
+          .observe(bar, {attributes: true, subtree: true, childList: true});
+    }""")
+    with httpx2.Client(base_url=server.url) as http:
+        started = http.post("/api/reindex", json={"path": str(server.db.parent / "big")})
+        assert started.status_code == 202
+    page.wait_for_function("window.seen.some(s => !s[0])")  # shown
+    page.wait_for_function("window.seen.length > 0 && window.seen[window.seen.length - 1][0]",
+                           timeout=120_000)  # and hidden again when the job is done
+    seen = page.evaluate("window.seen")
+    shown = [(value, text) for hidden, value, text in seen if not hidden]
+    values = [value for value, _ in shown]
+    assert len(set(values)) >= 3, shown  # it moved
+    assert any(0 < v < 100 for v in values)
+    assert any("indexing" in text for _, text in shown)
+    page.locator("#status").get_by_text(f"{BIG + 3:,} files").wait_for()

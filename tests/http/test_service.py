@@ -1,0 +1,87 @@
+"""``rifflux serve`` as a service: SIGTERM in the middle of a reindex stops it cleanly, the
+index is consistent afterwards, and the file that lets bridges find it comes and goes
+with it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import stat
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from rifflux import Rifflux
+from rifflux.http import discovery
+
+from ..serving import serving, until
+
+FILES = 4000  # (about 8 s of indexing here: more than the 3 s a job gets to finish)
+
+
+def _corpus(root: Path) -> Path:
+    notes = root / "notes"
+    notes.mkdir()
+    for i in range(FILES):
+        (notes / f"n{i:04d}.md").write_text(
+            f"# Note {i}\n\n" + "".join(f"## Part {j}\n\nWords about topic {i}, part {j}: "
+                                        "retry and backoff.\n\n" for j in range(6)),
+            encoding="utf-8")
+    return notes
+
+
+def test_sigterm_during_a_reindex_stops_cleanly_and_leaves_the_index_consistent(
+        tmp_path: Path) -> None:
+    notes = _corpus(tmp_path)
+    db = tmp_path / "index.db"
+    with serving(db, token="t0ken-for-the-file") as served:
+        found = discovery.find(db)
+        assert found is not None and found.pid == served.proc.pid
+        assert found.url == served.url and found.token == "t0ken-for-the-file"
+        assert stat.S_IMODE(discovery.discovery_path(db).stat().st_mode) == 0o600
+        with httpx2.Client(base_url=served.url, headers=served.headers(), timeout=30) as http:
+            job_id = http.post("/api/reindex", json={"path": str(notes)}).json()["job"]["id"]
+            job = until(lambda: (j := http.get(f"/api/jobs/{job_id}").json())[
+                "indexed_files"] >= 50 and j, within=60)
+        assert job["status"] == "running" and job["indexed_files"] < FILES, \
+            "the reindex ended before the signal: make the corpus larger"
+        assert served.stop(signal.SIGTERM) == 0
+    log = served.log_text()
+    assert "SIGTERM received" in log and "Traceback" not in log
+    assert not discovery.discovery_path(db).exists()
+
+    with sqlite3.connect(db) as conn:  # every file written whole, or not at all
+        assert conn.execute("PRAGMA quick_check").fetchone() == ("ok",)
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        bare = conn.execute("SELECT COUNT(*) FROM files f WHERE NOT EXISTS "
+                            "(SELECT 1 FROM chunks c WHERE c.file_id = f.id)").fetchone()[0]
+    assert 0 < files < FILES and bare == 0
+
+    async def reopened() -> None:  # (what was written is there, and found)
+        async with Rifflux(db, embedding_backend="hash") as rf:
+            status = await rf.status()
+            assert (status["files"], status["chunks"]) == (files, chunks)
+            hits = await rf.search("topic retry", mode="lexical", top_k=3)
+            assert len(hits) == 3
+
+    anyio.run(reopened)
+
+
+def test_a_stale_discovery_file_is_ignored(tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    discovery.write(db, discovery.Running(url="http://127.0.0.1:9/", pid=2 ** 22 + 7,
+                                          started_at=0.0))
+    assert json.loads(discovery.discovery_path(db).read_text())["pid"] == 2 ** 22 + 7
+    assert discovery.find(db) is None  # (no such process, nothing answers there)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_ctrl_c_and_hangup_stop_it_with_exit_0(tmp_path: Path, sig: int) -> None:
+    with serving(tmp_path / "index.db", stop_with=sig) as served:
+        assert httpx2.get(served.url + "healthz").status_code == 200
+    assert served.exit_code == 0

@@ -1,0 +1,140 @@
+"""``rifflux mcp --connect``: a real stdio MCP client (the SDK's) talks to the bridge, which
+passes everything on to a real ``rifflux serve``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import TextContent
+
+from .helpers import TOOLS, server_env, write
+from .serving import Served, serving
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "bridge-token-5d1e"
+MANY = 2500  # (a reindex of several seconds: progress is reported every second)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("bridge")
+    for i in range(12):
+        write(root / "notes", f"n{i}.md", f"# Note {i}\n\nThe bridge carries retry {i}.\n")
+    for i in range(MANY):  # (a reindex that runs over a second: it reports progress)
+        write(root / "many", f"m{i}.md", f"# Many {i}\n\nProgress passes the bridge {i}.\n")
+    with serving(root / "index.db", "--watch", str(root / "notes"), token=TOKEN) as server:
+        yield server
+
+
+@asynccontextmanager
+async def bridged(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+                  progress: list[float] | None = None) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "rifflux", "mcp", *args],
+                                   env={**server_env(tmp_path), **(env or {})}, cwd=tmp_path)
+    with (tmp_path / "bridge.stderr").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write_), \
+                ClientSession(read, write_) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+            yield session
+
+
+def _mcp_error(exc: BaseException) -> MCPError:
+    """The JSON-RPC error the client got (the SDK raises it inside exception groups)."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, MCPError), repr(exc)
+    return exc
+
+
+async def _call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    got: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        got.append(progress)
+
+    with anyio.fail_after(60):
+        result = await session.call_tool(tool, arguments, progress_callback=on_progress)
+    assert not result.is_error, result.content
+    text = next(c.text for c in result.content if isinstance(c, TextContent))
+    answer: dict[str, Any] = json.loads(text)
+    answer["_progress"] = got
+    return answer
+
+
+async def test_tool_calls_and_answers_pass_through_unchanged(served: Served,
+                                                             tmp_path: Path) -> None:
+    async with bridged(tmp_path, "--connect", served.mcp,
+                       env={"RIFFLUX_TOKEN": TOKEN}) as session:
+        tools = (await session.list_tools()).tools
+        status = await _call(session, "index_status")
+        reindexed = await _call(session, "reindex", path=str(served.db.parent / "many"))
+        hits = await _call(session, "search_rifflux", query="bridge retry 7", mode="lexical")
+    assert {t.name for t in tools} == TOOLS
+    assert status["process"]["pid"] == served.proc.pid  # (answered by the server)
+    assert reindexed["indexed_files"] == MANY and reindexed["_progress"]
+    assert hits["results"][0]["path"] == "n7.md"
+
+
+async def test_connect_auto_finds_the_server_and_its_token(served: Served,
+                                                           tmp_path: Path) -> None:
+    async with bridged(tmp_path, "--connect", "auto", "--db", str(served.db)) as session:
+        status = await _call(session, "index_status")
+    assert status["process"]["pid"] == served.proc.pid
+
+
+async def test_connect_auto_without_a_server_serves_over_stdio(tmp_path: Path) -> None:
+    db = tmp_path / "alone.db"
+    async with bridged(tmp_path, "--connect", "auto", "--db", str(db)) as session:
+        status = await _call(session, "index_status")
+    assert status["db_path"] == str(db.resolve())
+    assert status["process"]["pid"] != os.getpid()
+
+
+async def test_a_server_that_cannot_be_reached_is_an_error_that_says_so(
+        tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(BaseException) as caught:
+        async with bridged(tmp_path, "--connect", f"http://127.0.0.1:{port}/mcp"):
+            pass
+    assert "cannot be reached" in str(_mcp_error(caught.value))
+
+
+async def test_a_wrong_token_is_an_error_that_says_so(served: Served, tmp_path: Path) -> None:
+    with pytest.raises(BaseException) as caught:
+        async with bridged(tmp_path, "--connect", served.mcp, env={"RIFFLUX_TOKEN": "wrong"}):
+            pass
+    assert "answered 401" in str(_mcp_error(caught.value))
+
+
+async def test_a_restarted_server_gets_a_new_session_unnoticed(tmp_path: Path) -> None:
+    write(tmp_path / "notes", "a.md", "# A\n\nThe restart survivor.\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    db = tmp_path / "index.db"
+    with serving(db, "--port", port, "--watch", str(tmp_path / "notes")) as first:
+        async with bridged(tmp_path, "--connect", f"http://127.0.0.1:{port}") as session:
+            before = await _call(session, "index_status")
+            first.stop()
+            with serving(db, "--port", port) as second:
+                after = await _call(session, "search_rifflux", query="survivor")
+                status = await _call(session, "index_status")
+    assert before["process"]["pid"] == first.proc.pid
+    assert status["process"]["pid"] == second.proc.pid
+    assert after["results"][0]["path"] == "a.md"
