@@ -5,8 +5,10 @@ writable folder the tools that write are not listed."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rifflux.config import Settings
@@ -97,3 +99,37 @@ async def test_an_agent_writes_edits_moves_deletes_and_restores_notes(tmp_path: 
     # the front answered the handshake from the writing server's own snapshot
     log = (tmp_path / "server.stderr").read_text()
     assert "the front answered initialize" in log and "differed" not in log
+
+
+async def test_rifflux_serve_with_writable_offers_the_note_tools_over_http(
+    tmp_path: Path,
+) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from .serving import serving
+
+    notes = tmp_path / "notes"
+    with serving(tmp_path / "i.db", "--writable", str(notes)) as server:
+        async with streamable_http_client(server.mcp) as (read, write_), \
+                ClientSession(read, write_) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+                names = {t.name for t in (await session.list_tools()).tools}
+                assert WRITE_TOOLS <= names
+            done = await call(session, "write_note", path="served.md",
+                              content="# Served\n\nThe serval note.\n")
+            found = await call(session, "search_rifflux", query="serval", mode="lexical")
+    assert [h["path"] for h in found["results"]] == ["served.md"]
+    assert done["sha256"] == sha256((notes / "served.md").read_bytes())
+
+
+def test_rifflux_serve_refuses_writable_with_read_only(tmp_path: Path) -> None:
+    from .serving import serve_command
+
+    (tmp_path / "i.db").touch()
+    refused = subprocess.run(serve_command(tmp_path / "i.db", "--read-only", "--writable",
+                                           str(tmp_path / "notes")), capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert refused.returncode == 2 and "--writable" in refused.stderr
+    assert not (tmp_path / "notes").exists()
