@@ -289,7 +289,7 @@ def _answer(where: Path, done: note_ops.Done, job: JobHandle) -> NoteChange:
                            "next reindex of the folder will")
     answer: NoteChange = {"path": done.path, "folder": str(where), "sha256": done.after,
                           "previous_sha256": done.before, "lines": done.lines,
-                          "vector_stored": job.completed, "job_id": job.id}
+                          "vector_stored": info["status"] == "completed", "job_id": job.id}
     if done.moved_from is not None:
         answer["moved_from"] = done.moved_from
         answer["links_updated"] = done.links_updated

@@ -16,10 +16,8 @@ vector are looked up in an index of which jobs wait for them.
 Coalescing of file events happens once, in the debouncer: jobs are never
 merged here.
 
-Urgent jobs (a note an agent wrote, waiting on the call) run before queued ones,
-and while a long job runs they cut in between its transactions (``cut_in``): a
-note's write never waits behind a whole reindex, only behind the transaction
-being committed.
+Urgent jobs (a note an agent wrote) run before queued ones, and cut in between a
+running job's transactions (``cut_in``): a note never waits for a whole reindex.
 
 ``Job`` is private to the actors: callers outside them hold a ``JobHandle``.
 """
@@ -173,14 +171,8 @@ class JobHandle:
         return self._job.snapshot()
 
     async def written(self) -> None:
-        """Until the job's files are committed (searchable) and it is known whether all
-        its texts have vectors (``completed``), or it ended otherwise."""
+        """Until its files are committed and it knows what it waits for (or it ended)."""
         await self._job.written.wait()
-
-    @property
-    def completed(self) -> bool:
-        """Whether the job completed: its files written and every vector they need stored."""
-        return self._job.status == "completed"
 
     async def finished(self) -> Finished:
         """Once the job has ended: its state, and its result if it completed."""
@@ -246,8 +238,7 @@ class JobQueue:
         return job
 
     def cut_in(self) -> Job | None:
-        """An urgent job to run now, between two transactions of the running job (None:
-        none waits, or one is cutting in already)."""
+        """An urgent job to run between two transactions of the running one, or None."""
         if self._closed or not self._urgent or self._running is None \
                 or self._cutting_in is not None:
             return None
