@@ -180,6 +180,9 @@ def _verdict(notes: Path, db: Path, outs: list[dict[str, Any]],
         "misplaced_edits": sum(1 for m, n in accepted.items()
                                if m in found and m not in _text(notes, n)),
         "elapsed_s": round(elapsed, 2),
+        # how long all the writers were editing at once (their spans' overlap)
+        "all_at_once_s": round(max(0.0, min(o["span"][1] for o in outs)
+                                   - max(o["span"][0] for o in outs)), 2),
         "index_matches_disk": _index_matches(notes, db),
     }
 
@@ -223,7 +226,8 @@ def render_memory(m: dict[str, Any]) -> list[str]:
             f"{m['not_found_at_return']}. Vectors stored when write_note returned: "
             f"{sem['vector_stored_at_return']} of {sem['writes']}.", "",
             f"Concurrent: {con['writers']} processes x {con['edits_per_writer']} appends with "
-            f"if_match on {con['notes']} notes in {con['elapsed_s']} s: {con['accepted']} "
+            f"if_match on {con['notes']} notes in {con['elapsed_s']} s (all {con['writers']} "
+            f"editing at once for {con['all_at_once_s']} s): {con['accepted']} "
             f"accepted, {con['conflicts']} conflicts, {con['errors']} errors; torn files "
             f"{con['torn_files']}, lost updates {con['lost_updates']}, phantom edits "
             f"{con['phantom_edits']}, duplicated {con['duplicated_edits']}; index sha256 = "

@@ -5,7 +5,7 @@ It opens Rifflux on DB with FOLDER writable (hash vectors), prints ``ready``, wa
 line on stdin, then makes EDITS appends ``w{WRITER}-e{k}`` to random notes ``n{i}.md``,
 each with ``if_match`` set to the sha256 ``get_file`` read just before, and prints
 ``{"accepted": [[edit, note], ...], "conflicted": [edit, ...], "conflicts": n,
-"errors": n}``.
+"errors": n, "span": [start, end]}`` (wall-clock seconds of its edits).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -28,6 +29,7 @@ async def main(db: Path, folder: Path, writer: int, edits: int, notes: int,
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         await anyio.to_thread.run_sync(sys.stdin.readline)
+        started = time.time()
         accepted: list[tuple[str, int]] = []
         conflicted: list[str] = []
         errors = 0
@@ -45,7 +47,8 @@ async def main(db: Path, folder: Path, writer: int, edits: int, notes: int,
                 errors += 1
                 sys.stderr.write(f"writer {writer}: {exc}\n")
         sys.stdout.write(json.dumps({"accepted": accepted, "conflicted": conflicted,
-                                     "conflicts": len(conflicted), "errors": errors}) + "\n")
+                                     "conflicts": len(conflicted), "errors": errors,
+                                     "span": [started, time.time()]}) + "\n")
 
 
 if __name__ == "__main__":
