@@ -37,6 +37,7 @@ from ._ripgrep import ripgrep
 from ._scale import scale
 from ._serve import serve_section
 from ._targets import check_all
+from ._vectors import vectors
 
 Section = Callable[[State], Awaitable[dict[str, Any]]]
 
@@ -58,6 +59,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "links": (links_section, "neighbors(depth=2) and links() on a generated 2,000-note vault"),
     "scale": (_sync(scale), "100,000 chunks: hybrid latency and peak RSS"),
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
+    "vectors": (vectors, "the int8 matrix against exact float32: top-10 agreement on real "
+                         "vectors; load, RSS and the semantic branch at 1,000,000 rows"),
     "processes": (processes, "three processes with watchers on one index vs one: CPU, "
                              "freshness in every process"),
     "serve": (serve_section, "one rifflux serve: HTTP search at concurrency 1 and 8 beside "
@@ -88,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skip", help="comma list of sections not to run")
     p.add_argument("--queries", type=int, help="timed queries per mode (default 60; quick 20)")
     p.add_argument("--scale-chunks", type=int, help="scale target (default 100000)")
+    p.add_argument("--vectors-rows", type=int,
+                   help="rows of the vectors section's synthetic index (default 1000000)")
     p.add_argument("--reuse-db", action="store_true",
                    help="keep the indexed Cranfield and corpus dbs in OUT and reuse them "
                         "(the cold and scale sections always start from scratch)")
@@ -131,11 +136,14 @@ def _config(args: argparse.Namespace, work: Path) -> Config:
         cfg = replace(cfg, corpus=subset, corpus_label=f"60 random files of {corpus}",
                       latency_queries=20, noop_repeats=3, edit_repeats=2,
                       reference_sample=128, scale_chunks=3000, cranfield_docs=200,
+                      vectors_rows=20_000,
                       cranfield_queries=40)
     if args.queries:
         cfg = replace(cfg, latency_queries=args.queries)
     if args.section_timeout or args.quick:
         cfg = replace(cfg, section_timeout=args.section_timeout or 120.0)
+    if args.vectors_rows:
+        cfg = replace(cfg, vectors_rows=args.vectors_rows)
     if args.scale_chunks:
         cfg = replace(cfg, scale_chunks=args.scale_chunks)
     return cfg

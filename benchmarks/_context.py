@@ -31,6 +31,7 @@ class Config:
     edit_repeats: int = 5
     reference_sample: int = 512
     scale_chunks: int = 100_000
+    vectors_rows: int = 1_000_000  # the vectors section's synthetic index
     cranfield_docs: int | None = None  # None: all 1,400
     cranfield_queries: int | None = None  # None: all 225
 

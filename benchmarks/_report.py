@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._memory import render_memory
+from ._vectors import report as vectors_report
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -233,7 +234,8 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
-                 "processes": _processes, "serve": _serve, "memory": render_memory}
+                 "processes": _processes, "serve": _serve, "vectors": vectors_report,
+                 "memory": render_memory}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

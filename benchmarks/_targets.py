@@ -170,6 +170,18 @@ TARGETS: tuple[Target, ...] = (
            _backend_note("cranfield", "backend")),
     Target("Cranfield hybrid - best single mode nDCG@10", ">", 0, "",
            _hybrid_margin),
+    Target("int8 matrix top-10 agreement with exact float32, Cranfield", ">=", 0.98, "",
+           lambda r: _dig(r, "vectors", "cranfield", "top10_agreement", "feedback"),
+           _backend_note("vectors", "backend")),
+    Target("int8 matrix top-10 agreement with exact float32, corpus", ">=", 0.98, "",
+           lambda r: _dig(r, "vectors", "corpus", "top10_agreement", "feedback"),
+           _backend_note("vectors", "backend")),
+    Target("semantic branch p50 at 1M hash vectors (no query embedding)", "<=", 30, " ms",
+           lambda r: _dig(r, "vectors", "scale", "semantic_ms", "total", "p50_ms"),
+           lambda r: f"{_dig(r, 'vectors', 'scale', 'vectors')} vectors"),
+    Target("vector matrix RSS after load at 1M (matrix process alone)", "<=", 1024, " MiB",
+           lambda r: _dig(r, "vectors", "scale", "rss_after_load_mib"),
+           lambda r: f"{_dig(r, 'vectors', 'scale', 'vectors')} vectors"),
 )
 
 

@@ -107,12 +107,8 @@ class Rifflux(NoteMethods):
         self._service = await self._supervisor.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
         if self._service is None:
             return
         self._service = None
@@ -284,14 +280,9 @@ class Rifflux(NoteMethods):
     ) -> BackgroundReindex: ...
 
     async def reindex(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        paths: Sequence[str | os.PathLike[str]] | None = None,
-        force: bool = False,
-        background: bool = False,
-        *,
-        count_left_out: bool = False,
-        yes: bool = False,
+        self, path: str | os.PathLike[str] | None = None,
+        paths: Sequence[str | os.PathLike[str]] | None = None, force: bool = False,
+        background: bool = False, *, count_left_out: bool = False, yes: bool = False,
     ) -> ReindexResult | BackgroundReindex:
         """Bring the index up to date for ``paths`` (if non-empty), else ``path``, else the
         current working directory; returns when those files are indexed and embedded, or

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, final
 
-# typing_extensions' TypedDict: on Python 3.11 pydantic reads only this one, and the
-# HTTP API's OpenAPI document is generated from these very types.
+# typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
 Mode = Literal["lexical", "semantic", "hybrid"]
@@ -261,10 +260,8 @@ class ForgetResult(TypedDict):
 
     path: str
     removed_files: int
-    #: The indexed folders that are gone (all of them, not only a part).
-    removed_roots: list[str]
-    #: The files removed, by their path in their folder (the first 50).
-    removed_paths: list[str]
+    removed_roots: list[str]  # the indexed folders that are gone (all of them, not a part)
+    removed_paths: list[str]  # the files removed, by their path in their folder (first 50)
     job_id: str
 
 
@@ -389,8 +386,7 @@ class Status(Counts):
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int
-    #: The indexed folders with their file and chunk counts (``roots`` counts them).
-    indexed_roots: list[RootCount]
+    indexed_roots: list[RootCount]  # with file and chunk counts (``roots`` counts them)
     jobs: list[JobInfo]
     queued_jobs: int
     watcher: WatcherStatus

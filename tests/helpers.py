@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import numpy as np
+import numpy.typing as npt
 
 import rifflux
 from rifflux import Rifflux
 from rifflux.core.chunker import Chunk, FileMetadata, make_chunk
 from rifflux.core.embedders import HashEmbedder
-from rifflux.core.vectors import F32
+from rifflux.core.vectors import F32, I64, VectorIndex
 from rifflux.store.changes import Follow
 from rifflux.store.schema import connect
 from rifflux.store.writer import Writer
@@ -321,6 +322,67 @@ def fused(hit: SearchResult) -> HybridScores:
     scores = hit["score_breakdown"]
     assert "rrf" in scores, scores
     return scores
+
+
+# ---------------------------------------------------------------- the vector matrix
+
+
+class ExactVectors:
+    """A compact ``VectorIndex`` with every float32 vector ever given beside it, as the
+    database keeps them: ``top_k`` ranks the matrix's candidates exactly on those, as a
+    search does. Removing drops rows from the matrix only (the vectors stay, as in a
+    database that other chunks share them in), so a removed id that the matrix still
+    offered would be found."""
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.index = VectorIndex(dim, capacity)
+        self.vectors: dict[int, F32] = {}
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.index
+
+    def upsert(self, ids: Sequence[int], vectors: F32,
+               groups: Sequence[int] | None = None) -> None:
+        self.index.upsert(ids, vectors, groups)
+        for key, vector in zip(ids, vectors, strict=True):  # a repeated id: the last wins
+            self.vectors[int(key)] = np.asarray(vector, dtype=np.float32)
+
+    def remove(self, ids: Sequence[int]) -> None:
+        self.index.remove(ids)
+
+    def clear(self) -> None:
+        self.index.clear()
+
+    def mask(self, groups: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        return self.index.mask(groups)
+
+    def exact(self, ids: I64) -> tuple[I64, F32]:
+        found = [int(key) for key in ids if int(key) in self.vectors]
+        vectors = [self.vectors[key] for key in found]
+        return (np.asarray(found, dtype=np.int64),
+                np.stack(vectors) if vectors else np.zeros((0, self.index.dim), np.float32))
+
+    def top_k(self, query: F32, k: int, **options: Any) -> list[tuple[int, float]]:
+        return self.index.top_k(query, k, exact=self.exact, **options)
+
+
+def brute_force(vectors: Mapping[int, F32], query: F32, k: int) -> list[tuple[int, float]]:
+    """The ``k`` ids whose vectors are most similar to ``query`` by exact cosine (in
+    float64), best first, equal cosines by smaller id: the reference a search matches."""
+    keys = sorted(vectors)
+    if not keys:
+        return []
+    rows = np.stack([vectors[key] for key in keys]).astype(np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    rows = rows / np.where(norms == 0, 1.0, norms)
+    q = np.asarray(query, dtype=np.float64)
+    q = q / (np.linalg.norm(q) or 1.0)
+    cosines = rows @ q
+    order = sorted(range(len(keys)), key=lambda i: (-cosines[i], keys[i]))[:k]
+    return [(keys[i], float(cosines[i])) for i in order]
 
 
 # ---------------------------------------------------------------- the store

@@ -10,8 +10,10 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
+from rifflux.store import lexicon_build
+from rifflux.store.lexicon_build import LexiconLimits
 
-from .helpers import CountingEmbedder, ZeroQueryEmbedder, bm25, cosine, fused, write
+from .helpers import CountingEmbedder, ZeroQueryEmbedder, bm25, cosine, eventually, fused, write
 
 pytestmark = pytest.mark.anyio
 
@@ -210,9 +212,17 @@ OTHERS = {f"notes/n{i}.md": f"# Note {i}\n\nA note about topic {i} and nothing e
           for i in range(6)}
 
 
-async def test_equal_scores_rank_alike_however_the_index_was_built(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lexicon", [False, True], ids=["fts5", "lexicon"])
+async def test_equal_scores_rank_alike_however_the_index_was_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lexicon: bool
+) -> None:
     # four identical copies tie in both branches; one index is built at once, the other
-    # in two runs with the later folders first, so their row ids come in another order
+    # in two runs with the later folders first, so their row ids come in another order.
+    # With the lexicon (built after the first run and kept), the later index ranks the
+    # copies of its second run by FTS5 above the lexicon's watermark.
+    if lexicon:
+        monkeypatch.setattr(lexicon_build, "DEFAULT_LIMITS", LexiconLimits(
+            min_chunks=0, term_share=0.0, min_rows=2, stale_share=1e9, min_stale=10**9))
     copies = [f"{folder}/accessibility-report.md" for folder in "abcd"]
     root = tmp_path / "docs"
     for rel, text in OTHERS.items():
@@ -222,6 +232,8 @@ async def test_equal_scores_rank_alike_however_the_index_was_built(tmp_path: Pat
     later = Rifflux(tmp_path / "later.db", embedder=CountingEmbedder())
     async with later:
         await later.reindex(root)
+        if lexicon:
+            await eventually(lambda: _has_lexicon(tmp_path / "later.db"))
     for rel in copies[:2]:
         write(root, rel, REPORT)
     async with Rifflux(tmp_path / "clean.db", embedder=CountingEmbedder()) as clean, \
@@ -230,6 +242,9 @@ async def test_equal_scores_rank_alike_however_the_index_was_built(tmp_path: Pat
         await later.reindex(root)
         built = {name: _id_order(tmp_path / f"{name}.db", copies)
                  for name in ("clean", "later")}
+        if lexicon:
+            await eventually(lambda: all(_has_lexicon(tmp_path / f"{name}.db")
+                                         for name in ("clean", "later")))
         assert built["clean"] != built["later"]  # (the test means something)
         for mode in ("lexical", "semantic", "hybrid"):
             for top_k in (1, 2, 3, 10):
@@ -239,6 +254,11 @@ async def test_equal_scores_rank_alike_however_the_index_was_built(tmp_path: Pat
                 assert ranked[0] == ranked[1], (mode, top_k)
                 tied = [path for path, _ in ranked[0] if path in copies]
                 assert tied == copies[: len(tied)], (mode, top_k)  # by path
+
+
+def _has_lexicon(db: Path) -> bool:
+    with sqlite3.connect(db) as conn:
+        return bool(conn.execute("SELECT count(*) FROM lexicon").fetchone() == (1,))
 
 
 def _id_order(db: Path, paths: list[str]) -> list[str]:

@@ -193,9 +193,11 @@ class QueryActor:
     async def _load(self, embedder: Embedder) -> None:
         try:
             async with self._open_reader() as reader:
-                ids, files, vectors = await reader.all_vectors(embedder.label, embedder.dim)
-            matrix = VectorIndex(embedder.dim, capacity=len(ids) + max(1024, len(ids) // 8))
-            matrix.upsert(ids, vectors, files)
+                rows = await reader.vector_capacity()
+                matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
+                # a block at a time, straight into the compact matrix
+                count = await reader.stream_vectors(embedder.label, embedder.dim,
+                                                    matrix.upsert)
             for change in self._replay or ():
                 _apply(matrix, change)
         except Exception:  # searches go on lexically; semantic stays empty
@@ -206,7 +208,8 @@ class QueryActor:
             return
         self._loaded.matrix, self._replay = matrix, None
         self._ready.set()
-        logger.info("loaded %d vectors of %s", len(ids), embedder.label)
+        logger.info("loaded %d vectors of %s (%.0f MiB)", count, embedder.label,
+                    matrix.nbytes / 2**20)
 
     # ------------------------------------------------------------ serving
 

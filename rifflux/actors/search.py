@@ -21,7 +21,7 @@ from ..core.embedders import Embedder
 from ..core.fts_query import build_every, build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
-from ..core.vectors import F32, VectorIndex
+from ..core.vectors import F32, VectorIndex, rank
 from ..store.reader import Reader
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import SearchShape
@@ -162,8 +162,12 @@ class Ranking:
             vector = asked.vector = await anyio.to_thread.run_sync(
                 embedder.embed_query, asked.query, limiter=self._embed_limiter)
         mask = None if allowed is None else self._mask(matrix, allowed)
-        ranked = matrix.top_k(vector, depth, feedback=self._feedback,
-                              weight=self._feedback_weight, mask=mask, ties=True)
+        # the compact matrix's best rows, ranked exactly on their float32 vectors
+        candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask)
+        found, exact = await self._reader.exact_vectors(embedder.label, embedder.dim,
+                                                        candidates)
+        ranked = rank(vector, found, exact, depth, feedback=self._feedback,
+                      weight=self._feedback_weight, ties=True)
         return await self._reader.in_stable_order(ranked, depth)  # equal cosines by path
 
     def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:

@@ -143,7 +143,8 @@ class Supervisor:
                 return ["indexer", *(["embedder"] if lease and lease.held else []),
                         *(["watcher"] if roots else [])]
 
-            indexer = Indexer(writer=Writer(writer_conn, db, read_only=s.read_only),
+            indexer = Indexer(writer=Writer(writer_conn, db, read_only=s.read_only,
+                                            busy_timeout_ms=s.busy_timeout_ms),
                               settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
                               query_out=query_send.clone(), retry_out=indexer_send.clone(),

@@ -109,6 +109,25 @@ def _query_terms(query: str) -> QueryTerms:
     return QueryTerms(tuple(words), tuple(phrases), tuple(dropped.values()))
 
 
+def clauses(match: str) -> list[str]:
+    """The clauses ``build_match`` joined with OR, each one FTS5 phrase: ``"w"``,
+    ``"w"*``, ``"w1 w2"`` or ``cjk : "c"`` (no clause holds a quote of its own)."""
+    parts = match.split('"')
+    out: list[str] = []
+    clause = ""
+    for i, part in enumerate(parts):
+        if i % 2:  # inside quotes
+            clause += '"' + part + '"'
+            continue
+        pieces = part.split(" OR ")
+        clause += pieces[0]
+        for piece in pieces[1:]:
+            out.append(clause.strip())
+            clause = piece
+    out.append(clause.strip())
+    return [c for c in out if c]
+
+
 def build_match(query: str) -> str | None:
     """The FTS5 expression for ``query``; None when it has no searchable word."""
     words = _words(query)

@@ -12,21 +12,24 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import aiosqlite
-import numpy as np
 
+from ..core import bm25
 from ..core.catalog import Allowed
 from ..core.chunker import embed_text
 from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
+from ..core.vectors import F32, I64
 from ..errors import IndexDatabaseError
 from ..types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
+from . import vectors
 from .changes import sequence
+from .lexicon import Lexicon
 from .presence import Presence
 from .schema import mapped_errors
 from .written import FILE_ENTRY_COLUMNS, file_entry
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
-BM25_WEIGHTS = (2.0, 1.0, 1.0)  # heading_path, content, cjk (characters alone)
+BM25_WEIGHTS = bm25.WEIGHTS  # heading_path, content, cjk (characters alone)
+_SCORE = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
 
 #: The columns of a result row, in the order ``row_dict`` reads them.
 ROW_COLUMNS = (
@@ -99,52 +102,82 @@ def iso_utc(mtime_ns: int) -> str:
     return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
 
 
+def _matching(every: str | None, allowed: Allowed | None, above: int | None) -> str:
+    """The statement of (id, score, tier) rows, unordered, of the chunks matching
+    ``:match`` (of ``allowed`` files; with ids above ``above``); tier 1: they match
+    ``:every`` too."""
+    tier = _tier(every)
+    sql = f"SELECT t.rowid AS id, {_SCORE} AS score, {tier} AS tier FROM chunks_fts t "
+    if allowed is not None:
+        sql += "JOIN chunks k ON k.id = t.rowid "
+    sql += "WHERE chunks_fts MATCH :match"
+    if allowed is not None:
+        sql += " AND k.file_id IN (SELECT value FROM json_each(:allowed))"
+    return sql if above is None else sql + " AND t.rowid > :above"
+
+
+def _tier(every: str | None) -> str:
+    return ("t.rowid IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :every)"
+            if every is not None else "0")
+
+
+def _params(sql: str, **given: Any) -> dict[str, Any]:
+    """The named parameters ``sql`` uses."""
+    return {k: v for k, v in given.items() if f":{k}" in sql}
+
+
 class Reader:
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
+        self._lexicon = Lexicon(conn)
 
     async def lexical(
         self, match: str, limit: int, allowed: Allowed | None = None, every: str | None = None,
     ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
-        """(chunk rowid, bm25) best first, and those chunks' rows: one round trip to the
-        connection's thread (more when chunks tied on bm25 straddle the limit). ``match``
-        must come from ``build_match`` and ``every`` from ``build_every``: the chunks
-        that match it (that hold every word of the query) come first, each group by
-        bm25. With ``allowed``, only chunks of those files are ranked (before the
-        limit). Equal scores are in ``stable_order``, never by row id, and which of
-        them make the limit is decided by it too."""
-        score = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
-        tier = ("t.rowid IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :every)"
-                if every is not None else "0")
-        matching = f"SELECT t.rowid AS id, {score} AS score, {tier} AS tier FROM chunks_fts t "
-        if allowed is None:
-            matching += "WHERE chunks_fts MATCH :match"
-        else:
-            matching += ("JOIN chunks k ON k.id = t.rowid WHERE chunks_fts MATCH :match "
-                         "AND k.file_id IN (SELECT value FROM json_each(:allowed))")
-        params: dict[str, Any] = {"match": match, "every": every,
-                                  "allowed": None if allowed is None else allowed.json}
-        params = {k: v for k, v in params.items() if f":{k}" in matching}
+        """(chunk rowid, bm25) best first, and those chunks' rows. ``match`` must come
+        from ``build_match`` and ``every`` from ``build_every``: the chunks that match it
+        (that hold every word of the query) come first, each group by bm25. With
+        ``allowed``, only chunks of those files are ranked (before the limit). Equal
+        scores are in ``stable_order``, never by row id, and which of them make the
+        limit is decided by it too. Ranked by the lexicon when one is built
+        (``store.lexicon``: the same scores, at a cost that follows the query's terms),
+        else by FTS5 (one round trip to the connection's thread, more when chunks tied on
+        bm25 straddle the limit)."""
         with mapped_errors(self.db_path):
             try:
-                rows = list(await self.conn.execute_fetchall(
-                    _with_rows(f"{matching} ORDER BY tier DESC, score LIMIT :limit"),
-                    {**params, "limit": limit + 1}))
-                ties: list[int] = []
-                last = (0, 0.0)
-                if len(rows) > limit and _place(rows[limit]) == _place(rows[limit - 1]):
-                    last = _place(rows[limit])  # a tie across the limit: all of it
-                    rows = [r for r in rows if _place(r) < last]
-                    ties = [int(r[0]) for r in await self.conn.execute_fetchall(
-                        f"{matching} AND {score} = :score AND {tier} = :tier",
-                        {**params, "score": last[1], "tier": -last[0]})]
+                if await self._lexicon.usable():
+                    async with self._lexicon.snapshot():
+                        best = await self._lexicon.ranked(match, limit, allowed, every,
+                                                          self._ranked_above)
+                        if best is not None:
+                            return await self._in_order(best, limit)
+                return await self._by_fts(match, limit, allowed, every)
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     return [], {}
                 raise
+
+    async def _by_fts(
+        self, match: str, limit: int, allowed: Allowed | None, every: str | None,
+    ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+        """FTS5 ranks every row that matches, and the rows come in the same statement."""
+        matching = _matching(every, allowed, None)
+        params = _params(matching, match=match, every=every,
+                         allowed=None if allowed is None else allowed.json)
+        rows = list(await self.conn.execute_fetchall(
+            _with_rows(f"{matching} ORDER BY tier DESC, score LIMIT :limit"),
+            {**params, "limit": limit + 1}))
+        ties: list[int] = []
+        last = (0, 0.0)
+        if len(rows) > limit and _place(rows[limit]) == _place(rows[limit - 1]):
+            last = _place(rows[limit])  # a tie across the limit: all of it
+            rows = [r for r in rows if _place(r) < last]
+            ties = [int(r[0]) for r in await self.conn.execute_fetchall(
+                f"{matching} AND {_SCORE} = :score AND {_tier(every)} = :tier",
+                {**params, "score": last[1], "tier": -last[0]})]
         rows = sorted(rows, key=lambda r: (*_place(r), *stable_order(r)))[:limit]
         ranked = [(int(r[0]), float(r[-1])) for r in rows]
         found = {int(r[0]): row_dict(r) for r in rows}
@@ -153,6 +186,43 @@ class Reader:
             ties = sorted(ties, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
             ranked += [(cid, last[1]) for cid in ties]
             found.update(await self.rows(ties))
+        return ranked, found
+
+    async def _ranked_above(self, match: str, limit: int, allowed: Allowed | None,
+                            every: str | None, above: int) -> list[bm25.Hit]:
+        """FTS5's ranking of the chunks with ids above ``above`` alone, as (id, bm25,
+        tier) best first: the first ``limit`` and every chunk tied with the last."""
+        matching = _matching(every, allowed, above)
+        params = _params(matching, match=match, every=every, above=above,
+                         allowed=None if allowed is None else allowed.json)
+        rows = await self.conn.execute_fetchall(
+            f"{matching} ORDER BY tier DESC, score LIMIT :limit", {**params, "limit": limit + 1})
+        hits = [(int(r[0]), float(r[1]), int(r[2])) for r in rows]
+        if len(hits) > limit and bm25.place(hits[limit]) == bm25.place(hits[limit - 1]):
+            last = hits[limit]  # a tie across the limit: all of it
+            hits = [h for h in hits if bm25.place(h) < bm25.place(last)]
+            hits += [(int(r[0]), float(r[1]), int(r[2])) for r in await self.conn.execute_fetchall(
+                f"{matching} AND {_SCORE} = :score AND {_tier(every)} = :tier",
+                {**params, "score": last[1], "tier": last[2]})]
+        return hits
+
+    async def _in_order(self, hits: list[bm25.Hit],
+                        limit: int) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+        """``hits`` best first, holding every chunk tied with the ``limit``-th of them,
+        cut to ``limit`` with equal scores in ``stable_order``, and their rows."""
+        last = bm25.place(hits[limit - 1]) if 0 < limit < len(hits) else None
+        tied = [] if last is None else [h[0] for h in hits if bm25.place(h) == last]
+        better = [h for h in hits[:limit] if last is None or bm25.place(h) < last]
+        found = await self.rows([h[0] for h in better])
+        better = sorted((h for h in better if h[0] in found), key=lambda h: (
+            *bm25.place(h), found[h[0]]["path"], found[h[0]]["chunk_index"],
+            found[h[0]]["root"]))
+        ranked = [(cid, score) for cid, score, _ in better]
+        if tied and last is not None:
+            keys = await self._order_keys(tied)
+            tied = sorted(tied, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
+            ranked += [(cid, last[1]) for cid in tied]
+            found.update(await self.rows(tied))
         return ranked, found
 
     async def in_stable_order(self, ranked: list[tuple[int, float]],
@@ -199,21 +269,18 @@ class Reader:
             rows = await cur.fetchall()
         return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
-    async def all_vectors(self, model: str, dim: int) -> tuple[list[int], list[int], F32]:
-        """Every chunk with a vector of ``model``: rowids, their files, the vectors."""
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute(
-                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
-                "ON e.content_hash = c.content_hash AND e.model = ?",
-                (model,),
-            )
-            rows = list(await cur.fetchall())
-        ids = [int(r[0]) for r in rows]
-        files = [int(r[1]) for r in rows]
-        if not rows:
-            return ids, files, np.zeros((0, dim), dtype=np.float32)
-        blob = b"".join(bytes(r[2]) for r in rows)
-        return ids, files, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+    async def vector_capacity(self) -> int:
+        """At least as many as the chunks with a vector (to size a matrix before a load)."""
+        return await vectors.upper_bound(self.conn, self.db_path)
+
+    async def stream_vectors(self, model: str, dim: int, into: vectors.Into) -> int:
+        """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
+        files) a block at a time from one snapshot; returns how many."""
+        return await vectors.stream(self.conn, self.db_path, model, dim, into)
+
+    async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
+        """The float32 vectors of ``model`` of these chunks (those that have one)."""
+        return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
     async def catalog(self) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
         """Every root, every file as filters see it, and every link between two files

@@ -14,10 +14,13 @@ import anyio
 
 from ..core.cjk import characters, has_cjk, index_text
 from ..errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 
 SCHEMA_VERSION = 6
+#: How FTS5 cuts text into terms (the lexicon cuts query words the same way).
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,7 +69,7 @@ CREATE VIEW IF NOT EXISTS chunks_fts_text AS SELECT id,
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     heading_path, content, cjk,
     content='chunks_fts_text', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
+    tokenize='{TOKENIZER}'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, heading_path, content, cjk)
@@ -97,6 +100,7 @@ CREATE TABLE IF NOT EXISTS embeddings(
     UNIQUE(content_hash, model)
 );
 {LINKS_SCHEMA}
+{LEXICON_SCHEMA}
 -- Written by every writing process, read by the others (store/changes.py,
 -- store/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(

@@ -1,6 +1,7 @@
 """The writer's statements on files and vectors. Only the indexer actor holds a writer
 connection; the writer's roots (``store.roots``) and the texts still lacking vectors
-(``store.missing``) are kept on it too, beside the files.
+(``store.missing``) are kept on it too, beside the files, and what builds the lexical
+search's lists again (``store.lexicon_build``), which writes on a connection of its own.
 
 Each public coroutine that changes the index is one transaction, so an
 interrupted run never leaves a half-indexed file behind.
@@ -20,6 +21,7 @@ import numpy as np
 from ..core.filters import FileEntry, tag_levels
 from ..core.plan import StoredState
 from ..core.vectors import F32
+from .lexicon_build import LexiconBuilder
 from .link_index import forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
@@ -42,14 +44,17 @@ _FTS_SEGMENTS_MOST = 4
 
 class Writer:
     """Files and vectors; ``roots`` and ``missing`` share its connection (and its
-    transactions: a write keeps the missing texts exact inside them)."""
+    transactions: a write keeps the missing texts exact inside them); ``lexicon``
+    builds the lexical search's lists on a connection of its own."""
 
     def __init__(self, conn: aiosqlite.Connection, db_path: Path, *,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, busy_timeout_ms: int = 5000) -> None:
         self.conn = conn
         self.db_path = db_path
         self.missing = Missing(conn, db_path, read_only=read_only)
         self.roots = Roots(conn, db_path, self.missing)
+        self.lexicon = LexiconBuilder(db_path, read_only=read_only,
+                                      busy_timeout_ms=busy_timeout_ms)
         self._read_only = read_only
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from rifflux.core.chunker import ChunkLimits, parse_markdown
 from rifflux.core.fts_query import build_match
 from rifflux.core.fusion import Fused, rrf
-from rifflux.core.vectors import VectorIndex
+from rifflux.core.rowids import RowIds
+from rifflux.core.vectors import rank as rank_exactly
 
-from ..helpers import WORD, spans_point_at_the_text
+from ..helpers import WORD, ExactVectors, spans_point_at_the_text
 
 
 def words(text: str) -> list[str]:
@@ -412,7 +413,7 @@ def direction(vec: Sequence[int]) -> tuple[int, ...]:
 TOL = 1e-5
 
 
-def check_top_k(index: VectorIndex, model: Model, search: TopK) -> None:
+def check_top_k(index: ExactVectors, model: Model, search: TopK) -> None:
     query, k = search.query, search.k
     mask = None
     allowed = set(model)
@@ -459,7 +460,7 @@ def check_top_k(index: VectorIndex, model: Model, search: TopK) -> None:
 @example(ops=[Upsert([(1, [1, 0, 0, 0], 1), (2, [0, 1, 0, 0], 2), (3, [1, 1, 0, 0], 3)], True),
               Remove([1, 7]), TopK([1, 1, 0, 0], 5, [3])])
 def test_the_vector_index_matches_brute_force(ops: list[Operation]) -> None:
-    index = VectorIndex(DIM, capacity=2)  # small, so that it grows
+    index = ExactVectors(DIM, capacity=2)  # small, so that it grows
     model: Model = {}
     for op in ops:
         if isinstance(op, Upsert):
@@ -486,3 +487,108 @@ def test_the_vector_index_matches_brute_force(ops: list[Operation]) -> None:
             assert found == {key for key, (_, g, _) in model.items() if g == group}, group
     for query in ([1, 0, 0, 0], [0, 0, 0, 0], [1, -1, 2, 0]):
         check_top_k(index, model, TopK(query, 12, None))
+
+
+# --------------------------------------------------------------------------------------
+# 7. The compact matrix at a size where its candidates are a fraction of the rows
+
+BIG_DIM = 8
+#: How far a row's int8 score can be from its exact cosine, twice (two rows compared):
+#: |x.q - x'.q'| <= |x - x'| + |x'| |q - q'|, each difference at most sqrt(dim) / 254
+#: for unit vectors (half a step of 1/127 in each component).
+_STEP = math.sqrt(BIG_DIM) / 254
+QUANTISATION = 2 * (_STEP + (1 + _STEP) * _STEP)
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # "upsert" | "remove"
+    seed: int
+    count: int
+
+
+steps = st.lists(st.builds(Step, st.sampled_from(["upsert", "upsert", "remove"]),
+                           st.integers(0, 2**32 - 1), st.integers(1, 400)),
+                 min_size=1, max_size=6)
+
+
+def step_vectors(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
+    """Random rows and copies of a few fixed ones (exact ties), some zero."""
+    palette = np.asarray([v + v[::-1] for v in PALETTE], dtype=np.float32)
+    rows = rng.normal(size=(n, BIG_DIM)).astype(np.float32)
+    copies = rng.random(n) < 0.4
+    rows[copies] = palette[rng.integers(0, len(palette), int(copies.sum()))]
+    return rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=steps, query_seed=st.integers(0, 2**32 - 1))
+def test_the_compact_matrix_is_exact_up_to_quantisation_after_any_history(
+    history: list[Step], query_seed: int,
+) -> None:
+    index = ExactVectors(BIG_DIM, capacity=2)
+    live: dict[int, tuple[npt.NDArray[np.float32], int]] = {}
+    for step in history:
+        rng = np.random.default_rng(step.seed)
+        if step.kind == "upsert":  # new ids and ids already there (a re-upsert)
+            keys = [int(k) for k in rng.integers(0, 800, step.count)]
+            vectors = step_vectors(rng, step.count)
+            groups = [int(g) for g in rng.integers(0, 6, step.count)]
+            index.upsert(keys, vectors, groups)
+            for key, vector, group in zip(keys, vectors, groups, strict=True):
+                live[key] = (vector, group)
+        elif live:
+            gone = [int(k) for k in rng.choice(sorted(live), min(step.count, len(live)),
+                                               replace=False)]
+            index.remove([*gone, 900])  # and an id never seen
+            for key in gone:
+                del live[key]
+        assert len(index) == len(live)
+        assert {key for key in range(1000) if key in index} == set(live)
+    rng = np.random.default_rng(query_seed)
+    for _ in range(4):
+        query = rng.normal(size=BIG_DIM).astype(np.float32)
+        k = int(rng.choice([1, 10, 60]))
+        chosen = None if rng.random() < 0.5 else [int(g) for g in rng.integers(0, 6, 2)]
+        allowed = {key for key, (_, g) in live.items() if chosen is None or g in chosen}
+        mask = None if chosen is None else index.mask(np.asarray(chosen, dtype=np.int64))
+        present = np.asarray(sorted(allowed), dtype=np.int64)
+        rows = (np.stack([live[int(key)][0] for key in present]) if len(present)
+                else np.zeros((0, BIG_DIM), np.float32))
+        for ties in (False, True):
+            got = index.top_k(query, k, mask=mask, ties=ties)
+            want = rank_exactly(query, present, rows, k, ties=ties)
+            ids = [key for key, _ in got]
+            assert len(set(ids)) == len(ids) and set(ids) <= allowed  # never a removed id
+            cosines = dict(rank_exactly(query, present, rows, len(present)))
+            # each cosine is the exact one of the id's latest vector, best first
+            assert all(score == cosines[key] for key, score in got), (got, cosines)
+            assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+            if got == want:
+                continue
+            # only quantisation may have left out a row: never one that beats the last
+            # row taken by more than quantisation can move two cosines
+            assert len(got) >= min(k, len(allowed))
+            floor = got[min(k, len(got)) - 1][1]
+            missed = [key for key, _ in want if key not in set(ids)]
+            assert all(cosines[key] <= floor + QUANTISATION for key in missed), (got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.lists(st.one_of(
+    st.integers(0, 40), st.integers(0, 2**62)), max_size=30, unique=True)), max_size=25))
+def test_row_ids_hold_what_a_dict_holds(ops: list[tuple[bool, list[int]]]) -> None:
+    where = RowIds(capacity=2)
+    model: dict[int, int] = {}
+    for i, (setting, keys) in enumerate(ops):
+        array = np.asarray(keys, dtype=np.int64)
+        if setting:  # new keys and held ones, appended or in between
+            where.set(array, np.arange(len(keys), dtype=np.int64) + 100 * i)
+            model.update({k: j + 100 * i for j, k in enumerate(keys)})
+        else:
+            dropped, rows = where.drop(array)
+            assert sorted(zip(dropped.tolist(), rows.tolist(), strict=True)) == sorted(
+                (k, model.pop(k)) for k in keys if k in model)
+        probe = sorted(model) + [41, 2**62 + 1]
+        assert where.get(np.asarray(probe, dtype=np.int64)).tolist() == [
+            model.get(k, -1) for k in probe]

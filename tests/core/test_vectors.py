@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from rifflux.core.vectors import VectorIndex, normalise
+from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
+from rifflux.core.vectors import normalise, rank
+
+from ..helpers import ExactVectors, brute_force
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -12,7 +17,7 @@ def unit(*xs: float) -> np.ndarray:
 
 
 def test_top_k_orders_by_cosine() -> None:
-    idx = VectorIndex(3)
+    idx = ExactVectors(3)
     idx.upsert([10, 20, 30], np.stack([unit(1, 0, 0), unit(1, 1, 0), unit(0, 1, 0)]))
     got = idx.top_k(unit(1, 0.1, 0), 2)
     assert [i for i, _ in got] == [10, 20]
@@ -20,7 +25,7 @@ def test_top_k_orders_by_cosine() -> None:
 
 
 def test_remove_keeps_rows_contiguous_and_correct() -> None:
-    idx = VectorIndex(2, capacity=2)
+    idx = ExactVectors(2, capacity=2)
     vecs = np.stack([unit(1, i) for i in range(50)])
     idx.upsert(list(range(50)), vecs)
     idx.remove(range(0, 50, 2))
@@ -31,18 +36,18 @@ def test_remove_keeps_rows_contiguous_and_correct() -> None:
 
 
 def test_zero_query_vector_gives_zero_cosines() -> None:
-    idx = VectorIndex(2)
+    idx = ExactVectors(2)
     idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
     got = idx.top_k(np.zeros(2, dtype=np.float32), 5)
     assert [s for _, s in got] == [0.0, 0.0]
 
 
 def test_empty_index_returns_nothing() -> None:
-    assert VectorIndex(4).top_k(unit(1, 0, 0, 0), 3) == []
+    assert ExactVectors(4).top_k(unit(1, 0, 0, 0), 3) == []
 
 
 def test_upsert_replaces_a_vector() -> None:
-    idx = VectorIndex(2)
+    idx = ExactVectors(2)
     idx.upsert([1], unit(1, 0)[None, :])
     idx.upsert([1], unit(0, 1)[None, :])
     assert len(idx) == 1
@@ -53,7 +58,7 @@ def test_feedback_rescores_against_the_moved_query() -> None:
     rng = np.random.default_rng(7)
     vecs = rng.normal(size=(300, 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    idx = VectorIndex(8)
+    idx = ExactVectors(8)
     idx.upsert(list(range(300)), vecs)
     q = vecs[5] + 0.5 * vecs[9]
     plain = idx.top_k(q, 10)
@@ -69,7 +74,7 @@ def test_feedback_rescores_against_the_moved_query() -> None:
 
 
 def test_feedback_with_a_zero_query_still_gives_zero_cosines() -> None:
-    idx = VectorIndex(2)
+    idx = ExactVectors(2)
     idx.upsert([1, 2], np.stack([unit(1, 0), unit(0, 1)]))
     got = idx.top_k(np.zeros(2, dtype=np.float32), 2, feedback=3)
     assert [s for _, s in got] == [0.0, 0.0]
@@ -77,7 +82,7 @@ def test_feedback_with_a_zero_query_still_gives_zero_cosines() -> None:
 
 def test_a_mask_limits_top_k_to_its_groups_before_the_cut() -> None:
     rng = np.random.default_rng(7)
-    index = VectorIndex(8)
+    index = ExactVectors(8)
     vectors = rng.normal(size=(200, 8)).astype(np.float32)
     groups = [i % 10 for i in range(200)]
     index.upsert(list(range(200)), vectors, groups)
@@ -104,7 +109,7 @@ def test_a_mask_limits_top_k_to_its_groups_before_the_cut() -> None:
 def test_equal_vectors_tie_exactly_whatever_path_blas_summed_them_by() -> None:
     # Found by the property test: BLAS gave row 2 a cosine one ulp above row 1's equal
     # vector, so the larger id came first and the smaller one lost the cut.
-    index = VectorIndex(4)
+    index = ExactVectors(4)
     index.upsert([0, 1, 2], normalise(np.array(
         [[1, 0, 0, 0], [1, -1, 1, -1], [1, -1, 1, -1]], dtype=np.float32)))
     query = np.array([0, 1, 1, -2], dtype=np.float32)
@@ -117,7 +122,7 @@ def test_equal_vectors_tie_exactly_whatever_path_blas_summed_them_by() -> None:
 def test_with_ties_every_row_equal_to_the_kth_is_returned_for_the_caller_to_order(
     feedback: int,
 ) -> None:
-    idx = VectorIndex(3)
+    idx = ExactVectors(3)
     same = unit(1, 0.2, 0)
     idx.upsert([7, 3, 9, 5, 1], np.stack([unit(1, 0, 0), same, same, same, unit(0, 0, 1)]))
     query = unit(1, 0.1, 0)
@@ -129,3 +134,156 @@ def test_with_ties_every_row_equal_to_the_kth_is_returned_for_the_caller_to_orde
     assert 1 not in dict(idx.top_k(query, 4, feedback=feedback, ties=True))
     zero = idx.top_k(np.zeros(3, dtype=np.float32), 2, ties=True)
     assert len(zero) == 2  # every cosine 0.0: no tie group of the whole index
+
+
+# ------------------------------------------------ the compact matrix against exact float32
+
+
+def clustered(rng: np.random.Generator, n: int, dim: int, clusters: int = 40) -> np.ndarray:
+    """Vectors in clusters, as embeddings of texts on a few topics are: near neighbours
+    are close, so quantisation could reorder them."""
+    centres = rng.normal(size=(clusters, dim)).astype(np.float32)
+    rows = centres[rng.integers(0, clusters, n)] + 0.35 * rng.normal(size=(n, dim))
+    return normalise(rows.astype(np.float32))
+
+
+def agreement(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> float:
+    return len({i for i, _ in got[:10]} & {i for i, _ in want[:10]}) / max(len(want[:10]), 1)
+
+
+@pytest.mark.parametrize("feedback", [0, 3])
+def test_the_compact_matrix_ranks_like_an_exact_float32_search(feedback: int) -> None:
+    rng = np.random.default_rng(11)
+    n, dim = 6000, 384
+    vectors = clustered(rng, n, dim)
+    ids = np.arange(100, 100 + n, dtype=np.int64)
+    index = ExactVectors(dim)
+    index.upsert(list(ids), vectors)
+    shares, identical = [], 0
+    for i in range(60):
+        query = vectors[rng.integers(0, n)] + 0.3 * rng.normal(size=dim).astype(np.float32)
+        got = index.top_k(query, 20, feedback=feedback)
+        # the exact search: every row ranked on its float32 vector
+        want = rank(query, ids, vectors, 20, feedback=feedback)
+        shares.append(agreement(got, want))
+        identical += got == want
+        exact = dict(want)
+        assert all(score == exact[key] for key, score in got if key in exact)
+        if i < 5 and feedback == 0:  # and the exact ranking is brute force's
+            assert [k for k, _ in want] == [k for k, _ in brute_force(
+                dict(zip(ids.tolist(), vectors, strict=True)), query, 20)]
+    assert np.mean(shares) >= 0.98 and identical >= 55, (np.mean(shares), identical)
+    assert index.index.nbytes < n * dim * 4 / 3.5  # int8 + a scale a row, not float32
+
+
+def test_the_compact_matrix_ranks_real_hash_vectors_like_exact_float32() -> None:
+    # hash vectors of real sentences: sparse, and full of exact ties
+    words = Path(__file__).resolve().parents[2].joinpath("README.md").read_text().split()
+    texts = [" ".join(words[i : i + 12]) for i in range(0, len(words) - 12, 3)][:3000]
+    embedder = HashEmbedder()
+    vectors = embedder.embed_documents(texts)
+    ids = np.arange(len(texts), dtype=np.int64)
+    index = ExactVectors(embedder.dim)
+    index.upsert(list(ids), vectors)
+    rng = np.random.default_rng(5)
+    shares = []
+    for _ in range(60):
+        start = int(rng.integers(0, len(words) - 4))
+        query = embedder.embed_query(" ".join(words[start : start + 4]))
+        for feedback in (0, 3):
+            got = index.top_k(query, 20, feedback=feedback, ties=True)
+            want = rank(query, ids, vectors, 20, feedback=feedback, ties=True)
+            shares.append(agreement(got, want))
+            assert got == want or feedback == 3, (got, want)
+    assert np.mean(shares) >= 0.98, np.mean(shares)
+
+
+def test_equal_vectors_beyond_the_candidates_tie_whole_and_smallest_ids_first() -> None:
+    rng = np.random.default_rng(3)
+    index = ExactVectors(16)
+    others = normalise(rng.normal(size=(2000, 16)).astype(np.float32))
+    index.upsert(list(range(2000)), others)
+    copy = unit(*range(1, 17))
+    copies = list(range(5000, 5000 + 700, 7))[::-1]  # 100 copies, upserted largest id first
+    index.upsert(copies, np.tile(copy, (len(copies), 1)))
+    query = (copy + 0.01 * unit(*([1, -1] * 8))).astype(np.float32)
+    tied = index.top_k(query, 10, ties=True)
+    assert sorted(i for i, _ in tied) == sorted(copies)  # every copy: all tie with the 10th
+    assert len({s for _, s in tied}) == 1
+    assert [i for i, _ in index.top_k(query, 10)] == sorted(copies)[:10]
+    assert [i for i, _ in index.top_k(query, 10, feedback=3)] == sorted(copies)[:10]
+
+
+def test_removed_ids_never_come_back_and_a_re_upserted_id_ranks_by_its_new_vector() -> None:
+    rng = np.random.default_rng(9)
+    dim = 32
+    index = ExactVectors(dim)
+    vectors = normalise(rng.normal(size=(3000, dim)).astype(np.float32))
+    index.upsert(list(range(3000)), vectors, [i % 30 for i in range(3000)])
+    target = vectors[17]
+    index.remove([17, 18, 2999])  # the exact vectors stay readable, as in a database
+    got = index.top_k(target, 50)
+    assert {17, 18, 2999}.isdisjoint(i for i, _ in got)
+    assert 17 not in index and len(index) == 2997
+    # far from the query first, then moved next to it: found by its new vector
+    index.upsert([17], -target[None, :], [4])
+    assert 17 not in dict(index.top_k(target, 100))
+    index.upsert([17], target[None, :], [4])
+    [(best, cosine)] = index.top_k(target, 1)
+    assert best == 17 and cosine == pytest.approx(1.0, abs=1e-6)
+    # its group moved with it; removing the group takes it and nothing else
+    assert [i for i, _ in index.top_k(target, 1, mask=index.mask(np.array([4])))] == [17]
+    index.index.remove_groups([4])
+    assert 17 not in index and 4 not in index and 34 not in index and 5 in index
+    assert len(index) == 2997 - 100 + 1 - 1
+
+
+@pytest.mark.parametrize("share", [0.005, 0.5])  # gathered alone / masked in a full scan
+def test_a_mask_keeps_the_exact_ranking_of_its_rows(share: float) -> None:
+    rng = np.random.default_rng(21)
+    n, dim = 4000, 64
+    vectors = clustered(rng, n, dim)
+    groups = rng.integers(0, 1000, n)
+    index = ExactVectors(dim)
+    index.upsert(list(range(n)), vectors, list(groups))
+    allowed = np.flatnonzero(rng.random(1000) < share)
+    mask = index.mask(allowed)
+    rows = np.flatnonzero(np.isin(groups, allowed))
+    for _ in range(10):
+        query = rng.normal(size=dim).astype(np.float32)
+        got = index.top_k(query, 15, mask=mask)
+        assert got == rank(query, rows.astype(np.int64), vectors[rows], 15)
+
+
+@pytest.fixture(scope="module")
+def model_vectors() -> tuple[OnnxEmbedder, list[str], np.ndarray]:
+    """Passages of this project's README embedded once with the bundled model."""
+    repo = Path(__file__).resolve().parents[2]
+    words = repo.joinpath("README.md").read_text().split()
+    passages = [" ".join(words[i : i + 20]) for i in range(0, len(words) - 20, 9)][:160]
+    embedder = OnnxEmbedder(locate_model())
+    return embedder, passages, embedder.embed_documents(passages)
+
+
+@pytest.mark.parametrize("feedback", [0, 3])
+def test_the_compact_matrix_ranks_the_models_vectors_like_exact_float32(
+    model_vectors: tuple[OnnxEmbedder, list[str], np.ndarray], feedback: int,
+) -> None:
+    embedder, passages, vectors = model_vectors
+    ids = np.arange(len(passages), dtype=np.int64)
+    index = ExactVectors(embedder.dim)
+    index.upsert(list(ids), vectors)
+    words = Path(__file__).resolve().parents[2].joinpath("docs", "CONTRACT.md").read_text()
+    questions = [" ".join(words.split()[i : i + 6]) for i in range(0, 2400, 60)]
+    shares, scan = [], []
+    for question in questions:
+        query = embedder.embed_query(question)
+        # a pool of 20: the candidates are a third of the rows, not all of them (42 or 52 of 160)
+        got = index.top_k(query, 10, feedback=feedback, pool=20)
+        want = rank(query, ids, vectors, 10, feedback=feedback, pool=20)
+        shares.append(agreement(got, want))
+        if feedback == 0:  # the int8 scan alone, before the exact ranking, nearly agrees
+            best = index.index.candidates(query, 10)[:10]
+            scan.append(agreement([(int(i), 0.0) for i in best], want))
+    assert len(questions) == 40 and np.mean(shares) >= 0.98, np.mean(shares)
+    assert feedback or np.mean(scan) >= 0.95, np.mean(scan)

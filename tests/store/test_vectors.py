@@ -1,0 +1,153 @@
+"""Reading the chunks' vectors from a real SQLite file: a load streamed in blocks holds
+what the same vectors upserted in memory hold, never a float32 copy of them all, and the
+exact vectors of a search's candidates are read back for those rows only."""
+
+from __future__ import annotations
+
+import sqlite3
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rifflux.core.vectors import VectorIndex, rank
+from rifflux.store import vectors
+from rifflux.store.reader import Reader
+from rifflux.store.schema import connect
+
+from ..helpers import MODEL
+
+pytestmark = pytest.mark.anyio
+
+DIM = 384
+
+
+async def vectors_db(db: Path, n: int, *, seed: int = 1) -> dict[int, np.ndarray]:
+    """``n`` chunks in files of 10; chunk ``i`` has vector ``i // 2`` of ``MODEL`` (two
+    chunks share each text), and every seventh chunk has none (not embedded yet). Other
+    models' vectors are there too. Returns each embedded chunk's vector by row id."""
+    await (await connect(db, busy_timeout_ms=1000)).close()
+    rng = np.random.default_rng(seed)
+    texts = rng.normal(size=(n // 2 + 1, DIM)).astype(np.float32)
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT INTO roots(id, path) VALUES (1, '/notes')")
+        con.executemany("INSERT INTO files(id, root_id, rel_path, mtime_ns, size, sha256, "
+                        "indexed_at) VALUES (?, 1, ?, 0, 0, '', 0)",
+                        [(f, f"f{f}.md") for f in range(1, n // 10 + 2)])
+        con.executemany("INSERT INTO chunks(id, chunk_id, file_id, chunk_index, heading_path, "
+                        "content, content_hash) VALUES (?, ?, ?, ?, '', 'text', ?)",
+                        [(i, f"c{i}", i // 10 + 1, i % 10,
+                          f"h{i // 2}" if i % 7 else f"none{i}") for i in range(1, n + 1)])
+        con.executemany("INSERT INTO embeddings(content_hash, model, dim, vector) "
+                        "VALUES (?, ?, ?, ?)",
+                        [(f"h{t}", model, DIM, (texts[t] * scale).tobytes())
+                         for t in range(len(texts))
+                         for model, scale in ((MODEL, 1.0), ("other-model", -1.0))])
+    return {i: texts[i // 2] for i in range(1, n + 1) if i % 7}
+
+
+async def test_a_load_in_blocks_holds_what_the_same_vectors_upserted_at_once_hold(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 600)
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        streamed = VectorIndex(DIM, capacity=4)  # grows while it loads
+        blocks: list[int] = []
+
+        def into(ids: np.ndarray, rows: np.ndarray, files: np.ndarray) -> None:
+            blocks.append(len(ids))
+            streamed.upsert(ids, rows, files)
+
+        count = await vectors.stream(conn, db, MODEL, DIM, into, block=7)
+        at_once = VectorIndex(DIM)
+        keys = sorted(stored)
+        at_once.upsert(keys, np.stack([stored[k] for k in keys]), [k // 10 + 1 for k in keys])
+        assert count == len(stored) == len(streamed) == len(at_once) and max(blocks) == 7
+        assert sorted(streamed.ids().tolist()) == keys  # not the unembedded chunks
+        rng = np.random.default_rng(2)
+        allowed = np.asarray([3, 5, 40], dtype=np.int64)
+        assert np.array_equal(streamed.mask(allowed)[np.argsort(streamed.ids())],
+                              at_once.mask(allowed)[np.argsort(at_once.ids())])
+        reader = Reader(conn, db)
+        for _ in range(10):
+            query = rng.normal(size=DIM).astype(np.float32)
+            found = streamed.candidates(query, 30)
+            assert np.array_equal(found, at_once.candidates(query, 30))
+            ids, exact = await reader.exact_vectors(MODEL, DIM, found)
+            assert sorted(ids.tolist()) == sorted(found.tolist())  # those rows only
+            assert all(np.array_equal(v, stored[int(i)]) for i, v in zip(ids, exact,
+                                                                          strict=True))
+            everything = np.asarray(keys, dtype=np.int64)
+            want = rank(query, everything, np.stack([stored[k] for k in keys]), 10)
+            assert rank(query, ids, exact, 10) == want
+    finally:
+        await conn.close()
+
+
+async def test_the_exact_read_leaves_out_chunks_without_a_vector_and_ids_not_there(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 50)
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        ids, exact = await Reader(conn, db).exact_vectors(
+            MODEL, DIM, np.asarray([1, 7, 14, 9999, 3], dtype=np.int64))
+        assert sorted(ids.tolist()) == [1, 3] and exact.shape == (2, DIM)
+        none, empty = await Reader(conn, db).exact_vectors(MODEL, DIM,
+                                                           np.zeros(0, dtype=np.int64))
+        assert len(none) == 0 and empty.shape == (0, DIM)
+        assert np.array_equal(exact[ids.tolist().index(3)], stored[3])
+    finally:
+        await conn.close()
+
+
+async def test_a_load_never_holds_a_float32_copy_of_every_vector(tmp_path: Path) -> None:
+    db = tmp_path / "i.db"
+    n, block = 20_000, 512
+    stored = await vectors_db(db, n)
+    float32 = len(stored) * DIM * 4
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        reader = Reader(conn, db)
+        rows = await reader.vector_capacity()
+        tracemalloc.start()
+        try:
+            capacity = rows + max(1024, rows // 8)  # as the query actor sizes it
+            index = VectorIndex(DIM, capacity=capacity)
+            matrix, _ = tracemalloc.get_traced_memory()
+            await vectors.stream(conn, db, MODEL, DIM, index.upsert, block=block)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    finally:
+        await conn.close()
+    assert len(index) == len(stored)
+    # the compact matrix (with its spare rows) and a few blocks while one is converted;
+    # the float32 rows, their bytes and a copy were 3x ``float32`` before
+    assert peak < matrix + 8 * block * DIM * 4 and peak < 0.6 * float32, (peak, matrix)
+
+
+async def test_a_block_that_cannot_be_taken_ends_the_load_with_its_own_error(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "i.db"
+    await vectors_db(db, 100)
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    taken: list[int] = []
+
+    def into(ids: np.ndarray, rows: np.ndarray, files: np.ndarray) -> None:
+        taken.append(len(ids))
+        if len(taken) == 2:
+            raise ValueError("no room for these rows")
+
+    try:
+        with pytest.raises(ValueError, match="no room"):  # itself, not in a group
+            await vectors.stream(conn, db, MODEL, DIM, into, block=10)
+        assert taken == [10, 10]
+        assert (await conn.execute_fetchall("SELECT COUNT(*) FROM chunks"))  # still usable
+    finally:
+        await conn.close()
