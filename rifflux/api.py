@@ -19,7 +19,6 @@ from typing import Any, Literal, overload
 import anyio
 
 from .actors.events import DEFAULT_BUFFER, Event, EventsLost, IndexUpdated, JobChanged, Subscription
-from .actors.jobs import Finished
 from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
@@ -32,7 +31,7 @@ from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .locate import forget_target, reindex_targets
 from .notes import NoteDesk, NoteMethods
-from .status import index_status, recovered
+from .status import index_status, job_info, job_result, recovered
 from .types import (
     MODES,
     BackgroundReindex,
@@ -311,7 +310,7 @@ class Rifflux(NoteMethods):
             labels = self._model_labels()
             return {"job": job.info(), "embedding_model": labels[0],
                     "embedding_backend": labels[1]}
-        return self._job_result(await job.finished())
+        return job_result(await job.finished(), self._model_labels())
 
     async def forget(self, path: str | os.PathLike[str], *, yes: bool = False) -> ForgetResult:
         """Remove from the index an indexed folder with everything under it, a folder or
@@ -363,30 +362,14 @@ class Rifflux(NoteMethods):
         job = self._open().job(job_id)
         if not job.done:
             return job.info()
-        return self._job_info(await job.finished())
+        return job_info(await job.finished(), self._model_labels())
 
     async def wait_for_job(self, job_id: str) -> JobInfo:
-        return self._job_info(await self._open().job(job_id).finished())
+        return job_info(await self._open().job(job_id).finished(), self._model_labels())
 
     def _model_labels(self) -> tuple[str | None, str | None]:
         model = self._open().model()
         return model["label"], model["backend"]
-
-    def _job_result(self, end: Finished) -> ReindexResult:
-        """A completed job's result, with the model it embedded with; else its error."""
-        info = end.info
-        if end.result is None:
-            raise RiffluxError(f"reindex {info['id']} {info['status']}: {info['error']}")
-        result: ReindexResult = {**end.result}
-        result["embedding_model"], result["embedding_backend"] = self._model_labels()
-        return result
-
-    def _job_info(self, end: Finished) -> JobInfo:
-        """An ended job's state; once completed, with its whole result."""
-        out = end.info
-        if end.result is not None:
-            out["result"] = self._job_result(end)
-        return out
 
     # ------------------------------------------------------------ events
 

@@ -1,8 +1,7 @@
 """The shapes Rifflux returns, as ``TypedDict``s: search results, chunks, files, jobs, status.
 
-SPEC.md is the contract; these types are how mypy holds the library, the MCP
-server and the command line to it. Extra fields may be added; the ones SPEC
-names never change meaning.
+SPEC.md is the contract; these types are how mypy holds the library, the MCP server and
+the command line to it. Extra fields may be added; the ones SPEC names never change meaning.
 """
 
 from __future__ import annotations

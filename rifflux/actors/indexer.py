@@ -1,26 +1,24 @@
 """The indexer: the only SQLite writer, an actor with one inbox.
 
-It handles one message at a time (``IndexerMessage``): a loaded model is adopted,
-embedded vectors are stored, and after every message the queued jobs are run,
-one at a time. A job plans each target (``core.plan``), parses the changed
-files in worker processes or threads and writes them a few whole files per
-transaction, so a file is lexically searchable as soon as its transaction
-commits. After every commit the query actor is told what changed and the
-job queue applies its completion rule to the missing texts the store keeps.
+It handles one message at a time (``IndexerMessage``): a loaded model is adopted, embedded
+vectors are stored, and after every message the queued jobs are run, one at a time. A job
+plans each target (``core.plan``), parses the changed files in worker processes or threads
+and writes them a few whole files per transaction, so a file is lexically searchable as
+soon as its transaction commits. After every commit the query actor is told what changed
+and the job queue applies its completion rule to the missing texts the store keeps.
 
 Every job is an error boundary: busy/locked errors are retried after the
 configured delays, any other failure fails that job, never the service.
 
-Other processes may write to the same index. A timer sends ``Ticked`` a few
-times a second; the indexer then looks whether another process committed (one
-pragma on its connection) and reads their changes from the log
-(``store.changes``): they reach the query actor as if they were the indexer's
-own commits, the missing texts follow what they wrote, and jobs waiting for
-texts that another process embedded complete. The timer only sends: every
-statement on the writer's connection runs on the indexer's own task, between
-its messages, never inside a job's open transaction. (This process's row in
-``processes`` and the log's pruning are the heartbeat's, on a connection of its
-own: see ``actors.heartbeat``.)
+Other processes may write to the same index. A timer sends ``Ticked`` a few times a
+second; the indexer then looks whether another process committed (one pragma on its
+connection) and reads their changes from the log (``store.changes``): they reach the
+query actor as if they were the indexer's own commits, the missing texts follow what
+they wrote, and jobs waiting for texts that another process embedded complete. The
+timer only sends: every statement on the writer's connection runs on the indexer's own
+task, between its messages, never inside a job's open transaction. (This process's row
+in ``processes`` and the log's pruning are the heartbeat's, on a connection of its own:
+see ``actors.heartbeat``.) A note's urgent job cuts in after a running job's commit.
 """
 
 from __future__ import annotations
@@ -117,9 +115,8 @@ class Indexer:
         )
         self._retry_out = retry_out
         self._model: str | None = None
-        self._pool = ParsePool()
+        self._pool, self._tidying = ParsePool(), Tidying()  # (what notes' jobs leave undone)
         self._adopt_error: str | None = None
-        self._tidying = Tidying()  # what notes' jobs leave undone (pruning, merging)
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
                                         "adopt_error": None, "pending": None}
@@ -318,9 +315,8 @@ class Indexer:
         self._settle(stored)
         texts = self._writer.missing.texts
         self._events.committed(written, None if texts is None else len(texts))
-        if self._jobs.running is not None:  # between two transactions of a job
-            while (urgent := self._jobs.cut_in()) is not None:
-                await self._run(urgent)
+        while (urgent := self._jobs.cut_in()) is not None:  # (a note, between two commits)
+            await self._run(urgent)
 
     def _settle(self, stored: frozenset[str] = frozenset()) -> None:
         """Jobs are checked for completion against what changed among the missing texts."""
@@ -376,11 +372,10 @@ class Indexer:
             self._stats["last_job_seconds"] = time.perf_counter() - started
         self._stats["files_written"] += len(job.progress.indexed)
         await self._tidying.after(job, self._writer)
+        await self._wait_for_vectors(job)  # (what it waits for is known once it is written)
         self._jobs.mark_written(job)
-        await self._wait_for_vectors(job)
         self._settle()
         self._nudge_embedder()
-        self._jobs.announce(job)
 
     async def _refresh_lexicon(self) -> None:
         """After a job: the lexical search's lists built again in the background when

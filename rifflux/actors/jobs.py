@@ -246,10 +246,6 @@ class JobQueue:
         self._events.job_changed(self._cutting_in)
         return self._cutting_in
 
-    def announce(self, job: Job) -> None:
-        """The written job knows what it waits for: whoever waits for its commit may go."""
-        job.written.set()
-
     def retry_later(self, job: Job, error: str) -> None:
         """The running job hit a transient error; it runs again after a pause."""
         job.status, job.phase, job.error = "retry_wait", "retry_wait", error
@@ -271,11 +267,13 @@ class JobQueue:
                                        "not written keep their previous index")
 
     def mark_written(self, job: Job) -> None:
-        """The running job's files are written; it completes once its vectors exist."""
+        """The running job's files are written; it completes once its vectors exist (a
+        caller waiting for the commit may go: ``wait_for`` said what it waits for)."""
         self._ran(job)
         job.result = job.progress.result(job.targets)
         job.phase = "embedding"
         self._embedding.append(job)
+        job.written.set()
         self._events.job_changed(job)
 
     def awaiting_texts(self) -> list[Job]:

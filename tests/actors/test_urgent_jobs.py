@@ -41,14 +41,14 @@ async def test_an_urgent_job_waits_for_no_queued_job() -> None:
     assert q.start_next() is note and not queued.dequeued.is_set()
 
 
-async def test_written_lets_the_caller_go_once_announced_or_ended() -> None:
+async def test_written_lets_the_caller_go_once_marked_written_or_ended() -> None:
     q = JobQueue(history=10, max_queued=10)
     handle = JobHandle(q.submit(job("n.md"), urgent=True))
     running = q.start_next()
     assert running is not None
+    assert not running.written.is_set()
+    q.wait_for(running, {"h1"})  # (what it waits for, known before it is marked written)
     q.mark_written(running)
-    assert not running.written.is_set()  # (until it knows what it waits for)
-    q.announce(running)
     await handle.written()
     assert handle.info()["status"] == "running"  # (written; its vectors are still owed)
     cancelled = JobHandle(q.submit(job("m.md"), urgent=True))
