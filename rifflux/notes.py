@@ -65,6 +65,8 @@ class NoteDesk:
     async def open(self) -> None:
         """Make the writable folders that are missing, and sweep up the temporary files of
         writers that were killed midway."""
+        if not self.settings.writable:
+            return  # (no worker thread for nothing)
         def prepare() -> list[Path]:
             folders = []
             for given in self.settings.writable:
