@@ -36,6 +36,7 @@ from ._report import render
 from ._ripgrep import ripgrep
 from ._scale import scale
 from ._serve import serve_section
+from ._startup import startup_section
 from ._targets import check_all
 from ._vectors import vectors
 
@@ -67,6 +68,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                              "in process, searches during a reindex, RSS of five agents"),
     "memory": (memory, "agents keep notes: write -> lexical and semantic hit, concurrent "
                        "writers with if_match"),
+    "startup": (startup_section, "the first call in fresh processes (CLI, MCP, library), each "
+                                 "beside its floor measured in the same run"),
 }
 
 

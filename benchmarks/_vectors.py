@@ -38,8 +38,8 @@ import numpy as np
 from rifflux import Rifflux
 from rifflux.core.embedders import HashEmbedder, load_embedder
 from rifflux.core.vectors import VectorIndex, rank
-from rifflux.store.reader import Reader
-from rifflux.store.schema import connect
+from rifflux.store.sqlite.reader import Reader
+from rifflux.store.sqlite.schema import connect
 
 from ._context import State
 from ._corpus import REPO_ROOT

@@ -17,8 +17,8 @@ import numpy as np
 
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import VectorIndex, normalise, rank
-from rifflux.store.reader import Reader
-from rifflux.store.schema import connect
+from rifflux.store.sqlite.reader import Reader
+from rifflux.store.sqlite.schema import connect
 
 from ._common import reset_peak_rss, rss, summary_ms
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import InvalidArgumentError
+from .location import IndexLocation, index_location
 
 Backend = Literal["auto", "onnx", "hash"]
 BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
@@ -55,7 +56,8 @@ def default_db_path() -> Path:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
-    db_path: Path = field(default_factory=default_db_path)
+    #: The index: an SQLite file, or a PostgreSQL database (``postgresql://...``).
+    db_path: IndexLocation = field(default_factory=default_db_path)
     embedding_backend: Backend = "auto"
     #: A directory holding ``model.onnx``, ``tokenizer.json`` and optionally
     #: ``rifflux-model.json`` (how to run it); None = the bundled model.
@@ -101,10 +103,15 @@ class Settings:
     #: MCP only: reindex the configured roots in the background on search (throttled).
     auto_reindex_on_search: bool = False
     auto_reindex_min_interval: float = 30.0
+    #: Load the embedding model in the background as soon as the index opens (a
+    #: long-lived process: the library, ``rifflux mcp``, ``rifflux serve``); False:
+    #: only when a semantic or hybrid search or an embedding job first needs it (the
+    #: one-shot commands). Lexical searches never wait for it either way.
+    model_warmup: bool = True
 
     def __post_init__(self) -> None:
         # Accept str paths from callers building Settings directly.
-        object.__setattr__(self, "db_path", Path(self.db_path).expanduser())
+        object.__setattr__(self, "db_path", index_location(self.db_path))
         if self.model_dir is not None:
             object.__setattr__(self, "model_dir", Path(self.model_dir).expanduser())
         object.__setattr__(self, "watch_paths", tuple(Path(p) for p in self.watch_paths))
@@ -201,7 +208,9 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
         if name not in types:
             raise InvalidArgumentError(f"unknown setting {name!r}")
         try:
-            if name in ("db_path", "model_dir"):
+            if name == "db_path":
+                value = index_location(value)
+            elif name == "model_dir":
                 value = Path(value).expanduser()
             elif name in ("watch_paths", "writable"):
                 parts = _split_list(value, os.pathsep) if isinstance(value, str) else value
@@ -210,7 +219,8 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = _split_list(value, ",")
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
-            elif name in ("auto_reindex_on_search", "use_ignore_files") and isinstance(value, str):
+            elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup")
+                  and isinstance(value, str)):
                 value = _flag(value)
             elif name in ("rrf_k",) or (
                 types[name] == "int" and isinstance(value, str)

@@ -17,7 +17,8 @@ class NotFoundError(InvalidArgumentError):
 
 
 class IndexDatabaseError(RiffluxError):
-    """The SQLite index cannot be opened, read or written."""
+    """The index (an SQLite file or a PostgreSQL database) cannot be opened, read or
+    written."""
 
 
 class IndexBusyError(IndexDatabaseError):
@@ -26,6 +27,11 @@ class IndexBusyError(IndexDatabaseError):
 
 class IndexDamagedError(IndexDatabaseError):
     """The index file is damaged: it is moved aside and rebuilt at the next open."""
+
+
+class IndexUnreachableError(IndexDatabaseError):
+    """The PostgreSQL server holding the index cannot be reached (down, restarting, or
+    the network): searches fail with it until the server is back."""
 
 
 class SchemaVersionError(IndexDatabaseError):

@@ -5,13 +5,11 @@ facade answers them (``job_info``, ``job_result``)."""
 
 from __future__ import annotations
 
-import anyio
-
 from .actors.jobs import Finished
 from .actors.service import Service
 from .config import Settings
 from .errors import RiffluxError
-from .store.recovery import Recovery
+from .store.common import Recovery
 from .types import JobInfo, ReindexResult, Status
 
 __all__ = ["index_status", "job_info", "job_result", "recovered"]
@@ -23,15 +21,15 @@ Labels = tuple[str | None, str | None]
 async def index_status(service: Service, settings: Settings) -> Status:
     counts, counted_for = await service.counts()
     process, others, sequence = await service.processes()
-    db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
     snap = service.snapshot()
+    caps = service.capabilities
     model = snap["model"]
     status: Status = {
         "files": counts["files"], "chunks": counts["chunks"],
         "embeddings": counts["embeddings"],
         "pending_embeddings": counts["pending_embeddings"], "roots": counts["roots"],
         "links": counts["links"], "unresolved_links": counts["unresolved_links"],
-        "db_path": str(db),
+        "db_path": service.where,
         "embedding_backend": model["backend"],
         "embedding_backend_requested": model["requested"],
         "embedding_model": model["label"],
@@ -47,6 +45,7 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "embedding_document_prefix": model["document_prefix"],
         "embedding_max_tokens": model["max_tokens"],
         "vectors_in_memory": snap["query"]["vectors_in_memory"],
+        "catalog_state": snap["query"]["catalog_state"],
         "include_globs": list(settings.include),
         "exclude_globs": list(settings.exclude),
         "rrf_k": settings.rrf_k,
@@ -59,6 +58,9 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "process": process,
         "processes": others,
         "sequence": sequence,
+        "store": "sqlite" if caps is None or caps.vectors_in_memory else "postgresql",
+        "lexical_ranking": "fts5" if caps is None else caps.lexical_ranking,
+        "store_note": None if caps is None else caps.note,
     }
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)

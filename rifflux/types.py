@@ -1,7 +1,7 @@
 """The shapes Rifflux returns, as ``TypedDict``s: search results, chunks, files, jobs, status.
 
-SPEC.md is the contract; these types are how mypy holds the library, the MCP server and
-the command line to it. Extra fields may be added; the ones SPEC names never change meaning.
+SPEC.md is the contract; these types are how mypy holds the library, the MCP server and the
+command line to it. Extra fields may be added; the ones SPEC names never change meaning.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto", "note"]
-#: Where the embedding model is: still ``loading``, ``ready``, ``fallback`` (``auto`` could
-#: not load the model and uses hash vectors) or ``failed`` (semantic search is off).
-ModelState = Literal["loading", "ready", "fallback", "failed"]
+#: Where the embedding model is: ``not_loaded`` (until needed), ``loading``, ``ready``,
+#: ``fallback`` (``auto`` could not load it: hash vectors) or ``failed`` (no semantic search).
+ModelState = Literal["not_loaded", "loading", "ready", "fallback", "failed"]
 #: The statuses a job ends in.
 FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
@@ -142,8 +142,7 @@ class FileRecord(TypedDict):
     total_lines: int
     modified: str
     chunks: list[ChunkRecord]
-    #: Other indexed roots that hold a file at the same relative path.
-    other_roots: NotRequired[list[str]]
+    other_roots: NotRequired[list[str]]  # other roots with a file at the same relative path
 
 
 @final
@@ -183,8 +182,7 @@ class OutgoingLink(LinkPlace):
     """A link a note makes: where it is in the note, and where it goes."""
 
     path: str | None  # the file it resolves to (in the same root); None: unresolved
-    #: The chunk of the linked note the anchor resolves to (None: no anchor, or not found).
-    target_chunk_id: str | None
+    target_chunk_id: str | None  # the linked note's chunk of the anchor (None: none, not found)
 
 
 class Backlink(LinkPlace):
@@ -194,8 +192,7 @@ class Backlink(LinkPlace):
 
 
 class NoteLinks(TypedDict):
-    """``links(path)``: a note's links both ways, and those of its own that resolve to
-    no file."""
+    """``links(path)``: a note's links both ways, and those of its own that resolve to no file."""
 
     path: str
     root: str
@@ -368,9 +365,8 @@ class Status(Counts):
     embedding_counts_model: str | None
     embedding_fallback_reason: str | None
     embedding_error: str | None
-    #: (added) Where the model is (``loading`` just after start, then ``ready``,
-    #: ``fallback`` or ``failed``) and why, in words: what loads and for how long so far,
-    #: what searches do meanwhile, or what went wrong (None when ready).
+    #: (added) Where the model is (``ModelState``) and why, in words: what loads and for
+    #: how long so far, what searches do meanwhile, or what went wrong (None when ready).
     embedding_model_state: ModelState
     embedding_model_reason: str | None
     #: How the model runs: its vectors' dimension (the hash backend's too), pooling
@@ -382,6 +378,7 @@ class Status(Counts):
     embedding_document_prefix: str | None
     embedding_max_tokens: int | None
     vectors_in_memory: int
+    catalog_state: Literal["loading", "ready"]  # (added) the catalog that filters use
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int
@@ -398,3 +395,6 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
+    store: Literal["sqlite", "postgresql"]  # (added) the store (docs/CONTRACT.md)
+    lexical_ranking: str  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
+    store_note: str | None  # what to know of its ranking (None: nothing)

@@ -1,19 +1,31 @@
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
 import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
+
+from rifflux.location import DatabaseUrl
+from rifflux.store.postgres.connection import close, connect
+from rifflux.store.postgres.schema import BM25_INDEX, ensure_schema
 
 from .helpers import (
     ACCOUNT_HELP,
     SEARCH_DOCS,
     TOPICS,
     CountingEmbedder,
+    Location,
+    NewIndex,
     write_all,
     write_note,
     write_vault,
 )
+from .postgres import PostgresServer, PostgresUnavailable, postgres_server
 
 # A shell runs a command started with `&` with SIGINT ignored, and an ignored signal is
 # inherited across exec: the servers these tests start and stop with Ctrl-C would ignore
@@ -74,3 +86,102 @@ def tagged_vault(tmp_path: Path) -> Path:
                age_days=400)
     write_note(root, "journal/2026-11-02.md", "Otters again, and a heron.", age_days=3)
     return root.resolve()
+
+
+# ---------------------------------------------------------------- where the index is
+
+#: The database every test database is a copy of: the schema made once.
+_TEMPLATE = "rifflux_template"
+_NAMES = itertools.count(1)
+
+
+
+def _unavailable(reason: str) -> None:
+    """No PostgreSQL here: the PostgreSQL tests fail when RIFFLUX_REQUIRE_POSTGRES=1 (as
+    in CI), else they are skipped, saying why."""
+    message = f"PostgreSQL cannot be started here: {reason}"
+    if os.environ.get("RIFFLUX_REQUIRE_POSTGRES") == "1":
+        pytest.fail(message + " (RIFFLUX_REQUIRE_POSTGRES=1)")
+    pytest.skip(message + " (set RIFFLUX_REQUIRE_POSTGRES=1 to fail instead)")
+
+
+async def _make_schema(url: str) -> None:
+    """The schema, without its BM25 index: each copy makes its own when it is opened.
+    (pg_textsearch 0.6.1 keeps a BM25 index's memory by the index's OID, and a copy of a
+    database has its indexes' OIDs: copies of one BM25 index would mix their words.)"""
+    where = DatabaseUrl(url)
+    conn = await connect(where, seconds=30, vectors=False)
+    try:
+        await ensure_schema(conn, where)
+        await conn.execute(f"DROP INDEX {BM25_INDEX}")
+    finally:
+        await close(conn)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session (pgvector, pg_textsearch preloaded), with a
+    template database holding the schema."""
+    stack = contextlib.ExitStack()
+    try:
+        server = stack.enter_context(postgres_server())
+        anyio.run(_make_schema, server.create_database(_TEMPLATE))
+    except PostgresUnavailable as exc:
+        stack.close()
+        _unavailable(str(exc))
+    with stack:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_without_textsearch() -> Iterator[PostgresServer]:
+    """A PostgreSQL server without pg_textsearch preloaded (its extension cannot be made:
+    the lexical branch falls back to ts_rank_cd)."""
+    stack = contextlib.ExitStack()
+    try:
+        server = stack.enter_context(postgres_server(preload=False))
+    except PostgresUnavailable as exc:
+        stack.close()
+        _unavailable(str(exc))
+    with stack:
+        yield server
+
+
+@pytest.fixture
+def new_postgres_index(postgres: PostgresServer) -> Iterator[Callable[[], str]]:
+    """Makes a new database holding an empty index (a copy of the template), dropped
+    after the test; its URL."""
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"rifflux_test_{os.getpid()}_{next(_NAMES)}"
+        made.append(name)
+        return postgres.create_database(name, template=_TEMPLATE)
+
+    yield make
+    for name in made:
+        postgres.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def new_index(request: pytest.FixtureRequest, tmp_path: Path) -> NewIndex:
+    """The contract's tests run on both stores: a new index location each call, an
+    SQLite file in ``tmp_path`` or a PostgreSQL database."""
+    if request.param == "sqlite":
+        def file(name: str = "i") -> Location:
+            return tmp_path / f"{name}.db"
+
+        return file
+    make: Callable[[], str] = request.getfixturevalue("new_postgres_index")
+
+    def database(name: str = "i") -> Location:
+        return make()
+
+    return database
+
+
+@pytest.fixture
+def db(new_index: NewIndex) -> Location:
+    """Where the test's index is: an SQLite file, or a PostgreSQL database (each test
+    that takes it runs on both)."""
+    return new_index("i")

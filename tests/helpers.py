@@ -29,9 +29,9 @@ from rifflux import Rifflux
 from rifflux.core.chunker import Chunk, FileMetadata, make_chunk
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32, I64, VectorIndex
-from rifflux.store.changes import Follow
-from rifflux.store.schema import connect
-from rifflux.store.writer import Writer
+from rifflux.store.sqlite.changes import Follow
+from rifflux.store.sqlite.schema import connect
+from rifflux.store.sqlite.writer import Writer
 from rifflux.store.written import FileToWrite
 from rifflux.types import HybridScores, SearchResult
 
@@ -39,6 +39,30 @@ if TYPE_CHECKING:  # (the MCP client is imported where it is used: tests.process
     # a process of its own, imports this module and would load it for nothing, 0.4 s)
     from mcp import ClientSession
     from mcp.types import CallToolResult
+
+# ---------------------------------------------------------------- where an index is
+
+#: An index location as a test gives it to ``Rifflux``: a file, or a database's URL
+#: (the ``db`` fixture gives either: the contract's tests run on both stores).
+Location = Path | str
+#: Makes a new, empty index location each call (``name`` tells files apart).
+NewIndex = Callable[[str], Location]
+
+
+async def index_rows(location: Location, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of a query on the index at ``location`` (SQLite or PostgreSQL; the SQL
+    must read alike on both)."""
+    if isinstance(location, Path):
+        with sqlite3.connect(location) as lite:
+            return [tuple(r) for r in lite.execute(sql).fetchall()]
+    import asyncpg
+
+    conn = await asyncpg.connect(location)
+    try:
+        return [tuple(r) for r in await conn.fetch(sql)]
+    finally:
+        await conn.close()
+
 
 # ---------------------------------------------------------------- fake embedders
 

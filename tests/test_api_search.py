@@ -10,16 +10,26 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
-from rifflux.store import lexicon_build
-from rifflux.store.lexicon_build import LexiconLimits
+from rifflux.store.sqlite import lexicon_build
+from rifflux.store.sqlite.lexicon_build import LexiconLimits
 
-from .helpers import CountingEmbedder, ZeroQueryEmbedder, bm25, cosine, eventually, fused, write
+from .helpers import (
+    CountingEmbedder,
+    Location,
+    ZeroQueryEmbedder,
+    bm25,
+    cosine,
+    eventually,
+    fused,
+    index_rows,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_lexical_results_have_bm25_only(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("bm25 fusion", mode="lexical")
     assert results
@@ -32,8 +42,8 @@ async def test_lexical_results_have_bm25_only(tmp_path: Path, search_docs: Path)
     assert scores == sorted(scores)  # SQLite's bm25: lower is better
 
 
-async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_semantic_results_have_cosine(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("flour eggs milk", mode="semantic", top_k=3)
     assert results
@@ -43,8 +53,8 @@ async def test_semantic_results_have_cosine(tmp_path: Path, search_docs: Path) -
     assert results[0]["path"] == "cooking.md"
 
 
-async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_hybrid_results_have_rrf_and_ranks(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install windows")
     assert results
@@ -55,18 +65,18 @@ async def test_hybrid_results_have_rrf_and_ranks(tmp_path: Path, search_docs: Pa
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
 @pytest.mark.parametrize("top_k", [1, 2, 5])
 async def test_at_most_top_k_results(
-    tmp_path: Path, search_docs: Path, mode: str, top_k: int,
+    db: Location, search_docs: Path, mode: str, top_k: int,
 ) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install search pancakes fusion", top_k=top_k, mode=mode)
     assert 1 <= len(results) <= top_k
 
 
-async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs: Path) -> None:
+async def test_hybrid_order_matches_independent_rrf(db: Location, search_docs: Path) -> None:
     for i in range(12):
         write(search_docs, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(), rrf_k=60) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder(), rrf_k=60) as rf:
         await rf.reindex(search_docs)
         top_k = 5
         query = "install search fusion"
@@ -100,8 +110,8 @@ async def test_hybrid_order_matches_independent_rrf(tmp_path: Path, search_docs:
     assert both, "the test needs a chunk present in both branches"
 
 
-async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_hybrid_with_lexical_branch_empty(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("zzzunknownword", mode="hybrid", top_k=3)
         lexical = await rf.search("zzzunknownword", mode="lexical")
@@ -110,10 +120,12 @@ async def test_hybrid_with_lexical_branch_empty(tmp_path: Path, search_docs: Pat
     assert [fused(r)["semantic_rank"] for r in results] == [1, 2, 3]
 
 
-async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Path) -> None:
+async def test_hybrid_with_semantic_branch_empty(
+    db: Location, tmp_path: Path, search_docs: Path,
+) -> None:
     # backend "onnx" with a missing model: no query vector can ever be made
     async with Rifflux(
-        tmp_path / "i.db", embedding_backend="onnx", model_dir=tmp_path / "no-model"
+        db, embedding_backend="onnx", model_dir=tmp_path / "no-model"
     ) as rf:
         await rf.reindex(search_docs)
         semantic = await rf.search("install", mode="semantic")
@@ -124,15 +136,15 @@ async def test_hybrid_with_semantic_branch_empty(tmp_path: Path, search_docs: Pa
     assert "model.onnx" in (status["embedding_error"] or "")
 
 
-async def test_both_branches_empty(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_both_branches_empty(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         assert await rf.search("anything at all") == []  # nothing indexed yet
         await rf.reindex(search_docs)
         assert await rf.search("!!!") == []
 
 
-async def test_zero_norm_query_vector_gives_cosine_zero(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=ZeroQueryEmbedder()) as rf:
+async def test_zero_norm_query_vector_gives_cosine_zero(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=ZeroQueryEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install", mode="semantic", top_k=3)
     assert results and all(cosine(r) == 0.0 for r in results)
@@ -159,8 +171,8 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
-async def test_hostile_queries_never_raise(tmp_path: Path, search_docs: Path, mode: str) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_hostile_queries_never_raise(db: Location, search_docs: Path, mode: str) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         for query in HOSTILE:
             results = await rf.search(query, mode=mode, top_k=3)
@@ -168,8 +180,8 @@ async def test_hostile_queries_never_raise(tmp_path: Path, search_docs: Path, mo
         assert await rf.search("install*", mode="lexical")
 
 
-async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_unknown_mode_and_bad_top_k_are_clear_errors(db: Location) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         with pytest.raises(InvalidArgumentError, match="mode"):
             await rf.search("x", mode="fuzzy")
         for bad in (0, -1):
@@ -177,8 +189,8 @@ async def test_unknown_mode_and_bad_top_k_are_clear_errors(tmp_path: Path) -> No
                 await rf.search("x", top_k=bad)
 
 
-async def test_get_chunk_and_get_file_read_back(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_get_chunk_and_get_file_read_back(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         hit = (await rf.search("pancakes", mode="lexical"))[0]
         chunk = await rf.get_chunk(hit["chunk_id"])
@@ -192,15 +204,15 @@ async def test_get_chunk_and_get_file_read_back(tmp_path: Path, search_docs: Pat
         assert await rf.get_file("missing.md") is None
 
 
-async def test_status_has_the_spec_fields(tmp_path: Path, search_docs: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_status_has_the_spec_fields(db: Location, search_docs: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         status = await rf.status()
     for key in ("files", "chunks", "embeddings", "pending_embeddings"):
         assert isinstance(status[key], int)
     assert status["files"] == 3 and status["pending_embeddings"] == 0
     assert status["embeddings"] >= 1
-    assert status["db_path"] == str((tmp_path / "i.db").resolve())
+    assert status["db_path"] == (str(db.resolve()) if isinstance(db, Path) else db)
     assert status["embedding_backend"] == "hash" and status["embedding_model"] == "counting-v1"
     assert "*.md" in status["include_globs"] and ".git" in status["exclude_globs"]
     assert isinstance(status["jobs"], list) and status["jobs"][0]["status"] == "completed"
@@ -212,40 +224,51 @@ OTHERS = {f"notes/n{i}.md": f"# Note {i}\n\nA note about topic {i} and nothing e
           for i in range(6)}
 
 
-@pytest.mark.parametrize("lexicon", [False, True], ids=["fts5", "lexicon"])
+@pytest.fixture(params=["fts5", "lexicon", "postgres"])
+def later_index(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Location]:
+    """How the index built in two runs ranks (FTS5 alone, the lexicon, or PostgreSQL),
+    and where it is."""
+    if request.param == "postgres":
+        return request.param, request.getfixturevalue("new_postgres_index")()
+    return request.param, tmp_path / "later.db"
+
+
 async def test_equal_scores_rank_alike_however_the_index_was_built(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lexicon: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later_index: tuple[str, Location]
 ) -> None:
     # four identical copies tie in both branches; one index is built at once, the other
     # in two runs with the later folders first, so their row ids come in another order.
     # With the lexicon (built after the first run and kept), the later index ranks the
-    # copies of its second run by FTS5 above the lexicon's watermark.
+    # copies of its second run by FTS5 above the lexicon's watermark. On PostgreSQL, the
+    # later index is a database: both stores order ties alike.
+    built, later_at = later_index
+    lexicon = built == "lexicon"
     if lexicon:
         monkeypatch.setattr(lexicon_build, "DEFAULT_LIMITS", LexiconLimits(
             min_chunks=0, term_share=0.0, min_rows=2, stale_share=1e9, min_stale=10**9))
+    clean_at: Location = tmp_path / "clean.db"
     copies = [f"{folder}/accessibility-report.md" for folder in "abcd"]
     root = tmp_path / "docs"
     for rel, text in OTHERS.items():
         write(root, rel, text)
     for rel in copies[2:]:
         write(root, rel, REPORT)
-    later = Rifflux(tmp_path / "later.db", embedder=CountingEmbedder())
+    later = Rifflux(later_at, embedder=CountingEmbedder())
     async with later:
         await later.reindex(root)
         if lexicon:
             await eventually(lambda: _has_lexicon(tmp_path / "later.db"))
     for rel in copies[:2]:
         write(root, rel, REPORT)
-    async with Rifflux(tmp_path / "clean.db", embedder=CountingEmbedder()) as clean, \
-            Rifflux(tmp_path / "later.db", embedder=CountingEmbedder()) as later:
+    async with Rifflux(clean_at, embedder=CountingEmbedder()) as clean, \
+            Rifflux(later_at, embedder=CountingEmbedder()) as later:
         await clean.reindex(root)
         await later.reindex(root)
-        built = {name: _id_order(tmp_path / f"{name}.db", copies)
-                 for name in ("clean", "later")}
+        orders = [await _id_order(at, copies) for at in (clean_at, later_at)]
         if lexicon:
             await eventually(lambda: all(_has_lexicon(tmp_path / f"{name}.db")
                                          for name in ("clean", "later")))
-        assert built["clean"] != built["later"]  # (the test means something)
+        assert orders[0] != orders[1]  # (the test means something)
         for mode in ("lexical", "semantic", "hybrid"):
             for top_k in (1, 2, 3, 10):
                 ranked = [[(h["path"], h["chunk_index"]) for h in
@@ -261,9 +284,8 @@ def _has_lexicon(db: Path) -> bool:
         return bool(conn.execute("SELECT count(*) FROM lexicon").fetchone() == (1,))
 
 
-def _id_order(db: Path, paths: list[str]) -> list[str]:
-    """``paths`` in the order of their chunks' row ids in ``db``."""
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT f.rel_path FROM chunks c JOIN files f ON f.id = c.file_id "
-                            "ORDER BY c.id").fetchall()
+async def _id_order(at: Location, paths: list[str]) -> list[str]:
+    """``paths`` in the order of their chunks' row ids in the index at ``at``."""
+    rows = await index_rows(at, "SELECT f.rel_path FROM chunks c JOIN files f "
+                                "ON f.id = c.file_id ORDER BY c.id")
     return [r[0] for r in rows if r[0] in paths]

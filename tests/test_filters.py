@@ -13,14 +13,14 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 
-from .helpers import CountingEmbedder, fused, write_note
+from .helpers import CountingEmbedder, Location, fused, write_note
 
 pytestmark = pytest.mark.anyio
 MODES = ("lexical", "semantic", "hybrid")
 
 
 async def test_a_filter_finds_a_small_folder_that_unfiltered_results_never_reach(
-    tmp_path: Path,
+    db: Location, tmp_path: Path,
 ) -> None:
     root = tmp_path / "docs"
     for i in range(300):  # decoys: more about the query than the files we want
@@ -28,7 +28,7 @@ async def test_a_filter_finds_a_small_folder_that_unfiltered_results_never_reach
              + f"decoy number {i}.")
     for i in range(5):
         write_note(root, f"small/s{i}.md", f"A short remark on garden compost, item {i}.")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         for mode in MODES:
             unfiltered = await rf.search("garden compost", top_k=5, mode=mode)
@@ -63,8 +63,10 @@ async def search_paths(rf: Rifflux, **filters: Unpack[Filters]) -> list[str]:
     return found["hybrid"]
 
 
-async def test_each_filter_alone_and_combined(tmp_path: Path, tagged_vault: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_each_filter_alone_and_combined(
+    db: Location, tmp_path: Path, tagged_vault: Path,
+) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(tagged_vault)
         assert len(await search_paths(rf)) == 4
         assert await search_paths(rf, paths=["journal/**"]) == [
@@ -107,9 +109,9 @@ async def test_each_filter_alone_and_combined(tmp_path: Path, tagged_vault: Path
 
 
 async def test_results_say_where_they_are_and_what_note_they_belong_to(
-    tmp_path: Path, tagged_vault: Path
+    db: Location, tagged_vault: Path
 ) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(tagged_vault)
         hit = (await rf.search("dams", mode="lexical", paths=["projects/alpha.md"]))[0]
     lines = (tagged_vault / "projects" / "alpha.md").read_text().splitlines()
@@ -122,13 +124,13 @@ async def test_results_say_where_they_are_and_what_note_they_belong_to(
 
 
 async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
-    tmp_path: Path,
+    db: Location, tmp_path: Path,
 ) -> None:
     a, b = tmp_path / "one" / "notes", tmp_path / "two" / "notes"
     write_note(a, "x.md", "otters of one")
     write_note(b, "y.md", "otters of two")
     write_note(tmp_path / "three", "z.md", "otters of three")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(paths=[a, b, tmp_path / "three"])
         assert [r["path"] for r in await rf.search("otters", root="three")] == ["z.md"]
         assert [r["path"] for r in await rf.search("otters", root=str(a))] == ["x.md"]
@@ -163,10 +165,10 @@ async def test_roots_are_named_by_path_or_unique_name_and_errors_list_them(
     ({"modified_after": "  "}, "modified_after is blank"),
 ])
 async def test_malformed_filters_are_clear_errors(
-    tmp_path: Path, filters: dict[str, Any], message: str | None
+    db: Location, filters: dict[str, Any], message: str | None
 ) -> None:
     # (Any: the point is to pass what the signature does not allow, as an untyped caller can)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         if message is None:
             assert await rf.search("anything", **filters) == []
             return
@@ -175,10 +177,10 @@ async def test_malformed_filters_are_clear_errors(
 
 
 async def test_date_filters_follow_a_file_touched_without_a_change(
-    tmp_path: Path, tagged_vault: Path,
+    db: Location, tagged_vault: Path,
 ) -> None:
     # Same bytes, new mtime (a `touch`, a checkout): nothing to reindex but the date.
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(tagged_vault)
         assert await search_paths(rf, modified_before="2w") == [
             "journal/2026-11-01.md", "projects/beta.md"]
@@ -196,8 +198,8 @@ async def test_date_filters_follow_a_file_touched_without_a_change(
             datetime.fromtimestamp(long_ago).astimezone().strftime("%Y"))
 
 
-async def test_filters_follow_edits_and_deletes(tmp_path: Path, tagged_vault: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_filters_follow_edits_and_deletes(db: Location, tagged_vault: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(tagged_vault)
         assert await search_paths(rf, tags=["project"]) == [
             "projects/alpha.md", "projects/beta.md"]

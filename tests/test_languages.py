@@ -19,6 +19,8 @@ from rifflux.mcp.answers import _WHY as MCP_WHY
 
 from .helpers import (
     CountingEmbedder,
+    Location,
+    bm25,
     call,
     eventually,
     indexed_then_downgraded,
@@ -82,9 +84,9 @@ NOT_FOUND = ["东京", "学大", "北大学", "경복강", '"大阪タワー"']
 
 
 @pytest.fixture
-async def rf(tmp_path: Path) -> AsyncIterator[Rifflux]:
+async def rf(db: Location, tmp_path: Path) -> AsyncIterator[Rifflux]:
     root = write_all(tmp_path / "notes", NOTES)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         yield rf
 
@@ -136,10 +138,10 @@ def test_cjk_queries_become_bigrams_and_single_characters_the_character_column()
     assert build_match("the hotel") == '"hotel"'  # English is as it was
 
 
-async def test_a_cjk_edit_is_seen_by_the_watcher(tmp_path: Path) -> None:
+async def test_a_cjk_edit_is_seen_by_the_watcher(db: Location, tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, "ja.md", NOTES["ja.md"])
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(),
+    async with Rifflux(db, embedder=CountingEmbedder(),
                        watch_paths=[root]) as rf:
         await eventually(lambda: rf.search("新幹線", mode="lexical"))
         write(root, "ja.md", NOTES["ja.md"].replace("新幹線", "飛行機"))
@@ -290,12 +292,12 @@ MIXED = {
 
 
 async def test_a_note_with_every_word_of_a_mixed_query_ranks_above_one_with_some(
-    tmp_path: Path
+    db: Location, tmp_path: Path
 ) -> None:
     root = tmp_path / "mixed"
     for name, text in MIXED.items():
         write(root, name, text)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         for query in ("Python 教程", "Python教程", "教程 Python"):
             found = [h["path"] for h in await rf.search(query, mode="lexical")]
@@ -305,3 +307,23 @@ async def test_a_note_with_every_word_of_a_mixed_query_ranks_above_one_with_some
         # one word: the page about it first, as before
         assert [h["path"] for h in await rf.search("Python", mode="lexical")][0] \
             == "en/python.md"
+
+
+async def test_every_word_of_a_mixed_query_ranks_first_whatever_the_bm25_of_the_others(
+    db: Location, tmp_path: Path
+) -> None:
+    # short notes dense in one word of the query outscore, by BM25, the long tutorial
+    # holding both: more of them than a search reads of the best-scored chunks at first
+    root = tmp_path / "mixed"
+    for name, text in MIXED.items():
+        write(root, name, text)
+    for i in range(130):
+        write(root, f"en/py{i}.md", f"# Note {i}\n\nPython, Python and Python.\n")
+        write(root, f"zh/教{i}.md", f"# 笔记 {i}\n\n教程，教程，教程。\n")
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for query in ("Python 教程", "教程 Python"):
+            hits = await rf.search(query, mode="lexical", top_k=5)
+            assert [h["path"] for h in hits][0] == "zh/自动化.md", query
+            # (the test means something: the others score better; lower is better)
+            assert len(hits) == 5 and all(bm25(h) < bm25(hits[0]) for h in hits[1:]), query

@@ -16,6 +16,7 @@ from .helpers import (
     HOME_LINKS,
     VAULT,
     CountingEmbedder,
+    Location,
     eventually,
     indexed_then_downgraded,
     jobs_settled,
@@ -40,10 +41,8 @@ async def neighbours(rf: Rifflux, path: str, depth: int = 1) -> dict[str, int]:
     return {n["path"]: n["distance"] for n in await rf.neighbors(path, depth=depth)}
 
 
-async def test_every_link_form_resolves_as_obsidian_does(
-    tmp_path: Path, linked_vault: Path,
-) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_every_link_form_resolves_as_obsidian_does(db: Location, linked_vault: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         found = await rf.links("Home.md")
         assert (found["path"], found["root"]) == ("Home.md", str(linked_vault))
@@ -80,9 +79,9 @@ async def test_every_link_form_resolves_as_obsidian_does(
 
 
 async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
-    tmp_path: Path, linked_vault: Path
+    db: Location, linked_vault: Path
 ) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         near = await rf.neighbors("notes/far/Epsilon.md", depth=2)
         assert near == [{"path": "notes/Delta.md", "title": "Delta", "distance": 1},
@@ -100,9 +99,9 @@ async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
 
 
 async def test_bad_paths_and_depths_are_errors_that_say_what_to_give(
-    tmp_path: Path, linked_vault: Path
+    db: Location, linked_vault: Path
 ) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         for call in (rf.links("Nope.md"), rf.neighbors("Nope.md")):
             with pytest.raises(InvalidArgumentError, match="not an indexed note.*search results"):
@@ -122,11 +121,11 @@ async def test_bad_paths_and_depths_are_errors_that_say_what_to_give(
 
 
 async def test_search_near_a_note_filters_both_branches_before_ranking(
-    tmp_path: Path, linked_vault: Path
+    db: Location, linked_vault: Path
 ) -> None:
     for i in range(40):  # decoys about the garden, linked to nothing
         write(linked_vault, f"decoys/d{i}.md", f"# Decoy {i}\n\n" + "garden path note " * 20)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         unfiltered = await rf.search("garden path note", top_k=5, mode="lexical")
         assert all(r["path"].startswith("decoys/") for r in unfiltered)
@@ -223,9 +222,9 @@ async def test_an_index_of_version_5_gets_its_links_when_opened(tmp_path: Path,
 
 
 async def test_a_folder_absorbed_into_its_parent_resolves_its_links_there(
-    tmp_path: Path, linked_vault: Path
+    db: Location, linked_vault: Path
 ) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault / "Projects")  # a root of its own: Home is outside it
         assert await outgoing(rf, "Alpha.md") == [("../Home.md", None), ("Note", None)]
         await rf.reindex(linked_vault)
@@ -255,7 +254,7 @@ SIDEBAR = "# Sidebar\n\n## Open hidden sidebars\n\n### On desktop\n\nClick the i
 
 
 async def test_a_heading_with_subheadings_links_to_the_first_chunk_of_its_section(
-    tmp_path: Path,
+    db: Location, tmp_path: Path,
 ) -> None:
     # "Files and links" has no text before its first subheading, so its first chunk is
     # labelled "Settings > Files and links > Default location for new notes"
@@ -273,7 +272,7 @@ async def test_a_heading_with_subheadings_links_to_the_first_chunk_of_its_sectio
                 chunk["heading_path"], chunk["line_start"], chunk["line_end"])
         return out
 
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(vault)
         found = await target_chunks(rf)
         files_and_links = found["Settings#Files and links"]
@@ -292,7 +291,7 @@ async def test_a_heading_with_subheadings_links_to_the_first_chunk_of_its_sectio
 
 
 async def test_a_name_several_notes_share_resolves_to_the_nearest_and_stays_so(
-    tmp_path: Path,
+    db: Location, tmp_path: Path,
 ) -> None:
     # a help vault with a folder per language: [[Canvas]] stays within its language,
     # at index time and as notes of that name appear, move and go
@@ -306,7 +305,7 @@ async def test_a_name_several_notes_share_resolves_to_the_nearest_and_stays_so(
         return {src: (await outgoing(rf, src))[0][1] for src in ("en/Basics/Links.md",
                                                                   "ja/リンク.md")}
 
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(vault)
         # no English Canvas yet: the shortest path of the others (zh), as before
         assert await targets() == {"en/Basics/Links.md": "zh/插件/Canvas.md",

@@ -13,7 +13,7 @@ from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionEr
 from rifflux.mcp.answers import file_answer
 from rifflux.mcp.budget import answer_text
 
-from .helpers import CountingEmbedder, indexed_then_downgraded, jobs_settled, write
+from .helpers import CountingEmbedder, Location, indexed_then_downgraded, jobs_settled, write
 
 pytestmark = pytest.mark.anyio
 
@@ -29,8 +29,8 @@ async def indexed(tmp_path: Path) -> Path:
     return root
 
 
-async def test_a_line_range_is_read_from_disk_and_clamped(tmp_path: Path, indexed: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_a_line_range_is_read_from_disk_and_clamped(db: Location, indexed: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed)
         hit = (await rf.search("thing number 3", mode="lexical", top_k=1))[0]
         lines = await rf.get_file(hit["path"], start_line=hit["line_start"],
@@ -56,11 +56,11 @@ async def test_a_line_range_is_read_from_disk_and_clamped(tmp_path: Path, indexe
 
 
 async def test_lines_of_a_file_edited_since_it_was_indexed_say_so(
-    tmp_path: Path, indexed: Path,
+    db: Location, indexed: Path,
 ) -> None:
     # A hit's line numbers are those of the text indexed; with lines inserted above it
     # (no watcher, no reindex yet) they point at other text, and the answer says so.
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed)
         hit = (await rf.search("thing number 3", mode="lexical", top_k=1))[0]
         write(indexed, "guide.md", "Three new lines\nat the top\nof the guide\n" + GUIDE)
@@ -79,11 +79,11 @@ async def test_lines_of_a_file_edited_since_it_was_indexed_say_so(
 
 
 async def test_only_indexed_files_can_be_read_by_their_indexed_path(
-    tmp_path: Path, indexed: Path
+    db: Location, tmp_path: Path, indexed: Path
 ) -> None:
     write(tmp_path, "secret.md", "# Secret\n\nnot indexed\n")
     write(indexed, "notes.txt", "not matched by the globs\n")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed)
         with pytest.raises(InvalidArgumentError, match="leaves its indexed folder"):
             await rf.get_file("../secret.md", start_line=1)
@@ -98,8 +98,8 @@ async def test_only_indexed_files_can_be_read_by_their_indexed_path(
             await rf.get_file("sub/other.md", start_line=1)
 
 
-async def test_a_whole_file_comes_with_its_metadata(tmp_path: Path, indexed: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_a_whole_file_comes_with_its_metadata(db: Location, indexed: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed)
         found = await rf.get_file("guide.md")
     assert found is not None and "chunks" in found
@@ -111,12 +111,12 @@ async def test_a_whole_file_comes_with_its_metadata(tmp_path: Path, indexed: Pat
 
 
 async def test_the_same_path_in_two_roots_names_the_root_used_and_the_others(
-    tmp_path: Path,
+    db: Location, tmp_path: Path,
 ) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     write(a, "readme.md", "# A\n\nfrom a\n")
     write(b, "readme.md", "# B\n\nfrom b\n")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(paths=[a, b])
         first = await rf.get_file("readme.md", start_line=1)
         assert first is not None and first["root"] == str(a.resolve())
@@ -126,8 +126,8 @@ async def test_the_same_path_in_two_roots_names_the_root_used_and_the_others(
         assert "other_roots" not in chosen
 
 
-async def test_a_chunk_knows_its_neighbours(tmp_path: Path, indexed: Path) -> None:
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+async def test_a_chunk_knows_its_neighbours(db: Location, indexed: Path) -> None:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed)
         found = await rf.get_file("guide.md")
         assert found is not None and "chunks" in found and len(found["chunks"]) >= 3
@@ -167,7 +167,7 @@ async def read_page(rf: Rifflux, path: str, max_chars: int, *, start_line: int |
     return file_answer(found, max_chars)
 
 
-async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> None:
+async def test_pages_of_a_file_with_long_lines_lose_no_text(db: Location, tmp_path: Path) -> None:
     # Paragraphs of one 2,500-character line each: the chunker splits each line over
     # chunks, so a page of chunks can end inside a line. Read as an agent does (the
     # first page, then line ranges from next_start_line), every word is found.
@@ -175,7 +175,7 @@ async def test_pages_of_a_file_with_long_lines_lose_no_text(tmp_path: Path) -> N
     lines = [" ".join(words[i * 250 : (i + 1) * 250]) for i in range(30)]
     root = tmp_path / "docs"
     write(root, "long.md", "# Long\n\n" + "\n\n".join(lines) + "\n")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(root)
         for budget in (3_000, 4_000, 5_000):  # (pages that end inside a line, or not)
             first = await read_page(rf, "long.md", budget)

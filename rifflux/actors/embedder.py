@@ -13,7 +13,7 @@ become searchable as early as the cores allow (lexical first); it also never
 reads a text again that it has already embedded.
 
 Of all the processes on one index, only the one holding the embedding lease
-(``store.lease``) embeds: the others leave the pending texts to it and try to
+(``store.protocols.LeaseStore``) embeds: the others leave the pending texts to it and try to
 take the lease every second, so when its holder dies another finishes the work.
 """
 
@@ -22,17 +22,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
-import numpy as np
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..core.embedders import Embedder
-from ..core.vectors import F32
-from ..store.lease import Lease
-from ..store.reader import PendingText, Reader
+from ..store.common import PendingText
+from ..store.protocols import LeaseStore, PendingStore
 from .messages import (
     EmbedderMessage,
     EmbedWanted,
@@ -41,6 +38,10 @@ from .messages import (
     Receipt,
     VectorsEmbedded,
 )
+
+if TYPE_CHECKING:  # (numpy and the model are loaded with the model)
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32
 
 logger = logging.getLogger(__name__)
 
@@ -67,13 +68,13 @@ class EmbedderActor:
     def __init__(
         self,
         *,
-        reader: Reader,
+        reader: PendingStore,
         inbox: MemoryObjectReceiveStream[EmbedderMessage],
         out: MemoryObjectSendStream[IndexerMessage],
         batch_size: int,
         batch_chars: int = 8192,
         window: int = 512,
-        lease: Lease | None = None,
+        lease: LeaseStore | None = None,
         wake: MemoryObjectSendStream[EmbedderMessage] | None = None,
     ) -> None:
         self.lease = lease
@@ -100,7 +101,7 @@ class EmbedderActor:
                 async for msg in self._inbox:
                     if isinstance(msg, ModelAdopted):
                         self._embedder = msg.embedder
-                    if self._embedder is None or not self._claim(tg):
+                    if self._embedder is None or not await self._claim(tg):
                         continue  # nothing can embed, or another process embeds
                     try:
                         await self._drain(self._embedder)
@@ -113,12 +114,13 @@ class EmbedderActor:
             if self._wake is not None:
                 self._wake.close()
             if self.lease is not None:
-                self.lease.release()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await self.lease.give_back()
 
-    def _claim(self, tg: TaskGroup) -> bool:
+    async def _claim(self, tg: TaskGroup) -> bool:
         """Whether this process embeds: it holds the lease, or takes it now; if not, a
         task tries again every second and wakes the embedder once it has it."""
-        if self.lease is None or self.lease.try_acquire():
+        if self.lease is None or await self.lease.try_take():
             return True
         if not self._waiting:
             self._waiting = True
@@ -127,10 +129,10 @@ class EmbedderActor:
 
     async def _wait_for_lease(self) -> None:
         assert self.lease is not None
-        while not self.lease.try_acquire():  # noqa: ASYNC110 - another process's lock
+        while not await self.lease.try_take():  # noqa: ASYNC110 - another process's lock
             await anyio.sleep(LEASE_RETRY)
         self._waiting = False
-        logger.info("this process now embeds for the index (it holds %s)", self.lease.path)
+        logger.info("this process now embeds for the index (it holds %s)", self.lease.where)
         if self._wake is not None:
             with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
                                      anyio.BrokenResourceError):
@@ -166,6 +168,8 @@ class EmbedderActor:
                 embedder.embed_documents, texts, limiter=self._limiter
             )
         except Exception:  # a model failure on one batch must not stop the pipeline
+            import numpy as np
+
             logger.exception("embedding a batch of %d failed; trying one by one", len(texts))
             rows = []
             for text in texts:

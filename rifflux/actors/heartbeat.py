@@ -5,7 +5,7 @@ Why its own connection. On the writer's, from a task beside the indexer's loop,
 a beat could land inside a job's open transaction (and be committed or rolled
 back with it): a second owner of that connection. As a message to the indexer it
 would wait while a job runs, since the indexer reads its inbox only between jobs:
-a long job would leave the row older than ``store.presence.SEEN_WITHIN``, and the
+a long job would leave the row older than ``store.sqlite.presence.SEEN_WITHIN``, and the
 process would vanish from every other process's list. Here a beat waits only for
 the writer's lock, which every transaction holds for a few files at most. The
 price: its commits change the writer connection's ``PRAGMA data_version``, so the
@@ -21,8 +21,7 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from ..store.changes import prune
-from ..store.presence import Presence
+from ..store.protocols import PresenceStore
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ PRUNE_EVERY_BEATS = 12
 class Heartbeat:
     """Beats through ``presence``, whose connection is no one else's."""
 
-    def __init__(self, *, presence: Presence, roles: Callable[[], list[str]]) -> None:
+    def __init__(self, *, presence: PresenceStore, roles: Callable[[], list[str]]) -> None:
         self._presence = presence
         self._roles = roles
         self.beats = 0
@@ -48,7 +47,7 @@ class Heartbeat:
                 await presence.beat(self._roles())
                 self.beats += 1
                 if self.beats % PRUNE_EVERY_BEATS == 0:
-                    await prune(presence.conn, presence.db_path)
+                    await presence.prune_changes()
             except Exception as exc:  # the boundary: busy, most likely; the next beat tries
                 logger.debug("cannot refresh this process's row in the index: %s", exc)
             await anyio.sleep(BEAT_EVERY)

@@ -22,7 +22,8 @@ from ..core.ignore import IgnoreFiles
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import IndexDatabaseError, RiffluxError
-from ..store.writer import FileToWrite, Writer, Written
+from ..store.protocols import WriterStore
+from ..store.written import FileToWrite, Written
 from .jobs import Job, Progress, Target
 from .parse_pool import ParsePool, ParseResult
 
@@ -36,7 +37,7 @@ OnCommit = Callable[[Written], Awaitable[None]]
 
 
 class IndexRun:
-    def __init__(self, job: Job, writer: Writer, globs: Globs, limits: ChunkLimits,
+    def __init__(self, job: Job, writer: WriterStore, globs: Globs, limits: ChunkLimits,
                  pool: ParsePool, on_commit: OnCommit, *,
                  ignores: dict[str, IgnoreFiles] | None = None) -> None:
         """``ignores``: each root's ignore rules, kept from run to run while the ignore
@@ -298,7 +299,7 @@ class Tidying:
         self._quiet = quiet
         self._since: float | None = None  # the last note's job that left it undone
 
-    async def after(self, job: Job, writer: Writer) -> None:
+    async def after(self, job: Job, writer: WriterStore) -> None:
         wrote = bool(job.progress.removed or job.progress.indexed)
         if job.source == "note":
             self._since = time.monotonic()
@@ -306,12 +307,12 @@ class Tidying:
             self._since = None
             await self._tidy(writer, prune=wrote)
 
-    async def when_quiet(self, writer: Writer) -> None:
+    async def when_quiet(self, writer: WriterStore) -> None:
         if self._since is not None and time.monotonic() - self._since >= self._quiet:
             self._since = None
             await self._tidy(writer, prune=True)
 
-    async def _tidy(self, writer: Writer, *, prune: bool) -> None:
+    async def _tidy(self, writer: WriterStore, *, prune: bool) -> None:
         try:
             if prune:
                 await writer.prune_orphan_vectors()

@@ -1,4 +1,4 @@
-"""The indexer: the only SQLite writer, an actor with one inbox.
+"""The indexer: the only writer to the index, an actor with one inbox.
 
 It handles one message at a time (``IndexerMessage``): a loaded model is adopted, embedded
 vectors are stored, and after every message the queued jobs are run, one at a time. A job
@@ -10,15 +10,16 @@ and the job queue applies its completion rule to the missing texts the store kee
 Every job is an error boundary: busy/locked errors are retried after the
 configured delays, any other failure fails that job, never the service.
 
-Other processes may write to the same index. A timer sends ``Ticked`` a few times a
-second; the indexer then looks whether another process committed (one pragma on its
-connection) and reads their changes from the log (``store.changes``): they reach the
-query actor as if they were the indexer's own commits, the missing texts follow what
-they wrote, and jobs waiting for texts that another process embedded complete. The
-timer only sends: every statement on the writer's connection runs on the indexer's own
-task, between its messages, never inside a job's open transaction. (This process's row
-in ``processes`` and the log's pruning are the heartbeat's, on a connection of its own:
-see ``actors.heartbeat``.) A note's urgent job cuts in after a running job's commit.
+Other processes may write to the same index. A timer sends ``Ticked`` a few
+times a second; the indexer then looks whether another process committed (one
+pragma on its connection) and reads their changes from the log
+(``store.protocols.FollowStore``): they reach the query actor as if they were the indexer's
+own commits, the missing texts follow what they wrote, and jobs waiting for
+texts that another process embedded complete. The timer only sends: every
+statement on the writer's connection runs on the indexer's own task, between
+its messages, never inside a job's open transaction. (This process's row in
+``processes`` and the log's pruning are the heartbeat's, on a connection of its
+own: see ``actors.heartbeat``.) A note's urgent job cuts in after a running job's commit.
 """
 
 from __future__ import annotations
@@ -27,20 +28,19 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..config import Settings
-from ..core.chunker import ChunkLimits
-from ..core.embedders import Embedder
 from ..core.ignore import IgnoreFiles
+from ..core.packing import ChunkLimits
 from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
-from ..store.changes import Follow
-from ..store.writer import Writer, Written
+from ..store.protocols import FollowStore, WriterStore
+from ..store.written import Written
 from .events import EventHub
 from .index_job import IndexRun, Tidying
 from .jobs import Job, JobQueue, Target
@@ -57,6 +57,9 @@ from .messages import (
     VectorsReset,
 )
 from .parse_pool import ParsePool
+
+if TYPE_CHECKING:  # (the model's module is loaded with the model)
+    from ..core.embedders import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -82,14 +85,14 @@ class Indexer:
     def __init__(
         self,
         *,
-        writer: Writer,
+        writer: WriterStore,
         settings: Settings,
         jobs: JobQueue,
         inbox: MemoryObjectReceiveStream[IndexerMessage],
         embedder_out: MemoryObjectSendStream[EmbedderMessage],
         query_out: MemoryObjectSendStream[QueryMessage],
         retry_out: MemoryObjectSendStream[IndexerMessage],
-        follow: Follow | None = None,
+        follow: FollowStore | None = None,
         events: EventHub | None = None,
     ) -> None:
         self._writer = writer
@@ -234,21 +237,26 @@ class Indexer:
         await self._others_wrote()
 
     async def _others_wrote(self) -> None:
-        """Another process committed: apply what it changed as if it were ours. Until
-        that is done nothing counts as read: a failure is tried again at the next tick;
-        an unexpected one reloads everything instead (the boundary: never a crash)."""
+        """Another process committed: apply what it changed as if it were ours. The log,
+        the rows it names and the texts they lack are read in one snapshot, so every
+        text of theirs ends up with its vector in the matrix or among the missing ones,
+        never neither. Until that is done nothing counts as read: a failure is tried
+        again at the next tick; an unexpected one reloads everything instead (the
+        boundary: never a crash)."""
         assert self._follow is not None
         follow = self._follow
         try:
-            foreign = await follow.read(self._model, self._writer.roots)
+            async with self._writer.snapshot():
+                foreign = await follow.read(self._model, self._writer.roots)
+                if foreign is not None and not foreign.reload:
+                    await self._writer.missing.changed_elsewhere(
+                        files=foreign.written.files_replaced,  # every file written or deleted
+                        texts_gone=foreign.texts_gone, embedded=foreign.embedded)
             if foreign is None:
                 return
             if foreign.reload:  # the log no longer reaches back that far
                 await self._read_everything_again()
             else:
-                await self._writer.missing.changed_elsewhere(
-                    files=foreign.written.files_replaced,  # every file written or deleted
-                    texts_gone=foreign.texts_gone, embedded=foreign.embedded)
                 await self._committed(foreign.written)
                 follow.done(foreign.upto)
                 self._follow_failures = 0
@@ -381,14 +389,18 @@ class Indexer:
         """After a job: the lexical search's lists built again in the background when
         stale (a speed-up: searches are exact without them; one build at a time)."""
         try:
-            await self._writer.lexicon.refresh()
-        except Exception:  # the boundary: searches go on, ranked by FTS5 alone
+            await self._writer.refresh_lexicon()
+        except Exception:  # the boundary: searches go on, ranked without the lists
             logger.exception("could not build the lexical search's lists; lexical search "
                              "stays exact, and slower on large indexes")
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known
-        once the model is adopted; until then it waits for the adoption)."""
+        once the model is adopted; until then it waits for the adoption). They are read
+        from the database, then what other processes committed until then is applied
+        (the files of theirs the job found unchanged, their vectors): this process's
+        matrix and missing texts are then at least as new as that read, so the job
+        completes only once a search here finds its texts."""
         missing = self._writer.missing.texts
         if missing is None:
             return
@@ -397,4 +409,5 @@ class Indexer:
         except Exception:  # waiting for every missing text still ends
             logger.exception("%s: cannot tell which texts it waits for; waiting for all", job.id)
             texts = set(missing)
+        await self._look()
         self._jobs.wait_for(job, texts)

@@ -1,5 +1,6 @@
-"""The query actor: a read connection of its own, the in-memory vector matrix, and the
-catalog of files that filters are resolved against.
+"""The query actor: the store's reads, the in-memory vector matrix (for a store that
+keeps its vectors in memory: ``Capabilities.vectors_in_memory``), and the catalog
+of files that filters are resolved against.
 
 Requests (searches and reads) run side by side, each in its own task, at most
 ``concurrency`` at a time. Filters are resolved to a set of files first and
@@ -21,20 +22,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TypedDict
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..core.catalog import Allowed, Catalog
-from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, Filters
-from ..core.vectors import VectorIndex
 from ..errors import InternalError, RiffluxError
-from ..store.reader import Reader
-from ..store.records import Records
+from ..store.protocols import OpenStore
 from ..types import SearchResult
 from .messages import (
     PLAIN,
@@ -60,6 +58,10 @@ from .messages import (
 from .reads import Reads
 from .search import Loaded, Ranking
 
+if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
+    from ..core.embedders import Embedder
+    from ..core.vectors import VectorIndex
+
 logger = logging.getLogger(__name__)
 
 #: How long a semantic search waits for the model and matrix at start-up.
@@ -67,11 +69,9 @@ _MODEL_WAIT_SECONDS = 60.0
 #: Reads of the catalog when building it from them fails.
 _CATALOG_TRIES = 2
 
-OpenReader = Callable[[], AbstractAsyncContextManager[Reader]]
-
-
 class QuerySnapshot(TypedDict):
     vectors_in_memory: int
+    catalog_state: Literal["loading", "ready"]  # (the catalog of files that filters use)
     searches: int
     failures: int
 
@@ -80,17 +80,16 @@ class QueryActor:
     def __init__(
         self,
         *,
-        reader: Reader,
-        records: Records,
-        open_reader: OpenReader,
+        store: OpenStore,
         inbox: MemoryObjectReceiveStream[QueryMessage],
         rrf_k: int,
         feedback: int = 0,
         feedback_weight: float = 1.0,
         concurrency: int = 8,
+        want_model: Callable[[], None] = lambda: None,
     ) -> None:
-        self._reader = reader
-        self._open_reader = open_reader
+        self._want_model = want_model
+        self._store = store
         self._inbox = inbox
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._loaded = Loaded()
@@ -99,9 +98,9 @@ class QueryActor:
         self._catalog = self._loaded.catalog
         self._catalog_ready = self._loaded.catalog_ready
         self._catalog_replay: list[IndexChanged] | None = []
-        self._reads = Reads(reader=reader, records=records, catalog=self._catalog,
-                            catalog_ready=self._catalog_ready)
-        self._ranking = Ranking(reader=reader, loaded=self._loaded, rrf_k=rrf_k,
+        self._reads = Reads(reads=store.reads, records=store.records, links=store.links,
+                            catalog=self._catalog, catalog_ready=self._catalog_ready)
+        self._ranking = Ranking(store=store, loaded=self._loaded, rrf_k=rrf_k,
                                 feedback=feedback, feedback_weight=feedback_weight)
         self._searches = 0
         self._failures = 0
@@ -110,6 +109,7 @@ class QueryActor:
         matrix = self._loaded.matrix
         return {
             "vectors_in_memory": 0 if matrix is None else len(matrix),
+            "catalog_state": "ready" if self._catalog_ready.is_set() else "loading",
             "searches": self._searches,
             "failures": self._failures,
         }
@@ -163,7 +163,7 @@ class QueryActor:
         for attempt in range(1, _CATALOG_TRIES + 1):
             self._catalog_replay = []
             try:
-                roots, files, edges = await self._reader.catalog()
+                roots, files, edges = await self._store.reads.catalog()
             except Exception:  # filters then match nothing; searches without them go on
                 logger.exception("cannot load the catalog of files; filtered searches find "
                                  "nothing until the next restart")
@@ -183,16 +183,19 @@ class QueryActor:
         if msg.catalog:
             self._reload_catalog(tg)
         self._loaded.embedder = msg.embedder
-        if msg.embedder is None:
-            self._loaded.matrix = None
+        if msg.embedder is None or self._store.open_matrix is None:
+            self._loaded.matrix = None  # (or the store ranks vectors itself)
             self._ready.set()
             return
         self._replay = []
         tg.start_soon(self._load, msg.embedder, name="rifflux.query.load")
 
     async def _load(self, embedder: Embedder) -> None:
+        assert self._store.open_matrix is not None
         try:
-            async with self._open_reader() as reader:
+            from ..core.vectors import VectorIndex
+
+            async with self._store.open_matrix() as reader:
                 rows = await reader.vector_capacity()
                 matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
                 # a block at a time, straight into the compact matrix
@@ -244,7 +247,8 @@ class QueryActor:
                      filters: Filters = NO_FILTERS,
                      shape: SearchShape = PLAIN) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
-            # before taking a slot: the model may still be loading
+            # before taking a slot: the model may still be loading (or not started yet)
+            self._want_model()
             with anyio.move_on_after(_MODEL_WAIT_SECONDS):
                 await self._ready.wait()
         allowed: Allowed | None = None

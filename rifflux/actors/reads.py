@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 import anyio
 
 from ..core.catalog import Catalog
 from ..core.document import read_lines
-from ..core.embedders import Embedder
 from ..core.filters import CompiledFilters, FileEntry, Filters, make_filters
 from ..note_types import RecentNote
-from ..store.link_records import LinkRecords
-from ..store.reader import Reader, iso_utc
-from ..store.records import Located, Records
+from ..store.common import Located, iso_utc
+from ..store.protocols import LinkStore, ReadStore, RecordStore
 from ..types import FileLines, Neighbor, NoteLinks, TagCount
 from .messages import (
     ChunkRequested,
@@ -40,13 +38,16 @@ from .messages import (
     give,
 )
 
+if TYPE_CHECKING:  # (the model's module is loaded with the model)
+    from ..core.embedders import Embedder
+
 
 class Reads:
-    def __init__(self, *, reader: Reader, records: Records, catalog: Catalog,
-                 catalog_ready: anyio.Event) -> None:
-        self._reader = reader
+    def __init__(self, *, reads: ReadStore, records: RecordStore, links: LinkStore,
+                 catalog: Catalog, catalog_ready: anyio.Event) -> None:
+        self._reader = reads
         self._records = records
-        self._links = LinkRecords(records.conn, records.db_path)
+        self._links = links
         self._catalog = catalog
         self._catalog_ready = catalog_ready
 

@@ -11,20 +11,23 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
-import numpy.typing as npt
 
 from ..core.catalog import Allowed, Catalog
-from ..core.embedders import Embedder
-from ..core.fts_query import build_every, build_match
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
-from ..core.vectors import F32, VectorIndex, rank
-from ..store.reader import Reader
+from ..store.protocols import OpenStore
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import SearchShape
+
+if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
+    import numpy as np
+    import numpy.typing as npt
+
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32, VectorIndex
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a search with a per-file cap reads at most.
@@ -46,23 +49,27 @@ class Loaded:
 
 @dataclass(slots=True)
 class _Asked:
-    """What one search makes once, however many passes a per-file cap reads: the FTS5
-    expression (None: no lexical branch), the snippet maker, the query's vector and the
-    rows read so far."""
+    """What one search makes once, however many passes a per-file cap reads: whether it
+    has a lexical branch, the snippet maker, the query's vector and the rows read so
+    far."""
 
     query: str
-    match: str | None
+    lexical: bool
     snippets: Snippets
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
 
 
 class Ranking:
-    """Searches over ``loaded``, their rows read on ``reader``'s connection."""
+    """Searches over ``store``'s legs and ``loaded``: the semantic leg is the store's, or
+    the in-memory matrix when the store keeps none (``Capabilities``)."""
 
-    def __init__(self, *, reader: Reader, loaded: Loaded, rrf_k: int, feedback: int = 0,
+    def __init__(self, *, store: OpenStore, loaded: Loaded, rrf_k: int, feedback: int = 0,
                  feedback_weight: float = 1.0) -> None:
-        self._reader = reader
+        self._reader = store.reads
+        self._lexical = store.lexical
+        self._semantic_leg = store.semantic
+        self._matrix_store = store.matrix
         self._loaded = loaded
         self._rrf_k = rrf_k
         self._feedback = feedback
@@ -75,8 +82,7 @@ class Ranking:
         # SPEC: each branch fetches top_k * 2. A per-file cap reads further down both
         # lists, so that capped files leave room for the next ones, and further again
         # (four times as far each time) while one long file fills them and they go on.
-        asked = _Asked(query, None if mode == "semantic" else build_match(query),
-                       Snippets(query, shape.snippet_chars))
+        asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars))
         if shape.max_per_file is None:
             # a lexical search alone keeps its first top_k: reading further finds nothing
             depth = top_k if mode == "lexical" else top_k * 2
@@ -98,9 +104,8 @@ class Ranking:
 
         async def run_lexical() -> None:
             nonlocal lexical
-            if asked.match is not None:
-                lexical, found = await self._reader.lexical(asked.match, depth, allowed,
-                                                            build_every(asked.query))
+            if asked.lexical:
+                lexical, found = await self._lexical.lexical(asked.query, depth, allowed)
                 rows.update(found)
 
         async def run_semantic() -> None:
@@ -155,20 +160,27 @@ class Ranking:
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._loaded.embedder, self._loaded.matrix
-        if not _HAS_WORD.search(asked.query) or embedder is None or matrix is None:
+        if not _HAS_WORD.search(asked.query) or embedder is None or (
+                matrix is None and self._semantic_leg is None):
             return []  # no query vector can be made: semantic mode answers nothing
         vector = asked.vector
         if vector is None:
             vector = asked.vector = await anyio.to_thread.run_sync(
                 embedder.embed_query, asked.query, limiter=self._embed_limiter)
+        if self._semantic_leg is not None:  # the store ranks its vectors itself
+            return await self._semantic_leg.semantic(
+                vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
+        assert matrix is not None and self._matrix_store is not None
         mask = None if allowed is None else self._mask(matrix, allowed)
         # the compact matrix's best rows, ranked exactly on their float32 vectors
         candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask)
-        found, exact = await self._reader.exact_vectors(embedder.label, embedder.dim,
-                                                        candidates)
+        found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
+                                                              candidates)
+        from ..core.vectors import rank  # (loaded already: the matrix is its module's)
+
         ranked = rank(vector, found, exact, depth, feedback=self._feedback,
                       weight=self._feedback_weight, ties=True)
-        return await self._reader.in_stable_order(ranked, depth)  # equal cosines by path
+        return await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path
 
     def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
         """The matrix rows of the allowed files, kept while neither changes."""

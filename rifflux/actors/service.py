@@ -18,7 +18,8 @@ from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
 from ..note_types import RecentNote
-from ..store.recovery import Recovery
+from ..store.common import Recovery
+from ..store.protocols import Capabilities
 from ..types import (
     ChunkDetail,
     Counts,
@@ -103,11 +104,19 @@ class Service:
         origin: str = "",
         roles: Callable[[], list[str]] = list,
         model_loaded: anyio.Event | None = None,
+        want_model: Callable[[], None] | None = None,
+        where: str = "",
+        capabilities: Capabilities | None = None,
         events: EventHub | None = None,
     ) -> None:
         self.events = events or EventHub()
         self.recovery = recovery
+        #: Where the index is, as messages and status name it (no password).
+        self.where = where
+        self.capabilities = capabilities
         self.model_loaded = model_loaded or anyio.Event()
+        #: Something needs the model: it loads now (if it is not loaded or loading).
+        self.want_model: Callable[[], None] = want_model or (lambda: None)
         self._origin = origin
         self._roles = roles
         self.settings = settings
@@ -215,6 +224,11 @@ class Service:
 
     def model(self) -> ModelSnapshot:
         return self._model()
+
+    async def wait_for_model(self) -> None:
+        """Until the model has loaded (or failed to); its load starts if it had not."""
+        self.want_model()
+        await self.model_loaded.wait()
 
     def pending(self) -> int | None:
         return self._indexer()["pending"]

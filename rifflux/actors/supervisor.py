@@ -1,5 +1,5 @@
-"""The supervisor: opens the connections, makes every stream, starts every actor in one
-task group, and stops them.
+"""The supervisor: opens the store (``store.opening``), makes every stream, starts
+every actor in one task group, and stops them.
 
 ``async with Supervisor(settings) as service`` enters everything into an
 ``AsyncExitStack`` (as apscheduler v4's ``AsyncScheduler`` does) and hands out
@@ -7,51 +7,37 @@ the ``Service`` handle; leaving passes the exception information on. Consumers
 start before producers (``await tg.start``): query, indexer, heartbeat, embedder,
 model loader, then the watch pipeline. Shutdown runs the other way: the watcher
 stops (its pipeline drains), queued jobs are cancelled, a running job gets a
-bounded grace period, then the actors are cancelled and the connections closed.
+bounded grace period, then the actors are cancelled and the store closed.
 
     watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
     other processes --change log--> indexer (Ticked: it looks) --IndexChanged--> query
-    heartbeat (a connection of its own): this process's row in ``processes``
+    heartbeat (a connection of its own): this process's row among the others
 
 Several processes may open one index: each follows the others' commits through
-the change log, and only the holder of the embedding lease embeds.
+the change log, and only the holder of the embedding lease embeds. The actors know
+the store only by its protocols (``store.protocols``): the same actors run on an
+SQLite file and on a PostgreSQL database.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import aiosqlite
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..config import Settings
-from ..errors import IndexDamagedError, IndexDatabaseError
-from ..store.changes import Follow
-from ..store.lease import Lease
-from ..store.presence import Presence
-from ..store.reader import Reader
-from ..store.records import Records
-from ..store.recovery import (
-    Recovery,
-    damage,
-    move_aside,
-    needs_check,
-    refuse_foreign,
-)
-from ..store.schema import connect
-from ..store.writer import Writer
+from ..store.opening import open_store
+from ..store.protocols import PresenceStore
 from .embedder import EmbedderActor
 from .events import EventHub
 from .heartbeat import Heartbeat
@@ -81,42 +67,16 @@ class Supervisor:
         self._settings = settings
         self._embedder = embedder
         self._watch_factory = watch_factory
-        self._db = settings.db_path.expanduser().resolve()
         self._roots = [Path(p).expanduser().resolve() for p in settings.watch_paths]
         self._exit: AsyncExitStack | None = None
 
     async def __aenter__(self) -> Service:
-        db = self._db
-        recovery = await anyio.to_thread.run_sync(self._check, db)
-        try:
-            return await self._open(recovery)
-        except IndexDatabaseError as exc:
-            # damage the check did not see (it runs when it has cause to), found by a
-            # step of opening: everything opened is closed, the file moved aside
-            if self._settings.read_only or not isinstance(exc, IndexDamagedError):
-                raise
-            recovery = await anyio.to_thread.run_sync(move_aside, db,
-                                                      str(exc.__cause__ or exc))
-            return await self._open(recovery)
-
-    async def _open(self, recovery: Recovery | None) -> Service:
-        s, db, roots = self._settings, self._db, self._roots
+        s, roots = self._settings, self._roots
         async with AsyncExitStack() as stack:
-            # read-only: the writer's connection cannot write either (no schema upgrade,
-            # no vectors dropped: the index is someone else's)
-            writer_conn = await self._connect(stack, db, readonly=s.read_only)
-            query_conn = await self._connect(stack, db, readonly=True)
-            embed_conn = await self._connect(stack, db, readonly=True)
-            # The heartbeat's, no one else's (see actors.heartbeat). Set up as the readers'
-            # are, the schema being the writer's to make: it writes only this process's
-            # row and prunes the change log.
-            beat_conn = None if s.read_only else await self._connect(stack, db, readonly=True)
             # This process among the others on the index: its changes are logged under
             # its origin, its presence kept fresh, and it embeds only with the lease.
-            # (before anything that must be closed is made: this reads the file)
-            origin = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-            follow = Follow(writer_conn, db, origin)
-            await follow.install(writes=not s.read_only)
+            origin = f"{os.getpid()}-{os.urandom(6).hex()}"  # (uuid imports platform: 7 ms)
+            store = await stack.enter_async_context(open_store(s, origin))
 
             indexer_send, indexer_recv = anyio.create_memory_object_stream[IndexerMessage](4)
             embed_send, embed_recv = anyio.create_memory_object_stream[EmbedderMessage](1)
@@ -124,18 +84,24 @@ class Supervisor:
 
             events = EventHub()
             stack.callback(events.close)  # (after the actors stop: their last events go out)
+            loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
+                                 out=indexer_send.clone(), given=self._embedder,
+                                 warm=s.model_warmup)
+
+            def submitted() -> None:  # (a job's texts need vectors: the model loads)
+                loader.want()
+                _nudge(indexer_send)
+
             jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
-                            on_submit=lambda: _nudge(indexer_send), events=events)
+                            on_submit=submitted, events=events)
             query = QueryActor(
-                reader=Reader(query_conn, db), records=Records(query_conn, db),
-                open_reader=lambda: _reading(db, s),
-                inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
-                feedback_weight=s.semantic_feedback_weight,
+                store=store, inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
+                feedback_weight=s.semantic_feedback_weight, want_model=loader.want,
             )
-            presence = None if beat_conn is None else Presence(beat_conn, db, origin)
-            if presence is not None:  # (before the connection closes)
+            presence = store.presence
+            if presence is not None:  # (before the store closes)
                 stack.push_async_callback(_leave, presence)
-            lease = None if s.read_only else Lease(db)
+            lease = store.lease
 
             def roles() -> list[str]:
                 if s.read_only:
@@ -143,18 +109,14 @@ class Supervisor:
                 return ["indexer", *(["embedder"] if lease and lease.held else []),
                         *(["watcher"] if roots else [])]
 
-            indexer = Indexer(writer=Writer(writer_conn, db, read_only=s.read_only,
-                                            busy_timeout_ms=s.busy_timeout_ms),
-                              settings=s, jobs=jobs,
+            indexer = Indexer(writer=store.writer, settings=s, jobs=jobs,
                               inbox=indexer_recv, embedder_out=embed_send,
                               query_out=query_send.clone(), retry_out=indexer_send.clone(),
-                              follow=follow, events=events)
-            embedder = EmbedderActor(reader=Reader(embed_conn, db), inbox=embed_recv,
+                              follow=store.follow, events=events)
+            embedder = EmbedderActor(reader=store.pending, inbox=embed_recv,
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
                                      wake=embed_send.clone())
-            loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
-                                 out=indexer_send.clone(), given=self._embedder)
             pipeline = (WatchPipeline(roots=roots, settings=s, jobs=jobs,
                                       watch_factory=self._watch_factory) if roots else None)
             streams: dict[str, MemoryObjectSendStream[Any]] = {
@@ -177,6 +139,7 @@ class Supervisor:
             await tg.start(loader.run, name="rifflux.model")
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
+            recovery = store.recovery
             if recovery is not None and recovery.roots:
                 # (they were indexed before, whatever their size)
                 jobs.submit(Job([Target(r, requested=str(r)) for r in recovery.roots],
@@ -185,7 +148,8 @@ class Supervisor:
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
-                origin=origin, roles=roles, model_loaded=loader.loaded, events=events,
+                origin=origin, roles=roles, model_loaded=loader.loaded, want_model=loader.want,
+                where=store.where, capabilities=store.capabilities, events=events,
             )
             self._exit = stack.pop_all()
         return service
@@ -200,28 +164,6 @@ class Supervisor:
         if stack is None:
             return None
         return await stack.__aexit__(exc_type, exc, tb)
-
-    def _check(self, db: Path) -> Recovery | None:
-        """Before opening: someone else's file is refused untouched; a damaged index is
-        moved aside (a read-only open reports the damage instead)."""
-        refuse_foreign(db)
-        if not needs_check(db):
-            return None
-        reason = damage(db)
-        if reason is None:
-            return None
-        if self._settings.read_only:
-            raise IndexDatabaseError(f"the index {db} is damaged ({reason}); it is open "
-                                     "read-only, so it was left as it is")
-        return move_aside(db, reason)
-
-    async def _connect(
-        self, stack: AsyncExitStack, db: Path, *, readonly: bool = False
-    ) -> aiosqlite.Connection:
-        conn = await connect(db, busy_timeout_ms=self._settings.busy_timeout_ms,
-                             readonly=readonly)
-        stack.push_async_callback(_close, conn)
-        return conn
 
     async def _stop(self, tg: TaskGroup, jobs: JobQueue, pipeline: WatchPipeline | None,
                     inboxes: list[MemoryObjectSendStream[Any]]) -> None:
@@ -251,27 +193,10 @@ def _nudge(inbox: MemoryObjectSendStream[IndexerMessage]) -> None:
         pass  # shutting down
 
 
-async def _leave(presence: Presence) -> None:
+async def _leave(presence: PresenceStore) -> None:
     """This process is no longer listed (a process that dies is simply no longer seen)."""
     try:
         with anyio.move_on_after(2, shield=True):
             await presence.leave()
     except Exception as exc:  # the index may be gone or locked: nothing to undo
         logger.debug("could not remove this process from the index's list: %s", exc)
-
-
-async def _close(conn: aiosqlite.Connection) -> None:
-    """Close within 2 s, also when cancelled: an open connection keeps a non-daemon
-    thread, and so the process, alive."""
-    with anyio.move_on_after(2, shield=True):
-        await conn.close()
-
-
-@asynccontextmanager
-async def _reading(db: Path, settings: Settings) -> AsyncIterator[Reader]:
-    """A short-lived read connection (for loading the vector matrix)."""
-    conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
-    try:
-        yield Reader(conn, db)
-    finally:
-        await _close(conn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,7 +15,10 @@ from .entry import EXIT_USAGE, CommandError
 
 
 async def require_index(settings: Settings) -> None:
-    """The index file must be there (a command that reads it never creates it)."""
+    """The index file must be there (a command that reads it never creates it; a
+    database's opening says whether it holds an index)."""
+    if not isinstance(settings.db_path, Path):
+        return
     db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
     if await anyio.Path(db).is_dir():
         raise CommandError(f"{db} is a folder: give the path of an index file (--db, "

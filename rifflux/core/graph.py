@@ -1,6 +1,6 @@
 """The link graph: which file links to which, kept in memory by the query actor.
 
-Edges are resolved links between two different files (``store.link_index`` keeps
+Edges are resolved links between two different files (``store.sqlite.link_index`` keeps
 them); a file's neighbours are the files it links to and the files that link to
 it, whichever way the link goes.
 """

@@ -16,6 +16,7 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..config import Settings
 from ..errors import InvalidArgumentError, RiffluxError
@@ -149,8 +150,8 @@ def refusal(options: ServeOptions, settings: Settings) -> str | None:
     if options.read_only and settings.writable:
         return ("--read-only serves an index without writing to it, and --writable lets "
                 "agents write notes: leave one of them out")
-    db = settings.db_path.expanduser()
-    if options.read_only and not db.is_file():
+    db = settings.db_path
+    if options.read_only and isinstance(db, Path) and not db.expanduser().is_file():
         return (f"no index at {db} to serve read-only: run `rifflux index PATH` first, or "
                 "point --db at an existing index")
     return None

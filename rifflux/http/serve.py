@@ -30,6 +30,7 @@ from ..api import Rifflux
 from ..cli.entry import EXIT_FAILURE, EXIT_OK, configure_logging, fail
 from ..config import Settings
 from ..errors import RiffluxError
+from ..location import IndexLocation
 from . import discovery
 from .app import create_app
 from .options import ServeOptions
@@ -109,7 +110,8 @@ async def serve(settings: Settings, options: ServeOptions, sock: socket.socket) 
                 await server.serve(sockets=[sock])
             finally:
                 with contextlib.suppress(OSError):
-                    discovery.remove(db, os.getpid())
+                    if isinstance(db, Path):
+                        discovery.remove(db, os.getpid())
             tg.cancel_scope.cancel()
         if not server.started and not signalled:
             raise RiffluxError("the server did not start (the log above says why)")
@@ -117,16 +119,19 @@ async def serve(settings: Settings, options: ServeOptions, sock: socket.socket) 
     return EXIT_OK
 
 
-async def _announce(server: uvicorn.Server, db: Path, url: str, options: ServeOptions) -> None:
+async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
+                    options: ServeOptions) -> None:
     while not server.started:
         if server.should_exit:
             return
         await anyio.sleep(0.02)  # (uvicorn says it has started by this flag only)
     running = discovery.Running(url=url, pid=os.getpid(), started_at=time.time(),
                                 read_only=options.read_only, token=options.token)
-    try:
-        await anyio.to_thread.run_sync(discovery.write, db, running)
+    try:  # (beside an index file; a database has none: --connect URL finds the server)
+        if isinstance(db, Path):
+            await anyio.to_thread.run_sync(discovery.write, db, running)
     except OSError as exc:
+        assert isinstance(db, Path)
         logger.warning("cannot write %s (rifflux mcp --connect auto will not find this "
                        "server): %s", discovery.discovery_path(db), exc)
     if sys.stderr is not None:

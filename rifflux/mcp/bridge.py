@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -56,6 +57,9 @@ def target_for(args: argparse.Namespace, settings: Settings) -> Target | None:
     """Where ``--connect`` points; None when ``auto`` finds no server running."""
     token = args.token or os.environ.get("RIFFLUX_TOKEN") or None
     if args.connect == "auto":
+        if not isinstance(settings.db_path, Path):  # (a database has no file beside it)
+            logger.info("--connect auto looks beside an index file: serving over stdio")
+            return None
         running = discovery.find(settings.db_path)
         if running is None:
             logger.info("no rifflux serve runs on %s: serving over stdio", settings.db_path)

@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import ClosedError
+from ..location import IndexLocation
 
 __all__ = ["FileId", "OtherIndexes", "file_id"]
 
@@ -74,7 +75,7 @@ class OtherIndexes:
         self._settings = settings
         self._keep = keep
         self._open_index = open_index or (lambda s: Rifflux(settings=s))
-        self._held: OrderedDict[Path, _Held] = OrderedDict()  # least recently used first
+        self._held: OrderedDict[IndexLocation, _Held] = OrderedDict()  # least recently used first
         self._live: set[_Held] = set()  # open, evicted ones included
         self._opening = anyio.Lock()
         self._tg: TaskGroup | None = None
@@ -96,7 +97,7 @@ class OtherIndexes:
         return await stack.__aexit__(exc_type, exc, tb)
 
     @asynccontextmanager
-    async def use(self, db_path: Path, file: FileId) -> AsyncIterator[Rifflux]:
+    async def use(self, db_path: IndexLocation, file: FileId) -> AsyncIterator[Rifflux]:
         """The instance open read-only on ``db_path`` (a resolved path, naming ``file``),
         opened if need be; it stays open while the caller uses it."""
         held = await self._acquire(db_path, file)
@@ -107,7 +108,7 @@ class OtherIndexes:
             if held.evicted and not held.users:
                 held.release.set()
 
-    async def _acquire(self, db_path: Path, file: FileId) -> _Held:
+    async def _acquire(self, db_path: IndexLocation, file: FileId) -> _Held:
         if self._tg is None:
             raise RuntimeError("OtherIndexes is not open: use it as `async with`")
         if self._closing:
@@ -128,7 +129,7 @@ class OtherIndexes:
             self._evict(self._held.popitem(last=False)[1])
         return held
 
-    def _current(self, db_path: Path, file: FileId) -> _Held | None:
+    def _current(self, db_path: IndexLocation, file: FileId) -> _Held | None:
         """The instance open on ``db_path``, unless the path now names another file."""
         held = self._held.get(db_path)
         if held is not None and held.file != file:
@@ -142,7 +143,7 @@ class OtherIndexes:
         if not held.users:
             held.release.set()
 
-    async def _hold(self, db_path: Path, file: FileId, *,
+    async def _hold(self, db_path: IndexLocation, file: FileId, *,
                     task_status: TaskStatus[_Held]) -> None:
         # read-only: searching another index must never change it (nor drop its vectors
         # when they were made by another model)

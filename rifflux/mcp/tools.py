@@ -24,6 +24,7 @@ from ..config import Settings
 from ..core.filters import make_filters
 from ..errors import RiffluxError
 from ..locate import missing_locations
+from ..location import DatabaseUrl, IndexLocation, is_database_url
 from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
 from .answers import (
     chunk_answer,
@@ -171,18 +172,22 @@ async def search_rifflux(
     return dict(answer)
 
 
-def _other_db(db_path: str, own: Path) -> Path | None:
-    """``db_path`` resolved, unless it is the server's own index (None)."""
-    other = _resolved(db_path)
-    return None if other == _resolved(own) else other
+def _other_db(db_path: str, own: IndexLocation) -> IndexLocation | None:
+    """``db_path`` resolved (a file) or as given (a PostgreSQL URL), unless it is the
+    server's own index (None)."""
+    other = DatabaseUrl(db_path.strip()) if is_database_url(db_path) else _resolved(db_path)
+    if isinstance(own, Path):
+        own = _resolved(own)
+    return None if other == own else other
 
 
 async def _search_other_db(
-    others: OtherIndexes, db: Path, db_path: str, query: str, top_k: int, mode: Mode,
+    others: OtherIndexes, db: IndexLocation, db_path: str, query: str, top_k: int, mode: Mode,
     filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
     auto: dict[str, object] | None,
 ) -> SearchAnswer:
-    file = await anyio.to_thread.run_sync(file_id, db)
+    # (a database has no file to name: its URL names it)
+    file = await anyio.to_thread.run_sync(file_id, db) if isinstance(db, Path) else (0, 0)
     if file is None:
         raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
                         "index file, or leave db_path out to search the server's own index")
@@ -341,19 +346,29 @@ async def forget(ctx: Context[ServerState, Any], path: ForgetPath,
 
 async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> ReindexResult:
     """Wait until the job is indexed and embedded (what a foreground reindex promises),
-    sending progress notifications to a client that asked for them."""
-    sent = 0
+    sending progress notifications to a client that asked for them: one as the job
+    starts, then each second in which more files were indexed, and the last as it
+    completes, so that even a reindex of a moment shows its start and its end. The value
+    is the files indexed, which only grows (the protocol wants it to increase), so a last
+    count that was sent already is not sent again."""
+    sent: int | None = None
     while True:
+        job = await rf.job(job_id)
+        done, ended = int(job["indexed_files"]), job["status"] in FINISHED
+        if sent is None or done > sent:
+            if not ended:
+                await ctx.report_progress(done, None, f"{job['phase']}: {done} files indexed, "
+                                                      f"{job['pending_embeddings']} chunks to "
+                                                      "embed")
+            elif job["status"] == "completed" and job["result"] is not None:
+                await ctx.report_progress(done, done, f"completed: {done} files indexed, "
+                                                      f"{job['result'].get('embedded_chunks', 0)}"
+                                                      " chunks embedded")
+            sent = done
+        if ended:
+            break
         with anyio.move_on_after(1.0):
             await rf.wait_for_job(job_id)
-        job = await rf.job(job_id)
-        if job["status"] in FINISHED:
-            break
-        done = int(job["indexed_files"])
-        if done > sent:  # progress must only increase
-            sent = done
-            await ctx.report_progress(done, None, f"{job['phase']}: {done} files indexed, "
-                                                  f"{job['pending_embeddings']} chunks to embed")
     if job["status"] != "completed":
         raise ToolError(f"reindex {job['status']}: {job['error']}; check index_status and "
                         "call reindex again")

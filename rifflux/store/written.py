@@ -6,13 +6,18 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
-from ..core.chunker import Chunk, FileMetadata, Link
 from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ..core.chunker import Chunk, FileMetadata, Link
+    from ..core.vectors import F32
+
+if TYPE_CHECKING:
+    from .common import Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,7 @@ def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> 
 FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter"
 
 
-def file_entry(row: Sequence[Any]) -> FileEntry:
+def file_entry(row: Row) -> FileEntry:
     """A catalog entry from a row of ``FILE_ENTRY_COLUMNS``."""
     return FileEntry(int(row[0]), int(row[1]), str(row[2]), int(row[3]),
                      tag_levels(json.loads(row[4])), json.loads(row[5]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rifflux.actors.embedder import batches
-from rifflux.store.reader import PendingText
+from rifflux.store.common import PendingText
 
 
 def _texts(*lengths: int) -> list[PendingText]:

@@ -28,8 +28,8 @@ from rifflux.actors.messages import (
     VectorsReset,
 )
 from rifflux.config import Settings
-from rifflux.store.changes import Follow
-from rifflux.store.writer import Writer
+from rifflux.store.sqlite.changes import Follow
+from rifflux.store.sqlite.writer import Writer
 
 from ..helpers import MODEL, CountingEmbedder, afile, eventually, hashes, two_processes, write
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rifflux.store import schema as store_schema
+from rifflux.store.sqlite import schema as store_schema
 
 _FTS_DDL = re.search(r"chunks_fts USING fts5\((.*?)\);", store_schema._SCHEMA, re.DOTALL)
 assert _FTS_DDL is not None

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from rifflux.core.catalog import Allowed
 from rifflux.core.chunker import FileMetadata, make_chunk
-from rifflux.store.lexicon_build import LexiconLimits, refresh
-from rifflux.store.reader import Reader
-from rifflux.store.schema import connect
-from rifflux.store.writer import FileToWrite, Writer
+from rifflux.store.sqlite.lexicon_build import LexiconLimits, refresh
+from rifflux.store.sqlite.reader import Reader
+from rifflux.store.sqlite.schema import connect
+from rifflux.store.sqlite.writer import FileToWrite, Writer
 
 #: A vocabulary whose first words are far more common than the rest (Zipf-like), with
 #: words porter folds together, diacritics, a word FTS5 cuts in two and CJK words.

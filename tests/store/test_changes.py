@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from rifflux import IndexBusyError
-from rifflux.store import changes, link_index
-from rifflux.store.changes import Follow
-from rifflux.store.writer import Writer
+from rifflux.store.sqlite import changes, link_index
+from rifflux.store.sqlite.changes import Follow
+from rifflux.store.sqlite.writer import Writer
 from rifflux.store.written import Edges
 
 from ..helpers import MODEL, afile, hashes, root_of, two_processes

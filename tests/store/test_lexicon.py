@@ -11,10 +11,10 @@ import pytest
 
 from rifflux import Rifflux
 from rifflux.core.fts_query import build_match
-from rifflux.store import lexicon_build
-from rifflux.store.lexicon_build import LexiconLimits
-from rifflux.store.schema import connect
-from rifflux.store.writer import Writer
+from rifflux.store.sqlite import lexicon_build
+from rifflux.store.sqlite.lexicon_build import LexiconLimits
+from rifflux.store.sqlite.schema import connect
+from rifflux.store.sqlite.writer import Writer
 
 from ..helpers import eventually
 from .lexicon_corpus import ALWAYS, EVERY_TERM, Index, afile, assert_same_ranking, open_index

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from rifflux.core.vectors import VectorIndex, rank
-from rifflux.store import vectors
-from rifflux.store.reader import Reader
-from rifflux.store.schema import connect
+from rifflux.store.sqlite import vectors
+from rifflux.store.sqlite.reader import Reader
+from rifflux.store.sqlite.schema import connect
 
 from ..helpers import MODEL
 

@@ -14,9 +14,9 @@ import pytest
 from rifflux import IndexDatabaseError, SchemaVersionError
 from rifflux.core.chunker import FileMetadata
 from rifflux.core.plan import Scope
-from rifflux.store import schema
-from rifflux.store.schema import connect
-from rifflux.store.writer import FileToWrite, Writer
+from rifflux.store.sqlite import schema
+from rifflux.store.sqlite.schema import connect
+from rifflux.store.sqlite.writer import FileToWrite, Writer
 
 from ..helpers import MODEL, afile, hashes, root_of
 

@@ -8,29 +8,16 @@ relative path, the first root indexed wins and the others are named.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
 
-from ..core.catalog import path_candidates
-from ..core.filters import tag_levels
-from ..types import ChunkDetail, FileRecord
-from .reader import ROW_SQL, iso_utc, row_dict, title_of
+from ...core.catalog import path_candidates
+from ...core.filters import tag_levels
+from ...types import ChunkDetail, FileRecord
+from ..common import Located, iso_utc, row_dict, title_of
+from .reader import ROW_SQL
 from .schema import mapped_errors
-
-
-@dataclass(frozen=True, slots=True)
-class Located:
-    file_id: int
-    root: str
-    rel_path: str
-    other_roots: tuple[str, ...]
-    sha256: str = ""  # of the bytes indexed
-
-    @property
-    def disk_path(self) -> Path:
-        return Path(self.root) / self.rel_path
 
 
 class Records:

@@ -12,8 +12,8 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from ..core.cjk import characters, has_cjk, index_text
-from ..errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from ...core.cjk import characters, has_cjk, index_text
+from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
@@ -101,8 +101,8 @@ CREATE TABLE IF NOT EXISTS embeddings(
 );
 {LINKS_SCHEMA}
 {LEXICON_SCHEMA}
--- Written by every writing process, read by the others (store/changes.py,
--- store/presence.py): added to older indexes as they are opened, no upgrade needed.
+-- Written by every writing process, read by the others (store/sqlite/changes.py,
+-- store/sqlite/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     origin TEXT NOT NULL,
@@ -179,6 +179,23 @@ async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
     except BaseException:
         with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
             await conn.execute("ROLLBACK")  # (an error may have ended it already)
+        raise
+
+
+@asynccontextmanager
+async def snapshot(conn: aiosqlite.Connection, db_path: Path) -> AsyncIterator[None]:
+    """``BEGIN`` … ``COMMIT`` around reads only: every read inside sees the database as the
+    first one found it (WAL), whatever other connections commit meanwhile. Ended as
+    ``transaction`` ends, so a cancelled ``BEGIN`` never leaves the connection inside."""
+    try:
+        with mapped_errors(db_path):
+            await conn.execute("BEGIN")
+        yield
+        with mapped_errors(db_path):
+            await conn.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+            await conn.execute("ROLLBACK")
         raise
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import aiosqlite
 
+from ..written import FILE_ENTRY_COLUMNS, Edges, Written, file_entry
 from .link_index import forget_links, rekey_links
 from .missing import Change, Missing, like_prefix
 from .schema import STALE_MTIME, mapped_errors, transaction
-from .written import FILE_ENTRY_COLUMNS, Edges, Written, file_entry
 
 
 class _Inside(Exception):

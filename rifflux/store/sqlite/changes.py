@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
-import numpy as np
 
-from ..core.vectors import F32
+from ..common import Foreign
+from ..protocols import RootsStore
+from ..written import Written, batches, file_entries, marks
 from .link_index import edges_of
-from .roots import Roots
 from .schema import mapped_errors
-from .written import Written, batches, file_entries, marks
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ...core.vectors import F32
 
 #: Rows kept in the log (a follower further behind reloads everything).
 KEEP = 50_000
@@ -73,22 +75,6 @@ def _hashes(rows: Sequence[sqlite3.Row], kind: str) -> tuple[str, ...]:
 
 def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-@dataclass(frozen=True, slots=True)
-class Foreign:
-    """What other processes committed since the last look."""
-
-    written: Written
-    #: The texts whose vectors they stored.
-    embedded: tuple[str, ...] = ()
-    #: Texts without a vector that some chunk they deleted had (others may still have).
-    texts_gone: tuple[str, ...] = ()
-    #: The log no longer reaches back far enough: the matrix, the catalog and the
-    #: missing texts must be read again whole.
-    reload: bool = False
-    #: The last sequence number these changes cover (``Follow.done`` once applied).
-    upto: int = 0
 
 
 async def prune(conn: aiosqlite.Connection, db_path: Path) -> None:
@@ -148,7 +134,7 @@ class Follow:
         changed, self._version = version != self._version, version
         return changed and self.available
 
-    async def read(self, model: str | None, roots: Roots) -> Foreign | None:
+    async def read(self, model: str | None, roots: RootsStore) -> Foreign | None:
         """Other processes' changes since the last read, as one ``Written`` (None: only
         this process's own, or none). ``roots``, the writer's, is read again when they
         added or removed a root.
@@ -184,7 +170,7 @@ class Follow:
         return low is not None and int(low) > self.seen + 1
 
     async def _gather(self, rows: list[sqlite3.Row], model: str | None,
-                      roots: Roots) -> Written:
+                      roots: RootsStore) -> Written:
         files = sorted({int(r[3]) for r in rows if r[2] in ("file", "file_gone")})
         hashes = sorted({str(r[4]) for r in rows if r[2] == "vector"})
         roots_gone = tuple(sorted({int(r[3]) for r in rows if r[2] == "root_gone"}))
@@ -220,6 +206,8 @@ class Follow:
             await roots.load()
         vectors: F32 | None = None
         if blobs:
+            import numpy as np
+
             vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
                 len(blobs), -1).copy()
         return Written(

@@ -1,4 +1,4 @@
-"""Building the lexicon (``store.lexicon``) when there is none or much has changed since.
+"""Building the lexicon (``store.sqlite.lexicon``) when there is none or much has changed since.
 
 All of it runs in a worker thread on a connection of its own, so the indexer goes on
 with its work meanwhile. The lists are read in one read transaction, so writers go on
@@ -23,7 +23,7 @@ import anyio
 import anyio.from_thread
 import numpy as np
 
-from ..core import bm25
+from ...core import bm25
 from .lexicon import INSTANCE_WEIGHT, WEIGHTS_TEXT, per_chunk
 from .schema import mapped_errors
 

@@ -22,27 +22,17 @@ import logging
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import IndexDatabaseError, NotAnIndexError
+from ...errors import IndexDatabaseError, NotAnIndexError
+from ..common import Recovery
 
 logger = logging.getLogger(__name__)
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 #: How often an index that closes cleanly is checked anyway.
 CHECK_EVERY = 24 * 3600.0
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """A damaged index that was moved aside; ``roots`` are what it held, to index again."""
-
-    moved_to: Path
-    reason: str
-    roots: tuple[Path, ...]
-    at: str  # ISO 8601 UTC
 
 
 #: What SQLite says when the file, or the FTS5 tables in it, cannot be read as written.

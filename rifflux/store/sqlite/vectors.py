@@ -6,7 +6,7 @@ candidates."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +15,13 @@ import anyio
 import anyio.lowlevel
 import numpy as np
 
-from ..core.vectors import F32, I64
+from ...core.vectors import F32, I64
+from ..protocols import VectorBlocks
 from .schema import mapped_errors
 
 #: Rows per block of a load: 4,096 x 384 float32 is 6 MiB (a block costs about six
 #: times that while it is converted).
 BLOCK = 4096
-
-#: Takes a block: the chunks' row ids, their vectors, their files.
-Into = Callable[[I64, F32, I64], None]
 
 _VECTORS = ("SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
             "ON e.content_hash = c.content_hash AND e.model = ?")
@@ -37,7 +35,7 @@ async def upper_bound(conn: aiosqlite.Connection, db_path: Path) -> int:
 
 
 async def stream(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int,
-                 into: Into, block: int = BLOCK) -> int:
+                 into: VectorBlocks, block: int = BLOCK) -> int:
     """Every chunk with a vector of ``model``, handed to ``into`` in blocks of ``block``
     rows, all read in one statement (one snapshot of the database). Returns how many."""
     count = 0

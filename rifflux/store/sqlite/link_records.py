@@ -17,9 +17,9 @@ from typing import Any
 
 import aiosqlite
 
-from ..core.links import anchor_matches, target_parts
-from ..types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
-from .reader import title_of
+from ...core.links import anchor_matches, target_parts
+from ...types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
+from ..common import title_of
 from .schema import mapped_errors
 
 #: The chunk a link is in: ``l`` is the link, ``c`` its chunk.

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import aiosqlite
 
-from ..errors import IndexDatabaseError
-from ..types import ProcessInfo
+from ...errors import IndexDatabaseError
+from ...types import ProcessInfo
+from .changes import prune
 from .schema import mapped_errors
 
 #: A process not seen for this long is no longer listed.
@@ -37,6 +38,9 @@ class Presence:
         with mapped_errors(self.db_path):
             await self.conn.execute("DELETE FROM processes WHERE origin = ? OR last_seen < ?",
                                     (self.origin, time.time() - 24 * 3600))
+
+    async def prune_changes(self) -> None:
+        await prune(self.conn, self.db_path)
 
     async def others(self) -> list[ProcessInfo]:
         """The other processes seen in the last minute, most recently seen first."""

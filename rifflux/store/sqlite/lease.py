@@ -53,3 +53,15 @@ class Lease:
             with contextlib.suppress(OSError):
                 self._file.close()  # closing the file releases the lock
             self._file = None
+
+    # ``store.protocols.LeaseStore``: the same, for the embedder (a flock never waits)
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    async def try_take(self) -> bool:
+        return self.try_acquire()
+
+    async def give_back(self) -> None:
+        self.release()

@@ -20,8 +20,8 @@ from collections.abc import Collection, Iterable, Sequence
 
 import aiosqlite
 
-from ..core.links import LinkKeys, NoteKey, fold, link_keys, note_keys, resolve
-from .written import Edges, FileToWrite
+from ...core.links import LinkKeys, NoteKey, fold, link_keys, note_keys, resolve
+from ..written import Edges, FileToWrite
 
 LINKS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS links(

@@ -1,0 +1,116 @@
+"""What every store answers in the same shape: a chunk row as a result, the order of
+equal scores, a text waiting for its vector, a file found by its path, what other
+processes committed, a damaged index moved aside.
+
+The row helpers read a chunk row in the column order both stores select
+(``ROW_COLUMNS``: row id, chunk id, chunk index, heading path, content, path,
+root, title, tags, mtime_ns, line start, line end, file id).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from ..core.filters import tag_levels
+from ..types import ChunkRecord
+from .written import Written
+
+#: The columns of a result row, in the order ``row_dict`` reads them (``c``: chunks,
+#: ``f``: files, ``r``: roots).
+ROW_COLUMNS = (
+    "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
+    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
+)
+
+
+class Row(Protocol):
+    """A row as a store's driver gives it: its columns by position."""
+
+    def __getitem__(self, index: int, /) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PendingText:
+    content_hash: str
+    text: str
+
+
+def row_dict(row: Row) -> ChunkRecord:
+    """A chunk row (``ROW_COLUMNS``) as a result: SPEC's fields, then where it is and what
+    note it belongs to."""
+    rel = str(row[5])
+    return {
+        "chunk_id": str(row[1]),
+        "path": rel,
+        "heading_path": str(row[3]),
+        "chunk_index": int(row[2]),
+        "content": str(row[4]),
+        "root": str(row[6]),
+        "title": title_of(row[7], rel),
+        "tags": [] if row[8] == "[]" else sorted(tag_levels(json.loads(row[8]))),
+        "modified": iso_utc(int(row[9])),
+        "line_start": int(row[10]),
+        "line_end": int(row[11]),
+    }
+
+
+def stable_order(row: Row) -> tuple[str, int, str]:
+    """How chunks of equal score are ordered (a row of ``ROW_COLUMNS``): by path, then
+    chunk index, then root; the same in every index of the same files, however and in
+    whatever order they were built (row ids are not)."""
+    return str(row[5]), int(row[2]), str(row[6])
+
+
+def title_of(stored: str | None, rel_path: str) -> str:
+    """The front-matter title, else the first H1 (both stored), else the file's name."""
+    return stored or PurePosixPath(rel_path).stem
+
+
+def iso_utc(mtime_ns: int) -> str:
+    d = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    return f"{d.year}-{d.month:02}-{d.day:02}T{d.hour:02}:{d.minute:02}:{d.second:02}Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """An indexed file found by its path."""
+
+    file_id: int
+    root: str
+    rel_path: str
+    other_roots: tuple[str, ...]
+    sha256: str = ""  # of the bytes indexed
+
+    @property
+    def disk_path(self) -> Path:
+        return Path(self.root) / self.rel_path
+
+
+@dataclass(frozen=True, slots=True)
+class Foreign:
+    """What other processes committed since the last look."""
+
+    written: Written
+    #: The texts whose vectors they stored.
+    embedded: tuple[str, ...] = ()
+    #: Texts without a vector that some chunk they deleted had (others may still have).
+    texts_gone: tuple[str, ...] = ()
+    #: The log no longer reaches back far enough: the matrix, the catalog and the
+    #: missing texts must be read again whole.
+    reload: bool = False
+    #: The last sequence number these changes cover (``done`` once applied).
+    upto: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """A damaged index that was moved aside; ``roots`` are what it held, to index again."""
+
+    moved_to: Path
+    reason: str
+    roots: tuple[Path, ...]
+    at: str  # ISO 8601 UTC

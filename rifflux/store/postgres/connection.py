@@ -1,0 +1,155 @@
+"""Connections to a PostgreSQL index through asyncpg, its transactions, and the
+translation of every asyncpg error into a :mod:`rifflux.errors` class (at the
+boundary, as ``store.sqlite.schema.mapped_errors`` does for SQLite).
+
+Writes are serialised across every process on the database, as SQLite serialises
+them: each writing transaction first takes the transaction-level advisory lock
+``WRITE_LOCK``. So the change log's sequence numbers (assigned inside the
+transaction) are in commit order, and a follower that has read up to a number has
+seen every commit before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TypeAlias
+
+import anyio
+import asyncpg
+import asyncpg.pool
+from pgvector.asyncpg import register_vector
+
+from ...errors import (
+    IndexBusyError,
+    IndexDatabaseError,
+    IndexUnreachableError,
+    NotAnIndexError,
+    RiffluxError,
+)
+from ...location import DatabaseUrl
+
+#: The first key of every advisory lock Rifflux takes (``pg_advisory_*lock(int, int)``).
+LOCKS = 0x52694678
+#: Second keys: the writers' lock, the embedding lease, schema creation.
+WRITE_LOCK, EMBEDDING_LEASE, SCHEMA_LOCK = 1, 2, 3
+
+#: A connection of its own, or one lent by a pool.
+Connection: TypeAlias = (
+    "asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]")
+#: A pool of connections.
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+_UNREACHABLE_STATES = ("08", "57P")  # connection exceptions; shutdown, crash, starting up
+_BUSY_STATES = ("40001", "40P01", "55P03")  # serialization, deadlock, lock not available
+
+
+def translate(exc: BaseException, where: DatabaseUrl) -> RiffluxError:
+    """The Rifflux error for what asyncpg (or the network under it) raised, with a
+    message that names the database (never its password) and says what to do."""
+    state = str(getattr(exc, "sqlstate", "") or "")
+    closed = isinstance(exc, asyncpg.InterfaceError) and "closed" in str(exc)
+    if isinstance(exc, OSError | TimeoutError) or closed or \
+            state.startswith(_UNREACHABLE_STATES):
+        return IndexUnreachableError(
+            f"cannot reach the PostgreSQL index {where} ({type(exc).__name__}: {exc}): check "
+            "that the server is running and reachable from here, and the host, port, user "
+            "and password in the URL; searches fail until it is back")
+    if state == "3D000":
+        return IndexDatabaseError(
+            f"the database of {where} does not exist ({exc}): create it (createdb NAME, or "
+            "CREATE DATABASE) or fix the URL (--db, RIFFLUX_DB_PATH)")
+    if state.startswith("28"):
+        return IndexDatabaseError(
+            f"PostgreSQL refused the login to {where} ({exc}): check the user and password "
+            "in the URL and the server's pg_hba.conf")
+    if state in _BUSY_STATES:
+        return IndexBusyError(f"the index {where} is busy ({exc}); retry shortly")
+    if state == "53100":
+        return IndexDatabaseError(
+            f"the disk of the PostgreSQL server holding {where} is full ({exc}): nothing "
+            "half-written was kept and searches go on; free some space and reindex")
+    if state == "25006":
+        return IndexDatabaseError(
+            f"{where} is read-only ({exc}: a replica, or a read-only transaction): open it "
+            "read-only (--read-only) to search it, or point at the primary to index")
+    if state == "42501":
+        return IndexDatabaseError(
+            f"the role in {where} lacks a privilege Rifflux needs ({exc}): grant it (see "
+            "the README's PostgreSQL section) or use the role that created the index")
+    if state == "42P01":
+        return NotAnIndexError(
+            f"{where} does not hold a Rifflux index ({exc}): open it once without "
+            "read_only to create one, or point --db elsewhere")
+    return IndexDatabaseError(f"index database error on {where}: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def mapped_errors(where: DatabaseUrl) -> Iterator[None]:
+    """Translate asyncpg's and the network's errors raised inside the block."""
+    try:
+        yield
+    except RiffluxError:
+        raise
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+        raise translate(exc, where) from exc
+
+
+async def connect(where: DatabaseUrl, *, seconds: float,
+                  vectors: bool = True) -> asyncpg.Connection[asyncpg.Record]:
+    """A connection, given up after ``seconds`` (``vectors``: with pgvector's type known,
+    once the schema exists)."""
+    with mapped_errors(where):
+        conn = await asyncpg.connect(where.url, timeout=seconds,
+                                     server_settings={"application_name": "rifflux"})
+        try:
+            if vectors:
+                await register_vector(conn)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await close(conn)
+            raise
+    return conn
+
+
+async def close(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """Close within 2 s, also when cancelled; a server that went away is let go."""
+    with anyio.move_on_after(2, shield=True), contextlib.suppress(Exception):
+        await conn.close()
+    if not conn.is_closed():
+        conn.terminate()
+
+
+@asynccontextmanager
+async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[None]:
+    """One transaction; a writing one holds the writers' lock until it ends. Any
+    exception, cancellation included, rolls it back (shielded, so that the connection
+    is out of the transaction for its next use)."""
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        if write:
+            await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
+        yield
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await tr.rollback()
+        raise
+    await tr.commit()
+
+
+@asynccontextmanager
+async def snapshot(conn: Connection) -> AsyncIterator[None]:
+    """Reads only, all seeing one state of the database (a repeatable-read, read-only
+    transaction), whatever other connections commit meanwhile; ended as ``transaction``
+    ends."""
+    tr = conn.transaction(isolation="repeatable_read", readonly=True)
+    await tr.start()
+    try:
+        yield
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await tr.rollback()
+        raise
+    await tr.commit()

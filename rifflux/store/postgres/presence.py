@@ -1,0 +1,98 @@
+"""Which processes have a PostgreSQL index open (``processes``, as in SQLite: each
+writing process's row, refreshed by its heartbeat), and the embedding lease.
+
+The lease is the session-level advisory lock ``EMBEDDING_LEASE``, held by a
+connection of its own: PostgreSQL releases it when that session ends, and so when
+its process dies, however (a killed process's connection is closed by its kernel;
+a machine that vanishes is noticed by the server's TCP keepalives). Another
+process takes it at its next try.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import asyncpg
+
+from ...errors import RiffluxError
+from ...location import DatabaseUrl
+from ...types import ProcessInfo
+from .changes import prune
+from .connection import EMBEDDING_LEASE, LOCKS, Connection, close, connect, mapped_errors
+
+#: A process not seen for this long is no longer listed.
+SEEN_WITHIN = 60.0
+
+
+class Presence:
+    def __init__(self, conn: Connection, where: DatabaseUrl, origin: str) -> None:
+        self.conn = conn
+        self.where = where
+        self.origin = origin
+        self.started = time.time()
+
+    async def beat(self, roles: list[str]) -> None:
+        with mapped_errors(self.where):
+            await self.conn.execute(
+                "INSERT INTO processes(origin, pid, roles, started_at, last_seen) "
+                "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (origin) DO UPDATE SET "
+                "roles = excluded.roles, last_seen = excluded.last_seen",
+                self.origin, os.getpid(), json.dumps(roles), self.started, time.time())
+
+    async def leave(self) -> None:
+        with mapped_errors(self.where):
+            await self.conn.execute("DELETE FROM processes WHERE origin = $1 OR last_seen < $2",
+                                    self.origin, time.time() - 24 * 3600)
+
+    async def others(self) -> list[ProcessInfo]:
+        with mapped_errors(self.where):
+            rows = await self.conn.fetch(
+                "SELECT pid, roles, last_seen FROM processes WHERE origin != $1 AND "
+                "last_seen >= $2 ORDER BY last_seen DESC", self.origin, time.time() - SEEN_WITHIN)
+        return [{"pid": int(r[0]), "roles": list(json.loads(r[1])), "last_seen": float(r[2])}
+                for r in rows]
+
+    async def prune_changes(self) -> None:
+        await prune(self.conn, self.where)
+
+
+class Lease:
+    """The embedding lease: an advisory lock on a connection of its own, made when the
+    lease is first tried and closed when it is given back."""
+
+    def __init__(self, where: DatabaseUrl, *, timeout: float) -> None:
+        self._where = where
+        self._timeout = timeout
+        self._conn: asyncpg.Connection[asyncpg.Record] | None = None
+        self._held = False
+
+    @property
+    def held(self) -> bool:
+        """Held, on a session still open (a server restart ends it, and the lease)."""
+        return self._held and self._conn is not None and not self._conn.is_closed()
+
+    @property
+    def where(self) -> str:
+        return f"the advisory lock ({LOCKS}, {EMBEDDING_LEASE}) on {self._where}"
+
+    async def try_take(self) -> bool:
+        if self.held:
+            return True
+        try:
+            if self._conn is None or self._conn.is_closed():
+                self._conn = await connect(self._where, seconds=self._timeout, vectors=False)
+            with mapped_errors(self._where):
+                self._held = bool(await self._conn.fetchval(
+                    "SELECT pg_try_advisory_lock($1, $2)", LOCKS, EMBEDDING_LEASE))
+        except RiffluxError:  # the server is away: not held; tried again later
+            await self.give_back()
+            return False
+        return self._held
+
+    async def give_back(self) -> None:
+        """Let the lease go (closing its session releases the lock)."""
+        conn, self._conn, self._held = self._conn, None, False
+        if conn is not None:
+            await close(conn)

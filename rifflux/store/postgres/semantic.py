@@ -1,0 +1,109 @@
+"""The PostgreSQL store's semantic leg: nearest vectors by an HNSW index scan in the
+database (pgvector, cosine), so that a process's memory does not grow with the index.
+
+A filter applies inside the scan, before the best are taken: pgvector's iterative
+index scan (``hnsw.iterative_scan = strict_order``) reads on past ``ef_search``
+until enough chunks pass it, and a narrow filter (at most ``EXACT_MOST`` chunks
+with vectors) is searched exactly instead (every allowed vector compared). Equal
+cosines are ordered by path, then chunk index, then root.
+
+The nearest are read with their vectors and ranked again in Python by
+``core.vectors.rank``, as the SQLite store ranks the candidates of its in-memory
+matrix: exact cosines, and pseudo-relevance feedback (``Settings.semantic_feedback``:
+the best ``max(200, limit)`` of the first pass are read, the query moves towards the
+mean of its best few, and those are scored again against it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pgvector import Vector
+
+from ...core.catalog import Allowed
+from ...core.vectors import F32, normalise, rank
+from ...location import DatabaseUrl
+from ..protocols import Ranked
+from .connection import Pool, mapped_errors
+
+#: A filter passing at most this many chunks with vectors is searched exactly (more:
+#: by the HNSW index, whose iterative scan reads up to 20,000 tuples for them).
+EXACT_MOST = 2_000
+#: The candidates feedback rescores (``core.vectors.rank``'s ``pool``).
+FEEDBACK_POOL = 200
+#: Candidates read past those wanted, so that near-equal cosines at the cut are
+#: ordered by the exact cosine, not by pgvector's float arithmetic.
+_MARGIN = 20
+#: pgvector's ceiling for ``hnsw.ef_search``.
+_EF_MOST = 1000
+
+_KEYS = ("SELECT n.id, n.d, f.rel_path, c.chunk_index, r.path, n.embedding FROM ({nearest}) n "
+         "JOIN chunks c ON c.id = n.id JOIN files f ON f.id = c.file_id "
+         "JOIN roots r ON r.id = f.root_id")
+
+
+class Semantic:
+    def __init__(self, pool: Pool, where: DatabaseUrl) -> None:
+        self._pool = pool
+        self._where = where
+
+    async def semantic(self, vector: F32, limit: int, allowed: Allowed | None, *,
+                       feedback: int, weight: float) -> Ranked:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        if limit < 1:
+            return []
+        if norm == 0.0 or not np.isfinite(norm):  # every cosine is 0.0: the first, in order
+            with mapped_errors(self._where):
+                return await self._any(limit, allowed)
+        pool = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
+        with mapped_errors(self._where):
+            rows = await self._nearest(normalise(q), pool + max(limit, _MARGIN), allowed)
+        if not rows:
+            return []
+        # ranked again here as the SQLite store ranks its matrix's candidates (the same
+        # float64 sums of unit float32 vectors, the same feedback), so that both stores
+        # order near-equal cosines alike; equal cosines then by path, chunk index, root
+        keys = {int(r[0]): (str(r[2]), int(r[3]), str(r[4])) for r in rows}
+        ids = np.asarray([int(r[0]) for r in rows], dtype=np.int64)
+        ranked = rank(vector, ids, np.stack([r[5].to_numpy() for r in rows]), limit,
+                      feedback=feedback, weight=weight, pool=FEEDBACK_POOL, ties=True)
+        return sorted(ranked, key=lambda hit: (-hit[1], keys[hit[0]]))[:limit]
+
+    async def _any(self, limit: int, allowed: Allowed | None) -> Ranked:
+        """``limit`` chunks with vectors, cosine 0.0, in the stable order of ties."""
+        rows = await self._pool.fetch(
+            "SELECT v.chunk_id FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
+            "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
+            "WHERE $2::bigint[] IS NULL OR v.file_id = ANY($2) "
+            'ORDER BY f.rel_path COLLATE "C", c.chunk_index, r.path COLLATE "C" LIMIT $1',
+            limit, None if allowed is None else list(allowed.ids))
+        return [(int(r[0]), 0.0) for r in rows]
+
+    async def _nearest(self, q: F32, want: int, allowed: Allowed | None) -> list[Any]:
+        """About the ``want`` nearest chunks (and every one tied with the last): id,
+        distance, the keys of tied chunks' order, the vector."""
+        dim = len(q)
+        async with self._pool.acquire() as conn, conn.transaction(readonly=True):
+            files = None if allowed is None else list(allowed.ids)
+            exact = files is not None and int(await conn.fetchval(
+                "SELECT count(*) FROM chunk_vectors WHERE file_id = ANY($1)",
+                files)) <= EXACT_MOST
+            if exact:  # every allowed vector compared (the order is not the index's)
+                nearest = ("SELECT v.chunk_id AS id, v.embedding <=> $1 AS d, v.embedding "
+                           "FROM chunk_vectors v WHERE v.file_id = ANY($3) ORDER BY d "
+                           "FETCH FIRST ($2) ROWS WITH TIES")
+            else:
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(40, want), _EF_MOST)}")
+                await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"
+                nearest = (f"SELECT v.chunk_id AS id, {cast} AS d, v.embedding "
+                           "FROM chunk_vectors v "
+                           + ("" if files is None else "WHERE v.file_id = ANY($3) ")
+                           + f"ORDER BY {cast} FETCH FIRST ($2) ROWS WITH TIES")
+            args: list[Any] = [Vector(q), want]
+            if files is not None:
+                args.append(files)
+            return list(await conn.fetch(_KEYS.format(nearest=nearest), *args))
+

@@ -1,0 +1,191 @@
+"""The PostgreSQL writer's statements on files and vectors: the rules of
+``store.sqlite.writer`` (each change one transaction, a file written whole or not
+at all), over PostgreSQL. Each chunk is written with its tokens (``lexemes``, see
+``store.postgres.schema``), and with its vector when its text has one already.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
+
+import numpy as np
+from pgvector import Vector
+
+from ...core.filters import FileEntry, tag_levels
+from ...core.lexemes import indexed_text
+from ...core.plan import StoredState
+from ...core.vectors import F32
+from ...location import DatabaseUrl
+from ..written import FILE_ENTRY_COLUMNS, Edges, FileToWrite, Written, chunk_id_for, file_entry
+from .connection import Connection, mapped_errors, snapshot, transaction
+from .links import _columns, forget_links, write_links
+from .missing import Change, Missing
+from .roots import Roots
+from .schema import hnsw_index
+
+
+class Writer:
+    def __init__(self, conn: Connection, where: DatabaseUrl, *, read_only: bool = False) -> None:
+        self.conn = conn
+        self.where = where
+        self.missing = Missing(conn, where, read_only=read_only)
+        self.roots = Roots(conn, where, self.missing)
+        self._indexed_dims: set[int] = set()
+
+    def snapshot(self) -> AbstractAsyncContextManager[None]:
+        """Reads on this connection that all see one state of the database (nothing is
+        written inside): what the change log says and what it names agree."""
+        return snapshot(self.conn)
+
+    async def known_files(self, root_id: int) -> dict[str, StoredState]:
+        with mapped_errors(self.where):
+            rows = await self.conn.fetch(
+                "SELECT rel_path, id, mtime_ns, size, sha256 FROM files WHERE root_id = $1",
+                root_id)
+        return {str(r[0]): StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4]))
+                for r in rows}
+
+    async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written:
+        if not touches:
+            return Written()
+        with mapped_errors(self.where):
+            async with transaction(self.conn):
+                await self.conn.execute(
+                    "UPDATE files f SET mtime_ns = t.m, size = t.s FROM unnest($1::bigint[], "
+                    "$2::bigint[], $3::bigint[]) AS t(id, m, s) WHERE f.id = t.id",
+                    *_columns(touches, 3))
+            rows = await self.conn.fetch(
+                f"SELECT {FILE_ENTRY_COLUMNS} FROM files WHERE id = ANY($1)",
+                [file_id for file_id, _, _ in touches])
+        return Written(files=tuple(map(file_entry, rows)))
+
+    async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written:
+        if not files:
+            return Written()
+        now = time.time()
+        chunks = [(fi, c, indexed_text(c.heading_path, c.content))
+                  for fi, f in enumerate(files) for c in f.chunks]
+        with mapped_errors(self.where):
+            async with transaction(self.conn):
+                ids = {str(r[1]): int(r[0]) for r in await self.conn.fetch(
+                    "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, tags, "
+                    "aliases, indexed_at, frontmatter, line_count, encoding) "
+                    "SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], "
+                    "$5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::text[], "
+                    "$11::int[], $12::text[]) ON CONFLICT (root_id, rel_path) DO UPDATE SET "
+                    "mtime_ns = excluded.mtime_ns, size = excluded.size, "
+                    "sha256 = excluded.sha256, title = excluded.title, tags = excluded.tags, "
+                    "aliases = excluded.aliases, indexed_at = excluded.indexed_at, "
+                    "frontmatter = excluded.frontmatter, line_count = excluded.line_count, "
+                    "encoding = excluded.encoding RETURNING id, rel_path", root_id,
+                    *_columns([_file_row(f, now) for f in files], 11))}
+                file_ids = [ids[f.rel_path] for f in files]
+                removed = [(int(r[0]), str(r[1])) for r in await self.conn.fetch(
+                    "DELETE FROM chunks WHERE file_id = ANY($1) RETURNING id, content_hash",
+                    file_ids)]
+                rows = [(chunk_id_for(root_id, files[fi].rel_path, c.chunk_index,
+                                      c.content_hash), file_ids[fi], c.chunk_index,
+                         c.heading_path, c.content, c.content_hash, c.line_start, c.line_end,
+                         lexemes) for fi, c, lexemes in chunks]
+                added = [(int(r[0]), str(r[1]), int(r[2])) for r in await self.conn.fetch(
+                    "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, content, "
+                    "content_hash, line_start, line_end, lexemes) SELECT * FROM unnest("
+                    "$1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], "
+                    "$7::int[], $8::int[], $9::text[]) RETURNING id, content_hash, file_id",
+                    *_columns(rows, 9))]
+                await self.conn.execute(
+                    "INSERT INTO lexicon(term) SELECT DISTINCT t FROM unnest($1::text[]) AS "
+                    "l(x), regexp_split_to_table(l.x, '[ |]+') AS t WHERE t != '' "
+                    "ON CONFLICT DO NOTHING", [lexemes for _, _, lexemes in chunks])
+                if self.missing.model is not None:
+                    await self.conn.execute(
+                        "INSERT INTO chunk_vectors(chunk_id, file_id, embedding) "
+                        "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
+                        "ON e.content_hash = c.content_hash AND e.model = $2 "
+                        "WHERE c.file_id = ANY($1)", file_ids, self.missing.model)
+                change = await self.missing.inspect(removed, added)
+                edges = await write_links(self.conn, root_id,
+                                          list(zip(file_ids, files, strict=True)))
+        entries = tuple(
+            FileEntry(fid, root_id, f.rel_path, f.mtime_ns, tag_levels(f.metadata.tags),
+                      f.metadata.frontmatter)
+            for f, fid in zip(files, file_ids, strict=True))
+        return replace(self.missing.committed(change), files=entries,
+                       roots=self.roots.entry(root_id), links=edges)
+
+    async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> Written:
+        if not rel_paths:
+            return Written()
+        with mapped_errors(self.where):
+            async with transaction(self.conn):
+                change, gone, edges = await self._delete(root_id, rel_paths)
+        return replace(self.missing.committed(change), files_removed=gone, links=edges)
+
+    async def _delete(self, root_id: int, rel_paths: Sequence[str],
+                      ) -> tuple[Change, tuple[int, ...], Edges]:
+        paths = list(rel_paths)
+        removed = [(int(r[0]), str(r[1])) for r in await self.conn.fetch(
+            "DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE root_id = $1 "
+            "AND rel_path = ANY($2)) RETURNING id, content_hash", root_id, paths)]
+        gone = tuple(int(r[0]) for r in await self.conn.fetch(
+            "DELETE FROM files WHERE root_id = $1 AND rel_path = ANY($2) RETURNING id",
+            root_id, paths))
+        change = await self.missing.inspect(removed, [])
+        return change, gone, await forget_links(self.conn, root_id, gone)
+
+    # ------------------------------------------------------------ vectors
+
+    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
+        """Store vectors of ``model`` for the texts some chunk still has (the others are
+        dropped: they would be orphans), and give every chunk of those texts its vector;
+        a text another process stored a vector for meanwhile keeps that one."""
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        dim = int(vecs.shape[1])
+        with mapped_errors(self.where):
+            async with transaction(self.conn):
+                if dim not in self._indexed_dims:
+                    await self.conn.execute(
+                        f"CREATE INDEX IF NOT EXISTS {hnsw_index(dim)} ON chunk_vectors USING "
+                        f"hnsw ((embedding::vector({dim})) vector_cosine_ops)")
+                await self.conn.execute(
+                    "INSERT INTO embeddings(content_hash, model, dim, vector) "
+                    "SELECT t.h, $1, $2, t.v FROM unnest($3::text[], $4::vector[]) AS t(h, v) "
+                    "WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = t.h) "
+                    "ON CONFLICT (content_hash, model) DO NOTHING",
+                    model, dim, list(hashes), [Vector(v) for v in vecs])
+                rows = await self.conn.fetch(
+                    "INSERT INTO chunk_vectors(chunk_id, file_id, embedding) "
+                    "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
+                    "ON e.content_hash = c.content_hash AND e.model = $1 "
+                    "WHERE c.content_hash = ANY($2) ON CONFLICT (chunk_id) DO NOTHING "
+                    "RETURNING chunk_id, file_id", model, list(hashes))
+        self._indexed_dims.add(dim)
+        self.missing.stored(model, hashes)
+        return Written(added_ids=tuple(int(r[0]) for r in rows),
+                       added_files=tuple(int(r[1]) for r in rows))
+
+    async def prune_orphan_vectors(self) -> int:
+        with mapped_errors(self.where):
+            status = await self.conn.execute(
+                "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c "
+                "WHERE c.content_hash = e.content_hash)")
+        return int(status.split()[-1])
+
+    async def merge_fts(self) -> bool:
+        """Nothing to do: PostgreSQL's indexes keep themselves (autovacuum)."""
+        return False
+
+    async def refresh_lexicon(self) -> bool:
+        """Nothing to build: pg_textsearch's BM25 index is kept by PostgreSQL itself."""
+        return False
+
+
+def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:
+    m = f.metadata
+    return (f.rel_path, f.mtime_ns, f.size, f.sha256, m.title, json.dumps(m.tags),
+            json.dumps(m.aliases), now, json.dumps(m.frontmatter, ensure_ascii=False),
+            f.line_count, f.encoding)

@@ -1,0 +1,123 @@
+"""Opening an SQLite index: its file checked (someone else's file is refused untouched,
+a damaged index moved aside and rebuilt), then a connection per owner: the writer's
+(the indexer's, which also follows the change log), the query actor's, the
+embedder's, and the heartbeat's, each closed when the store is left.
+
+Damage that the check did not see (it runs when it has cause to) and that a step of
+opening finds: everything opened is closed, the file moved aside, and the index
+opened anew (a read-only open reports it instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+import anyio
+
+from ...config import Settings
+from ...errors import IndexDamagedError, IndexDatabaseError
+from ..common import Recovery
+from ..protocols import Capabilities, MatrixStore, OpenStore
+from .changes import Follow
+from .lease import Lease
+from .lexical import Lexical
+from .link_records import LinkRecords
+from .presence import Presence
+from .reader import Reader
+from .records import Records
+from .recovery import damage, move_aside, needs_check, refuse_foreign
+from .schema import connect
+from .writer import Writer
+
+CAPABILITIES = Capabilities(vectors_in_memory=True, lexical_ranking="fts5")
+
+
+@asynccontextmanager
+async def open_sqlite(settings: Settings, db: Path, origin: str) -> AsyncIterator[OpenStore]:
+    """The index file ``db`` (resolved), open for a process known to the others as
+    ``origin``."""
+    recovery = await anyio.to_thread.run_sync(_check, db, settings.read_only)
+    try:
+        stack, store = await _open(settings, db, origin, recovery)
+    except IndexDatabaseError as exc:
+        if settings.read_only or not isinstance(exc, IndexDamagedError):
+            raise
+        recovery = await anyio.to_thread.run_sync(move_aside, db, str(exc.__cause__ or exc))
+        stack, store = await _open(settings, db, origin, recovery)
+    async with stack:
+        yield store
+
+
+def _check(db: Path, read_only: bool) -> Recovery | None:
+    """Before opening: someone else's file is refused untouched; a damaged index is
+    moved aside (a read-only open reports the damage instead)."""
+    refuse_foreign(db)
+    if not needs_check(db):
+        return None
+    reason = damage(db)
+    if reason is None:
+        return None
+    if read_only:
+        raise IndexDatabaseError(f"the index {db} is damaged ({reason}); it is open "
+                                 "read-only, so it was left as it is")
+    return move_aside(db, reason)
+
+
+async def _open(settings: Settings, db: Path, origin: str,
+                recovery: Recovery | None) -> tuple[AsyncExitStack, OpenStore]:
+    read_only, timeout = settings.read_only, settings.busy_timeout_ms
+    stack = AsyncExitStack()
+
+    async def connected(*, readonly: bool) -> aiosqlite.Connection:
+        conn = await connect(db, busy_timeout_ms=timeout, readonly=readonly)
+        stack.push_async_callback(_close, conn)
+        return conn
+
+    try:
+        # read-only: the writer's connection cannot write either (no schema upgrade,
+        # no vectors dropped: the index is someone else's)
+        writer_conn = await connected(readonly=read_only)
+        query_conn = await connected(readonly=True)
+        embed_conn = await connected(readonly=True)
+        # The heartbeat's, no one else's (see actors.heartbeat). Set up as the readers'
+        # are, the schema being the writer's to make: it writes only this process's
+        # row and prunes the change log.
+        beat_conn = None if read_only else await connected(readonly=True)
+        # This process among the others on the index: its changes are logged under its
+        # origin (before anything that must be closed is made: this reads the file)
+        follow = Follow(writer_conn, db, origin)
+        await follow.install(writes=not read_only)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await stack.aclose()
+        raise
+    reader = Reader(query_conn, db)
+    return stack, OpenStore(
+        where=str(db), capabilities=CAPABILITIES,
+        writer=Writer(writer_conn, db, read_only=read_only, busy_timeout_ms=timeout),
+        follow=follow,
+        reads=reader, records=Records(query_conn, db), links=LinkRecords(query_conn, db),
+        lexical=Lexical(reader), semantic=None, matrix=reader,
+        open_matrix=lambda: _reading(db, settings), pending=Reader(embed_conn, db),
+        presence=None if beat_conn is None else Presence(beat_conn, db, origin),
+        lease=None if read_only else Lease(db), recovery=recovery)
+
+
+async def _close(conn: aiosqlite.Connection) -> None:
+    """Close within 2 s, also when cancelled: an open connection keeps a non-daemon
+    thread, and so the process, alive."""
+    with anyio.move_on_after(2, shield=True):
+        await conn.close()
+
+
+@asynccontextmanager
+async def _reading(db: Path, settings: Settings) -> AsyncIterator[MatrixStore]:
+    """A short-lived read connection (for loading the vector matrix)."""
+    conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
+    try:
+        yield Reader(conn, db)
+    finally:
+        await _close(conn)

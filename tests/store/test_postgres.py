@@ -1,0 +1,220 @@
+"""The PostgreSQL store on a real server: what only it does (search legs inside the
+database and their paths, the ranking without pg_textsearch, errors of an unreachable
+server, read-only opens, the schema made once, two instances on one database) and that
+it answers as the SQLite store does. The retrieval contract itself runs on both stores
+(the ``db`` fixture)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from rifflux import IndexUnreachableError, Rifflux, RiffluxError, SchemaVersionError, Settings
+from rifflux.location import DatabaseUrl
+from rifflux.store.postgres import lexical, semantic
+
+from ..helpers import (
+    SEARCH_DOCS,
+    CountingEmbedder,
+    bm25,
+    call,
+    eventually,
+    index_rows,
+    mcp_session,
+    rifflux_cli,
+    write,
+    write_all,
+    write_note,
+)
+from ..postgres import PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+MODES = ("lexical", "semantic", "hybrid")
+
+
+def _decoys_and_five(root: Path) -> None:
+    for i in range(300):  # more about the query than the files wanted
+        write_note(root, f"decoys/d{i}.md", "garden compost garden compost garden compost " * 5
+                   + f"decoy number {i}.")
+    for i in range(5):
+        write_note(root, f"small/s{i}.md", f"A short remark on garden compost, item {i}.")
+
+
+@pytest.mark.parametrize("path", ["prefilter", "scan", "scan-then-lookup"])
+async def test_a_filter_fills_its_list_whichever_way_each_leg_finds_it(
+    new_postgres_index: Callable[[], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    path: str,
+) -> None:
+    if path != "prefilter":  # the BM25 index scanned, read further while filtered out
+        monkeypatch.setattr(lexical, "PREFILTER", 0)
+        monkeypatch.setattr(lexical, "SCORE_COST", 10**9)
+        monkeypatch.setattr(semantic, "EXACT_MOST", 0)  # HNSW's iterative scan
+    if path == "scan-then-lookup":  # the scan gives up early: the exact lookup finds them
+        monkeypatch.setattr(lexical, "SCAN_MOST", 200)
+    looked_up: list[str] = []  # the exact lookups of the lexical leg
+    matched = lexical.Lexical._matched
+
+    async def spied(self: lexical.Lexical, *args: Any) -> list[Any]:
+        looked_up.append(path)
+        return await matched(self, *args)
+
+    monkeypatch.setattr(lexical.Lexical, "_matched", spied)
+    root = tmp_path / "docs"
+    _decoys_and_five(root)
+    small = [f"small/s{i}.md" for i in range(5)]
+    async with Rifflux(new_postgres_index(), embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        for mode in MODES:
+            for query in ("garden compost", '"garden compost"', "compo*"):
+                hits = await rf.search(query, top_k=5, mode=mode, paths=["small/**"])
+                assert sorted(r["path"] for r in hits) == small, (mode, query)
+    assert bool(looked_up) == (path != "scan")  # (each path taken where it is meant to be)
+
+
+async def test_the_same_files_rank_alike_on_both_stores(
+    new_postgres_index: Callable[[], str], tmp_path: Path, search_docs: Path,
+) -> None:
+    write_all(search_docs, {f"extra/{i}.md": f"# Note {i}\n\ninstall search note {i} " * 3
+                            for i in range(12)})
+    queries = ("install windows", "hybrid search fusion", "pancakes", "note 7", '"search note"',
+               "inst*")
+    answers: list[dict[tuple[str, str], list[tuple[str, int]]]] = []
+    for where in (tmp_path / "i.db", new_postgres_index()):
+        async with Rifflux(where, embedder=CountingEmbedder()) as rf:
+            await rf.reindex(search_docs)
+            answers.append({(mode, q): [(h["path"], h["chunk_index"]) for h in
+                                        await rf.search(q, top_k=5, mode=mode)]
+                            for mode in MODES for q in queries})
+    sqlite, postgres = answers
+    for key in sqlite:
+        assert sqlite[key], key
+        if key[0] == "semantic":  # exact here: HNSW finds every neighbour of so few
+            assert postgres[key] == sqlite[key], key
+        else:  # BM25 by FTS5 and by pg_textsearch: the same best, much the same list
+            assert postgres[key][0] == sqlite[key][0], key
+            assert len(postgres[key]) == len(sqlite[key]), key
+            assert len(set(postgres[key]) & set(sqlite[key])) >= min(4, len(sqlite[key])), key
+
+
+async def test_without_pg_textsearch_lexical_ranks_by_ts_rank_cd_and_says_so(
+    postgres_without_textsearch: PostgresServer, search_docs: Path,
+) -> None:
+    url = postgres_without_textsearch.create_database("no_bm25")
+    async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+        hits = await rf.search("pancakes", mode="lexical")
+        status = await rf.status()
+        assert await rf.search('"hybrid search"', mode="lexical")
+        assert await rf.search("pancak*", mode="lexical")
+    assert hits and hits[0]["path"] == "cooking.md"
+    scores = [bm25(h) for h in hits]
+    assert scores == sorted(scores) and scores[0] < 0  # lower is better, as BM25's
+    assert status["store"] == "postgresql" and status["lexical_ranking"] == "ts_rank_cd"
+    assert status["store_note"] and "pg_textsearch" in status["store_note"]
+
+
+async def test_an_unreachable_server_is_a_clear_error_naming_the_url_without_its_password(
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # (closed again: nothing listens there)
+    url = f"postgresql://rifflux:s3cret@127.0.0.1:{port}/notes"
+    with pytest.raises(IndexUnreachableError) as caught:
+        async with Rifflux(url, embedder=CountingEmbedder()):
+            pass
+    message = str(caught.value)
+    assert f"postgresql://rifflux:***@127.0.0.1:{port}/notes" in message
+    assert "s3cret" not in message and "check that the server is running" in message
+
+
+async def test_a_read_only_open_searches_and_never_writes(
+    new_postgres_index: Callable[[], str], search_docs: Path,
+) -> None:
+    url = new_postgres_index()
+    async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+    before = await index_rows(url, "SELECT max(seq) FROM changes")
+    reading = Settings(db_path=DatabaseUrl(url), read_only=True)
+    async with Rifflux(settings=reading, embedder=CountingEmbedder()) as rf:
+        for mode in MODES:
+            assert (await rf.search("pancakes", mode=mode))[0]["path"] == "cooking.md"
+        with pytest.raises(RiffluxError, match="read-only"):
+            await rf.reindex(search_docs)
+        assert (await rf.status())["processes"] == []  # (and it is listed nowhere)
+    assert await index_rows(url, "SELECT max(seq) FROM changes") == before
+    empty = new_postgres_index()
+    await index_rows(empty, "DROP TABLE meta")  # a database without an index
+    with pytest.raises(SchemaVersionError, match="holds no Rifflux index"):
+        async with Rifflux(settings=Settings(db_path=DatabaseUrl(empty), read_only=True)):
+            pass
+
+
+async def test_the_schema_is_made_once_when_several_open_a_new_database_at_once(
+    postgres: PostgresServer, search_docs: Path,
+) -> None:
+    url = postgres.create_database("made_once")  # empty: no template
+    opened: list[int] = []
+
+    async def open_one() -> None:
+        async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+            opened.append((await rf.status())["files"])
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(open_one)
+    assert opened == [0, 0, 0]
+    assert await index_rows(url, "SELECT value FROM meta WHERE key = 'schema_version'") \
+        == [("1",)]
+
+
+async def test_two_instances_on_one_database_follow_each_other_and_embed_each_text_once(
+    new_postgres_index: Callable[[], str], tmp_path: Path,
+) -> None:
+    url = new_postgres_index()
+    one, two = CountingEmbedder(), CountingEmbedder()
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_all(first, SEARCH_DOCS)
+    write(second, "otters.md", "# Otters\n\nOtters hold hands while they sleep.\n")
+    async with Rifflux(url, embedder=one) as a, Rifflux(url, embedder=two) as b:
+        await a.reindex(first)
+        await eventually(lambda: b.search("pancakes", mode="lexical"))
+        await eventually(lambda: b.search("pancakes", mode="semantic", paths=["cooking.md"]))
+        await b.reindex(second)
+        await eventually(lambda: a.search("otters sleep", mode="lexical"))
+        await eventually(lambda: a.search("otters", mode="semantic", paths=["otters.md"]))
+        texts = await index_rows(url, "SELECT count(DISTINCT content_hash) FROM chunks")
+        assert sorted(one.embedded + two.embedded) == sorted(set(one.embedded + two.embedded))
+        assert len(one.embedded) + len(two.embedded) == texts[0][0]
+        others = (await a.status())["processes"]
+        assert len(others) == 1 and "indexer" in others[0]["roles"]
+
+
+def test_the_command_line_indexes_and_searches_a_database(
+    new_postgres_index: Callable[[], str], tmp_path: Path,
+) -> None:
+    url = new_postgres_index()
+    write_all(tmp_path / "docs", SEARCH_DOCS)
+    assert rifflux_cli(tmp_path, "--db", url, "index", "docs").returncode == 0
+    done = rifflux_cli(tmp_path, "--db", url, "search", "pancakes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["path"] == "cooking.md"
+
+
+async def test_an_mcp_search_reads_a_database_by_its_url_in_db_path(
+    new_postgres_index: Callable[[], str], tmp_path: Path, search_docs: Path,
+) -> None:
+    url = new_postgres_index()
+    async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+    async with mcp_session(tmp_path) as session:
+        out = await call(session, "search_rifflux", query="pancakes", mode="lexical",
+                         db_path=url)
+        own = await call(session, "search_rifflux", query="pancakes", mode="lexical")
+    assert out["count"] >= 1 and own["count"] == 0
