@@ -85,3 +85,47 @@ def test_writable_is_read_from_the_environment_separated_like_watch_paths(
     out = subprocess.run([sys.executable, "-c", code, "mcp"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "(PosixPath('/a'), PosixPath('/b'))"
+
+
+#: Run the command line, then say which of the model's modules (and the watcher's) loaded.
+_THEN_MODULES = ("import json, sys\n"
+                 "from rifflux.cli.launch import main\n"
+                 "code = main(sys.argv[1:])\n"
+                 "heavy = ('numpy', 'onnxruntime', 'tokenizers', 'rifflux.core.embedders', "
+                 "'watchfiles')\n"
+                 "sys.stderr.write('MODULES ' + json.dumps([m for m in heavy "
+                 "if m in sys.modules]) + '\\n')\n"
+                 "raise SystemExit(code)\n")
+
+
+def test_a_note_command_waits_for_its_vectors_and_then_exits_cleanly(tmp_path: Path) -> None:
+    # with the real model: a write must not exit while the model loads (onnxruntime
+    # aborts a process that ends during its load), and is found by meaning afterwards
+    env = cli_env(tmp_path, RIFFLUX_WRITABLE=str(tmp_path / "notes"),
+                  RIFFLUX_DB_PATH=str(tmp_path / "i.db"), RIFFLUX_EMBEDDING_BACKEND="onnx")
+    for i, text in enumerate(["The lighthouse keeper logs the storm.",
+                              "Sourdough needs a warm kitchen."]):
+        wrote = rifflux_cli(tmp_path, "write-note", f"n{i}.md", text, env=env)
+        assert wrote.returncode == 0, wrote.stderr
+        assert "vectors stored" in wrote.stdout
+    found = rifflux_cli(tmp_path, "search", "baking bread", "--mode", "semantic", "--json",
+                        "--no-server", env=env)
+    assert json.loads(found.stdout)["results"][0]["path"] == "n1.md"
+    deleted = rifflux_cli(tmp_path, "delete-note", "n0.md", env=env)
+    assert deleted.returncode == 0 and "vectors" not in deleted.stdout, deleted.stderr
+
+
+def test_with_rifflux_writable_set_a_search_neither_watches_nor_loads_the_model(
+    tmp_path: Path,
+) -> None:
+    # RIFFLUX_WRITABLE is there for the servers; a one-shot read leaves the folder alone
+    notes_cli(tmp_path, "write-note", "a.md", "The heron note.\n")
+    env = cli_env(tmp_path, RIFFLUX_WRITABLE=str(tmp_path / "notes"),
+                  RIFFLUX_DB_PATH=str(tmp_path / "i.db"), RIFFLUX_EMBEDDING_BACKEND="onnx")
+    for command in (["search", "heron", "--mode", "lexical", "--no-server"], ["recent"]):
+        done = subprocess.run([sys.executable, "-c", _THEN_MODULES, *command], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 0 and "a.md" in done.stdout, done.stderr
+        line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+        assert json.loads(line.removeprefix("MODULES ")) == [], command

@@ -1,6 +1,8 @@
 """The note commands (arguments in ``note_args``): each opens the index with the writable
-folders (without watching them: a command is over in a moment), makes one change, and
-prints what it did; ``--json`` prints the library's answer."""
+folders (without watching them: a command is over in a moment), makes one change, waits
+for its vectors (as ``rifflux index`` does: the note is then found by meaning too, and
+the process never exits while the model loads), and prints what it did; ``--json``
+prints the library's answer."""
 
 from __future__ import annotations
 
@@ -31,11 +33,11 @@ def _say(args: argparse.Namespace, done: NoteChange, what: str) -> int:
         sys.stdout.write(json.dumps(done, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     lines = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in done["lines"]) or "none"
-    vector = "stored" if done["vector_stored"] else "pending"
+    vector = "; vectors " + ("stored" if done["vector_stored"] else "pending")
     sha = f"sha256 {done['sha256']}" if done["sha256"] else f"in {done.get('trash_path')}"
     out = Console(highlight=False, soft_wrap=True)
-    out.print(f"{what} {done['folder']}/{done['path']} ({sha}; lines {lines}; vectors "
-              f"{vector})", markup=False)
+    out.print(f"{what} {done['folder']}/{done['path']} ({sha}; lines {lines}"
+              f"{vector if done['sha256'] else ''})", markup=False)
     for link in done.get("links_updated", []):
         out.print(f"  {link['path']}:{link['line']}: {link['before']} -> {link['after']}",
                   markup=False)
@@ -48,12 +50,21 @@ def _opened(settings: Settings) -> Rifflux:
     return Rifflux(settings=settings, watch_writable=False)
 
 
+async def _stored(rf: Rifflux, done: NoteChange) -> NoteChange:
+    """The answer once the change's vectors are stored (its job has completed)."""
+    if not done["vector_stored"]:
+        job = await rf.wait_for_job(done["job_id"])
+        done = {**done, "vector_stored": job["status"] == "completed"}
+    return done
+
+
 async def _write(args: argparse.Namespace, settings: Settings) -> int:
     content = await _text(args.content)
     async with _opened(settings) as rf:
         done = await rf.write_note(args.path, content, title=args.title, tags=args.tags,
                                    if_match=args.if_match, overwrite=args.overwrite,
                                    folder=args.folder)
+        done = await _stored(rf, done)
     return _say(args, done, "wrote")
 
 
@@ -70,6 +81,7 @@ async def _edit(args: argparse.Namespace, settings: Settings) -> int:
     async with _opened(settings) as rf:
         done = await rf.edit_note(args.path, **edit, replace_all=args.replace_all,
                                   if_match=args.if_match, folder=args.folder)
+        done = await _stored(rf, done)
     return _say(args, done, "edited")
 
 
@@ -77,18 +89,21 @@ async def _move(args: argparse.Namespace, settings: Settings) -> int:
     async with _opened(settings) as rf:
         done = await rf.move_note(args.src, args.dst, update_links=args.update_links,
                                   if_match=args.if_match, folder=args.folder)
+        done = await _stored(rf, done)
     return _say(args, done, f"moved {done['moved_from']} to")
 
 
 async def _delete(args: argparse.Namespace, settings: Settings) -> int:
     async with _opened(settings) as rf:
         done = await rf.delete_note(args.path, if_match=args.if_match, folder=args.folder)
+        done = await _stored(rf, done)
     return _say(args, done, "deleted")
 
 
 async def _restore(args: argparse.Namespace, settings: Settings) -> int:
     async with _opened(settings) as rf:
         done = await rf.restore_note(args.path, folder=args.folder)
+        done = await _stored(rf, done)
     return _say(args, done, "restored")
 
 
