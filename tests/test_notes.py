@@ -23,6 +23,7 @@ from rifflux.types import JobInfo
 from .helpers import (
     CountingEmbedder,
     GatedEmbedder,
+    Location,
     eventually,
     numbered_notes,
     watcher_started,
@@ -358,3 +359,31 @@ async def test_what_a_notes_job_leaves_undone_is_tidied_once_writing_pauses(
 
         await eventually(tidied)
         assert await lexical(rf, "day 6") == ["log.md"]
+
+
+@pytest.mark.anyio
+async def test_every_note_operation_works_on_either_store(db: Location, tmp_path: Path) -> None:
+    # (the notes reach the index through the store's protocols: SQLite or PostgreSQL)
+    notes = tmp_path / "notes"
+    write(notes, "Home.md", "# Home\n\nSee [[Alpha]].\n")
+    async with Rifflux(db, embedder=CountingEmbedder(), writable=[notes],
+                       watch_writable=False) as rf, \
+            Rifflux(db, embedder=CountingEmbedder()) as other:
+        await rf.reindex(notes)
+        done = await rf.write_note("Alpha.md", "# Alpha\n\nthe axolotl\n")
+        assert await lexical(rf, "axolotl") == ["Alpha.md"]
+        assert await lexical(other, "axolotl") == ["Alpha.md"]  # another process, at once
+        edited = await rf.edit_note("Alpha.md", append="a quokka", if_match=done["sha256"])
+        assert await lexical(rf, "quokka") == ["Alpha.md"]
+        with pytest.raises(NoteConflictError):
+            await rf.edit_note("Alpha.md", append="stale", if_match=done["sha256"])
+        await rf.wait_for_job(edited["job_id"])
+        assert (await rf.search("quokka axolotl", mode="semantic"))[0]["path"] == "Alpha.md"
+        await rf.move_note("Alpha.md", "x/Beta.md")
+        assert (notes / "Home.md").read_text() == "# Home\n\nSee [[Beta]].\n"
+        assert [b["path"] for b in (await rf.links("x/Beta.md"))["backlinks"]] == ["Home.md"]
+        await rf.delete_note("x/Beta.md")
+        assert await lexical(rf, "axolotl") == []
+        await rf.restore_note("x/Beta.md")
+        assert await lexical(rf, "axolotl") == ["x/Beta.md"]
+        assert {n["path"] for n in await rf.recent()} == {"Home.md", "x/Beta.md"}
