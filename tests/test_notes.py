@@ -223,6 +223,11 @@ async def test_moving_a_note_rewrites_the_links_to_it_and_the_index_follows(
         assert await lexical(rf, "ibis") == ["archive/Alpha 2026.md"]
         with pytest.raises(NoteConflictError, match="already exists"):
             await rf.move_note("Home.md", "archive/Alpha 2026.md")
+        before = (notes / "Home.md").read_bytes()
+        kept = await rf.move_note("archive/Alpha 2026.md", "Omega.md", update_links=False)
+        assert kept.get("links_updated", []) == [] and (notes / "Home.md").read_bytes() == before
+        dangling = (await rf.links("Home.md"))["unresolved"]
+        assert {u["target"] for u in dangling} >= {"Alpha 2026"}
 
 
 @pytest.mark.anyio

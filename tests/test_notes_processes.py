@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -64,6 +65,38 @@ def test_a_writer_killed_at_any_step_leaves_the_old_note_or_the_new_one(
     notefiles.sweep(folder, GLOBS)
     assert temp_files(folder) == []
     assert (folder / "n.md").read_bytes() == left
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(after=st.floats(min_value=0.0, max_value=0.03),
+       a=st.binary(min_size=1, max_size=200_000), b=st.binary(min_size=1, max_size=200_000))
+def test_a_writer_killed_at_a_random_moment_leaves_one_whole_version(
+    tmp_path_factory: pytest.TempPathFactory, after: float, a: bytes, b: bytes,
+) -> None:
+    # (no step named: the kill lands wherever the writer is, ``after`` seconds into its
+    # loop of writes: within a write, between two, during an fsync or a rename)
+    tmp = tmp_path_factory.mktemp("random-kill")
+    folder = tmp / "notes"
+    folder.mkdir()
+    (tmp / "a.bin").write_bytes(a)
+    (tmp / "b.bin").write_bytes(b)
+    with subprocess.Popen(
+            [sys.executable, "-m", "tests.note_children", "looping", str(folder), "n.md",
+             str(tmp / "a.bin"), str(tmp / "b.bin")], cwd=REPO, env=cli_env(tmp),
+            stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "looping"
+            time.sleep(after)  # the random kill point (not a wait for anything)
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    assert (folder / "n.md").read_bytes() in (a, b)
+    assert notefiles.list_notes(folder, GLOBS) == ["n.md"]
+    notefiles.sweep(folder, GLOBS)
+    assert temp_files(folder) == []
 
 
 @pytest.mark.anyio
