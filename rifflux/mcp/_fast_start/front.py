@@ -103,11 +103,9 @@ def cache_path(key: dict[str, str]) -> Path:
 def load_snapshot(key: dict[str, str] | None = None, *,
                   writes: bool = False) -> dict[str, Any] | None:
     """The handshake answers for this key (by default, of a server that writes notes or
-    not): the run-time cache, else the shipped seed for the key's kind of server.
-
-    A file made for another key, incomplete or unreadable, is ignored (None:
-    the SDK answers everything itself).
-    """
+    not): the run-time cache, else the shipped seed for the key's kind of server. A file
+    made for another key, incomplete or unreadable, is ignored (None: the SDK answers
+    everything itself)."""
     key = key or snapshot_key(writes)
     seed = SEED_WRITES if key.get("writes") == "yes" else SEED
     for path in (cache_path(key), seed):
@@ -392,12 +390,9 @@ def start_front(*, take_early: bool = False, writes: bool = False) -> Front:
     """Claim the wire and start answering the handshake (``rifflux mcp`` calls this first,
     then runs the server behind it: ``early.serve_with_early_searches``), taking plain
     searches from the first line on with ``take_early`` (``Front.early``), from the
-    snapshot of a server that writes notes (a writable folder is set) or of one that
-    does not.
-
+    snapshot of a server that writes notes (``writes``: a writable folder) or not.
     ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. Raises OSError
-    when stdin or stdout is not open.
-    """
+    when stdin or stdout is not open."""
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot(writes=writes)
     front = Front(Wire.claim(), snapshot, take_early=take_early)
