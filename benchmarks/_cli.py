@@ -30,6 +30,7 @@ from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
 from ._links import links_section
 from ._mcp import through_mcp
+from ._memory import memory
 from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
@@ -65,6 +66,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                              "freshness in every process"),
     "serve": (serve_section, "one rifflux serve: HTTP search at concurrency 1 and 8 beside "
                              "in process, searches during a reindex, RSS of five agents"),
+    "memory": (memory, "agents keep notes: write -> lexical and semantic hit, concurrent "
+                       "writers with if_match"),
     "startup": (startup_section, "the first call in fresh processes (CLI, MCP, library), each "
                                  "beside its floor measured in the same run"),
 }

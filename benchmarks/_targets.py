@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._memory import lost_or_torn
+
 Results = dict[str, Any]
 
 
@@ -151,6 +153,18 @@ TARGETS: tuple[Target, ...] = (
            lambda r: f"{_dig(r, 'serve', 'chunks')} chunks, {_dig(r, 'serve', 'backend')} "
                      f"backend; {_dig(r, 'serve', 'end_rss_mib')} MiB after every search "
                      f"and the reindex, peak {_dig(r, 'serve', 'peak_rss_mib')} MiB"),
+    Target("note write -> lexical hit p50 (100 writes)", "<=", 50, " ms",
+           lambda r: _dig(r, "memory", "lexical", "p50_ms"),
+           lambda r: f"p95 {_dig(r, 'memory', 'lexical', 'p95_ms')} ms; write -> semantic hit "
+                     f"p50 {_dig(r, 'memory', 'semantic', 'p50_ms')} ms "
+                     f"({_dig(r, 'memory', 'backend')})"),
+    Target("concurrent note edits with if_match: torn files", "<=", 0, "",
+           lambda r: lost_or_torn(r.get("memory") or {}, "torn_files"),
+           lambda r: f"{_dig(r, 'memory', 'concurrent', 'accepted')} edits accepted, "
+                     f"{_dig(r, 'memory', 'concurrent', 'conflicts')} conflicts"),
+    Target("concurrent note edits with if_match: lost updates", "<=", 0, "",
+           lambda r: lost_or_torn(r.get("memory") or {}, "lost_updates"),
+           lambda r: f"phantom edits {_dig(r, 'memory', 'concurrent', 'phantom_edits')}"),
     Target("Cranfield hybrid nDCG@10", ">=", 0.45, "",
            lambda r: _dig(r, "cranfield", "metrics", "hybrid", "ndcg@10"),
            _backend_note("cranfield", "backend")),

@@ -16,6 +16,7 @@ from typing import Any
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..core.graph import MAX_DEPTH
 from ..types import MODES
+from .note_args import add_note_parsers
 
 #: The options that take a date or an age, which may be written -7d.
 _WHEN_OPTIONS = ("--since", "--before")
@@ -89,6 +90,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
                    default=argparse.SUPPRESS,
                    help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
+    g.add_argument("--writable", action="append", metavar="DIR", default=argparse.SUPPRESS,
+                   help="a folder agents may write notes in (mcp, serve and the note "
+                        "commands; mcp and serve index and watch it too); repeatable "
+                        f"[RIFFLUX_WRITABLE, separated by {os.pathsep!r}]")
 
     top = argparse.ArgumentParser(
         prog="rifflux", parents=[common],
@@ -216,6 +221,8 @@ def parser() -> argparse.ArgumentParser:
                        description="Index each PATH, then reindex changed files as they change "
                                    "(foreground; Ctrl-C stops). Logs each batch.")
     p.add_argument("paths", nargs="+", metavar="PATH")
+
+    add_note_parsers(sub, common)
 
     p = sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio",
                        description="Serve the MCP tools over stdin/stdout (for Claude Desktop, "

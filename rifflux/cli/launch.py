@@ -38,6 +38,12 @@ _EMBEDS = frozenset({"index", "search", "watch"})
 _LONG_LIVED = frozenset({"mcp", "serve", "watch"})
 
 
+def _notes(command: str) -> bool:
+    from .note_args import NOTE_COMMAND_NAMES
+
+    return command in NOTE_COMMAND_NAMES or command in NOTE_COMMAND_NAMES.values()
+
+
 def _main(argv: list[str]) -> int:
     from . import entry
 
@@ -47,6 +53,10 @@ def _main(argv: list[str]) -> int:
     if args.command not in _LONG_LIVED and getattr(args, "mode", None) in (None, "lexical"):
         # (a semantic or hybrid search needs the model: it loads while the index opens)
         settings = settings.with_overrides(model_warmup=False)
+    if settings.writable and args.command not in _LONG_LIVED and not _notes(args.command):
+        # (RIFFLUX_WRITABLE set for the servers: a one-shot read neither watches the
+        # writable folders nor indexes them, so a lexical search still loads no model)
+        settings = settings.with_overrides(writable=())
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge
@@ -73,8 +83,9 @@ def _main(argv: list[str]) -> int:
         except EmbeddingError as exc:
             return entry.fail(str(exc), entry.EXIT_USAGE)
     from .commands import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
+    from .note_commands import NOTE_COMMANDS
 
-    return entry.run(COMMANDS[args.command], args, settings)
+    return entry.run({**COMMANDS, **NOTE_COMMANDS}[args.command], args, settings)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,7 +118,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "Ctrl-C stops.\n")
     try:
         # (the searches it takes are answered by mcp._fast_start.early once the index opens)
-        front = start_front(take_early=True)
+        front = start_front(take_early=True, writes=bool(settings.writable))
     except OSError as exc:
         return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")

@@ -4,7 +4,9 @@
 ``front.py`` for why the front exists). ``capture_handshake`` asks the SDK
 itself, in memory, what it answers to ``initialize``, ``tools/list`` and
 ``ping`` at every handshake protocol version: that is the snapshot the front
-answers from. The shipped seed (``handshake.json``) is made with
+answers from, one for a server that writes notes and one for a server that does
+not (their tool lists differ). The shipped seeds (``handshake.json``,
+``handshake-writes.json``) are made with
 ``python -m rifflux.mcp._fast_start.handoff --write-seed``; a test fails when it no longer
 matches. When the front had no snapshot for this key, the server captures the
 SDK's answers in the background and, when neither the seed nor the cache holds
@@ -30,7 +32,16 @@ from .. import sdk
 from ..auto_reindex import AutoReindex
 from ..server import RiffluxMCPServer, build_server
 from .early import EarlySearches
-from .front import SEED, Front, Inbound, Wire, cache_path, load_snapshot, snapshot_key
+from .front import (
+    SEED,
+    SEED_WRITES,
+    Front,
+    Inbound,
+    Wire,
+    cache_path,
+    load_snapshot,
+    snapshot_key,
+)
 
 __all__ = ["capture_handshake", "refresh_snapshot", "serve_after_front", "serve_stdio"]
 
@@ -187,7 +198,7 @@ async def capture_handshake(server: RiffluxMCPServer) -> dict[str, Any]:
         ])
         results[version] = {"initialize": replies[1], "tools/list": replies[2]}
         ping = replies[3]
-    return {"key": snapshot_key(),
+    return {"key": snapshot_key(server.writes),
             "handshake_versions": list(sdk.HANDSHAKE_PROTOCOL_VERSIONS),
             "ping": ping, "results": results}
 
@@ -223,12 +234,16 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 async def _write_seed() -> dict[str, str]:
-    captured = await capture_handshake(build_server(Settings()))
-    if "unknown" in captured["key"].values():
-        raise SystemExit(f"not written: some versions are unknown {captured['key']} (is "
-                         "rifflux installed, e.g. pip install -e .?)")
-    _write_json(SEED, captured)
-    key: dict[str, str] = captured["key"]
+    """Both seeds: of a server without a writable folder, and of one with (the folder
+    itself is never looked at to list the tools)."""
+    key: dict[str, str] = {}
+    for seed, settings in ((SEED, Settings()), (SEED_WRITES, Settings(writable=(Path("notes"),)))):
+        captured = await capture_handshake(build_server(settings))
+        if "unknown" in captured["key"].values():
+            raise SystemExit(f"not written: some versions are unknown {captured['key']} (is "
+                             "rifflux installed, e.g. pip install -e .?)")
+        _write_json(seed, captured)
+        key = captured["key"]
     return key
 
 
@@ -236,4 +251,4 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write-seed"]:
         raise SystemExit("usage: python -m rifflux.mcp._fast_start.handoff --write-seed")
     written = anyio.run(_write_seed)
-    print(f"wrote {SEED} for {written}", file=sys.stderr)  # noqa: T201
+    print(f"wrote {SEED} and {SEED_WRITES.name} for {written}", file=sys.stderr)  # noqa: T201
