@@ -24,7 +24,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from ..config import Settings
-from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError, fail, stdout_gone
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
+from .entry import CommandError, stdout_gone
 
 __all__ = ["frontmatter_pairs", "search_on_server"]
 

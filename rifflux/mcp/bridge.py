@@ -75,7 +75,7 @@ def target_for(args: argparse.Namespace, settings: Settings) -> Target | None:
 
 def main(args: argparse.Namespace, settings: Settings) -> int | None:
     """Run the bridge to its exit code; None: ``auto`` found no server (serve as usual)."""
-    from ..cli.entry import EXIT_OK, EXIT_USAGE, configure_logging, fail
+    from ..exits import EXIT_OK, EXIT_USAGE, configure_logging, fail
 
     configure_logging(settings.log_level)
     try:
