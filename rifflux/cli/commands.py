@@ -28,8 +28,8 @@ from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
 from .entry import Command, CommandError
-from .plain import print_search
 from .remote import frontmatter_pairs
+from .results import print_search
 
 if TYPE_CHECKING:
     from rich.console import Console

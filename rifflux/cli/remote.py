@@ -68,7 +68,7 @@ def _print(args: argparse.Namespace, answer: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(answer, indent=2, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     else:
-        from .plain import print_search
+        from .results import print_search
 
         print_search(answer["results"], answer.get("explain"))
     hint = answer.get("hint")
