@@ -1,25 +1,21 @@
 """The indexer: the only writer to the index, an actor with one inbox.
 
-It handles one message at a time (``IndexerMessage``): a loaded model is adopted, embedded
-vectors are stored, and after every message the queued jobs are run, one at a time. A job
-plans each target (``core.plan``), parses the changed files in worker processes or threads
-and writes them a few whole files per transaction, so a file is lexically searchable as
-soon as its transaction commits. After every commit the query actor is told what changed
-and the job queue applies its completion rule to the missing texts the store keeps.
+It handles one message at a time (``IndexerMessage``): it adopts a loaded model, stores
+embedded vectors, and after every message runs the queued jobs, one at a time. A job
+plans each target (``core.plan``), parses the changed files in worker processes or
+threads and writes a few whole files per transaction, so a file is lexically searchable
+as soon as its transaction commits. After every commit the query actor is told what
+changed and the job queue applies its completion rule to the missing texts the store
+keeps. Every job is an error boundary: busy/locked errors are retried after the
+configured delays, any other failure fails that job, never the service. A note's
+urgent job cuts in after a running job's commit.
 
-Every job is an error boundary: busy/locked errors are retried after the configured
-delays, any other failure fails that job, never the service. A note's urgent job cuts in
-after a running job's commit.
-
-Other processes may write to the same index. A timer sends ``Ticked`` a few times a
-second; the indexer then looks whether another process committed (one pragma on its
-connection) and reads their changes from the log (``store.protocols.FollowStore``): they
-reach the query actor as if they were the indexer's own commits, the missing texts follow
-what they wrote, and jobs waiting for texts that another process embedded complete. The
-timer only sends: every statement on the writer's connection runs on the indexer's own
-task, between its messages, never inside a job's open transaction. (This process's row
-in ``processes`` and the log's pruning are the heartbeat's, on a connection of its own:
-see ``actors.heartbeat``.)
+Other processes may write to the same index: at each ``Ticked`` (a timer's, a few times
+a second) the indexer reads their commits from the log (``store.protocols.FollowStore``)
+and applies them as its own. The timer only sends: every statement on the writer's
+connection runs on the indexer's own task, between its messages, never inside a job's
+open transaction (this process's row in ``processes`` and the log's pruning are
+``actors.heartbeat``'s, on a connection of its own).
 """
 
 from __future__ import annotations
@@ -101,7 +97,7 @@ class Indexer:
         self._settings, self._jobs, self._inbox = settings, jobs, inbox
         self._embedder_out, self._query, self._retry_out = embedder_out, query_out, retry_out
         self._globs = Globs(settings.include, settings.exclude)
-        #: Each root's ignore rules, read again only where an ignore file changed.
+        #: Each root's ignore rules, kept: read again only where an ignore file changed.
         self._ignores: dict[str, IgnoreFiles] | None = {} if settings.use_ignore_files else None
         self._limits = ChunkLimits(
             max_chars=settings.chunk_max_chars, min_chars=settings.chunk_min_chars,
@@ -203,7 +199,7 @@ class Indexer:
     # ------------------------------------------------------------ other processes
 
     async def _tick(self) -> None:
-        """Send ``Ticked`` a few times a second, each once the last is handled (no pile-up)."""
+        """Sends ``Ticked`` a few times a second, each once the last is handled: none piles up."""
         while True:
             tick = Ticked()
             try:
@@ -226,12 +222,11 @@ class Indexer:
         await self._others_wrote()
 
     async def _others_wrote(self) -> None:
-        """Another process committed: apply what it changed as if it were ours. The log,
-        the rows it names and the texts they lack are read in one snapshot, so every
-        text of theirs ends up with its vector in the matrix or among the missing ones,
-        never neither. Until that is done nothing counts as read: a failure is tried
-        again at the next tick; an unexpected one reloads everything instead (the
-        boundary: never a crash)."""
+        """Another process committed: apply what it changed as if it were ours. The log, the
+        rows it names and the texts they lack are read in one snapshot, so every text of
+        theirs ends up with its vector in the matrix or among the missing ones, never
+        neither. Until that is done nothing counts as read: a failure is tried again at the
+        next tick; an unexpected one reloads everything (the boundary: never a crash)."""
         assert self._follow is not None
         follow = self._follow
         try:
@@ -384,10 +379,10 @@ class Indexer:
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known
-        once the model is adopted; until then it waits for the adoption). Read from the
-        database, then what other processes committed until then is applied (their files
-        the job found unchanged, their vectors): this process's matrix and missing texts
-        are then at least as new, so the job completes only once a search here finds them."""
+        once the model is adopted; until then, the adoption), read from the database; then
+        what other processes committed until then is applied (files of theirs the job found
+        unchanged, their vectors), so this process's matrix and missing texts are at least
+        as new as that read: the job completes only once a search here finds its texts."""
         missing = self._writer.missing.texts
         if missing is None:
             return

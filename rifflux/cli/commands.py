@@ -22,13 +22,14 @@ from ..config import Settings
 from ..core.filters import make_filters
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import InvalidArgumentError
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..locate import missing_locations
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
-from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .plain import print_search
+from .entry import Command, CommandError
 from .remote import frontmatter_pairs
+from .results import print_search
 
 if TYPE_CHECKING:
     from rich.console import Console

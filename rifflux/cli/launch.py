@@ -45,6 +45,7 @@ def _notes(command: str) -> bool:
 
 
 def _main(argv: list[str]) -> int:
+    from .. import exits
     from . import entry
 
     args, settings = entry.parse(argv)
@@ -81,7 +82,7 @@ def _main(argv: list[str]) -> int:
         try:  # a model directory given by name that is not there is a configuration error
             check_model_dir(settings.model_dir.absolute())
         except EmbeddingError as exc:
-            return entry.fail(str(exc), entry.EXIT_USAGE)
+            return exits.fail(str(exc), exits.EXIT_USAGE)
     from .commands import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
     from .note_commands import NOTE_COMMANDS
 
@@ -89,25 +90,26 @@ def _main(argv: list[str]) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from .. import exits
     from ..errors import RiffluxError
     from ..http.options import listen, options_from_args, refusal
-    from . import entry
 
     try:  # (refused in a moment, before anything heavy loads)
         options = options_from_args(args)
         why = refusal(options, settings)
         if why is not None:
-            return entry.fail(why, entry.EXIT_USAGE)
+            return exits.fail(why, exits.EXIT_USAGE)
         sock = listen(options.host, options.port)
     except RiffluxError as exc:
-        return entry.fail(str(exc), entry.EXIT_USAGE if isinstance(exc, ValueError)
-                          else entry.EXIT_FAILURE)
+        return exits.fail(str(exc), exits.EXIT_USAGE if isinstance(exc, ValueError)
+                          else exits.EXIT_FAILURE)
     from ..http.serve import main as serve  # (FastAPI, uvicorn and the SDK load here)
 
     return serve(settings, options, sock)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from .. import exits
     from ..mcp._fast_start.front import start_front
     from . import entry
 
@@ -120,7 +122,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
         # (the searches it takes are answered by mcp._fast_start.early once the index opens)
         front = start_front(take_early=True, writes=bool(settings.writable))
     except OSError as exc:
-        return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
+        return exits.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")
 
     async def serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -129,6 +131,6 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
         from ..mcp._fast_start.early import serve_with_early_searches
 
         await serve_with_early_searches(settings, front)
-        return entry.EXIT_OK
+        return exits.EXIT_OK
 
     return entry.run(serve, args, settings)

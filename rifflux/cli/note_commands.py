@@ -16,8 +16,9 @@ from rich.console import Console
 
 from ..api import Rifflux
 from ..config import Settings
+from ..exits import EXIT_OK, EXIT_USAGE
 from ..note_types import NoteChange
-from .entry import EXIT_OK, EXIT_USAGE, Command, CommandError
+from .entry import Command, CommandError
 from .note_args import NOTE_COMMAND_NAMES
 
 

@@ -1,30 +1,20 @@
 """Search results as plain text, for a stdout that is not a terminal (a pipe, a file,
 another program): the same lines a terminal shows, without rich (whose import costs a
 one-shot search about 30 ms) and without styles. ``terminal`` draws them in colour with
-the same helpers."""
+the same helpers; ``results`` picks one of the two."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from ..types import ScoreBreakdown, SearchExplain, SearchResult
 
-__all__ = ["display_path", "explain_lines", "print_search", "score", "shown", "why_line"]
+__all__ = ["display_path", "explain_lines", "print_plain", "score", "shown", "why_line"]
 
 
-def print_search(results: list[SearchResult], explain: SearchExplain | None) -> None:
-    """What the search ran (with --explain), then each hit: on a terminal in colour (rich),
-    elsewhere as plain lines."""
-    if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
-        from .terminal import print_explain, print_results, stdout_console
-
-        out = stdout_console()
-        if explain is not None:
-            print_explain(out, explain)
-        print_results(out, results)
-        return
+def print_plain(results: list[SearchResult], explain: SearchExplain | None) -> None:
+    """What the search ran (with --explain), then each hit, as plain lines."""
     lines = explain_lines(explain) if explain is not None else []
     for n, hit in enumerate(results, 1):
         head = f"{n:>2}. {display_path(hit)}"

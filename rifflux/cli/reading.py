@@ -14,8 +14,9 @@ import anyio
 from ..api import Rifflux
 from ..config import Settings
 from ..core.filters import check_depth
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .common import count, note_path, require_index, write_json
-from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
+from .entry import CommandError
 
 #: PATH:START-END, PATH:LINE.
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")

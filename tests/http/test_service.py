@@ -15,8 +15,7 @@ import anyio
 import httpx2
 import pytest
 
-from rifflux import Rifflux
-from rifflux.http import discovery
+from rifflux import Rifflux, discovery
 
 from ..serving import serving, until
 

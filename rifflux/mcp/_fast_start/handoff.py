@@ -31,7 +31,6 @@ from ...config import Settings
 from .. import sdk
 from ..auto_reindex import AutoReindex
 from ..server import RiffluxMCPServer, build_server
-from .early import EarlySearches
 from .front import (
     SEED,
     SEED_WRITES,
@@ -56,15 +55,15 @@ _REFRESH_DELAY = 1.0
 async def serve_after_front(settings: Settings, front: Front, *,
                             rifflux: Rifflux | None = None,
                             auto_reindex: AutoReindex | None = None,
-                            early: EarlySearches | None = None) -> None:
+                            early_done: anyio.Event | None = None) -> None:
     """Serve MCP over the front's wire until the client closes stdin.
 
     The front keeps answering the handshake until the index is open (the
     server's lifespan calls ``hand_off``); the lines it queued meanwhile are
     replayed to the SDK in arrival order. With ``rifflux`` open already (and
-    ``early`` answering searches meanwhile: ``early.serve_with_early_searches``), the
-    server serves that instance; the searches ``early`` took are answered before the
-    wire closes.
+    ``early.EarlySearches`` answering searches meanwhile:
+    ``early.serve_with_early_searches``), the server serves that instance; the
+    searches it took are answered (``early_done`` is set) before the wire closes.
     """
 
     def hand_off() -> None:
@@ -119,10 +118,10 @@ async def serve_after_front(settings: Settings, front: Front, *,
                 await sdk.run_lowlevel(server, read_recv, write_send)
                 inner.cancel_scope.cancel()
     finally:
-        if early is not None:  # the searches it took are answered before the wire closes
+        if early_done is not None:  # the searches taken are answered before the wire closes
             front.early.put(None)
             with anyio.move_on_after(_EARLY_GRACE, shield=True):
-                await early.done.wait()
+                await early_done.wait()
         front.release()
         front.close()
 
