@@ -4,6 +4,7 @@ wait for the model, and a process never waits at exit for a load nothing used.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -59,23 +60,68 @@ async def _indexed(tmp_path: Path) -> Path:
     return db
 
 
+#: What a command printing into a pipe does not import either: rich draws for terminals,
+#: and pathspec reads globs (a search without --path has none).
+_PIPED = _cli_then((*_HEAVY, "rich", "pathspec"))
+
+
 @pytest.mark.parametrize("command", [
     ["search", "otter", "--mode", "lexical"],
     ["search", "otter", "--mode", "lexical", "--json", "--path", "otters.md"],
     ["status"], ["status", "--json"], ["tags"], ["files"],
-    ["show", "otters.md"], ["links", "otters.md"],
+    ["show", "otters.md"], ["links", "otters.md"], ["neighbors", "otters.md"],
 ])
-async def test_a_lexical_search_and_reads_import_no_model_and_no_numpy(
+async def test_a_lexical_search_and_reads_into_a_pipe_import_no_model_numpy_or_rich(
     tmp_path: Path, command: list[str]
 ) -> None:
     db = await _indexed(tmp_path)
-    done = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), *command,
+    done = await _python(tmp_path, _PIPED, "--db", str(db), *command,
                          env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"))
     assert done.returncode in (0, 1), done.stderr  # (1: a list with nothing in it)
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
-    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+    # (the search filtered by --path reads its glob with pathspec)
+    allowed = {"pathspec"} if "--path" in command else set()
+    assert set(json.loads(line.removeprefix("MODULES "))) <= allowed, done.stderr
     if command[0] == "search":
         assert "otters.md" in done.stdout
+    if command[0] in ("status", "show", "files", "links"):  # results, in plain lines
+        assert done.stdout.strip() and "\x1b[" not in done.stdout
+
+
+@pytest.mark.parametrize("command", [["links", "otters.md"], ["status"], ["files"],
+                                     ["show", "otters.md"], ["search", "otter"]])
+async def test_a_terminal_gets_the_lines_a_pipe_gets_in_colour(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = await _indexed(tmp_path)
+    args = ("--db", str(db), *command)
+    piped = await _python(tmp_path, _PIPED, *args)
+    coloured = await _python(tmp_path, _PIPED, *args, env=cli_env(tmp_path, FORCE_COLOR="1"))
+    assert piped.returncode == coloured.returncode == 0, coloured.stderr
+    assert "rich" in coloured.stderr.splitlines()[-1]  # drawn by rich, as on a terminal
+    if command[0] != "files":  # (its lines have no style)
+        assert "\x1b[" in coloured.stdout
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", coloured.stdout)
+    assert ([x.rstrip() for x in plain.splitlines()]
+            == [x.rstrip() for x in piped.stdout.splitlines()])
+
+
+@pytest.mark.parametrize("command", [["--help"], ["search", "--help"], ["--version"]])
+async def test_help_is_answered_from_the_arguments_alone(
+    tmp_path: Path, command: list[str]
+) -> None:
+    heavy = ("anyio", "asyncio", "sqlite3", "rifflux.api", "rich", "mcp")
+    script = _cli_then(heavy).replace("code = main(sys.argv[1:])", textwrap.dedent("""
+        try:
+            code = main(sys.argv[1:])
+        except SystemExit as exit:
+            code = exit.code
+    """))
+    done = await _python(tmp_path, script, *command)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
 
 
 def _held(gate: threading.Event, started: threading.Event) -> CountingEmbedder:
