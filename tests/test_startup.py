@@ -10,11 +10,14 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from rifflux import Rifflux, Settings
+from rifflux.store.sqlite.reader import Reader
 from rifflux.types import SearchResult
 
 from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
@@ -209,6 +212,43 @@ async def test_status_reports_the_model_and_the_catalog_loading(tmp_path: Path) 
             await eventually(ready)
     finally:
         gate.set()
+
+
+async def test_status_reports_the_catalog_loading_and_only_a_filtered_search_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = await _indexed(tmp_path)
+    gate, reading = anyio.Event(), anyio.Event()
+    real = Reader.catalog
+
+    async def held(self: Reader) -> Any:  # the catalog's read, held until the gate opens
+        reading.set()
+        await gate.wait()
+        return await real(self)
+
+    monkeypatch.setattr(Reader, "catalog", held)
+    filtered: list[SearchResult] = []
+    answered = anyio.Event()
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf, anyio.create_task_group() as tg:
+        with anyio.fail_after(10):
+            await reading.wait()
+            assert (await rf.status())["catalog_state"] == "loading"
+            plain = await rf.search("otter", mode="lexical")  # needs no catalog
+        assert plain and plain[0]["path"] == "otters.md"
+        assert "backlink_count" not in plain[0]  # (counted from the catalog, once loaded)
+
+        async def search_filtered() -> None:
+            filtered.extend(await rf.search("otter", mode="lexical", paths=["otters.md"]))
+            answered.set()
+
+        tg.start_soon(search_filtered)
+        await wait_all_tasks_blocked()  # (asked while the catalog is still held)
+        gate.set()
+        with anyio.fail_after(10):
+            await answered.wait()
+        assert (await rf.status())["catalog_state"] == "ready"
+    # answered from the whole catalog, not from the empty one it started with
+    assert [hit["path"] for hit in filtered] == ["otters.md"]
 
 
 _NEVER_LOADS = textwrap.dedent("""
