@@ -214,6 +214,24 @@ async def test_status_reports_the_model_and_the_catalog_loading(tmp_path: Path) 
         gate.set()
 
 
+async def test_an_embedding_job_loads_the_model_nothing_had_loaded(tmp_path: Path) -> None:
+    made: list[CountingEmbedder] = []
+
+    def loader() -> CountingEmbedder:  # (called in the loading thread)
+        made.append(CountingEmbedder())
+        return made[-1]
+
+    lazy = Rifflux(settings=Settings(db_path=tmp_path / "i.db", model_warmup=False),
+                   embedder=loader)
+    async with lazy as rf:
+        assert (await rf.status())["embedding_model_state"] == "not_loaded"
+        assert not made
+        await rf.reindex(otters_and_bread(tmp_path / "kb"))  # returns once embedded
+        status = await rf.status()
+        assert status["embedding_model_state"] == "ready" and status["embeddings"] > 0
+    assert len(made) == 1 and made[0].embedded  # loaded once, by the job, and used
+
+
 async def test_status_reports_the_catalog_loading_and_only_a_filtered_search_waits_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
