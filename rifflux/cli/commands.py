@@ -28,8 +28,9 @@ from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
 from .entry import Command, CommandError
+from .plain import on_terminal
 from .remote import frontmatter_pairs
-from .results import print_search
+from .results import out, print_search
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -179,11 +180,6 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(status)
         return EXIT_OK
-    from rich.table import Table
-
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
     model = (f"{status['embedding_model'] or status['embedding_counts_model'] or 'none'} "
              f"({status['embedding_backend'] or status['embedding_backend_requested']})")
     if status["embedding_model_state"] == "not_loaded":
@@ -207,6 +203,15 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     for other in status["processes"]:  # other agents' servers, a watcher...
         rows.append(("process", f"pid {other['pid']} ({', '.join(other['roles'])}), seen "
                                 f"{max(0.0, time.time() - other['last_seen']):.0f} s ago"))
+    if not on_terminal():  # plain lines: the keys in a column, each value on its line
+        width = max(len(key) for key, _ in rows)
+        out().print("\n".join(f"{key:<{width}}  {value}" for key, value in rows))
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
     for key, value in rows:
         table.add_row(key, value)
     stdout_console(soft_wrap=False).print(table)
