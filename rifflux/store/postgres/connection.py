@@ -32,8 +32,11 @@ from ...location import DatabaseUrl
 
 #: The first key of every advisory lock Rifflux takes (``pg_advisory_*lock(int, int)``).
 LOCKS = 0x52694678
-#: Second keys: the writers' lock, the embedding lease, schema creation.
-WRITE_LOCK, EMBEDDING_LEASE, SCHEMA_LOCK = 1, 2, 3
+#: Second keys: the writers' lock, the embedding lease (unused since claims), schema
+#: creation, the claims' lock (one process claims at a time).
+WRITE_LOCK, EMBEDDING_LEASE, SCHEMA_LOCK, CLAIM_LOCK = 1, 2, 3, 4
+#: The first key of each embedding process's own lock (the second: its claimer key).
+CLAIMERS = LOCKS + 1
 
 #: A connection of its own, or one lent by a pool.
 Connection: TypeAlias = (

@@ -25,16 +25,25 @@ from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
 from .schema import hnsw_index
+from .session import Session, retried
 
 
 class Writer:
-    def __init__(self, conn: Connection, where: DatabaseUrl, *, read_only: bool = False) -> None:
-        self.conn = conn
-        self.where = where
-        self.missing = Missing(conn, where, read_only=read_only)
-        self.roots = Roots(conn, where, self.missing)
+    """Each method one unit of work on the writer's session: run again whole on a new
+    connection when the connection was lost (``session``)."""
+
+    def __init__(self, session: Session, *, read_only: bool = False) -> None:
+        self.session = session
+        self.where = session.where
+        self.missing = Missing(session, read_only=read_only)
+        self.roots = Roots(session, self.missing)
         self._indexed_dims: set[int] = set()
 
+    @property
+    def conn(self) -> Connection:
+        return self.session.conn
+
+    @retried()
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.where):
             rows = await self.conn.fetch(
@@ -43,6 +52,7 @@ class Writer:
         return {str(r[0]): StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4]))
                 for r in rows}
 
+    @retried()
     async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written:
         if not touches:
             return Written()
@@ -57,6 +67,7 @@ class Writer:
                 [file_id for file_id, _, _ in touches])
         return Written(files=tuple(map(file_entry, rows)))
 
+    @retried()
     async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written:
         if not files:
             return Written()
@@ -111,6 +122,7 @@ class Writer:
         return replace(self.missing.committed(change), files=entries,
                        roots=self.roots.entry(root_id), links=edges)
 
+    @retried()
     async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> Written:
         if not rel_paths:
             return Written()
@@ -133,6 +145,7 @@ class Writer:
 
     # ------------------------------------------------------------ vectors
 
+    @retried()
     async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
         """Store vectors of ``model`` for the texts some chunk still has (the others are
         dropped: they would be orphans), and give every chunk of those texts its vector;
@@ -162,6 +175,7 @@ class Writer:
         return Written(added_ids=tuple(int(r[0]) for r in rows),
                        added_files=tuple(int(r[1]) for r in rows))
 
+    @retried()
     async def prune_orphan_vectors(self) -> int:
         with mapped_errors(self.where):
             status = await self.conn.execute(
