@@ -35,6 +35,7 @@ from ._report import render
 from ._ripgrep import ripgrep
 from ._scale import scale
 from ._serve import serve_section
+from ._startup import startup_section
 from ._targets import check_all
 from ._vectors import vectors
 
@@ -64,6 +65,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                              "freshness in every process"),
     "serve": (serve_section, "one rifflux serve: HTTP search at concurrency 1 and 8 beside "
                              "in process, searches during a reindex, RSS of five agents"),
+    "startup": (startup_section, "the first call in fresh processes (CLI, MCP, library), each "
+                                 "beside its floor measured in the same run"),
 }
 
 

@@ -219,6 +219,55 @@ def _cranfield(c: dict[str, Any]) -> list[str]:
     return head + _table(header, rows) + tail
 
 
+def _startup(s: dict[str, Any]) -> list[str]:
+    """Each first-call figure beside the floor under it, measured in the same run."""
+    f, m = s["floors"], s["floors"]["model"]
+    py, fts = f["python_s"]["median_s"], f["sqlite_fts_s"]["median_s"]
+    model = m["total_s"]
+    sdk = f["import_mcp_sdk_s"]["median_s"]
+    library = f["import_library_s"]["median_s"]
+
+    def ms(seconds: float | None) -> str:
+        return "–" if seconds is None else f"{seconds * 1000:,.0f} ms"
+
+    mcp, lib = s["mcp"], s["library"]
+    rows = [
+        ["import rifflux", ms(s["import_rifflux"]["median_s"]), f"python -c pass {ms(py)}",
+         "<= 150 ms"],
+        ["rifflux --help", ms(s["help"]["median_s"]), f"python -c pass {ms(py)}", "<= 150 ms"],
+        ["search --mode lexical, one-shot", ms(s["lexical_cli"]["median_s"]),
+         f"python + sqlite3 FTS5 query {ms(fts)}", "<= 250 ms"],
+        ["  its peak RSS", f"{s['lexical_cli']['peak_rss_mib']} MiB",
+         f"python + sqlite3 {f['sqlite_fts_s']['peak_rss_mib']} MiB", "<= 100 MiB"],
+        ["search (hybrid), one-shot, no server", ms(s["hybrid_cli"]["median_s"]),
+         f"model {ms(model)} (numpy {ms(m['import_numpy_s'])}, onnxruntime "
+         f"{ms(m['import_onnxruntime_s'])}, tokenizer {ms(m['tokenizer_s'])}, session "
+         f"{ms(m['onnx_session_s'])}, first embedding {ms(m['first_embedding_s'])}) + "
+         f"lexical one-shot", "<= 1,000 ms"],
+        ["  its peak RSS", f"{s['hybrid_cli']['peak_rss_mib']} MiB", "", ""],
+        ["search (hybrid), a rifflux serve running", ms(s["hybrid_cli_server"]["median_s"]),
+         f"python -c pass {ms(py)}", "<= 150 ms"],
+        ["rifflux mcp: first lexical call after initialize", ms(mcp["first_lexical_s"]),
+         f"python + import of the library {ms(library)} (answered before the MCP SDK, whose "
+         f"import takes {ms(sdk)}, has loaded)", "<= 100 ms"],
+        ["rifflux mcp: second lexical call", ms(mcp["second_lexical_s"]), "", ""],
+        ["rifflux mcp: first hybrid call (after two lexical)", ms(mcp["first_hybrid_s"]),
+         f"model {ms(model)}", "<= 1,000 ms"],
+        [f"rifflux mcp: lexical p50 while the model loads ({mcp['lexical_during_load_calls']} "
+         "calls)", ms(mcp["lexical_during_load_p50_s"]),
+         f"warm p50 {ms(mcp['warm_lexical_p50_s'])} (x{mcp['during_load_vs_warm']})",
+         "<= 2x warm"],
+        ["library: open (async with Rifflux)", ms(lib["open_s"]), "", ""],
+        ["library: first lexical search after open", ms(lib["first_lexical_s"]),
+         f"sqlite3 FTS5 query, whole process {ms(fts)}", "<= 50 ms"],
+        ["library: first hybrid search after it", ms(lib["first_hybrid_s"]),
+         f"model {ms(model)}", ""],
+    ]
+    head = [f"### Startup ({s['backend']} backend; medians of {s['runs']} fresh processes, "
+            "floors measured in this run)", ""]
+    return head + _table(["figure", "measured", "floor (same run)", "target"], rows)
+
+
 def render(run: dict[str, Any]) -> str:
     meta, results = run["meta"], run["results"]
     lines = [f"# Rifflux benchmarks ({'quick smoke run' if meta['quick'] else 'full run'})", ""]
@@ -233,7 +282,8 @@ def render(run: dict[str, Any]) -> str:
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
-                 "processes": _processes, "serve": _serve, "vectors": vectors_report}
+                 "processes": _processes, "serve": _serve, "vectors": vectors_report,
+                 "startup": _startup}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

@@ -338,9 +338,9 @@ class Rifflux:
                 "job_id": job.id}
 
     async def wait_for_model(self) -> None:
-        """Wait until the embedding model has loaded (or failed to): its label, backend
-        and the per-model counts are known then (bound it with ``anyio.move_on_after``)."""
-        await self._open().model_loaded.wait()
+        """Load the embedding model if need be and wait until it has loaded (or failed to):
+        its label, backend and per-model counts are known then (bound with move_on_after)."""
+        await self._open().wait_for_model()
 
     @property
     def embedding_model(self) -> str | None:

@@ -96,6 +96,11 @@ class Settings:
     #: MCP only: reindex the configured roots in the background on search (throttled).
     auto_reindex_on_search: bool = False
     auto_reindex_min_interval: float = 30.0
+    #: Load the embedding model in the background as soon as the index opens (a
+    #: long-lived process: the library, ``rifflux mcp``, ``rifflux serve``); False:
+    #: only when a semantic or hybrid search or an embedding job first needs it (the
+    #: one-shot commands). Lexical searches never wait for it either way.
+    model_warmup: bool = True
 
     def __post_init__(self) -> None:
         # Accept str paths from callers building Settings directly.
@@ -205,7 +210,8 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = _split_list(value, ",")
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
-            elif name in ("auto_reindex_on_search", "use_ignore_files") and isinstance(value, str):
+            elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup")
+                  and isinstance(value, str)):
                 value = _flag(value)
             elif name in ("rrf_k",) or (
                 types[name] == "int" and isinstance(value, str)

@@ -39,6 +39,7 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "embedding_document_prefix": model["document_prefix"],
         "embedding_max_tokens": model["max_tokens"],
         "vectors_in_memory": snap["query"]["vectors_in_memory"],
+        "catalog_state": snap["query"]["catalog_state"],
         "include_globs": list(settings.include),
         "exclude_globs": list(settings.exclude),
         "rrf_k": settings.rrf_k,

@@ -18,9 +18,9 @@ CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto"]
-#: Where the embedding model is: still ``loading``, ``ready``, ``fallback`` (``auto`` could
-#: not load the model and uses hash vectors) or ``failed`` (semantic search is off).
-ModelState = Literal["loading", "ready", "fallback", "failed"]
+#: Where the embedding model is: ``not_loaded`` (until needed), ``loading``, ``ready``,
+#: ``fallback`` (``auto`` could not load it: hash vectors) or ``failed`` (no semantic search).
+ModelState = Literal["not_loaded", "loading", "ready", "fallback", "failed"]
 #: The statuses a job ends in.
 FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 
@@ -364,9 +364,8 @@ class Status(Counts):
     embedding_counts_model: str | None
     embedding_fallback_reason: str | None
     embedding_error: str | None
-    #: (added) Where the model is (``loading`` just after start, then ``ready``,
-    #: ``fallback`` or ``failed``) and why, in words: what loads and for how long so far,
-    #: what searches do meanwhile, or what went wrong (None when ready).
+    #: (added) Where the model is (``ModelState``) and why, in words: what loads and for
+    #: how long so far, what searches do meanwhile, or what went wrong (None when ready).
     embedding_model_state: ModelState
     embedding_model_reason: str | None
     #: How the model runs: its vectors' dimension (the hash backend's too), pooling
@@ -378,6 +377,7 @@ class Status(Counts):
     embedding_document_prefix: str | None
     embedding_max_tokens: int | None
     vectors_in_memory: int
+    catalog_state: Literal["loading", "ready"]  # (added) the catalog that filters use
     include_globs: list[str]
     exclude_globs: list[str]
     rrf_k: int

@@ -1,11 +1,14 @@
 """A Rifflux process driven over stdin/stdout, for the tests of several processes on one
-index: ``python -m tests.process_driver DB [--watch DIR] [--read-only] [--slow S]``.
+index: ``python -m tests.process_driver DB [--watch DIR] [--read-only] [--slow S]
+[--follow-every S]``.
 
 Each line in is a JSON command (``{"op": "reindex", ...}``); each line out is its JSON
 answer (``{"ok": ...}`` or ``{"error": "..."}``). The first line out is ``{"ready":
 pid}``, once the index is open. It embeds with the hash embedder's vectors and label
 (so every process makes the same vectors), counting the texts it embeds, ``--slow``
-seconds each.
+seconds each. ``--follow-every`` sets how often it looks at other processes' commits on
+its own (``rifflux.actors.indexer.FOLLOW_EVERY``): a test makes it rare to see what a
+reindex brings in by itself.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import anyio
 
 from rifflux import Rifflux, Settings
+from rifflux.actors import indexer
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32
 
@@ -75,7 +79,9 @@ async def main() -> None:
     parser.add_argument("--watch", action="append", default=[])
     parser.add_argument("--read-only", action="store_true")
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--follow-every", type=float, default=indexer.FOLLOW_EVERY)
     args = parser.parse_args()
+    indexer.FOLLOW_EVERY = args.follow_every
     embedder = Counting(args.slow)
     settings = Settings(db_path=args.db, read_only=args.read_only,
                         watch_paths=tuple(args.watch), debounce_seconds=0.05)

@@ -154,7 +154,12 @@ def test_status_json_reports_the_index(indexed: Path) -> None:
     assert status["files"] == 2 and status["chunks"] >= 3
     assert status["pending_embeddings"] == 0 and status["embeddings"] > 0
     assert status["db_path"] == str((indexed / "index.db").resolve())
-    assert (status["embedding_backend"], status["embedding_model"]) == ("hash", "hash-384-v1")
+    # counted for the model the index was embedded with, which status does not load
+    assert status["embedding_counts_model"] == "hash-384-v1"
+    assert (status["embedding_model_state"], status["embedding_model"]) == ("not_loaded", None)
+    loaded = json.loads(rifflux_cli(indexed, "--db", "index.db", "status", "--json",
+                                    "--model").stdout)
+    assert (loaded["embedding_backend"], loaded["embedding_model"]) == ("hash", "hash-384-v1")
 
 
 def test_status_prints_a_summary(indexed: Path) -> None:

@@ -479,3 +479,115 @@ def _assert_closed_cleanly(db: Path) -> None:
     assert db.exists() and not Path(f"{db}-wal").exists()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+#: search_rifflux calls: those a fresh server answers before the SDK has loaded, then
+#: those it leaves to the SDK (a filter; a number as a string, which the SDK converts).
+_EARLY = [{"query": "watering the garden", "mode": "lexical"},
+          {"query": "when to water", "mode": "hybrid", "top_k": 3, "content": "snippet",
+           "max_per_file": 1, "explain": True},
+          {"query": "the", "mode": "lexical"},
+          {"query": "water", "mode": "lexical", "max_chars": 1000}]
+_LEFT_TO_THE_SDK = [{"query": "water", "paths": ["**"]}, {"query": "water", "top_k": "3"}]
+
+
+def _without_model_label(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result without what depends on how far the server had got at start: the
+    model's label (null until it has loaded) and the hits' ``backlink_count`` (left out
+    until the catalog of files has loaded), in both of its forms."""
+    data = json.loads(result["content"][0]["text"])
+    assert result["structuredContent"] == data  # (the text says what the object says)
+    data.pop("embedding_model", None)
+    for hit in data.get("results", []):
+        hit.pop("backlink_count", None)
+    return {**result, "content": data, "structuredContent": data}
+
+
+@pytest.mark.anyio
+async def test_searches_before_the_sdk_has_loaded_are_answered_as_the_sdk_answers_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rifflux import Rifflux
+
+    await _snapshot_for_servers(tmp_path, monkeypatch)
+    corpus = write_corpus(tmp_path)
+    for name in ("fast", "off"):
+        async with Rifflux(tmp_path / f"{name}.db", embedding_backend="hash") as rf:
+            await rf.reindex(corpus["notes"])
+    calls = [*_EARLY, *_LEFT_TO_THE_SDK]
+    messages = [_initialize(1, "2025-06-18"),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                *(_request(10 + i, "tools/call", {"name": "search_rifflux", "arguments": a})
+                  for i, a in enumerate(calls))]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    env = {**base, **server_env(tmp_path)}
+    fast, fast_log = await _raw_session(tmp_path, "fast", env, messages, ["-m", "rifflux"])
+    off, _ = await _raw_session(tmp_path, "off", {**env, "RIFFLUX_MCP_FAST_HANDSHAKE": "0"},
+                                messages, ["-m", "rifflux"])
+    # the plain calls were answered before the SDK, the others by it
+    assert fast_log.count("before the MCP SDK") == len(_EARLY), fast_log
+    assert (f"the front answered initialize, {', '.join(['tools/call (early)'] * len(_EARLY))}"
+            " before it") in fast_log
+    early = {a["id"]: a for a in fast if "id" in a}
+    sdk = {a["id"]: a for a in off if "id" in a}
+    assert sorted(early) == sorted(sdk) == [1, *range(10, 10 + len(calls))]
+    for request_id in range(10, 10 + len(calls)):
+        assert early[request_id].keys() == sdk[request_id].keys() == {"jsonrpc", "id", "result"}
+        mine, theirs = (_without_model_label(answers[request_id]["result"])
+                        for answers in (early, sdk))
+        if request_id == 13:  # cut to max_chars: the model's label (or null) counts too
+            mine, theirs = ({"cut": a["structuredContent"]["truncated"],
+                             "hits": [h["chunk_id"] for h in a["structuredContent"]["results"]]}
+                            for a in (mine, theirs))
+            assert mine["cut"] is True
+        assert mine == theirs, request_id
+
+
+def test_the_calls_taken_early_are_bounded_as_the_tools_schema_says() -> None:
+    from rifflux.mcp._fast_start.taken import _EARLY_ARGS, EARLY_BOUNDS, early_search
+    from rifflux.mcp.sdk import tool_input_schema
+
+    schema = tool_input_schema(build_server(Settings()), "search_rifflux")
+    assert schema is not None
+    properties = schema["properties"]
+    assert _EARLY_ARGS <= properties.keys()
+    for name, (low, high) in EARLY_BOUNDS.items():
+        bounds: dict[str, Any] = next(
+            (b for b in properties[name].get("anyOf", [properties[name]])
+             if b.get("type") == "integer"), {})
+        assert (bounds.get("minimum"), bounds.get("maximum")) == (low, high), name
+
+    def call(**arguments: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "search_rifflux", "arguments": arguments}}
+
+    assert early_search(call(query="x", top_k=100, mode="lexical", max_per_file=None))
+    for odd in ({"top_k": 101}, {"top_k": "3"}, {"top_k": True}, {"mode": "fuzzy"},
+                {"max_chars": 999}, {"explain": 1}, {"tags": ["a"]}, {"db_path": "x.db"}):
+        assert not early_search(call(query="x", **odd)), odd
+    assert not early_search(call(top_k=3))  # (no query: the SDK says it is required)
+
+
+@pytest.mark.anyio
+async def test_a_client_that_leaves_after_an_early_search_does_not_wait_for_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rifflux import Rifflux
+
+    await _snapshot_for_servers(tmp_path, monkeypatch)
+    corpus = write_corpus(tmp_path)
+    async with Rifflux(tmp_path / "gone.db", embedding_backend="hash") as rf:
+        await rf.reindex(corpus["notes"])
+    messages = [_initialize(1, "2025-06-18"),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                _request(2, "tools/call", {"name": "search_rifflux",
+                                           "arguments": {"query": "water", "mode": "lexical"}})]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RIFFLUX_")}
+    answers, log = await _raw_session(tmp_path, "gone", {**base, **server_env(tmp_path)},
+                                      messages, ["-m", "rifflux"])
+    assert {a["id"] for a in answers if "id" in a} == {1, 2}
+    assert answers[-1]["result"]["structuredContent"]["count"] > 0
+    # stdin closed right after the answer: the server ended (exit 0, in _raw_session)
+    # without the SDK ever serving; its import, under way, was left behind
+    assert "answering search_rifflux 2 before the MCP SDK" in log
+    assert "MCP SDK serving" not in log, log

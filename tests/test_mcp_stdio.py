@@ -184,6 +184,27 @@ async def test_reindex_with_several_paths_aggregates_the_counts(tmp_path: Path) 
     assert (again["indexed_files"], again["skipped_files"]) == (0, 3)
 
 
+async def test_a_reindex_of_a_moment_still_reports_its_progress_up_to_its_last_file(
+        tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    sent: list[list[float]] = [[], []]
+
+    async with mcp_session(tmp_path) as session:
+        for values in sent:  # the second finds nothing to do
+
+            async def on_progress(progress: float, total: float | None, message: str | None,
+                                  values: list[float] = values) -> None:
+                values.append(progress)
+
+            with anyio.fail_after(60):
+                result = await session.call_tool("reindex", {"path": str(corpus["notes"])},
+                                                 progress_callback=on_progress)
+            assert not result.is_error, text_of(result)
+    first, again = sent
+    assert first[-1] == 2 and all(a < b for a, b in zip(first, first[1:], strict=False))
+    assert again == [0]
+
+
 async def test_reindex_with_path_and_paths_uses_only_paths(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path)
     async with mcp_session(tmp_path) as session:

@@ -207,16 +207,17 @@ def test_the_cli_takes_a_model_dir_and_its_status_shows_how_the_model_runs(
     done = _cli(tmp_path, "--db", "i.db", "--backend", "onnx", "--model-dir", str(tiny),
                 "index", str(topics))
     assert done.returncode == 0, done.stderr
-    shown = _cli(tmp_path, "--db", "i.db", "--model-dir", str(tiny), "status")
+    shown = _cli(tmp_path, "--db", "i.db", "--model-dir", str(tiny), "status", "--model")
     assert shown.returncode == 0, shown.stderr
     assert "onnx:tiny-768:" in shown.stdout
     assert "768 dimensions, mean pooling, up to 256 tokens" in shown.stdout
-    as_json = _cli(tmp_path, "--db", "i.db", "--model-dir", str(cls), "status", "--json")
+    as_json = _cli(tmp_path, "--db", "i.db", "--model-dir", str(cls), "status", "--json",
+                   "--model")
     status = json.loads(as_json.stdout)
     assert (status["embedding_dim"], status["embedding_pooling"],
             status["embedding_query_prefix"]) == (384, "cls", "query: ")
     broken = _cli(tmp_path, "--db", "i.db", "--backend", "onnx",
-                  "--model-dir", str(tmp_path / "kb"), "status")
+                  "--model-dir", str(tmp_path / "kb"), "status", "--model")
     assert "model.onnx not found" in broken.stdout.replace("\n", "")
 
 

@@ -142,12 +142,49 @@ async def test_three_processes_embed_each_text_once_and_all_their_reindexes_retu
                 tg.start_soon(reindex, i)
         counts = [await p("embedded") for p in procs]
         statuses = [await p("status") for p in procs]
+        # Each again, now that every write is done (another's job may have written the
+        # same files again after this one returned, which it then sees a moment later): a
+        # reindex that writes nothing returns once its process has what the others wrote,
+        # so a semantic search there finds every note.
+        again = [await p("reindex", path=str(root)) for p in procs]
+        found = [[f"n{i}.md" in await p.paths(f"heron number {i} wades in the reeds",
+                                               "semantic") for i in range(60)] for p in procs]
     assert all(r["errors"] == [] for r in results)
     assert sum(r["indexed_files"] for r in results) >= 60
     assert sum(counts) == 60, counts  # every text once, whoever embedded it
     assert sum(1 for st in statuses if "embedder" in st["process"]["roles"]) == 1
     assert {st["embeddings"] for st in statuses} == {60}
     assert {st["vectors_in_memory"] for st in statuses} == {60}
+    assert [r["indexed_files"] for r in again] == [0, 0, 0]
+    assert found == [[True] * 60] * 3
+
+
+async def test_a_reindex_returns_once_its_process_has_the_vectors_another_process_wrote(
+    tmp_path: Path,
+) -> None:
+    root = numbered_notes(tmp_path / "notes", 40)
+    (tmp_path / "empty").mkdir()
+    db = tmp_path / "i.db"
+    async with drivers(db, []) as (a,):
+
+        async def a_embeds() -> bool:
+            return "embedder" in (await a("status"))["process"]["roles"]
+
+        await eventually(a_embeds)
+        # b looks at the others' commits on its own only once, as it starts: once its
+        # first job has run (after that look) and a semantic search has waited for its
+        # matrix, only b's reindex can bring in what a writes
+        async with drivers(db, ["--follow-every", "600"]) as (b,):
+            await b("reindex", path=str(tmp_path / "empty"))
+            await b.paths("heron", "semantic")
+            await a("reindex", path=str(root))  # a writes and embeds every note
+            result = await b("reindex", path=str(root))  # nothing changed: b writes nothing
+            status = await b("status")
+            found = [await b.paths(f"heron number {i} wades in the reeds", "semantic")
+                     for i in range(40)]
+    assert result["indexed_files"] == 0 and result["errors"] == []
+    assert status["vectors_in_memory"] == 40
+    assert [f"n{i}.md" in hits for i, hits in enumerate(found)] == [True] * 40
 
 
 async def test_the_survivor_finishes_the_embedding_when_its_holder_is_killed(

@@ -22,15 +22,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
-import numpy as np
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..core.embedders import Embedder
-from ..core.vectors import F32
 from ..store.common import PendingText
 from ..store.protocols import LeaseStore, PendingStore
 from .messages import (
@@ -41,6 +38,10 @@ from .messages import (
     Receipt,
     VectorsEmbedded,
 )
+
+if TYPE_CHECKING:  # (numpy and the model are loaded with the model)
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,8 @@ class EmbedderActor:
                 embedder.embed_documents, texts, limiter=self._limiter
             )
         except Exception:  # a model failure on one batch must not stop the pipeline
+            import numpy as np
+
             logger.exception("embedding a batch of %d failed; trying one by one", len(texts))
             rows = []
             for text in texts:

@@ -29,18 +29,17 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..config import Settings
-from ..core.chunker import ChunkLimits
-from ..core.embedders import Embedder
 from ..core.ignore import IgnoreFiles
+from ..core.packing import ChunkLimits
 from ..core.scan import Globs
-from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
+from ..errors import IndexBusyError, IndexDamagedError, IndexUnreachableError, RiffluxError
 from ..store.protocols import FollowStore, WriterStore
 from ..store.written import Written
 from .events import EventHub
@@ -59,6 +58,9 @@ from .messages import (
     VectorsReset,
 )
 from .parse_pool import ParsePool
+
+if TYPE_CHECKING:  # (the model's module is loaded with the model)
+    from ..core.embedders import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -235,24 +237,32 @@ class Indexer:
         await self._others_wrote()
 
     async def _others_wrote(self) -> None:
-        """Another process committed: apply what it changed as if it were ours. Until
-        that is done nothing counts as read: a failure is tried again at the next tick;
-        an unexpected one reloads everything instead (the boundary: never a crash)."""
+        """Another process committed: apply what it changed as if it were ours. The log,
+        the rows it names and the texts they lack are read in one snapshot, so every
+        text of theirs ends up with its vector in the matrix or among the missing ones,
+        never neither. Until that is done nothing counts as read: a failure is tried
+        again at the next tick; an unexpected one reloads everything instead (the
+        boundary: never a crash)."""
         assert self._follow is not None
         follow = self._follow
         try:
-            foreign = await follow.read(self._model, self._writer.roots)
+            async with self._writer.snapshot():
+                foreign = await follow.read(self._model, self._writer.roots)
+                if foreign is not None and not foreign.reload:
+                    await self._writer.missing.changed_elsewhere(
+                        files=foreign.written.files_replaced,  # every file written or deleted
+                        texts_gone=foreign.texts_gone, embedded=foreign.embedded)
             if foreign is None:
                 return
             if foreign.reload:  # the log no longer reaches back that far
                 await self._read_everything_again()
             else:
-                await self._writer.missing.changed_elsewhere(
-                    files=foreign.written.files_replaced,  # every file written or deleted
-                    texts_gone=foreign.texts_gone, embedded=foreign.embedded)
                 await self._committed(foreign.written)
                 follow.done(foreign.upto)
                 self._follow_failures = 0
+        except IndexUnreachableError:  # the database is away: again once it is back
+            follow.look_again()
+            return
         except IndexBusyError as exc:  # another writer: the next tick tries again
             self._follow_failures += 1
             if self._follow_failures < FOLLOW_TRIES:
@@ -386,7 +396,11 @@ class Indexer:
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known
-        once the model is adopted; until then it waits for the adoption)."""
+        once the model is adopted; until then it waits for the adoption). They are read
+        from the database, then what other processes committed until then is applied
+        (the files of theirs the job found unchanged, their vectors): this process's
+        matrix and missing texts are then at least as new as that read, so the job
+        completes only once a search here finds its texts."""
         missing = self._writer.missing.texts
         if missing is None:
             return
@@ -395,4 +409,5 @@ class Indexer:
         except Exception:  # waiting for every missing text still ends
             logger.exception("%s: cannot tell which texts it waits for; waiting for all", job.id)
             texts = set(missing)
+        await self._look()
         self._jobs.wait_for(job, texts)

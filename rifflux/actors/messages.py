@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, FileEntry, Filters
-from ..core.vectors import F32
 from ..errors import InvalidArgumentError, RiffluxError
 from ..types import (
     CONTENT_MODES,
@@ -31,6 +29,10 @@ from ..types import (
     SearchResult,
     TagCount,
 )
+
+if TYPE_CHECKING:  # (numpy and the model load only where a vector is needed)
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32
 
 ChangeKind = Literal["added", "modified", "deleted"]
 _T = TypeVar("_T")

@@ -1,5 +1,17 @@
-"""The model loader: loads the embedding model once, in a worker thread, while
-everything else starts, and tells the indexer (which adopts it) what it got."""
+"""The model loader: loads the embedding model once, in a thread of its own, when it
+is first needed (or at start, as a warm-up, in a long-lived process), and tells the
+indexer (which adopts it) what it got.
+
+Nothing loads before it is needed: the embedder classes, numpy, onnxruntime and
+the tokenizer are imported by the load itself, so a process that only searches
+lexically never imports them. The load is wanted (``want``) by a semantic or
+hybrid search, a job (its texts need vectors), or a caller that waits for the
+model; with ``warm=True`` it starts at once. It runs in a daemon thread: a process
+that ends while it runs, or whose model nothing used, does not wait for it at exit
+(anyio's worker threads are joined then). While it runs, the interpreter switches
+threads more often (``rifflux.loading``), so that the event loop's lexical searches
+and reads are not held up behind the load's imports for 5 ms at each turn.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +20,25 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..core.embedders import Embedder, OnnxEmbedder, load_embedder
+from ..loading import in_daemon_thread
 from ..types import ModelState
 from .messages import IndexerMessage, ModelLoaded
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:  # (the embedders' module imports numpy: it loads with the model)
+    from ..core.embedders import Embedder
 
-#: An embedder, or a function that makes one (called in a worker thread).
-EmbedderSource = Embedder | Callable[[], Embedder]
+    #: An embedder, or a function that makes one (called in the loading thread).
+    EmbedderSource: TypeAlias = Embedder | Callable[[], Embedder]
+else:
+    EmbedderSource = object
+
+logger = logging.getLogger(__name__)
 
 
 class ModelSnapshot(TypedDict):
@@ -49,6 +66,7 @@ class ModelLoader:
         model_dir: Path | None,
         out: MemoryObjectSendStream[IndexerMessage],
         given: EmbedderSource | None = None,
+        warm: bool = True,
     ) -> None:
         self._requested = backend
         self._model_dir = model_dir
@@ -58,12 +76,20 @@ class ModelLoader:
         self._ready = False
         self._error: str | None = None
         self._fallback_reason: str | None = None
-        self._started = time.monotonic()
+        self._started: float | None = None  # (monotonic) when the load began
+        #: Set when something needs the model (or at start, to warm it up).
+        self._wanted = anyio.Event()
         #: Set once the model has loaded, or failed to: its label and backend are known.
         self.loaded = anyio.Event()
         if given is not None and not callable(given):
             self._embedder, self._ready = given, True
             self.loaded.set()
+        if warm:
+            self._wanted.set()
+
+    def want(self) -> None:
+        """Something needs a vector: load the model now, if it is not loading already."""
+        self._wanted.set()
 
     def snapshot(self) -> ModelSnapshot:
         emb = self._embedder
@@ -89,6 +115,10 @@ class ModelLoader:
         if not self._ready:
             what = "the embedding model" if callable(self._given) else (
                 f"the embedding model ({self._requested} backend)")
+            if self._started is None:
+                return "not_loaded", (
+                    f"{what} is not loaded yet: it loads on the first semantic or hybrid "
+                    "search or embedding job; lexical searches never wait for it")
             return "loading", (
                 f"{what} is loading ({time.monotonic() - self._started:.0f} s so far): "
                 "lexical searches answer now; semantic and hybrid searches wait for it")
@@ -101,12 +131,12 @@ class ModelLoader:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._out:
             task_status.started()
-            self._started = time.monotonic()
             if not self._ready:
+                await self._wanted.wait()
+                self._started = time.monotonic()
                 try:
-                    # abandoned when cancelled: a shutdown never waits for a model to load
-                    self._embedder = await anyio.to_thread.run_sync(
-                        self._load, abandon_on_cancel=True)
+                    # a shutdown never waits for a model to load, nor does the process's exit
+                    self._embedder = await in_daemon_thread(self._load, "rifflux-model-load")
                 except Exception as exc:  # the boundary: no model is a state, not a crash
                     self._error = (
                         f"embedding backend {self._requested!r} could not load "
@@ -116,12 +146,17 @@ class ModelLoader:
                     logger.error("%s", self._error)
                 self._ready = True
                 self.loaded.set()
+                if self._started is not None:
+                    logger.info("embedding model loaded in %.2f s",
+                                time.monotonic() - self._started)
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await self._out.send(ModelLoaded(embedder=self._embedder))  # (or shut down)
 
     def _load(self) -> Embedder:
         if callable(self._given):
             return self._given()
+        from ..core.embedders import load_embedder
+
         loaded = load_embedder(self._requested, self._model_dir)
         if loaded.fallback_reason:
             self._fallback_reason = loaded.fallback_reason
@@ -137,6 +172,11 @@ class _HowItRuns(TypedDict):
 
 
 def _how_it_runs(emb: Embedder | None) -> _HowItRuns:
+    if emb is None:
+        return {"pooling": None, "query_prefix": None, "document_prefix": None,
+                "max_tokens": None}
+    from ..core.embedders import OnnxEmbedder  # (loaded already: here is an embedder)
+
     if not isinstance(emb, OnnxEmbedder):  # hashing (or a test's fake) has none of these
         return {"pooling": None, "query_prefix": None, "document_prefix": None,
                 "max_tokens": None}

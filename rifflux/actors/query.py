@@ -21,18 +21,16 @@ boundary too: a matrix or catalog that a change failed on is read again whole.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..core.catalog import Allowed, Catalog
-from ..core.embedders import Embedder
 from ..core.filters import NO_FILTERS, Filters
-from ..core.vectors import VectorIndex
 from ..errors import InternalError, RiffluxError
 from ..store.protocols import OpenStore
 from ..types import SearchResult
@@ -60,6 +58,10 @@ from .messages import (
 from .reads import Reads
 from .search import Loaded, Ranking
 
+if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
+    from ..core.embedders import Embedder
+    from ..core.vectors import VectorIndex
+
 logger = logging.getLogger(__name__)
 
 #: How long a semantic search waits for the model and matrix at start-up.
@@ -69,6 +71,7 @@ _CATALOG_TRIES = 2
 
 class QuerySnapshot(TypedDict):
     vectors_in_memory: int
+    catalog_state: Literal["loading", "ready"]  # (the catalog of files that filters use)
     searches: int
     failures: int
 
@@ -83,7 +86,9 @@ class QueryActor:
         feedback: int = 0,
         feedback_weight: float = 1.0,
         concurrency: int = 8,
+        want_model: Callable[[], None] = lambda: None,
     ) -> None:
+        self._want_model = want_model
         self._store = store
         self._inbox = inbox
         self._limiter = anyio.CapacityLimiter(concurrency)
@@ -104,6 +109,7 @@ class QueryActor:
         matrix = self._loaded.matrix
         return {
             "vectors_in_memory": 0 if matrix is None else len(matrix),
+            "catalog_state": "ready" if self._catalog_ready.is_set() else "loading",
             "searches": self._searches,
             "failures": self._failures,
         }
@@ -187,6 +193,8 @@ class QueryActor:
     async def _load(self, embedder: Embedder) -> None:
         assert self._store.open_matrix is not None
         try:
+            from ..core.vectors import VectorIndex
+
             async with self._store.open_matrix() as reader:
                 rows = await reader.vector_capacity()
                 matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
@@ -239,7 +247,8 @@ class QueryActor:
                      filters: Filters = NO_FILTERS,
                      shape: SearchShape = PLAIN) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
-            # before taking a slot: the model may still be loading
+            # before taking a slot: the model may still be loading (or not started yet)
+            self._want_model()
             with anyio.move_on_after(_MODEL_WAIT_SECONDS):
                 await self._ready.wait()
         allowed: Allowed | None = None

@@ -9,13 +9,12 @@ from the catalog's link graph, links from the index.
 from __future__ import annotations
 
 from collections import Counter
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 import anyio
 
 from ..core.catalog import Catalog
 from ..core.document import read_lines
-from ..core.embedders import Embedder
 from ..core.filters import CompiledFilters, FileEntry, make_filters
 from ..store.common import Located
 from ..store.protocols import LinkStore, ReadStore, RecordStore
@@ -35,6 +34,9 @@ from .messages import (
     TagsRequested,
     give,
 )
+
+if TYPE_CHECKING:  # (the model's module is loaded with the model)
+    from ..core.embedders import Embedder
 
 
 class Reads:

@@ -11,19 +11,23 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
-import numpy.typing as npt
 
 from ..core.catalog import Allowed, Catalog
-from ..core.embedders import Embedder
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
-from ..core.vectors import F32, VectorIndex, rank
 from ..store.protocols import OpenStore
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import SearchShape
+
+if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
+    import numpy as np
+    import numpy.typing as npt
+
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32, VectorIndex
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a search with a per-file cap reads at most.
@@ -172,6 +176,8 @@ class Ranking:
         candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask)
         found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
                                                               candidates)
+        from ..core.vectors import rank  # (loaded already: the matrix is its module's)
+
         ranked = rank(vector, found, exact, depth, feedback=self._feedback,
                       weight=self._feedback_weight, ties=True)
         return await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path

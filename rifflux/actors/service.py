@@ -102,6 +102,7 @@ class Service:
         origin: str = "",
         roles: Callable[[], list[str]] = list,
         model_loaded: anyio.Event | None = None,
+        want_model: Callable[[], None] | None = None,
         where: str = "",
         capabilities: Capabilities | None = None,
         events: EventHub | None = None,
@@ -112,6 +113,8 @@ class Service:
         self.where = where
         self.capabilities = capabilities
         self.model_loaded = model_loaded or anyio.Event()
+        #: Something needs the model: it loads now (if it is not loaded or loading).
+        self.want_model: Callable[[], None] = want_model or (lambda: None)
         self._origin = origin
         self._roles = roles
         self.settings = settings
@@ -209,6 +212,11 @@ class Service:
 
     def model(self) -> ModelSnapshot:
         return self._model()
+
+    async def wait_for_model(self) -> None:
+        """Until the model has loaded (or failed to); its load starts if it had not."""
+        self.want_model()
+        await self.model_loaded.wait()
 
     def pending(self) -> int | None:
         return self._indexer()["pending"]

@@ -133,6 +133,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="show why each hit ranks where it does, and the lexical query")
     p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
+    p.add_argument("--no-server", action="store_true",
+                   help="search here even when a `rifflux serve` runs on the index (by "
+                        "default it answers: its index, catalog and model are loaded)")
+    p.add_argument("--verbose", action="store_true",
+                   help="say on stderr whether a running `rifflux serve` answered, and why not")
     f = p.add_argument_group("filters (applied before ranking)")
     f.add_argument("--path", action="append", metavar="GLOB", dest="path_globs",
                    help="only files whose path in its indexed folder matches GLOB, as in "
@@ -203,6 +208,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common], help="show what is indexed")
     p.add_argument("--json", action="store_true", help="print the index_status JSON object")
+    p.add_argument("--model", action="store_true",
+                   help="load the embedding model (a second or two) to show how it runs and "
+                        "whether it loads; without it, status never loads the model")
 
     p = sub.add_parser("watch", parents=[common], help="index folders and keep them up to date",
                        description="Index each PATH, then reindex changed files as they change "

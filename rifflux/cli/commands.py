@@ -12,11 +12,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from rich.console import Console
-from rich.table import Table
 
 from ..answers import Why, base_answer, why
 from ..api import Rifflux
@@ -29,11 +27,16 @@ from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .terminal import ProgressView, print_explain, print_results, stdout_console
+from .plain import print_search
+from .remote import frontmatter_pairs
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    from .progress import ProgressView
+
+    err = _stderr_console()
     started = time.perf_counter()
     if len(await missing_locations(args.paths)) == len(args.paths):
         # nothing to index: do not create an index file either
@@ -73,7 +76,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _forget(args: argparse.Namespace, settings: Settings) -> int:
     await require_index(settings)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _stderr_console()
     results: list[ForgetResult] = []
     failed = False
     async with Rifflux(settings=settings) as rf:
@@ -120,7 +123,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
                            "`rifflux search configure the watcher`", EXIT_USAGE)
     await require_index(settings)
     filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
-                               "frontmatter": _frontmatter(args.frontmatter),
+                               "frontmatter": frontmatter_pairs(args.frontmatter),
                                "modified_after": args.since, "modified_before": args.before,
                                "near": await note_path(args.near) if args.near else None,
                                "depth": args.depth}
@@ -137,10 +140,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(answer)
     else:
-        out = stdout_console()
-        if "explain" in answer:
-            print_explain(out, answer["explain"])
-        print_results(out, results)
+        print_search(results, answer.get("explain"))
     pending = answer.get("pending_embeddings")
     if pending:
         sys.stderr.write(f"rifflux: {count(pending, 'chunk')} without a vector yet: semantic "
@@ -149,21 +149,6 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     if reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{_WHY[reason]}\n")
     return EXIT_OK if results else EXIT_FAILURE
-
-
-def _frontmatter(pairs: list[str] | None) -> dict[str, str | list[str]] | None:
-    """``--frontmatter KEY=VALUE`` (repeatable) as the filter takes it: a key given twice
-    needs both values (as the library's list of values does)."""
-    if not pairs:
-        return None
-    values: dict[str, list[str]] = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise CommandError(f"--frontmatter {pair!r}: write KEY=VALUE, e.g. "
-                               "--frontmatter status=draft", EXIT_USAGE)
-        values.setdefault(key.strip(), []).append(value.strip())
-    return {key: found[0] if len(found) == 1 else found for key, found in values.items()}
 
 
 #: What ``rifflux search`` says for each ``answers.Why`` (on stderr, and as ``hint``).
@@ -186,18 +171,23 @@ _WHY: dict[Why, str] = {
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
-        with anyio.move_on_after(60):  # counts are per model: wait until it is known
-            await rf.wait_for_model()
+        if args.model:  # (else the counts are those of the model the index was embedded with)
+            with anyio.move_on_after(60):
+                await rf.wait_for_model()
         status = await rf.status()
     if args.json:
         write_json(status)
         return EXIT_OK
+    from rich.table import Table
+
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    model = (f"{status['embedding_model'] or 'none'} "
+    model = (f"{status['embedding_model'] or status['embedding_counts_model'] or 'none'} "
              f"({status['embedding_backend'] or status['embedding_backend_requested']})")
-    if status["embedding_model_reason"]:  # loading, a fallback or an error
+    if status["embedding_model_state"] == "not_loaded":
+        model += " - not loaded by this command (`rifflux status --model` loads it)"
+    elif status["embedding_model_reason"]:  # loading, a fallback or an error
         model += f" - {status['embedding_model_reason']}"
     rows = [
         ("index", status["db_path"]),
@@ -222,6 +212,21 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def stdout_console(*, soft_wrap: bool = True) -> Console:
+    """``terminal.stdout_console``, imported (with rich) by the commands that use it."""
+    from .terminal import stdout_console as console
+
+    return console(soft_wrap=soft_wrap)
+
+
+def _stderr_console() -> Console:
+    """Progress, warnings and notes, on stderr (rich: imported by the commands that print
+    them, not by a search)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 def _vectors(status: Status) -> str:
     """How the model makes its vectors, in one line: '384 dimensions, mean pooling, ...'."""
     parts = [f"{status['embedding_dim']} dimensions"]
@@ -242,7 +247,7 @@ async def _watch(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"no folder to watch: {', '.join(args.paths)} not found; "
                            "pass existing folders")
     out = stdout_console()
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _stderr_console()
     for later in sorted(set(args.paths) - set(existing)):
         err.print(f"warning: {later} does not exist yet; it is watched for when it appears")
     async with Rifflux(settings=settings) as rf:

@@ -98,7 +98,7 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
         if isinstance(leaf, KeyboardInterrupt):
             return EXIT_INTERRUPTED
         if isinstance(leaf, BrokenPipeError):  # the reader left (`| head -1`): done
-            _stdout_gone()
+            stdout_gone()
             return EXIT_OK
         if isinstance(leaf, CommandError):
             return fail(str(leaf), leaf.code)
@@ -170,7 +170,7 @@ def _exit_code(exc: SystemExit) -> int:
     return exc.code if isinstance(exc.code, int) else EXIT_FAILURE
 
 
-def _stdout_gone() -> None:
+def stdout_gone() -> None:
     """stdout's reader has gone, as `rifflux search q | head -1` does: what is still
     buffered goes nowhere, so that the flush at exit cannot fail with a traceback."""
     try:

@@ -33,6 +33,9 @@ def mcp_main() -> int:
 
 #: The commands that embed texts or queries with the model.
 _EMBEDS = frozenset({"index", "search", "watch"})
+#: The long-lived commands: their model warms up in the background from the start (a
+#: one-shot command loads it only if it needs a vector: ``Settings.model_warmup``).
+_LONG_LIVED = frozenset({"mcp", "serve", "watch"})
 
 
 def _main(argv: list[str]) -> int:
@@ -41,6 +44,9 @@ def _main(argv: list[str]) -> int:
     args, settings = entry.parse(argv)
     if isinstance(settings, int):
         return settings
+    if args.command not in _LONG_LIVED and getattr(args, "mode", None) in (None, "lexical"):
+        # (a semantic or hybrid search needs the model: it loads while the index opens)
+        settings = settings.with_overrides(model_warmup=False)
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge
@@ -51,6 +57,12 @@ def _main(argv: list[str]) -> int:
         return _mcp(args, settings)
     if args.command == "serve":
         return _serve(args, settings)
+    if args.command == "search":  # a running `rifflux serve` on the index answers at once
+        from .remote import search_on_server
+
+        code = search_on_server(args, settings)
+        if code is not None:
+            return code
     if (args.command in _EMBEDS and settings.model_dir is not None
             and settings.embedding_backend != "hash"):  # (hash reads no model)
         from ..core.model_dir import check_model_dir
@@ -94,16 +106,18 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "client starts this command and talks to it over stdin/stdout. "
                          "Ctrl-C stops.\n")
     try:
-        front = start_front()
+        # (the searches it takes are answered by mcp._fast_start.early once the index opens)
+        front = start_front(take_early=True)
     except OSError as exc:
         return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")
 
     async def serve(args: argparse.Namespace, settings: Settings) -> int:
-        # Imported here, after the front has started: the SDK takes over a second.
-        from ..mcp._fast_start.handoff import serve_after_front
+        # Imported here, after the front has started; the SDK is imported in a worker
+        # thread while the index opens and the first searches are answered.
+        from ..mcp._fast_start.early import serve_with_early_searches
 
-        await serve_after_front(settings, front)
+        await serve_with_early_searches(settings, front)
         return entry.EXIT_OK
 
     return entry.run(serve, args, settings)

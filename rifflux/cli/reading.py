@@ -7,6 +7,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import anyio
 
@@ -15,7 +16,6 @@ from ..config import Settings
 from ..core.filters import check_depth
 from .common import count, note_path, require_index, write_json
 from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
-from .terminal import print_files, print_links, stdout_console
 
 #: PATH:START-END, PATH:LINE.
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
@@ -49,7 +49,7 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
         return EXIT_OK
-    out = stdout_console()
+    out = _terminal().stdout_console()
     where = Path(found["root"]) / found["path"]
     out.print(f"{where}:{found['start_line']}-{found['end_line']} "
               f"(of {found['total_lines']} lines)", style="bold cyan")
@@ -72,7 +72,7 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
     if as_json:
         write_json(chunk)
         return EXIT_OK
-    out = stdout_console()
+    out = _terminal().stdout_console()
     where = Path(chunk["root"]) / chunk["path"]
     out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
               f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
@@ -87,7 +87,7 @@ async def links(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        print_links(stdout_console(), found)
+        _terminal().print_links(_terminal().stdout_console(), found)
     return EXIT_OK
 
 
@@ -100,7 +100,7 @@ async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        out = stdout_console()
+        out = _terminal().stdout_console()
         for near in found:
             out.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
     if not found:
@@ -117,7 +117,7 @@ async def tags(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        out = stdout_console()
+        out = _terminal().stdout_console()
         width = len(f"{found[0]['files']:,}") if found else 0
         for tag in found:
             out.print(f"{tag['files']:>{width},}  {tag['tag']}", markup=False)
@@ -136,10 +136,17 @@ async def files(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        print_files(stdout_console(), found)
+        _terminal().print_files(_terminal().stdout_console(), found)
     if not found:
         sys.stderr.write("rifflux: the index holds no files"
                          f"{' under ' + args.root if args.root else ''} yet: "
                          "`rifflux index PATH` first\n")
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _terminal() -> ModuleType:
+    """``terminal`` (and rich), imported when a command prints for people."""
+    from . import terminal
+
+    return terminal

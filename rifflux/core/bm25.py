@@ -16,25 +16,24 @@ frequency there (``store.sqlite.lexicon``): ``encode_ids``/``encode_counts`` pac
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
+# (kept in hits, numpy-free, for the searches that need no more of this module)
+from .hits import COLUMNS as COLUMNS
+from .hits import WEIGHTS as WEIGHTS
+from .hits import Hit as Hit
+from .hits import merged as merged
+from .hits import place as place
+
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
-#: A ranked row: (chunk id, bm25, tier); tier 1 ranks first (chunks that hold every
-#: word of a query mixing CJK and other words: ``core.fts_query.build_every``).
-Hit = tuple[int, float, int]
 
 K1 = 1.2
 B = 0.75
-#: The FTS5 table's columns, and their bm25 weights: a word in the heading breadcrumb
-#: counts double; ``cjk`` holds CJK characters alone (core.cjk).
-COLUMNS = ("heading_path", "content", "cjk")
-WEIGHTS = (2.0, 1.0, 1.0)
 #: The least idf FTS5 gives a phrase (in more than half the rows the formula is <= 0).
 IDF_FLOOR = 1e-6
 
@@ -154,23 +153,6 @@ def _order(ids: I64, totals: F64, limit: int, tier: int) -> list[Hit]:
         keep = totals >= kth  # every row tied with the last one kept, for the tie-break
         ids, totals = ids[keep], totals[keep]
     return [(int(ids[i]), -float(totals[i]), tier) for i in np.lexsort((ids, -totals))]
-
-
-def place(hit: Hit) -> tuple[int, float]:
-    """Where a hit ranks before ties are broken (lower is better): its tier, then bm25."""
-    return -hit[2], hit[1]
-
-
-def merged(parts: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
-    """Lists of disjoint rows, each as ``order`` gives them, as one such list: the
-    ``limit`` best and every row tied with the last of them."""
-    rows = sorted((hit for part in parts for hit in part), key=lambda h: (*place(h), h[0]))
-    if limit <= 0:
-        return []
-    if len(rows) <= limit:
-        return rows
-    last = place(rows[limit - 1])
-    return [hit for hit in rows if place(hit) <= last]
 
 
 # ------------------------------------------------------------------ packed lists

@@ -14,13 +14,15 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError, NotFoundError
 from .filters import CompiledFilters, FileEntry, Filters
 from .graph import LinkGraph
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _CACHED = 64
 
@@ -30,14 +32,20 @@ class Allowed:
     """The files a set of filters lets through, in the forms the branches use."""
 
     ids: frozenset[int]
-    array: npt.NDArray[np.int64]  # sorted
+    ordered: tuple[int, ...]  # sorted
     json: str  # for SQLite's json_each
 
     @classmethod
     def of(cls, ids: Iterable[int]) -> Allowed:
         ordered = sorted(set(ids))
-        return cls(frozenset(ordered), np.asarray(ordered, dtype=np.int64),
-                   "[" + ",".join(map(str, ordered)) + "]")
+        return cls(frozenset(ordered), tuple(ordered), "[" + ",".join(map(str, ordered)) + "]")
+
+    @property
+    def array(self) -> npt.NDArray[np.int64]:
+        """The ids, sorted, as the matrix takes them (numpy: the semantic branch only)."""
+        import numpy as np
+
+        return np.asarray(self.ordered, dtype=np.int64)
 
 
 class Catalog:

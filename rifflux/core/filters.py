@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import pathspec
-
 from ..errors import InvalidArgumentError
 from .frontmatter import normalise_tag
 from .graph import MAX_DEPTH
@@ -154,6 +152,8 @@ def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
         raise InvalidArgumentError(f"paths: {paths!r} holds a glob that names no file ('/' "
                                    "or './'); globs are relative to the root: 'docs/**', "
                                    "or '**' for every file")
+    import pathspec  # (a filter by path needs it; a plain search does not)
+
     try:
         spec = pathspec.GitIgnoreSpec.from_lines(globs)
     except Exception as exc:  # pathspec's own errors vary by version
@@ -329,6 +329,8 @@ class CompiledFilters:
 def _path_matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
     """One regular expression for all the globs (pathspec's, fused): a file is tested in
     one ``match`` instead of one per glob. With a negated glob, pathspec decides."""
+    import pathspec
+
     spec = pathspec.GitIgnoreSpec.from_lines(globs)
     regexes = [getattr(p, "regex", None) for p in spec.patterns]
     if any(getattr(p, "include", None) is not True for p in spec.patterns) or None in regexes:

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
-#: libyaml's safe loader when PyYAML was built with it (ten times faster than the pure
-#: Python one, which took 14% of parsing time on a corpus where most files have
-#: front matter); the same safe subset of YAML either way.
-_YAML_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
+def _yaml_loader() -> type[Any]:
+    """libyaml's safe loader when PyYAML was built with it (ten times faster than the pure
+    Python one, which took 14% of parsing time on a corpus where most files have front
+    matter); the same safe subset of YAML either way. (yaml is imported by the first
+    front matter read: a process that only searches reads none.)"""
+    import yaml
+
+    loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,8 +52,10 @@ def split_front_matter(text: str) -> tuple[FileMetadata, str]:
     match = _FRONT_MATTER.match(text)
     if not match:
         return FileMetadata(), text
+    import yaml
+
     try:
-        data = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
+        data = yaml.load(match.group(1) or "", Loader=_yaml_loader())
     except yaml.YAMLError:
         return FileMetadata(), text
     if data is not None and not isinstance(data, dict):

@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # (imported where an ignore file is read)
+    import pathspec
 
 #: In increasing precedence within one folder.
 IGNORE_FILES = (".gitignore", ".ignore", ".riffluxignore")
@@ -44,6 +46,8 @@ def read_level(directory: str, rel_dir: str) -> _Level | None:
             continue
     if not lines:
         return None
+    import pathspec
+
     return _Level(rel_dir + "/" if rel_dir else "", pathspec.GitIgnoreSpec.from_lines(lines))
 
 

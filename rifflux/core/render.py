@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mistune
+if TYPE_CHECKING:
+    import mistune
 
-_PARSER = mistune.create_markdown(
-    renderer=None,
-    plugins=["table", "strikethrough", "footnotes", "task_lists", "def_list"],
-)
+
+@functools.cache
+def _parser() -> mistune.Markdown:
+    """The parser, made (and mistune imported) by the first parse: a process that only
+    searches never parses markdown."""
+    import mistune
+
+    return mistune.create_markdown(
+        renderer=None,
+        plugins=["table", "strikethrough", "footnotes", "task_lists", "def_list"],
+    )
 
 
 Token = dict[str, Any]
@@ -26,7 +35,7 @@ def block_tokens(body: str) -> list[tuple[Token, int, int]]:
     mistune's inline parser, which costs more than half of the parse time and whose
     output (emphasis, links) we flatten to text anyway.
     """
-    parser = _PARSER.block
+    parser = _parser().block
     state = parser.state_cls()
     state.process(body)
     rules = parser.rules

@@ -15,7 +15,6 @@ configuration. Standard library only: the bridge must stay small.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import time
@@ -92,6 +91,8 @@ def _alive(pid: int) -> bool:
 
 
 def _answers(running: Running, timeout: float) -> bool:
+    import http.client  # (only when a file says a server runs)
+
     url = urlsplit(running.url)
     if url.hostname is None:
         return False

@@ -160,7 +160,7 @@ def _explain(tool: str, exc: ValidationError) -> str:
 def build_server(
     settings: Settings, *, on_open: Callable[[], object] | None = None,
     open_index: Callable[[Settings], Rifflux] | None = None,
-    rifflux: Rifflux | None = None,
+    rifflux: Rifflux | None = None, auto_reindex: AutoReindex | None = None,
 ) -> RiffluxMCPServer:
     """The server, for every transport; its lifespan opens ``Rifflux`` (and the watcher,
     if watch paths are set), or serves ``rifflux``, an instance the caller has open and
@@ -170,7 +170,8 @@ def build_server(
     the handshake is answered at once and searches wait for the model only if
     they need it. ``on_open`` is called once the index is open, just before the
     server starts reading requests. ``open_index`` opens the other index files
-    searched by ``db_path`` (``OtherIndexes``; ``Rifflux`` by default).
+    searched by ``db_path`` (``OtherIndexes``; ``Rifflux`` by default). ``auto_reindex``:
+    the throttle of reindexing on search that searches answered before the SDK shared.
     """
 
     @asynccontextmanager
@@ -202,9 +203,10 @@ def build_server(
             logger.info("rifflux index %s open in %.0f ms (cwd %s, watching %s)",
                         settings.db_path, (time.perf_counter() - started) * 1000, os.getcwd(),
                         ", ".join(map(str, settings.watch_paths)) or "nothing")
-            auto = AutoReindex(rf=rf, enabled=settings.auto_reindex_on_search,
-                               min_interval=settings.auto_reindex_min_interval,
-                               watch_paths=settings.watch_paths)
+            auto = auto_reindex or AutoReindex(
+                rf=rf, enabled=settings.auto_reindex_on_search,
+                min_interval=settings.auto_reindex_min_interval,
+                watch_paths=settings.watch_paths)
             if on_open is not None:
                 on_open()
             yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=others)

@@ -346,19 +346,29 @@ async def forget(ctx: Context[ServerState, Any], path: ForgetPath,
 
 async def _follow(rf: Rifflux, job_id: str, ctx: Context[ServerState, Any]) -> ReindexResult:
     """Wait until the job is indexed and embedded (what a foreground reindex promises),
-    sending progress notifications to a client that asked for them."""
-    sent = 0
+    sending progress notifications to a client that asked for them: one as the job
+    starts, then each second in which more files were indexed, and the last as it
+    completes, so that even a reindex of a moment shows its start and its end. The value
+    is the files indexed, which only grows (the protocol wants it to increase), so a last
+    count that was sent already is not sent again."""
+    sent: int | None = None
     while True:
+        job = await rf.job(job_id)
+        done, ended = int(job["indexed_files"]), job["status"] in FINISHED
+        if sent is None or done > sent:
+            if not ended:
+                await ctx.report_progress(done, None, f"{job['phase']}: {done} files indexed, "
+                                                      f"{job['pending_embeddings']} chunks to "
+                                                      "embed")
+            elif job["status"] == "completed" and job["result"] is not None:
+                await ctx.report_progress(done, done, f"completed: {done} files indexed, "
+                                                      f"{job['result'].get('embedded_chunks', 0)}"
+                                                      " chunks embedded")
+            sent = done
+        if ended:
+            break
         with anyio.move_on_after(1.0):
             await rf.wait_for_job(job_id)
-        job = await rf.job(job_id)
-        if job["status"] in FINISHED:
-            break
-        done = int(job["indexed_files"])
-        if done > sent:  # progress must only increase
-            sent = done
-            await ctx.report_progress(done, None, f"{job['phase']}: {done} files indexed, "
-                                                  f"{job['pending_embeddings']} chunks to embed")
     if job["status"] != "completed":
         raise ToolError(f"reindex {job['status']}: {job['error']}; check index_status and "
                         "call reindex again")

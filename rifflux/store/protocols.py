@@ -29,12 +29,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ..core.catalog import Allowed
 from ..core.filters import FileEntry
 from ..core.plan import Scope, StoredState
-from ..core.vectors import F32, I64
 from ..types import (
     ChunkDetail,
     ChunkRecord,
@@ -48,10 +47,16 @@ from ..types import (
 from .common import Foreign, Located, PendingText, Recovery
 from .written import FileToWrite, Written
 
+if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one)
+    from ..core.vectors import F32, I64
+
+    #: Takes a block of a matrix's load: the chunks' row ids, their vectors, their files.
+    VectorBlocks: TypeAlias = Callable[[I64, F32, I64], None]
+else:
+    VectorBlocks = Callable
+
 #: (chunk row id, score) best first.
 Ranked = list[tuple[int, float]]
-#: Takes a block of a matrix's load: the chunks' row ids, their vectors, their files.
-VectorBlocks = Callable[[I64, F32, I64], None]
 
 
 # ---------------------------------------------------------------- the writer's
@@ -97,6 +102,9 @@ class WriterStore(Protocol):
     def roots(self) -> RootsStore: ...
     @property
     def missing(self) -> MissingStore: ...
+    def snapshot(self) -> AbstractAsyncContextManager[None]:
+        """Reads on the writer's connection that all see one state of the database."""
+        ...
     async def known_files(self, root_id: int) -> dict[str, StoredState]: ...
     async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written: ...
     async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written: ...

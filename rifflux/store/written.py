@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
-from ..core.chunker import Chunk, FileMetadata, Link
 from ..core.filters import FileEntry, tag_levels
-from ..core.vectors import F32
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ..core.chunker import Chunk, FileMetadata, Link
+    from ..core.vectors import F32
 
 if TYPE_CHECKING:
     from .common import Row

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .taken import early_search
+
 if sys.platform != "win32":
     import fcntl
 
@@ -213,6 +215,9 @@ def _point(fd: int, target: int) -> None:
 
 # ---------------------------------------------------------------- the front
 
+#: ``Inbound.answered`` for a request the front's diverting taker answers.
+_DIVERTED = "(diverted)"
+
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
@@ -227,7 +232,8 @@ class Inbound:
 class Front:
     """Reads the client's lines; answers the handshake from a snapshot until handed off."""
 
-    def __init__(self, wire: Wire, snapshot: dict[str, Any] | None) -> None:
+    def __init__(self, wire: Wire, snapshot: dict[str, Any] | None, *,
+                 take_early: bool = False) -> None:
         self.wire = wire
         self.snapshot = snapshot
         self.negotiated: str | None = None
@@ -236,6 +242,13 @@ class Front:
         self._inbox: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._handed_off = False
+        #: With ``take_early``: plain ``search_rifflux`` calls (``taken.early_search``), taken
+        #: for ``early.EarlySearches`` (answered from the library while the SDK imports)
+        #: until the hand-off (None once it ends); only when the front answers the handshake.
+        self.early: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
+        self._take_early = take_early and snapshot is not None
+        #: The client has closed stdin (or gone away).
+        self.input_ended = False
         self._thread = threading.Thread(target=self._read_loop, name="rifflux-mcp-front",
                                         daemon=True)
 
@@ -243,13 +256,28 @@ class Front:
         self._thread.start()
 
     def hand_off(self) -> list[str]:
-        """From now on the front answers nothing; everything goes to the SDK.
+        """From now on the front answers nothing and takes nothing; everything goes to the
+        SDK (the calls already taken are still answered: ``early`` ends with None).
 
         Returns the methods the front answered, in order.
         """
         with self._lock:
             self._handed_off = True
+            self.early.put(None)
             return list(self.answered)
+
+    def give_back_early(self) -> None:
+        """The calls taken and not answered go to the SDK after all (the library could not
+        open: the SDK's server says why); nothing more is taken."""
+        with self._lock:
+            self._take_early = False
+            while True:
+                try:
+                    item = self.early.get_nowait()
+                except queue.Empty:
+                    return
+                if item is not None:
+                    self._inbox.put(Inbound(item.line))
 
     def receive(self) -> Inbound | None:
         """The next line in arrival order (blocking); None once the client closed stdin."""
@@ -272,6 +300,8 @@ class Front:
                     continue
                 with self._lock:  # decided atomically with hand_off; sent outside the lock
                     item = Inbound(line) if self._handed_off else self._try_answer(line)
+                if item.answered == _DIVERTED:
+                    continue  # (its taker answers it)
                 if item.answered is not None:
                     self.wire.send(json.dumps(
                         {"jsonrpc": "2.0", "id": item.request_id, "result": item.result},
@@ -280,7 +310,9 @@ class Front:
         except (OSError, ValueError) as exc:  # the client went away mid-line
             logger.debug("stdin closed: %s", exc)
         finally:
+            self.input_ended = True
             self._inbox.put(None)
+            self.early.put(None)  # (no call can come any more)
 
     def _try_answer(self, line: str) -> Inbound:
         try:
@@ -308,6 +340,11 @@ class Front:
             if self.negotiated is None or params.get("cursor") is not None:
                 return Inbound(line)  # before initialize, or a later page
         elif method != "ping":
+            if self._take_early and self.negotiated is not None and early_search(message):
+                item = Inbound(line, answered=_DIVERTED, request_id=message["id"])
+                self.early.put(item)
+                self.answered.append(f"{method} (early)")
+                return item
             return Inbound(line)
         result = answer(self.snapshot, method, self.negotiated)
         self.answered.append(method)
@@ -344,15 +381,16 @@ def _has_modern_envelope(params: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- entry point
 
 
-def start_front() -> Front:
+def start_front(*, take_early: bool = False) -> Front:
     """Claim the wire and start answering the handshake (``rifflux mcp`` calls this first,
-    then runs the server behind it: ``handoff.serve_after_front``).
+    then runs the server behind it: ``early.serve_with_early_searches``), taking plain
+    searches from the first line on with ``take_early`` (``Front.early``).
 
     ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. Raises OSError
     when stdin or stdout is not open.
     """
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot()
-    front = Front(Wire.claim(), snapshot)
+    front = Front(Wire.claim(), snapshot, take_early=take_early)
     front.start()
     return front

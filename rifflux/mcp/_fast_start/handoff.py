@@ -24,33 +24,45 @@ from typing import Any
 
 import anyio
 
+from ...api import Rifflux
 from ...config import Settings
 from .. import sdk
+from ..auto_reindex import AutoReindex
 from ..server import RiffluxMCPServer, build_server
+from .early import EarlySearches
 from .front import SEED, Front, Inbound, Wire, cache_path, load_snapshot, snapshot_key
 
 __all__ = ["capture_handshake", "refresh_snapshot", "serve_after_front", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
+#: Seconds the searches answered before the SDK may take to finish at shutdown.
+_EARLY_GRACE = 10.0
 #: Seconds after the hand-off before the snapshot is checked against the SDK.
 _REFRESH_DELAY = 1.0
 
 
-async def serve_after_front(settings: Settings, front: Front) -> None:
+async def serve_after_front(settings: Settings, front: Front, *,
+                            rifflux: Rifflux | None = None,
+                            auto_reindex: AutoReindex | None = None,
+                            early: EarlySearches | None = None) -> None:
     """Serve MCP over the front's wire until the client closes stdin.
 
     The front keeps answering the handshake until the index is open (the
     server's lifespan calls ``hand_off``); the lines it queued meanwhile are
-    replayed to the SDK in arrival order.
+    replayed to the SDK in arrival order. With ``rifflux`` open already (and
+    ``early`` answering searches meanwhile: ``early.serve_with_early_searches``), the
+    server serves that instance; the searches ``early`` took are answered before the
+    wire closes.
     """
 
     def hand_off() -> None:
-        answered = front.hand_off()
+        answered = front.hand_off()  # (and takes nothing more for ``early``)
         logger.debug("MCP SDK serving; the front answered %s before it",
                      ", ".join(answered) if answered else "nothing")
 
-    server = build_server(settings, on_open=hand_off)
+    server = build_server(settings, on_open=hand_off, rifflux=rifflux,
+                          auto_reindex=auto_reindex)
     read_send, read_recv = anyio.create_memory_object_stream[sdk.Message | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[sdk.Message](0)
     # Requests the front answered: the SDK sees them too (so that its session is
@@ -96,6 +108,10 @@ async def serve_after_front(settings: Settings, front: Front) -> None:
                 await sdk.run_lowlevel(server, read_recv, write_send)
                 inner.cancel_scope.cancel()
     finally:
+        if early is not None:  # the searches it took are answered before the wire closes
+            front.early.put(None)
+            with anyio.move_on_after(_EARLY_GRACE, shield=True):
+                await early.done.wait()
         front.release()
         front.close()
 

@@ -112,8 +112,8 @@ class Follow:
                 logger.info("%s: cannot LISTEN (%s); following the change log by polling",
                             self.where, str(exc).splitlines()[0])
 
-    def _notified(self, conn: Any, pid: int, channel: str, payload: str) -> None:
-        origin, _, seq = payload.rpartition(" ")
+    def _notified(self, conn: object, pid: int, channel: str, payload: object) -> None:
+        origin, _, seq = str(payload).rpartition(" ")
         if origin != self.origin and seq.isdigit():
             self._heard = max(self._heard, int(seq))
 

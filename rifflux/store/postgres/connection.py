@@ -32,11 +32,8 @@ from ...location import DatabaseUrl
 
 #: The first key of every advisory lock Rifflux takes (``pg_advisory_*lock(int, int)``).
 LOCKS = 0x52694678
-#: Second keys: the writers' lock, the embedding lease (unused since claims), schema
-#: creation, the claims' lock (one process claims at a time).
-WRITE_LOCK, EMBEDDING_LEASE, SCHEMA_LOCK, CLAIM_LOCK = 1, 2, 3, 4
-#: The first key of each embedding process's own lock (the second: its claimer key).
-CLAIMERS = LOCKS + 1
+#: Second keys: the writers' lock, the embedding lease, schema creation and upgrades.
+WRITE_LOCK, EMBEDDING_LEASE, SCHEMA_LOCK = 1, 2, 3
 
 #: A connection of its own, or one lent by a pool.
 Connection: TypeAlias = (
@@ -134,6 +131,22 @@ async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[
     try:
         if write:
             await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
+        yield
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await tr.rollback()
+        raise
+    await tr.commit()
+
+
+@asynccontextmanager
+async def snapshot(conn: Connection) -> AsyncIterator[None]:
+    """Reads only, all seeing one state of the database (a repeatable-read, read-only
+    transaction), whatever other connections commit meanwhile; ended as ``transaction``
+    ends."""
+    tr = conn.transaction(isolation="repeatable_read", readonly=True)
+    await tr.start()
+    try:
         yield
     except BaseException:
         with anyio.CancelScope(shield=True), contextlib.suppress(Exception):

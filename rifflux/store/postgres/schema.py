@@ -16,8 +16,6 @@ The tables are SQLite's, in PostgreSQL's types, with these differences:
 - The change log is written by statement triggers (transition tables), under the
   origin each writing connection sets (``rifflux.origin``); each statement that
   logs notifies ``changes.CHANNEL`` with that origin and its last sequence number.
-- ``claims``: the texts each process is embedding (``claims``), by its origin and
-  the key of the advisory lock its claims connection holds while it lives.
 
 Schema changes run once, under ``SCHEMA_LOCK``, whoever opens the database first:
 creation, and the upgrade of an older version (``_UPGRADES``, each step in the
@@ -102,12 +100,8 @@ CREATE TABLE processes(
     started_at double precision NOT NULL, last_seen double precision NOT NULL);
 """
 
-#: Version 2: embedding claims, and a notification for every logged statement.
-_CLAIMS_AND_NOTIFY = """
-CREATE TABLE IF NOT EXISTS claims(
-    content_hash text PRIMARY KEY, claimer text NOT NULL, claimer_key bigint NOT NULL,
-    claimed_at double precision NOT NULL);
-CREATE INDEX IF NOT EXISTS claims_claimer ON claims(claimer_key);
+#: Version 2: a notification for every statement that logs.
+_NOTIFY = """
 CREATE OR REPLACE FUNCTION rifflux_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE last bigint; BEGIN
     SELECT max(seq) INTO last FROM new_rows;
@@ -121,7 +115,7 @@ CREATE TRIGGER changes_notified AFTER INSERT ON changes REFERENCING NEW TABLE AS
 """
 
 #: What brings a schema of each older version to the next.
-_UPGRADES: dict[int, str] = {1: _CLAIMS_AND_NOTIFY}
+_UPGRADES: dict[int, str] = {1: _NOTIFY}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).
@@ -207,7 +201,7 @@ async def ensure_schema(conn: Connection, where: DatabaseUrl) -> None:
                 else:
                     await conn.execute(_TABLES)
                     await conn.execute(_TRIGGERS)
-                    await conn.execute(_CLAIMS_AND_NOTIFY)
+                    await conn.execute(_NOTIFY)
                     await conn.execute(
                         "INSERT INTO meta(key, value) VALUES ('schema_version', $1), "
                         "('store', 'postgresql')", str(SCHEMA_VERSION))

@@ -1,5 +1,5 @@
 """A connection of its own that comes back after the server went away: the writer's
-(which also follows the change log), the heartbeat's and the embedding claims'.
+(which also follows the change log) and the heartbeat's.
 
 The pool of search connections needs none of this: asyncpg's pool makes a fresh
 connection in place of one the server closed. A connection of its own is made
@@ -11,8 +11,8 @@ wait for the server before it fails with ``IndexUnreachableError``:
 - the writer's work waits (``WRITER_WAIT``): a running job's transaction is run
   again once the server is back, and the jobs queued behind it stay queued; a job
   whose transaction still cannot run after that long fails, saying why;
-- the change log's reads, the heartbeat and the claims never wait (each is tried
-  again at its next tick), but each of their attempts may reconnect.
+- the change log's reads and the heartbeat never wait (each is tried again at its
+  next tick), but each of their attempts may reconnect.
 
 A unit run again must be whole: every writer method is one transaction, which the
 server rolled back when the connection was lost (a connection lost during its
@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
 
 import anyio
 import asyncpg
@@ -46,7 +47,7 @@ BACKOFF = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: How long the writer's work waits for the server to come back before it fails.
 WRITER_WAIT = 60.0
 
-Raw = asyncpg.Connection[asyncpg.Record]
+Raw: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 Setup = Callable[[Raw], Awaitable[None]]
 
 
@@ -112,6 +113,24 @@ class Session:
         finally:
             self._running = False
 
+    @asynccontextmanager
+    async def unit(self, *, wait: float = 0.0) -> AsyncIterator[None]:
+        """One unit of work that is not run again here (its caller tries it again later):
+        on an open connection (made again, waiting up to ``wait`` seconds); a connection
+        lost inside fails it, and the next unit makes a new one."""
+        if self._running:
+            yield
+            return
+        await self._connected(anyio.current_time() + wait)
+        self._running = True
+        try:
+            yield
+        except IndexUnreachableError as exc:
+            self._lost(exc)
+            raise
+        finally:
+            self._running = False
+
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -173,17 +192,18 @@ S = TypeVar("S", bound=_OnSession)
 
 
 def retried(wait: float | None = None) -> Callable[
-        [Callable[Concatenate[S, P], Awaitable[T]]], Callable[Concatenate[S, P], Awaitable[T]]]:
+        [Callable[Concatenate[S, P], Awaitable[T]]],
+        Callable[Concatenate[S, P], Coroutine[Any, Any, T]]]:
     """A method run by ``self.session.run`` (a unit of work: run again whole on a new
     connection when the connection was lost), waiting up to ``wait`` seconds (the
     session's by default)."""
 
     def wrap(method: Callable[Concatenate[S, P], Awaitable[T]],
-             ) -> Callable[Concatenate[S, P], Awaitable[T]]:
-        @functools.wraps(method)
-        async def again(self: S, *args: P.args, **kwargs: P.kwargs) -> T:
+             ) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+        async def again(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
             return await self.session.run(lambda: method(self, *args, **kwargs), wait=wait)
 
+        functools.update_wrapper(again, method)
         return again
 
     return wrap

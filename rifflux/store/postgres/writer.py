@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -18,9 +19,8 @@ from ...core.filters import FileEntry, tag_levels
 from ...core.lexemes import indexed_text
 from ...core.plan import StoredState
 from ...core.vectors import F32
-from ...location import DatabaseUrl
 from ..written import FILE_ENTRY_COLUMNS, Edges, FileToWrite, Written, chunk_id_for, file_entry
-from .connection import Connection, mapped_errors, transaction
+from .connection import Connection, mapped_errors, snapshot, transaction
 from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
@@ -42,6 +42,14 @@ class Writer:
     @property
     def conn(self) -> Connection:
         return self.session.conn
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[None]:
+        """Reads on this connection that all see one state of the database (nothing is
+        written inside): what the change log says and what it names agree. One unit of
+        work: a connection lost inside fails it whole (tried again by the caller)."""
+        async with self.session.unit(), snapshot(self.conn):
+            yield
 
     @retried()
     async def known_files(self, root_id: int) -> dict[str, StoredState]:

@@ -22,16 +22,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
-import numpy as np
 
-from ...core.vectors import F32
 from ..common import Foreign
 from ..protocols import RootsStore
 from ..written import Written, batches, file_entries, marks
 from .link_index import edges_of
 from .schema import mapped_errors
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ...core.vectors import F32
 
 #: Rows kept in the log (a follower further behind reloads everything).
 KEEP = 50_000
@@ -204,6 +206,8 @@ class Follow:
             await roots.load()
         vectors: F32 | None = None
         if blobs:
+            import numpy as np
+
             vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
                 len(blobs), -1).copy()
         return Written(

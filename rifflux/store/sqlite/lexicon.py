@@ -31,7 +31,6 @@ serve (none built yet, other weights) is ranked by FTS5 alone, as before.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -46,6 +45,8 @@ from ...core import bm25
 from ...core.bm25 import F64, I64, Mask
 from ...core.catalog import Allowed
 from ...core.fts_query import clauses
+from .lexicon_schema import WEIGHTS_TEXT as WEIGHTS_TEXT
+from .lexicon_schema import lexicon_built
 from .schema import TOKENIZER
 
 Ranked = list[bm25.Hit]
@@ -55,8 +56,6 @@ RankAbove = Callable[[str, int, Allowed | None, str | None, int], Awaitable[Rank
 
 #: Below this many (chunk, phrase) pairs the sums are done on the event loop.
 _INLINE = 20_000
-#: The weights as the lexicon records them; another set means it cannot serve.
-WEIGHTS_TEXT = ",".join(repr(w) for w in bm25.WEIGHTS)
 #: An fts5vocab instance's weight in bm25 (by its column), as SQL.
 INSTANCE_WEIGHT = "CASE col " + " ".join(
     f"WHEN '{c}' THEN {w!r}" for c, w in zip(bm25.COLUMNS, bm25.WEIGHTS, strict=True)
@@ -134,14 +133,7 @@ class Lexicon:
 
     async def usable(self) -> bool:
         """Whether a lexicon is built (checked again inside the snapshot)."""
-        try:
-            cur = await self._conn.execute("SELECT weights FROM lexicon WHERE id = 1")
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return False  # an index no writer of this version has opened yet
-            raise
-        row = await cur.fetchone()
-        return row is not None and row[0] == WEIGHTS_TEXT
+        return await lexicon_built(self._conn)
 
     async def ranked(self, match: str, limit: int, allowed: Allowed | None,
                      every: str | None, rank_above: RankAbove) -> Ranked | None:

@@ -17,6 +17,28 @@ upgrade, and an index without them is searched by FTS5 alone.
 
 from __future__ import annotations
 
+import sqlite3
+
+import aiosqlite
+
+from ...core.hits import WEIGHTS
+
+#: The weights as the lexicon records them; another set means it cannot serve.
+WEIGHTS_TEXT = ",".join(repr(w) for w in WEIGHTS)
+
+
+async def lexicon_built(conn: aiosqlite.Connection) -> bool:
+    """Whether a lexicon is built for these weights (``Lexicon.usable``; numpy-free, so
+    that a search on an index without one never imports the lexicon's module)."""
+    try:
+        cur = await conn.execute("SELECT weights FROM lexicon WHERE id = 1")
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False  # an index no writer of this version has opened yet
+        raise
+    row = await cur.fetchone()
+    return row is not None and row[0] == WEIGHTS_TEXT
+
 LEXICON_SCHEMA = """
 CREATE TABLE IF NOT EXISTS lexicon(
     id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
-import numpy as np
 
 from ...core.plan import Scope
 from ..written import Written, batches, marks
@@ -185,6 +184,8 @@ class Missing:
             self._texts |= lacking
         vectors = None
         if kept:
+            import numpy as np  # (vectors that are there already: none in a lexical run)
+
             blob = b"".join(have[h] for _, h, _ in kept)
             vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(kept), -1)
         return Written(removed=tuple(r for r, _ in change.removed),

@@ -7,28 +7,29 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from ...core import bm25
 from ...core.catalog import Allowed
-from ...core.chunker import embed_text
 from ...core.filters import FileEntry
-from ...core.vectors import F32, I64
+from ...core.hits import WEIGHTS, Hit, place
 from ...errors import IndexDatabaseError
 from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
 from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
 from ..protocols import VectorBlocks
 from ..written import FILE_ENTRY_COLUMNS, file_entry
-from . import vectors
 from .changes import sequence
-from .lexicon import Lexicon
+from .lexicon_schema import lexicon_built
 from .presence import Presence
 from .schema import mapped_errors
 
+if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
+    from ...core.vectors import F32, I64
+    from .lexicon import Lexicon
+
 #: bm25 column weights: a word in the heading breadcrumb counts double.
-BM25_WEIGHTS = bm25.WEIGHTS  # heading_path, content, cjk (characters alone)
+BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
 _SCORE = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
 
 ROW_SQL = (
@@ -83,7 +84,14 @@ class Reader:
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
-        self._lexicon = Lexicon(conn)
+        self._lexicon: Lexicon | None = None  # (its module imports numpy: made when used)
+
+    def _lexicon_of(self) -> Lexicon:
+        if self._lexicon is None:
+            from .lexicon import Lexicon
+
+            self._lexicon = Lexicon(self.conn)
+        return self._lexicon
 
     async def lexical(
         self, match: str, limit: int, allowed: Allowed | None = None, every: str | None = None,
@@ -99,10 +107,11 @@ class Reader:
         bm25 straddle the limit)."""
         with mapped_errors(self.db_path):
             try:
-                if await self._lexicon.usable():
-                    async with self._lexicon.snapshot():
-                        best = await self._lexicon.ranked(match, limit, allowed, every,
-                                                          self._ranked_above)
+                if await lexicon_built(self.conn):
+                    lexicon = self._lexicon_of()
+                    async with lexicon.snapshot():
+                        best = await lexicon.ranked(match, limit, allowed, every,
+                                                    self._ranked_above)
                         if best is not None:
                             return await self._in_order(best, limit)
                 return await self._by_fts(match, limit, allowed, every)
@@ -142,7 +151,7 @@ class Reader:
         return ranked, found
 
     async def _ranked_above(self, match: str, limit: int, allowed: Allowed | None,
-                            every: str | None, above: int) -> list[bm25.Hit]:
+                            every: str | None, above: int) -> list[Hit]:
         """FTS5's ranking of the chunks with ids above ``above`` alone, as (id, bm25,
         tier) best first: the first ``limit`` and every chunk tied with the last."""
         matching = _matching(every, allowed, above)
@@ -151,24 +160,24 @@ class Reader:
         rows = await self.conn.execute_fetchall(
             f"{matching} ORDER BY tier DESC, score LIMIT :limit", {**params, "limit": limit + 1})
         hits = [(int(r[0]), float(r[1]), int(r[2])) for r in rows]
-        if len(hits) > limit and bm25.place(hits[limit]) == bm25.place(hits[limit - 1]):
+        if len(hits) > limit and place(hits[limit]) == place(hits[limit - 1]):
             last = hits[limit]  # a tie across the limit: all of it
-            hits = [h for h in hits if bm25.place(h) < bm25.place(last)]
+            hits = [h for h in hits if place(h) < place(last)]
             hits += [(int(r[0]), float(r[1]), int(r[2])) for r in await self.conn.execute_fetchall(
                 f"{matching} AND {_SCORE} = :score AND {_tier(every)} = :tier",
                 {**params, "score": last[1], "tier": last[2]})]
         return hits
 
-    async def _in_order(self, hits: list[bm25.Hit],
+    async def _in_order(self, hits: list[Hit],
                         limit: int) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
         """``hits`` best first, holding every chunk tied with the ``limit``-th of them,
         cut to ``limit`` with equal scores in ``stable_order``, and their rows."""
-        last = bm25.place(hits[limit - 1]) if 0 < limit < len(hits) else None
-        tied = [] if last is None else [h[0] for h in hits if bm25.place(h) == last]
-        better = [h for h in hits[:limit] if last is None or bm25.place(h) < last]
+        last = place(hits[limit - 1]) if 0 < limit < len(hits) else None
+        tied = [] if last is None else [h[0] for h in hits if place(h) == last]
+        better = [h for h in hits[:limit] if last is None or place(h) < last]
         found = await self.rows([h[0] for h in better])
         better = sorted((h for h in better if h[0] in found), key=lambda h: (
-            *bm25.place(h), found[h[0]]["path"], found[h[0]]["chunk_index"],
+            *place(h), found[h[0]]["path"], found[h[0]]["chunk_index"],
             found[h[0]]["root"]))
         ranked = [(cid, score) for cid, score, _ in better]
         if tied and last is not None:
@@ -220,19 +229,27 @@ class Reader:
                 (model, limit),
             )
             rows = await cur.fetchall()
+        from ...core.chunker import embed_text  # (the embedder's: not a search's)
+
         return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
 
     async def vector_capacity(self) -> int:
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
+        from . import vectors
+
         return await vectors.upper_bound(self.conn, self.db_path)
 
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
         files) a block at a time from one snapshot; returns how many."""
+        from . import vectors
+
         return await vectors.stream(self.conn, self.db_path, model, dim, into)
 
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
+        from . import vectors
+
         return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
     async def catalog(self) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:

@@ -182,6 +182,23 @@ async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
         raise
 
 
+@asynccontextmanager
+async def snapshot(conn: aiosqlite.Connection, db_path: Path) -> AsyncIterator[None]:
+    """``BEGIN`` … ``COMMIT`` around reads only: every read inside sees the database as the
+    first one found it (WAL), whatever other connections commit meanwhile. Ended as
+    ``transaction`` ends, so a cancelled ``BEGIN`` never leaves the connection inside."""
+    try:
+        with mapped_errors(db_path):
+            await conn.execute("BEGIN")
+        yield
+        with mapped_errors(db_path):
+            await conn.execute("COMMIT")
+    except BaseException:
+        with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
+            await conn.execute("ROLLBACK")
+        raise
+
+
 @contextmanager
 def mapped_errors(db_path: Path | str) -> Iterator[None]:
     """Translate sqlite3 errors raised inside the block (httpcore's map_exceptions)."""

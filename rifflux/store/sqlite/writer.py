@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
-import numpy as np
 
 from ...core.filters import FileEntry, tag_levels
 from ...core.plan import StoredState
-from ...core.vectors import F32
 from ..written import (
     Edges,
     FileToWrite,
@@ -30,11 +30,14 @@ from ..written import (
     file_entries,
     marks,
 )
-from .lexicon_build import LexiconBuilder
 from .link_index import forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
-from .schema import cjk_columns, mapped_errors, transaction
+from .schema import cjk_columns, mapped_errors, snapshot, transaction
+
+if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    from ...core.vectors import F32
+    from .lexicon_build import LexiconBuilder
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
@@ -53,9 +56,25 @@ class Writer:
         self.db_path = db_path
         self.missing = Missing(conn, db_path, read_only=read_only)
         self.roots = Roots(conn, db_path, self.missing)
-        self.lexicon = LexiconBuilder(db_path, read_only=read_only,
-                                      busy_timeout_ms=busy_timeout_ms)
+        self._lexicon: LexiconBuilder | None = None
+        self._busy_timeout_ms = busy_timeout_ms
         self._read_only = read_only
+
+    def snapshot(self) -> AbstractAsyncContextManager[None]:
+        """Reads on this connection that all see one state of the database (nothing is
+        written inside): what the change log says and what it names agree."""
+        return snapshot(self.conn, self.db_path)
+
+    @property
+    def lexicon(self) -> LexiconBuilder:
+        """The lexicon's builder, made (and numpy imported) after the first job: a process
+        that only searches never needs it."""
+        if self._lexicon is None:
+            from .lexicon_build import LexiconBuilder
+
+            self._lexicon = LexiconBuilder(self.db_path, read_only=self._read_only,
+                                           busy_timeout_ms=self._busy_timeout_ms)
+        return self._lexicon
 
     async def refresh_lexicon(self) -> bool:
         """The lexicon built again when stale (``lexicon_build``)."""
@@ -190,6 +209,8 @@ class Writer:
         no chunk has any more (edited or deleted, by any process, while they were
         embedded) are dropped: their vectors would be orphans. A text another process
         stored a vector for meanwhile keeps that one."""
+        import numpy as np
+
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         index = {h: i for i, h in enumerate(hashes)}
         users: list[tuple[int, int, int]] = []

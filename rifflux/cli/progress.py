@@ -1,0 +1,100 @@
+"""``rifflux index``'s progress: a rich display on a terminal, a plain line every few
+seconds otherwise (both on stderr)."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Column
+from rich.text import Text
+
+from ..api import Rifflux
+from ..types import FINISHED, Counts, JobInfo
+
+__all__ = ["ProgressView"]
+
+
+class _Rate(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        unit = task.fields.get("unit", "")
+        return Text(f"{speed:,.0f} {unit}/s" if speed else "", style="progress.data.speed")
+
+
+class ProgressView:
+    """Polls the job and the index's ``counts()`` until the job ends: a rich display on a
+    terminal, a plain line every few seconds otherwise (both on stderr)."""
+
+    def __init__(self, rf: Rifflux, job_id: str, console: Console) -> None:
+        # The total is the job's own count of new and changed files, known once it has
+        # compared the folders with the index (no second scan here).
+        self._rf, self._job_id, self._console = rf, job_id, console
+
+    async def run(self) -> JobInfo:
+        first = await self._rf.counts()
+        base_embeddings = int(first["embeddings"])
+        if not self._console.is_terminal:
+            return await self._plain(base_embeddings)
+        columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[extra]}"), _Rate(table_column=Column(no_wrap=True)),
+                   TimeRemainingColumn())
+        with Progress(*columns, console=self._console, transient=False) as bar:
+            files = bar.add_task("files", total=None, unit="files", extra="")
+            vectors = bar.add_task("embeddings", total=None, unit="chunks", extra="")
+            while True:
+                job, status = await self._tick()
+                done = int(status["embeddings"]) - base_embeddings
+                bar.update(files, completed=job["indexed_files"],
+                           total=job["planned_files"] or None,
+                           extra=f"{status['chunks']:,} chunks · {job['phase']}")
+                bar.update(vectors, completed=done, total=done + int(status["pending_embeddings"]))
+                if job["status"] in FINISHED:
+                    bar.update(files, total=max(job["indexed_files"], 1),
+                               completed=max(job["indexed_files"], 1))
+                    return job
+
+    async def _plain(self, base_embeddings: int) -> JobInfo:
+        started = last = time.monotonic()
+        embedding_from: tuple[float, int] | None = None  # when embedding became the phase
+        while True:
+            job, status = await self._tick()
+            now = time.monotonic()
+            if job["status"] in FINISHED:
+                return job
+            files, done = int(job["indexed_files"]), int(status["embeddings"]) - base_embeddings
+            pending = int(status["pending_embeddings"])
+            if job["phase"] != "indexing" and embedding_from is None:
+                embedding_from = (now, done)
+            if now - last < 2.0:
+                continue
+            last = now
+            if embedding_from is None:
+                rate = files / (now - started)
+                speed = f"{rate:.1f} files/s"
+                eta = (int(job["planned_files"]) - files) / rate if rate else None
+            else:
+                rate = (done - embedding_from[1]) / max(now - embedding_from[0], 1e-3)
+                speed = f"{rate:.0f} embeddings/s"
+                eta = pending / rate if rate else None
+            self._console.print(
+                f"{job['phase']}: {files}/{job['planned_files']} files, {status['chunks']} chunks, "
+                f"{status['embeddings']} embeddings ({pending} pending), {speed}, "
+                f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
+            )
+
+    async def _tick(self) -> tuple[JobInfo, Counts]:
+        """Wait up to 0.25 s for the job to end, then read its state."""
+        with anyio.move_on_after(0.25):
+            await self._rf.wait_for_job(self._job_id)
+        return await self._rf.job(self._job_id), await self._rf.counts()

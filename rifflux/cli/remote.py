@@ -1,0 +1,170 @@
+"""``rifflux search`` answered by a ``rifflux serve`` already running on the index.
+
+The server has the index open, its catalog and vector matrix in memory and its
+model loaded: asking it (``GET /api/search``, the answer shaped as ``rifflux
+search --json``) takes a few milliseconds, where opening the index here and
+loading the model takes a second. The server is found as ``rifflux mcp --connect
+auto`` finds it (``rifflux.http.discovery``: the file beside the index, a stale
+one ignored). ``--no-server`` searches here; so does a search that names its own
+model (``--backend``, ``--model-dir``) or fusion (``--rrf-k``), since the server
+ranks with its own. When the server cannot answer (it stopped, another token),
+the search runs here instead; ``--verbose`` says which happened.
+
+Standard library only, like ``entry``: nothing of the library is imported on this
+path (the results are printed by ``terminal``, which imports rich).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from ..config import Settings
+from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError, fail, stdout_gone
+
+__all__ = ["frontmatter_pairs", "search_on_server"]
+
+#: Seconds to wait for the server (it answers searches in milliseconds; a server this
+#: slow is busy, and the search runs here instead).
+_TIMEOUT = 10.0
+
+
+def search_on_server(args: argparse.Namespace, settings: Settings) -> int | None:
+    """Search on the running server and print its answer: the exit code; None when no
+    server runs or it cannot answer (search here)."""
+    query = " ".join(args.query).strip()
+    if not query:
+        return None  # (the search here says what to give)
+    try:
+        found = _ask(args, settings, query, _near(args.near) if args.near else None)
+        if found is None:
+            return None
+        _print(args, found)
+    except CommandError as exc:
+        return fail(str(exc), exc.code)
+    except BrokenPipeError:  # the reader left (`| head -1`): done
+        stdout_gone()
+        return EXIT_OK
+    return EXIT_OK if found.get("results") else EXIT_FAILURE
+
+
+def _near(path: str) -> str:
+    """As the search here takes it (``common.note_path``): a path as search prints it,
+    relative to the working directory, made absolute; any other path as given."""
+    local = Path(path).expanduser()
+    if not local.is_absolute() and local.is_file():
+        return str(local.resolve())
+    return path
+
+
+def _print(args: argparse.Namespace, answer: dict[str, Any]) -> None:
+    """The answer as the search here prints it (hints in the server's words)."""
+    if args.json:
+        sys.stdout.write(json.dumps(answer, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    else:
+        from .plain import print_search
+
+        print_search(answer["results"], answer.get("explain"))
+    hint = answer.get("hint")
+    if hint and sys.stderr is not None:
+        empty = "no results: " if not answer.get("results") else ""
+        sys.stderr.write(f"rifflux: {empty}{hint}\n")
+
+
+def _ask(args: argparse.Namespace, settings: Settings, query: str,
+         near: str | None) -> dict[str, Any] | None:
+    """The server's answer, or None: search here."""
+    if args.no_server:
+        _say(args, "searching here (--no-server)")
+        return None
+    own = [flag for flag, name in (("--backend", "backend"), ("--model-dir", "model_dir"),
+                                   ("--rrf-k", "rrf_k")) if getattr(args, name, None) is not None]
+    if own:
+        _say(args, f"searching here: {', '.join(own)} asks for a model or fusion of its own")
+        return None
+    if not isinstance(settings.db_path, Path):  # (a database has no file beside it)
+        _say(args, "searching here: a server is found beside an index file, not a database")
+        return None
+    from ..http import discovery
+
+    running = discovery.find(settings.db_path, timeout=0.5)
+    if running is None:
+        _say(args, f"no rifflux serve runs on {settings.db_path}: searching here")
+        return None
+    url = urlsplit(running.url)
+    if url.hostname is None:
+        return None
+    import http.client
+
+    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=_TIMEOUT)
+    headers = {"Accept": "application/json"}
+    if running.token:
+        headers["Authorization"] = f"Bearer {running.token}"
+    try:
+        conn.request("GET", "/api/search?" + urlencode(_params(args, query, near), doseq=True),
+                     headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        _say(args, f"the server at {running.url} did not answer ({exc}): searching here")
+        return None
+    finally:
+        conn.close()
+    if response.status == 400:  # the arguments: the server says what to give
+        raise CommandError(_message(body), EXIT_USAGE)
+    if response.status != 200:
+        _say(args, f"the server at {running.url} answered {response.status} "
+                   f"({_message(body)}): searching here")
+        return None
+    _say(args, f"answered by rifflux serve at {running.url} (pid {running.pid})")
+    answer: dict[str, Any] = json.loads(body)
+    return answer
+
+
+def _params(args: argparse.Namespace, query: str, near: str | None) -> list[tuple[str, Any]]:
+    params: list[tuple[str, Any]] = [("q", query), ("mode", args.mode), ("top_k", args.top_k),
+                                     ("content", "snippet" if args.snippets else "full")]
+    if args.explain:
+        params.append(("explain", "true"))
+    for name, value in (("max_per_file", args.max_per_file), ("root", args.root),
+                        ("modified_after", args.since), ("modified_before", args.before),
+                        ("near", near), ("depth", args.depth)):
+        if value is not None:
+            params.append((name, value))
+    params += [("paths", glob) for glob in args.path_globs or ()]
+    params += [("tags", tag) for tag in args.tags or ()]
+    if args.frontmatter:
+        params.append(("frontmatter", json.dumps(frontmatter_pairs(args.frontmatter))))
+    return params
+
+
+def frontmatter_pairs(pairs: list[str] | None) -> dict[str, str | list[str]] | None:
+    """``--frontmatter KEY=VALUE`` (repeatable) as the filter takes it: a key given twice
+    needs both values (as the library's list of values does)."""
+    if not pairs:
+        return None
+    values: dict[str, list[str]] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise CommandError(f"--frontmatter {pair!r}: write KEY=VALUE, e.g. "
+                               "--frontmatter status=draft", EXIT_USAGE)
+        values.setdefault(key.strip(), []).append(value.strip())
+    return {key: found[0] if len(found) == 1 else found for key, found in values.items()}
+
+
+def _message(body: bytes) -> str:
+    try:
+        return str(json.loads(body)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return body.decode("utf-8", errors="replace")[:200] or "no message"
+
+
+def _say(args: argparse.Namespace, what: str) -> None:
+    if args.verbose and sys.stderr is not None:
+        sys.stderr.write(f"rifflux: {what}\n")

@@ -1,0 +1,230 @@
+"""Fast from the first call: nothing loads before it is needed, lexical searches never
+wait for the model, and a process never waits at exit for a load nothing used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rifflux import Rifflux, Settings
+from rifflux.types import SearchResult
+
+from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
+from .serving import serving
+
+pytestmark = pytest.mark.anyio
+
+#: What a lexical search, and every read, must never import.
+_HEAVY = ("numpy", "onnxruntime", "tokenizers", "rifflux.core.embedders",
+          "rifflux.core.vectors")
+
+def _cli_then(heavy: tuple[str, ...]) -> str:
+    """A script that runs the command line, then says which of ``heavy`` it imported."""
+    return textwrap.dedent(f"""
+        import json, sys
+        from rifflux.cli.launch import main
+        code = main(sys.argv[1:])
+        loaded = [m for m in {heavy!r} if m in sys.modules]
+        sys.stderr.write("MODULES " + json.dumps(loaded) + "\\n")
+        raise SystemExit(code)
+    """)
+
+
+_CLI_THEN_MODULES = _cli_then(_HEAVY)
+#: What answering from a running server must not import either: the library, SQLite.
+_ASKED_THE_SERVER = _cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
+
+
+async def _python(tmp_path: Path, script: str, *args: str,
+                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -c script args`` in ``tmp_path``, to its end (a hang ends in the timeout)."""
+    return await anyio.to_thread.run_sync(lambda: subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=tmp_path, env=env or cli_env(tmp_path),
+        capture_output=True, text=True, timeout=120, check=False))
+
+
+async def _indexed(tmp_path: Path) -> Path:
+    """An index of two notes with their vectors (the hash backend's)."""
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedding_backend="hash") as rf:
+        await rf.reindex(otters_and_bread(tmp_path / "kb"))
+        assert (await rf.status())["embeddings"] > 0
+    return db
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "otter", "--mode", "lexical"],
+    ["search", "otter", "--mode", "lexical", "--json", "--path", "otters.md"],
+    ["status"], ["status", "--json"], ["tags"], ["files"],
+    ["show", "otters.md"], ["links", "otters.md"],
+])
+async def test_a_lexical_search_and_reads_import_no_model_and_no_numpy(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = await _indexed(tmp_path)
+    done = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), *command,
+                         env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"))
+    assert done.returncode in (0, 1), done.stderr  # (1: a list with nothing in it)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+    if command[0] == "search":
+        assert "otters.md" in done.stdout
+
+
+def _held(gate: threading.Event, started: threading.Event) -> CountingEmbedder:
+    """A model whose load waits until ``gate`` is set."""
+    started.set()
+    gate.wait(30)
+    return CountingEmbedder()
+
+
+async def test_a_lexical_search_is_answered_while_the_model_load_is_held_back(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    gate, started = threading.Event(), threading.Event()
+    try:
+        async with Rifflux(db, embedder=lambda: _held(gate, started)) as rf:
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(started.wait)  # the load has begun
+                hits = await rf.search("otter", mode="lexical")
+            assert hits and hits[0]["path"] == "otters.md"
+            assert (await rf.status())["embedding_model_state"] == "loading"
+            assert not gate.is_set()  # answered with the load still held
+    finally:
+        gate.set()
+
+
+async def test_a_hybrid_search_made_during_the_load_is_answered_once_it_finishes(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    gate, started = threading.Event(), threading.Event()
+    answered = anyio.Event()
+    hybrid: list[SearchResult] = []
+    try:
+        async with Rifflux(db, embedder=lambda: _held(gate, started)) as rf:
+
+            async def search_hybrid() -> None:
+                hybrid.extend(await rf.search("otters by the river", mode="hybrid"))
+                answered.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search_hybrid)
+                with anyio.fail_after(10):
+                    await anyio.to_thread.run_sync(started.wait)
+                    # a lexical search meanwhile: the hybrid one is still waiting after it
+                    assert await rf.search("otter", mode="lexical")
+                assert not answered.is_set() and not hybrid
+                gate.set()
+                with anyio.fail_after(10):
+                    await answered.wait()
+    finally:
+        gate.set()
+    assert hybrid and hybrid[0]["score_breakdown"].get("semantic_rank") is not None
+
+
+async def test_status_reports_the_model_and_the_catalog_loading(tmp_path: Path) -> None:
+    db = await _indexed(tmp_path)
+    gate, started = threading.Event(), threading.Event()
+    try:
+        # not warmed up (a one-shot command): nothing loads until something needs a vector
+        lazy = Rifflux(settings=Settings(db_path=db, model_warmup=False),
+                       embedder=lambda: _held(gate, started))
+        async with lazy as rf:
+            status = await rf.status()
+            assert status["embedding_model_state"] == "not_loaded"
+            assert "loads on the first semantic or hybrid search" in str(
+                status["embedding_model_reason"])
+            await rf.search("otter", mode="lexical")
+            assert (await rf.status())["embedding_model_state"] == "not_loaded"
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rf.search, "otter", 5, "semantic")  # wants the model
+                with anyio.fail_after(10):
+                    await anyio.to_thread.run_sync(started.wait)
+                loading = await rf.status()
+                assert loading["embedding_model_state"] == "loading"
+                assert "is loading" in str(loading["embedding_model_reason"])
+                gate.set()
+
+            async def ready() -> bool:
+                now = await rf.status()
+                return (now["embedding_model_state"], now["catalog_state"],
+                        now["vectors_in_memory"] > 0) == ("ready", "ready", True)
+
+            await eventually(ready)
+    finally:
+        gate.set()
+
+
+_NEVER_LOADS = textwrap.dedent("""
+    import sys, threading
+    import anyio
+    from rifflux import Rifflux
+
+    db, marker = sys.argv[1], sys.argv[2]
+
+    def never():  # the model's load, held forever
+        with open(marker, "w") as f:
+            f.write("loading")
+        threading.Event().wait()
+        with open(marker, "w") as f:
+            f.write("loaded")
+
+    async def main():
+        async with Rifflux(db, embedder=never) as rf:  # warmed up: the load starts at once
+            with anyio.fail_after(10):
+                while (await rf.status())["embedding_model_state"] != "loading":
+                    await anyio.sleep(0.01)
+                hits = await rf.search("otter", mode="lexical")
+        print(len(hits))
+
+    anyio.run(main)
+""")
+
+
+async def test_a_process_whose_model_never_loaded_exits_at_once(tmp_path: Path) -> None:
+    db = await _indexed(tmp_path)
+    marker = tmp_path / "model-load"
+    # The load never ends: the process can only exit if nothing waits for it (a hang
+    # would end in the timeout, not in an exit).
+    done = await _python(tmp_path, _NEVER_LOADS, str(db), str(marker))
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) >= 1
+    assert marker.read_text() == "loading"  # exited while the loader was still blocked
+
+
+async def test_search_asks_a_running_server_and_says_so_unless_no_server(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    here = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search", "otter",
+                         "--json", "--no-server", "--verbose")
+    assert "rifflux: searching here (--no-server)" in here.stderr
+    with serving(db, token="s3cret-token-for-the-cli"):  # (read from the file beside it)
+        asked = await _python(tmp_path, _ASKED_THE_SERVER, "--db", str(db), "search",
+                              "otter", "--json", "--verbose")
+        assert asked.returncode == 0, asked.stderr
+        assert "rifflux: answered by rifflux serve at http://127.0.0.1:" in asked.stderr
+        # nothing of the library, SQLite or the model was loaded to answer
+        line = next(x for x in asked.stderr.splitlines() if x.startswith("MODULES "))
+        assert json.loads(line.removeprefix("MODULES ")) == []
+        plain = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search",
+                              "otter", "--verbose")
+        assert "kb/otters.md:1-3" in plain.stdout and "answered by rifflux serve" in plain.stderr
+    served, local = json.loads(asked.stdout), json.loads(here.stdout)
+    assert served.keys() == local.keys()
+    assert ([(h["path"], h["chunk_id"]) for h in served["results"]]
+            == [(h["path"], h["chunk_id"]) for h in local["results"]])
+    gone = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search", "otter",
+                         "--verbose")  # the server has stopped: searched here again
+    assert gone.returncode == 0 and "no rifflux serve runs on" in gone.stderr
+
