@@ -97,7 +97,7 @@ async def test_the_same_files_rank_alike_on_both_stores(
     sqlite, postgres = answers
     for key in sqlite:
         assert sqlite[key], key
-        if key[0] == "semantic":  # exact here: HNSW finds every neighbour of so few
+        if key[0] == "semantic":  # exact: so few vectors are all compared
             assert postgres[key] == sqlite[key], key
         else:  # BM25 by FTS5 and by pg_textsearch: the same best, much the same list
             assert postgres[key][0] == sqlite[key][0], key
