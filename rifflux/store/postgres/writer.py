@@ -27,13 +27,20 @@ from .roots import Roots
 from .schema import hnsw_index
 from .session import Session, retried
 
+_HNSW = ("CREATE INDEX IF NOT EXISTS {name} ON chunk_vectors USING "
+         "hnsw ((embedding::vector({dim})) vector_cosine_ops)")
+
 
 class Writer:
     """Each method one unit of work on the writer's session: run again whole on a new
     connection when the connection was lost (``session``)."""
 
-    def __init__(self, session: Session, *, read_only: bool = False) -> None:
+    def __init__(self, session: Session, *, read_only: bool = False,
+                 vector_index: bool = True) -> None:
         self.session = session
+        #: False: the HNSW index is made by ``make_vector_indexes``, after a bulk load.
+        self.vector_index = vector_index
+        self._dims: set[int] = set()
         self.where = session.where
         self.missing = Missing(session, read_only=read_only)
         self.roots = Roots(session, self.missing)
@@ -162,10 +169,8 @@ class Writer:
         dim = int(vecs.shape[1])
         with mapped_errors(self.where):
             async with transaction(self.conn):
-                if dim not in self._indexed_dims:
-                    await self.conn.execute(
-                        f"CREATE INDEX IF NOT EXISTS {hnsw_index(dim)} ON chunk_vectors USING "
-                        f"hnsw ((embedding::vector({dim})) vector_cosine_ops)")
+                if dim not in self._indexed_dims and self.vector_index:
+                    await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
                 await self.conn.execute(
                     "INSERT INTO embeddings(content_hash, model, dim, vector) "
                     "SELECT t.h, $1, $2, t.v FROM unnest($3::text[], $4::vector[]) AS t(h, v) "
@@ -178,10 +183,21 @@ class Writer:
                     "ON e.content_hash = c.content_hash AND e.model = $1 "
                     "WHERE c.content_hash = ANY($2) ON CONFLICT (chunk_id) DO NOTHING "
                     "RETURNING chunk_id, file_id", model, list(hashes))
-        self._indexed_dims.add(dim)
+        (self._indexed_dims if self.vector_index else self._dims).add(dim)
         self.missing.stored(model, hashes)
         return Written(added_ids=tuple(int(r[0]) for r in rows),
                        added_files=tuple(int(r[1]) for r in rows))
+
+    async def make_vector_indexes(self) -> None:
+        """The HNSW indexes a bulk load left out (``vector_index=False``), each built once
+        over every vector stored, with the memory that takes (far faster than growing it
+        a batch at a time)."""
+        for dim in sorted(self._dims - self._indexed_dims):
+            with mapped_errors(self.where):
+                await self.conn.execute("SET maintenance_work_mem = '1GB'")
+                await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
+                await self.conn.execute("RESET maintenance_work_mem")
+            self._indexed_dims.add(dim)
 
     @retried()
     async def prune_orphan_vectors(self) -> int:
