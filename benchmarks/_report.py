@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._postgres import report as postgres_report
 from ._vectors import report as vectors_report
 
 
@@ -283,7 +284,7 @@ def render(run: dict[str, Any]) -> str:
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
                  "processes": _processes, "serve": _serve, "vectors": vectors_report,
-                 "startup": _startup}
+                 "startup": _startup, "postgres": postgres_report}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):
