@@ -34,10 +34,11 @@ async def serve(db: str, queries: dict[str, list[str]]) -> dict[str, Any]:
         status = await rf.status()
         chunks = int(status["chunks"])
 
-        async def loaded() -> bool:
+        async def loaded() -> bool:  # (PostgreSQL: every text has its vector already)
             st = await rf.status()
-            seen = st["vectors_in_memory"] if st["store"] == "sqlite" else st["embeddings"]
-            return bool(st["embedding_model_ready"]) and seen >= chunks
+            ready = st["vectors_in_memory"] >= chunks if st["store"] == "sqlite" else \
+                st["pending_embeddings"] == 0
+            return bool(st["embedding_model_ready"]) and ready
 
         await rf.search(queries["warmup"][0], mode="semantic")  # waits for the model
         await poll_until(loaded, within=1800.0, interval=0.05)

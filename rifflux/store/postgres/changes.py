@@ -134,7 +134,7 @@ class Follow:
         if (self._listening and self.session.connected
                 and self.session.generation == self._generation
                 and now - self._polled < SAFETY_POLL):
-            if self._heard <= self._last:
+            if self._heard <= max(self._last, self.seen):  # nothing beyond what was read
                 return False
             self._last = self._heard
             return True
