@@ -280,10 +280,15 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(
 
             await eventually(semantic_everywhere)
             assert (await reader("status"))["process"]["roles"] == ["reader"]
+
+        async def every_job_completed() -> bool:  # (a job ends once its process has
+            # taken up the other's vectors: PostgreSQL searches find them before that)
+            jobs = (await a("status"))["jobs"] + (await b("status"))["jobs"]
+            return all(j["status"] == "completed" for j in jobs)
+
+        await eventually(every_job_completed)
         embedded = await a("embedded") + await b("embedded")
-        jobs = (await a("status"))["jobs"] + (await b("status"))["jobs"]
     assert embedded == 3  # two notes and the new one, once each
-    assert all(j["status"] == "completed" for j in jobs), jobs
 
 
 async def test_rifflux_status_lists_the_other_processes(tmp_path: Path) -> None:

@@ -92,7 +92,8 @@ def mapped_errors(where: DatabaseUrl) -> Iterator[None]:
         yield
     except RiffluxError:
         raise
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+            OSError, TimeoutError) as exc:
         raise translate(exc, where) from exc
 
 

@@ -14,6 +14,7 @@ import json
 import os
 import time
 
+import anyio
 import asyncpg
 
 from ...errors import RiffluxError
@@ -79,6 +80,7 @@ class Lease:
         self._timeout = timeout
         self._conn: asyncpg.Connection[asyncpg.Record] | None = None
         self._held = False
+        self._turn = anyio.Lock()  # one try at a time (the embedder tries from two tasks)
 
     @property
     def held(self) -> bool:
@@ -90,6 +92,10 @@ class Lease:
         return f"the advisory lock ({LOCKS}, {EMBEDDING_LEASE}) on {self._where}"
 
     async def try_take(self) -> bool:
+        async with self._turn:
+            return await self._try_take()
+
+    async def _try_take(self) -> bool:
         if self.held:
             return True
         try:
