@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ._memory import render_memory
+from ._postgres import report as postgres_report
 from ._vectors import report as vectors_report
 
 
@@ -299,7 +300,7 @@ def render(run: dict[str, Any]) -> str:
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": _scale, "cranfield": _cranfield,
                  "processes": _processes, "serve": _serve, "vectors": vectors_report,
-                 "memory": render_memory, "startup": _startup}
+                 "memory": render_memory, "startup": _startup, "postgres": postgres_report}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

@@ -218,6 +218,40 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from ..location import DatabaseUrl, is_database_url
+    from ..store.migrate import migrate
+
+    source = settings.db_path if args.source is None else (
+        args.source if is_database_url(args.source) else Path(args.source))
+    if not isinstance(source, Path):
+        raise CommandError("--from names the SQLite index to copy (a file), not a URL",
+                           EXIT_USAGE)
+    if not is_database_url(args.target):
+        raise CommandError(f"--to names the PostgreSQL database to copy into "
+                           f"(postgresql://user@host/dbname), not {args.target!r}", EXIT_USAGE)
+    err = _stderr_console()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "index" and not done:
+            err.print("building the vector index ...")
+        elif stage != "index" and done == total:
+            err.print(f"{stage}: {done:,} copied")
+
+    copied = await migrate(source, DatabaseUrl(args.target), progress=progress)
+    if args.json:
+        write_json(copied)
+    else:
+        stdout_console().print(
+            f"copied {source} to {DatabaseUrl(args.target).redacted}: "
+            f"{count(copied['files'], 'file')} in {count(copied['roots'], 'folder')}, "
+            f"{count(copied['chunks'], 'chunk')}, {count(copied['vectors'], 'vector')} of "
+            f"{copied['model'] or 'no model'} in {copied['seconds']:.1f} s"
+            + (f" ({copied['vectors_left']:,} vectors of other models left behind)"
+               if copied["vectors_left"] else ""))
+    return EXIT_OK
+
+
 def stdout_console(*, soft_wrap: bool = True) -> Console:
     """``terminal.stdout_console``, imported (with rich) by the commands that use it."""
     from .terminal import stdout_console as console
@@ -300,4 +334,5 @@ COMMANDS: dict[str, Command] = {
     "files": reading.files,
     "status": _status,
     "watch": _watch,
+    "migrate": _migrate,
 }
