@@ -58,6 +58,9 @@ def _main(argv: list[str]) -> int:
         # (RIFFLUX_WRITABLE set for the servers: a one-shot read neither watches the
         # writable folders nor indexes them, so a lexical search still loads no model)
         settings = settings.with_overrides(writable=())
+    if settings.watch_paths and args.command not in _LONG_LIVED:
+        # (the same for RIFFLUX_WATCH_PATHS: only mcp, serve and watch watch folders)
+        settings = settings.with_overrides(watch_paths=())
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge
