@@ -127,6 +127,34 @@ async def test_help_is_answered_from_the_arguments_alone(
     assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
 
 
+#: What a one-shot command must not import with RIFFLUX_WATCH_PATHS set: the watcher too.
+_WATCHING = _cli_then(("watchfiles", "onnxruntime", "tokenizers"))
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "otter", "--mode", "lexical"], ["status"], ["show", "otters.md"],
+    ["links", "otters.md"], ["tags"], ["files"], ["index", "more", "--backend", "hash"],
+])
+async def test_with_rifflux_watch_paths_set_a_one_shot_command_neither_watches_nor_loads(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # RIFFLUX_WATCH_PATHS is there for mcp, serve and watch: a one-shot command does what
+    # it was asked, and leaves the folder alone (no watcher, no indexing, no model)
+    db = await _indexed(tmp_path)
+    (tmp_path / "watched").mkdir()
+    (tmp_path / "watched" / "heron.md").write_text("# Heron\n\nThe heron waits.\n")
+    otters_and_bread(tmp_path / "more")
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx",
+                  RIFFLUX_WATCH_PATHS=str(tmp_path / "watched"))
+    done = await _python(tmp_path, _WATCHING, "--db", str(db), *command, env=env)
+    assert done.returncode in (0, 1), done.stderr  # (1: no tags)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+    async with Rifflux(db, embedding_backend="hash") as rf:
+        assert not await rf.search("heron", mode="lexical")
+        assert str((tmp_path / "watched").resolve()) not in await rf.roots()
+
+
 def _held(gate: threading.Event, started: threading.Event) -> CountingEmbedder:
     """A model whose load waits until ``gate`` is set."""
     started.set()
