@@ -53,7 +53,7 @@ def end(code: int) -> int:
     nothing will use now), the process ends here instead: logs, stdout and stderr are
     flushed, then ``os._exit(code)``. The interpreter's exit would tear the load down
     under it, and onnxruntime aborts a process that exits during its load (exit code 134,
-    "terminate called without an active exception"); ``rifflux.core.native`` makes it
+    "terminate called without an active exception"); ``rifflux.native`` makes it
     wait for the step in flight instead, up to a few hundred milliseconds, and this
     does not wait at all."""
     from .loading import running  # (standard library only, like this module)

@@ -5,7 +5,7 @@ A process never waits at exit for a load that nothing used (the embedding model,
 MCP SDK's import): anyio's worker threads are joined at exit, a daemon thread is not.
 Ending while the model loads must not abort the process either: the command line ends
 with ``os._exit`` while a load runs (``running``; ``rifflux.exits.end``), and any other
-process waits at most for the native step in flight (``rifflux.core.native``).
+process waits at most for the native step in flight (``rifflux.native``).
 
 A load in a worker thread (the embedding model, the MCP SDK's import) runs Python
 code for hundreds of milliseconds. Meanwhile a lexical search on the event loop

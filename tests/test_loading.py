@@ -4,7 +4,7 @@ it exits with its own exit code, at once, and never aborts.
 onnxruntime aborts a process whose interpreter exits while it makes a session in
 another thread (exit code 134, "terminate called without an active exception"). Each
 test ends its process right as the load makes the ONNX session (a test hook in
-``rifflux.core.native`` starts the ending there), and holds the load for ever after
+``rifflux.native`` starts the ending there), and holds the load for ever after
 that step: the process can only exit if nothing waits for the load (a wait would end
 in the timeout).
 """

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..native import step
 from .model_dir import (
     BUNDLED_MODEL,
     MAX_TOKENS,
@@ -33,7 +34,6 @@ from .model_dir import (
     resolve_inputs,
     resolve_output,
 )
-from .native import step
 from .vectors import F32, normalise
 
 __all__ = [

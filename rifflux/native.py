@@ -15,8 +15,9 @@ next step never starts: its daemon thread waits there until the process has gone
 command line does not wait even for that step: it ends with ``os._exit`` while a load
 runs (``rifflux.exits.end``).
 
-Synchronous and standard library only, like the rest of ``core``: the lock below is
-the process's, not a scheduler's.
+Synchronous and standard library only (on the ground floor, beside ``loading``, so
+that ``core.embedders`` may use it): the lock below is the process's, not a
+scheduler's.
 """
 
 from __future__ import annotations
