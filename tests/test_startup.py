@@ -16,7 +16,7 @@ import pytest
 from rifflux import Rifflux, Settings
 from rifflux.types import SearchResult
 
-from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
+from .helpers import CountingEmbedder, cli_env, cli_then, eventually, otters_and_bread
 from .serving import serving
 
 pytestmark = pytest.mark.anyio
@@ -25,21 +25,9 @@ pytestmark = pytest.mark.anyio
 _HEAVY = ("numpy", "onnxruntime", "tokenizers", "rifflux.core.embedders",
           "rifflux.core.vectors")
 
-def _cli_then(heavy: tuple[str, ...]) -> str:
-    """A script that runs the command line, then says which of ``heavy`` it imported."""
-    return textwrap.dedent(f"""
-        import json, sys
-        from rifflux.cli.launch import main
-        code = main(sys.argv[1:])
-        loaded = [m for m in {heavy!r} if m in sys.modules]
-        sys.stderr.write("MODULES " + json.dumps(loaded) + "\\n")
-        raise SystemExit(code)
-    """)
-
-
-_CLI_THEN_MODULES = _cli_then(_HEAVY)
+_CLI_THEN_MODULES = cli_then(_HEAVY)
 #: What answering from a running server must not import either: the library, SQLite.
-_ASKED_THE_SERVER = _cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
+_ASKED_THE_SERVER = cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
 
 
 async def _python(tmp_path: Path, script: str, *args: str,
