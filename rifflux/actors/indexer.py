@@ -34,7 +34,7 @@ from ..config import Settings
 from ..core.ignore import IgnoreFiles
 from ..core.packing import ChunkLimits
 from ..core.scan import Globs
-from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
+from ..errors import IndexBusyError, IndexDamagedError, IndexUnreachableError, RiffluxError
 from ..store.protocols import FollowStore, WriterStore
 from ..store.written import Written
 from .events import EventHub
@@ -244,6 +244,9 @@ class Indexer:
                 await self._committed(foreign.written)
                 follow.done(foreign.upto)
                 self._follow_failures = 0
+        except IndexUnreachableError:  # the database is away: again once it is back
+            follow.look_again()
+            return
         except IndexBusyError as exc:  # another writer: the next tick tries again
             self._follow_failures += 1
             if self._follow_failures < FOLLOW_TRIES:

@@ -16,14 +16,21 @@ from ..config import Settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``rifflux``: the command line, or the MCP server for ``rifflux mcp``."""
+    """``rifflux``: the command line, or the MCP server for ``rifflux mcp``; the exit code.
+
+    While the model still loads in the background at the end (a search interrupted, an
+    MCP client gone during the warm-up, a server stopped), this does not return: the
+    process ends with the exit code at once (``exits.end``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # Ctrl-C while modules are still importing (before a command's own handling)
     # exits 130 without a traceback too.
     try:
-        return _main(args)
+        code = _main(args)
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    from ..exits import end
+
+    return end(code)
 
 
 def mcp_main() -> int:
@@ -58,6 +65,9 @@ def _main(argv: list[str]) -> int:
         # (RIFFLUX_WRITABLE set for the servers: a one-shot read neither watches the
         # writable folders nor indexes them, so a lexical search still loads no model)
         settings = settings.with_overrides(writable=())
+    if settings.watch_paths and args.command not in _LONG_LIVED:
+        # (the same for RIFFLUX_WATCH_PATHS: only mcp, serve and watch watch folders)
+        settings = settings.with_overrides(watch_paths=())
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge

@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 import anyio
-from rich.console import Console
 
 from ..api import Rifflux
 from ..config import Settings
@@ -20,6 +19,7 @@ from ..exits import EXIT_OK, EXIT_USAGE
 from ..note_types import NoteChange
 from .entry import Command, CommandError
 from .note_args import NOTE_COMMAND_NAMES
+from .results import out as results_out
 
 
 async def _text(value: str) -> str:
@@ -36,7 +36,7 @@ def _say(args: argparse.Namespace, done: NoteChange, what: str) -> int:
     lines = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in done["lines"]) or "none"
     vector = "; vectors " + ("stored" if done["vector_stored"] else "pending")
     sha = f"sha256 {done['sha256']}" if done["sha256"] else f"in {done.get('trash_path')}"
-    out = Console(highlight=False, soft_wrap=True)
+    out = results_out()
     out.print(f"{what} {done['folder']}/{done['path']} ({sha}; lines {lines}"
               f"{vector if done['sha256'] else ''})", markup=False)
     for link in done.get("links_updated", []):
@@ -114,7 +114,7 @@ async def _recent(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         sys.stdout.write(json.dumps(notes, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    out = Console(highlight=False, soft_wrap=True)
+    out = results_out()
     for note in notes:
         out.print(f"{note['modified']}  {note['path']}  {note['title']}", markup=False)
     return EXIT_OK
