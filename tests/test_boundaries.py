@@ -292,7 +292,7 @@ MOST_LINES = 400
 #: line starts either.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("rifflux.config", "rifflux.types", "rifflux.errors", "rifflux.location",
-                "rifflux.exits", "rifflux.discovery", "rifflux.loading",
+                "rifflux.exits", "rifflux.discovery", "rifflux.loading", "rifflux.native",
                 "rifflux.note_types")),
     ("core", ("rifflux.core",)),
     ("store", ("rifflux.store",)),

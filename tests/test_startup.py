@@ -53,7 +53,7 @@ async def _indexed(tmp_path: Path) -> Path:
 
 #: What a command printing into a pipe does not import either: rich draws for terminals,
 #: and pathspec reads globs (a search without --path has none).
-_PIPED = _cli_then((*_HEAVY, "rich", "pathspec"))
+_PIPED = cli_then((*_HEAVY, "rich", "pathspec"))
 
 
 @pytest.mark.parametrize("command", [
@@ -102,7 +102,7 @@ async def test_help_is_answered_from_the_arguments_alone(
     tmp_path: Path, command: list[str]
 ) -> None:
     heavy = ("anyio", "asyncio", "sqlite3", "rifflux.api", "rich", "mcp")
-    script = _cli_then(heavy).replace("code = main(sys.argv[1:])", textwrap.dedent("""
+    script = cli_then(heavy).replace("code = main(sys.argv[1:])", textwrap.dedent("""
         try:
             code = main(sys.argv[1:])
         except SystemExit as exit:
@@ -116,7 +116,7 @@ async def test_help_is_answered_from_the_arguments_alone(
 
 
 #: What a one-shot command must not import with RIFFLUX_WATCH_PATHS set: the watcher too.
-_WATCHING = _cli_then(("watchfiles", "onnxruntime", "tokenizers"))
+_WATCHING = cli_then(("watchfiles", "onnxruntime", "tokenizers"))
 
 
 @pytest.mark.parametrize("command", [
