@@ -20,7 +20,7 @@ from rifflux import Rifflux, Settings
 from rifflux.store.sqlite.reader import Reader
 from rifflux.types import SearchResult
 
-from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
+from .helpers import CountingEmbedder, cli_env, cli_then, eventually, otters_and_bread
 from .serving import serving
 
 pytestmark = pytest.mark.anyio
@@ -29,21 +29,9 @@ pytestmark = pytest.mark.anyio
 _HEAVY = ("numpy", "onnxruntime", "tokenizers", "rifflux.core.embedders",
           "rifflux.core.vectors")
 
-def _cli_then(heavy: tuple[str, ...]) -> str:
-    """A script that runs the command line, then says which of ``heavy`` it imported."""
-    return textwrap.dedent(f"""
-        import json, sys
-        from rifflux.cli.launch import main
-        code = main(sys.argv[1:])
-        loaded = [m for m in {heavy!r} if m in sys.modules]
-        sys.stderr.write("MODULES " + json.dumps(loaded) + "\\n")
-        raise SystemExit(code)
-    """)
-
-
-_CLI_THEN_MODULES = _cli_then(_HEAVY)
+_CLI_THEN_MODULES = cli_then(_HEAVY)
 #: What answering from a running server must not import either: the library, SQLite.
-_ASKED_THE_SERVER = _cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
+_ASKED_THE_SERVER = cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
 
 
 async def _python(tmp_path: Path, script: str, *args: str,
@@ -65,7 +53,7 @@ async def _indexed(tmp_path: Path) -> Path:
 
 #: What a command printing into a pipe does not import either: rich draws for terminals,
 #: and pathspec reads globs (a search without --path has none).
-_PIPED = _cli_then((*_HEAVY, "rich", "pathspec"))
+_PIPED = cli_then((*_HEAVY, "rich", "pathspec"))
 
 
 @pytest.mark.parametrize("command", [
@@ -114,7 +102,7 @@ async def test_help_is_answered_from_the_arguments_alone(
     tmp_path: Path, command: list[str]
 ) -> None:
     heavy = ("anyio", "asyncio", "sqlite3", "rifflux.api", "rich", "mcp")
-    script = _cli_then(heavy).replace("code = main(sys.argv[1:])", textwrap.dedent("""
+    script = cli_then(heavy).replace("code = main(sys.argv[1:])", textwrap.dedent("""
         try:
             code = main(sys.argv[1:])
         except SystemExit as exit:
@@ -128,7 +116,7 @@ async def test_help_is_answered_from_the_arguments_alone(
 
 
 #: What a one-shot command must not import with RIFFLUX_WATCH_PATHS set: the watcher too.
-_WATCHING = _cli_then(("watchfiles", "onnxruntime", "tokenizers"))
+_WATCHING = cli_then(("watchfiles", "onnxruntime", "tokenizers"))
 
 
 @pytest.mark.parametrize("command", [

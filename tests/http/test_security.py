@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from rifflux import Rifflux
+from rifflux import Rifflux, discovery
 
 from ..helpers import TOOLS, write
 from ..serving import Served, serve_command, serving
@@ -119,6 +119,19 @@ def test_the_page_asks_for_the_token_once_and_keeps_it_in_a_strict_cookie(
             **jar, "Origin": "http://evil.example"}).status_code == 403
     posted = client.post("/login", data={"token": TOKEN})
     assert posted.status_code == 303 and "rifflux_token=" in posted.headers["set-cookie"]
+
+
+def test_the_token_can_come_from_the_environment(tmp_path: Path) -> None:
+    token = "env-token-7c3b9d"
+    db = tmp_path / "index.db"
+    with serving(db, env={"RIFFLUX_TOKEN": token}) as served:  # (no --token)
+        with httpx2.Client(base_url=served.url, timeout=30) as http:
+            assert _kind(http.get("/api/status")) == (401, "unauthorized")
+            assert _kind(http.get("/api/status", headers=AUTH)) == (401, "unauthorized")
+            assert http.get("/api/status", headers={
+                "Authorization": f"Bearer {token}"}).status_code == 200
+        found = discovery.find(db)  # (what --connect auto gives its clients)
+        assert found is not None and found.token == token
 
 
 @pytest.mark.anyio
