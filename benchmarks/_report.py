@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from ._memory import render_memory
+from ._postgres import report as postgres_report
 from ._vectors import report as vectors_report
 
 
@@ -250,10 +253,14 @@ def _cranfield(c: dict[str, Any]) -> list[str]:
     return head + _table(header, rows) + tail
 
 
+def _load(avg: list[float]) -> str:
+    return " ".join(f"{x:.2f}" for x in avg)
+
+
 def _startup(s: dict[str, Any]) -> list[str]:
     """Each first-call figure beside the floor under it, measured in the same run."""
     f, m = s["floors"], s["floors"]["model"]
-    py, fts = f["python_s"]["median_s"], f["sqlite_fts_s"]["median_s"]
+    fts = f["sqlite_fts_s"]["median_s"]
     model = m["total_s"]
     sdk = f["import_mcp_sdk_s"]["median_s"]
     library = f["import_library_s"]["median_s"]
@@ -261,23 +268,27 @@ def _startup(s: dict[str, Any]) -> list[str]:
     def ms(seconds: float | None) -> str:
         return "–" if seconds is None else f"{seconds * 1000:,.0f} ms"
 
+    def timed(figure: dict[str, Any]) -> str:  # wall, and CPU where it was measured
+        cpu = figure.get("cpu_median_s")
+        return ms(figure["median_s"]) + ("" if cpu is None else f" (cpu {ms(cpu)})")
+
     mcp, lib = s["mcp"], s["library"]
     rows = [
-        ["import rifflux", ms(s["import_rifflux"]["median_s"]), f"python -c pass {ms(py)}",
+        ["import rifflux", timed(s["import_rifflux"]), f"python -c pass {timed(f['python_s'])}",
          "<= 150 ms"],
-        ["rifflux --help", ms(s["help"]["median_s"]), f"python -c pass {ms(py)}", "<= 150 ms"],
-        ["search --mode lexical, one-shot", ms(s["lexical_cli"]["median_s"]),
-         f"python + sqlite3 FTS5 query {ms(fts)}", "<= 250 ms"],
+        ["rifflux --help", timed(s["help"]), f"python -c pass {timed(f['python_s'])}", "<= 150 ms"],
+        ["search --mode lexical, one-shot", timed(s["lexical_cli"]),
+         f"python + sqlite3 FTS5 query {timed(f['sqlite_fts_s'])}", "<= 250 ms"],
         ["  its peak RSS", f"{s['lexical_cli']['peak_rss_mib']} MiB",
          f"python + sqlite3 {f['sqlite_fts_s']['peak_rss_mib']} MiB", "<= 100 MiB"],
-        ["search (hybrid), one-shot, no server", ms(s["hybrid_cli"]["median_s"]),
+        ["search (hybrid), one-shot, no server", timed(s["hybrid_cli"]),
          f"model {ms(model)} (numpy {ms(m['import_numpy_s'])}, onnxruntime "
          f"{ms(m['import_onnxruntime_s'])}, tokenizer {ms(m['tokenizer_s'])}, session "
          f"{ms(m['onnx_session_s'])}, first embedding {ms(m['first_embedding_s'])}) + "
          f"lexical one-shot", "<= 1,000 ms"],
         ["  its peak RSS", f"{s['hybrid_cli']['peak_rss_mib']} MiB", "", ""],
-        ["search (hybrid), a rifflux serve running", ms(s["hybrid_cli_server"]["median_s"]),
-         f"python -c pass {ms(py)}", "<= 150 ms"],
+        ["search (hybrid), a rifflux serve running", timed(s["hybrid_cli_server"]),
+         f"python -c pass {timed(f['python_s'])}", "<= 150 ms"],
         ["rifflux mcp: first lexical call after initialize", ms(mcp["first_lexical_s"]),
          f"python + import of the library {ms(library)} (answered before the MCP SDK, whose "
          f"import takes {ms(sdk)}, has loaded)", "<= 100 ms"],
@@ -296,6 +307,12 @@ def _startup(s: dict[str, Any]) -> list[str]:
     ]
     head = [f"### Startup ({s['backend']} backend; medians of {s['runs']} fresh processes, "
             "floors measured in this run)", ""]
+    if "load_before" in s:
+        head += [f"Load average {_load(s['load_before'])} at the section's start, "
+                 f"{_load(s['load_after'])} at its end, on {os.cpu_count()} CPUs: the wall "
+                 "times include waiting for a core; the CPU times (user + system, every "
+                 "thread of the process) much less so. The package's bytecode was compiled "
+                 "first, as an install does.", ""]
     return head + _table(["figure", "measured", "floor (same run)", "target"], rows)
 
 
@@ -317,7 +334,8 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
                  "links": _links, "scale": lambda s: _scale(s, charts or []),
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
-                 "vectors": vectors_report, "startup": _startup}
+                 "vectors": vectors_report, "memory": render_memory, "startup": _startup,
+                 "postgres": postgres_report}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

@@ -33,8 +33,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from rifflux import Rifflux
-from rifflux.http import discovery
+from rifflux import Rifflux, discovery
 
 from ._common import Incomplete, Skipped, summary_ms
 from ._context import State

@@ -11,7 +11,10 @@ call answered with hits.
 
 from __future__ import annotations
 
+import compileall
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
+import rifflux
 
 from ._common import Skipped
 from ._context import State
@@ -42,14 +47,26 @@ _PEAK = ("import os, sys; pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.env
 
 def _spawn(args: list[str], cwd: Path) -> tuple[float, bytes, bytes, int]:
     """Run ``args`` to its end: wall seconds, stdout, stderr, exit code."""
+    wall, _, out, err, code = _spawn_cpu(args, cwd)
+    return wall, out, err, code
+
+
+def _spawn_cpu(args: list[str], cwd: Path) -> tuple[float, float, bytes, bytes, int]:
+    """Run ``args`` to its end: wall seconds, CPU seconds (user + system, all its
+    threads: what the machine's load inflates far less than the wall time), stdout,
+    stderr, exit code. (No other child of this process ends meanwhile: the section runs
+    its commands one at a time, and the server it starts ends after them.)"""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         code = subprocess.run(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                               check=False, timeout=300).returncode
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         out.seek(0)
         err.seek(0)
-        return wall, out.read(), err.read(), code
+        return wall, cpu, out.read(), err.read(), code
 
 
 def _peak_rss(args: list[str], cwd: Path) -> float:
@@ -67,15 +84,16 @@ def _median(values: list[float]) -> float:
 
 def _runs(args: list[str], cwd: Path, *, check: str | None = None,
           runs: int = _RUNS) -> dict[str, Any]:
-    walls = []
+    walls, cpus = [], []
     for _ in range(runs):
-        wall, out, err, code = _spawn(args, cwd)
+        wall, cpu, out, err, code = _spawn_cpu(args, cwd)
         if code != 0 or (check is not None and check not in out.decode(errors="replace")):
             raise RuntimeError(f"{' '.join(args[:6])}... exited {code}, or answered without "
                                f"{check!r}: {err.decode(errors='replace')[-500:]}")
         walls.append(wall)
+        cpus.append(cpu)
     return {"median_s": _median(walls), "all_s": [round(w, 3) for w in walls],
-            "peak_rss_mib": _peak_rss(args, cwd)}
+            "cpu_median_s": _median(cpus), "peak_rss_mib": _peak_rss(args, cwd)}
 
 
 _FLOOR_MODEL = r"""
@@ -209,7 +227,12 @@ anyio.run(main)
 
 def _measure(db: Path, work: Path, backend: str) -> dict[str, Any]:
     py, rf = sys.executable, [sys.executable, "-m", "rifflux", "--db", str(db)]
-    out: dict[str, Any] = {"backend": backend, "runs": _RUNS, "floors": _floors(db, work)}
+    # The package's bytecode is written first, as `pip install` (or the first import in
+    # an editable install) does: with PYTHONDONTWRITEBYTECODE set, every fresh process
+    # would compile rifflux's modules again, and the figures would measure the compiler.
+    compileall.compile_dir(Path(rifflux.__file__).parent, quiet=1)
+    out: dict[str, Any] = {"backend": backend, "runs": _RUNS, "bytecode": "compiled ahead",
+                           "load_before": os.getloadavg(), "floors": _floors(db, work)}
     out["import_rifflux"] = _runs([py, "-c", "import rifflux"], work)
     out["help"] = _runs([*rf, "--help"], work, check="usage")
     lexical = [*rf, "search", *_QUERY.split(), "--mode", "lexical", "--no-server"]
@@ -254,6 +277,7 @@ def _measure(db: Path, work: Path, backend: str) -> dict[str, Any]:
             raise RuntimeError(f"the library run failed: {err.decode()[-500:]}")
         library.append(json.loads(res))
     out["library"] = {k: _median([r[k] for r in library]) for k in library[0]}
+    out["load_after"] = os.getloadavg()
     return out
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ._memory import lost_or_torn
+
 Results = dict[str, Any]
 
 
@@ -236,6 +238,19 @@ TARGETS: tuple[Target, ...] = (
                      f"backend; {_dig(r, 'serve', 'end_rss_mib')} MiB after every search "
                      f"and the reindex, peak {_dig(r, 'serve', 'peak_rss_mib')} MiB",
            section="serve"),
+    Target("note write -> lexical hit p50 (100 writes)", "<=", 50, " ms",
+           lambda r: _dig(r, "memory", "lexical", "p50_ms"),
+           lambda r: f"p95 {_dig(r, 'memory', 'lexical', 'p95_ms')} ms; write -> semantic hit "
+                     f"p50 {_dig(r, 'memory', 'semantic', 'p50_ms')} ms "
+                     f"({_dig(r, 'memory', 'backend')})", section="memory"),
+    Target("concurrent note edits with if_match: torn files", "<=", 0, "",
+           lambda r: lost_or_torn(r.get("memory") or {}, "torn_files"),
+           lambda r: f"{_dig(r, 'memory', 'concurrent', 'accepted')} edits accepted, "
+                     f"{_dig(r, 'memory', 'concurrent', 'conflicts')} conflicts", section="memory"),
+    Target("concurrent note edits with if_match: lost updates", "<=", 0, "",
+           lambda r: lost_or_torn(r.get("memory") or {}, "lost_updates"),
+           lambda r: f"phantom edits {_dig(r, 'memory', 'concurrent', 'phantom_edits')}",
+           section="memory"),
     Target("Cranfield hybrid nDCG@10", ">=", 0.45, "",
            lambda r: _dig(r, "cranfield", "metrics", "hybrid", "ndcg@10"),
            _backend_note("cranfield", "backend"), section="cranfield"),
@@ -253,6 +268,21 @@ TARGETS: tuple[Target, ...] = (
     Target("vector matrix RSS after load at 1M (matrix process alone)", "<=", 1024, " MiB",
            lambda r: _dig(r, "vectors", "scale", "rss_after_load_mib"),
            lambda r: f"{_dig(r, 'vectors', 'scale', 'vectors')} vectors", section="vectors"),
+    Target("PostgreSQL lexical top-10 agreement with SQLite, awesome-copilot", ">=", 0.9, "",
+           lambda r: _dig(r, "postgres", "agreement_corpus", "lexical"),
+           lambda r: f"ranking {_dig(r, 'postgres', 'lexical_ranking')}; at "
+                     f"{_dig(r, 'postgres', 'chunks')} chunks: "
+                     f"{_dig(r, 'postgres', 'agreement_grown', 'lexical')}", section="postgres"),
+    Target("PostgreSQL semantic top-10 agreement with SQLite, awesome-copilot", ">=", 0.9, "",
+           lambda r: _dig(r, "postgres", "agreement_corpus", "semantic"),
+           lambda r: f"{_dig(r, 'postgres', 'corpus_chunks')} chunks, hash vectors; at "
+                     f"{_dig(r, 'postgres', 'chunks')} chunks (HNSW): "
+                     f"{_dig(r, 'postgres', 'agreement_grown', 'semantic')}", section="postgres"),
+    Target("PostgreSQL search process RSS / SQLite's", "<=", 0.5, "x",
+           lambda r: _dig(r, "postgres", "rss_ratio"),
+           lambda r: f"{_dig(r, 'postgres', 'postgres', 'rss_after_queries_mib')} MiB vs "
+                     f"{_dig(r, 'postgres', 'sqlite', 'rss_after_queries_mib')} MiB at "
+                     f"{_dig(r, 'postgres', 'chunks')} chunks", section="postgres"),
 )
 
 

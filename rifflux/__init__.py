@@ -27,7 +27,9 @@ if TYPE_CHECKING:
         InvalidArgumentError,
         JobNotFoundError,
         NotAnIndexError,
+        NoteConflictError,
         NotFoundError,
+        NotWritableError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -44,6 +46,8 @@ __all__ = [
     "JobNotFoundError",
     "NotAnIndexError",
     "NotFoundError",
+    "NotWritableError",
+    "NoteConflictError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

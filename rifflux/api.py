@@ -19,7 +19,6 @@ from typing import Any, Literal, overload
 import anyio
 
 from .actors.events import DEFAULT_BUFFER, Event, EventsLost, IndexUpdated, JobChanged, Subscription
-from .actors.jobs import Finished
 from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
@@ -31,7 +30,8 @@ from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, RiffluxError
 from .locate import forget_target, reindex_targets
-from .status import index_status, recovered
+from .notes import NoteDesk, NoteMethods
+from .status import index_status, job_info, job_result, recovered
 from .types import (
     MODES,
     BackgroundReindex,
@@ -59,7 +59,7 @@ __all__ = ["MODES", "Event", "EventsLost", "IndexUpdated", "JobChanged", "Rifflu
 _MODEL_LABEL_WAIT = 10.0
 
 
-class Rifflux:
+class Rifflux(NoteMethods):
     """Hybrid search over markdown, in an SQLite file or a PostgreSQL database (a URL).
 
     ``async with Rifflux(db_path) as rf: await rf.reindex("docs"); await rf.search("...")``
@@ -77,18 +77,22 @@ class Rifflux:
         settings: Settings | None = None,
         embedder: EmbedderSource | None = None,
         model_dir: str | os.PathLike[str] | None = None,
+        writable: Sequence[str | os.PathLike[str]] = (),
+        watch_writable: bool = True,
         _watch_factory: WatchFactory | None = None,
     ) -> None:
         base = settings or Settings()
-        self.settings = base.with_overrides(
+        settings = base.with_overrides(
             db_path=db_path,
             embedding_backend=embedding_backend if settings is None else None,
             rrf_k=rrf_k if settings is None else None,
             include=tuple(include) if include is not None else None,
             exclude=tuple(exclude) if exclude is not None else None,
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
-            model_dir=model_dir,
+            model_dir=model_dir, writable=tuple(Path(p) for p in writable) or None,
         )
+        self._notes = NoteDesk(settings, watch=watch_writable)  # (notes.py: writable=)
+        self.settings = self._notes.settings
         self._supervisor = Supervisor(self.settings, embedder=embedder,
                                       watch_factory=_watch_factory)
         self._service: Service | None = None
@@ -98,6 +102,7 @@ class Rifflux:
     async def __aenter__(self) -> Rifflux:
         if self._service is not None:
             raise RiffluxError("this Rifflux instance is already open")
+        await self._notes.open()  # (before the watcher: a missing folder is made)
         self._service = await self._supervisor.__aenter__()
         return self
 
@@ -305,7 +310,7 @@ class Rifflux:
             labels = self._model_labels()
             return {"job": job.info(), "embedding_model": labels[0],
                     "embedding_backend": labels[1]}
-        return self._job_result(await job.finished())
+        return job_result(await job.finished(), self._model_labels())
 
     async def forget(self, path: str | os.PathLike[str], *, yes: bool = False) -> ForgetResult:
         """Remove from the index an indexed folder with everything under it, a folder or
@@ -357,30 +362,14 @@ class Rifflux:
         job = self._open().job(job_id)
         if not job.done:
             return job.info()
-        return self._job_info(await job.finished())
+        return job_info(await job.finished(), self._model_labels())
 
     async def wait_for_job(self, job_id: str) -> JobInfo:
-        return self._job_info(await self._open().job(job_id).finished())
+        return job_info(await self._open().job(job_id).finished(), self._model_labels())
 
     def _model_labels(self) -> tuple[str | None, str | None]:
         model = self._open().model()
         return model["label"], model["backend"]
-
-    def _job_result(self, end: Finished) -> ReindexResult:
-        """A completed job's result, with the model it embedded with; else its error."""
-        info = end.info
-        if end.result is None:
-            raise RiffluxError(f"reindex {info['id']} {info['status']}: {info['error']}")
-        result: ReindexResult = {**end.result}
-        result["embedding_model"], result["embedding_backend"] = self._model_labels()
-        return result
-
-    def _job_info(self, end: Finished) -> JobInfo:
-        """An ended job's state; once completed, with its whole result."""
-        out = end.info
-        if end.result is not None:
-            out["result"] = self._job_result(end)
-        return out
 
     # ------------------------------------------------------------ events
 

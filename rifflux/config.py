@@ -37,6 +37,11 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "*~",
     ".#*",
 )
+#: Never indexed, whatever the globs say: deleted notes (``.rifflux-trash/`` inside a
+#: writable folder) and the temporary files a note is written to before its rename.
+TRASH_DIR = ".rifflux-trash"
+TEMP_SUFFIX = ".rifflux-tmp"
+NEVER_INDEXED: tuple[str, ...] = (TRASH_DIR, f"*{TEMP_SUFFIX}")
 
 
 def default_db_path() -> Path:
@@ -61,6 +66,8 @@ class Settings:
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     watch_paths: tuple[Path, ...] = ()
+    #: Folders agents may write notes in (``write_note`` ...); each is indexed and watched.
+    writable: tuple[Path, ...] = ()
     #: Obey .gitignore, .ignore and .riffluxignore files (on top of include/exclude).
     use_ignore_files: bool = True
     log_level: str = "WARNING"
@@ -109,6 +116,7 @@ class Settings:
         if self.model_dir is not None:
             object.__setattr__(self, "model_dir", Path(self.model_dir).expanduser())
         object.__setattr__(self, "watch_paths", tuple(Path(p) for p in self.watch_paths))
+        object.__setattr__(self, "writable", tuple(Path(p) for p in self.writable))
         object.__setattr__(self, "include", tuple(self.include))
         object.__setattr__(self, "exclude", tuple(self.exclude))
         if self.embedding_backend not in BACKENDS:
@@ -154,6 +162,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_INCLUDE": "include",
     "RIFFLUX_EXCLUDE": "exclude",
     "RIFFLUX_WATCH_PATHS": "watch_paths",
+    "RIFFLUX_WRITABLE": "writable",
     "RIFFLUX_LOG_LEVEL": "log_level",
     "RIFFLUX_AUTO_REINDEX": "auto_reindex_on_search",
     "RIFFLUX_SEMANTIC_FEEDBACK": "semantic_feedback",
@@ -204,7 +213,7 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = index_location(value)
             elif name == "model_dir":
                 value = Path(value).expanduser()
-            elif name == "watch_paths":
+            elif name in ("watch_paths", "writable"):
                 parts = _split_list(value, os.pathsep) if isinstance(value, str) else value
                 value = tuple(Path(p).expanduser() for p in parts)
             elif name in ("include", "exclude"):

@@ -58,3 +58,18 @@ class InternalError(RiffluxError):
 
 class NotAnIndexError(IndexDatabaseError):
     """The index path holds something that is not a Rifflux index (it is never touched)."""
+
+
+class NotWritableError(InvalidArgumentError):
+    """A note may not be written there: writing is off (no writable folder), or the path
+    leaves the writable folder, is not a markdown note, or is one the index leaves out."""
+
+
+class NoteConflictError(RiffluxError):
+    """The note is not what the caller last read (``if_match``), or already exists: nothing
+    was written. ``current_sha256`` is the note's sha256 now (None: there is no note)."""
+
+    def __init__(self, message: str, *, path: str, current_sha256: str | None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.current_sha256 = current_sha256

@@ -3,6 +3,10 @@ interpreter's thread switching while it runs.
 
 A process never waits at exit for a load that nothing used (the embedding model, the
 MCP SDK's import): anyio's worker threads are joined at exit, a daemon thread is not.
+Ending while the model loads must not abort the process either: the command line ends
+with ``os._exit`` while a load runs (``running``; ``rifflux.exits.end``), and any other
+process waits at most for the native step in flight (``rifflux.native``).
+
 A load in a worker thread (the embedding model, the MCP SDK's import) runs Python
 code for hundreds of milliseconds. Meanwhile a lexical search on the event loop
 hops between threads a few times (its SQLite statements run on a connection's
@@ -20,11 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import anyio
-import anyio.from_thread
-import anyio.lowlevel
-
-__all__ = ["in_daemon_thread", "loading"]
+__all__ = ["in_daemon_thread", "loading", "running"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,12 @@ def loading() -> Iterator[None]:
         _count(-1)
 
 
+def running() -> bool:
+    """Whether a load runs now, in any thread."""
+    with _lock:
+        return _running > 0
+
+
 def _count(change: int) -> None:
     global _running, _default
     with _lock:
@@ -64,6 +70,11 @@ async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
     Cancelling the caller abandons the thread, which finishes alone; a process that
     exits meanwhile does not wait for it.
     """
+    # (here, not at the top: rifflux.exits asks ``running`` with no event loop to import)
+    import anyio
+    import anyio.from_thread
+    import anyio.lowlevel
+
     token = anyio.lowlevel.current_token()
     done = anyio.Event()
     outcome: list[tuple[bool, Any]] = []

@@ -1,15 +1,21 @@
 """The ``index_status`` object of SPEC.md, composed for the facade from what each
 component says of itself (``Service.snapshot``) and three reads (the counts, the
-processes on the index, the indexed folders)."""
+processes on the index, the indexed folders); and a job's state and result as the
+facade answers them (``job_info``, ``job_result``)."""
 
 from __future__ import annotations
 
+from .actors.jobs import Finished
 from .actors.service import Service
 from .config import Settings
+from .errors import RiffluxError
 from .store.common import Recovery
-from .types import Status
+from .types import JobInfo, ReindexResult, Status
 
-__all__ = ["index_status", "recovered"]
+__all__ = ["index_status", "job_info", "job_result", "recovered"]
+
+#: The active model's label and backend (None, None until it has loaded).
+Labels = tuple[str | None, str | None]
 
 
 async def index_status(service: Service, settings: Settings) -> Status:
@@ -65,3 +71,21 @@ def recovered(recovery: Recovery) -> dict[str, object]:
     """``status()["recovered"]``: where the damaged index went, why, when, what it held."""
     return {"moved_to": str(recovery.moved_to), "reason": recovery.reason, "at": recovery.at,
             "roots": [str(r) for r in recovery.roots]}
+
+
+def job_result(end: Finished, labels: Labels) -> ReindexResult:
+    """A completed job's result, with the model it embedded with; else its error."""
+    info = end.info
+    if end.result is None:
+        raise RiffluxError(f"reindex {info['id']} {info['status']}: {info['error']}")
+    result: ReindexResult = {**end.result}
+    result["embedding_model"], result["embedding_backend"] = labels
+    return result
+
+
+def job_info(end: Finished, labels: Labels) -> JobInfo:
+    """An ended job's state; once completed, with its whole result."""
+    out = end.info
+    if end.result is not None:
+        out["result"] = job_result(end, labels)
+    return out

@@ -17,7 +17,7 @@ ContentMode = Literal["full", "snippet"]
 CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
-JobSource = Literal["api", "watcher", "startup", "auto"]
+JobSource = Literal["api", "watcher", "startup", "auto", "note"]
 #: Where the embedding model is: ``not_loaded`` (until needed), ``loading``, ``ready``,
 #: ``fallback`` (``auto`` could not load it: hash vectors) or ``failed`` (no semantic search).
 ModelState = Literal["not_loaded", "loading", "ready", "fallback", "failed"]
@@ -158,6 +158,7 @@ class FileLines(TypedDict):
     other_roots: NotRequired[list[str]]
     #: The file is not what was indexed: hits' line numbers may point elsewhere now.
     changed_since_indexed: NotRequired[bool]
+    sha256: NotRequired[str]  # of the file's bytes as read now (a note's if_match)
 
 
 LinkKind = Literal["wikilink", "markdown"]

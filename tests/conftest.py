@@ -148,6 +148,19 @@ def postgres_without_textsearch() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
+def postgres_of_its_own() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for one test only (which may stop and start it again)."""
+    stack = contextlib.ExitStack()
+    try:
+        server = stack.enter_context(postgres_server())
+    except PostgresUnavailable as exc:
+        stack.close()
+        _unavailable(str(exc))
+    with stack:
+        yield server
+
+
+@pytest.fixture
 def new_postgres_index(postgres: PostgresServer) -> Iterator[Callable[[], str]]:
     """Makes a new database holding an empty index (a copy of the template), dropped
     after the test; its URL."""

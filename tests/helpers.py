@@ -13,6 +13,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -554,6 +555,27 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def cli_then(modules: Sequence[str]) -> str:
+    """A script (for ``python -c``) that runs the command line with its arguments, then
+    writes ``MODULES ["..."]`` to stderr: those of ``modules`` it has imported."""
+    return textwrap.dedent(f"""
+        import json, sys
+        from rifflux.cli.launch import main
+        code = main(sys.argv[1:])
+        loaded = [m for m in {tuple(modules)!r} if m in sys.modules]
+        sys.stderr.write("MODULES " + json.dumps(loaded) + "\\n")
+        raise SystemExit(code)
+    """)
+
+
+def modules_loaded(stderr: str) -> list[str]:
+    """What a ``cli_then`` script said it had imported."""
+    line = next((x for x in stderr.splitlines() if x.startswith("MODULES ")), None)
+    assert line is not None, f"the script did not finish:\n{stderr}"
+    loaded: list[str] = json.loads(line.removeprefix("MODULES "))
+    return loaded
+
+
 def rifflux_cli(
     tmp_path: Path, *args: str, env: dict[str, str] | None = None,
     prefix: Sequence[str] = (),
@@ -632,4 +654,4 @@ async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str
 
 #: The tools every MCP server lists (stdio, HTTP, through the bridge).
 TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "get_links", "get_neighbors", "list_tags", "forget"}
+         "get_links", "get_neighbors", "list_tags", "forget", "recent"}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rifflux.http import discovery
+from rifflux import discovery
 
 #: Long enough for a cold start under load (two cores shared with other test runs).
 START_SECONDS = 60.0

@@ -1,9 +1,12 @@
 """What happens when something fails where nobody expected it: one request or one job
 fails, with an error that says so, and the instance keeps serving. Also: counts that
-are true from the first moment, and shutdown while requests are in flight."""
+are true from the first moment, and shutdown while requests are in flight. And the
+boundaries of the code itself: no module over 400 lines, imports only down the layers
+(read from the source with ``ast``, lazy imports included), and no circle of imports."""
 
 from __future__ import annotations
 
+import ast
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -13,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+import rifflux
 from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
 from rifflux.actors import index_job
 from rifflux.core import plan as core_plan
@@ -272,3 +276,132 @@ async def test_200_edits_during_a_background_reindex_all_complete(tmp_path: Path
         status = await rf.status()
     assert hits and hits[0]["path"] == "edited.md" and not stale
     assert status["pending_embeddings"] == 0 and status["files"] == 301
+
+
+# ---------------------------------------------------------------- the shape of the package
+
+PACKAGE = Path(rifflux.__file__).parent
+#: No module over this many lines (a longer one is probably two things: STYLE.md).
+MOST_LINES = 400
+
+#: The layers, lowest first: a module imports only from its own layer or a lower one.
+#: The ground is below everything (the contract's shapes, settings, errors, and the
+#: standard-library-only helpers that processes start with); ``note_types`` is part of
+#: it as ``types`` is (the note operations' shapes: the actors' messages carry them).
+#: The surfaces are layered too: the HTTP server serves the MCP server, the command
+#: line starts either.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ground", ("rifflux.config", "rifflux.types", "rifflux.errors", "rifflux.location",
+                "rifflux.exits", "rifflux.discovery", "rifflux.loading", "rifflux.native",
+                "rifflux.note_types")),
+    ("core", ("rifflux.core",)),
+    ("store", ("rifflux.store",)),
+    ("actors", ("rifflux.actors",)),
+    ("api", ("rifflux", "rifflux.api", "rifflux.status", "rifflux.locate", "rifflux.answers",
+             "rifflux.notes", "rifflux.note_ops", "rifflux.notefiles")),
+    ("mcp", ("rifflux.mcp",)),
+    ("http", ("rifflux.http",)),
+    ("cli", ("rifflux.cli", "rifflux.__main__")),
+)
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
+    """For each module, the package's modules it imports, with the line of the first such
+    import: at the top, under ``TYPE_CHECKING`` or inside a function (a lazy import is a
+    dependency too). ``from .x import y`` names the module ``x.y`` if there is one."""
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: dict[str, int] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, *([node.module] if node.module else [])])
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
+                           else base for alias in node.names]
+            for target in targets:
+                while target and target not in modules:  # (a name inside a module)
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    found.setdefault(target, node.lineno)
+        graph[name] = found
+    return graph
+
+
+def _layer(module: str) -> int:
+    best, where = -1, -1
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, where = len(prefix), rank
+    assert where >= 0, f"{module} is in no layer: add it to LAYERS in {__name__}"
+    return where
+
+
+def test_no_module_of_the_package_is_over_400_lines() -> None:
+    lengths = {path.relative_to(PACKAGE.parent).as_posix():
+               len(path.read_text(encoding="utf-8").splitlines())
+               for path in _modules().values()}
+    assert len(lengths) > 50  # (the whole package was read)
+    over = {path: n for path, n in lengths.items() if n > MOST_LINES}
+    assert not over, f"over {MOST_LINES} lines (split each by responsibility): {over}"
+
+
+def test_every_import_runs_down_the_layers_or_stays_in_its_own() -> None:
+    modules = _modules()
+    graph = _imports(modules)
+    assert graph["rifflux.http.app"].keys() >= {"rifflux.mcp.server", "rifflux.api"}
+    assert "rifflux.http.serve" in graph["rifflux.cli.launch"]  # (a lazy import, counted)
+    broken = [
+        f"{modules[source].relative_to(PACKAGE.parent)}:{line}: {source} "
+        f"({LAYERS[_layer(source)][0]}) imports {target} ({LAYERS[_layer(target)][0]}), "
+        "a layer above it"
+        for source, targets in sorted(graph.items())
+        for target, line in sorted(targets.items())
+        if _layer(target) > _layer(source)]
+    order = " < ".join(name for name, _ in LAYERS)
+    assert not broken, f"imports that run up the layers ({order}):\n" + "\n".join(broken)
+
+
+def test_no_modules_of_the_package_import_each_other_in_a_circle() -> None:
+    modules = _modules()
+    graph = _imports(modules)
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+    path: list[str] = []
+
+    def walk(module: str) -> None:  # (depth first; a module on the path again: a circle)
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target):], target])
+            elif target not in state:
+                walk(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module)
+    described = [" -> ".join(f"{a} (line {graph[a][b]})" for a, b in zip(c, c[1:],
+                                                                         strict=False))
+                 + f" -> {c[-1]}" for c in cycles]
+    assert not cycles, "imports in a circle (each arrow is an import, at that line):\n" + \
+        "\n".join(described)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -14,12 +15,13 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import TextContent
+from mcp.types import LATEST_PROTOCOL_VERSION, TextContent
 
-from .helpers import TOOLS, server_env, write
+from .helpers import TOOLS, cli_then, modules_loaded, server_env, write
 from .serving import Served, serving
 
 pytestmark = pytest.mark.anyio
@@ -89,6 +91,66 @@ async def test_tool_calls_and_answers_pass_through_unchanged(served: Served,
     assert reindexed["indexed_files"] == MANY and progress and progress[-1] == MANY
     assert all(a < b for a, b in zip(progress, progress[1:], strict=False))
     assert hits["results"][0]["path"] == "n7.md"
+
+
+#: What the bridge must never import: the model, numpy, a store's drivers, the library
+#: (which opens an index), and the MCP SDK (the bridge passes lines on unread).
+_NOT_IN_THE_BRIDGE = ("numpy", "onnxruntime", "tokenizers", "aiosqlite", "sqlite3",
+                      "asyncpg", "anyio", "mcp", "rifflux.api", "rifflux.store",
+                      "rifflux.actors")
+#: The most memory a bridge may hold (issue 23: at most 60 MB).
+_BRIDGE_RSS = 60 * 2**20
+
+
+def _peak_rss(pid: int) -> int | None:
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return None  # (no /proc here)
+    line = next(x for x in status.read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+async def test_the_bridge_opens_no_index_and_loads_no_model(served: Served,
+                                                            tmp_path: Path) -> None:
+    db = tmp_path / "never-opened.db"
+    command = [sys.executable, "-c", cli_then(_NOT_IN_THE_BRIDGE), "mcp", "--connect",
+               served.mcp, "--db", str(db)]
+    requests: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_rifflux", "arguments": {"query": "bridge retry 7",
+                                                    "mode": "lexical"}}},
+    ]
+    answers: dict[int, Any] = {}
+    with (tmp_path / "bridge.stderr").open("w+") as errlog:
+        with anyio.fail_after(60):
+            async with await anyio.open_process(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
+                    env=server_env(tmp_path, RIFFLUX_TOKEN=TOKEN), cwd=tmp_path) as proc:
+                assert proc.stdin is not None and proc.stdout is not None
+                lines = BufferedByteReceiveStream(proc.stdout)
+                for request in requests:
+                    await proc.stdin.send(json.dumps(request).encode() + b"\n")
+                    if "id" not in request:
+                        continue
+                    while request["id"] not in answers:  # (progress may come first)
+                        message = json.loads(await lines.receive_until(b"\n", 2**24))
+                        if "id" in message:
+                            answers[message["id"]] = message
+                rss = _peak_rss(proc.pid)
+                await proc.stdin.aclose()  # the client leaves: the bridge ends
+                code = await proc.wait()
+        errlog.seek(0)
+        stderr = errlog.read()
+    assert code == 0, stderr
+    hits = json.loads(answers[2]["result"]["content"][0]["text"])["results"]
+    assert hits[0]["path"] == "n7.md"  # (answered by the server, through the bridge)
+    assert modules_loaded(stderr) == []
+    assert not db.exists() and not db.with_name(db.name + "-wal").exists()
+    assert rss is None or rss <= _BRIDGE_RSS, f"{rss / 2**20:.0f} MiB"
 
 
 async def test_connect_auto_finds_the_server_and_its_token(served: Served,

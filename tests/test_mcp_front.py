@@ -25,7 +25,15 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rifflux import Settings
-from rifflux.mcp._fast_start.front import SEED, Front, Inbound, Wire, cache_path, load_snapshot
+from rifflux.mcp._fast_start.front import (
+    SEED,
+    SEED_WRITES,
+    Front,
+    Inbound,
+    Wire,
+    cache_path,
+    load_snapshot,
+)
 from rifflux.mcp._fast_start.handoff import capture_handshake, refresh_snapshot
 from rifflux.mcp.server import build_server
 
@@ -206,6 +214,26 @@ async def test_the_shipped_seed_is_what_the_sdk_answers(cache_home: Path) -> Non
         assert captured == SEED_DATA, (
             "rifflux/mcp/_fast_start/handshake.json is out of date: run "
             "python -m rifflux.mcp._fast_start.handoff --write-seed")
+    else:  # another SDK or pydantic version: the seed must never be served
+        assert load_snapshot(captured["key"]) is None
+
+
+@pytest.mark.anyio
+async def test_the_writing_servers_seed_is_what_the_sdk_answers_with_the_note_tools(
+    cache_home: Path,
+) -> None:
+    captured = await capture_handshake(build_server(Settings(writable=(Path("notes"),))))
+    seed = json.loads(SEED_WRITES.read_text(encoding="utf-8"))
+    assert (captured["key"]["writes"], SEED_DATA["key"]["writes"]) == ("yes", "no")
+    listed = {t["name"] for t in seed["results"][LATEST]["tools/list"]["tools"]}
+    plain = {t["name"] for t in SEED_DATA["results"][LATEST]["tools/list"]["tools"]}
+    assert listed - plain == {"write_note", "edit_note", "move_note", "delete_note",
+                              "restore_note"} and "recent" in plain
+    if captured["key"] == seed["key"]:
+        assert captured == seed, ("rifflux/mcp/_fast_start/handshake-writes.json is out of "
+                                  "date: run python -m rifflux.mcp._fast_start.handoff "
+                                  "--write-seed")
+        assert load_snapshot(writes=True) == seed and load_snapshot() == SEED_DATA
     else:  # another SDK or pydantic version: the seed must never be served
         assert load_snapshot(captured["key"]) is None
 

@@ -1,6 +1,7 @@
-"""Several real processes on one index file: each sees what the others write, in every
-mode; a text is embedded once, by the process holding the embedding lease, and another
-takes over when it dies; reindexes from several processes all complete."""
+"""Several real processes on one index (an SQLite file, or a PostgreSQL database where
+the test says ``shared``): each sees what the others write, in every mode; a text is
+embedded once, by the process holding the embedding lease, and another takes over
+when it dies; reindexes from several processes all complete."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import signal
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .helpers import REPO, cli_env, eventually, numbered_notes, write
+from .helpers import REPO, Location, cli_env, eventually, index_rows, numbered_notes, write
 
 pytestmark = pytest.mark.anyio
 
@@ -62,8 +63,24 @@ class Driver:
         return {h["path"] for h in await self("search", query=query, mode=mode, top_k=20)}
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    """Where the processes' index is: an SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "i.db"
+    make: Callable[[], str] = request.getfixturevalue("new_postgres_index")
+    return make()
+
+
+def searchable(status: dict[str, Any]) -> int:
+    """How many vectors a process's searches see: those in its matrix (SQLite), or
+    every vector in the database (PostgreSQL ranks them there)."""
+    return int(status["vectors_in_memory"] if status["store"] == "sqlite"
+               else status["embeddings"])
+
+
 @asynccontextmanager
-async def drivers(db: Path, *options: list[str]) -> AsyncIterator[list[Driver]]:
+async def drivers(db: Location, *options: list[str]) -> AsyncIterator[list[Driver]]:
     """Processes on ``db``, one per list of options, all open (ready) at once."""
     async with AsyncExitStack() as stack:
         out: list[Driver] = []
@@ -83,16 +100,16 @@ async def drivers(db: Path, *options: list[str]) -> AsyncIterator[list[Driver]]:
 
 
 async def test_another_process_sees_new_edited_and_deleted_files_in_every_mode(
-    tmp_path: Path,
+    tmp_path: Path, shared: Location,
 ) -> None:
     root = numbered_notes(tmp_path / "notes", 3)
-    async with drivers(tmp_path / "i.db", [], []) as (a, b):
+    async with drivers(shared, [], []) as (a, b):
         await a("reindex", path=str(root))
         assert await b.paths("heron") == {"n0.md", "n1.md", "n2.md"}  # at once
 
         async def b_has_every_vector() -> bool:
             st = await b("status")
-            return bool(st["vectors_in_memory"] == st["embeddings"] == 3)
+            return bool(searchable(st) == st["embeddings"] == 3)
 
         await eventually(b_has_every_vector)
         assert "n1.md" in await b.paths("heron number 1", "semantic")
@@ -106,7 +123,7 @@ async def test_another_process_sees_new_edited_and_deleted_files_in_every_mode(
         async def b_follows_the_edit() -> bool:
             st = await b("status")
             hits = await b("search", query="kingfisher dives", mode="semantic", top_k=1)
-            return bool(st["vectors_in_memory"] == st["embeddings"] == 4 and hits
+            return bool(searchable(st) == st["embeddings"] == 4 and hits
                         and hits[0]["path"] == "n1.md")
 
         await eventually(b_follows_the_edit)
@@ -127,10 +144,10 @@ async def test_another_process_sees_new_edited_and_deleted_files_in_every_mode(
 
 
 async def test_three_processes_embed_each_text_once_and_all_their_reindexes_return(
-    tmp_path: Path,
+    tmp_path: Path, shared: Location,
 ) -> None:
     root = numbered_notes(tmp_path / "notes", 60)
-    async with drivers(tmp_path / "i.db", ["--slow", "0.01"], ["--slow", "0.01"],
+    async with drivers(shared, ["--slow", "0.01"], ["--slow", "0.01"],
                        ["--slow", "0.01"]) as procs:
         results: list[Any] = [None] * 3
 
@@ -154,17 +171,17 @@ async def test_three_processes_embed_each_text_once_and_all_their_reindexes_retu
     assert sum(counts) == 60, counts  # every text once, whoever embedded it
     assert sum(1 for st in statuses if "embedder" in st["process"]["roles"]) == 1
     assert {st["embeddings"] for st in statuses} == {60}
-    assert {st["vectors_in_memory"] for st in statuses} == {60}
+    assert {searchable(st) for st in statuses} == {60}
     assert [r["indexed_files"] for r in again] == [0, 0, 0]
     assert found == [[True] * 60] * 3
 
 
 async def test_a_reindex_returns_once_its_process_has_the_vectors_another_process_wrote(
-    tmp_path: Path,
+    tmp_path: Path, shared: Location,
 ) -> None:
     root = numbered_notes(tmp_path / "notes", 40)
     (tmp_path / "empty").mkdir()
-    db = tmp_path / "i.db"
+    db = shared
     async with drivers(db, []) as (a,):
 
         async def a_embeds() -> bool:
@@ -183,22 +200,21 @@ async def test_a_reindex_returns_once_its_process_has_the_vectors_another_proces
             found = [await b.paths(f"heron number {i} wades in the reeds", "semantic")
                      for i in range(40)]
     assert result["indexed_files"] == 0 and result["errors"] == []
-    assert status["vectors_in_memory"] == 40
+    assert searchable(status) == 40
     assert [f"n{i}.md" in hits for i, hits in enumerate(found)] == [True] * 40
 
 
 async def test_the_survivor_finishes_the_embedding_when_its_holder_is_killed(
-    tmp_path: Path,
+    tmp_path: Path, shared: Location,
 ) -> None:
     root = numbered_notes(tmp_path / "notes", 80)
-    db = tmp_path / "i.db"
+    db = shared
     slow = ["--slow", "0.05"]
     async with drivers(db, slow, slow) as procs:
         await procs[0]("reindex", path=str(root), background=True)
 
-        def some_vectors() -> bool:
-            with sqlite3.connect(db) as conn:
-                return bool(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+        async def some_vectors() -> bool:
+            return bool((await index_rows(db, "SELECT COUNT(*) FROM embeddings"))[0][0])
 
         await eventually(some_vectors, within=30)
         roles = [(await p("status"))["process"]["roles"] for p in procs]
@@ -213,21 +229,22 @@ async def test_the_survivor_finishes_the_embedding_when_its_holder_is_killed(
         async def survivor_finished() -> bool:
             st = await survivor("status")
             return bool(st["pending_embeddings"] == 0 and st["embeddings"] == 80
-                        and st["vectors_in_memory"] == 80)
+                        and searchable(st) == 80)
 
         await eventually(survivor_finished, within=60)
         assert embedded_before == 0 and await survivor("embedded") > 0
         assert "embedder" in (await survivor("status"))["process"]["roles"]
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if isinstance(db, Path):
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 async def test_reindexes_from_two_processes_at_once_complete_without_errors(
-    tmp_path: Path,
+    tmp_path: Path, shared: Location,
 ) -> None:
     one, two = numbered_notes(tmp_path / "one", 150, word="egret"), numbered_notes(
         tmp_path / "two", 150, word="ibis")
-    async with drivers(tmp_path / "i.db", [], []) as (a, b):
+    async with drivers(shared, [], []) as (a, b):
         results: dict[str, Any] = {}
 
         async def reindex(name: str, d: Driver, path: Path) -> None:
@@ -244,9 +261,11 @@ async def test_reindexes_from_two_processes_at_once_complete_without_errors(
     assert status["embeddings"] == 300
 
 
-async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Path) -> None:
+async def test_two_watchers_on_one_folder_and_a_read_only_follower(
+    tmp_path: Path, shared: Location,
+) -> None:
     root = numbered_notes(tmp_path / "notes", 2)
-    db = tmp_path / "i.db"
+    db = shared
     watch = ["--watch", str(root)]
     async with drivers(db, watch, watch) as (a, b):
         await eventually(lambda: b.paths("heron"))
@@ -261,10 +280,15 @@ async def test_two_watchers_on_one_folder_and_a_read_only_follower(tmp_path: Pat
 
             await eventually(semantic_everywhere)
             assert (await reader("status"))["process"]["roles"] == ["reader"]
+
+        async def every_job_completed() -> bool:  # (a job ends once its process has
+            # taken up the other's vectors: PostgreSQL searches find them before that)
+            jobs = (await a("status"))["jobs"] + (await b("status"))["jobs"]
+            return all(j["status"] == "completed" for j in jobs)
+
+        await eventually(every_job_completed)
         embedded = await a("embedded") + await b("embedded")
-        jobs = (await a("status"))["jobs"] + (await b("status"))["jobs"]
     assert embedded == 3  # two notes and the new one, once each
-    assert all(j["status"] == "completed" for j in jobs), jobs
 
 
 async def test_rifflux_status_lists_the_other_processes(tmp_path: Path) -> None:

@@ -4,19 +4,23 @@ wait for the model, and a process never waits at exit for a load nothing used.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from rifflux import Rifflux, Settings
+from rifflux.store.sqlite.reader import Reader
 from rifflux.types import SearchResult
 
-from .helpers import CountingEmbedder, cli_env, eventually, otters_and_bread
+from .helpers import CountingEmbedder, cli_env, cli_then, eventually, otters_and_bread
 from .serving import serving
 
 pytestmark = pytest.mark.anyio
@@ -25,21 +29,9 @@ pytestmark = pytest.mark.anyio
 _HEAVY = ("numpy", "onnxruntime", "tokenizers", "rifflux.core.embedders",
           "rifflux.core.vectors")
 
-def _cli_then(heavy: tuple[str, ...]) -> str:
-    """A script that runs the command line, then says which of ``heavy`` it imported."""
-    return textwrap.dedent(f"""
-        import json, sys
-        from rifflux.cli.launch import main
-        code = main(sys.argv[1:])
-        loaded = [m for m in {heavy!r} if m in sys.modules]
-        sys.stderr.write("MODULES " + json.dumps(loaded) + "\\n")
-        raise SystemExit(code)
-    """)
-
-
-_CLI_THEN_MODULES = _cli_then(_HEAVY)
+_CLI_THEN_MODULES = cli_then(_HEAVY)
 #: What answering from a running server must not import either: the library, SQLite.
-_ASKED_THE_SERVER = _cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
+_ASKED_THE_SERVER = cli_then(("rifflux.api", "aiosqlite", "sqlite3", "anyio", *_HEAVY))
 
 
 async def _python(tmp_path: Path, script: str, *args: str,
@@ -59,23 +51,96 @@ async def _indexed(tmp_path: Path) -> Path:
     return db
 
 
+#: What a command printing into a pipe does not import either: rich draws for terminals,
+#: and pathspec reads globs (a search without --path has none).
+_PIPED = cli_then((*_HEAVY, "rich", "pathspec"))
+
+
 @pytest.mark.parametrize("command", [
     ["search", "otter", "--mode", "lexical"],
     ["search", "otter", "--mode", "lexical", "--json", "--path", "otters.md"],
     ["status"], ["status", "--json"], ["tags"], ["files"],
-    ["show", "otters.md"], ["links", "otters.md"],
+    ["show", "otters.md"], ["links", "otters.md"], ["neighbors", "otters.md"],
 ])
-async def test_a_lexical_search_and_reads_import_no_model_and_no_numpy(
+async def test_a_lexical_search_and_reads_into_a_pipe_import_no_model_numpy_or_rich(
     tmp_path: Path, command: list[str]
 ) -> None:
     db = await _indexed(tmp_path)
-    done = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), *command,
+    done = await _python(tmp_path, _PIPED, "--db", str(db), *command,
                          env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"))
     assert done.returncode in (0, 1), done.stderr  # (1: a list with nothing in it)
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
-    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+    # (the search filtered by --path reads its glob with pathspec)
+    allowed = {"pathspec"} if "--path" in command else set()
+    assert set(json.loads(line.removeprefix("MODULES "))) <= allowed, done.stderr
     if command[0] == "search":
         assert "otters.md" in done.stdout
+    if command[0] in ("status", "show", "files", "links"):  # results, in plain lines
+        assert done.stdout.strip() and "\x1b[" not in done.stdout
+
+
+@pytest.mark.parametrize("command", [["links", "otters.md"], ["status"], ["files"],
+                                     ["show", "otters.md"], ["search", "otter"]])
+async def test_a_terminal_gets_the_lines_a_pipe_gets_in_colour(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = await _indexed(tmp_path)
+    args = ("--db", str(db), *command)
+    piped = await _python(tmp_path, _PIPED, *args)
+    coloured = await _python(tmp_path, _PIPED, *args, env=cli_env(tmp_path, FORCE_COLOR="1"))
+    assert piped.returncode == coloured.returncode == 0, coloured.stderr
+    assert "rich" in coloured.stderr.splitlines()[-1]  # drawn by rich, as on a terminal
+    if command[0] != "files":  # (its lines have no style)
+        assert "\x1b[" in coloured.stdout
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", coloured.stdout)
+    assert ([x.rstrip() for x in plain.splitlines()]
+            == [x.rstrip() for x in piped.stdout.splitlines()])
+
+
+@pytest.mark.parametrize("command", [["--help"], ["search", "--help"], ["--version"]])
+async def test_help_is_answered_from_the_arguments_alone(
+    tmp_path: Path, command: list[str]
+) -> None:
+    heavy = ("anyio", "asyncio", "sqlite3", "rifflux.api", "rich", "mcp")
+    script = cli_then(heavy).replace("code = main(sys.argv[1:])", textwrap.dedent("""
+        try:
+            code = main(sys.argv[1:])
+        except SystemExit as exit:
+            code = exit.code
+    """))
+    done = await _python(tmp_path, script, *command)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+
+
+#: What a one-shot command must not import with RIFFLUX_WATCH_PATHS set: the watcher too.
+_WATCHING = cli_then(("watchfiles", "onnxruntime", "tokenizers"))
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "otter", "--mode", "lexical"], ["status"], ["show", "otters.md"],
+    ["links", "otters.md"], ["tags"], ["files"], ["index", "more", "--backend", "hash"],
+])
+async def test_with_rifflux_watch_paths_set_a_one_shot_command_neither_watches_nor_loads(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # RIFFLUX_WATCH_PATHS is there for mcp, serve and watch: a one-shot command does what
+    # it was asked, and leaves the folder alone (no watcher, no indexing, no model)
+    db = await _indexed(tmp_path)
+    (tmp_path / "watched").mkdir()
+    (tmp_path / "watched" / "heron.md").write_text("# Heron\n\nThe heron waits.\n")
+    otters_and_bread(tmp_path / "more")
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx",
+                  RIFFLUX_WATCH_PATHS=str(tmp_path / "watched"))
+    done = await _python(tmp_path, _WATCHING, "--db", str(db), *command, env=env)
+    assert done.returncode in (0, 1), done.stderr  # (1: no tags)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
+    assert json.loads(line.removeprefix("MODULES ")) == [], done.stderr
+    async with Rifflux(db, embedding_backend="hash") as rf:
+        assert not await rf.search("heron", mode="lexical")
+        assert str((tmp_path / "watched").resolve()) not in await rf.roots()
 
 
 def _held(gate: threading.Event, started: threading.Event) -> CountingEmbedder:
@@ -163,6 +228,61 @@ async def test_status_reports_the_model_and_the_catalog_loading(tmp_path: Path) 
             await eventually(ready)
     finally:
         gate.set()
+
+
+async def test_an_embedding_job_loads_the_model_nothing_had_loaded(tmp_path: Path) -> None:
+    made: list[CountingEmbedder] = []
+
+    def loader() -> CountingEmbedder:  # (called in the loading thread)
+        made.append(CountingEmbedder())
+        return made[-1]
+
+    lazy = Rifflux(settings=Settings(db_path=tmp_path / "i.db", model_warmup=False),
+                   embedder=loader)
+    async with lazy as rf:
+        assert (await rf.status())["embedding_model_state"] == "not_loaded"
+        assert not made
+        await rf.reindex(otters_and_bread(tmp_path / "kb"))  # returns once embedded
+        status = await rf.status()
+        assert status["embedding_model_state"] == "ready" and status["embeddings"] > 0
+    assert len(made) == 1 and made[0].embedded  # loaded once, by the job, and used
+
+
+async def test_status_reports_the_catalog_loading_and_only_a_filtered_search_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = await _indexed(tmp_path)
+    gate, reading = anyio.Event(), anyio.Event()
+    real = Reader.catalog
+
+    async def held(self: Reader) -> Any:  # the catalog's read, held until the gate opens
+        reading.set()
+        await gate.wait()
+        return await real(self)
+
+    monkeypatch.setattr(Reader, "catalog", held)
+    filtered: list[SearchResult] = []
+    answered = anyio.Event()
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf, anyio.create_task_group() as tg:
+        with anyio.fail_after(10):
+            await reading.wait()
+            assert (await rf.status())["catalog_state"] == "loading"
+            plain = await rf.search("otter", mode="lexical")  # needs no catalog
+        assert plain and plain[0]["path"] == "otters.md"
+        assert "backlink_count" not in plain[0]  # (counted from the catalog, once loaded)
+
+        async def search_filtered() -> None:
+            filtered.extend(await rf.search("otter", mode="lexical", paths=["otters.md"]))
+            answered.set()
+
+        tg.start_soon(search_filtered)
+        await wait_all_tasks_blocked()  # (asked while the catalog is still held)
+        gate.set()
+        with anyio.fail_after(10):
+            await answered.wait()
+        assert (await rf.status())["catalog_state"] == "ready"
+    # answered from the whole catalog, not from the empty one it started with
+    assert [hit["path"] for hit in filtered] == ["otters.md"]
 
 
 _NEVER_LOADS = textwrap.dedent("""

@@ -146,7 +146,10 @@ class EmbedderActor:
         previous: Receipt | None = None
         self._stats.busy = True
         try:
-            while pending := await self._reader.pending(embedder.label, self._window):
+            # a window at a time while the lease is held (lost with its database
+            # connection, another process may hold it now: that one embeds the rest)
+            while (self.lease is None or self.lease.held) and (
+                    pending := await self._reader.pending(embedder.label, self._window)):
                 pending.sort(key=lambda p: len(p.text))
                 for part in batches(pending, self._batch, self._batch_chars):
                     vectors = await self._embed(embedder, [p.text for p in part])

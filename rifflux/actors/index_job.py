@@ -9,6 +9,7 @@ otherwise in threads. The writes stay on the indexer's task, in order.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -90,13 +91,6 @@ class IndexRun:
             await self._apply(target.root, root_id, known, plan)
             paths = None if target.paths is None else tuple(sorted(target.paths | target.deletes))
             self._progress.scopes.append(Scope(root_id, target.prefix, paths))
-        if self._progress.removed or self._progress.indexed:
-            await self._writer.prune_orphan_vectors()
-        try:  # (also after a run that wrote nothing: an index left unmerged gets merged)
-            await self._writer.merge_fts()
-        except IndexDatabaseError as exc:  # a speed-up: the writes themselves are done
-            logger.warning("could not merge the full-text index (%s); searches stay "
-                           "correct, a little slower", exc)
 
     def _too_large(self, target: Target, scan: ScanResult) -> bool:
         """A new folder nobody named (``target.limited``: the working directory of a reindex
@@ -312,6 +306,42 @@ def _with_waiting(results: ParseResult,
         except (anyio.WouldBlock, anyio.EndOfStream):
             break
     return batch
+
+
+class Tidying:
+    """After a job's writes, the vectors no chunk uses any more are dropped and the
+    full-text index is merged when writes left it in pieces (also after a job that wrote
+    nothing: an index left unmerged gets merged). A note's job leaves this undone (a
+    caller waits on it, and merging the index costs 0.1 s per 10,000 chunks): it is done
+    at the indexer's first tick once no note was written for ``quiet`` seconds, or by the
+    next job that writes."""
+
+    def __init__(self, quiet: float = 0.5) -> None:
+        self._quiet = quiet
+        self._since: float | None = None  # the last note's job that left it undone
+
+    async def after(self, job: Job, writer: WriterStore) -> None:
+        wrote = bool(job.progress.removed or job.progress.indexed)
+        if job.source == "note":
+            self._since = time.monotonic()
+        elif wrote or self._since is None:  # (a no-op job amid notes leaves it too)
+            self._since = None
+            await self._tidy(writer, prune=wrote)
+
+    async def when_quiet(self, writer: WriterStore) -> None:
+        if self._since is not None and time.monotonic() - self._since >= self._quiet:
+            self._since = None
+            await self._tidy(writer, prune=True)
+
+    async def _tidy(self, writer: WriterStore, *, prune: bool) -> None:
+        try:
+            if prune:
+                await writer.prune_orphan_vectors()
+            await writer.merge_fts()
+        except IndexDatabaseError as exc:  # maintenance: the writes themselves are done
+            logger.warning("could not prune vectors or merge the full-text index (%s); "
+                           "searches stay correct, a little slower; the next job tries "
+                           "again", exc)
 
 
 def _to_write(res: Prepared) -> FileToWrite:

@@ -1,26 +1,21 @@
 """The indexer: the only writer to the index, an actor with one inbox.
 
-It handles one message at a time (``IndexerMessage``): a loaded model is adopted,
-embedded vectors are stored, and after every message the queued jobs are run,
-one at a time. A job plans each target (``core.plan``), parses the changed
-files in worker processes or threads and writes them a few whole files per
-transaction, so a file is lexically searchable as soon as its transaction
-commits. After every commit the query actor is told what changed and the
-job queue applies its completion rule to the missing texts the store keeps.
+It handles one message at a time (``IndexerMessage``): it adopts a loaded model, stores
+embedded vectors, and after every message runs the queued jobs, one at a time. A job
+plans each target (``core.plan``), parses the changed files in worker processes or
+threads and writes a few whole files per transaction, so a file is lexically searchable
+as soon as its transaction commits. After every commit the query actor is told what
+changed and the job queue applies its completion rule to the missing texts the store
+keeps. Every job is an error boundary: busy/locked errors are retried after the
+configured delays, any other failure fails that job, never the service. A note's
+urgent job cuts in after a running job's commit.
 
-Every job is an error boundary: busy/locked errors are retried after the
-configured delays, any other failure fails that job, never the service.
-
-Other processes may write to the same index. A timer sends ``Ticked`` a few
-times a second; the indexer then looks whether another process committed (one
-pragma on its connection) and reads their changes from the log
-(``store.protocols.FollowStore``): they reach the query actor as if they were the indexer's
-own commits, the missing texts follow what they wrote, and jobs waiting for
-texts that another process embedded complete. The timer only sends: every
-statement on the writer's connection runs on the indexer's own task, between
-its messages, never inside a job's open transaction. (This process's row in
-``processes`` and the log's pruning are the heartbeat's, on a connection of its
-own: see ``actors.heartbeat``.)
+Other processes may write to the same index: at each ``Ticked`` (a timer's, a few times
+a second) the indexer reads their commits from the log (``store.protocols.FollowStore``)
+and applies them as its own. The timer only sends: every statement on the writer's
+connection runs on the indexer's own task, between its messages, never inside a job's
+open transaction (this process's row in ``processes`` and the log's pruning are
+``actors.heartbeat``'s, on a connection of its own).
 """
 
 from __future__ import annotations
@@ -39,11 +34,11 @@ from ..config import Settings
 from ..core.ignore import IgnoreFiles
 from ..core.packing import ChunkLimits
 from ..core.scan import Globs
-from ..errors import IndexBusyError, IndexDamagedError, RiffluxError
+from ..errors import IndexBusyError, IndexDamagedError, IndexUnreachableError, RiffluxError
 from ..store.protocols import FollowStore, WriterStore
 from ..store.written import Written
 from .events import EventHub
-from .index_job import IndexRun
+from .index_job import IndexRun, Tidying
 from .jobs import Job, JobQueue, Target
 from .messages import (
     EmbedderMessage,
@@ -96,30 +91,20 @@ class Indexer:
         follow: FollowStore | None = None,
         events: EventHub | None = None,
     ) -> None:
-        self._writer = writer
-        self._events = events or EventHub()
-        self._follow = follow
+        self._writer, self._events, self._follow = writer, events or EventHub(), follow
         self._follow_failures = 0  # busy reads of the change log in a row
         self._embedder: Embedder | None = None
-        self._settings = settings
-        self._jobs = jobs
-        self._inbox = inbox
-        self._embedder_out = embedder_out
-        self._query = query_out
+        self._settings, self._jobs, self._inbox = settings, jobs, inbox
+        self._embedder_out, self._query, self._retry_out = embedder_out, query_out, retry_out
         self._globs = Globs(settings.include, settings.exclude)
-        #: Each root's ignore rules, read again only where an ignore file changed (a
-        #: watcher event no longer reads every ignore file on its way down).
+        #: Each root's ignore rules, kept: read again only where an ignore file changed.
         self._ignores: dict[str, IgnoreFiles] | None = {} if settings.use_ignore_files else None
         self._limits = ChunkLimits(
-            max_chars=settings.chunk_max_chars,
-            min_chars=settings.chunk_min_chars,
-            code_max_chars=settings.code_max_chars,
-            max_file_bytes=settings.max_file_bytes,
-            max_root_files=settings.max_root_files,
-        )
-        self._retry_out = retry_out
+            max_chars=settings.chunk_max_chars, min_chars=settings.chunk_min_chars,
+            code_max_chars=settings.code_max_chars, max_file_bytes=settings.max_file_bytes,
+            max_root_files=settings.max_root_files)
         self._model: str | None = None
-        self._pool = ParsePool()
+        self._pool, self._tidying = ParsePool(), Tidying()  # (what notes' jobs leave undone)
         self._adopt_error: str | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
@@ -147,6 +132,7 @@ class Indexer:
                     elif isinstance(msg, Ticked):
                         try:
                             await self._look()
+                            await self._tidying.when_quiet(self._writer)
                         finally:
                             msg.looked.set()
                     while (job := self._jobs.start_next()) is not None:
@@ -213,8 +199,7 @@ class Indexer:
     # ------------------------------------------------------------ other processes
 
     async def _tick(self) -> None:
-        """Send ``Ticked`` a few times a second, each once the last one is handled (while a
-        job runs, the next waits for it: nothing piles up in the inbox)."""
+        """Sends ``Ticked`` a few times a second, each once the last is handled: none piles up."""
         while True:
             tick = Ticked()
             try:
@@ -237,12 +222,11 @@ class Indexer:
         await self._others_wrote()
 
     async def _others_wrote(self) -> None:
-        """Another process committed: apply what it changed as if it were ours. The log,
-        the rows it names and the texts they lack are read in one snapshot, so every
-        text of theirs ends up with its vector in the matrix or among the missing ones,
-        never neither. Until that is done nothing counts as read: a failure is tried
-        again at the next tick; an unexpected one reloads everything instead (the
-        boundary: never a crash)."""
+        """Another process committed: apply what it changed as if it were ours. The log, the
+        rows it names and the texts they lack are read in one snapshot, so every text of
+        theirs ends up with its vector in the matrix or among the missing ones, never
+        neither. Until that is done nothing counts as read: a failure is tried again at the
+        next tick; an unexpected one reloads everything (the boundary: never a crash)."""
         assert self._follow is not None
         follow = self._follow
         try:
@@ -260,6 +244,9 @@ class Indexer:
                 await self._committed(foreign.written)
                 follow.done(foreign.upto)
                 self._follow_failures = 0
+        except IndexUnreachableError:  # the database is away: again once it is back
+            follow.look_again()
+            return
         except IndexBusyError as exc:  # another writer: the next tick tries again
             self._follow_failures += 1
             if self._follow_failures < FOLLOW_TRIES:
@@ -323,6 +310,8 @@ class Indexer:
         self._settle(stored)
         texts = self._writer.missing.texts
         self._events.committed(written, None if texts is None else len(texts))
+        while (urgent := self._jobs.cut_in()) is not None:  # (a note, between two commits)
+            await self._run(urgent)
 
     def _settle(self, stored: frozenset[str] = frozenset()) -> None:
         """Jobs are checked for completion against what changed among the missing texts."""
@@ -377,14 +366,14 @@ class Indexer:
         finally:
             self._stats["last_job_seconds"] = time.perf_counter() - started
         self._stats["files_written"] += len(job.progress.indexed)
+        await self._tidying.after(job, self._writer)
+        await self._wait_for_vectors(job)  # (what it waits for is known once it is written)
         self._jobs.mark_written(job)
-        await self._wait_for_vectors(job)
         self._settle()
         self._nudge_embedder()
 
     async def _refresh_lexicon(self) -> None:
-        """After a job: the lexical search's lists built again in the background when
-        stale (a speed-up: searches are exact without them; one build at a time)."""
+        """After a job: the lexical lists rebuilt in the background when stale (a speed-up)."""
         try:
             await self._writer.refresh_lexicon()
         except Exception:  # the boundary: searches go on, ranked without the lists
@@ -393,11 +382,10 @@ class Indexer:
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known
-        once the model is adopted; until then it waits for the adoption). They are read
-        from the database, then what other processes committed until then is applied
-        (the files of theirs the job found unchanged, their vectors): this process's
-        matrix and missing texts are then at least as new as that read, so the job
-        completes only once a search here finds its texts."""
+        once the model is adopted; until then, the adoption), read from the database; then
+        what other processes committed until then is applied (files of theirs the job found
+        unchanged, their vectors), so this process's matrix and missing texts are at least
+        as new as that read: the job completes only once a search here finds its texts."""
         missing = self._writer.missing.texts
         if missing is None:
             return

@@ -1,22 +1,21 @@
 """Index jobs and the queue that owns their state.
 
-Lifecycle: queued -> running -> completed | failed (| cancelled at shutdown),
-with retry_wait between attempts after a transient SQLite busy/locked error.
-Every change of a job's state goes through a ``JobQueue`` command; the indexer
-only fills in the job's ``progress`` while it runs it.
+Lifecycle: queued -> running -> completed | failed (| cancelled at shutdown), with
+retry_wait between attempts after a transient SQLite busy/locked error. Every change of
+a job's state goes through a ``JobQueue`` command; the indexer only fills in the job's
+``progress`` while it runs it.
 
-Completion is one rule (``settle``): a job whose files are written is complete
-once none of the texts it waits for still lacks a vector of the active model.
-The texts it waits for are those its scope lacked vectors for when its files
-were written; the store keeps the set of texts that lack vectors exact, so a
-text an edit replaced, or that another job embedded, stops holding the job up.
-Its cost follows what each commit changed: the texts that stopped lacking a
-vector are looked up in an index of which jobs wait for them.
+Completion is one rule (``settle``): a job whose files are written is complete once none
+of the texts it waits for (those its scope lacked vectors for when its files were
+written) still lacks a vector of the active model. The store keeps the set of texts
+that lack vectors exact, so a text an edit replaced, or that another job embedded, stops
+holding the job up. Its cost follows what each commit changed: the texts that stopped
+lacking a vector are looked up in an index of which jobs wait for them.
 
-Coalescing of file events happens once, in the debouncer: jobs are never
-merged here.
-
-``Job`` is private to the actors: callers outside them hold a ``JobHandle``.
+Coalescing of file events happens once, in the debouncer: jobs are never merged here.
+Urgent jobs (a note an agent wrote) run before queued ones, and cut in between a running
+job's transactions (``cut_in``): a note never waits for a whole reindex. ``Job`` is
+private to the actors: callers outside them hold a ``JobHandle``.
 """
 
 from __future__ import annotations
@@ -67,12 +66,9 @@ class Progress:
 
     def result(self, targets: list[Target]) -> ReindexResult:
         result: ReindexResult = {
-            "indexed_files": len(self.indexed),
-            "skipped_files": len(self.skipped - self.indexed),
-            "removed_files": self.removed,
-            "errors": list(self.problems),
-            "warnings": list(self.warnings),
-        }
+            "indexed_files": len(self.indexed), "skipped_files": len(self.skipped - self.indexed),
+            "removed_files": self.removed, "errors": list(self.problems),
+            "warnings": list(self.warnings)}
         if self.left_out:
             result["left_out"] = [{"files": n, "reason": why} for why, n in
                                   sorted(self.left_out.items(), key=lambda kv: -kv[1])]
@@ -112,6 +108,8 @@ class Job:
     result: ReindexResult | None = None
     #: Set when the job leaves the queue: taken by the indexer, or cancelled.
     dequeued: anyio.Event = field(default_factory=anyio.Event)
+    #: Set once its files are committed and it knows what it waits for (or it ended).
+    written: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
 
     def snapshot(self) -> JobInfo:
@@ -136,9 +134,7 @@ class Job:
 
 def _each(jobs: Job | list[Job] | None) -> list[Job] | tuple[Job, ...]:
     """The jobs waiting for one text, as ``JobQueue._waiters`` holds them."""
-    if jobs is None:
-        return ()
-    return jobs if isinstance(jobs, list) else (jobs,)
+    return () if jobs is None else jobs if isinstance(jobs, list) else (jobs,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +168,10 @@ class JobHandle:
         """The job's state now (``result`` once its files are written)."""
         return self._job.snapshot()
 
+    async def written(self) -> None:
+        """Until its files are committed and it knows what it waits for (or it ended)."""
+        await self._job.written.wait()
+
     async def finished(self) -> Finished:
         """Once the job has ended: its state, and its result if it completed."""
         job = self._job
@@ -194,6 +194,8 @@ class JobQueue:
     ) -> None:
         self._events = events or EventHub()  # (told of every change of a job's state)
         self._queued: deque[Job] = deque()
+        self._urgent: deque[Job] = deque()  # run first, and cut in between transactions
+        self._cutting_in: Job | None = None
         self._max_queued = max_queued
         self._on_submit = on_submit
         self._running: Job | None = None
@@ -208,34 +210,40 @@ class JobQueue:
         self._idle.set()
 
     def __len__(self) -> int:
-        return len(self._queued)
+        return len(self._queued) + len(self._urgent)
 
     # ------------------------------------------------------------ commands
 
-    def submit(self, job: Job) -> Job:
+    def submit(self, job: Job, *, urgent: bool = False) -> Job:
         if self._closed:
             raise RiffluxError("Rifflux is shutting down; no new index jobs are accepted")
-        if len(self._queued) >= self._max_queued:
+        if len(self) >= self._max_queued:
             raise RiffluxError(
-                f"{len(self._queued)} index jobs are already queued; wait for some to finish"
+                f"{len(self)} index jobs are already queued; wait for some to finish"
             )
-        self._queued.append(job)
+        (self._urgent if urgent else self._queued).append(job)
         self._events.job_changed(job)
         self._on_submit()
         return job
 
     def start_next(self) -> Job | None:
         """Take the next queued job and mark it running (None when none is queued)."""
-        if self._closed or not self._queued or self._running is not None:
+        if self._closed or not len(self) or self._running is not None:
             return None
-        job = self._queued.popleft()
-        job.status, job.phase, job.started_at = "running", "indexing", time.time()
-        job.attempts = 1
+        job = _started((self._urgent or self._queued).popleft())
         self._running = job
         self._idle = anyio.Event()
-        job.dequeued.set()
         self._events.job_changed(job)
         return job
+
+    def cut_in(self) -> Job | None:
+        """An urgent job to run between two transactions of the running one, or None."""
+        if self._closed or not self._urgent or self._running is None \
+                or self._cutting_in is not None:
+            return None
+        self._cutting_in = _started(self._urgent.popleft())
+        self._events.job_changed(self._cutting_in)
+        return self._cutting_in
 
     def retry_later(self, job: Job, error: str) -> None:
         """The running job hit a transient error; it runs again after a pause."""
@@ -258,11 +266,13 @@ class JobQueue:
                                        "not written keep their previous index")
 
     def mark_written(self, job: Job) -> None:
-        """The running job's files are written; it completes once its vectors exist."""
+        """The running job's files are written; it completes once its vectors exist (a
+        caller waiting for the commit may go: ``wait_for`` said what it waits for)."""
         self._ran(job)
         job.result = job.progress.result(job.targets)
         job.phase = "embedding"
         self._embedding.append(job)
+        job.written.set()
         self._events.job_changed(job)
 
     def awaiting_texts(self) -> list[Job]:
@@ -331,15 +341,18 @@ class JobQueue:
     def close(self) -> None:
         """Cancel queued jobs and those waiting for vectors; accept no new ones."""
         self._closed = True
-        while self._queued:
-            self._finish(self._queued.popleft(), "cancelled",
-                         "Rifflux shut down before this job ran")
+        for queue in (self._urgent, self._queued):
+            while queue:
+                self._finish(queue.popleft(), "cancelled",
+                             "Rifflux shut down before this job ran")
         for job in self._embedding:
             self._finish(job, "cancelled", "Rifflux shut down before its embeddings were written")
         self._embedding = []
         self._waiters, self._fresh = {}, []
 
     def _ran(self, job: Job) -> None:
+        if self._cutting_in is job:
+            self._cutting_in = None
         if self._running is job:
             self._running = None
             self._idle.set()
@@ -364,8 +377,9 @@ class JobQueue:
         return [j.snapshot() for j in self._all()]
 
     def _all(self) -> list[Job]:
-        running = [self._running] if self._running else []
-        return running + list(self._queued) + self._embedding + list(reversed(self._history))
+        running = [j for j in (self._cutting_in, self._running) if j is not None]
+        return (running + list(self._urgent) + list(self._queued) + self._embedding
+                + list(reversed(self._history)))
 
     def _finish(self, job: Job, status: JobStatus, error: str | None = None) -> None:
         job.status, job.phase, job.error = status, status, error
@@ -374,5 +388,13 @@ class JobQueue:
             job.result = job.progress.result(job.targets)
         self._history.append(job)
         job.dequeued.set()
+        job.written.set()
         job.done.set()
         self._events.job_changed(job)
+
+
+def _started(job: Job) -> Job:
+    job.status, job.phase, job.started_at = "running", "indexing", time.time()
+    job.attempts = 1
+    job.dequeued.set()
+    return job

@@ -12,6 +12,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..errors import InvalidArgumentError, RiffluxError
+from ..note_types import RecentNote
 from ..types import (
     CONTENT_MODES,
     MODES,
@@ -297,6 +298,15 @@ class FilesRequested:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RecentRequested:
+    """The ``limit`` files changed most recently that pass ``filters``, newest first."""
+
+    limit: int
+    filters: Filters = NO_FILTERS
+    reply: Reply[list[RecentNote]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CountsRequested:
     """The index's counts, and the model whose vectors they count."""
 
@@ -324,6 +334,6 @@ class ProcessesRequested:
 
 ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested
                | NeighborsRequested | TagsRequested | FilesRequested | CountsRequested
-               | RootsRequested | RootCountsRequested | ProcessesRequested)
+               | RootsRequested | RootCountsRequested | ProcessesRequested | RecentRequested)
 Request = SearchRequested | ReadRequest
 QueryMessage = Request | IndexChanged | VectorsReset

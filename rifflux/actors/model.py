@@ -8,7 +8,9 @@ lexically never imports them. The load is wanted (``want``) by a semantic or
 hybrid search, a job (its texts need vectors), or a caller that waits for the
 model; with ``warm=True`` it starts at once. It runs in a daemon thread: a process
 that ends while it runs, or whose model nothing used, does not wait for it at exit
-(anyio's worker threads are joined then). While it runs, the interpreter switches
+(anyio's worker threads are joined then), beyond the native step in flight
+(``rifflux.native``; a command does not wait even for that: ``rifflux.exits.end``).
+While it runs, the interpreter switches
 threads more often (``rifflux.loading``), so that the event loop's lexical searches
 and reads are not held up behind the load's imports for 5 ms at each turn.
 """

@@ -8,6 +8,7 @@ from the catalog's link graph, links from the index.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from typing import TYPE_CHECKING, assert_never
 
@@ -15,8 +16,9 @@ import anyio
 
 from ..core.catalog import Catalog
 from ..core.document import read_lines
-from ..core.filters import CompiledFilters, FileEntry, make_filters
-from ..store.common import Located
+from ..core.filters import CompiledFilters, FileEntry, Filters, make_filters
+from ..note_types import RecentNote
+from ..store.common import Located, iso_utc
 from ..store.protocols import LinkStore, ReadStore, RecordStore
 from ..types import FileLines, Neighbor, NoteLinks, TagCount
 from .messages import (
@@ -29,6 +31,7 @@ from .messages import (
     NeighborsRequested,
     ProcessesRequested,
     ReadRequest,
+    RecentRequested,
     RootCountsRequested,
     RootsRequested,
     TagsRequested,
@@ -83,6 +86,9 @@ class Reads:
                 located = await self._locate(msg.path, msg.root)
                 give(msg.reply, None if located is None
                      else await self._lines(located, msg.start, msg.end))
+            case RecentRequested():
+                await self._catalog_ready.wait()
+                give(msg.reply, await self._recent(msg.limit, msg.filters))
             case _:
                 assert_never(msg)
 
@@ -94,7 +100,7 @@ class Reads:
         first, last, total, text, sha = await anyio.to_thread.run_sync(
             read_lines, located.disk_path, start, end)
         out: FileLines = {"path": located.rel_path, "root": located.root, "start_line": first,
-                          "end_line": last, "total_lines": total, "text": text}
+                          "end_line": last, "total_lines": total, "text": text, "sha256": sha}
         if sha != located.sha256:  # the hits' line numbers are of the text indexed
             out["changed_since_indexed"] = True
         if located.other_roots:
@@ -118,6 +124,16 @@ class Reads:
                                  for i, d in near.items() if i in notes]  # deleted since
         found.sort(key=lambda n: (n["distance"], n["path"]))
         return found
+
+    async def _recent(self, limit: int, filters: Filters) -> list[RecentNote]:
+        """The notes changed most recently (their mtime as indexed), newest first."""
+        allowed = self._catalog.allowed(filters)
+        entries = (e for e in self._catalog.entries() if allowed is None or e.id in allowed.ids)
+        newest = heapq.nlargest(limit, entries, key=lambda e: (e.mtime_ns, e.rel_path))
+        titles = await self._links.notes([e.id for e in newest])
+        return [{"path": e.rel_path, "root": self._catalog.roots[e.root_id],
+                 "title": titles[e.id][1], "modified": iso_utc(e.mtime_ns),
+                 "tags": sorted(e.tags)} for e in newest if e.id in titles]
 
     def _tags(self, paths: tuple[str, ...]) -> list[TagCount]:
         """Every tag with the number of files that carry it (a nested tag counts for each

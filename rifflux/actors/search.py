@@ -18,6 +18,7 @@ import anyio
 from ..core.catalog import Allowed, Catalog
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
+from ..errors import RiffluxError
 from ..store.protocols import OpenStore
 from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
 from .messages import SearchShape
@@ -113,9 +114,15 @@ class Ranking:
             semantic = await self._semantic(asked, depth, allowed)
 
         if mode == "hybrid":
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run_lexical)
-                tg.start_soon(run_semantic)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run_lexical)
+                    tg.start_soon(run_semantic)
+            except ExceptionGroup as group:  # a leg's own error, as a lone leg raises it
+                own = [e for e in _leaves(group) if isinstance(e, RiffluxError)]
+                if not own:
+                    raise
+                raise own[0] from group
         elif mode == "lexical":
             await run_lexical()
         else:
@@ -229,3 +236,9 @@ def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
 
 def _hybrid(score: float, ranks: tuple[int | None, ...]) -> HybridScores:
     return {"rrf": score, "lexical_rank": ranks[0], "semantic_rank": ranks[1]}
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions of a group and of the groups inside it."""
+    return [leaf for e in group.exceptions
+            for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])]

@@ -17,6 +17,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
+from ..note_types import RecentNote
 from ..store.common import Recovery
 from ..store.protocols import Capabilities
 from ..types import (
@@ -52,6 +53,7 @@ from .messages import (
     NeighborsRequested,
     ProcessesRequested,
     QueryMessage,
+    RecentRequested,
     Reply,
     Request,
     RootCountsRequested,
@@ -176,6 +178,10 @@ class Service:
     async def tags(self, paths: tuple[str, ...]) -> list[TagCount]:
         return await self._ask(lambda reply: TagsRequested(paths=paths, reply=reply))
 
+    async def recent(self, limit: int, filters: Filters) -> list[RecentNote]:
+        return await self._ask(lambda reply: RecentRequested(limit=limit, filters=filters,
+                                                             reply=reply))
+
     async def roots(self) -> list[str]:
         return await self._ask(lambda reply: RootsRequested(reply=reply))
 
@@ -202,6 +208,12 @@ class Service:
         """Queue a job for ``targets`` (see ``Rifflux.reindex`` for the flags)."""
         return JobHandle(self._jobs.submit(Job(list(targets), force=force,
                                                count_left_out=count_left_out)))
+
+    def submit_note(self, target: Target) -> JobHandle:
+        """An urgent job for a note just written: it runs before queued jobs, and cuts in
+        between the transactions of a running one."""
+        return JobHandle(self._jobs.submit(Job([target], source="note"),
+                                           urgent=True))
 
     def job(self, job_id: str) -> JobHandle:
         """A job by id (``JobNotFoundError`` once it has left the history)."""

@@ -16,6 +16,7 @@ from typing import Any
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..core.graph import MAX_DEPTH
 from ..types import MODES
+from .note_args import add_note_parsers
 
 #: The options that take a date or an age, which may be written -7d.
 _WHEN_OPTIONS = ("--since", "--before")
@@ -89,6 +90,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
                    default=argparse.SUPPRESS,
                    help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
+    g.add_argument("--writable", action="append", metavar="DIR", default=argparse.SUPPRESS,
+                   help="a folder agents may write notes in (mcp, serve and the note "
+                        "commands; mcp and serve index and watch it too); repeatable "
+                        f"[RIFFLUX_WRITABLE, separated by {os.pathsep!r}]")
 
     top = argparse.ArgumentParser(
         prog="rifflux", parents=[common],
@@ -211,10 +216,21 @@ def parser() -> argparse.ArgumentParser:
                    help="load the embedding model (a second or two) to show how it runs and "
                         "whether it loads; without it, status never loads the model")
 
+    p = sub.add_parser("migrate", parents=[common], help="copy an SQLite index into PostgreSQL",
+                       description="Copy an SQLite index into an empty PostgreSQL database, "
+                                   "vectors included: nothing is read or embedded again.")
+    p.add_argument("--from", dest="source", metavar="INDEX.DB",
+                   help="the SQLite index to copy (default: --db, or RIFFLUX_DB_PATH)")
+    p.add_argument("--to", dest="target", metavar="URL", required=True,
+                   help="the PostgreSQL database, postgresql://user@host/dbname")
+    p.add_argument("--json", action="store_true", help="print what was copied as JSON")
+
     p = sub.add_parser("watch", parents=[common], help="index folders and keep them up to date",
                        description="Index each PATH, then reindex changed files as they change "
                                    "(foreground; Ctrl-C stops). Logs each batch.")
     p.add_argument("paths", nargs="+", metavar="PATH")
+
+    add_note_parsers(sub, common)
 
     p = sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio",
                        description="Serve the MCP tools over stdin/stdout (for Claude Desktop, "

@@ -22,13 +22,15 @@ from ..config import Settings
 from ..core.filters import make_filters
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import InvalidArgumentError
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..locate import missing_locations
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
 from .common import count, note_path, require_index, write_json
-from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Command, CommandError
-from .plain import print_search
+from .entry import Command, CommandError
+from .plain import on_terminal
 from .remote import frontmatter_pairs
+from .results import out, print_search
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -178,11 +180,6 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(status)
         return EXIT_OK
-    from rich.table import Table
-
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
     model = (f"{status['embedding_model'] or status['embedding_counts_model'] or 'none'} "
              f"({status['embedding_backend'] or status['embedding_backend_requested']})")
     if status["embedding_model_state"] == "not_loaded":
@@ -206,9 +203,52 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     for other in status["processes"]:  # other agents' servers, a watcher...
         rows.append(("process", f"pid {other['pid']} ({', '.join(other['roles'])}), seen "
                                 f"{max(0.0, time.time() - other['last_seen']):.0f} s ago"))
+    if not on_terminal():  # plain lines: the keys in a column, each value on its line
+        width = max(len(key) for key, _ in rows)
+        out().print("\n".join(f"{key:<{width}}  {value}" for key, value in rows))
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
     for key, value in rows:
         table.add_row(key, value)
     stdout_console(soft_wrap=False).print(table)
+    return EXIT_OK
+
+
+async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from ..location import DatabaseUrl, is_database_url
+    from ..store.migrate import migrate
+
+    source = settings.db_path if args.source is None else (
+        args.source if is_database_url(args.source) else Path(args.source))
+    if not isinstance(source, Path):
+        raise CommandError("--from names the SQLite index to copy (a file), not a URL",
+                           EXIT_USAGE)
+    if not is_database_url(args.target):
+        raise CommandError(f"--to names the PostgreSQL database to copy into "
+                           f"(postgresql://user@host/dbname), not {args.target!r}", EXIT_USAGE)
+    err = _stderr_console()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "index" and not done:
+            err.print("building the vector index ...")
+        elif stage != "index" and done == total:
+            err.print(f"{stage}: {done:,} copied")
+
+    copied = await migrate(source, DatabaseUrl(args.target), progress=progress)
+    if args.json:
+        write_json(copied)
+    else:
+        stdout_console().print(
+            f"copied {source} to {DatabaseUrl(args.target).redacted}: "
+            f"{count(copied['files'], 'file')} in {count(copied['roots'], 'folder')}, "
+            f"{count(copied['chunks'], 'chunk')}, {count(copied['vectors'], 'vector')} of "
+            f"{copied['model'] or 'no model'} in {copied['seconds']:.1f} s"
+            + (f" ({copied['vectors_left']:,} vectors of other models left behind)"
+               if copied["vectors_left"] else ""))
     return EXIT_OK
 
 
@@ -294,4 +334,5 @@ COMMANDS: dict[str, Command] = {
     "files": reading.files,
     "status": _status,
     "watch": _watch,
+    "migrate": _migrate,
 }

@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 
 from ..config import Settings
-from .entry import EXIT_USAGE, CommandError
+from ..exits import EXIT_USAGE
+from .entry import CommandError
 
 
 async def require_index(settings: Settings) -> None:

@@ -2,14 +2,13 @@
 ``Settings``, and a command runs with signal handling and one-line errors.
 
 Settings come from defaults, then ``RIFFLUX_*`` environment variables, then
-flags (``settings_from_env``). Exit codes: 0 success, 1 failure (or a search
-with no results), 2 bad usage or configuration, 130 interrupted, 128 + N stopped
-by signal N (SIGTERM, SIGHUP).
+flags (``settings_from_env``). The exit codes, ``fail`` and ``configure_logging``
+are ``rifflux.exits``' (shared with ``mcp.bridge`` and ``http.serve``).
 
 This module (and ``arguments``, the parser) imports only the standard library and
-``rifflux.config`` at the top: ``rifflux mcp`` parses its arguments here before the
-MCP front starts, and the front must start within milliseconds (see
-``rifflux.mcp._fast_start.front``).
+``rifflux.config``, ``errors`` and ``exits`` at the top: ``rifflux mcp`` parses its
+arguments here before the MCP front starts, and the front must start within
+milliseconds (see ``rifflux.mcp._fast_start.front``).
 """
 
 from __future__ import annotations
@@ -22,11 +21,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..config import Settings, settings_from_env
 from ..errors import InvalidArgumentError, NotAnIndexError, RiffluxError
+from ..exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, configure_logging, fail
 from .arguments import parse_args
 
 logger = logging.getLogger("rifflux.cli")
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
@@ -72,6 +70,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         auto_reindex_on_search=getattr(args, "auto_reindex", None),
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
         use_ignore_files=getattr(args, "use_ignore_files", None),
+        writable=tuple(args.writable) if getattr(args, "writable", None) else None,
     )
     more = globs(getattr(args, "exclude", None))
     if more is None:
@@ -185,27 +184,3 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def fail(message: str, code: int = EXIT_FAILURE) -> int:
-    """Report one failure line on stderr; returns ``code``."""
-    if sys.stderr is not None:
-        sys.stderr.write(f"rifflux: error: {message}\n")
-    return code
-
-
-def configure_logging(level: str) -> None:
-    """Logs go to stderr only: under ``rifflux mcp`` stdout is the protocol channel."""
-    handler: logging.Handler
-    if sys.stderr is None:  # started with fd 2 closed: nowhere to log
-        handler = logging.NullHandler()
-    elif sys.stderr.isatty():
-        from rich.console import Console
-        from rich.logging import RichHandler
-
-        handler = RichHandler(console=Console(stderr=True), show_path=False)
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)  # (checked)

@@ -16,14 +16,21 @@ from ..config import Settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``rifflux``: the command line, or the MCP server for ``rifflux mcp``."""
+    """``rifflux``: the command line, or the MCP server for ``rifflux mcp``; the exit code.
+
+    While the model still loads in the background at the end (a search interrupted, an
+    MCP client gone during the warm-up, a server stopped), this does not return: the
+    process ends with the exit code at once (``exits.end``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # Ctrl-C while modules are still importing (before a command's own handling)
     # exits 130 without a traceback too.
     try:
-        return _main(args)
+        code = _main(args)
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    from ..exits import end
+
+    return end(code)
 
 
 def mcp_main() -> int:
@@ -38,7 +45,14 @@ _EMBEDS = frozenset({"index", "search", "watch"})
 _LONG_LIVED = frozenset({"mcp", "serve", "watch"})
 
 
+def _notes(command: str) -> bool:
+    from .note_args import NOTE_COMMAND_NAMES
+
+    return command in NOTE_COMMAND_NAMES or command in NOTE_COMMAND_NAMES.values()
+
+
 def _main(argv: list[str]) -> int:
+    from .. import exits
     from . import entry
 
     args, settings = entry.parse(argv)
@@ -47,6 +61,13 @@ def _main(argv: list[str]) -> int:
     if args.command not in _LONG_LIVED and getattr(args, "mode", None) in (None, "lexical"):
         # (a semantic or hybrid search needs the model: it loads while the index opens)
         settings = settings.with_overrides(model_warmup=False)
+    if settings.writable and args.command not in _LONG_LIVED and not _notes(args.command):
+        # (RIFFLUX_WRITABLE set for the servers: a one-shot read neither watches the
+        # writable folders nor indexes them, so a lexical search still loads no model)
+        settings = settings.with_overrides(writable=())
+    if settings.watch_paths and args.command not in _LONG_LIVED:
+        # (the same for RIFFLUX_WATCH_PATHS: only mcp, serve and watch watch folders)
+        settings = settings.with_overrides(watch_paths=())
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge
@@ -71,32 +92,34 @@ def _main(argv: list[str]) -> int:
         try:  # a model directory given by name that is not there is a configuration error
             check_model_dir(settings.model_dir.absolute())
         except EmbeddingError as exc:
-            return entry.fail(str(exc), entry.EXIT_USAGE)
+            return exits.fail(str(exc), exits.EXIT_USAGE)
     from .commands import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
+    from .note_commands import NOTE_COMMANDS
 
-    return entry.run(COMMANDS[args.command], args, settings)
+    return entry.run({**COMMANDS, **NOTE_COMMANDS}[args.command], args, settings)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from .. import exits
     from ..errors import RiffluxError
     from ..http.options import listen, options_from_args, refusal
-    from . import entry
 
     try:  # (refused in a moment, before anything heavy loads)
         options = options_from_args(args)
         why = refusal(options, settings)
         if why is not None:
-            return entry.fail(why, entry.EXIT_USAGE)
+            return exits.fail(why, exits.EXIT_USAGE)
         sock = listen(options.host, options.port)
     except RiffluxError as exc:
-        return entry.fail(str(exc), entry.EXIT_USAGE if isinstance(exc, ValueError)
-                          else entry.EXIT_FAILURE)
+        return exits.fail(str(exc), exits.EXIT_USAGE if isinstance(exc, ValueError)
+                          else exits.EXIT_FAILURE)
     from ..http.serve import main as serve  # (FastAPI, uvicorn and the SDK load here)
 
     return serve(settings, options, sock)
 
 
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from .. import exits
     from ..mcp._fast_start.front import start_front
     from . import entry
 
@@ -107,9 +130,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "Ctrl-C stops.\n")
     try:
         # (the searches it takes are answered by mcp._fast_start.early once the index opens)
-        front = start_front(take_early=True)
+        front = start_front(take_early=True, writes=bool(settings.writable))
     except OSError as exc:
-        return entry.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
+        return exits.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")
 
     async def serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -118,6 +141,6 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
         from ..mcp._fast_start.early import serve_with_early_searches
 
         await serve_with_early_searches(settings, front)
-        return entry.EXIT_OK
+        return exits.EXIT_OK
 
     return entry.run(serve, args, settings)

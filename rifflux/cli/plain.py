@@ -1,30 +1,48 @@
-"""Search results as plain text, for a stdout that is not a terminal (a pipe, a file,
-another program): the same lines a terminal shows, without rich (whose import costs a
-one-shot search about 30 ms) and without styles. ``terminal`` draws them in colour with
-the same helpers."""
+"""Results as plain text, for a stdout that is not a terminal (a pipe, a file, another
+program): the same lines a terminal shows, without rich (whose import costs a one-shot
+command about 30 ms) and without styles. ``terminal`` draws them in colour with the
+same helpers; ``results`` picks one of the two."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from ..types import ScoreBreakdown, SearchExplain, SearchResult
+from ..types import IndexedFile, LinkPlace, NoteLinks, ScoreBreakdown, SearchExplain, SearchResult
 
-__all__ = ["display_path", "explain_lines", "print_search", "score", "shown", "why_line"]
+if TYPE_CHECKING:
+    from rich.style import Style
+
+__all__ = ["Lines", "Out", "display_path", "explain_lines", "link_lines", "on_terminal",
+           "print_files", "print_plain", "score", "shown", "why_line"]
 
 
-def print_search(results: list[SearchResult], explain: SearchExplain | None) -> None:
-    """What the search ran (with --explain), then each hit: on a terminal in colour (rich),
-    elsewhere as plain lines."""
-    if sys.stdout.isatty() or os.environ.get("FORCE_COLOR"):
-        from .terminal import print_explain, print_results, stdout_console
+class Out(Protocol):
+    """Where a command prints its results: rich's console on a terminal, plain lines
+    elsewhere (``results.out``)."""
 
-        out = stdout_console()
-        if explain is not None:
-            print_explain(out, explain)
-        print_results(out, results)
-        return
+    def print(self, text: str, /, *, style: str | Style | None = None,
+              markup: bool | None = None) -> None: ...
+
+
+class Lines:
+    """Each text on a line of its own, as written (no markup, no styles, no wrapping)."""
+
+    def print(self, text: str, /, *, style: str | Style | None = None,
+              markup: bool | None = None) -> None:
+        sys.stdout.write(f"{text}\n")
+
+
+def on_terminal() -> bool:
+    """Whether results are drawn for people (rich, in colour): stdout is a terminal, or
+    FORCE_COLOR asks for colour anyway."""
+    return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
+
+
+def print_plain(results: list[SearchResult], explain: SearchExplain | None) -> None:
+    """What the search ran (with --explain), then each hit, as plain lines."""
     lines = explain_lines(explain) if explain is not None else []
     for n, hit in enumerate(results, 1):
         head = f"{n:>2}. {display_path(hit)}"
@@ -91,3 +109,44 @@ def score(breakdown: ScoreBreakdown) -> str:
     if "bm25" in breakdown:
         return f"bm25 {breakdown['bm25']:.3g}"
     return f"cosine {breakdown.get('cosine', 0.0):.3f}"
+
+
+def print_files(out: Out, files: list[IndexedFile]) -> None:
+    """Each file: its number of chunks, where it is (as a person opens it), its title."""
+    width = max((len(f"{f['chunks']:,}") for f in files), default=0)
+    for file in files:
+        where = shown(Path(file["root"]) / file["path"])
+        out.print(f"{file['chunks']:>{width},}  {where}  {file['title']}", markup=False)
+
+
+#: A line of ``rifflux links`` as pieces of text, each with its style on a terminal.
+Pieces = list[tuple[str, str]]
+
+
+def link_lines(links: NoteLinks) -> list[Pieces]:
+    """A note's outgoing links (line, link as written, where it goes), then its
+    backlinks (``path:line`` as editors open it, heading, the link)."""
+    root = Path(links["root"])
+    outgoing, unresolved = links["outgoing"], len(links["unresolved"])
+    lines: list[Pieces] = [
+        [(shown(root / links["path"]), "bold cyan")],
+        [(f"links to: {len(outgoing)}"
+          + (f" ({unresolved} unresolved)" if unresolved else ""), "bold")]]
+    for link in outgoing:
+        lines.append([(f"  {link['line']:>5}  {_written(link)}  ", ""),
+                      ("unresolved", "red") if link["path"] is None else (link["path"], "cyan")])
+    lines.append([(f"linked from: {len(links['backlinks'])}", "bold")])
+    for back in links["backlinks"]:
+        line = [("  ", ""), (f"{shown(root / back['path'])}:{back['line']}", "cyan")]
+        if back["heading"]:
+            line.append((f"  {back['heading']}", "magenta"))
+        lines.append([*line, (f"  {_written(back)}", "")])
+    return lines
+
+
+def _written(link: LinkPlace) -> str:
+    """A link as it was written (near enough: a wikilink's shown text is left out)."""
+    bang = "!" if link["embed"] else ""
+    if link["kind"] == "wikilink":
+        return f"{bang}[[{link['target']}]]"
+    return f"{bang}[{link['text']}]({link['target']})"

@@ -7,15 +7,17 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import anyio
 
 from ..api import Rifflux
 from ..config import Settings
 from ..core.filters import check_depth
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .common import count, note_path, require_index, write_json
-from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
+from .entry import CommandError
+from .plain import link_lines, on_terminal, print_files
+from .results import out
 
 #: PATH:START-END, PATH:LINE.
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
@@ -49,13 +51,13 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
         return EXIT_OK
-    out = _terminal().stdout_console()
+    lines = out()
     where = Path(found["root"]) / found["path"]
-    out.print(f"{where}:{found['start_line']}-{found['end_line']} "
-              f"(of {found['total_lines']} lines)", style="bold cyan")
+    lines.print(f"{where}:{found['start_line']}-{found['end_line']} "
+                f"(of {found['total_lines']} lines)", style="bold cyan", markup=False)
     width = len(str(found["end_line"]))
     for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
-        out.print(f"{n:>{width}} │ {line}", markup=False)
+        lines.print(f"{n:>{width}} │ {line}", markup=False)
     if found.get("changed_since_indexed"):
         sys.stderr.write(f"rifflux: {path} changed since it was indexed: these are its lines "
                          "now, and line numbers from search may point at other text; "
@@ -72,11 +74,11 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
     if as_json:
         write_json(chunk)
         return EXIT_OK
-    out = _terminal().stdout_console()
+    lines = out()
     where = Path(chunk["root"]) / chunk["path"]
-    out.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
-              f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
-    out.print(chunk["content"], markup=False)
+    lines.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
+                f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
+    lines.print(chunk["content"], markup=False)
     return EXIT_OK
 
 
@@ -86,8 +88,14 @@ async def links(args: argparse.Namespace, settings: Settings) -> int:
         found = await rf.links(await note_path(args.path), root=args.root)
     if args.json:
         write_json(found)
+    elif on_terminal():
+        from .terminal import print_links, stdout_console
+
+        print_links(stdout_console(), found)
     else:
-        _terminal().print_links(_terminal().stdout_console(), found)
+        lines = out()
+        for pieces in link_lines(found):
+            lines.print("".join(text for text, _ in pieces))
     return EXIT_OK
 
 
@@ -100,9 +108,9 @@ async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        out = _terminal().stdout_console()
+        lines = out()
         for near in found:
-            out.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
+            lines.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
     if not found:
         sys.stderr.write(f"rifflux: no note within {count(args.depth, 'link')} of "
                          f"{args.path} (`rifflux links` shows its unresolved links)\n")
@@ -117,10 +125,10 @@ async def tags(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        out = _terminal().stdout_console()
+        lines = out()
         width = len(f"{found[0]['files']:,}") if found else 0
         for tag in found:
-            out.print(f"{tag['files']:>{width},}  {tag['tag']}", markup=False)
+            lines.print(f"{tag['files']:>{width},}  {tag['tag']}", markup=False)
     if not found:
         where = " matching --path" if args.path_globs else ""
         sys.stderr.write(f"rifflux: no tags in the indexed files{where} (front matter "
@@ -136,7 +144,7 @@ async def files(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         write_json(found)
     else:
-        _terminal().print_files(_terminal().stdout_console(), found)
+        print_files(out(), found)
     if not found:
         sys.stderr.write("rifflux: the index holds no files"
                          f"{' under ' + args.root if args.root else ''} yet: "
@@ -144,9 +152,3 @@ async def files(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_FAILURE
     return EXIT_OK
 
-
-def _terminal() -> ModuleType:
-    """``terminal`` (and rich), imported when a command prints for people."""
-    from . import terminal
-
-    return terminal

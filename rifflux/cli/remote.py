@@ -4,7 +4,7 @@ The server has the index open, its catalog and vector matrix in memory and its
 model loaded: asking it (``GET /api/search``, the answer shaped as ``rifflux
 search --json``) takes a few milliseconds, where opening the index here and
 loading the model takes a second. The server is found as ``rifflux mcp --connect
-auto`` finds it (``rifflux.http.discovery``: the file beside the index, a stale
+auto`` finds it (``rifflux.discovery``: the file beside the index, a stale
 one ignored). ``--no-server`` searches here; so does a search that names its own
 model (``--backend``, ``--model-dir``) or fusion (``--rrf-k``), since the server
 ranks with its own. When the server cannot answer (it stopped, another token),
@@ -24,7 +24,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from ..config import Settings
-from .entry import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError, fail, stdout_gone
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
+from .entry import CommandError, stdout_gone
 
 __all__ = ["frontmatter_pairs", "search_on_server"]
 
@@ -67,7 +68,7 @@ def _print(args: argparse.Namespace, answer: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(answer, indent=2, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     else:
-        from .plain import print_search
+        from .results import print_search
 
         print_search(answer["results"], answer.get("explain"))
     hint = answer.get("hint")
@@ -90,7 +91,7 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
     if not isinstance(settings.db_path, Path):  # (a database has no file beside it)
         _say(args, "searching here: a server is found beside an index file, not a database")
         return None
-    from ..http import discovery
+    from .. import discovery
 
     running = discovery.find(settings.db_path, timeout=0.5)
     if running is None:

@@ -1,25 +1,17 @@
-"""What the command line shows on a terminal: search results, links and files (the
-indexing progress is ``progress``'s).
-
-Uses rich; on a non-terminal it writes the same text without styles.
+"""What the command line shows on a terminal: search results and links, in colour (the
+indexing progress is ``progress``'s). Imported, with rich, only when stdout is a
+terminal: elsewhere ``plain`` writes the same lines without styles.
 """
 
 from __future__ import annotations
 
 import errno
-from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from ..types import (
-    IndexedFile,
-    LinkPlace,
-    NoteLinks,
-    SearchExplain,
-    SearchResult,
-)
-from .plain import display_path, explain_lines, score, shown, why_line
+from ..types import NoteLinks, SearchExplain, SearchResult
+from .plain import display_path, explain_lines, link_lines, score, why_line
 
 
 class _Stdout(Console):
@@ -60,44 +52,12 @@ def print_explain(console: Console, explain: SearchExplain) -> None:
 
 
 def print_links(console: Console, links: NoteLinks) -> None:
-    """A note's outgoing links (line, link as written, where it goes), then its
-    backlinks (``path:line`` as editors open it, heading, the link)."""
-    root = Path(links["root"])
-    console.print(Text(shown(root / links["path"]), style="bold cyan"))
-    outgoing, unresolved = links["outgoing"], len(links["unresolved"])
-    console.print(f"links to: {len(outgoing)}" + (f" ({unresolved} unresolved)" if unresolved
-                                                  else ""), style="bold", markup=False)
-    for link in outgoing:
-        line = Text(f"  {link['line']:>5}  {_written(link)}  ")
-        if link["path"] is None:
-            line.append("unresolved", style="red")
-        else:
-            line.append(link["path"], style="cyan")
+    """``plain.link_lines``, each piece in its style."""
+    for pieces in link_lines(links):
+        line = Text()
+        for text, style in pieces:
+            line.append(text, style=style)
         console.print(line)
-    console.print(f"linked from: {len(links['backlinks'])}", style="bold", markup=False)
-    for back in links["backlinks"]:
-        line = Text("  ")
-        line.append(f"{shown(root / back['path'])}:{back['line']}", style="cyan")
-        if back["heading"]:
-            line.append(f"  {back['heading']}", style="magenta")
-        line.append(f"  {_written(back)}")
-        console.print(line)
-
-
-def print_files(console: Console, files: list[IndexedFile]) -> None:
-    """Each file: its number of chunks, where it is (as a person opens it), its title."""
-    width = max((len(f"{f['chunks']:,}") for f in files), default=0)
-    for file in files:
-        where = shown(Path(file["root"]) / file["path"])
-        console.print(f"{file['chunks']:>{width},}  {where}  {file['title']}", markup=False)
-
-
-def _written(link: LinkPlace) -> str:
-    """A link as it was written (near enough: a wikilink's shown text is left out)."""
-    bang = "!" if link["embed"] else ""
-    if link["kind"] == "wikilink":
-        return f"{bang}[[{link['target']}]]"
-    return f"{bang}[{link['text']}]({link['target']})"
 
 
 def _marked(snippet: str) -> Text:

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..native import step
 from .model_dir import (
     BUNDLED_MODEL,
     MAX_TOKENS,
@@ -71,7 +72,8 @@ class OnnxEmbedder:
     backend: Literal["onnx"] = "onnx"
 
     def __init__(self, files: ModelFiles, *, batch_threads: int = 2) -> None:
-        import onnxruntime as ort
+        with step("import"):  # (its C++ may let go of the interpreter's lock)
+            import onnxruntime as ort
 
         self._files = files
         self._config = files.config
@@ -110,9 +112,10 @@ class OnnxEmbedder:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
         try:
-            return rt.InferenceSession(
-                str(model), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+            with step("session"):
+                return rt.InferenceSession(
+                    str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+                )
         except Exception as exc:  # onnxruntime's own errors, translated at the boundary
             raise EmbeddingError(
                 f"{model} cannot be loaded by onnxruntime ({type(exc).__name__}: "
@@ -156,13 +159,15 @@ class OnnxEmbedder:
     def _run(
         self, session: Any, tokenizer: Any, texts: list[str], run_options: Any = None
     ) -> F32:
-        encodings = tokenizer.encode_batch(texts)
+        with step("tokenize"):
+            encodings = tokenizer.encode_batch(texts)
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(
-            [self._output], {name: feeds[role] for role, name in self._inputs.items()},
-            run_options)[0]
+        with step("run"):
+            hidden = session.run(
+                [self._output], {name: feeds[role] for role, name in self._inputs.items()},
+                run_options)[0]
         if hidden.ndim != 3:
             raise EmbeddingError(
                 f"{self._files.model} output {self._output!r} has shape {list(hidden.shape)}, "
@@ -197,7 +202,8 @@ def _release_free_heap() -> None:
     if sys.platform != "linux":
         return
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with step("trim"):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass  # another C library (musl): it keeps what it keeps
 
@@ -208,7 +214,8 @@ def _tokenizer(path: Path, max_tokens: int) -> Any:
     from tokenizers import Tokenizer
 
     try:
-        tok = Tokenizer.from_file(str(path))
+        with step("tokenizer"):
+            tok = Tokenizer.from_file(str(path))
     except Exception as exc:  # the tokenizers library's errors, translated at the boundary
         raise EmbeddingError(
             f"{path} cannot be read as a Hugging Face tokenizer ({exc}): use the "

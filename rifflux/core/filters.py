@@ -141,6 +141,8 @@ def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
 
 def _globs(paths: Sequence[str] | str | None) -> tuple[str, ...]:
     given = _strings("paths", paths)
+    if not given:
+        return ()  # (no filter: pathspec is not imported)
     for glob in given:
         if _on_disk(glob):
             raise InvalidArgumentError(

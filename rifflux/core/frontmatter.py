@@ -47,6 +47,13 @@ def normalise_tag(tag: str) -> str:
     return "/".join(p for p in tag.strip().lstrip("#").lower().split("/") if p)
 
 
+def front_matter_end(text: str) -> int:
+    """Where a front matter block at the top of ``text`` ends (0: there is none), whether
+    or not its YAML is valid: an edit after the front matter goes there."""
+    match = _FRONT_MATTER.match(text)
+    return match.end() if match else 0
+
+
 def split_front_matter(text: str) -> tuple[FileMetadata, str]:
     """YAML front matter -> metadata; invalid YAML stays in the body (nothing is lost)."""
     match = _FRONT_MATTER.match(text)

@@ -128,6 +128,11 @@ class LinkFinder:
                     offset = min(max(self._cursor, start), max(start, end - 1))
                 self._found.append((offset, len(raw), kind, embed, target, shown, heading))
 
+    def spans(self) -> list[tuple[int, int, LinkKind, str]]:
+        """(offset in the body, length, kind, target as written) of every link found."""
+        return [(offset, length, kind, target)
+                for offset, length, kind, _, target, _, _ in self._found]
+
     def links(self, line_of: Callable[[int], int],
               chunk_lines: Sequence[int]) -> tuple[Link, ...]:
         """Every link found, with its line and the chunk it is in (the last chunk that

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..config import DEFAULT_EXCLUDE as _DEFAULT_EXCLUDE
+from ..config import NEVER_INDEXED
 from .ignore import Levels, ignored, read_level
 
 
@@ -84,8 +85,9 @@ class Globs:
         self.include = tuple(include)
         self.exclude = tuple(exclude)
         self._inc = _Matcher(self.include)
-        self._exc = _Matcher(self.exclude)
-        self._each_exc = [(p, _Matcher([p])) for p in self.exclude]  # for why_excluded
+        # (Rifflux's own files, a writable folder's trash and temporary files, always)
+        self._exc = _Matcher((*self.exclude, *NEVER_INDEXED))
+        self._each_exc = [(p, _Matcher([p])) for p in (*self.exclude, *NEVER_INDEXED)]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Globs) and (self.include, self.exclude) == (
@@ -108,7 +110,8 @@ class Globs:
         name = rel.rsplit("/", 1)[-1]
         for pattern, matches in self._each_exc:
             if matches(rel) or matches(name):
-                source = EXCLUDED_BY_DEFAULT if pattern in _DEFAULT_EXCLUDE else EXCLUDED
+                source = (EXCLUDED_BY_DEFAULT if pattern in _DEFAULT_EXCLUDE
+                          or pattern in NEVER_INDEXED else EXCLUDED)
                 return f"{source} ({pattern})"
         return f"{NOT_INCLUDED} ({', '.join(self.include)})"
 

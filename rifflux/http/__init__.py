@@ -11,9 +11,9 @@
 
 Every request first passes ``security.Guard`` (Host, Origin, token, body size) and
 ``security.AccessLog``. This package sits beside ``rifflux.mcp`` on top of the
-facade; it never reaches past ``rifflux.api``. ``discovery`` (standard library
-only) is the file beside the index that tells ``rifflux mcp --connect auto`` where
-a server runs; importing this package loads nothing else.
+facade; it never reaches past ``rifflux.api``. ``serve`` writes the file beside
+the index that tells ``rifflux mcp --connect auto`` where a server runs
+(``rifflux.discovery``); importing this package loads nothing else.
 """
 
 from __future__ import annotations

@@ -56,6 +56,12 @@ _STATUS: tuple[tuple[type[RiffluxError], int, str], ...] = (
 )
 
 
+#: The library's ClosedError tells a program to open the instance; a client of the server
+#: can only wait for it.
+_NOT_OPEN = ("the index is not open: the server is stopping, or has not finished starting; "
+             "try again in a moment, once GET /healthz answers 200")
+
+
 def from_exception(exc: BaseException) -> JSONResponse:
     if isinstance(exc, ApiError):
         return error_response(exc.status, exc.type, exc.message, exc.headers)
@@ -63,7 +69,8 @@ def from_exception(exc: BaseException) -> JSONResponse:
         for kind, status, name in _STATUS:
             if isinstance(exc, kind):
                 retry = {"Retry-After": "1"} if status == 503 else None
-                return error_response(status, name, str(exc), retry)
+                message = _NOT_OPEN if isinstance(exc, ClosedError) else str(exc)
+                return error_response(status, name, message, retry)
         return error_response(500, "rifflux_error", str(exc))
     logger.error("unexpected error answering a request", exc_info=exc)
     return error_response(500, "internal_error",

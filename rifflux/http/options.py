@@ -147,6 +147,9 @@ def refusal(options: ServeOptions, settings: Settings) -> str | None:
     if options.read_only and settings.watch_paths:
         return ("--read-only serves an index without writing to it, and --watch writes: "
                 "leave one of them out")
+    if options.read_only and settings.writable:
+        return ("--read-only serves an index without writing to it, and --writable lets "
+                "agents write notes: leave one of them out")
     db = settings.db_path
     if options.read_only and isinstance(db, Path) and not db.expanduser().is_file():
         return (f"no index at {db} to serve read-only: run `rifflux index PATH` first, or "

@@ -26,12 +26,12 @@ from pathlib import Path
 import anyio
 import uvicorn
 
+from .. import discovery
 from ..api import Rifflux
-from ..cli.entry import EXIT_FAILURE, EXIT_OK, configure_logging, fail
 from ..config import Settings
 from ..errors import RiffluxError
+from ..exits import EXIT_FAILURE, EXIT_OK, configure_logging, fail
 from ..location import IndexLocation
-from . import discovery
 from .app import create_app
 from .options import ServeOptions
 

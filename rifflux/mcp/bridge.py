@@ -15,7 +15,7 @@ the client notices nothing. A request the server cannot be asked (not running,
 wrong token) is answered with a JSON-RPC error that says so; the bridge goes on.
 
 ``--connect auto`` finds the server from the file beside the index
-(``rifflux.http.discovery``); without one, ``rifflux mcp`` serves over stdio as
+(``rifflux.discovery``); without one, ``rifflux mcp`` serves over stdio as
 usual.
 """
 
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
+from .. import discovery
 from ..config import Settings
-from ..http import discovery
 
 __all__ = ["Bridge", "Target", "main", "target_for"]
 
@@ -75,7 +75,7 @@ def target_for(args: argparse.Namespace, settings: Settings) -> Target | None:
 
 def main(args: argparse.Namespace, settings: Settings) -> int | None:
     """Run the bridge to its exit code; None: ``auto`` found no server (serve as usual)."""
-    from ..cli.entry import EXIT_OK, EXIT_USAGE, configure_logging, fail
+    from ..exits import EXIT_OK, EXIT_USAGE, configure_logging, fail
 
     configure_logging(settings.log_level)
     try:

@@ -31,6 +31,7 @@ from ..errors import RiffluxError
 from . import sdk
 from .auto_reindex import AutoReindex
 from .budget import answer_text
+from .note_tools import WRITE_TOOLS, recent
 from .other_indexes import OtherIndexes
 from .params import MAX_TOP_K
 from .schemas import tighten
@@ -63,12 +64,24 @@ between notes ([[wikilinks]] and markdown links) both ways.
 If a folder is not indexed yet, or files changed and no watcher is running,
 call reindex with an absolute path. index_status tells what is indexed and
 whether a background reindex has finished."""
+_NOTES = """
+Notes: recent lists the notes changed lately (look there first in a new
+session); write_note records what you learned (a decision, a fix, a summary) in
+the writable folder, edit_note changes one part of a note (pass if_match, the
+sha256 you last read), move_note renames it and fixes the links to it,
+delete_note moves it to the trash. What you write is searchable when the call
+returns."""
 
 _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                           open_world_hint=False)
 _REMOVES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                            open_world_hint=False)
+_EDITS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                         open_world_hint=False)
+_CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                           open_world_hint=False)
+_DESTRUCTIVE = frozenset({"write_note", "edit_note", "delete_note"})
 
 
 # ---------------------------------------------------------------- server
@@ -76,6 +89,9 @@ _REMOVES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempote
 
 class RiffluxMCPServer(MCPServer[ServerState]):
     """``MCPServer`` whose argument-validation errors read as instructions."""
+
+    #: Whether the tools that write notes are listed (a writable folder is set).
+    writes: bool = False
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any],
@@ -211,12 +227,21 @@ def build_server(
                 on_open()
             yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=others)
 
-    server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(),
-                              lifespan=lifespan, log_level=_sdk_level(settings.log_level))
-    for tool, hints in ((search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
-                        (get_file, _READS), (get_links, _READS), (get_neighbors, _READS),
-                        (list_tags, _READS), (reindex, _WRITES),
-                        (reindex_many, _WRITES), (forget, _REMOVES)):
+    writes = bool(settings.writable)  # the note tools that write are listed only then
+    server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS + (_NOTES if writes
+                                                                         else ""),
+                              version=_version(), lifespan=lifespan,
+                              log_level=_sdk_level(settings.log_level))
+    server.writes = writes
+    tools: list[tuple[Callable[..., Any], ToolAnnotations]] = [
+        (search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
+        (get_file, _READS), (get_links, _READS), (get_neighbors, _READS),
+        (list_tags, _READS), (reindex, _WRITES), (reindex_many, _WRITES),
+        (forget, _REMOVES), (recent, _READS)]
+    if writes:  # (overwriting, editing and deleting destroy what was there; not moving)
+        tools += [(tool, _CHANGES if tool.__name__ in _DESTRUCTIVE else _EDITS)
+                  for tool in WRITE_TOOLS]
+    for tool, hints in tools:
         server.add_tool(tool, description=" ".join((tool.__doc__ or "").split()),
                         annotations=hints)
         server.close_schema(tool.__name__)

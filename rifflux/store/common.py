@@ -13,11 +13,10 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
 
 from ..core.filters import tag_levels
 from ..types import ChunkRecord
-from .written import Written
+from .written import Row, Written
 
 #: The columns of a result row, in the order ``row_dict`` reads them (``c``: chunks,
 #: ``f``: files, ``r``: roots).
@@ -25,12 +24,6 @@ ROW_COLUMNS = (
     "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
     "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
 )
-
-
-class Row(Protocol):
-    """A row as a store's driver gives it: its columns by position."""
-
-    def __getitem__(self, index: int, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)

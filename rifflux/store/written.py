@@ -1,4 +1,5 @@
-"""What the writer is given to write, and what it answers after each commit."""
+"""What the writer is given to write, and what it answers after each commit; a row as a
+store's driver gives it (``Row``, which ``common`` reads results from too)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import aiosqlite
 
@@ -16,8 +17,11 @@ if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not befo
     from ..core.chunker import Chunk, FileMetadata, Link
     from ..core.vectors import F32
 
-if TYPE_CHECKING:
-    from .common import Row
+
+class Row(Protocol):
+    """A row as a store's driver gives it: its columns by position."""
+
+    def __getitem__(self, index: int, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,13 @@
 """``rifflux serve`` end to end: a real server in a subprocess, every /api route (errors
-included), /openapi.json, /healthz, the event stream, and MCP clients at /mcp."""
+included; 503 for an index that is not open in process, the one way to reach it),
+/openapi.json, /healthz, the page's files, the event stream, and MCP clients at /mcp."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
+from rifflux import Rifflux
+from rifflux.http.app import create_app
+from rifflux.http.options import ServeOptions
 from rifflux.mcp.budget import ENVELOPE
 
 from ..helpers import TOOLS, mcp_session, write
@@ -118,6 +124,27 @@ def test_max_chars_bounds_the_answer_and_says_what_was_cut(client: httpx2.Client
     assert len(got.text) <= 1000 + ENVELOPE  # the whole answer, as MCP's tools keep it
 
 
+def test_explain_says_what_the_search_ran_and_why_each_hit_ranks(
+        client: httpx2.Client) -> None:
+    params = {"q": "the retry policy", "mode": "lexical", "tags": "project",
+              "explain": "true"}
+    got = client.get("/api/search", params=params).json()
+    posted = client.post("/api/search", json={**params, "tags": ["project"],
+                                              "explain": True}).json()
+    plain = client.get("/api/search", params={**params, "explain": "false"}).json()
+    explain = got["explain"]
+    assert explain["stopwords_dropped"] == ["the"]
+    assert {'"retry"', '"policy"'} <= set(str(explain["fts_query"]).split(" OR "))
+    assert explain["filters"] == {"tags": ["project"]}
+    assert got["results"] and all(set(hit["explain"]) == {"lexical_rank", "bm25"}
+                                  for hit in got["results"])
+    ranks = [hit["explain"]["lexical_rank"] for hit in got["results"]]
+    assert ranks == sorted(ranks)
+    assert posted["explain"] == explain
+    assert [h["explain"] for h in posted["results"]] == [h["explain"] for h in got["results"]]
+    assert "explain" not in plain and all("explain" not in h for h in plain["results"])
+
+
 @pytest.mark.parametrize(("params", "words"), [
     ({"q": "x", "top_k": "0"}, "top_k"),
     ({"q": "x", "top_k": "500"}, "top_k"),
@@ -198,8 +225,52 @@ def test_openapi_describes_every_route_from_the_contract_types(client: httpx2.Cl
     assert "ErrorBody" in schemas
 
 
+#: A URL to another host: absolute (http, https), or protocol-relative in a quoted string
+#: or ``url(...)``.
+_ELSEWHERE = re.compile(r"""https?://|["'(=]\s*//[^/\s]""", re.IGNORECASE)
+
+
+def test_the_page_is_the_package_data_and_names_no_other_host(client: httpx2.Client) -> None:
+    static = files("rifflux.http").joinpath("static")
+    page = client.get("/")
+    assert page.status_code == 200 and page.text == static.joinpath(
+        "index.html").read_text(encoding="utf-8")
+    named = set(re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text))
+    assert named >= {"/static/app.js", "/static/style.css"}
+    shipped = sorted(f.name for f in static.iterdir() if f.is_file())
+    for name in shipped:
+        served = client.get(f"/static/{name}")
+        assert served.status_code == 200, name
+        assert served.content == static.joinpath(name).read_bytes(), name
+        elsewhere = _ELSEWHERE.findall(served.text)
+        assert not elsewhere, f"/static/{name} names another host: {elsewhere}"
+    assert {path.removeprefix("/static/") for path in named} <= set(shipped)
+
+
 def test_healthz_answers_without_the_api(client: httpx2.Client) -> None:
     assert client.get("/healthz").json()["status"] == "ok"
+
+
+@pytest.mark.anyio
+async def test_an_index_that_is_not_open_is_503_in_the_error_shape(tmp_path: Path) -> None:
+    # (only in process: the server closes its index after its last request has ended)
+    rf = Rifflux(tmp_path / "i.db", embedding_backend="hash")
+    async with rf:
+        app = create_app(rf, ServeOptions())
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        for method, path, body in (("GET", "/api/status", None),
+                                   ("GET", "/api/search?q=retry", None),
+                                   ("POST", "/api/search", {"q": "retry"}),
+                                   ("GET", "/api/file?path=alpha.md", None),
+                                   ("GET", "/api/tags", None)):
+            answer = await http.request(method, path, json=body)
+            message = _error(answer, 503, "index_not_open")
+            assert "not open" in message and "/healthz" in message, message
+            assert "async with" not in message  # (the library's advice: not a client's)
+            assert answer.headers["retry-after"] == "1"
+        health = await http.get("/healthz")
+    assert health.status_code == 503 and health.json()["status"] == "closed"
 
 
 # ---------------------------------------------------------------- writes and events

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rifflux.cli.arguments import parse_args
 from rifflux.errors import InvalidArgumentError
-from rifflux.http.options import ServeOptions, is_loopback, split_host
+from rifflux.http.options import ServeOptions, is_loopback, options_from_args, split_host
 
 
 @pytest.mark.parametrize(("header", "name"), [
@@ -46,3 +47,14 @@ def test_a_token_is_required_off_loopback() -> None:
         ServeOptions(host="0.0.0.0").check_exposure()
     ServeOptions(host="0.0.0.0", token="s3cret").check_exposure()
     ServeOptions(host="::1").check_exposure()
+
+
+def test_serve_listens_on_loopback_port_7474_and_takes_its_token_from_the_flag_first() -> None:
+    plain = options_from_args(parse_args(["serve"]), {})
+    assert (plain.host, plain.port, plain.token) == ("127.0.0.1", 7474, None)
+    from_env = options_from_args(parse_args(["serve"]), {"RIFFLUX_TOKEN": "from-env"})
+    assert from_env.token == "from-env"
+    both = options_from_args(parse_args(["serve", "--token", "from-flag"]),
+                             {"RIFFLUX_TOKEN": "from-env"})
+    assert both.token == "from-flag"
+    assert options_from_args(parse_args(["serve"]), {"RIFFLUX_TOKEN": ""}).token is None

@@ -1,6 +1,8 @@
 """The page in a real browser: Debian's Chromium, driven by Playwright, against a real
 ``rifflux serve``. A person types a query, sees hits, moves with the keyboard, opens
-one and reads its lines with the note's backlinks, and watches a reindex's progress.
+one and reads its lines with the note's backlinks, and watches a reindex's progress;
+narrows the hits by folder, tag and age, which the address keeps; and the page asks
+nothing of any host but the server.
 
 Chromium comes from the system (``apt-get install chromium``; Playwright's own
 download does not work here). Without it the tests are skipped, unless
@@ -11,15 +13,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
 
 from ..helpers import write
-from ..serving import Served, serving
+from ..serving import Served, serving, until
 
 CHROMIUM = os.environ.get("RIFFLUX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -63,8 +67,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         write(root / "big", f"b{i:04d}.md", f"# Big {i}\n\nFiller text number {i}.\n")
     with serving(root / "index.db", "--watch", str(notes)) as served:
         with httpx2.Client(base_url=served.url) as http:
-            from ..serving import until
-
             until(lambda: http.get("/api/status").json()["files"] == 3)
         yield served
 
@@ -142,3 +144,76 @@ def test_the_progress_bar_moves_while_a_reindex_runs(page: Any, server: Served) 
     assert any(0 < v < 100 for v in values)
     assert any("indexing" in text for _, text in shown)
     page.locator("#status").get_by_text(f"{BIG + 3:,} files").wait_for()
+
+
+# ---------------------------------------------------------------- filters
+
+#: Three notes that each filter tells apart (a folder, a tag, an old modification time).
+FILTERED = {"ops/old.md": ("current", True), "ops/new.md": (None, False),
+            "dev/client.md": ("current", False)}
+
+
+@pytest.fixture(scope="module")
+def filtered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("filters")
+    notes = root / "notes"
+    long_ago = time.time() - 400 * 86400
+    for rel, (tag, old) in FILTERED.items():
+        tags = f"tags: [{tag}]\n" if tag else ""
+        path = write(notes, rel, f"---\n{tags}---\n# {rel}\n\nThe retry rules of {rel}.\n")
+        if old:
+            os.utime(path, (long_ago, long_ago))
+    with serving(root / "index.db", "--watch", str(notes)) as served:
+        with httpx2.Client(base_url=served.url) as http:
+            until(lambda: http.get("/api/status").json()["files"] == len(FILTERED))
+        yield served
+
+
+def _shown(page: Any, paths: set[str]) -> None:
+    """Waits until the hits shown are those of ``paths`` (the answer comes when it comes)."""
+    script = """(want) => {
+        const shown = [...document.querySelectorAll('.hit .where')]
+            .map((n) => n.textContent.split(':')[0]).sort();
+        return JSON.stringify(shown) === JSON.stringify(want);
+    }"""
+    from playwright.sync_api import TimeoutError as NotShown
+
+    try:
+        page.wait_for_function(script, arg=sorted(paths))
+    except NotShown:  # (say what was shown instead)
+        shown = page.locator(".hit .where").all_inner_texts()
+        raise AssertionError(f"shown {shown}, expected {sorted(paths)}") from None
+
+
+def test_the_folder_tag_and_age_filters_narrow_the_hits_and_stay_in_the_address(
+        page: Any, filtered: Served) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(filtered.url)
+    page.locator("#q").fill("retry rules")
+    _shown(page, set(FILTERED))
+    page.locator("#paths").fill("ops/**")
+    page.locator("#paths").press("Tab")  # (a filter applies when it changes)
+    _shown(page, {"ops/old.md", "ops/new.md"})
+    page.locator("#paths").fill("")
+    page.locator("#tag").fill("current")
+    page.locator("#tag").press("Tab")
+    _shown(page, {"ops/old.md", "dev/client.md"})
+    page.locator("#tag").fill("")
+    page.locator("#since").select_option("30d")
+    _shown(page, {"ops/new.md", "dev/client.md"})
+    page.locator("#paths").fill("ops/**")
+    page.locator("#paths").press("Tab")
+    _shown(page, {"ops/new.md"})  # (together: each narrows what the others left)
+    assert parse_qs(urlsplit(page.url).query) == {
+        "q": ["retry rules"], "paths": ["ops/**"], "modified_after": ["30d"]}
+    page.reload()  # the address holds the search and its filters
+    _shown(page, {"ops/new.md"})
+    assert (page.locator("#paths").input_value(), page.locator("#since").input_value()) == \
+        ("ops/**", "30d")
+    page.locator("#since").select_option("")
+    page.locator("#tag").fill("nosuchtag")
+    page.locator("#tag").press("Tab")
+    page.locator("#results .empty").get_by_text("filters").wait_for()  # says why: none
+    assert asked and all(url.startswith(filtered.url) for url in asked), \
+        [url for url in asked if not url.startswith(filtered.url)]  # nothing from elsewhere

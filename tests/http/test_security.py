@@ -15,9 +15,9 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from rifflux import Rifflux
+from rifflux import Rifflux, discovery
 
-from ..helpers import write
+from ..helpers import TOOLS, write
 from ..serving import Served, serve_command, serving
 
 TOKEN = "test-token-4f9a1c2e8b"
@@ -121,6 +121,19 @@ def test_the_page_asks_for_the_token_once_and_keeps_it_in_a_strict_cookie(
     assert posted.status_code == 303 and "rifflux_token=" in posted.headers["set-cookie"]
 
 
+def test_the_token_can_come_from_the_environment(tmp_path: Path) -> None:
+    token = "env-token-7c3b9d"
+    db = tmp_path / "index.db"
+    with serving(db, env={"RIFFLUX_TOKEN": token}) as served:  # (no --token)
+        with httpx2.Client(base_url=served.url, timeout=30) as http:
+            assert _kind(http.get("/api/status")) == (401, "unauthorized")
+            assert _kind(http.get("/api/status", headers=AUTH)) == (401, "unauthorized")
+            assert http.get("/api/status", headers={
+                "Authorization": f"Bearer {token}"}).status_code == 200
+        found = discovery.find(db)  # (what --connect auto gives its clients)
+        assert found is not None and found.token == token
+
+
 @pytest.mark.anyio
 async def test_mcp_clients_send_the_token(server: Served) -> None:
     async with httpx2.AsyncClient(headers=AUTH, timeout=30) as http, \
@@ -128,7 +141,7 @@ async def test_mcp_clients_send_the_token(server: Served) -> None:
             ClientSession(read, write_) as session:
         with anyio.fail_after(30):
             await session.initialize()
-            assert len((await session.list_tools()).tools) == 10
+            assert {t.name for t in (await session.list_tools()).tools} == TOOLS
 
 
 # ---------------------------------------------------------------- read-only

@@ -1,22 +1,25 @@
 """``rifflux serve`` as a service: SIGTERM in the middle of a reindex stops it cleanly, the
-index is consistent afterwards, and the file that lets bridges find it comes and goes
-with it."""
+index is consistent afterwards, a request in flight gets its whole answer, and the file
+that lets bridges find it comes and goes with it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
 import sqlite3
 import stat
+import threading
+import time
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 
-from rifflux import Rifflux
-from rifflux.http import discovery
+from rifflux import Rifflux, discovery
+from rifflux.http.serve import GRACE
 
 from ..serving import serving, until
 
@@ -24,6 +27,9 @@ FILES = 400
 #: A note whose parsing the server holds back (``held_parse/sitecustomize.py``): the
 #: reindex is still indexing when the signal comes, however fast the machine.
 HELD = "held-back.md"
+#: How long a request in flight still runs after the server starts to stop (well within
+#: ``rifflux.http.serve.GRACE``).
+SLOW_FOR = 2.0
 
 
 def _corpus(root: Path) -> Path:
@@ -81,6 +87,68 @@ def test_sigterm_during_a_reindex_stops_cleanly_and_leaves_the_index_consistent(
             assert len(hits) == 3
 
     anyio.run(reopened)
+
+
+def test_sigterm_lets_a_request_in_flight_finish_with_its_whole_answer(
+        tmp_path: Path) -> None:
+    # A read that takes as long as the test wants: a note that became a named pipe
+    # after it was indexed. The server reads it (in a worker thread) until the test,
+    # after the signal, writes the note and closes the pipe.
+    assert SLOW_FOR < GRACE
+    notes = tmp_path / "notes"
+    slow = notes / "slow.md"
+    text = "".join(f"Line {i} of a note read slowly.\n" for i in range(1, 2001))
+    (notes / "fast.md").parent.mkdir()
+    (notes / "fast.md").write_text("# Fast\n\nRead at once.\n", encoding="utf-8")
+    slow.write_text(text, encoding="utf-8")
+    db = tmp_path / "index.db"
+
+    async def index() -> None:
+        async with Rifflux(db, embedding_backend="hash") as rf:
+            await rf.reindex(notes)
+
+    anyio.run(index)
+    slow.unlink()
+    os.mkfifo(slow)
+    answers: list[httpx2.Response | BaseException] = []
+
+    def read_slow(url: str) -> None:
+        try:
+            answers.append(httpx2.get(url + "api/file", params={"path": "slow.md",
+                                                                "start_line": 1},
+                                      timeout=60))
+        except BaseException as exc:  # (the test's thread: what happened, for the assert)
+            answers.append(exc)
+
+    def reader_opened() -> int | None:  # (a writer opens only once the server reads)
+        try:
+            return os.open(slow, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            return None
+
+    with serving(db) as served:
+        thread = threading.Thread(target=read_slow, args=(served.url,), name="slow-read")
+        thread.start()
+        fd = until(reader_opened)
+        try:
+            served.proc.send_signal(signal.SIGTERM)
+            # (uvicorn's line once it has stopped listening and waits for what is open)
+            until(lambda: "Waiting for connections to close" in served.log_text())
+            time.sleep(SLOW_FOR)  # (how long the read still takes: not a synchronisation)
+            assert served.proc.poll() is None  # (still answering the read)
+            os.set_blocking(fd, True)
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+            thread.join(timeout=60)
+        served.exit_code = served.proc.wait(timeout=30)
+    assert len(answers) == 1 and isinstance(answers[0], httpx2.Response), answers
+    assert answers[0].status_code == 200, answers[0].text
+    lines = answers[0].json()
+    assert lines["text"] == text.rstrip("\n") and lines["total_lines"] == 2000
+    assert served.exit_code == 0
 
 
 def test_a_stale_discovery_file_is_ignored(tmp_path: Path) -> None:

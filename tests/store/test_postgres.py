@@ -7,6 +7,7 @@ it answers as the SQLite store does. The retrieval contract itself runs on both 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from rifflux import IndexUnreachableError, Rifflux, RiffluxError, SchemaVersionError, Settings
 from rifflux.location import DatabaseUrl
 from rifflux.store.postgres import lexical, semantic
+from rifflux.store.postgres.schema import SCHEMA_VERSION
 
 from ..helpers import (
     SEARCH_DOCS,
@@ -95,7 +97,7 @@ async def test_the_same_files_rank_alike_on_both_stores(
     sqlite, postgres = answers
     for key in sqlite:
         assert sqlite[key], key
-        if key[0] == "semantic":  # exact here: HNSW finds every neighbour of so few
+        if key[0] == "semantic":  # exact: so few vectors are all compared
             assert postgres[key] == sqlite[key], key
         else:  # BM25 by FTS5 and by pg_textsearch: the same best, much the same list
             assert postgres[key][0] == sqlite[key][0], key
@@ -171,7 +173,34 @@ async def test_the_schema_is_made_once_when_several_open_a_new_database_at_once(
             tg.start_soon(open_one)
     assert opened == [0, 0, 0]
     assert await index_rows(url, "SELECT value FROM meta WHERE key = 'schema_version'") \
-        == [("1",)]
+        == [(str(SCHEMA_VERSION),)]
+
+
+async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
+    new_postgres_index: Callable[[], str], caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = new_postgres_index()
+    await index_rows(url, "DROP TRIGGER changes_notified ON changes")  # as version 1 was
+    await index_rows(url, "DROP FUNCTION rifflux_notify()")
+    await index_rows(url, "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="older Rifflux.*without read_only"):
+        async with Rifflux(settings=Settings(db_path=DatabaseUrl(url), read_only=True)):
+            pass
+
+    async def open_one() -> None:
+        async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+            await rf.status()
+
+    with caplog.at_level(logging.INFO, logger="rifflux.store.postgres.schema"):
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(open_one)
+    upgrades = [r for r in caplog.records if "schema upgraded" in r.getMessage()]
+    assert len(upgrades) == 1
+    assert await index_rows(url, "SELECT value FROM meta WHERE key = 'schema_version'") \
+        == [(str(SCHEMA_VERSION),)]
+    assert await index_rows(url, "SELECT count(*) FROM pg_trigger WHERE tgname = "
+                            "'changes_notified'") == [(1,)]
 
 
 async def test_two_instances_on_one_database_follow_each_other_and_embed_each_text_once(

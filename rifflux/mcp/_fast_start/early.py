@@ -149,7 +149,7 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
                     front.close()
                     return
                 await handoff.serve_after_front(settings, front, rifflux=rf,
-                                                auto_reindex=auto, early=early)
+                                                auto_reindex=auto, early_done=early.done)
             finally:
                 front.early.put(None)  # (ends early.run, if the hand-off did not)
                 tg.cancel_scope.cancel()  # (a warm-up still running: nothing waits for it)

@@ -45,21 +45,24 @@ if sys.platform != "win32":
 logger = logging.getLogger(__name__)
 
 SEED = Path(__file__).with_name("handshake.json")
+#: The server with a writable folder lists the note tools that write: its own snapshot.
+SEED_WRITES = Path(__file__).with_name("handshake-writes.json")
 
 
 # ---------------------------------------------------------------- the snapshot
 
 
 #: The modules whose source defines what ``tools/list`` answers (in ``rifflux.mcp``).
-_TOOL_SOURCES = ("server.py", "tools.py", "params.py", "schemas.py")
+_TOOL_SOURCES = ("server.py", "tools.py", "params.py", "schemas.py", "note_tools.py")
 
 #: Distributions whose code shapes the SDK's answers (dist-info spelling).
 _DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")
 
 
-def snapshot_key() -> dict[str, str]:
-    """What a snapshot is valid for: the versions of Rifflux, the SDK and pydantic, and
-    the tool definitions' source (so an edited checkout never gets a stale answer).
+def snapshot_key(writes: bool = False) -> dict[str, str]:
+    """What a snapshot is valid for: the versions of Rifflux, the SDK and pydantic, the
+    tool definitions' source (so an edited checkout never gets a stale answer), and
+    whether the server writes notes (``writes``: it then lists more tools).
 
     Read from the dist-info folder names on ``sys.path`` (as importlib.metadata
     does, without its 50 ms of imports); a distribution not found is "unknown".
@@ -86,6 +89,7 @@ def snapshot_key() -> dict[str, str]:
         key["tools"] = digest.hexdigest()[:16]
     except OSError:
         key["tools"] = "unknown"
+    key["writes"] = "yes" if writes else "no"
     return key
 
 
@@ -96,14 +100,15 @@ def cache_path(key: dict[str, str]) -> Path:
     return Path(base) / "rifflux" / f"mcp-handshake-{digest}.json"
 
 
-def load_snapshot(key: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """The handshake answers for this key: the run-time cache, else the shipped seed.
-
-    A file made for another key, incomplete or unreadable, is ignored (None:
-    the SDK answers everything itself).
-    """
-    key = key or snapshot_key()
-    for path in (cache_path(key), SEED):
+def load_snapshot(key: dict[str, str] | None = None, *,
+                  writes: bool = False) -> dict[str, Any] | None:
+    """The handshake answers for this key (by default, of a server that writes notes or
+    not): the run-time cache, else the shipped seed for the key's kind of server. A file
+    made for another key, incomplete or unreadable, is ignored (None: the SDK answers
+    everything itself)."""
+    key = key or snapshot_key(writes)
+    seed = SEED_WRITES if key.get("writes") == "yes" else SEED
+    for path in (cache_path(key), seed):
         try:
             snapshot = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -381,16 +386,15 @@ def _has_modern_envelope(params: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- entry point
 
 
-def start_front(*, take_early: bool = False) -> Front:
+def start_front(*, take_early: bool = False, writes: bool = False) -> Front:
     """Claim the wire and start answering the handshake (``rifflux mcp`` calls this first,
     then runs the server behind it: ``early.serve_with_early_searches``), taking plain
-    searches from the first line on with ``take_early`` (``Front.early``).
-
+    searches from the first line on with ``take_early`` (``Front.early``), from the
+    snapshot of a server that writes notes (``writes``: a writable folder) or not.
     ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. Raises OSError
-    when stdin or stdout is not open.
-    """
+    when stdin or stdout is not open."""
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
-    snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot()
+    snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot(writes=writes)
     front = Front(Wire.claim(), snapshot, take_early=take_early)
     front.start()
     return front

@@ -4,7 +4,9 @@
 ``front.py`` for why the front exists). ``capture_handshake`` asks the SDK
 itself, in memory, what it answers to ``initialize``, ``tools/list`` and
 ``ping`` at every handshake protocol version: that is the snapshot the front
-answers from. The shipped seed (``handshake.json``) is made with
+answers from, one for a server that writes notes and one for a server that does
+not (their tool lists differ). The shipped seeds (``handshake.json``,
+``handshake-writes.json``) are made with
 ``python -m rifflux.mcp._fast_start.handoff --write-seed``; a test fails when it no longer
 matches. When the front had no snapshot for this key, the server captures the
 SDK's answers in the background and, when neither the seed nor the cache holds
@@ -29,8 +31,16 @@ from ...config import Settings
 from .. import sdk
 from ..auto_reindex import AutoReindex
 from ..server import RiffluxMCPServer, build_server
-from .early import EarlySearches
-from .front import SEED, Front, Inbound, Wire, cache_path, load_snapshot, snapshot_key
+from .front import (
+    SEED,
+    SEED_WRITES,
+    Front,
+    Inbound,
+    Wire,
+    cache_path,
+    load_snapshot,
+    snapshot_key,
+)
 
 __all__ = ["capture_handshake", "refresh_snapshot", "serve_after_front", "serve_stdio"]
 
@@ -45,15 +55,15 @@ _REFRESH_DELAY = 1.0
 async def serve_after_front(settings: Settings, front: Front, *,
                             rifflux: Rifflux | None = None,
                             auto_reindex: AutoReindex | None = None,
-                            early: EarlySearches | None = None) -> None:
+                            early_done: anyio.Event | None = None) -> None:
     """Serve MCP over the front's wire until the client closes stdin.
 
     The front keeps answering the handshake until the index is open (the
     server's lifespan calls ``hand_off``); the lines it queued meanwhile are
     replayed to the SDK in arrival order. With ``rifflux`` open already (and
-    ``early`` answering searches meanwhile: ``early.serve_with_early_searches``), the
-    server serves that instance; the searches ``early`` took are answered before the
-    wire closes.
+    ``early.EarlySearches`` answering searches meanwhile:
+    ``early.serve_with_early_searches``), the server serves that instance; the
+    searches it took are answered (``early_done`` is set) before the wire closes.
     """
 
     def hand_off() -> None:
@@ -108,10 +118,10 @@ async def serve_after_front(settings: Settings, front: Front, *,
                 await sdk.run_lowlevel(server, read_recv, write_send)
                 inner.cancel_scope.cancel()
     finally:
-        if early is not None:  # the searches it took are answered before the wire closes
+        if early_done is not None:  # the searches taken are answered before the wire closes
             front.early.put(None)
             with anyio.move_on_after(_EARLY_GRACE, shield=True):
-                await early.done.wait()
+                await early_done.wait()
         front.release()
         front.close()
 
@@ -187,7 +197,7 @@ async def capture_handshake(server: RiffluxMCPServer) -> dict[str, Any]:
         ])
         results[version] = {"initialize": replies[1], "tools/list": replies[2]}
         ping = replies[3]
-    return {"key": snapshot_key(),
+    return {"key": snapshot_key(server.writes),
             "handshake_versions": list(sdk.HANDSHAKE_PROTOCOL_VERSIONS),
             "ping": ping, "results": results}
 
@@ -223,12 +233,16 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 async def _write_seed() -> dict[str, str]:
-    captured = await capture_handshake(build_server(Settings()))
-    if "unknown" in captured["key"].values():
-        raise SystemExit(f"not written: some versions are unknown {captured['key']} (is "
-                         "rifflux installed, e.g. pip install -e .?)")
-    _write_json(SEED, captured)
-    key: dict[str, str] = captured["key"]
+    """Both seeds: of a server without a writable folder, and of one with (the folder
+    itself is never looked at to list the tools)."""
+    key: dict[str, str] = {}
+    for seed, settings in ((SEED, Settings()), (SEED_WRITES, Settings(writable=(Path("notes"),)))):
+        captured = await capture_handshake(build_server(settings))
+        if "unknown" in captured["key"].values():
+            raise SystemExit(f"not written: some versions are unknown {captured['key']} (is "
+                             "rifflux installed, e.g. pip install -e .?)")
+        _write_json(seed, captured)
+        key = captured["key"]
     return key
 
 
@@ -236,4 +250,4 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write-seed"]:
         raise SystemExit("usage: python -m rifflux.mcp._fast_start.handoff --write-seed")
     written = anyio.run(_write_seed)
-    print(f"wrote {SEED} for {written}", file=sys.stderr)  # noqa: T201
+    print(f"wrote {SEED} and {SEED_WRITES.name} for {written}", file=sys.stderr)  # noqa: T201

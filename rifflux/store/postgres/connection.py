@@ -32,7 +32,7 @@ from ...location import DatabaseUrl
 
 #: The first key of every advisory lock Rifflux takes (``pg_advisory_*lock(int, int)``).
 LOCKS = 0x52694678
-#: Second keys: the writers' lock, the embedding lease, schema creation.
+#: Second keys: the writers' lock, the embedding lease, schema creation and upgrades.
 WRITE_LOCK, EMBEDDING_LEASE, SCHEMA_LOCK = 1, 2, 3
 
 #: A connection of its own, or one lent by a pool.
@@ -92,7 +92,8 @@ def mapped_errors(where: DatabaseUrl) -> Iterator[None]:
         yield
     except RiffluxError:
         raise
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+            OSError, TimeoutError) as exc:
         raise translate(exc, where) from exc
 
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 
 from ...core.plan import Scope
-from ...location import DatabaseUrl
 from ..written import Written
 from .connection import Connection, mapped_errors, transaction
+from .session import Session, retried
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +35,17 @@ def like_prefix(prefix: str) -> str:
 
 
 class Missing:
-    def __init__(self, conn: Connection, where: DatabaseUrl, *, read_only: bool = False) -> None:
-        self.conn = conn
-        self.where = where
+    def __init__(self, session: Session, *, read_only: bool = False) -> None:
+        self.session = session
+        self.where = session.where
         self.read_only = read_only
         self._model: str | None = None
         self._texts: set[str] | None = None
         self._left: set[str] = set()
+
+    @property
+    def conn(self) -> Connection:
+        return self.session.conn
 
     @property
     def texts(self) -> Set[str] | None:
@@ -66,6 +70,7 @@ class Missing:
             self._left |= self._texts - texts
         self._texts = texts
 
+    @retried()
     async def adopt(self, model: str | None) -> int:
         self._model = model
         if model is None or self.read_only:
@@ -89,11 +94,13 @@ class Missing:
         self._replace(await self._lacking(model))
         return int(status.split()[-1])
 
+    @retried()
     async def refresh(self) -> None:
         if self._model is None or self._texts is None or self.read_only:
             return
         self._replace(await self._lacking(self._model))
 
+    @retried()
     async def changed_elsewhere(self, *, files: Sequence[int], texts_gone: Sequence[str],
                                 embedded: Sequence[str]) -> None:
         if self._model is None or self._texts is None or self.read_only:
@@ -110,6 +117,7 @@ class Missing:
             self._drop(set(candidates) - await self._present(candidates))
         self._texts |= added
 
+    @retried()
     async def in_scopes(self, scopes: Sequence[Scope]) -> set[str]:
         if not self._texts or self._model is None:
             return set()

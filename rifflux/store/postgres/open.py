@@ -23,12 +23,13 @@ from ...config import Settings
 from ...location import DatabaseUrl
 from ..protocols import Capabilities, OpenStore
 from .changes import Follow
-from .connection import Connection, close, connect, mapped_errors
+from .connection import close, connect, mapped_errors
 from .lexical import Lexical
 from .presence import Lease, Presence
 from .reads import Reads
 from .schema import check_version, ensure_schema, lexical_ranking
 from .semantic import Semantic
+from .session import WRITER_WAIT, Session
 from .writer import Writer
 
 #: Connections for searches and reads (each runs on one of its own).
@@ -51,28 +52,32 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
     timeout = max(settings.busy_timeout_ms / 1000, 1.0)
     async with AsyncExitStack() as stack:
 
-        async def connected() -> Connection:
-            conn = await connect(where, seconds=timeout)
-            stack.push_async_callback(close, conn)
-            return conn
-
-        writer_conn = await connect(where, seconds=timeout, vectors=False)
-        stack.push_async_callback(close, writer_conn)
-        if read_only:
-            await check_version(writer_conn, where)
-        else:
-            await ensure_schema(writer_conn, where)
+        first = await connect(where, seconds=timeout, vectors=False)
+        try:
+            if read_only:
+                await check_version(first, where)
+            else:
+                await ensure_schema(first, where)
+        finally:
+            await close(first)
+        session = Session(where, seconds=timeout, wait=0.0 if read_only else WRITER_WAIT)
+        stack.push_async_callback(session.close)
+        await session.open()
         with mapped_errors(where):
-            await register_vector(writer_conn)
             pool = await asyncpg.create_pool(
                 where.url, min_size=1, max_size=POOL_SIZE, timeout=timeout,
                 max_inactive_connection_lifetime=_POOL_IDLE, init=register_vector,
                 server_settings={"application_name": "rifflux"})
         stack.push_async_callback(_close_pool, pool)
-        follow = Follow(writer_conn, where, origin)
+        follow = Follow(session, origin)
         await follow.install(writes=not read_only)
-        ranking = await lexical_ranking(writer_conn, where)
-        beat_conn = None if read_only else await connected()
+        ranking = await lexical_ranking(session.conn, where)
+        presence = None
+        if not read_only:
+            beat = Session(where, seconds=timeout)
+            stack.push_async_callback(beat.close)
+            await beat.open()
+            presence = Presence(beat, origin)
         lease = None if read_only else Lease(where, timeout=timeout)
         if lease is not None:
             stack.push_async_callback(lease.give_back)
@@ -82,11 +87,11 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
             capabilities=Capabilities(
                 vectors_in_memory=False, lexical_ranking=ranking,
                 note=None if ranking == "bm25" else _FALLBACK_NOTE),
-            writer=Writer(writer_conn, where, read_only=read_only), follow=follow,
+            writer=Writer(session, read_only=read_only), follow=follow,
             reads=reads, records=reads, links=reads,
             lexical=Lexical(pool, where, ranking), semantic=Semantic(pool, where),
             matrix=None, open_matrix=None, pending=reads,
-            presence=None if beat_conn is None else Presence(beat_conn, where, origin),
+            presence=presence,
             lease=lease)
 
 

@@ -14,6 +14,7 @@ import json
 import os
 import time
 
+import anyio
 import asyncpg
 
 from ...errors import RiffluxError
@@ -21,18 +22,27 @@ from ...location import DatabaseUrl
 from ...types import ProcessInfo
 from .changes import prune
 from .connection import EMBEDDING_LEASE, LOCKS, Connection, close, connect, mapped_errors
+from .session import Session, retried
 
 #: A process not seen for this long is no longer listed.
 SEEN_WITHIN = 60.0
 
 
 class Presence:
-    def __init__(self, conn: Connection, where: DatabaseUrl, origin: str) -> None:
-        self.conn = conn
-        self.where = where
+    """On a session of its own, each call tried once (the heartbeat's next beat tries
+    again, on a new connection if the server went away)."""
+
+    def __init__(self, session: Session, origin: str) -> None:
+        self.session = session
+        self.where = session.where
         self.origin = origin
         self.started = time.time()
 
+    @property
+    def conn(self) -> Connection:
+        return self.session.conn
+
+    @retried(wait=0)
     async def beat(self, roles: list[str]) -> None:
         with mapped_errors(self.where):
             await self.conn.execute(
@@ -41,11 +51,13 @@ class Presence:
                 "roles = excluded.roles, last_seen = excluded.last_seen",
                 self.origin, os.getpid(), json.dumps(roles), self.started, time.time())
 
+    @retried(wait=0)
     async def leave(self) -> None:
         with mapped_errors(self.where):
             await self.conn.execute("DELETE FROM processes WHERE origin = $1 OR last_seen < $2",
                                     self.origin, time.time() - 24 * 3600)
 
+    @retried(wait=0)
     async def others(self) -> list[ProcessInfo]:
         with mapped_errors(self.where):
             rows = await self.conn.fetch(
@@ -54,6 +66,7 @@ class Presence:
         return [{"pid": int(r[0]), "roles": list(json.loads(r[1])), "last_seen": float(r[2])}
                 for r in rows]
 
+    @retried(wait=0)
     async def prune_changes(self) -> None:
         await prune(self.conn, self.where)
 
@@ -67,6 +80,7 @@ class Lease:
         self._timeout = timeout
         self._conn: asyncpg.Connection[asyncpg.Record] | None = None
         self._held = False
+        self._turn = anyio.Lock()  # one try at a time (the embedder tries from two tasks)
 
     @property
     def held(self) -> bool:
@@ -78,6 +92,10 @@ class Lease:
         return f"the advisory lock ({LOCKS}, {EMBEDDING_LEASE}) on {self._where}"
 
     async def try_take(self) -> bool:
+        async with self._turn:
+            return await self._try_take()
+
+    async def _try_take(self) -> bool:
         if self.held:
             return True
         try:

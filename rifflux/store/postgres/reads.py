@@ -30,8 +30,8 @@ from ...types import (
     ProcessInfo,
     RootCount,
 )
-from ..common import ROW_COLUMNS, Located, PendingText, Row, iso_utc, row_dict, title_of
-from ..written import FILE_ENTRY_COLUMNS, file_entry
+from ..common import ROW_COLUMNS, Located, PendingText, iso_utc, row_dict, title_of
+from ..written import FILE_ENTRY_COLUMNS, Row, file_entry
 from .changes import sequence
 from .connection import Pool, mapped_errors
 from .presence import SEEN_WITHIN

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ...location import DatabaseUrl
 from ..written import FILE_ENTRY_COLUMNS, Edges, Written, file_entry
 from .connection import Connection, mapped_errors, transaction
 from .links import forget_links, rekey_links
 from .missing import Change, Missing, like_prefix
+from .session import Session, retried
 
 #: ``mtime_ns`` of a file that must be read again (after an upgrade).
 STALE_MTIME = -1
@@ -24,11 +24,15 @@ class _Inside(Exception):
 
 
 class Roots:
-    def __init__(self, conn: Connection, where: DatabaseUrl, missing: Missing) -> None:
-        self.conn = conn
-        self.where = where
+    def __init__(self, session: Session, missing: Missing) -> None:
+        self.session = session
+        self.where = session.where
         self._missing = missing
         self._paths: dict[int, str] = {}
+
+    @property
+    def conn(self) -> Connection:
+        return self.session.conn
 
     @property
     def paths(self) -> Mapping[int, str]:
@@ -38,11 +42,13 @@ class Roots:
         path = self._paths.get(root_id)
         return () if path is None else ((root_id, path),)
 
+    @retried()
     async def load(self) -> None:
         with mapped_errors(self.where):
             rows = await self.conn.fetch("SELECT id, path FROM roots")
         self._paths = {int(r[0]): str(r[1]) for r in rows}
 
+    @retried()
     async def root_id(self, root: Path) -> int | None:
         found = self.find_root(root)
         if found is not None:
@@ -80,6 +86,7 @@ class Roots:
         return [(rid, Path(path)) for rid, path in self._paths.items()
                 if path.startswith(prefix)]
 
+    @retried()
     async def stale_roots(self) -> list[Path]:
         with mapped_errors(self.where):
             rows = await self.conn.fetch(
@@ -87,6 +94,7 @@ class Roots:
                 "WHERE f.root_id = r.id AND f.mtime_ns = $1) ORDER BY id", STALE_MTIME)
         return [Path(str(r[0])) for r in rows]
 
+    @retried()
     async def absorb(self, parent_id: int, child_id: int, prefix: str) -> Written:
         with mapped_errors(self.where):
             async with transaction(self.conn):
@@ -106,6 +114,7 @@ class Roots:
                        files_removed=gone, roots=self.entry(parent_id),
                        roots_removed=(child_id,), links=dropped + edges)
 
+    @retried()
     async def forget_root(self, root_id: int) -> Written:
         with mapped_errors(self.where):
             async with transaction(self.conn):

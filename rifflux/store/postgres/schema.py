@@ -14,7 +14,13 @@ The tables are SQLite's, in PostgreSQL's types, with these differences:
   stored; ``embeddings`` keeps one vector per text, as in SQLite, so that a text
   is embedded once.
 - The change log is written by statement triggers (transition tables), under the
-  origin each writing connection sets (``rifflux.origin``).
+  origin each writing connection sets (``rifflux.origin``); each statement that
+  logs notifies ``changes.CHANNEL`` with that origin and its last sequence number.
+
+Schema changes run once, under ``SCHEMA_LOCK``, whoever opens the database first:
+creation, and the upgrade of an older version (``_UPGRADES``, each step in the
+transaction that records the new version). A read-only open upgrades nothing: it
+asks for an open that may write.
 
 Without ``pg_textsearch`` (not installed, or not in ``shared_preload_libraries``)
 the index is made without its BM25 index and the lexical leg ranks with
@@ -34,7 +40,7 @@ from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
@@ -93,6 +99,23 @@ CREATE TABLE processes(
     origin text PRIMARY KEY, pid integer NOT NULL, roles text NOT NULL,
     started_at double precision NOT NULL, last_seen double precision NOT NULL);
 """
+
+#: Version 2: a notification for every statement that logs.
+_NOTIFY = """
+CREATE OR REPLACE FUNCTION rifflux_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE last bigint; BEGIN
+    SELECT max(seq) INTO last FROM new_rows;
+    IF last IS NOT NULL THEN
+        PERFORM pg_notify('rifflux_changes', rifflux_origin() || ' ' || last);
+    END IF;
+    RETURN NULL; END $$;
+DROP TRIGGER IF EXISTS changes_notified ON changes;
+CREATE TRIGGER changes_notified AFTER INSERT ON changes REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_notify();
+"""
+
+#: What brings a schema of each older version to the next.
+_UPGRADES: dict[int, str] = {1: _NOTIFY}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).
@@ -164,18 +187,21 @@ def hnsw_index(dim: int) -> str:
 
 
 async def ensure_schema(conn: Connection, where: DatabaseUrl) -> None:
-    """Make the schema if the database has none, or check its version; once, whoever
-    starts first (the others wait for the lock, then find it made)."""
+    """Make the schema if the database has none, upgrade an older one, or check its
+    version; once, whoever starts first (the others wait for the lock, then find it
+    made)."""
     with mapped_errors(where):
         await conn.execute("SELECT pg_advisory_lock($1, $2)", LOCKS, SCHEMA_LOCK)
         try:
             await _extensions(conn, where)
             async with conn.transaction():
                 if await _has_meta(conn):
+                    await _upgrade(conn, where)
                     await check_version(conn, where)
                 else:
                     await conn.execute(_TABLES)
                     await conn.execute(_TRIGGERS)
+                    await conn.execute(_NOTIFY)
                     await conn.execute(
                         "INSERT INTO meta(key, value) VALUES ('schema_version', $1), "
                         "('store', 'postgresql')", str(SCHEMA_VERSION))
@@ -216,6 +242,26 @@ async def lexical_ranking(conn: Connection, where: DatabaseUrl) -> str:
     return "bm25" if found else "ts_rank_cd"
 
 
+async def _version(conn: Connection) -> int | None:
+    value = await conn.fetchval("SELECT value FROM meta WHERE key = 'schema_version'")
+    return None if value is None else int(value)
+
+
+async def _upgrade(conn: Connection, where: DatabaseUrl) -> None:
+    """Inside the schema's transaction, under its lock: an older schema brought to this
+    version, one step at a time (nothing is read again: no file, no vector)."""
+    version = await _version(conn)
+    if version is None or version not in _UPGRADES:
+        return
+    before = version
+    while version in _UPGRADES:
+        await conn.execute(_UPGRADES[version])
+        version += 1
+    await conn.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                       str(version))
+    logger.info("%s: index schema upgraded from version %d to %d", where, before, version)
+
+
 async def _has_meta(conn: Connection) -> bool:
     return bool(await conn.fetchval("SELECT to_regclass('meta') IS NOT NULL"))
 
@@ -227,8 +273,13 @@ async def check_version(conn: Connection, where: DatabaseUrl) -> None:
             raise SchemaVersionError(
                 f"{where} holds no Rifflux index (no meta table): open it once without "
                 "read_only to create one, or point --db at another database")
-        version = await conn.fetchval("SELECT value FROM meta WHERE key = 'schema_version'")
-    if version is None or int(version) != SCHEMA_VERSION:
+        version = await _version(conn)
+    if version in _UPGRADES:
+        raise SchemaVersionError(
+            f"{where} was written by an older Rifflux (index schema version {version}, this "
+            f"one uses {SCHEMA_VERSION}); open it once without read_only to upgrade it in "
+            "place (on the primary: a replica follows)")
+    if version != SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{where} has index schema version {version}, this Rifflux uses "
             f"{SCHEMA_VERSION} on PostgreSQL; use the Rifflux version that wrote it, or "

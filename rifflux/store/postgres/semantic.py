@@ -3,8 +3,10 @@ database (pgvector, cosine), so that a process's memory does not grow with the i
 
 A filter applies inside the scan, before the best are taken: pgvector's iterative
 index scan (``hnsw.iterative_scan = strict_order``) reads on past ``ef_search``
-until enough chunks pass it, and a narrow filter (at most ``EXACT_MOST`` chunks
-with vectors) is searched exactly instead (every allowed vector compared). Equal
+until enough chunks pass it. A narrow filter, or a small index (at most
+``EXACT_MOST`` chunks with vectors), is searched exactly instead (every allowed
+vector compared): for so few, that costs less than the index scan, and an HNSW
+graph over a few near-identical vectors, rewritten often, can miss the nearest. Equal
 cosines are ordered by path, then chunk index, then root.
 
 The nearest are read with their vectors and ranked again in Python by
@@ -87,13 +89,14 @@ class Semantic:
         dim = len(q)
         async with self._pool.acquire() as conn, conn.transaction(readonly=True):
             files = None if allowed is None else list(allowed.ids)
-            exact = files is not None and int(await conn.fetchval(
-                "SELECT count(*) FROM chunk_vectors WHERE file_id = ANY($1)",
-                files)) <= EXACT_MOST
+            exact = int(await conn.fetchval(  # (at most EXACT_MOST + 1 rows read)
+                "SELECT count(*) FROM (SELECT 1 FROM chunk_vectors WHERE $1::bigint[] IS "
+                "NULL OR file_id = ANY($1) LIMIT $2) few", files, EXACT_MOST + 1)) <= EXACT_MOST
             if exact:  # every allowed vector compared (the order is not the index's)
                 nearest = ("SELECT v.chunk_id AS id, v.embedding <=> $1 AS d, v.embedding "
-                           "FROM chunk_vectors v WHERE v.file_id = ANY($3) ORDER BY d "
-                           "FETCH FIRST ($2) ROWS WITH TIES")
+                           "FROM chunk_vectors v "
+                           + ("" if files is None else "WHERE v.file_id = ANY($3) ")
+                           + "ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
             else:
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(40, want), _EF_MOST)}")
                 await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -19,28 +19,46 @@ from ...core.filters import FileEntry, tag_levels
 from ...core.lexemes import indexed_text
 from ...core.plan import StoredState
 from ...core.vectors import F32
-from ...location import DatabaseUrl
 from ..written import FILE_ENTRY_COLUMNS, Edges, FileToWrite, Written, chunk_id_for, file_entry
 from .connection import Connection, mapped_errors, snapshot, transaction
 from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
 from .schema import hnsw_index
+from .session import Session, retried
+
+_HNSW = ("CREATE INDEX IF NOT EXISTS {name} ON chunk_vectors USING "
+         "hnsw ((embedding::vector({dim})) vector_cosine_ops)")
 
 
 class Writer:
-    def __init__(self, conn: Connection, where: DatabaseUrl, *, read_only: bool = False) -> None:
-        self.conn = conn
-        self.where = where
-        self.missing = Missing(conn, where, read_only=read_only)
-        self.roots = Roots(conn, where, self.missing)
+    """Each method one unit of work on the writer's session: run again whole on a new
+    connection when the connection was lost (``session``)."""
+
+    def __init__(self, session: Session, *, read_only: bool = False,
+                 vector_index: bool = True) -> None:
+        self.session = session
+        #: False: the HNSW index is made by ``make_vector_indexes``, after a bulk load.
+        self.vector_index = vector_index
+        self._dims: set[int] = set()
+        self.where = session.where
+        self.missing = Missing(session, read_only=read_only)
+        self.roots = Roots(session, self.missing)
         self._indexed_dims: set[int] = set()
 
-    def snapshot(self) -> AbstractAsyncContextManager[None]:
-        """Reads on this connection that all see one state of the database (nothing is
-        written inside): what the change log says and what it names agree."""
-        return snapshot(self.conn)
+    @property
+    def conn(self) -> Connection:
+        return self.session.conn
 
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[None]:
+        """Reads on this connection that all see one state of the database (nothing is
+        written inside): what the change log says and what it names agree. One unit of
+        work: a connection lost inside fails it whole (tried again by the caller)."""
+        async with self.session.unit(), snapshot(self.conn):
+            yield
+
+    @retried()
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.where):
             rows = await self.conn.fetch(
@@ -49,6 +67,7 @@ class Writer:
         return {str(r[0]): StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4]))
                 for r in rows}
 
+    @retried()
     async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written:
         if not touches:
             return Written()
@@ -63,6 +82,7 @@ class Writer:
                 [file_id for file_id, _, _ in touches])
         return Written(files=tuple(map(file_entry, rows)))
 
+    @retried()
     async def write_files(self, root_id: int, files: Sequence[FileToWrite]) -> Written:
         if not files:
             return Written()
@@ -117,6 +137,7 @@ class Writer:
         return replace(self.missing.committed(change), files=entries,
                        roots=self.roots.entry(root_id), links=edges)
 
+    @retried()
     async def delete_files(self, root_id: int, rel_paths: Sequence[str]) -> Written:
         if not rel_paths:
             return Written()
@@ -139,6 +160,7 @@ class Writer:
 
     # ------------------------------------------------------------ vectors
 
+    @retried()
     async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
         """Store vectors of ``model`` for the texts some chunk still has (the others are
         dropped: they would be orphans), and give every chunk of those texts its vector;
@@ -147,10 +169,8 @@ class Writer:
         dim = int(vecs.shape[1])
         with mapped_errors(self.where):
             async with transaction(self.conn):
-                if dim not in self._indexed_dims:
-                    await self.conn.execute(
-                        f"CREATE INDEX IF NOT EXISTS {hnsw_index(dim)} ON chunk_vectors USING "
-                        f"hnsw ((embedding::vector({dim})) vector_cosine_ops)")
+                if dim not in self._indexed_dims and self.vector_index:
+                    await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
                 await self.conn.execute(
                     "INSERT INTO embeddings(content_hash, model, dim, vector) "
                     "SELECT t.h, $1, $2, t.v FROM unnest($3::text[], $4::vector[]) AS t(h, v) "
@@ -163,11 +183,23 @@ class Writer:
                     "ON e.content_hash = c.content_hash AND e.model = $1 "
                     "WHERE c.content_hash = ANY($2) ON CONFLICT (chunk_id) DO NOTHING "
                     "RETURNING chunk_id, file_id", model, list(hashes))
-        self._indexed_dims.add(dim)
+        (self._indexed_dims if self.vector_index else self._dims).add(dim)
         self.missing.stored(model, hashes)
         return Written(added_ids=tuple(int(r[0]) for r in rows),
                        added_files=tuple(int(r[1]) for r in rows))
 
+    async def make_vector_indexes(self) -> None:
+        """The HNSW indexes a bulk load left out (``vector_index=False``), each built once
+        over every vector stored, with the memory that takes (far faster than growing it
+        a batch at a time)."""
+        for dim in sorted(self._dims - self._indexed_dims):
+            with mapped_errors(self.where):
+                await self.conn.execute("SET maintenance_work_mem = '1GB'")
+                await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
+                await self.conn.execute("RESET maintenance_work_mem")
+            self._indexed_dims.add(dim)
+
+    @retried()
     async def prune_orphan_vectors(self) -> int:
         with mapped_errors(self.where):
             status = await self.conn.execute(

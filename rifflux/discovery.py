@@ -9,7 +9,9 @@ It holds the URL, the pid, when it started, whether the server is read-only, and
 the token when the server has one: it is created with mode 0600 (only its owner
 may read it, whatever the umask), like an SSH key, so that a bridge started by the
 same user finds the token without it being written into every client's
-configuration. Standard library only: the bridge must stay small.
+configuration. Standard library only: the bridge must stay small. It lies below the
+surfaces that share it: ``http.serve`` writes it, ``mcp.bridge`` and ``cli.remote``
+read it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""The note commands (arguments in ``note_args``): each opens the index with the writable
+folders (without watching them: a command is over in a moment), makes one change, waits
+for its vectors (as ``rifflux index`` does: the note is then found by meaning too, and
+the process never exits while the model loads), and prints what it did; ``--json``
+prints the library's answer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from ..api import Rifflux
+from ..config import Settings
+from ..exits import EXIT_OK, EXIT_USAGE
+from ..note_types import NoteChange
+from .entry import Command, CommandError
+from .note_args import NOTE_COMMAND_NAMES
+from .results import out as results_out
+
+
+async def _text(value: str) -> str:
+    """A text argument; ``-`` reads it from stdin."""
+    if value != "-":
+        return value
+    return await anyio.to_thread.run_sync(sys.stdin.read)
+
+
+def _say(args: argparse.Namespace, done: NoteChange, what: str) -> int:
+    if args.json:
+        sys.stdout.write(json.dumps(done, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    lines = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in done["lines"]) or "none"
+    vector = "; vectors " + ("stored" if done["vector_stored"] else "pending")
+    sha = f"sha256 {done['sha256']}" if done["sha256"] else f"in {done.get('trash_path')}"
+    out = results_out()
+    out.print(f"{what} {done['folder']}/{done['path']} ({sha}; lines {lines}"
+              f"{vector if done['sha256'] else ''})", markup=False)
+    for link in done.get("links_updated", []):
+        out.print(f"  {link['path']}:{link['line']}: {link['before']} -> {link['after']}",
+                  markup=False)
+    for left in done.get("links_not_updated", []):
+        out.print(f"  not updated: {left['path']}: {left['reason']}", markup=False)
+    return EXIT_OK
+
+
+def _opened(settings: Settings) -> Rifflux:
+    return Rifflux(settings=settings, watch_writable=False)
+
+
+async def _stored(rf: Rifflux, done: NoteChange) -> NoteChange:
+    """The answer once the change's vectors are stored (its job has completed)."""
+    if not done["vector_stored"]:
+        job = await rf.wait_for_job(done["job_id"])
+        done = {**done, "vector_stored": job["status"] == "completed"}
+    return done
+
+
+async def _write(args: argparse.Namespace, settings: Settings) -> int:
+    content = await _text(args.content)
+    async with _opened(settings) as rf:
+        done = await rf.write_note(args.path, content, title=args.title, tags=args.tags,
+                                   if_match=args.if_match, overwrite=args.overwrite,
+                                   folder=args.folder)
+        done = await _stored(rf, done)
+    return _say(args, done, "wrote")
+
+
+async def _edit(args: argparse.Namespace, settings: Settings) -> int:
+    if args.find is not None and args.replace is None:
+        raise CommandError("--find needs --replace (the text to put in its place; '' "
+                           "deletes it)", EXIT_USAGE)
+    edit: dict[str, Any] = {
+        "append": None if args.append is None else await _text(args.append),
+        "prepend": None if args.prepend is None else await _text(args.prepend),
+        "replace_section": None if args.replace_section is None else (
+            args.replace_section[0], await _text(args.replace_section[1])),
+        "find": args.find, "replace": args.replace}
+    async with _opened(settings) as rf:
+        done = await rf.edit_note(args.path, **edit, replace_all=args.replace_all,
+                                  if_match=args.if_match, folder=args.folder)
+        done = await _stored(rf, done)
+    return _say(args, done, "edited")
+
+
+async def _move(args: argparse.Namespace, settings: Settings) -> int:
+    async with _opened(settings) as rf:
+        done = await rf.move_note(args.src, args.dst, update_links=args.update_links,
+                                  if_match=args.if_match, folder=args.folder)
+        done = await _stored(rf, done)
+    return _say(args, done, f"moved {done['moved_from']} to")
+
+
+async def _delete(args: argparse.Namespace, settings: Settings) -> int:
+    async with _opened(settings) as rf:
+        done = await rf.delete_note(args.path, if_match=args.if_match, folder=args.folder)
+        done = await _stored(rf, done)
+    return _say(args, done, "deleted")
+
+
+async def _restore(args: argparse.Namespace, settings: Settings) -> int:
+    async with _opened(settings) as rf:
+        done = await rf.restore_note(args.path, folder=args.folder)
+        done = await _stored(rf, done)
+    return _say(args, done, "restored")
+
+
+async def _recent(args: argparse.Namespace, settings: Settings) -> int:
+    async with _opened(settings) as rf:
+        notes = await rf.recent(args.limit, args.since, root=args.root)
+    if args.json:
+        sys.stdout.write(json.dumps(notes, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    out = results_out()
+    for note in notes:
+        out.print(f"{note['modified']}  {note['path']}  {note['title']}", markup=False)
+    return EXIT_OK
+
+
+_BY_NAME: dict[str, Command] = {"write-note": _write, "edit-note": _edit, "move-note": _move,
+                                "delete-note": _delete, "restore-note": _restore,
+                                "recent": _recent}
+#: Every note command, under both of its names.
+NOTE_COMMANDS: dict[str, Command] = {
+    **_BY_NAME, **{NOTE_COMMAND_NAMES[name]: run for name, run in _BY_NAME.items()}}

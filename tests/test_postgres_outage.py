@@ -1,0 +1,59 @@
+"""A running Rifflux whose PostgreSQL server goes away and comes back: while it is
+away every search fails with an error that says so and what to do; once it is back
+searches work again without a restart, and the work that came in meanwhile (a
+watcher's job) is done, nothing lost."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rifflux import IndexUnreachableError, Rifflux, Settings
+from rifflux.location import DatabaseUrl
+
+from .helpers import CountingEmbedder, eventually, numbered_notes, write
+from .postgres import PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+MODES = ("lexical", "semantic", "hybrid")
+
+
+async def test_a_server_restarted_under_a_running_rifflux_gives_clear_errors_then_recovers(
+    postgres_of_its_own: PostgresServer, tmp_path: Path,
+) -> None:
+    server = postgres_of_its_own
+    url = server.create_database("outage")
+    root = numbered_notes(tmp_path / "notes", 3)
+    settings = Settings(db_path=DatabaseUrl(url), watch_paths=(root,),
+                        debounce_seconds=0.05)
+    async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
+
+        async def found(query: str, mode: str) -> bool:
+            try:
+                return any(h["path"] == "new.md" or query == "heron"
+                           for h in await rf.search(query, mode=mode, top_k=5))
+            except IndexUnreachableError:
+                return False
+
+        for mode in MODES:
+            await eventually(partial(found, "heron", mode))
+        await anyio.to_thread.run_sync(server.stop)
+        for mode in MODES:
+            with pytest.raises(IndexUnreachableError,
+                               match="cannot reach the PostgreSQL index .* check that the "
+                                     "server is running"):
+                await rf.search("heron", mode=mode)
+        write(root, "new.md", "# New\n\na kingfisher dives from the branch.\n")  # a job
+        with pytest.raises(IndexUnreachableError):
+            await rf.status()
+        await anyio.to_thread.run_sync(server.start)
+        for mode in MODES:
+            await eventually(partial(found, "kingfisher dives", mode), within=60)
+        status = await rf.status()
+    assert status["files"] == 4 and status["embeddings"] == 4
+    assert status["pending_embeddings"] == 0
+    assert [j["status"] for j in status["jobs"]] == ["completed"] * len(status["jobs"])
