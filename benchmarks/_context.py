@@ -9,6 +9,7 @@ from typing import Any
 
 from rifflux import Rifflux
 
+from ._common import Incomplete, expect_chunks
 from ._corpus import ChunkText, chunk_texts
 from ._queries import QueryPool
 
@@ -30,11 +31,18 @@ class Config:
     noop_repeats: int = 7
     edit_repeats: int = 5
     reference_sample: int = 512
-    scale_chunks: int = 100_000
+    scale_sizes: tuple[int, ...] = (100_000,)  # the curve: chunks aimed for, smallest first
+    scale_corpora: Path | None = None  # where grown corpora are kept and reused (else work)
     vectors_rows: int = 1_000_000  # the vectors section's synthetic index
     cranfield_docs: int | None = None  # None: all 1,400
     cranfield_queries: int | None = None  # None: all 225
+    argv: tuple[str, ...] = ()  # the options the run was given, for the report
     postgres_url: str | None = None  # the postgres section's server (None: one started here)
+
+    @property
+    def scale_chunks(self) -> int:
+        """The largest size of the scale curve: the postgres section's grown corpus."""
+        return max(self.scale_sizes)
 
 
 @dataclass(slots=True)
@@ -52,8 +60,16 @@ class State:
 
     @property
     def chunks(self) -> list[ChunkText]:
+        """The corpus's chunks as rifflux's chunker cuts them; a missing or empty corpus
+        fails the section that needs it (``Incomplete``)."""
         if self._chunks is None:
-            self._chunks = chunk_texts(self.config.corpus)
+            corpus = self.config.corpus
+            if not corpus.is_dir():
+                raise Incomplete(f"the corpus {corpus} is missing: pass --corpus, or put "
+                                 "shared/corpora/awesome-copilot beside the repository")
+            self._chunks = chunk_texts(corpus)
+            if not self._chunks:
+                raise Incomplete(f"the corpus {corpus} holds no markdown chunks")
         return self._chunks
 
     @property
@@ -71,7 +87,10 @@ class State:
             # one file per corpus folder and backend, so that runs on other corpora never mix
             tag = hashlib.sha256(str(cfg.corpus.resolve()).encode()).hexdigest()[:12]
             db = base / f"index-{cfg.backend}-{tag}.db"
+            aimed = len(self.chunks)  # (a missing corpus fails here)
             async with Rifflux(db, embedding_backend=cfg.backend) as rf:
                 await rf.reindex(cfg.corpus)
+                chunks = int((await rf.status())["chunks"])
+            expect_chunks(chunks, aimed, f"the index of {cfg.corpus}")
             self.corpus_db = db
         return self.corpus_db

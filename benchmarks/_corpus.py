@@ -32,19 +32,13 @@ def find_shared(parts: tuple[str, ...]) -> Path | None:
     return None
 
 
-def resolve_folder(given: str | None, default: tuple[str, ...], what: str) -> Path:
+def resolve_folder(given: str | None, default: tuple[str, ...]) -> Path:
+    """The folder given, else the first ``default`` found above the repository or the
+    working directory, else where it would be beside the repository. It may not exist:
+    each section that needs it then fails, saying so (``State.chunks``)."""
     if given:
-        path = Path(given).expanduser().resolve()
-        if not path.is_dir():
-            raise SystemExit(f"{what} folder {path} does not exist")
-        return path
-    found = find_shared(default)
-    if found is None:
-        raise SystemExit(
-            f"cannot find the {what} ({'/'.join(default)}) above {REPO_ROOT} or the "
-            f"working directory; pass its folder explicitly"
-        )
-    return found
+        return Path(given).expanduser().resolve()
+    return find_shared(default) or REPO_ROOT.parent.joinpath(*default)
 
 
 def markdown_files(root: Path) -> list[Path]:

@@ -28,6 +28,7 @@ from typing import Any
 from rifflux import Rifflux
 from rifflux.types import SearchResult
 
+from ._common import ENOUGH, Incomplete
 from ._context import State
 from ._latency import MODES
 from ._metrics import dedupe_docs, mrr_at, ndcg_at, recall_at
@@ -84,6 +85,9 @@ def _mean(values: list[float]) -> float:
 async def quality(state: State) -> dict[str, Any]:
     cfg = state.config
     backend = "hash" if cfg.quick else "onnx"
+    if not (cfg.cranfield / "cran.all.1400.xml").is_file():
+        raise Incomplete(f"the Cranfield collection is missing ({cfg.cranfield} has no "
+                         "cran.all.1400.xml): pass --cranfield")
     docs = load_docs(cfg.cranfield)[: cfg.cranfield_docs]
     doc_ids = {d[0] for d in docs}
     qrels = {
@@ -105,6 +109,10 @@ async def quality(state: State) -> dict[str, Any]:
         await rf.reindex(folder)
         index_s = time.perf_counter() - start
         status = await rf.status()
+        if not queries or int(status["files"]) < ENOUGH * len(docs):
+            raise Incomplete(f"the Cranfield index holds {status['files']} of its "
+                             f"{len(docs)} documents, with {len(queries)} judged queries: "
+                             "its figures would measure work not done")
         for n, text in queries:
             judged = qrels[n]
             for mode in MODES:

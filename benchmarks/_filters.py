@@ -23,7 +23,7 @@ from typing import Any
 
 from rifflux import Rifflux
 
-from ._common import Skipped, summary_ms
+from ._common import Skipped, expect_answers, summary_ms
 from ._context import State
 from ._latency import WARMUP, plan_queries
 
@@ -96,6 +96,8 @@ async def filtered(state: State) -> dict[str, Any]:
             "results_not_matching": mismatched[k]}
         for k in KINDS
     }
+    expect_answers({k: {"n": n, "empty_results": empty[k]} for k in KINDS},
+                   f"the index of {cfg.corpus} (hybrid, filtered or not)")
     base = kinds["unfiltered"]
     return {
         "surface": "in-process",

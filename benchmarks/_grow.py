@@ -10,10 +10,15 @@ fences, so the copies chunk like the original. Front matter is kept as is.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
+import shutil
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from ._corpus import ChunkText, markdown_files, read_text
 
@@ -77,3 +82,23 @@ def grow_corpus(
             written += 1
         copy += 1
     return {"files": written, "estimated_chunks": total, "copies": copy}
+
+
+def grown_corpus(src: Path, base: Path, chunks: list[ChunkText], target: int, *,
+                 seed: int) -> tuple[Path, dict[str, Any]]:
+    """``src`` grown to ``target`` chunks in ``base/grown-<target>-seed<seed>-<src>/``
+    (``<src>``: a hash of its path), made once: a folder whose manifest (``.json`` beside
+    it, written last) exists is reused as it is. Returns the folder and what growing it
+    wrote (``reused``: made by an earlier run)."""
+    tag = hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:8]
+    folder = base / f"grown-{target}-seed{seed}-{tag}"
+    manifest = folder.with_suffix(".json")
+    if manifest.is_file() and folder.is_dir():
+        growth: dict[str, Any] = json.loads(manifest.read_text())
+        return folder, {**growth, "reused": True}
+    shutil.rmtree(folder, ignore_errors=True)  # (a growth cut short)
+    start = time.perf_counter()
+    growth = {**grow_corpus(src, folder, chunks, target, seed=seed),
+              "seconds": round(time.perf_counter() - start, 1)}
+    manifest.write_text(json.dumps(growth))
+    return folder, {**growth, "reused": False}

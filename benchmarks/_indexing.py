@@ -23,7 +23,7 @@ from typing import Any
 from rifflux import Rifflux
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
 
-from ._common import job_finished, job_left_indexing, median
+from ._common import Incomplete, expect_chunks, job_finished, job_left_indexing, median
 from ._context import State
 
 _BATCH = 32
@@ -47,8 +47,9 @@ async def cold_index(state: State) -> dict[str, Any]:
         if snap["status"] != "completed":
             raise RuntimeError(f"cold index job ended {snap['status']}: {snap.get('error')}")
         status = await rf.status()
-    state.corpus_db = db
     chunks, embedded = int(status["chunks"]), int(status["embeddings"])
+    expect_chunks(chunks, len(state.chunks), f"the cold index of {cfg.corpus}")
+    state.corpus_db = db
     embed_s = max(t_full - t_lex, 1e-9)
     result: dict[str, Any] = {
         "backend": status["embedding_backend"],
@@ -91,6 +92,9 @@ async def noop_reindex(state: State) -> dict[str, Any]:
         start = time.perf_counter()
         forced = await rf.reindex(cfg.corpus, force=True)
         forced_s = time.perf_counter() - start
+    if indexed:  # a run that re-indexed files is no no-op: its time measures other work
+        raise Incomplete(f"the no-op reindexes of the unchanged {cfg.corpus} re-indexed "
+                         f"{indexed} files")
     return {
         "median_s": round(median(times), 4),
         "min_s": round(min(times), 4),

@@ -15,7 +15,7 @@ from typing import Any
 
 from rifflux import Rifflux
 
-from ._common import summary_ms
+from ._common import expect_answers, summary_ms
 from ._context import State
 
 MODES = ("lexical", "semantic", "hybrid")
@@ -63,6 +63,7 @@ async def in_process(state: State) -> dict[str, Any]:
 
         modes = await time_modes(search, timed, warm)
         status = await rf.status()
+    expect_answers(modes, f"the index of {cfg.corpus}")
     return {
         "surface": "in-process",
         "backend": status["embedding_backend"],

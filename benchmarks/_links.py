@@ -21,7 +21,7 @@ from typing import Any
 
 from rifflux import Rifflux
 
-from ._common import summary_ms
+from ._common import ENOUGH, Incomplete, summary_ms
 from ._context import State
 
 NOTES = 2000
@@ -68,6 +68,10 @@ async def links_section(state: State) -> dict[str, Any]:
         status = await rf.status()
         print(f"[bench] links: {status['files']} notes, {status['links']} links indexed in "
               f"{index_s:.1f} s", file=sys.stderr, flush=True)
+        if status["files"] < ENOUGH * NOTES or status["links"] < ENOUGH * written:
+            raise Incomplete(f"the vault's index holds {status['files']} of its {NOTES} notes "
+                             f"and {status['links']} of its {written} links: neighbors() "
+                             "would walk a graph that is not there")
         for path in sample[:WARMUP]:
             await rf.neighbors(path, depth=DEPTH)
             await rf.links(path)

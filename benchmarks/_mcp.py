@@ -27,7 +27,7 @@ import anyio
 from rifflux.mcp.answers import FIRST_LOOK_CHARS, SNIPPET_WIDTHS
 from rifflux.mcp.budget import answer_text
 
-from ._common import Skipped
+from ._common import Skipped, expect_answers
 from ._context import State
 from ._latency import plan_queries, time_modes
 
@@ -137,6 +137,7 @@ async def through_mcp(state: State) -> dict[str, Any]:
             f"MCP server did not answer ({type(exc).__name__}: {exc}); "
             f"server stderr:\n{_tail(errlog_path)}"
         ) from exc
+    expect_answers(modes, "the MCP server's index")  # (empty answers would be small, too)
     return {
         "surface": "mcp-stdio",
         "handshake": {

@@ -30,9 +30,9 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ._common import median, poll_until
+from ._common import expect_chunks, median, poll_until
 from ._context import State
-from ._corpus import REPO_ROOT, copy_corpus, markdown_files
+from ._corpus import REPO_ROOT, chunk_texts, copy_corpus, markdown_files
 from ._freshness import _marker
 
 _EDITS = 5
@@ -159,8 +159,11 @@ async def processes(state: State) -> dict[str, Any]:
     source = cfg.work / "procs-source"
     n = 30 if cfg.quick else 100
     copy_corpus(cfg.corpus, source, max_files=n, seed=cfg.seed)
+    aimed = len(chunk_texts(source))
     one = await _run(state, source, 1, "one")
+    expect_chunks(int(one["chunks"]), aimed, "the one process's index")
     three = await _run(state, source, 3, "three", edits=_EDITS)
+    expect_chunks(int(three["chunks"]), aimed, "the three processes' index")
     edits = three["edits"]
     return {
         "files": len(markdown_files(source)),

@@ -184,27 +184,58 @@ def _links(k: dict[str, Any]) -> list[str]:
     return head + _table(["call", "p50 ms", "p95 ms", "max ms"], rows) + note
 
 
-def _scale(s: dict[str, Any]) -> list[str]:
-    ix, sv = s["index"], s["serve"]
-    rows = [
-        ["chunks (target)", f"{sv['chunks']} ({s['target_chunks']})"],
-        ["files / copies", f"{s['growth']['files']} / {s['growth']['copies']}"],
-        ["vectors", f"{ix['backend']} backend"],
-        ["lexically searchable / fully embedded", f"{ix['lexically_searchable_s']} s / "
-                                                  f"{ix['fully_embedded_s']} s"],
-        ["database size", f"{s['db_size_mib']} MiB"],
-        ["hybrid p50 / p95", f"{sv['modes']['hybrid']['p50_ms']} / "
-                             f"{sv['modes']['hybrid']['p95_ms']} ms"],
-        ["lexical p50 / semantic p50", f"{sv['modes']['lexical']['p50_ms']} / "
-                                       f"{sv['modes']['semantic']['p50_ms']} ms"],
-        ["serving: open and load", f"{sv['open_and_load_s']} s"],
-        ["serving: RSS after load / peak while querying / lifetime peak",
-         f"{sv['rss_after_load_mib']} / {_fmt(sv['peak_rss_query_phase_mib'])} / "
-         f"{sv['peak_rss_lifetime_mib']} MiB"],
-        ["indexing process peak RSS (largest parse worker)",
-         f"{ix['peak_rss_mib']} MiB ({ix['largest_child_peak_rss_mib']} MiB)"],
+def _scale_rows(p: dict[str, Any]) -> list[Any]:
+    """One point of the curve, as a column (what it measured, where it got to)."""
+    g, ix, sv = p.get("growth", {}), p.get("index") or {}, p.get("serve") or {}
+    modes = sv.get("modes", {})
+
+    def mode(m: str) -> str:
+        return (f"{modes[m]['p50_ms']:.1f} / {modes[m]['p95_ms']:.1f}" if m in modes else "–")
+
+    return [
+        f"{ix.get('chunks', 0):,}" if ix else "–",
+        f"{g.get('files', 0):,}" + (" (reused)" if g.get("reused") else ""),
+        f"{ix['lexically_searchable_s']} s" if ix else "–",
+        _fmt(ix.get("lexical_chunks_per_s")),
+        (f"{ix['cpu_lexical_s']} + {ix['cpu_parse_workers_s']} s" if "cpu_lexical_s" in ix
+         else "–"),
+        f"{ix['fully_embedded_s']} s" if ix else "–",
+        (f"{ix['noop_median_s']} s (CPU {_fmt(ix.get('noop_cpu_median_s'))} s)"
+         if ix else "–"),
+        f"{ix['peak_rss_lexical_mib']} / {ix['peak_rss_mib']}" if ix else "–",
+        (f"{sv['lexical_ready_s']} / {sv['semantic_ready_s']} s (CPU "
+         f"{_fmt(sv.get('semantic_ready_cpu_s'))} s)") if sv else "–",
+        mode("hybrid"), mode("lexical"), mode("semantic"),
+        (f"{sv['semantic_without_query_embedding']['p50_ms']:.1f} "
+         f"({sv['query_embedding']['p50_ms']:.2f})") if sv else "–",
+        f"{sv['rss_after_load_mib']} / {sv['peak_rss_lifetime_mib']}" if sv else "–",
+        _fmt(p.get("db_size_mib")),
+        " ".join(p.get("error", "").split()).replace("|", "/")[:300] or "done",
     ]
-    return ["### Scale", ""] + _table(["measure", "value"], rows)
+
+
+_SCALE_MEASURES = [
+    "chunks indexed", "files", "lexically searchable", "cold lexical rate (chunks/s)",
+    "CPU until lexically searchable: indexing process + parse workers",
+    "fully embedded", "no-op reindex (median; its CPU)",
+    "indexing peak RSS MiB (lexical / all)",
+    "open-to-ready: lexical / semantic (CPU until semantic ready, all threads)",
+    "hybrid p50 / p95 ms", "lexical p50 / p95 ms",
+    "semantic p50 / p95 ms", "semantic p50 without query embedding (embedding) ms",
+    "serving RSS MiB (after load / peak)", "database MiB", "outcome",
+]
+
+
+def _scale(s: dict[str, Any], charts: list[tuple[str, str]]) -> list[str]:
+    points = s.get("points", {})
+    sizes = sorted(points, key=int)
+    columns = [_scale_rows(points[size]) for size in sizes]
+    rows = [[measure, *(col[i] for col in columns)] for i, measure in enumerate(_SCALE_MEASURES)]
+    head = [f"### Scale curve ({s.get('backend')} vectors; each size grown, indexed in one "
+            "process, served from another)", ""]
+    body = _table(["measure", *(f"{int(size):,} aimed" for size in sizes)], rows)
+    drawn = [f"![{title}]({name})" for title, name in charts]
+    return head + body + ([*drawn, ""] if drawn else [])
 
 
 def _cranfield(c: dict[str, Any]) -> list[str]:
@@ -285,22 +316,26 @@ def _startup(s: dict[str, Any]) -> list[str]:
     return head + _table(["figure", "measured", "floor (same run)", "target"], rows)
 
 
-def render(run: dict[str, Any]) -> str:
+def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> str:
+    """The markdown report; ``charts``: (title, file name) of the charts beside it."""
     meta, results = run["meta"], run["results"]
     lines = [f"# Rifflux benchmarks ({'quick smoke run' if meta['quick'] else 'full run'})", ""]
     lines += [f"{meta['started']}, commit `{meta['commit']}`, {meta['cpus']} CPUs, "
               f"load average {meta['load_before']} before / {meta['load_after']} after, "
               f"Python {meta['python']}, backend {meta['backend']} "
               f"(scale: {meta['scale_backend']}), corpus `{meta['corpus']}`.", ""]
+    if meta.get("command"):
+        lines += [f"Command: `{meta['command']}`", ""]
     if meta["quick"]:
         lines += ["**Quick run: small subsets and hash vectors; the figures are not "
                   "comparable with the targets.**", ""]
     lines += ["## Targets", ""] + _targets(run["targets"])
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
-                 "links": _links, "scale": _scale, "cranfield": _cranfield,
-                 "processes": _processes, "serve": _serve, "vectors": vectors_report,
-                 "memory": render_memory, "startup": _startup, "postgres": postgres_report}
+                 "links": _links, "scale": lambda s: _scale(s, charts or []),
+                 "cranfield": _cranfield, "processes": _processes, "serve": _serve,
+                 "vectors": vectors_report, "memory": render_memory, "startup": _startup,
+                 "postgres": postgres_report}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):
@@ -310,5 +345,5 @@ def render(run: dict[str, Any]) -> str:
     for name, reason in run["skipped"].items():
         lines += [f"- **{name}** skipped: {reason.splitlines()[0]}"]
     for name, error in run["errors"].items():
-        lines += [f"- **{name}** failed: {error.splitlines()[-1]}"]
+        lines += [f"- **{name}** FAILED: {error.strip().splitlines()[-1]}"]
     return "\n".join(lines).rstrip() + "\n"

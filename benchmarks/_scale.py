@@ -1,13 +1,16 @@
-"""Section 7: a corpus grown to 100,000 chunks; hybrid latency and peak RSS.
+"""Section 7: a curve of corpus sizes (``--scale-sizes``, 100,000 chunks by default):
+ingest, open-to-ready, latency per mode and RSS at each.
 
-The grown corpus is written to the temp folder (see ``_grow``), indexed in one
-worker process and served from another (``_scale_child``), so the RSS figures
-are rifflux's, not the harness's. Indexing uses the hash embedder by default:
-embedding 100,000 chunks with the ONNX model takes the best part of an hour on
-2 cores, and query latency and memory depend on the matrix size, not on how
-its vectors were made. The one thing hash vectors leave out is the model's
-query embedding (a few ms per semantic or hybrid query); ``--scale-backend
-onnx`` measures it all for real.
+Each size's corpus is grown from the real corpus (see ``_grow``; kept and reused in
+``--scale-corpora``), indexed in one worker process and served from another
+(``_scale_child``), so the RSS figures are rifflux's, not the harness's. A point whose
+corpus is missing, whose index job did not complete, or whose index holds fewer than
+95% of the chunks it aimed for fails (``Incomplete``), and so does the section: no
+target is checked over work not done. Indexing uses the hash embedder by default:
+embedding 100,000 chunks with the ONNX model takes the best part of an hour on 2
+cores, and query latency and memory depend on the matrix size, not on how its vectors
+were made. What hash vectors leave out is the model's query embedding (a few ms per
+semantic or hybrid query); ``--scale-backend onnx`` measures it all for real.
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from ._common import Incomplete, expect_answers, expect_chunks
 from ._context import State
 from ._corpus import REPO_ROOT
-from ._grow import grow_corpus
+from ._grow import grown_corpus
 
 _TIMEOUT = 6 * 3600
 
@@ -35,37 +38,72 @@ def _child(args: list[str]) -> dict[str, Any]:
         capture_output=True, text=True, env=env, timeout=_TIMEOUT, check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"scale worker {args[0]} failed:\n{proc.stderr[-2000:]}")
+        raise Incomplete(f"scale worker {args[0]} failed:\n{proc.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
-def scale(state: State) -> dict[str, Any]:
+def _files_in(folder: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder))
+
+
+def scale_point(state: State, size: int) -> dict[str, Any]:
+    """One point of the curve: ``size`` chunks grown, indexed, served. Raises
+    ``Incomplete`` (with what it measured) when its work was not done."""
     cfg = state.config
-    grown = cfg.work / "grown"
-    start = time.perf_counter()
-    growth: dict[str, Any] = dict(
-        grow_corpus(cfg.corpus, grown, state.chunks, cfg.scale_chunks, seed=cfg.seed + 6)
-    )
-    growth["seconds"] = round(time.perf_counter() - start, 1)
-    db = cfg.work / "grown-db" / "index.db"
-    indexed = _child(["index", "--db", str(db), "--corpus", str(grown),
-                      "--backend", cfg.scale_backend])
+    base = cfg.scale_corpora or cfg.work
+    corpus, growth = grown_corpus(cfg.corpus, base, state.chunks, size, seed=cfg.seed + 6)
+    point: dict[str, Any] = {"target_chunks": size, "corpus": str(corpus), "growth": growth}
+    on_disk = _files_in(corpus) if corpus.is_dir() else 0
+    if on_disk < growth["files"]:
+        raise Incomplete(f"the grown corpus {corpus} is missing files ({on_disk:,} of "
+                         f"{growth['files']:,}): delete its .json manifest to grow it again",
+                         point)
+    db = cfg.work / f"scale-{size}" / "index.db"
+    point["index"] = indexed = _child(["index", "--db", str(db), "--corpus", str(corpus),
+                                       "--backend", cfg.scale_backend])
+    if indexed["status"] != "completed":
+        raise Incomplete(f"the index job ended {indexed['status']}: {indexed['error']}", point)
+    why = f"; the job reported: {'; '.join(indexed['job_errors'])}" if indexed["job_errors"] else ""
+    try:
+        expect_chunks(int(indexed["chunks"]), int(growth["estimated_chunks"]),
+                      f"the index of {corpus.name}")
+    except Incomplete as exc:
+        raise Incomplete(f"{exc}{why}", point) from None
     n = cfg.latency_queries
     queries = {"warmup": state.queries.take(5), "hybrid": state.queries.take(n),
                "lexical": state.queries.take(n), "semantic": state.queries.take(n)}
-    qfile = cfg.work / "scale-queries.json"
+    qfile = cfg.work / f"scale-{size}-queries.json"
     qfile.write_text(json.dumps(queries))
-    served = _child(["serve", "--db", str(db), "--backend", cfg.scale_backend,
-                     "--queries", str(qfile)])
-    db_mib = sum(p.stat().st_size for p in Path(db).parent.iterdir()) / 2**20
-    return {
-        "target_chunks": cfg.scale_chunks,
-        "growth": growth,
-        "index": indexed,
-        "serve": served,
-        "db_size_mib": round(db_mib, 1),
-        "hybrid_p50_ms": served["modes"]["hybrid"]["p50_ms"],
-        # the stricter figure: the larger of the indexing and the serving process's peaks
-        "peak_rss_mib": max(indexed["peak_rss_mib"], served["peak_rss_lifetime_mib"]),
-    }
+    point["serve"] = served = _child(["serve", "--db", str(db), "--backend",
+                                      cfg.scale_backend, "--queries", str(qfile)])
+    point["db_size_mib"] = round(sum(p.stat().st_size for p in db.parent.iterdir()) / 2**20, 1)
+    if served["vectors_in_memory"] < served["chunks"]:
+        raise Incomplete(f"the serving process loaded {served['vectors_in_memory']:,} vectors "
+                         f"for {served['chunks']:,} chunks", point)
+    try:
+        expect_answers(served["modes"], f"the {size:,}-chunk index")
+    except Incomplete as exc:
+        raise Incomplete(str(exc), point) from None
+    return point
+
+
+def scale(state: State) -> dict[str, Any]:
+    """Every size of the curve, smallest first; a point that fails does not stop the
+    others, but fails the section (with every point's figures kept for the report)."""
+    sizes = sorted(set(state.config.scale_sizes))
+    result: dict[str, Any] = {"sizes": sizes, "backend": state.config.scale_backend,
+                              "points": {}}
+    failed: list[str] = []
+    for size in sizes:
+        print(f"[bench] scale: {size:,} chunks ...", file=sys.stderr, flush=True)
+        try:
+            result["points"][str(size)] = scale_point(state, size)
+        except Incomplete as exc:
+            result["points"][str(size)] = {**(exc.partial or {"target_chunks": size}),
+                                           "error": str(exc)}
+            failed.append(f"{size:,} chunks: {exc}")
+            print(f"[bench] scale: {size:,} chunks FAILED: {exc}", file=sys.stderr, flush=True)
+    if failed:
+        raise Incomplete("; ".join(failed), result)
+    return result

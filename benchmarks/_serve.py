@@ -35,7 +35,7 @@ import httpx2
 
 from rifflux import Rifflux, discovery
 
-from ._common import Skipped, summary_ms
+from ._common import Incomplete, Skipped, summary_ms
 from ._context import State
 from ._latency import MODES, WARMUP
 
@@ -135,6 +135,10 @@ async def _interleaved(surfaces: dict[str, Any],
                 count = await search(queries[name][mode][i], mode)
                 seconds[name][mode].append(time.perf_counter() - started)
                 empty[name] += count == 0
+    for name in surfaces:  # (an answer of nothing is fast: it measures no work)
+        if empty[name] * 2 > n * len(MODES):
+            raise Incomplete(f"{name} answered nothing for {empty[name]} of its "
+                             f"{n * len(MODES)} searches: its latency measures no work")
     return {name: {"modes": {m: summary_ms(seconds[name][m]) for m in MODES},
                    "empty_results": empty[name], "queries_per_mode": n}
             for name in surfaces}

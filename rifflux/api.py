@@ -287,23 +287,23 @@ class Rifflux(NoteMethods):
         current working directory; returns when those files are indexed and embedded, or
         at once with the job when ``background``. ``count_left_out``: the result's
         ``left_out`` counts the files the globs left out, by why (excluded folders are
-        walked to count them). A folder not indexed yet that is ``/``, the home folder
-        itself, or holds more than ``Settings.max_root_files`` candidate files is refused
-        (in ``errors``) unless ``yes`` (or ``force``): nearly always a wrong working
-        directory or a typo."""
+        walked to count them). ``/`` and the home folder, not indexed yet, are refused (in
+        ``errors``) unless ``yes`` (or ``force``), and so is the working directory, used
+        when no path is given, holding over ``Settings.max_root_files`` candidate files:
+        nearly always a wrong working directory. A folder named in ``path``/``paths`` is
+        indexed whatever its size."""
         service = self._open()
         if self.settings.read_only:
             raise RiffluxError(
                 f"{self.settings.db_path} is open read-only (searched, never written: "
                 "another index, or `rifflux serve --read-only`); open it without read_only "
                 "to reindex")
-        locations = reindex_locations(None if path is None else os.fspath(path),
-                                      [os.fspath(p) for p in paths or ()], os.getcwd())
+        locations, named = reindex_locations(None if path is None else os.fspath(path),
+                                             [os.fspath(p) for p in paths or ()], os.getcwd())
         roots = [Path(r) for r in await service.roots()]
-        allow_large = bool(yes or force)
-        targets = await reindex_targets(locations, roots, self.settings, allow_large=allow_large)
-        job = service.submit(targets, force=bool(force), count_left_out=count_left_out,
-                             allow_large=allow_large)
+        targets = await reindex_targets(locations, roots, self.settings, yes=bool(yes or force),
+                                        named=named)
+        job = service.submit(targets, force=bool(force), count_left_out=count_left_out)
         if background:  # (the model's label and backend, once known: a moment at start)
             with anyio.move_on_after(_MODEL_LABEL_WAIT):
                 await self.wait_for_model()

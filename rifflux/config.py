@@ -77,8 +77,9 @@ class Settings:
     code_max_chars: int = 3000
     #: Files larger than this are not read (skipped with a warning): 20 MiB.
     max_file_bytes: int = 20 * 1024 * 1024
-    #: A folder not yet indexed with more candidate files than this is refused unless
-    #: the reindex says so (force / --yes): a typo or a desktop client's cwd of / or ~.
+    #: A working directory (a reindex given no path) not yet indexed with more candidate
+    #: files than this is refused unless the reindex says so (force / --yes): nearly
+    #: always a desktop client's cwd. A folder named explicitly is indexed whatever its size.
     max_root_files: int = 50_000
     #: Semantic pseudo-relevance feedback: move the query vector towards the mean of its
     #: best N chunks and rescore the first pass's best 200 (0 turns it off).

@@ -37,15 +37,17 @@ async def missing_locations(locations: Sequence[str]) -> list[str]:
 
 
 async def reindex_targets(locations: Sequence[str], roots: Sequence[Path], settings: Settings,
-                          *, allow_large: bool) -> list[Target]:
-    """What a reindex of ``locations`` does with each (``core.locations.reindex_place``)."""
+                          *, yes: bool, named: bool) -> list[Target]:
+    """What a reindex of ``locations`` does with each (``core.locations.reindex_place``);
+    ``named``: the caller named them (False: the working directory, as no path was given)."""
     found, home = await anyio.to_thread.run_sync(_look_up, locations)
     globs = Globs(settings.include, settings.exclude)
     targets = []
     for location, where in zip(locations, found, strict=True):
-        place = reindex_place(location, where, roots, globs, home=home, allow_large=allow_large)
+        place = reindex_place(location, where, roots, globs, home=home, yes=yes, named=named)
         targets.append(Target(place.root, paths=place.paths, prefix=place.prefix,
-                              requested=location, missing=place.missing))
+                              requested=location, missing=place.missing,
+                              limited=place.limited))
     return targets
 
 

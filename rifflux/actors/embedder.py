@@ -4,7 +4,9 @@ The database is its queue: once the indexer has adopted a model (``ModelAdopted`
 and whenever it says texts lack vectors (``EmbedWanted``), the embedder reads
 the pending texts (newest first, a window at a time), sorts the window by
 length so each batch pads little, runs the model in a worker thread and sends
-each batch's vectors to the indexer, the only writer.
+each batch's vectors to the indexer, the only writer. A window costs what it
+holds, whatever the index's size (the SQLite store takes it from the exact set of
+missing texts its writer keeps, and reads those texts by their hashes).
 
 At most one batch is in flight: before sending a batch it waits until the
 indexer has stored the previous one. While the indexer runs a job it stores

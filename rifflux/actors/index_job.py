@@ -15,10 +15,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..core.chunker import ChunkLimits
 from ..core.document import Prepared, Skipped, Unreadable, prepare_many
 from ..core.ignore import IgnoreFiles
+from ..core.locations import too_many_files
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
 from ..errors import IndexDatabaseError, RiffluxError
@@ -32,6 +34,8 @@ logger = logging.getLogger(__name__)
 #: Files per worker call, and the job size above which parsing uses processes.
 _PREPARE_GROUP = 16
 _PROCESS_THRESHOLD = 64
+#: At most this many files are written in one transaction (groups parsed meanwhile).
+_WRITE_FILES = 64
 
 OnCommit = Callable[[Written], Awaitable[None]]
 
@@ -89,16 +93,18 @@ class IndexRun:
             self._progress.scopes.append(Scope(root_id, target.prefix, paths))
 
     def _too_large(self, target: Target, scan: ScanResult) -> bool:
-        """A new folder with more candidate files than the limit is refused unless the
-        job says so (a folder already indexed is followed whatever its size)."""
-        found = len(scan.files)
-        if found <= self._limits.max_root_files or self._job.allow_large:
+        """A new folder nobody named (``target.limited``: the working directory of a reindex
+        given no path) with more candidate files than the limit is refused; a folder
+        named explicitly is indexed whatever its size, its progress in the job's status."""
+        found, limit = len(scan.files), self._limits.max_root_files
+        if found <= limit:
+            return False
+        if not target.limited:
+            logger.info("indexing %s: %s files, more than max_root_files (%s), as it was "
+                        "named explicitly", target.root, f"{found:,}", f"{limit:,}")
             return False
         self._problem(target.requested or str(target.root),
-                      f"refused: {found:,} files to index, more than the limit of "
-                      f"{self._limits.max_root_files:,} for a new folder (max_root_files); "
-                      "index the folder you mean, or pass yes=true (rifflux index --yes) "
-                      "to index them all")
+                      too_many_files(found, limit, target.root))
         return True
 
     async def _within_root(self, target: Target) -> tuple[Target, int | None]:
@@ -244,7 +250,8 @@ class IndexRun:
             try:
                 async with receive:
                     async for results in receive:
-                        await self._write(root, root_id, known, plan, results)
+                        await self._write(root, root_id, known, plan,
+                                          _with_waiting(results, receive))
             except RiffluxError as exc:  # hand the job's retry logic the error itself
                 failure = exc
                 tg.cancel_scope.cancel()
@@ -287,6 +294,20 @@ class IndexRun:
             await self._on_commit(written)
 
 
+def _with_waiting(results: ParseResult,
+                  receive: MemoryObjectReceiveStream[ParseResult]) -> ParseResult:
+    """``results`` with the groups already parsed and waiting, up to ``_WRITE_FILES``
+    files: one transaction for what the workers parsed while the last one was written
+    (fewer commits, full-text segments and round trips when writing is the slower)."""
+    batch = list(results)
+    while len(batch) < _WRITE_FILES:
+        try:
+            batch += receive.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+    return batch
+
+
 class Tidying:
     """After a job's writes, the vectors no chunk uses any more are dropped and the
     full-text index is merged when writes left it in pieces (also after a job that wrote
@@ -327,4 +348,4 @@ def _to_write(res: Prepared) -> FileToWrite:
     assert res.document is not None
     return FileToWrite(res.rel_path, res.mtime_ns, res.size, res.sha256,
                        res.document.metadata, res.document.chunks, res.document.line_count,
-                       res.encoding, res.document.links)
+                       res.encoding, res.document.links, res.cjk)

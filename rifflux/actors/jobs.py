@@ -1,25 +1,21 @@
 """Index jobs and the queue that owns their state.
 
-Lifecycle: queued -> running -> completed | failed (| cancelled at shutdown),
-with retry_wait between attempts after a transient SQLite busy/locked error.
-Every change of a job's state goes through a ``JobQueue`` command; the indexer
-only fills in the job's ``progress`` while it runs it.
+Lifecycle: queued -> running -> completed | failed (| cancelled at shutdown), with
+retry_wait between attempts after a transient SQLite busy/locked error. Every change of
+a job's state goes through a ``JobQueue`` command; the indexer only fills in the job's
+``progress`` while it runs it.
 
-Completion is one rule (``settle``): a job whose files are written is complete
-once none of the texts it waits for still lacks a vector of the active model.
-The texts it waits for are those its scope lacked vectors for when its files
-were written; the store keeps the set of texts that lack vectors exact, so a
-text an edit replaced, or that another job embedded, stops holding the job up.
-Its cost follows what each commit changed: the texts that stopped lacking a
-vector are looked up in an index of which jobs wait for them.
+Completion is one rule (``settle``): a job whose files are written is complete once none
+of the texts it waits for (those its scope lacked vectors for when its files were
+written) still lacks a vector of the active model. The store keeps the set of texts
+that lack vectors exact, so a text an edit replaced, or that another job embedded, stops
+holding the job up. Its cost follows what each commit changed: the texts that stopped
+lacking a vector are looked up in an index of which jobs wait for them.
 
-Coalescing of file events happens once, in the debouncer: jobs are never
-merged here.
-
-Urgent jobs (a note an agent wrote) run before queued ones, and cut in between a
-running job's transactions (``cut_in``): a note never waits for a whole reindex.
-
-``Job`` is private to the actors: callers outside them hold a ``JobHandle``.
+Coalescing of file events happens once, in the debouncer: jobs are never merged here.
+Urgent jobs (a note an agent wrote) run before queued ones, and cut in between a running
+job's transactions (``cut_in``): a note never waits for a whole reindex. ``Job`` is
+private to the actors: callers outside them hold a ``JobHandle``.
 """
 
 from __future__ import annotations
@@ -51,6 +47,7 @@ class Target:
     requested: str = ""  # the path as the caller gave it, for reporting
     missing: str | None = None  # why this location cannot be indexed
     forget: bool = False  # remove it (all of the root, or what is below prefix)
+    limited: bool = False  # a new folder nobody named: refused over max_root_files files
 
 
 @dataclass(slots=True)
@@ -69,12 +66,9 @@ class Progress:
 
     def result(self, targets: list[Target]) -> ReindexResult:
         result: ReindexResult = {
-            "indexed_files": len(self.indexed),
-            "skipped_files": len(self.skipped - self.indexed),
-            "removed_files": self.removed,
-            "errors": list(self.problems),
-            "warnings": list(self.warnings),
-        }
+            "indexed_files": len(self.indexed), "skipped_files": len(self.skipped - self.indexed),
+            "removed_files": self.removed, "errors": list(self.problems),
+            "warnings": list(self.warnings)}
         if self.left_out:
             result["left_out"] = [{"files": n, "reason": why} for why, n in
                                   sorted(self.left_out.items(), key=lambda kv: -kv[1])]
@@ -99,7 +93,6 @@ class Job:
     force: bool = False
     source: JobSource = "api"
     count_left_out: bool = False  # report the files the globs leave out (walks excluded dirs)
-    allow_large: bool = False  # index a new folder over max_root_files, or / or home
     id: str = field(default_factory=lambda: f"job-{next(_ids)}")
     status: JobStatus = "queued"
     phase: str = "queued"
@@ -137,6 +130,11 @@ class Job:
             "error": self.error,
             "result": self.result,
         }
+
+
+def _each(jobs: Job | list[Job] | None) -> list[Job] | tuple[Job, ...]:
+    """The jobs waiting for one text, as ``JobQueue._waiters`` holds them."""
+    return () if jobs is None else jobs if isinstance(jobs, list) else (jobs,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +200,9 @@ class JobQueue:
         self._on_submit = on_submit
         self._running: Job | None = None
         self._embedding: list[Job] = []  # written, waiting for vectors
-        #: Each text the written jobs wait for, with the jobs that wait for it.
-        self._waiters: dict[str, list[Job]] = {}
+        #: Each text the written jobs wait for, with the job that waits for it (a list when
+        #: several do: one job alone is the rule, and a million lists weigh 90 MB).
+        self._waiters: dict[str, Job | list[Job]] = {}
         self._fresh: list[Job] = []  # waiting since the last settle: not checked yet
         self._history: deque[Job] = deque(maxlen=history)
         self._closed = False
@@ -283,8 +282,11 @@ class JobQueue:
     def wait_for(self, job: Job, texts: Set[str]) -> None:
         """The written ``job`` waits for ``texts`` (those its scope lacks vectors for)."""
         job.waiting = set(texts)
-        for text in job.waiting:
-            self._waiters.setdefault(text, []).append(job)
+        shared = job.waiting & self._waiters.keys()
+        self._waiters.update(dict.fromkeys(job.waiting - shared, job))
+        for text in shared:
+            jobs = self._waiters[text]
+            self._waiters[text] = [*jobs, job] if isinstance(jobs, list) else [jobs, job]
         self._fresh.append(job)
 
     def settle(self, missing: Set[str] | None, left: Set[str] = frozenset(),
@@ -300,12 +302,12 @@ class JobQueue:
         if missing is None:
             return  # the model is not known yet: nobody knows what lacks a vector
         for text in stored:
-            for job in self._waiters.get(text, ()):
+            for job in _each(self._waiters.get(text)):
                 job.embedded += 1
         ended: list[Job] = []
         moved: set[Job] = set()  # (jobs whose pending count changed: told once each)
         for text in left:
-            for job in self._waiters.pop(text, ()):
+            for job in _each(self._waiters.pop(text, None)):
                 assert job.waiting is not None
                 job.waiting.discard(text)
                 moved.add(job)
@@ -331,10 +333,10 @@ class JobQueue:
 
     def _unwait(self, text: str, job: Job) -> None:
         jobs = self._waiters.get(text)
-        if jobs is not None:
+        if jobs is job or jobs == [job]:
+            del self._waiters[text]
+        elif isinstance(jobs, list) and job in jobs:
             jobs.remove(job)
-            if not jobs:
-                del self._waiters[text]
 
     def close(self) -> None:
         """Cancel queued jobs and those waiting for vectors; accept no new ones."""

@@ -204,16 +204,15 @@ class Service:
     # ------------------------------------------------------------ jobs
 
     def submit(self, targets: Sequence[Target], *, force: bool = False,
-               count_left_out: bool = False, allow_large: bool = False) -> JobHandle:
+               count_left_out: bool = False) -> JobHandle:
         """Queue a job for ``targets`` (see ``Rifflux.reindex`` for the flags)."""
         return JobHandle(self._jobs.submit(Job(list(targets), force=force,
-                                               count_left_out=count_left_out,
-                                               allow_large=allow_large)))
+                                               count_left_out=count_left_out)))
 
     def submit_note(self, target: Target) -> JobHandle:
         """An urgent job for a note just written: it runs before queued jobs, and cuts in
         between the transactions of a running one."""
-        return JobHandle(self._jobs.submit(Job([target], source="note", allow_large=True),
+        return JobHandle(self._jobs.submit(Job([target], source="note"),
                                            urgent=True))
 
     def job(self, job_id: str) -> JobHandle:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -139,11 +140,14 @@ class Supervisor:
             await tg.start(loader.run, name="rifflux.model")
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
+            if store.later is not None:  # (never a wait at shutdown: its thread is left)
+                tg.start_soon(partial(anyio.to_thread.run_sync, abandon_on_cancel=True),
+                              store.later, name="rifflux.check")
             recovery = store.recovery
             if recovery is not None and recovery.roots:
                 # (they were indexed before, whatever their size)
                 jobs.submit(Job([Target(r, requested=str(r)) for r in recovery.roots],
-                                source="startup", allow_large=True))
+                                source="startup"))
             service = Service(
                 settings=s, query=query_send, jobs=jobs, streams=streams, model=loader.snapshot,
                 watcher=pipeline.snapshot if pipeline else None, embedder=embedder.snapshot,

@@ -88,7 +88,7 @@ class WatchPipeline:
                 # What is already in the folders is indexed at start, in the background
                 # (whatever their size: watched folders are named on purpose).
                 self._jobs.submit(Job([Target(r, requested=str(r)) for r in self._roots],
-                                      source="startup", allow_large=True))
+                                      source="startup"))
                 task_status.started()
         finally:
             self.stopped.set()

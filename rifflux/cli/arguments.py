@@ -110,8 +110,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--force", action="store_true", help="re-read unchanged files too")
     p.add_argument("--yes", action="store_true",
-                   help="index it even when it is / or your home folder, or a new folder of "
-                        "more than max_root_files (50,000) markdown files")
+                   help="index it even when it is / or your home folder")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = sub.add_parser("forget", parents=[common], help="remove folders or files from the index",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import InvalidArgumentError, RiffluxError
 from .chunker import ChunkLimits, ParsedDocument, parse_markdown
+from .cjk import has_cjk
 from .decode import Binary, decode
 
 
@@ -24,6 +25,9 @@ class Prepared:
     document: ParsedDocument | None  # None: content identical to ``known_sha``
     encoding: str = "utf-8"
     warning: str | None = None  # indexed, but something was replaced or guessed
+    #: Whether some chunk holds CJK text (the writer then cuts it for the full-text
+    #: index, ``core.cjk``); found here, in the parse worker, off the writer's core.
+    cjk: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +75,9 @@ def prepare_file(
     except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
         # a parser failure on one odd file must not stop the files after it
         return Unreadable(rel_path, f"cannot parse as markdown ({type(exc).__name__}: {exc})")
+    cjk = any(has_cjk(c.heading_path) or has_cjk(c.content) for c in document.chunks)
     return Prepared(rel_path, sha, st.st_mtime_ns, len(data), document, decoded.encoding,
-                    decoded.warning)
+                    decoded.warning, cjk)
 
 
 def _kind(mode: int) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,10 +33,15 @@ class _Level:
 Levels = tuple[_Level, ...]
 
 
-def read_level(directory: str, rel_dir: str) -> _Level | None:
-    """The ignore rules of one folder (None when it has no ignore file)."""
+def read_level(directory: str, rel_dir: str,
+               names: Collection[str] | None = None) -> _Level | None:
+    """The ignore rules of one folder (None when it has no ignore file); ``names``: every
+    name in the folder, when the caller has read them all (no ignore file is looked up
+    that is not among them)."""
     lines: list[str] = []
     for name in IGNORE_FILES:
+        if names is not None and name not in names:
+            continue
         path = os.path.join(directory, name)
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):

@@ -34,12 +34,20 @@ class Place:
     paths: frozenset[str] | None = None
     prefix: str = ""
     missing: str | None = None
+    #: A new folder nobody named (the working directory of a reindex given no path): over
+    #: ``max_root_files`` candidate files it is refused (``too_many_files``).
+    limited: bool = False
 
 
 def reindex_place(location: str, found: Found, roots: Sequence[Path], globs: Globs, *,
-                  home: Path | None, allow_large: bool = False) -> Place:
+                  home: Path | None, yes: bool = False, named: bool = True) -> Place:
     """What ``reindex`` does with one location: a folder (a new root, or part of an indexed
-    one), a file, or a refusal that says why (missing, not a file or folder, too wide)."""
+    one), a file, or a refusal that says why (missing, not a file or folder, too wide).
+
+    The refusals guard against a wrong working directory, not against large folders:
+    ``/`` and the home folder need ``yes``; a new folder the caller did not ``name`` (the
+    working directory, used when no path was given) is ``limited`` in size; a folder
+    named explicitly is indexed whatever its size."""
     loc = found.path
     if found.mode is None:
         return Place(root=loc, missing="path not found; check the path (nothing was removed)")
@@ -56,10 +64,19 @@ def reindex_place(location: str, found: Found, roots: Sequence[Path], globs: Glo
         return Place(root=root, paths=frozenset({rel}))
     if container is not None:
         return Place(root=container, prefix=loc.relative_to(container).as_posix() + "/")
-    if not allow_large and loc not in roots and (whole := too_wide(loc, home)):
+    if not yes and loc not in roots and (whole := too_wide(loc, home)):
         return Place(root=loc, missing=f"refused: {loc} is {whole}; index the folder you mean, "
                                        "or pass yes=true (rifflux index --yes) to index it all")
-    return Place(root=loc)
+    return Place(root=loc, limited=not (named or yes) and loc not in roots)
+
+
+def too_many_files(found: int, limit: int, folder: Path) -> str:
+    """Why a ``limited`` new folder of ``found`` candidate files, more than ``limit``, is
+    refused: nearly always a wrong working directory."""
+    return (f"refused: {found:,} files to index in {folder}, the working directory (no path "
+            f"was given), more than the limit of {limit:,} for a folder not named "
+            "(max_root_files); name the folder to index (rifflux index PATH, reindex(path=...)), "
+            "or pass yes=true (rifflux index --yes) to index them all")
 
 
 def reads_as_root_relative(location: str, loc: Path, roots: Sequence[Path]) -> bool:
@@ -108,13 +125,14 @@ def too_wide(folder: Path, home: Path | None) -> str | None:
     return "your home folder" if home is not None and folder == home else None
 
 
-def reindex_locations(path: str | None, paths: Sequence[str] | None, cwd: str) -> list[str]:
+def reindex_locations(path: str | None, paths: Sequence[str] | None,
+                      cwd: str) -> tuple[list[str], bool]:
     """The locations a reindex is for: ``paths`` if non-empty, else ``path``, else the
-    working directory ``cwd``."""
+    working directory ``cwd``; and whether the caller named them (False: ``cwd``)."""
     if paths:
         if blank := [i for i, loc in enumerate(paths) if not loc.strip()]:
             raise InvalidArgumentError(
                 f"paths[{blank[0]}] is empty: give a folder or file there, or leave "
                 "paths out (then path, else the working directory, is indexed)")
-        return list(paths)
-    return [path] if path is not None and path != "" else [cwd]
+        return list(paths), True
+    return ([path], True) if path is not None and path != "" else ([cwd], False)

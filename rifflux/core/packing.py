@@ -24,7 +24,8 @@ class ChunkLimits:
     code_max_chars: int = 3000
     #: Larger files are not read (they are skipped with a warning).
     max_file_bytes: int = 20 * 1024 * 1024
-    #: A new folder with more candidate files is refused unless asked for.
+    #: A new folder nobody named (the working directory) with more candidate files is
+    #: refused unless asked for.
     max_root_files: int = 50_000
 
 

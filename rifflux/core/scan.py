@@ -18,15 +18,19 @@ import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import DEFAULT_EXCLUDE as _DEFAULT_EXCLUDE
 from ..config import NEVER_INDEXED
 from .ignore import Levels, ignored, read_level
 
 
-@dataclass(frozen=True, slots=True)
-class FileState:
+class FileState(NamedTuple):
+    """A file found on disk (a tuple: a scan makes one per file, 63,000 for a no-op of a
+    large folder, and sorts them by path as they are)."""
+
     rel_path: str  # posix, relative to the root
     mtime_ns: int
     size: int
@@ -67,8 +71,9 @@ class _Matcher:
             else None
         )
 
-    def __call__(self, rel: str) -> bool:
-        if self._name is not None and self._name.match(rel.rsplit("/", 1)[-1]):
+    def __call__(self, rel: str, name: str | None = None) -> bool:
+        """Whether ``rel`` (its last part ``name``, when the caller has it) matches."""
+        if self._name is not None and self._name.match(name or rel.rsplit("/", 1)[-1]):
             return True
         return self._path is not None and self._path.match(rel) is not None
 
@@ -95,9 +100,10 @@ class Globs:
     def excluded_dir(self, rel_dir: str) -> bool:
         return self._exc(rel_dir)
 
-    def wanted_name(self, rel: str) -> bool:
-        """The file's own test, for a file whose folders are known not to be excluded."""
-        return self._inc(rel) and not self._exc(rel)
+    def wanted_name(self, rel: str, name: str | None = None) -> bool:
+        """The file's own test, for a file whose folders are known not to be excluded
+        (``name``: its last part, when the caller has it)."""
+        return self._inc(rel, name) and not self._exc(rel, name)
 
     def why_excluded(self, rel: str) -> str:
         """Why ``rel`` is left out, as a person reads it."""
@@ -132,6 +138,9 @@ NOT_INCLUDED, IGNORED = "not matching the include globs", "ignored by an ignore 
 _IGNORED = f"{IGNORED} (.gitignore, .ignore, .riffluxignore)"
 #: At most this many files are counted under one excluded folder.
 _COUNT_CAP = 100_000
+#: Entries of a folder read ahead to find its ignore files by name (a folder this large
+#: or larger has them looked up instead: it is never held whole).
+_HEAD = 1024
 
 
 def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
@@ -145,23 +154,33 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
     result = ScanResult()
     left_out = result.left_out
     seen_dirs: set[tuple[int, int]] = set()
-    # plain strings, not Path objects: a no-op reindex is mostly this walk
-    stack: list[tuple[str, str, Levels]] = [(str(root), "", ())]
+    # plain strings, not Path objects: a no-op reindex is mostly this walk. Only the root
+    # and the folders reached through a link (``linked``) are looked at for a loop: a
+    # folder is entered twice only through a link (a link into the root is skipped, and
+    # one that leads back above it meets the root again)
+    stack: list[tuple[str, str, Levels, bool]] = [(str(root), "", (), True)]
     while stack:
-        directory, rel_dir, levels = stack.pop()
-        try:
-            st = os.stat(directory)
-            key = (st.st_dev, st.st_ino)
-            if key in seen_dirs:
+        directory, rel_dir, levels, linked = stack.pop()
+        if linked:
+            try:
+                st = os.stat(directory)
+                key = (st.st_dev, st.st_ino)
+                if key in seen_dirs:
+                    continue
+                seen_dirs.add(key)
+            except OSError as exc:
+                result.problems.append(_unlisted(rel_dir, exc))
                 continue
-            seen_dirs.add(key)
-        except OSError as exc:
-            result.problems.append(_unlisted(rel_dir, exc))
-            continue
+        listing = _listing(directory, rel_dir, result.problems)
         if use_ignore_files:
-            level = read_level(directory, rel_dir)
+            # a folder's first entries are read ahead: when they are all of it, its
+            # ignore files are known by name (nearly always: none), with no lookup
+            head = list(islice(listing, _HEAD))
+            names = {e.name for e in head} if len(head) < _HEAD else None
+            level = read_level(directory, rel_dir, names)
             levels = (*levels, level) if level is not None else levels
-        for entry in _listing(directory, rel_dir, result.problems):
+            listing = chain(head, listing)
+        for entry in listing:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 is_link = entry.is_symlink()
@@ -181,9 +200,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                     if count_left_out:
                         left_out[_IGNORED] = left_out.get(_IGNORED, 0) + _count_files(entry.path)
                     continue
-                stack.append((entry.path, rel, levels))
+                stack.append((entry.path, rel, levels, linked or is_link))
                 continue
-            if not globs.wanted_name(rel):  # its folders passed on the way down
+            if not globs.wanted_name(rel, entry.name):  # its folders passed on the way down
                 if count_left_out:
                     why = globs.why_excluded(rel)
                     left_out[why] = left_out.get(why, 0) + 1
@@ -197,7 +216,7 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                 result.problems.append(state)
             elif state is not None:
                 result.files.append(state)
-    result.files.sort(key=lambda f: f.rel_path)
+    result.files.sort()  # (by path: no two files have the same)
     return result
 
 

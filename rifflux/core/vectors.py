@@ -161,6 +161,28 @@ class VectorIndex:
         self._groups[at] = group
         self.version += 1
 
+    def append(self, ids: I64, vectors: F32, groups: I64) -> None:
+        """A block of a load: rows appended, their ids not looked up (a block's ids
+        inserted among those held cost a copy of them all: 2 s of a million-row load).
+        ``seal`` finds them all at once after the last block; searches wait for it."""
+        self._grow(self._n + len(ids))
+        at = slice(self._n, self._n + len(ids))
+        self._codes[at], self._scales[at] = quantise(normalise(vectors))
+        self._ids[at], self._groups[at] = ids, groups
+        self._n += len(ids)
+
+    def seal(self) -> None:
+        """After ``append``: every row's id found (an id appended twice: the last wins)."""
+        n, ids = self._n, self._ids[: self._n]
+        last = _last_of_each(ids)
+        if last is not None:
+            for array in (self._codes, self._scales, self._ids, self._groups):
+                array[: len(last)] = array[last]
+            n = self._n = len(last)
+        self._where.clear()
+        self._where.set(self._ids[:n].copy(), np.arange(n, dtype=np.int64))
+        self.version += 1
+
     def remove(self, ids: Iterable[int] | I64) -> None:
         """Drop these rows (absent ids are ignored): the last rows move into the holes."""
         self.version += 1

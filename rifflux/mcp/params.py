@@ -74,7 +74,8 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most entries per l
 
 Force = Annotated[bool, Field(description="Re-read unchanged files too.")]
 Yes = Annotated[bool, Field(
-    description="Allow /, home or a new folder of over 50,000 files. Ask the user first.")]
+    description="Allow / or home, or with no path a new cwd of over 50,000 files. Ask the "
+                "user first.")]
 ForgetYes = Annotated[bool, Field(
     description="Allow / or home (every folder in it). Ask the user first.")]
 ForgetPath = Annotated[str, Field(

@@ -278,7 +278,17 @@ class OpenStore:
     lease: LeaseStore | None
     #: A damaged index that was moved aside and is being indexed again.
     recovery: Recovery | None = None
+    #: A short-lived connection of its own for a long read (the catalog), so that
+    #: searches never wait behind it (None: ``reads`` serves it, as a pool does).
+    open_reads: ReadsOpener | None = None
+    #: Work to start once the index is open and serving (the routine integrity check
+    #: of a large SQLite file), run in a worker thread and abandoned at shutdown.
+    later: Callable[[], None] | None = None
 
 
 class MatrixOpener(Protocol):
     def __call__(self) -> AbstractAsyncContextManager[MatrixStore]: ...
+
+
+class ReadsOpener(Protocol):
+    def __call__(self) -> AbstractAsyncContextManager[ReadStore]: ...

@@ -35,6 +35,7 @@ class FileToWrite:
     line_count: int = 0
     encoding: str = "utf-8"
     links: Sequence[Link] = ()
+    cjk: bool = True  # False: no chunk holds CJK text (nothing to cut for FTS5)
 
 
 #: Files whose outgoing links changed, each with every file it links to now (file ids).

@@ -19,6 +19,7 @@ from rifflux.core.locations import (
     reads_as_root_relative,
     reindex_locations,
     reindex_place,
+    too_many_files,
     too_wide,
 )
 from rifflux.core.scan import Globs
@@ -142,10 +143,10 @@ GLOBS = Globs(("*.md",), ())
 HOME = Path("/home/ann")
 
 
-def _reindex(location: str, mode: int | None, roots: list[Path], *, allow_large: bool = False,
-             path: Path | None = None) -> Place:
+def _reindex(location: str, mode: int | None, roots: list[Path], *, yes: bool = False,
+             named: bool = True, path: Path | None = None) -> Place:
     found = Found(path=path or Path(location), mode=mode)
-    return reindex_place(location, found, roots, GLOBS, home=HOME, allow_large=allow_large)
+    return reindex_place(location, found, roots, GLOBS, home=HOME, yes=yes, named=named)
 
 
 def test_a_location_is_a_new_root_a_part_of_an_indexed_one_or_a_single_file() -> None:
@@ -175,10 +176,24 @@ def test_the_whole_file_system_and_the_home_folder_are_refused_unless_allowed() 
         refused = _reindex(folder, DIR, [])
         assert refused.missing is not None and f"is {why}; " in refused.missing
         assert "yes=true" in refused.missing
-        assert _reindex(folder, DIR, [], allow_large=True) == Place(root=Path(folder))
+        assert _reindex(folder, DIR, [], yes=True) == Place(root=Path(folder))
         assert _reindex(folder, DIR, [Path(folder)]) == Place(root=Path(folder))  # indexed
+        implicit = _reindex(folder, DIR, [], named=False)  # the working directory, too
+        assert implicit.missing is not None and f"is {why}; " in implicit.missing
     assert too_wide(HOME, None) is None  # no home folder: only / is too wide
     assert too_wide(HOME / "notes", HOME) is None
+
+
+def test_only_a_new_folder_nobody_named_is_limited_in_size() -> None:
+    big = Path("/data/big")
+    assert _reindex(str(big), DIR, []) == Place(root=big)  # named: whatever its size
+    assert _reindex(str(big), DIR, [], named=False) == Place(root=big, limited=True)
+    assert _reindex(str(big), DIR, [], named=False, yes=True) == Place(root=big)
+    assert _reindex(str(big), DIR, [big], named=False) == Place(root=big)  # indexed already
+    assert _reindex(str(big / "a"), DIR, [big], named=False) == Place(root=big, prefix="a/")
+    why = too_many_files(63_424, 50_000, big)
+    assert why.startswith("refused: 63,424 files to index in /data/big, the working directory")
+    assert "limit of 50,000" in why and "rifflux index PATH" in why and "--yes" in why
 
 
 def test_forgetting_removes_a_part_of_a_root_or_the_roots_inside_a_folder() -> None:
@@ -207,9 +222,9 @@ def test_a_relative_path_that_names_nothing_indexed_is_read_as_results_give_it()
 
 
 def test_a_reindex_is_for_paths_else_path_else_the_working_directory() -> None:
-    assert reindex_locations("p", ["a", "b"], "/cwd") == ["a", "b"]
-    assert reindex_locations("p", [], "/cwd") == ["p"]
-    assert reindex_locations("", None, "/cwd") == ["/cwd"]
-    assert reindex_locations(None, None, "/cwd") == ["/cwd"]
+    assert reindex_locations("p", ["a", "b"], "/cwd") == (["a", "b"], True)
+    assert reindex_locations("p", [], "/cwd") == (["p"], True)
+    assert reindex_locations("", None, "/cwd") == (["/cwd"], False)
+    assert reindex_locations(None, None, "/cwd") == (["/cwd"], False)
     with pytest.raises(InvalidArgumentError, match=r"paths\[1\] is empty"):
         reindex_locations(None, ["a", " "], "/cwd")

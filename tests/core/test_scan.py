@@ -62,6 +62,17 @@ def test_directory_link_loop_ends(tmp_path: Path) -> None:
     assert [f.rel_path for f in result.files] == ["a/a.md"]
 
 
+def test_links_that_leave_the_root_and_loop_outside_or_back_above_it_end(tmp_path: Path) -> None:
+    root, outside = tmp_path / "top" / "root", tmp_path / "outside"
+    touch(root, "r.md")
+    touch(outside, "sub/o.md")
+    os.symlink(outside, root / "out")  # followed: it leaves the root
+    os.symlink(outside, outside / "sub" / "again")  # a loop outside the root
+    os.symlink(tmp_path / "top", outside / "up")  # back above the root, which holds it
+    got = sorted(f.rel_path for f in scan_root(root, GLOBS).files)
+    assert got == ["out/sub/o.md", "r.md"]
+
+
 def test_broken_link_is_reported_not_fatal(tmp_path: Path) -> None:
     touch(tmp_path, "ok.md")
     os.symlink(tmp_path / "missing.md", tmp_path / "broken.md")

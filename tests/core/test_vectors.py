@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
-from rifflux.core.vectors import normalise, rank
+from rifflux.core.vectors import VectorIndex, normalise, rank
 
 from ..helpers import ExactVectors, brute_force
 
@@ -287,3 +287,32 @@ def test_the_compact_matrix_ranks_the_models_vectors_like_exact_float32(
             scan.append(agreement([(int(i), 0.0) for i in best], want))
     assert len(questions) == 40 and np.mean(shares) >= 0.98, np.mean(shares)
     assert feedback or np.mean(scan) >= 0.95, np.mean(scan)
+
+
+def test_a_load_appended_in_blocks_then_sealed_holds_what_upserts_hold() -> None:
+    rng = np.random.default_rng(31)
+    n, dim = 3000, 32
+    vectors = rng.normal(size=(n, dim)).astype(np.float32)
+    ids = rng.permutation(np.arange(10, 10 + 7 * n, 7)).astype(np.int64)  # in no order
+    groups = ids % 13
+    loaded, upserted = VectorIndex(dim, capacity=64), VectorIndex(dim)
+    for at in range(0, n, 500):  # blocks, as a load hands them over
+        part = slice(at, at + 500)
+        loaded.append(ids[part], vectors[part], groups[part])
+        upserted.upsert(ids[part], vectors[part], groups[part])
+    again = ids[:3]  # appended twice: the last vector wins, as with upsert
+    moved = -vectors[:3]
+    loaded.append(again, moved, groups[:3])
+    upserted.upsert(again, moved, groups[:3])
+    loaded.seal()
+    assert len(loaded) == len(upserted) == n
+    assert sorted(loaded.ids().tolist()) == sorted(ids.tolist())
+    for query in rng.normal(size=(10, dim)).astype(np.float32):
+        assert np.array_equal(loaded.candidates(query, 20), upserted.candidates(query, 20))
+        mask = np.asarray([3, 7])
+        assert np.array_equal(loaded.candidates(query, 20, mask=loaded.mask(mask)),
+                              upserted.candidates(query, 20, mask=upserted.mask(mask)))
+    # once sealed, changes find their rows
+    loaded.remove(ids[:10])
+    loaded.upsert(ids[5:6], vectors[5:6], groups[5:6])
+    assert len(loaded) == n - 9 and int(ids[5]) in loaded and int(ids[4]) not in loaded

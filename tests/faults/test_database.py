@@ -16,6 +16,7 @@ import pytest
 
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
 from rifflux.mcp.answers import search_answer
+from rifflux.store.sqlite import recovery
 
 from ..helpers import (
     CountingEmbedder,
@@ -132,6 +133,21 @@ async def test_damage_seen_by_a_search_rebuilds_the_index_at_the_next_open(
         assert "recovered" in await rf.status()
 
 
+async def test_a_new_index_has_its_first_routine_check_a_day_after_it_was_made(
+    tmp_path: Path,
+) -> None:
+    # (a million-chunk index just built was checked at its first open: 7 s of reading
+    # every page while its vectors loaded and its first searches ran)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(numbered_notes(tmp_path / "notes", 5, long=True))
+    assert recovery.needs_check(db) is None
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'checked_at'",
+                     (str(time.time() - recovery.CHECK_EVERY - 1),))
+    assert recovery.needs_check(db) == "now"
+
+
 def damage_table(db: Path, table: str) -> None:
     """Overwrite the root page of ``table`` (the file's header and schema stay sound, so
     only reading that table finds the damage), and mark the file checked just now."""
@@ -149,6 +165,29 @@ def damage_table(db: Path, table: str) -> None:
     with db.open("r+b") as f:
         f.seek((root_page - 1) * page_size)
         f.write(os.urandom(page_size))
+
+
+async def test_the_routine_check_of_a_large_index_runs_once_it_is_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # quick_check reads every page: 7 s before a million-chunk index could answer. Its
+    # daily check runs in the background instead, and what it finds waits for the next open
+    root = numbered_notes(tmp_path / "notes", 5, long=True)
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    damage_table(db, "note_aliases")  # read by no step of opening
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM meta WHERE key = 'checked_at'")  # a check is due
+    conn.close()
+    monkeypatch.setattr(recovery, "CHECK_AT_OPEN_MOST", 0)  # every index is large now
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        assert "recovered" not in await rf.status()
+        assert await rf.search("heron number 3", mode="lexical")  # it answers meanwhile
+        await eventually(lambda: (tmp_path / "i.db.check").exists())
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        assert (await rf.status())["recovered"]["roots"] == [str(root.resolve())]
 
 
 @pytest.mark.parametrize("table", ["changes", "embeddings"])

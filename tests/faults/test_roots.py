@@ -1,5 +1,6 @@
 """Roots: what is indexed, and nothing twice. The whole file system, the home folder
-and huge new folders are refused unless asked for; a parent absorbs an indexed child
+and a huge working directory (no path given) are refused unless asked for, a folder
+named explicitly is indexed whatever its size; a parent absorbs an indexed child
 (kept once, with its vectors); forget removes a root or a part of one."""
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ async def test_the_home_folder_and_the_whole_file_system_need_yes(
     async with open_rifflux(tmp_path) as rf:
         refused = await rf.reindex(home)
         whole = await rf.reindex("/")  # refused before anything is read
+        for cwd in (home, Path("/")):  # as the working directory, no path given
+            monkeypatch.chdir(cwd)
+            implicit = await rf.reindex()
+            assert implicit["errors"][0]["path"] == str(cwd), implicit
+            assert "yes=true" in implicit["errors"][0]["error"]
         assert (await rf.status())["files"] == 0
         allowed = await rf.reindex(home, yes=True)
         again = await rf.reindex(home)  # indexed now: followed without asking again
@@ -70,24 +76,51 @@ async def test_the_home_folder_and_the_whole_file_system_need_yes(
     assert not again["errors"] and again["skipped_files"] == 2
 
 
-async def test_a_new_folder_over_the_limit_is_refused_until_asked_for(tmp_path: Path) -> None:
-    big = folder(tmp_path / "big", 5)
-    small = folder(tmp_path / "small", 3)
+async def test_a_named_folder_is_indexed_whatever_its_size_a_large_working_directory_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big, small = folder(tmp_path / "big", 5), folder(tmp_path / "small", 3)
+    cwd = folder(tmp_path / "cwd", 4)
+    monkeypatch.chdir(cwd)
     async with open_rifflux(tmp_path, max_root_files=3) as rf:
-        refused = await rf.reindex(paths=[big, small])
-        assert stored(tmp_path / "i.db") == [(str(small), f"note-{i}.md") for i in range(3)]
-        allowed = await rf.reindex(big, yes=True)
+        named = await rf.reindex(paths=[big, small])  # over the limit, and no yes
+        implicit = await rf.reindex()  # the working directory: 4 files, refused
+        assert {root for root, _ in stored(tmp_path / "i.db")} == {str(big), str(small)}
+        allowed = await rf.reindex(yes=True)
         folder(big, 7)  # an indexed folder is followed whatever its size
         grown = await rf.reindex(big)
         roots = (await rf.status())["indexed_roots"]
-    error = refused["errors"][0]
-    assert error["path"] == str(big)
-    assert "5 files" in error["error"] and "limit of 3" in error["error"]
-    assert "rifflux index --yes" in error["error"]
-    assert refused["indexed_files"] == 3
-    assert allowed["indexed_files"] == 5 and grown["indexed_files"] == 2
-    assert roots == [{"path": str(small), "files": 3, "chunks": 3},
-                     {"path": str(big), "files": 7, "chunks": 7}]
+    assert named["indexed_files"] == 8 and not named["errors"]
+    error = implicit["errors"][0]
+    assert error["path"] == str(cwd) and implicit["indexed_files"] == 0
+    assert "4 files to index in" in error["error"] and "the working directory" in error["error"]
+    assert "limit of 3" in error["error"] and "rifflux index --yes" in error["error"]
+    assert allowed["indexed_files"] == 4 and grown["indexed_files"] == 2
+    assert roots == [{"path": str(big), "files": 7, "chunks": 7},
+                     {"path": str(small), "files": 3, "chunks": 3},
+                     {"path": str(cwd), "files": 4, "chunks": 4}]
+
+
+async def test_mcp_indexes_a_watched_or_named_large_folder_but_not_its_large_working_directory(
+    tmp_path: Path
+) -> None:
+    watched = folder(tmp_path / "watched", 5, word="wombat")
+    named = folder(tmp_path / "named", 5, word="quokka")
+    cwd = folder(tmp_path / "cwd", 5, word="echidna")
+    env = server_env(tmp_path, RIFFLUX_MAX_ROOT_FILES="3")
+    async with mcp_session(tmp_path, "--watch", str(watched), cwd=cwd, env=env) as session:
+        refused = await call_error(session, "reindex")
+        indexed = await call(session, "reindex", path=str(named))
+
+        async def watched_held() -> dict[str, int] | None:  # (indexed in the background)
+            status = await call(session, "index_status")
+            held = {r["path"]: r["files"] for r in status["indexed_roots"]}
+            return held if held.get(str(watched.resolve())) == 5 else None
+
+        held = await eventually(watched_held)
+    assert "5 files to index in" in refused and "the working directory" in refused
+    assert indexed["indexed_files"] == 5 and not indexed["errors"]
+    assert held == {str(named.resolve()): 5, str(watched.resolve()): 5}
 
 
 async def test_a_parent_absorbs_an_indexed_child_keeping_its_vectors_once(

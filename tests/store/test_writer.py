@@ -15,6 +15,7 @@ from rifflux import IndexDatabaseError, SchemaVersionError
 from rifflux.core.chunker import FileMetadata
 from rifflux.core.plan import Scope
 from rifflux.store.sqlite import schema
+from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect
 from rifflux.store.sqlite.writer import FileToWrite, Writer
 
@@ -156,6 +157,30 @@ async def test_missing_texts_follow_writes_edits_vectors_and_deletes(
     assert writer.missing.texts == set() and len(stored.added_ids) == 1
     again = await writer.write_files(root, [afile("c.md", "beta")])  # a known text
     assert writer.missing.texts == set() and again.lacking == 0 and len(again.added_ids) == 1
+
+
+async def test_the_embedder_takes_the_newest_missing_texts_first_read_by_their_hash(
+    writer: Writer, tmp_path: Path
+) -> None:
+    await writer.missing.adopt(MODEL)
+    root = await root_of(writer, tmp_path / "docs")
+    for name in ("one", "two", "three", "four"):
+        await writer.write_files(root, [afile(f"{name}.md", name)])
+    one, two, three, four = (next(iter(hashes(t))) for t in ("one", "two", "three", "four"))
+    assert writer.missing.newest(2) == [four, three]
+    await writer.write_vectors(MODEL, [four], vectors(1))
+    await writer.write_files(root, [afile("one.md", "one", "five")])  # one, kept; five, new
+    (five,) = hashes("five")
+    assert writer.missing.newest(9) == [five, three, two, one]  # one: missing since first
+    await writer.missing.refresh()  # read again: by each text's newest chunk
+    assert writer.missing.newest(9) == [five, one, three, two]
+    reader = Reader(writer.conn, tmp_path / "i.db")
+    texts = await reader.texts_of([three, "not-a-text", one])
+    assert [(t.content_hash, t.text) for t in texts] == [(three, "Title\nthree"),
+                                                         (one, "Title\none")]
+    plan = rows(tmp_path / "i.db", "EXPLAIN QUERY PLAN SELECT content_hash, heading_path, "
+                "content FROM chunks WHERE content_hash IN ('a', 'b') GROUP BY content_hash")
+    assert "INDEX chunks_hash_file" in str(plan)  # a window costs what it holds
 
 
 async def test_adopting_a_model_reads_what_lacks_its_vectors_and_drops_other_models(

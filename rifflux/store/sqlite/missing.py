@@ -9,12 +9,17 @@ commits wrote; ``refresh`` reads them all again, only when the log no longer
 tells). Job completion (``JobQueue.settle``) is decided against it, so it never
 needs a query per job, and a text replaced before it was embedded simply stops
 being missing.
+
+The set keeps the order in which texts came to lack a vector, so the embedder takes
+the newest first (``newest``: the file just saved before a backlog of a million)
+at the cost of the window it takes, never of the index's size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import aiosqlite
@@ -47,14 +52,25 @@ class Missing:
         self.db_path = db_path
         self.read_only = read_only
         self._model: str | None = None
-        self._texts: set[str] | None = None  # None until a model is adopted
+        #: None until a model is adopted; oldest first (a dict: its keys keep the order).
+        #: Each text maps to itself: what ``in_scopes`` reads is answered with these
+        #: strings, not a second copy of each (a million texts are 110 MB of strings).
+        self._texts: dict[str, str] | None = None
         self._left: set[str] = set()  # texts that left it since ``take_left``
 
     @property
     def texts(self) -> Set[str] | None:
         """Texts some chunk has without a vector of the active model; None until a
         model is adopted, empty when there is none (nothing can be embedded)."""
-        return self._texts
+        return None if self._texts is None else self._texts.keys()
+
+    def newest(self, n: int) -> list[str]:
+        """The ``n`` texts that came to lack a vector last (the embedder's next window)."""
+        return [] if self._texts is None else list(islice(reversed(self._texts), n))
+
+    def _add(self, texts: Iterable[str]) -> None:
+        assert self._texts is not None
+        self._texts.update((text, text) for text in texts)
 
     def take_left(self) -> set[str]:
         """The texts that stopped lacking a vector since the last call (a vector was
@@ -64,13 +80,14 @@ class Missing:
 
     def _drop(self, texts: Iterable[str]) -> None:
         assert self._texts is not None
-        gone = self._texts.intersection(texts)
-        self._texts -= gone
+        gone = self._texts.keys() & texts
+        for text in gone:
+            del self._texts[text]
         self._left |= gone
 
-    def _replace(self, texts: set[str]) -> None:
+    def _replace(self, texts: dict[str, str]) -> None:
         if self._texts is not None:
-            self._left |= self._texts - texts
+            self._left |= self._texts.keys() - texts.keys()
         self._texts = texts
 
     @property
@@ -84,12 +101,21 @@ class Missing:
         number of vectors dropped."""
         self._model = model
         if model is None or self.read_only:
-            self._replace(set())
+            self._replace({})  # (nothing can be embedded)
             return 0
         with mapped_errors(self.db_path):
+            # Whether another model's vector is there at all reads the (content_hash, model)
+            # index, 0.1 s at a million vectors; the DELETE alone reads every vector (1.4 s).
+            # The table itself is still opened (a damaged one says so here, at adoption).
+            await self.conn.execute_fetchall("SELECT 1 FROM embeddings NOT INDEXED LIMIT 1")
+            other = await self.conn.execute_fetchall(
+                "SELECT 1 FROM embeddings WHERE model != ? LIMIT 1", (model,))
             async with transaction(self.conn):
-                cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
-                dropped = cur.rowcount
+                dropped = 0
+                if other:
+                    cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?",
+                                                  (model,))
+                    dropped = cur.rowcount
                 await self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
                     (model,),
@@ -123,10 +149,10 @@ class Missing:
                     "WHERE e.content_hash = c.content_hash AND e.model = ?)",
                     (*part, self._model))
                 added.update(str(r[0]) for r in rows)
-        candidates = sorted(self._texts.intersection(texts_gone) - added)
+        candidates = sorted(self._texts.keys() & set(texts_gone) - added)
         if candidates:
             self._drop(set(candidates) - await self._present(candidates))
-        self._texts |= added
+        self._add(added)
 
     async def in_scopes(self, scopes: Sequence[Scope]) -> set[str]:
         """The missing texts of the chunks in ``scopes`` (no query when none is missing)."""
@@ -138,6 +164,7 @@ class Missing:
             "WHERE e.content_hash = c.content_hash AND e.model = ?)"
         )
         out: set[str] = set()
+        same = self._texts.get  # (the strings kept already)
         with mapped_errors(self.db_path):
             for scope in scopes:
                 if scope.paths is None:
@@ -145,14 +172,14 @@ class Missing:
                         base + " AND f.rel_path LIKE ? ESCAPE '\\'",
                         (scope.root_id, self._model, like_prefix(scope.prefix)),
                     )
-                    out.update(str(r[0]) for r in rows)
+                    out.update(same(r[0], r[0]) for r in rows)
                     continue
                 for part in batches(scope.paths):
                     rows = await self.conn.execute_fetchall(
                         base + f" AND f.rel_path IN ({marks(len(part))})",
                         (scope.root_id, self._model, *part),
                     )
-                    out.update(str(r[0]) for r in rows)
+                    out.update(same(r[0], r[0]) for r in rows)
         return out
 
     # ------------------------------------------------------------ this process's writes
@@ -168,7 +195,7 @@ class Missing:
             have = await self._vectors_for(self._model, [h for _, h, _ in added])
         if self._texts:
             candidates = sorted(({h for _, h in removed} - {h for _, h, _ in added})
-                                & self._texts)
+                                & self._texts.keys())
             if candidates:
                 gone = set(candidates) - await self._present(candidates)
         return Change(removed, added, have, gone)
@@ -177,11 +204,11 @@ class Missing:
         """After the write's commit: the set follows it, and the answer for the query
         actor lists the chunks that have a vector already."""
         have = change.have
-        kept = [(rowid, h, fid) for rowid, h, fid in change.added if h in have]
-        lacking = {h for _, h, _ in change.added if h not in have}
+        kept = [(rowid, h, fid) for rowid, h, fid in change.added if h in have] if have else []
+        lacking = dict.fromkeys(h for _, h, _ in change.added if h not in have)
         if self._texts is not None and self._model is not None:
             self._drop(change.gone)
-            self._texts |= lacking
+            self._add(lacking)
         vectors = None
         if kept:
             import numpy as np  # (vectors that are there already: none in a lexical run)
@@ -200,14 +227,16 @@ class Missing:
 
     # ------------------------------------------------------------ reads
 
-    async def _lacking(self, model: str) -> set[str]:
+    async def _lacking(self, model: str) -> dict[str, str]:
+        """Every text lacking a vector of ``model``, oldest first (by its newest chunk)."""
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
-                "SELECT DISTINCT content_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
-                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?)",
+                "SELECT content_hash FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?) "
+                "GROUP BY content_hash ORDER BY MAX(c.id)",
                 (model,),
             )
-        return {str(r[0]) for r in rows}
+        return {str(r[0]): str(r[0]) for r in rows}
 
     async def _present(self, hashes: Sequence[str]) -> set[str]:
         found: set[str] = set()

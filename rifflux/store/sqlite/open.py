@@ -5,13 +5,15 @@ embedder's, and the heartbeat's, each closed when the store is left.
 
 Damage that the check did not see (it runs when it has cause to) and that a step of
 opening finds: everything opened is closed, the file moved aside, and the index
-opened anew (a read-only open reports it instead).
+opened anew (a read-only open reports it instead). The routine daily check of a large
+file (``recovery.CHECK_AT_OPEN_MOST``) runs once the index serves (``OpenStore.later``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import aiosqlite
@@ -20,15 +22,15 @@ import anyio
 from ...config import Settings
 from ...errors import IndexDamagedError, IndexDatabaseError
 from ..common import Recovery
-from ..protocols import Capabilities, MatrixStore, OpenStore
+from ..protocols import Capabilities, OpenStore
 from .changes import Follow
 from .lease import Lease
 from .lexical import Lexical
 from .link_records import LinkRecords
 from .presence import Presence
-from .reader import Reader
+from .reader import Pending, Reader
 from .records import Records
-from .recovery import damage, move_aside, needs_check, refuse_foreign
+from .recovery import check_in_background, damage, move_aside, needs_check, refuse_foreign
 from .schema import connect
 from .writer import Writer
 
@@ -39,35 +41,39 @@ CAPABILITIES = Capabilities(vectors_in_memory=True, lexical_ranking="fts5")
 async def open_sqlite(settings: Settings, db: Path, origin: str) -> AsyncIterator[OpenStore]:
     """The index file ``db`` (resolved), open for a process known to the others as
     ``origin``."""
-    recovery = await anyio.to_thread.run_sync(_check, db, settings.read_only)
+    recovery, check_later = await anyio.to_thread.run_sync(_check, db, settings.read_only)
+    later = partial(check_in_background, db, read_only=settings.read_only)
     try:
-        stack, store = await _open(settings, db, origin, recovery)
+        stack, store = await _open(settings, db, origin, recovery,
+                                   later if check_later else None)
     except IndexDatabaseError as exc:
         if settings.read_only or not isinstance(exc, IndexDamagedError):
             raise
         recovery = await anyio.to_thread.run_sync(move_aside, db, str(exc.__cause__ or exc))
-        stack, store = await _open(settings, db, origin, recovery)
+        stack, store = await _open(settings, db, origin, recovery, None)
     async with stack:
         yield store
 
 
-def _check(db: Path, read_only: bool) -> Recovery | None:
+def _check(db: Path, read_only: bool) -> tuple[Recovery | None, bool]:
     """Before opening: someone else's file is refused untouched; a damaged index is
-    moved aside (a read-only open reports the damage instead)."""
+    moved aside (a read-only open reports the damage instead). True beside: the
+    routine check of a large index is due, to run once it is open."""
     refuse_foreign(db)
-    if not needs_check(db):
-        return None
+    when = needs_check(db)
+    if when != "now":
+        return None, when == "later"
     reason = damage(db)
     if reason is None:
-        return None
+        return None, False
     if read_only:
         raise IndexDatabaseError(f"the index {db} is damaged ({reason}); it is open "
                                  "read-only, so it was left as it is")
-    return move_aside(db, reason)
+    return move_aside(db, reason), False
 
 
-async def _open(settings: Settings, db: Path, origin: str,
-                recovery: Recovery | None) -> tuple[AsyncExitStack, OpenStore]:
+async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | None,
+                later: Callable[[], None] | None) -> tuple[AsyncExitStack, OpenStore]:
     read_only, timeout = settings.read_only, settings.busy_timeout_ms
     stack = AsyncExitStack()
 
@@ -95,15 +101,16 @@ async def _open(settings: Settings, db: Path, origin: str,
             await stack.aclose()
         raise
     reader = Reader(query_conn, db)
+    writer = Writer(writer_conn, db, read_only=read_only, busy_timeout_ms=timeout)
     return stack, OpenStore(
-        where=str(db), capabilities=CAPABILITIES,
-        writer=Writer(writer_conn, db, read_only=read_only, busy_timeout_ms=timeout),
-        follow=follow,
+        where=str(db), capabilities=CAPABILITIES, writer=writer, follow=follow,
         reads=reader, records=Records(query_conn, db), links=LinkRecords(query_conn, db),
         lexical=Lexical(reader), semantic=None, matrix=reader,
-        open_matrix=lambda: _reading(db, settings), pending=Reader(embed_conn, db),
+        open_matrix=lambda: _reading(db, settings),
+        pending=Pending(writer.missing, Reader(embed_conn, db)),
         presence=None if beat_conn is None else Presence(beat_conn, db, origin),
-        lease=None if read_only else Lease(db), recovery=recovery)
+        lease=None if read_only else Lease(db), recovery=recovery,
+        open_reads=lambda: _reading(db, settings), later=later)
 
 
 async def _close(conn: aiosqlite.Connection) -> None:
@@ -114,8 +121,8 @@ async def _close(conn: aiosqlite.Connection) -> None:
 
 
 @asynccontextmanager
-async def _reading(db: Path, settings: Settings) -> AsyncIterator[MatrixStore]:
-    """A short-lived read connection (for loading the vector matrix)."""
+async def _reading(db: Path, settings: Settings) -> AsyncIterator[Reader]:
+    """A short-lived read connection (for loading the vector matrix, or the catalog)."""
     conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
     try:
         yield Reader(conn, db)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
+import anyio
 
 from ...core.catalog import Allowed
 from ...core.filters import FileEntry
@@ -18,7 +19,7 @@ from ...errors import IndexDatabaseError
 from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
 from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
 from ..protocols import VectorBlocks
-from ..written import FILE_ENTRY_COLUMNS, file_entry
+from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .changes import sequence
 from .lexicon_schema import lexicon_built
 from .presence import Presence
@@ -27,6 +28,7 @@ from .schema import mapped_errors
 if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
     from ...core.vectors import F32, I64
     from .lexicon import Lexicon
+    from .missing import Missing
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
@@ -218,20 +220,21 @@ class Reader:
             )
         return {int(r[0]): row_dict(r) for r in rows}
 
-    async def pending(self, model: str, limit: int) -> list[PendingText]:
-        """Distinct chunk texts with no vector from ``model``, newest first."""
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute(
-                "SELECT c.content_hash, c.heading_path, c.content, MAX(c.id) AS newest "
-                "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-                "WHERE e.content_hash = c.content_hash AND e.model = ?) "
-                "GROUP BY c.content_hash ORDER BY newest DESC LIMIT ?",
-                (model, limit),
-            )
-            rows = await cur.fetchall()
+    async def texts_of(self, hashes: Sequence[str]) -> list[PendingText]:
+        """The texts to embed of these content hashes (those some chunk still has), in
+        the order given: a look-up by the hash index, whatever the index's size."""
         from ...core.chunker import embed_text  # (the embedder's: not a search's)
 
-        return [PendingText(str(r[0]), embed_text(str(r[1]), str(r[2]))) for r in rows]
+        found: dict[str, PendingText] = {}
+        with mapped_errors(self.db_path):
+            for part in batches(hashes):
+                rows = await self.conn.execute_fetchall(
+                    "SELECT content_hash, heading_path, content FROM chunks WHERE "
+                    f"content_hash IN ({marks(len(part))}) GROUP BY content_hash", tuple(part))
+                found.update((str(r[0]), PendingText(str(r[0]), embed_text(str(r[1]),
+                                                                           str(r[2]))))
+                             for r in rows)
+        return [found[h] for h in hashes if h in found]
 
     async def vector_capacity(self) -> int:
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
@@ -261,8 +264,10 @@ class Reader:
             edges = await self.conn.execute_fetchall(
                 "SELECT DISTINCT file_id, target_file_id FROM links "
                 "WHERE target_file_id IS NOT NULL AND target_file_id != file_id")
-        return ({int(r[0]): str(r[1]) for r in roots},
-                [file_entry(f) for f in files],
+        # (off the event loop: 73,000 files' tags and front matter are 0.6 s of JSON that
+        # the searches of a process just opened would otherwise wait behind)
+        entries = await anyio.to_thread.run_sync(lambda: [file_entry(f) for f in files])
+        return ({int(r[0]): str(r[1]) for r in roots}, entries,
                 [(int(e[0]), int(e[1])) for e in edges])
 
     async def counts(self, model: str | None) -> tuple[Counts, str | None]:
@@ -333,3 +338,21 @@ class Reader:
         with mapped_errors(self.db_path):
             cur = await self.conn.execute("SELECT path FROM roots ORDER BY id")
             return [str(r[0]) for r in await cur.fetchall()]
+
+
+class Pending:
+    """The embedder's queue (``PendingStore``): the newest texts of the exact set the
+    writer keeps (``Missing``, a read of its owner's state between awaits), read by
+    their hashes. A window costs what it holds, whatever the index's size (a query
+    for the texts without a vector scanned every chunk: 3 s a window at a million)."""
+
+    def __init__(self, missing: Missing, reader: Reader) -> None:
+        self._missing = missing
+        self._reader = reader
+
+    async def pending(self, model: str, limit: int) -> list[PendingText]:
+        """Texts with no vector from ``model``, newest first (none while another model
+        is the active one: the writer adopts the embedder's model before it asks)."""
+        if self._missing.model != model:
+            return []
+        return await self._reader.texts_of(self._missing.newest(limit))

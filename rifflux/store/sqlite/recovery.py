@@ -11,7 +11,9 @@ is moved aside and rebuilt.
 - ``quick_check`` reads every page (about 0.1 s for a 50 MB index), so it runs at open
   only when the last session did not close cleanly (a WAL file is left over), when an
   error said the file is damaged (a ``<name>.check`` marker), or when the last check is
-  more than a day old.
+  more than a day old. That last, routine check of an index over ``CHECK_AT_OPEN_MOST``
+  (7 s for the 2.4 GB of a million chunks) runs in the background once it is open
+  instead (``check_in_background``): damage it finds is marked for the next open.
 - A read-only open never moves anything: damage is an error there.
 """
 
@@ -24,6 +26,7 @@ import sqlite3
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from ...errors import IndexDatabaseError, NotAnIndexError
 from ..common import Recovery
@@ -33,6 +36,8 @@ logger = logging.getLogger(__name__)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 #: How often an index that closes cleanly is checked anyway.
 CHECK_EVERY = 24 * 3600.0
+#: An index larger than this has its routine check after opening, in the background.
+CHECK_AT_OPEN_MOST = 256 * 2**20
 
 
 #: What SQLite says when the file, or the FTS5 tables in it, cannot be read as written.
@@ -88,12 +93,15 @@ def refuse_foreign(db: Path) -> None:
             "point --db (RIFFLUX_DB_PATH) at an index file, or at a new file to create one")
 
 
-def needs_check(db: Path) -> bool:
+def needs_check(db: Path) -> Literal["now", "later"] | None:
+    """Whether ``db`` is checked before it is opened (``now``: it may be damaged, or its
+    routine check is due and quick), after (``later``: a routine check of a large index),
+    or not at all."""
     if not db.exists():
-        return False
+        return None
     wal = Path(f"{db}-wal")
     if (wal.exists() and wal.stat().st_size > 0) or check_marker(db).exists():
-        return True
+        return "now"
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
@@ -101,8 +109,25 @@ def needs_check(db: Path) -> bool:
         finally:
             conn.close()
     except sqlite3.DatabaseError:
-        return True
-    return row is None or time.time() - float(row[0]) > CHECK_EVERY
+        return "now"
+    if row is not None and time.time() - float(row[0]) <= CHECK_EVERY:
+        return None
+    return "now" if db.stat().st_size <= CHECK_AT_OPEN_MOST else "later"
+
+
+def check_in_background(db: Path, *, read_only: bool) -> None:
+    """The routine check of an open index (in a worker thread): damage it finds is
+    logged, and marked so that the next open moves the file aside and rebuilds it."""
+    reason = damage(db)
+    if reason is None:
+        return
+    if read_only:
+        logger.error("the index %s is damaged (%s); it is open read-only, so it is left as "
+                     "it is", db, reason)
+        return
+    mark_for_check(db)
+    logger.error("the index %s is damaged (%s); Rifflux moves it aside and rebuilds it from "
+                 "your markdown files at the next start (restart it)", db, reason)
 
 
 def damage(db: Path) -> str | None:

@@ -19,6 +19,8 @@ from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
 
 SCHEMA_VERSION = 6
+#: The writer connection's page cache, in KiB (filled only as pages are used).
+WRITER_CACHE_KIB = 32 * 1024
 #: How FTS5 cuts text into terms (the lexicon cuts query words the same way).
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -61,7 +63,11 @@ CREATE TABLE IF NOT EXISTS chunks(
     cjk TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, chunk_index);
-CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+-- By text; with the file, so that a load of the vector matrix (every vector, its chunk
+-- and file) reads this index and never the chunks' rows: 11.5 s -> 5.7 s at a million.
+-- (built once in an index made before it: 3 s at a million chunks)
+CREATE INDEX IF NOT EXISTS chunks_hash_file ON chunks(content_hash, file_id);
+DROP INDEX IF EXISTS chunks_hash;
 -- FTS5's content table: the text as indexed (FTS5 reads it to rebuild and check)
 CREATE VIEW IF NOT EXISTS chunks_fts_text AS SELECT id,
     COALESCE(fts_heading, heading_path) AS heading_path,
@@ -230,6 +236,10 @@ async def connect(
             if not readonly:
                 await _wal(conn, busy_timeout_ms)
                 await conn.execute("PRAGMA synchronous=NORMAL")
+                # The writer's page cache: a bulk index inserts into b-trees keyed by
+                # hashes (chunk ids, content hashes), which touch pages all over them;
+                # SQLite's default 2 MB re-reads them from the OS at every write.
+                await conn.execute(f"PRAGMA cache_size={-WRITER_CACHE_KIB}")
                 await _ensure_schema(conn, db_path)
             else:
                 await check_version(conn, db_path)
@@ -269,6 +279,9 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
     await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
     if exists:
         await _fill_fts(conn)
+    else:  # a new file is as sound as a checked one: its daily check is a day away
+        await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('checked_at', ?)",
+                           (str(time.time()),))
 
 
 async def _fill_fts(conn: aiosqlite.Connection) -> None:

@@ -43,6 +43,8 @@ __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
 
 #: Full-text index segments that make a write merge them (see ``Writer.merge_fts``).
 _FTS_SEGMENTS_MOST = 4
+#: The full-text columns of a chunk without CJK text (``cjk_columns``).
+_NO_CJK = (None, None, None)
 
 
 class Writer:
@@ -86,7 +88,7 @@ class Writer:
                 "SELECT rel_path, id, mtime_ns, size, sha256 FROM files WHERE root_id = ?",
                 (root_id,),
             )
-        return {r[0]: StoredState(int(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows}
+        return {rel: StoredState(i, mtime, size, sha) for rel, i, mtime, size, sha in rows}
 
     async def touch(self, touches: Sequence[tuple[int, int, int]]) -> Written:
         """(file id, mtime_ns, size): files whose bytes did not change, in one transaction.
@@ -114,27 +116,29 @@ class Writer:
         now = time.time()
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
-                file_ids: list[int] = []
-                for f in files:
-                    m = f.metadata
-                    cur = await self.conn.execute(
-                        "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
-                        "tags, aliases, indexed_at, frontmatter, line_count, encoding) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
-                        "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
-                        "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
-                        "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
-                        "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
-                        "line_count=excluded.line_count, encoding=excluded.encoding "
-                        "RETURNING id",
-                        (root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, m.title,
-                         json.dumps(m.tags), json.dumps(m.aliases), now,
-                         json.dumps(m.frontmatter, ensure_ascii=False), f.line_count,
-                         f.encoding),
-                    )
-                    row = await cur.fetchone()
-                    assert row is not None
-                    file_ids.append(int(row[0]))
+                # (one statement for all the files, and one read of their ids: a round
+                # trip to the connection's thread per file is what a bulk index paid)
+                await self.conn.executemany(
+                    "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
+                    "tags, aliases, indexed_at, frontmatter, line_count, encoding) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+                    "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
+                    "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
+                    "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
+                    "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
+                    "line_count=excluded.line_count, encoding=excluded.encoding",
+                    [(root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, f.metadata.title,
+                      json.dumps(f.metadata.tags), json.dumps(f.metadata.aliases), now,
+                      json.dumps(f.metadata.frontmatter, ensure_ascii=False), f.line_count,
+                      f.encoding) for f in files],
+                )
+                id_of: dict[str, int] = {}
+                for part in batches([f.rel_path for f in files]):
+                    rows = await self.conn.execute_fetchall(
+                        "SELECT rel_path, id FROM files WHERE root_id = ? AND rel_path IN "
+                        f"({marks(len(part))})", (root_id, *part))
+                    id_of.update((str(r[0]), int(r[1])) for r in rows)
+                file_ids = [id_of[f.rel_path] for f in files]
                 ids = marks(len(file_ids))
                 cur = await self.conn.execute(
                     f"DELETE FROM chunks WHERE file_id IN ({ids}) RETURNING id, content_hash",
@@ -148,7 +152,8 @@ class Writer:
                     [
                         (chunk_id_for(root_id, f.rel_path, c.chunk_index, c.content_hash),
                          fid, c.chunk_index, c.heading_path, c.content, c.content_hash,
-                         c.line_start, c.line_end, *cjk_columns(c.heading_path, c.content))
+                         c.line_start, c.line_end,
+                         *(cjk_columns(c.heading_path, c.content) if f.cjk else _NO_CJK))
                         for f, fid in zip(files, file_ids, strict=True)
                         for c in f.chunks
                     ],

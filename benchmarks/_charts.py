@@ -1,0 +1,95 @@
+"""The scale curve drawn: PNG charts written beside the markdown report, linked from it.
+
+- latency p50 and p95 per mode against corpus size;
+- RSS against corpus size (serving after load, serving peak, indexing peak);
+- the latency distribution of each mode at the largest size.
+
+matplotlib (``benchmarks/requirements.txt``) with the Agg backend: no display needed.
+Only points whose work was done are drawn (a failed point has no figures to show).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+MODES = ("lexical", "semantic", "hybrid")
+_COLOURS = {"lexical": "tab:blue", "semantic": "tab:orange", "hybrid": "tab:green"}
+
+Chart = tuple[str, str]  # (title, file name beside the report)
+
+
+def _done(run: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The scale points with figures, as (chunks, point), smallest first."""
+    points = ((run.get("results") or {}).get("scale") or {}).get("points") or {}
+    done = [(int(p["index"]["chunks"]), p) for p in points.values()
+            if not p.get("error") and "serve" in p]
+    return sorted(done, key=lambda item: item[0])
+
+
+def write_charts(run: dict[str, Any], out: Path, stem: str) -> list[Chart]:
+    """Draw the run's scale curve into ``out/<stem>-scale-*.png``; the charts written
+    (none when no scale point has figures)."""
+    done = _done(run)
+    if not done:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    backend = done[-1][1]["index"]["backend"]
+    sizes = [chunks for chunks, _ in done]
+    charts: list[Chart] = []
+
+    def save(fig: Any, name: str, title: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / f"{stem}-{name}.png", dpi=110)
+        plt.close(fig)
+        charts.append((title, f"{stem}-{name}.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for mode in MODES:
+        for stat, style in (("p50_ms", "-o"), ("p95_ms", "--s")):
+            ax.plot(sizes, [p["serve"]["modes"][mode][stat] for _, p in done], style,
+                    color=_COLOURS[mode], label=f"{mode} {stat[:3]}")
+    _log_sizes(ax, sizes)
+    ax.set_ylabel("latency (ms, top_k=10)")
+    ax.set_title(f"Query latency against corpus size ({backend} vectors)")
+    ax.legend(fontsize=8, ncol=2)
+    save(fig, "scale-latency", "Latency p50 and p95 per mode against corpus size")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series = (("serving, after load", "serve", "rss_after_load_mib"),
+              ("serving, peak", "serve", "peak_rss_lifetime_mib"),
+              ("indexing, peak", "index", "peak_rss_mib"))
+    for label, process, figure in series:
+        ax.plot(sizes, [p[process][figure] for _, p in done], "-o", label=label)
+    _log_sizes(ax, sizes)
+    ax.set_ylabel("RSS (MiB)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Resident memory against corpus size ({backend} vectors)")
+    ax.legend(fontsize=8)
+    save(fig, "scale-rss", "RSS against corpus size")
+
+    chunks, largest = done[-1]
+    raw = largest["serve"]["raw_ms"]
+    fig, axes = plt.subplots(1, len(MODES), figsize=(10, 3.6), sharey=True)
+    for ax, mode in zip(axes, MODES, strict=True):
+        ax.hist(raw[mode], bins=20, color=_COLOURS[mode])
+        ax.set_title(f"{mode} (p50 {largest['serve']['modes'][mode]['p50_ms']:.1f} ms)",
+                     fontsize=10)
+        ax.set_xlabel("latency (ms)")
+    axes[0].set_ylabel("queries")
+    fig.suptitle(f"Latency distribution at {chunks:,} chunks ({backend} vectors)", fontsize=11)
+    save(fig, "scale-distribution", f"Latency distribution of each mode at {chunks:,} chunks")
+    return charts
+
+
+def _log_sizes(ax: Any, sizes: list[int]) -> None:
+    if len(sizes) > 1 and sizes[-1] > 10 * sizes[0]:
+        ax.set_xscale("log")
+    ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("chunks")
+    ax.grid(True, alpha=0.3)

@@ -1,0 +1,133 @@
+"""The benchmark harness tells the truth: a section whose corpus is missing, or whose
+index came out short of what it aimed for, fails (exit status 1, FAIL with why in the
+report), and no target over its figures passes; the scale curve is drawn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks import main
+from benchmarks._charts import write_charts
+from benchmarks._corpus import chunk_texts
+from benchmarks._grow import grown_corpus
+from benchmarks._report import render
+from benchmarks._targets import check_all
+
+from .helpers import write
+
+
+def sections_of_notes(root: Path, files: int = 10, sections: int = 50) -> Path:
+    """``files`` notes of ``sections`` short sections each: one chunk a section."""
+    for i in range(files):
+        body = "".join(f"## Part {j}\n\nThe heron {i} wades past reed {j} at dawn.\n\n"
+                       for j in range(sections))
+        write(root, f"note-{i}.md", f"# Note {i}\n\n{body}")
+    return root
+
+
+def report(out: Path) -> tuple[str, dict[str, Any]]:
+    run: dict[str, Any] = json.loads((out / "latest.json").read_text())
+    return (out / "latest.md").read_text(), run
+
+
+def test_a_missing_corpus_fails_every_section_that_needs_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    status = main(["--sections", "latency,noop,scale", "--corpus", str(tmp_path / "nowhere"),
+                   "--backend", "hash", "--out", str(out)])
+    markdown, run = report(out)
+    assert status == 1
+    assert set(run["errors"]) == {"latency", "noop", "scale"}
+    assert all("is missing" in error for error in run["errors"].values())
+    checked = {t["name"]: t for t in run["targets"]}
+    for name in ("hybrid p50, in process", "no-op reindex (median)",
+                 "hybrid p50 at 100,000 chunks"):
+        assert checked[name]["status"] == "FAIL" and "is missing" in checked[name]["note"]
+    assert not [t for t in run["targets"] if t["status"] == "pass"]
+    assert "| pass |" not in markdown and "FAILED: FAIL: the corpus" in markdown
+
+
+def test_an_index_that_came_out_empty_fails_its_point_of_the_curve(tmp_path: Path) -> None:
+    corpus, kept, out = sections_of_notes(tmp_path / "corpus"), tmp_path / "grown", tmp_path / "out"
+    # The corpus the run will reuse, grown as it would grow it (seed 1 + 6), then made
+    # to index nothing at all: an ignore file that ignores every file in it.
+    grown, _ = grown_corpus(corpus, kept, chunk_texts(corpus), 10_000, seed=7)
+    write(grown, ".riffluxignore", "*\n")
+    status = main(["--sections", "scale", "--scale-chunks", "10000", "--corpus", str(corpus),
+                   "--scale-corpora", str(kept), "--seed", "1", "--queries", "5",
+                   "--out", str(out)])
+    markdown, run = report(out)
+    point = run["results"]["scale"]["points"]["10000"]
+    assert status == 1
+    assert point["growth"]["reused"] and point["growth"]["estimated_chunks"] >= 10_000
+    assert point["index"]["chunks"] == 0
+    assert "holds 0 chunks of the 10,000" in point["error"]
+    assert "serve" not in point  # nothing is timed over an empty index
+    hybrid = next(t for t in run["targets"] if t["name"] == "hybrid p50 at 10,000 chunks")
+    assert hybrid["status"] == "FAIL" and "holds 0 chunks" in hybrid["note"]
+    assert not [t for t in run["targets"] if t["status"] == "pass"]
+    assert "| pass |" not in markdown and "holds 0 chunks" in markdown
+
+
+def _point(chunks: int, hybrid_p50: float, *, error: str | None = None) -> dict[str, Any]:
+    modes = {m: {"n": 3, "p50_ms": hybrid_p50, "p95_ms": 2 * hybrid_p50, "empty_results": 0}
+             for m in ("lexical", "semantic", "hybrid")}
+    point: dict[str, Any] = {
+        "target_chunks": chunks,
+        "growth": {"files": chunks // 10, "estimated_chunks": chunks, "reused": False},
+        "index": {"chunks": chunks, "backend": "hash", "lexically_searchable_s": 1.0,
+                  "lexical_chunks_per_s": 5000.0, "fully_embedded_s": 2.0,
+                  "noop_median_s": 0.5, "peak_rss_lexical_mib": 200.0, "peak_rss_mib": 300.0},
+        "serve": {"chunks": chunks, "modes": modes, "lexical_ready_s": 0.5,
+                  "semantic_ready_s": 1.5, "rss_after_load_mib": 250.0,
+                  "peak_rss_lifetime_mib": 280.0,
+                  "semantic_without_query_embedding": {"p50_ms": hybrid_p50},
+                  "query_embedding": {"p50_ms": 0.1},
+                  "raw_ms": {m: [hybrid_p50, hybrid_p50 * 1.5, hybrid_p50 * 3] for m in modes}},
+        "db_size_mib": 10.0,
+    }
+    if error:
+        point["error"] = error
+    return point
+
+
+def test_a_target_over_a_failed_point_fails_with_why_even_with_figures() -> None:
+    # The bug this guards against: "pass" printed for latency and RSS over an empty index.
+    results = {"scale": {"sizes": [10_000, 1_000_000], "points": {
+        "10000": _point(10_000, 5.0),
+        "1000000": _point(0, 1.0, error="the index holds 0 chunks of the 1,000,000"),
+    }}}
+    errors = {"scale": "FAIL: 1,000,000 chunks: the index holds 0 chunks of the 1,000,000"}
+    checked = {t["name"]: t for t in check_all(results, errors)}
+    assert checked["hybrid p50 at 10,000 chunks"]["status"] == "pass"  # its own work was done
+    assert checked["hybrid p50 at 10,000 chunks"]["measured"] == 5.0
+    for name in ("hybrid p50 at 1,000,000 chunks", "indexing peak RSS at 1,000,000 chunks",
+                 "serving RSS after load at 1,000,000 chunks"):
+        assert checked[name]["status"] == "FAIL", name
+        assert checked[name]["measured"] is None and "holds 0 chunks" in checked[name]["note"]
+    assert checked["hybrid p50 at 100,000 chunks"]["status"] == "not run"  # never aimed for
+
+
+def test_the_scale_curve_is_drawn_beside_the_report_and_linked_from_it(tmp_path: Path) -> None:
+    run: dict[str, Any] = {
+        "meta": {"started": "now", "commit": "abc", "cpus": 2, "load_before": "0",
+                 "load_after": "0", "python": "3.11", "backend": "hash",
+                 "scale_backend": "hash", "quick": False, "corpus": "c"},
+        "order": ["scale"], "skipped": {}, "errors": {},
+        "results": {"scale": {"sizes": [10_000, 100_000, 1_000_000], "backend": "hash",
+                              "points": {"10000": _point(10_000, 2.0),
+                                         "100000": _point(100_000, 8.0),
+                                         "1000000": _point(1_000_000, 40.0)}}},
+    }
+    run["targets"] = check_all(run["results"], run["errors"])
+    charts = write_charts(run, tmp_path, "latest")
+    markdown = render(run, charts)
+    names = [name for _, name in charts]
+    assert names == ["latest-scale-latency.png", "latest-scale-rss.png",
+                     "latest-scale-distribution.png"]
+    for name in names:
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+        assert f"]({name})" in markdown
+    assert "Latency distribution of each mode at 1,000,000 chunks" in markdown
+    assert "| measure | 10,000 aimed | 100,000 aimed | 1,000,000 aimed |" in markdown
