@@ -1,7 +1,8 @@
 """A running Rifflux whose PostgreSQL server goes away and comes back: while it is
 away every search fails with an error that says so and what to do; once it is back
 searches work again without a restart, and the work that came in meanwhile (a
-watcher's job) is done, nothing lost."""
+watcher's job) is done, nothing lost. The embedding lease, ended by the restart, is
+confirmed by its new holder only."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from rifflux import IndexUnreachableError, Rifflux, Settings
 from rifflux.location import DatabaseUrl
+from rifflux.store.postgres.presence import Lease
 
 from .helpers import CountingEmbedder, eventually, numbered_notes, write
 from .postgres import PostgresServer
@@ -57,3 +59,25 @@ async def test_a_server_restarted_under_a_running_rifflux_gives_clear_errors_the
     assert status["files"] == 4 and status["embeddings"] == 4
     assert status["pending_embeddings"] == 0
     assert [j["status"] for j in status["jobs"]] == ["completed"] * len(status["jobs"])
+
+
+async def test_after_a_server_restart_the_embedding_lease_is_confirmed_by_its_new_holder_only(
+    postgres_of_its_own: PostgresServer,
+) -> None:
+    server = postgres_of_its_own
+    where = DatabaseUrl(server.create_database("lease"))
+    first, second = Lease(where, timeout=5), Lease(where, timeout=5)
+    try:
+        assert await first.try_take()
+        assert await first.confirm()
+        assert not await second.try_take()
+        await anyio.to_thread.run_sync(server.stop)
+        await anyio.to_thread.run_sync(server.start)
+        await eventually(second.try_take)  # the restart ended the first one's session
+        assert not await first.confirm()  # (``held`` may not know yet: the server says)
+        assert not first.held
+        assert await second.confirm()
+        assert not await first.try_take()
+    finally:
+        await first.give_back()
+        await second.give_back()

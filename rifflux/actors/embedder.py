@@ -147,11 +147,18 @@ class EmbedderActor:
         self._stats.busy = True
         try:
             # a window at a time while the lease is held (lost with its database
-            # connection, another process may hold it now: that one embeds the rest)
+            # connection, another process may hold it now: that one embeds the rest;
+            # each batch asks first)
             while (self.lease is None or self.lease.held) and (
                     pending := await self._reader.pending(embedder.label, self._window)):
                 pending.sort(key=lambda p: len(p.text))
                 for part in batches(pending, self._batch, self._batch_chars):
+                    # the lease confirmed by its keeper before each batch (a server
+                    # restart ends it unseen: another process may embed these now)
+                    if self.lease is not None and not await self.lease.confirm():
+                        logger.info("the embedding lease (%s) was lost: another process "
+                                    "embeds the rest", self.lease.where)
+                        return
                     vectors = await self._embed(embedder, [p.text for p in part])
                     if previous is not None and not await _stored(previous):
                         return

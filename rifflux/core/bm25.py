@@ -16,6 +16,7 @@ frequency there (``store.sqlite.lexicon``): ``encode_ids``/``encode_counts`` pac
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
@@ -49,6 +50,16 @@ def weigh(freqs: F64, lengths: F64, phrase_idf: float, avgdl: float) -> F64:
     """One phrase's part of each row's score: ``freqs`` its weighted instances in each
     row, ``lengths`` the rows' token counts. Operation for operation as fts5_aux.c."""
     return phrase_idf * ((freqs * (K1 + 1.0)) / (freqs + K1 * (1 - B + B * lengths / avgdl)))
+
+
+def score(freqs: Sequence[float], length: float, idfs: Sequence[float], avgdl: float) -> float:
+    """One row's bm25 (negated: lower is better) from each phrase's weighted instances in
+    it, its tokens, each phrase's idf and the table's tokens per row: ``weigh``'s
+    operations, summed in phrase order as fts5_aux.c sums them."""
+    total = 0.0
+    for f, phrase_idf in zip(freqs, idfs, strict=True):
+        total += phrase_idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / avgdl)))
+    return -1.0 * total
 
 
 def bound(phrase_idf: float) -> float:

@@ -14,13 +14,17 @@ A query (``lexical_query``) is read by ``core.fts_query``'s rules (OR-ed words,
 ``"phrases"``, ``prefix*``, stopwords, CJK words) and becomes the tokens BM25
 ranks by, the prefixes to complete from the index's words, and ``tsquery``
 texts: the chunks that match it (any clause), and for a query mixing CJK with
-other words, the chunks holding every word.
+other words, the chunks holding every word. Its clauses are FTS5's phrases:
+``frequencies`` counts each one's instances in an indexed text as FTS5's ``bm25()``
+counts them (``core.bm25.score`` ranks with them).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -92,6 +96,8 @@ class LexicalQuery:
     every: str | None
     #: Every clause is one whole token: the chunks BM25 scores are those that match.
     exact: bool
+    #: FTS5's phrases, in its order (``fts_query.build_match``'s clauses).
+    clauses: tuple[Clause, ...] = ()
 
 
 def lexical_query(query: str) -> LexicalQuery | None:
@@ -112,8 +118,8 @@ def lexical_query(query: str) -> LexicalQuery | None:
     flat = [c for clauses in words for c in clauses]
     return LexicalQuery(
         ranking=" ".join(ranking), prefixes=tuple(prefixes),
-        match=" | ".join(_tsquery(c) for c in flat), every=every,
-        exact=all(len(toks) == 1 and not prefix for toks, prefix in flat))
+        match=" | ".join(tsquery(c) for c in flat), every=every,
+        exact=all(len(toks) == 1 and not prefix for toks, prefix in flat), clauses=tuple(flat))
 
 
 def _mixed_scripts(query: str) -> bool:
@@ -162,7 +168,8 @@ def _quoted(token: str) -> str:
     return "'" + token.replace("'", "''") + "'"
 
 
-def _tsquery(clause: Clause) -> str:
+def tsquery(clause: Clause) -> str:
+    """The ``tsquery`` text (``simple`` configuration) of the chunks a clause matches."""
     toks, prefix = clause
     parts = [_quoted(t) for t in toks]
     if prefix:
@@ -173,5 +180,38 @@ def _tsquery(clause: Clause) -> str:
 def _any(clauses: list[Clause]) -> str:
     """A word found by any of its clauses."""
     if len(clauses) == 1:
-        return _tsquery(clauses[0])
-    return "(" + " | ".join(map(_tsquery, clauses)) + ")"
+        return tsquery(clauses[0])
+    return "(" + " | ".join(map(tsquery, clauses)) + ")"
+
+
+def frequencies(lexemes: str, clauses: Sequence[Clause]) -> list[float]:
+    """Each clause's instances in an indexed text (``indexed_text``) as FTS5's ``bm25()``
+    weighs them: within one column (a phrase never runs from one into the next), the
+    breadcrumb's twice (its weight is 2)."""
+    counts = [0] * len(clauses)
+    for column in lexemes.split(SEPARATOR):
+        toks = column.split()
+        if not toks:
+            continue
+        single = Counter(toks)
+        for i, (words, prefix) in enumerate(clauses):
+            if len(words) == 1 and not prefix:
+                counts[i] += single.get(words[0], 0)
+            elif len(words) == 1:
+                counts[i] += sum(n for t, n in single.items() if t.startswith(words[0]))
+            elif words[0] in single:
+                counts[i] += _instances(toks, words, prefix)
+    return [float(c) for c in counts]
+
+
+def _instances(toks: list[str], words: tuple[str, ...], prefix: bool) -> int:
+    """How often the phrase ``words`` occurs in ``toks`` (its last word a prefix or not)."""
+    last = len(words) - 1
+    middle = list(words[1:last])
+    found = 0
+    for at in (i for i, t in enumerate(toks[: len(toks) - last]) if t == words[0]):
+        tail = toks[at + last]
+        if toks[at + 1: at + last] == middle and (
+                tail.startswith(words[last]) if prefix else tail == words[last]):
+            found += 1
+    return found

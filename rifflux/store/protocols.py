@@ -222,6 +222,11 @@ class LeaseStore(Protocol):
     async def try_take(self) -> bool:
         """Take the lease if no other process holds it (never waits)."""
         ...
+    async def confirm(self) -> bool:
+        """Whether the lease is still held, as its keeper says now (``held`` is what this
+        process last knew: a lease lost with its connection may be another's already).
+        The embedder asks before each batch."""
+        ...
     async def give_back(self) -> None: ...
 
 

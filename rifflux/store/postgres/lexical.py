@@ -1,16 +1,26 @@
 """The PostgreSQL store's lexical leg: BM25 inside the database (``pg_textsearch``,
 k1 = 1.2, b = 0.75, as FTS5), over the tokens ``core.lexemes`` makes of each chunk
-and of the query, so that both stores see the same words.
+and of the query, so that both stores see the same words; the best it finds are
+ranked again by FTS5's own ``bm25()``.
 
 Which chunks match is FTS5's rule (any word, a ``"phrase"`` only where it occurs,
 a ``prefix*`` by any word it starts), told by the ``tsquery`` of the query over
-the chunk's ``tsvector`` (a GIN index). How they rank is BM25 of the query's
-tokens, a phrase's words each counted (FTS5 counts the phrase as one term), a
-prefix by the index's words that complete it (at most ``EXPANSIONS``, shortest
-first; FTS5 counts the prefix as one term). Equal scores are ordered by path,
-then chunk index, then root; a query mixing CJK with other words ranks the chunks
-holding every word first (found and scored apart, all of them, before a scan: the
-BM25 index's best need not hold every word).
+the chunk's ``tsvector`` (a GIN index). ``pg_textsearch`` finds the best
+``POOL`` times as many as asked (at least ``POOL_LEAST``), by its BM25 of the
+query's tokens (a phrase's words each counted, a prefix by the index's words that
+complete it: at most ``EXPANSIONS``, shortest first). Its BM25 is not FTS5's: its idf is
+``ln(1 + (N - n + 0.5) / (n + 0.5))`` (FTS5: ``ln((N - n + 0.5) / (n + 0.5))``, at
+least 1e-6), it rounds a chunk's length (to 4 bits of mantissa past 39 tokens) and
+its scores to float4, and the breadcrumb, weighed twice by being indexed twice,
+counts twice in the chunk's length. So those found are scored as FTS5 scores
+them (``core.bm25.score``): each phrase and prefix one term, its instances from
+the chunk's tokens (``core.lexemes.frequencies``), its idf from the chunks
+holding it (``lexicon`` for a word, a count for a phrase or prefix), the chunk's
+length and the index's totals as FTS5 counts them (kept by triggers, see
+``schema``). Equal scores are ordered by path, then chunk index, then root; a
+query mixing CJK with other words ranks the chunks holding every word first
+(found and scored apart, all of them, before a scan: the BM25 index's best need
+not hold every word).
 
 How the best are found: the BM25 index is scanned best first (``ORDER BY ...
 LIMIT``, its top-k shortcut), reading further (four times as far each time) while
@@ -28,13 +38,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.bm25 import idf, score
 from ...core.catalog import Allowed
-from ...core.lexemes import LexicalQuery, lexical_query
+from ...core.lexemes import Clause, LexicalQuery, frequencies, lexical_query, tsquery
 from ...location import DatabaseUrl
 from ...types import ChunkRecord
 from ..common import ROW_COLUMNS, row_dict
 from ..protocols import Ranked
-from .connection import Connection, Pool, mapped_errors
+from .connection import Connection, Pool, mapped_errors, snapshot
 from .schema import BM25_INDEX
 
 #: Scoring a chunk by itself costs about this many times reading one from the BM25
@@ -46,8 +57,12 @@ PREFILTER = 300
 SCAN_MOST = 20_000
 #: The index's words a prefix is completed with, for ranking (shortest first).
 EXPANSIONS = 64
+#: How many times as many chunks as asked (at least ``POOL_LEAST``) are ranked again as
+#: FTS5 ranks them.
+POOL, POOL_LEAST = 5, 100
 
 _VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
+_COLUMNS = f"{ROW_COLUMNS}, c.lexemes, c.length"
 _ROWS = ("JOIN chunks c ON c.id = hit.id JOIN files f ON f.id = c.file_id "
          "JOIN roots r ON r.id = f.root_id ")
 
@@ -65,8 +80,14 @@ class Lexical:
             return [], {}
         with mapped_errors(self._where):
             async with self._pool.acquire() as conn:
-                rows = await self._search(conn, q, limit, allowed)
-        ranked = [(int(r[0]), float(r["score"])) for r in rows]
+                if not self._bm25:
+                    rows = await self._search(conn, q, limit, allowed)
+                    ranked = [(int(r[0]), float(r["score"])) for r in rows]
+                else:  # (the chunks and the counts they are ranked by: one state)
+                    async with snapshot(conn):
+                        want = max(limit * POOL, POOL_LEAST)
+                        rows = await self._search(conn, q, want, allowed)
+                        ranked, rows = await _as_fts5(conn, q, rows, limit)
         return ranked, {int(r[0]): row_dict(r) for r in rows}
 
     async def _search(self, conn: Connection, q: LexicalQuery, limit: int,
@@ -107,7 +128,7 @@ class Lexical:
                f"FETCH FIRST ({p(depth)}) ROWS WITH TIES"
         where = ["hit.score < 0", *_filters(p, q, allowed, exact=q.exact)]
         rows = await conn.fetch(
-            f"WITH hit AS ({scan}) SELECT {ROW_COLUMNS}, {_tier(p, q)} AS tier, "
+            f"WITH hit AS ({scan}) SELECT {_COLUMNS}, {_tier(p, q)} AS tier, "
             "hit.score AS score, (SELECT count(*) FROM hit) AS seen FROM hit " + _ROWS +
             f"WHERE {' AND '.join(where)} {_order(p, limit)}", *p.values)
         if rows:
@@ -128,7 +149,7 @@ class Lexical:
             score = f"-ts_rank_cd({_VECTOR}, to_tsquery('simple', {p(q.match)}))"
         rows = await conn.fetch(
             f"WITH hit AS MATERIALIZED (SELECT c.id FROM chunks c WHERE {' AND '.join(where)}) "
-            f"SELECT {ROW_COLUMNS}, {_tier(p, q)} AS tier, {score} AS score FROM hit " + _ROWS +
+            f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier, {score} AS score FROM hit " + _ROWS +
             _order(p, limit), *p.values)
         return list(rows)
 
@@ -184,6 +205,47 @@ async def _completions(conn: Connection, prefixes: tuple[str, ...]) -> list[str]
     for prefix in prefixes:
         rows = await conn.fetch(
             "SELECT term FROM lexicon WHERE term >= $1 AND term < $1 || chr(1114111) "
-            "ORDER BY length(term), term LIMIT $2", prefix, EXPANSIONS)
+            "AND chunks > 0 ORDER BY length(term), term LIMIT $2", prefix, EXPANSIONS)
         out.extend(str(r[0]) for r in rows)
     return list(dict.fromkeys(out))
+
+
+async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: int,
+                   ) -> tuple[Ranked, list[Any]]:
+    """The best ``limit`` of ``rows`` as FTS5 ranks them (its ``bm25()``, chunks holding
+    every word first), ties by path, chunk index, root; with their rows."""
+    if not rows:
+        return [], []
+    idfs, avgdl = await _statistics(conn, q.clauses)
+    scored = []
+    # (each chunk once: pg_textsearch 0.6.1's scan can give one twice)
+    for r in {int(r[0]): r for r in reversed(rows)}.values():
+        freqs = frequencies(str(r["lexemes"]), q.clauses)
+        if any(freqs):  # (else a phrase only ran from one column into the next)
+            scored.append((score(freqs, float(r["length"]), idfs, avgdl), r))
+    scored.sort(key=lambda s: (-int(s[1]["tier"]), s[0], str(s[1]["rel_path"]),
+                               int(s[1]["chunk_index"]), str(s[1]["path"])))
+    best = scored[:limit]
+    return [(int(r[0]), bm25) for bm25, r in best], [r for _, r in best]
+
+
+async def _statistics(conn: Connection, clauses: tuple[Clause, ...]) -> tuple[list[float], float]:
+    """Each clause's idf, and the chunks' tokens per chunk, as FTS5 has them: a word's
+    chunks from ``lexicon``, a phrase's or a prefix's counted."""
+    words = [toks[0] for toks, prefix in clauses if len(toks) == 1 and not prefix]
+    row = await conn.fetchrow(
+        "SELECT t.chunks, t.tokens, ARRAY(SELECT COALESCE(l.chunks, 0) FROM unnest($1::text[]) "
+        "WITH ORDINALITY AS w(term, i) LEFT JOIN lexicon l ON l.term = w.term ORDER BY w.i) "
+        "FROM lexical_totals t", words)
+    assert row is not None
+    rows, tokens, counts = max(int(row[0]), 1), int(row[1]), iter(row[2])
+    hits = []
+    for clause in clauses:
+        toks, prefix = clause
+        if len(toks) == 1 and not prefix:
+            hits.append(int(next(counts)))
+        else:
+            hits.append(int(await conn.fetchval(
+                f"SELECT count(*) FROM chunks c WHERE {_VECTOR} @@ to_tsquery('simple', $1)",
+                tsquery(clause))))
+    return [idf(rows, n) for n in hits], float(tokens) / float(rows) if tokens > 0 else 1.0

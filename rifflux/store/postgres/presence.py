@@ -109,6 +109,27 @@ class Lease:
             return False
         return self._held
 
+    async def confirm(self) -> bool:
+        """Whether the server still counts the lock as this session's: after a restart of
+        the server the session is gone, and the lock may be another process's, while
+        ``held`` still says yes until the connection is used. Not held: given back."""
+        async with self._turn:
+            if not self.held:
+                return False
+            assert self._conn is not None
+            try:
+                with mapped_errors(self._where):
+                    self._held = bool(await self._conn.fetchval(
+                        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+                        "AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted "
+                        "AND pid = pg_backend_pid())", LOCKS, EMBEDDING_LEASE,
+                        timeout=self._timeout))
+            except RiffluxError:  # the session is gone, and the lease with it
+                self._held = False
+            if not self._held:
+                await self.give_back()
+            return self._held
+
     async def give_back(self) -> None:
         """Let the lease go (closing its session releases the lock)."""
         conn, self._conn, self._held = self._conn, None, False

@@ -6,9 +6,14 @@ The tables are SQLite's, in PostgreSQL's types, with these differences:
 
 - ``chunks.lexemes``: the text the lexical leg indexes, tokens made in Python
   (``core.lexemes``) so that they are FTS5's; a BM25 index on it (``pg_textsearch``,
-  k1 = 1.2, b = 0.75, configuration ``simple``) ranks, and a GIN index on its
-  ``tsvector`` tells which chunks match (phrases, prefixes). ``lexicon`` holds every
-  token once, to complete a ``prefix*``.
+  k1 = 1.2, b = 0.75, configuration ``simple``) finds the best chunks, and a GIN
+  index on its ``tsvector`` tells which chunks match (phrases, prefixes).
+- What FTS5's ``bm25()`` is computed from, kept by triggers on ``chunks`` in the
+  transaction that writes them (``store.postgres.lexical`` ranks with it):
+  ``chunks.length``, the chunk's tokens as FTS5 counts them (the breadcrumb once);
+  ``lexicon``, every token with the chunks holding it (also to complete a
+  ``prefix*``); ``lexical_totals``, the chunks and their tokens. Each writer updates
+  the totals' row before the lexicon: that row's lock orders them.
 - ``chunk_vectors``: each chunk's vector of the active model, with its file, under an
   HNSW index (cosine) made per dimension when the first vector of that size is
   stored; ``embeddings`` keeps one vector per text, as in SQLite, so that a text
@@ -40,11 +45,20 @@ from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
-_TABLES = """
+#: A chunk's tokens as FTS5 counts them: ``lexemes`` holds the breadcrumb twice (its
+#: weight), then the text and the CJK characters, set apart by `` | ``; FTS5 counts
+#: the breadcrumb once.
+_LENGTH = ("cardinality(array_remove(array_remove(string_to_array(lexemes, ' '), '|'), '')) - "
+           "cardinality(array_remove(string_to_array(split_part(lexemes, ' | ', 1), ' '), ''))")
+#: Each chunk's distinct tokens, of the chunks in ``{rows}``: (term, chunks holding it).
+_TERMS = ("SELECT w, count(DISTINCT c.id) FROM {rows} c, "
+          "regexp_split_to_table(c.lexemes, '[ |]+') AS w WHERE w <> '' GROUP BY w")
+
+_TABLES = f"""
 CREATE TABLE meta(key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE roots(id bigserial PRIMARY KEY, path text NOT NULL UNIQUE);
 CREATE TABLE files(
@@ -53,18 +67,19 @@ CREATE TABLE files(
     rel_path text NOT NULL, mtime_ns bigint NOT NULL, size bigint NOT NULL,
     sha256 text NOT NULL, title text, tags text NOT NULL DEFAULT '[]',
     aliases text NOT NULL DEFAULT '[]', indexed_at double precision NOT NULL,
-    frontmatter text NOT NULL DEFAULT '{}', line_count integer NOT NULL DEFAULT 0,
+    frontmatter text NOT NULL DEFAULT '{{}}', line_count integer NOT NULL DEFAULT 0,
     encoding text NOT NULL DEFAULT 'utf-8', UNIQUE(root_id, rel_path));
 CREATE TABLE chunks(
     id bigserial PRIMARY KEY, chunk_id text NOT NULL UNIQUE,
     file_id bigint NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     chunk_index integer NOT NULL, heading_path text NOT NULL, content text NOT NULL,
     content_hash text NOT NULL, line_start integer NOT NULL DEFAULT 0,
-    line_end integer NOT NULL DEFAULT 0, lexemes text NOT NULL);
+    line_end integer NOT NULL DEFAULT 0, lexemes text NOT NULL,
+    length integer GENERATED ALWAYS AS ({_LENGTH}) STORED);
 CREATE INDEX chunks_file ON chunks(file_id, chunk_index);
 CREATE INDEX chunks_hash ON chunks(content_hash);
 CREATE INDEX chunks_words ON chunks USING gin (to_tsvector('simple'::regconfig, lexemes));
-CREATE TABLE lexicon(term text COLLATE "C" PRIMARY KEY);
+CREATE TABLE lexicon(term text COLLATE "C" PRIMARY KEY, chunks integer NOT NULL DEFAULT 0);
 CREATE TABLE embeddings(
     id bigserial PRIMARY KEY, content_hash text NOT NULL, model text NOT NULL,
     dim integer NOT NULL, vector vector NOT NULL, UNIQUE(content_hash, model));
@@ -114,8 +129,40 @@ CREATE TRIGGER changes_notified AFTER INSERT ON changes REFERENCING NEW TABLE AS
     FOR EACH STATEMENT EXECUTE FUNCTION rifflux_notify();
 """
 
+#: Version 3: what FTS5's bm25 is computed from (see the module), kept by triggers.
+_WORD_COUNTS = f"""
+CREATE TABLE lexical_totals(
+    one boolean PRIMARY KEY DEFAULT true CHECK (one), chunks bigint NOT NULL,
+    tokens bigint NOT NULL);
+INSERT INTO lexical_totals(chunks, tokens) SELECT count(*), COALESCE(sum(length), 0) FROM chunks;
+CREATE FUNCTION rifflux_words_in() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE lexical_totals SET chunks = chunks + n.c, tokens = tokens + n.t
+        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM new_rows) n;
+    INSERT INTO lexicon(term, chunks) {_TERMS.format(rows="new_rows")}
+        ON CONFLICT (term) DO UPDATE SET chunks = lexicon.chunks + excluded.chunks;
+    RETURN NULL; END $$;
+CREATE FUNCTION rifflux_words_out() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE lexical_totals SET chunks = chunks - o.c, tokens = tokens - o.t
+        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM old_rows) o;
+    UPDATE lexicon l SET chunks = l.chunks - o.n
+        FROM ({_TERMS.format(rows="old_rows")}) AS o(w, n) WHERE l.term = o.w;
+    RETURN NULL; END $$;
+CREATE TRIGGER chunks_words_in AFTER INSERT ON chunks REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_words_in();
+CREATE TRIGGER chunks_words_out AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_words_out();
+"""
+
+#: Version 2 to 3: the word counts of the chunks stored.
+_COUNTED = f"""
+ALTER TABLE chunks ADD COLUMN length integer GENERATED ALWAYS AS ({_LENGTH}) STORED;
+ALTER TABLE lexicon ADD COLUMN chunks integer NOT NULL DEFAULT 0;
+INSERT INTO lexicon(term, chunks) {_TERMS.format(rows="chunks")}
+    ON CONFLICT (term) DO UPDATE SET chunks = excluded.chunks;
+{_WORD_COUNTS}"""
+
 #: What brings a schema of each older version to the next.
-_UPGRADES: dict[int, str] = {1: _NOTIFY}
+_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).
@@ -202,6 +249,7 @@ async def ensure_schema(conn: Connection, where: DatabaseUrl) -> None:
                     await conn.execute(_TABLES)
                     await conn.execute(_TRIGGERS)
                     await conn.execute(_NOTIFY)
+                    await conn.execute(_WORD_COUNTS)
                     await conn.execute(
                         "INSERT INTO meta(key, value) VALUES ('schema_version', $1), "
                         "('store', 'postgresql')", str(SCHEMA_VERSION))

@@ -117,10 +117,6 @@ class Writer:
                     "$1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], "
                     "$7::int[], $8::int[], $9::text[]) RETURNING id, content_hash, file_id",
                     *_columns(rows, 9))]
-                await self.conn.execute(
-                    "INSERT INTO lexicon(term) SELECT DISTINCT t FROM unnest($1::text[]) AS "
-                    "l(x), regexp_split_to_table(l.x, '[ |]+') AS t WHERE t != '' "
-                    "ON CONFLICT DO NOTHING", [lexemes for _, _, lexemes in chunks])
                 if self.missing.model is not None:
                     await self.conn.execute(
                         "INSERT INTO chunk_vectors(chunk_id, file_id, embedding) "

@@ -63,5 +63,8 @@ class Lease:
     async def try_take(self) -> bool:
         return self.try_acquire()
 
+    async def confirm(self) -> bool:
+        return self.held  # (a flock is kept while its file is open: never lost unseen)
+
     async def give_back(self) -> None:
         self.release()
