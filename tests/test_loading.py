@@ -32,7 +32,7 @@ pytestmark = pytest.mark.anyio
 #: it makes the session, and held for ever at its next step.
 _CHILD = textwrap.dedent("""
     import os, signal, sys, threading
-    from rifflux.core import native
+    from rifflux import native
 
     how, argv = sys.argv[1], sys.argv[2:]
     began = threading.Event()
