@@ -6,6 +6,7 @@ named explicitly is indexed whatever its size; a parent absorbs an indexed child
 from __future__ import annotations
 
 import sqlite3
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -272,12 +273,17 @@ async def test_a_folder_inside_a_root_never_becomes_a_root_of_its_own(tmp_path: 
     assert sorted(h["path"] for h in hits) == ["b/note-0.md", "b/note-1.md", "b/note-2.md"]
 
 
+@pytest.mark.parametrize("embedding", ["a", "b"])
 async def test_a_parent_indexed_by_another_process_during_a_childs_scan_takes_it_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedding: str,
 ) -> None:
     # Two instances on one index stand for two processes. B starts indexing a/b (not yet
     # inside any root); while it scans, A indexes a. B must then write into a's root:
     # the check for a containing root and the new root's insert are one transaction.
+    # B's scan is held until A's files are written, not until A's reindex returns: that
+    # waits for A's texts to have vectors, and when B holds the embedding lease its
+    # indexer stores them only after its own job (README, "Several clients, one
+    # index"), so the test would wait on itself. Either instance holds the lease.
     parent = folder(tmp_path / "a", 1, word="top")
     child = folder(parent / "b", 2, word="hello")
     scanning, parent_done = anyio.Event(), anyio.Event()
@@ -290,18 +296,32 @@ async def test_a_parent_indexed_by_another_process_during_a_childs_scan_takes_it
             await parent_done.wait()
         return found
 
+    async def embeds(rf: Rifflux) -> bool:
+        return "embedder" in (await rf.status())["process"]["roles"]
+
     monkeypatch.setattr(IndexRun, "_scan", slow_scan)
-    async with open_rifflux(tmp_path) as a, open_rifflux(tmp_path) as b:
+    async with AsyncExitStack() as stack:
+        first = await stack.enter_async_context(open_rifflux(tmp_path))
+        await eventually(lambda: embeds(first))  # (it holds the lease before the other opens)
+        second = await stack.enter_async_context(open_rifflux(tmp_path))
+        a, b = (first, second) if embedding == "a" else (second, first)
 
         async def index_child() -> None:
             result = await b.reindex(child)
             assert result["errors"] == []
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(index_child)
-            await scanning.wait()
-            await a.reindex(parent)
-            parent_done.set()
+        async def written(job_id: str) -> bool:
+            return (await a.job(job_id))["phase"] in ("embedding", "completed")
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(index_child)
+                await scanning.wait()
+                job = (await a.reindex(parent, background=True))["job"]["id"]
+                await eventually(lambda: written(job))
+                parent_done.set()
+            assert (await a.wait_for_job(job))["status"] == "completed"
+        assert not await embeds(second)
         for rf in (a, b):
             assert await rf.roots() == [str(parent)]
     with sqlite3.connect(tmp_path / "i.db") as db:
