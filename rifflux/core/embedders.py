@@ -34,7 +34,7 @@ from .model_dir import (
     resolve_inputs,
     resolve_output,
 )
-from .model_graph import gather_before_dequantise
+from .model_graph import prepared
 from .vectors import F32, normalise
 
 __all__ = [
@@ -114,7 +114,7 @@ class OnnxEmbedder:
         opts.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
         try:
             with step("graph"):  # the embedding table left int8 (see model_graph)
-                source = gather_before_dequantise(model) or str(model)
+                source = prepared(model)
             with step("session"):
                 session = rt.InferenceSession(
                     source, sess_options=opts, providers=["CPUExecutionProvider"])

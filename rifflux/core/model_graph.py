@@ -15,18 +15,57 @@ partial schema of ``onnx.proto`` naming only the fields read here; every other f
 kept as it was, as protobuf keeps unknown fields. (The ``onnx`` package would do the same
 but is not a dependency, and importing it holds 11 MB in the process this saves memory
 for.)
+
+The change is made once per model file and kept in the user's cache
+(``$XDG_CACHE_HOME/rifflux/models``, ``prepared``): reading and rewriting the graph holds
+the interpreter's lock for tens of milliseconds at a time, which searches answered while
+the model loads in the background would wait behind at every load.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections import Counter
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["gather_before_dequantise"]
+__all__ = ["gather_before_dequantise", "prepared"]
+
+#: Bumped when ``gather_before_dequantise`` changes what it writes (the cache's key).
+_VERSION = "1"
 
 _EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
+
+
+def prepared(model: Path) -> str | bytes:
+    """What onnxruntime loads for ``model``: the changed model's file in the user's cache
+    (made at the first load of this file, kept by its path, size and modification time),
+    the model's own path when there is nothing to change, or the changed bytes when the
+    cache cannot be written."""
+    try:
+        st = model.stat()
+        key = f"{model.resolve()}|{st.st_size}|{st.st_mtime_ns}|{_VERSION}"
+    except OSError:
+        return str(model)  # (onnxruntime says what is wrong with it)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "rifflux" / "models"
+    stem = folder / hashlib.sha256(key.encode()).hexdigest()[:20]
+    changed, unchanged = stem.with_suffix(".onnx"), stem.with_suffix(".unchanged")
+    if changed.is_file():
+        return str(changed)
+    if unchanged.is_file():
+        return str(model)
+    data = gather_before_dequantise(model)
+    try:  # written whole or not at all: a load meanwhile never reads half a model
+        folder.mkdir(parents=True, exist_ok=True)
+        part = stem.with_suffix(f".{os.getpid()}.part")
+        part.write_bytes(data or b"")
+        os.replace(part, changed if data else unchanged)
+    except OSError:  # (a read-only home: the change is made again at the next load)
+        return data or str(model)
+    return str(changed) if data else str(model)
 
 
 def gather_before_dequantise(model: Path) -> bytes | None:

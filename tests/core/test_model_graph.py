@@ -12,8 +12,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from rifflux.core import model_graph
 from rifflux.core.embedders import locate_model
-from rifflux.core.model_graph import gather_before_dequantise
+from rifflux.core.model_graph import gather_before_dequantise, prepared
 
 from ..helpers import TOPICS
 
@@ -115,3 +116,35 @@ def test_the_bundled_models_word_table_stays_int8_and_its_vectors_are_the_same_b
     feeds = {"input_ids": ids, "token_type_ids": np.zeros_like(ids),
              "attention_mask": np.asarray([e.attention_mask for e in encodings], dtype=np.int64)}
     assert np.array_equal(_run(moved, feeds), _run(str(files.model), feeds))
+
+
+def test_the_changed_model_is_made_once_and_loaded_from_the_cache_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    path, plain = _lookup_model(tmp_path / "a"), _lookup_model(tmp_path / "b", axis=1)
+    first = prepared(path)
+    assert isinstance(first, str) and first != str(path)  # the changed model, kept
+    assert Path(first).read_bytes() == gather_before_dequantise(path)
+    assert prepared(plain) == str(plain)  # nothing to change: the model itself
+    made: list[Path] = []
+
+    def counted(model: Path) -> bytes | None:
+        made.append(model)
+        return None
+
+    monkeypatch.setattr(model_graph, "gather_before_dequantise", counted)
+    assert (prepared(path), prepared(plain)) == (first, str(plain))
+    assert made == []  # both read from the cache: no graph work at the second load
+    assert np.array_equal(_run(first, _feeds()), _run(str(path), _feeds()))
+
+
+def test_a_cache_that_cannot_be_written_gives_the_changed_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = _lookup_model(tmp_path)
+    assert prepared(path) == gather_before_dequantise(path)
