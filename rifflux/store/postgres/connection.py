@@ -19,6 +19,7 @@ from typing import TypeAlias
 import anyio
 import asyncpg
 import asyncpg.pool
+from asyncpg.transaction import Transaction
 from pgvector.asyncpg import register_vector
 
 from ...errors import (
@@ -127,17 +128,10 @@ async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[
     """One transaction; a writing one holds the writers' lock until it ends. Any
     exception, cancellation included, rolls it back (shielded, so that the connection
     is out of the transaction for its next use)."""
-    tr = conn.transaction()
-    await tr.start()
-    try:
+    async with _ended(conn.transaction()):
         if write:
             await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
         yield
-    except BaseException:
-        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-            await tr.rollback()
-        raise
-    await tr.commit()
 
 
 @asynccontextmanager
@@ -145,7 +139,14 @@ async def snapshot(conn: Connection) -> AsyncIterator[None]:
     """Reads only, all seeing one state of the database (a repeatable-read, read-only
     transaction), whatever other connections commit meanwhile; ended as ``transaction``
     ends."""
-    tr = conn.transaction(isolation="repeatable_read", readonly=True)
+    async with _ended(conn.transaction(isolation="repeatable_read", readonly=True)):
+        yield
+
+
+@asynccontextmanager
+async def _ended(tr: Transaction) -> AsyncIterator[None]:
+    """``tr`` started, then committed; any exception, cancellation included, rolls it
+    back (shielded, so that the connection is out of the transaction for its next use)."""
     await tr.start()
     try:
         yield
