@@ -177,17 +177,20 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
 ) -> None:
     reads = failing(monkeypatch, IndexDatabaseError("database disk image is malformed"),
                     times=10**6)
+    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 3600)  # (the looks below only)
     async with anyio.create_task_group() as tg:
         await two.start(tg)
-        root = await two.b.roots.root_id(tmp_path / "docs")  # one commit by the other process
+        root = await two.b.roots.root_id(tmp_path / "docs")  # commits by the other process
         assert root is not None
         await two.b.write_files(root, [afile("one.md", "b's text")])
         await two.look()
-        assert len(reads) == 1
+        # (one failed read, or two when the timer's first tick fell between b's commits)
+        failed = len(reads)
+        assert failed >= 1
         for _ in range(5):  # each a look at the log, after the failure
             await two.look()
         tg.cancel_scope.cancel()
-    assert len(reads) == 1
+    assert len(reads) == failed
 
 
 async def test_the_missing_texts_follow_what_the_other_process_wrote_and_only_that(
