@@ -15,8 +15,9 @@ from typing import Any
 import anyio
 import numpy as np
 
+from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder
-from rifflux.core.vectors import VectorIndex, normalise, rank
+from rifflux.core.vectors import VectorIndex, rank
 from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect
 

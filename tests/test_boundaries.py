@@ -21,6 +21,7 @@ from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
 from rifflux.actors import index_job
 from rifflux.core import plan as core_plan
 from rifflux.core.vectors import F32
+from rifflux.store.sqlite.missing import Missing
 from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.records import Records
 
@@ -134,10 +135,10 @@ async def test_a_slow_vector_load_holds_up_neither_lexical_search_nor_status(
     loading = anyio.Event()
     real_load = Reader.stream_vectors
 
-    async def slow_load(self: Reader, model: str, dim: int, into: Any) -> Any:
+    async def slow_load(self: Reader, model: str, dim: int, into: Any, codes: Any) -> Any:
         loading.set()
         await release.wait()
-        return await real_load(self, model, dim, into)
+        return await real_load(self, model, dim, into, codes)
 
     monkeypatch.setattr(Reader, "stream_vectors", slow_load)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
@@ -149,6 +150,37 @@ async def test_a_slow_vector_load_holds_up_neither_lexical_search_nor_status(
         release.set()
         hits = await rf.search("otters sleeping in a river", mode="semantic")
         assert hits and (await rf.status())["vectors_in_memory"] == 2
+
+
+async def test_the_matrix_loads_while_the_texts_lacking_a_vector_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (reading them takes 0.5 s at a million chunks: a load that waited for it began late)
+    root = otters_and_bread(tmp_path / "docs")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    loaded = anyio.Event()
+    seen: list[bool] = []
+    real_load, real_lacking = Reader.stream_vectors, Missing._lacking
+
+    async def load(self: Reader, *args: Any) -> Any:
+        try:
+            return await real_load(self, *args)
+        finally:
+            loaded.set()
+
+    async def lacking(self: Missing, model: str) -> dict[str, str]:
+        with anyio.move_on_after(5):
+            await loaded.wait()
+        seen.append(loaded.is_set())
+        return await real_lacking(self, model)
+
+    monkeypatch.setattr(Reader, "stream_vectors", load)
+    monkeypatch.setattr(Missing, "_lacking", lacking)
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        hits = await rf.search("otters sleeping in a river", mode="semantic")
+        assert hits and (await rf.status())["vectors_in_memory"] == 2
+    assert seen[:1] == [True]
 
 
 async def test_status_right_after_opening_an_embedded_index_reports_true_counts(

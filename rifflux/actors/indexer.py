@@ -24,7 +24,8 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypedDict
+from functools import partial
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -45,6 +46,7 @@ from .messages import (
     EmbedWanted,
     IndexChanged,
     IndexerMessage,
+    IndexerSnapshot,
     ModelAdopted,
     ModelLoaded,
     QueryMessage,
@@ -59,22 +61,13 @@ if TYPE_CHECKING:  # (the model's module is loaded with the model)
 
 logger = logging.getLogger(__name__)
 
+_UNTOLD = object()  # (no embedder told to the query actor yet)
 #: Longest wait between attempts to adopt the model while the database is busy.
 _ADOPT_MAX_DELAY = 5.0
 #: How often the change log is looked at (other processes' commits), in seconds.
 FOLLOW_EVERY = 0.2
 #: Busy reads of other processes' changes, in a row, before reading everything instead.
 FOLLOW_TRIES = 5
-
-
-class IndexerSnapshot(TypedDict):
-    files_written: int
-    vectors_written: int
-    busy_retries: int
-    last_job_seconds: float
-    adopt_error: str | None
-    #: Texts without a vector of the active model (None until it is adopted).
-    pending: int | None
 
 
 class Indexer:
@@ -94,6 +87,7 @@ class Indexer:
         self._writer, self._events, self._follow = writer, events or EventHub(), follow
         self._follow_failures = 0  # busy reads of the change log in a row
         self._embedder: Embedder | None = None
+        self._announced: object = _UNTOLD  # the embedder the query actor last loaded
         self._settings, self._jobs, self._inbox = settings, jobs, inbox
         self._embedder_out, self._query, self._retry_out = embedder_out, query_out, retry_out
         self._globs = Globs(settings.include, settings.exclude)
@@ -165,14 +159,21 @@ class Indexer:
         await self._writer.missing.adopt(None)
         return 0
 
+    async def _announce(self, embedder: Embedder | None) -> None:
+        """The query actor told to load this model's matrix, once (not again when an
+        adoption is retried)."""
+        if self._announced is not embedder:
+            self._announced = embedder
+            await self._query.send(VectorsReset(embedder=embedder))
+
     async def _adopt(self, msg: ModelLoaded, timers: TaskGroup) -> None:
         """Make the loaded model the active one (vectors of others are dropped), then let
         the query actor load its matrix and the embedder start. When the database is
         busy, the message comes back later; jobs run meanwhile (and wait for it)."""
         embedder = msg.embedder
         label = embedder.label if embedder else None
-        try:
-            dropped = await self._writer.missing.adopt(label)
+        try:  # (the matrix loads while the texts lacking a vector are read)
+            dropped = await self._writer.missing.adopt(label, partial(self._announce, embedder))
         except RiffluxError as exc:
             if not isinstance(exc, IndexDamagedError):  # busy, most likely: try again
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
@@ -188,7 +189,7 @@ class Indexer:
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         self._model, self._embedder = label, embedder
-        await self._query.send(VectorsReset(embedder=embedder))
+        await self._announce(embedder)
         await self._embedder_out.send(
             ModelAdopted(embedder=None if self._settings.read_only else embedder))
         for job in self._jobs.awaiting_texts():  # written before the model was known

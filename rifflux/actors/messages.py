@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -337,3 +337,15 @@ ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested
                | RootsRequested | RootCountsRequested | ProcessesRequested | RecentRequested)
 Request = SearchRequested | ReadRequest
 QueryMessage = Request | IndexChanged | VectorsReset
+
+
+class IndexerSnapshot(TypedDict):
+    """The indexer's counters, as the service's status reads them."""
+
+    files_written: int
+    vectors_written: int
+    busy_retries: int
+    last_job_seconds: float
+    adopt_error: str | None
+    #: Texts without a vector of the active model (None until it is adopted).
+    pending: int | None

@@ -206,7 +206,7 @@ class QueryActor:
                 matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
                 # a block at a time, straight into the compact matrix
                 count = await reader.stream_vectors(embedder.label, embedder.dim,
-                                                    matrix.append)
+                                                    matrix.append, matrix.append_codes)
             matrix.seal()
             for change in self._replay or ():
                 _apply(matrix, change)

@@ -40,7 +40,6 @@ from ..types import (
 )
 from .embedder import EmbedderSnapshot
 from .events import EventHub
-from .indexer import IndexerSnapshot
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
     PLAIN,
@@ -48,6 +47,7 @@ from .messages import (
     CountsRequested,
     FileRequested,
     FilesRequested,
+    IndexerSnapshot,
     LinesRequested,
     LinksRequested,
     NeighborsRequested,

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..native import step
+from .codes import normalise
 from .model_dir import (
     BUNDLED_MODEL,
     MAX_TOKENS,
@@ -35,7 +36,7 @@ from .model_dir import (
     resolve_output,
 )
 from .model_graph import prepared
-from .vectors import F32, normalise
+from .vectors import F32
 
 __all__ = [
     "BUNDLED_MODEL", "MAX_TOKENS", "Embedder", "HashEmbedder", "LoadedEmbedder", "ModelFiles",

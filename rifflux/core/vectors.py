@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .codes import normalise, quantise
 from .rowids import RowIds
 
 F32 = npt.NDArray[np.float32]
@@ -41,7 +42,6 @@ I64 = npt.NDArray[np.int64]
 #: exist, in any order (``VectorIndex.top_k``'s source of exact vectors).
 Exact = Callable[[I64], tuple[I64, F32]]
 
-_LEVELS = 127.0
 #: Every this many scores are a sample to estimate a search's cut on (``_top``).
 _STRIDE = 64
 #: A filter's rows are gathered and scanned alone when they are at most this share.
@@ -56,28 +56,6 @@ _MARGIN = 32
 #: ids): a query that shares no word with most of a million hash vectors ties them all
 #: at 0.0, and their exact vectors are read back.
 _TIED = 1024
-
-
-def normalise(vectors: F32) -> F32:
-    """Rows scaled to unit length; a zero row stays zero (its cosine is 0.0)."""
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: F32 = (vectors / norms).astype(np.float32, copy=False)
-    return out
-
-
-def quantise(vectors: F32) -> tuple[npt.NDArray[np.int8], F32]:
-    """int8 codes and a scale per row (``row ≈ codes * scale``): the row's largest
-    component is ±127; a row with a NaN or an infinity becomes zero. Equal rows get
-    equal codes, so their scores tie exactly."""
-    x = np.asarray(vectors, dtype=np.float32)
-    with np.errstate(invalid="ignore"):
-        scales: F32 = (np.abs(x).max(axis=-1, initial=0.0) / _LEVELS).astype(np.float32)
-    scales[~np.isfinite(scales)] = 0.0
-    scaled = x / np.where(scales > 0, scales, np.float32(1.0))[..., None]
-    scaled[scales == 0] = 0.0  # (its NaN or infinity too)
-    np.rint(scaled, out=scaled)
-    return scaled.astype(np.int8), scales
 
 
 def _pool(k: int, feedback: int, pool: int) -> int:
@@ -171,16 +149,32 @@ class VectorIndex:
         self._ids[at], self._groups[at] = ids, groups
         self._n += len(ids)
 
+    def append_codes(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32,
+                     groups: I64) -> None:
+        """``append`` of rows already compact (``packed`` rows read back, as ``unpack``
+        gives them): nothing to convert."""
+        self._grow(self._n + len(ids))
+        at = slice(self._n, self._n + len(ids))
+        self._codes[at], self._scales[at] = codes, scales
+        self._ids[at], self._groups[at] = ids, groups
+        self._n += len(ids)
+
     def seal(self) -> None:
-        """After ``append``: every row's id found (an id appended twice: the last wins)."""
-        n, ids = self._n, self._ids[: self._n]
-        last = _last_of_each(ids)
-        if last is not None:
+        """After ``append``: every row's id found (an id appended twice: the last wins).
+        One sort of the ids finds both the repeats and every row's place."""
+        n = self._n
+        order = np.argsort(self._ids[:n], kind="stable")
+        keys = self._ids[:n][order]
+        repeated = keys[1:] == keys[:-1]
+        if repeated.any():  # the last of each run of equal ids, in row order
+            last = np.sort(order[np.append(~repeated, True)])
             for array in (self._codes, self._scales, self._ids, self._groups):
                 array[: len(last)] = array[last]
             n = self._n = len(last)
+            order = np.argsort(self._ids[:n], kind="stable")
+            keys = self._ids[:n][order]
         self._where.clear()
-        self._where.set(self._ids[:n].copy(), np.arange(n, dtype=np.int64))
+        self._where.set(keys, order.astype(np.int64))
         self.version += 1
 
     def remove(self, ids: Iterable[int] | I64) -> None:

@@ -25,7 +25,7 @@ Who holds what:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence, Set
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +48,17 @@ from .common import Foreign, Located, PendingText, Recovery
 from .written import FileToWrite, Written
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one)
+    import numpy as np
+    import numpy.typing as npt
+
     from ..core.vectors import F32, I64
 
     #: Takes a block of a matrix's load: the chunks' row ids, their vectors, their files.
     VectorBlocks: TypeAlias = Callable[[I64, F32, I64], None]
+    #: The same, already compact: row ids, int8 codes, scales, files (core/codes.py).
+    CodeBlocks: TypeAlias = Callable[[I64, npt.NDArray[np.int8], F32, I64], None]
 else:
-    VectorBlocks = Callable
+    VectorBlocks = CodeBlocks = Callable
 
 #: (chunk row id, score) best first.
 Ranked = list[tuple[int, float]]
@@ -71,7 +76,11 @@ class MissingStore(Protocol):
     @property
     def model(self) -> str | None: ...
     def take_left(self) -> set[str]: ...
-    async def adopt(self, model: str | None) -> int: ...
+    async def adopt(self, model: str | None,
+                    adopted: Callable[[], Awaitable[None]] | None = None) -> int:
+        """``model`` the active one (other models' vectors dropped), ``adopted`` awaited,
+        then the texts lacking a vector read; returns how many vectors were dropped."""
+        ...
     async def refresh(self) -> None: ...
     async def changed_elsewhere(self, *, files: Sequence[int], texts_gone: Sequence[str],
                                 embedded: Sequence[str]) -> None: ...
@@ -169,9 +178,11 @@ class MatrixStore(Protocol):
     async def vector_capacity(self) -> int:
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
         ...
-    async def stream_vectors(self, model: str, dim: int, into: VectorBlocks) -> int:
+    async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
+                             into_codes: CodeBlocks | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` a block at a time
-        from one snapshot; returns how many."""
+        from one snapshot (to ``into_codes``, if given, those the store holds compact
+        too); returns how many."""
         ...
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""

@@ -5,8 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
-from rifflux.core.vectors import VectorIndex, normalise, rank
+from rifflux.core.vectors import VectorIndex, rank
 
 from ..helpers import ExactVectors, brute_force
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rifflux.core.codes import normalise, packed, quantise, unpack
 from rifflux.core.vectors import VectorIndex, rank
 from rifflux.store.sqlite import vectors
 from rifflux.store.sqlite.reader import Reader
@@ -23,10 +25,13 @@ pytestmark = pytest.mark.anyio
 DIM = 384
 
 
-async def vectors_db(db: Path, n: int, *, seed: int = 1) -> dict[int, np.ndarray]:
+async def vectors_db(db: Path, n: int, *, seed: int = 1,
+                     codes: Callable[[int], bool] = lambda text: False,
+                     ) -> dict[int, np.ndarray]:
     """``n`` chunks in files of 10; chunk ``i`` has vector ``i // 2`` of ``MODEL`` (two
     chunks share each text), and every seventh chunk has none (not embedded yet). Other
-    models' vectors are there too. Returns each embedded chunk's vector by row id."""
+    models' vectors are there too; texts ``codes`` says yes to have their compact rows
+    stored (as the writer stores them). Returns each embedded chunk's vector by row id."""
     await (await connect(db, busy_timeout_ms=1000)).close()
     rng = np.random.default_rng(seed)
     texts = rng.normal(size=(n // 2 + 1, DIM)).astype(np.float32)
@@ -44,6 +49,13 @@ async def vectors_db(db: Path, n: int, *, seed: int = 1) -> dict[int, np.ndarray
                         [(f"h{t}", model, DIM, (texts[t] * scale).tobytes())
                          for t in range(len(texts))
                          for model, scale in ((MODEL, 1.0), ("other-model", -1.0))])
+        coded = [t for t in range(len(texts)) if codes(t)]
+        con.executemany("INSERT INTO embedding_codes(id, model, codes) SELECT id, model, ? "
+                        "FROM embeddings WHERE content_hash = ? AND model = ?",
+                        [(row, f"h{t}", model)
+                         for model, scale in ((MODEL, 1.0), ("other-model", -1.0))
+                         for t, row in zip(coded, packed(texts[coded] * scale),
+                                           strict=True)])
     return {i: texts[i // 2] for i in range(1, n + 1) if i % 7}
 
 
@@ -66,7 +78,8 @@ async def test_a_load_in_blocks_holds_what_the_same_vectors_upserted_at_once_hol
         at_once = VectorIndex(DIM)
         keys = sorted(stored)
         at_once.upsert(keys, np.stack([stored[k] for k in keys]), [k // 10 + 1 for k in keys])
-        assert count == len(stored) == len(streamed) == len(at_once) and max(blocks) == 7
+        assert count == len(stored) == len(streamed) == len(at_once)
+        assert max(blocks) <= 2 * 7 and len(blocks) > 1  # (the chunks of 7 vectors)
         assert sorted(streamed.ids().tolist()) == keys  # not the unembedded chunks
         rng = np.random.default_rng(2)
         allowed = np.asarray([3, 5, 40], dtype=np.int64)
@@ -108,7 +121,7 @@ async def test_the_exact_read_leaves_out_chunks_without_a_vector_and_ids_not_the
 
 async def test_a_load_never_holds_a_float32_copy_of_every_vector(tmp_path: Path) -> None:
     db = tmp_path / "i.db"
-    n, block = 20_000, 512
+    n, block = 40_000, 512
     stored = await vectors_db(db, n)
     float32 = len(stored) * DIM * 4
     conn = await connect(db, busy_timeout_ms=1000, readonly=True)
@@ -128,9 +141,10 @@ async def test_a_load_never_holds_a_float32_copy_of_every_vector(tmp_path: Path)
     finally:
         await conn.close()
     assert len(index) == len(stored)
-    # the compact matrix (with its spare rows) and a few blocks while one is converted;
-    # the float32 rows, their bytes and a copy were 3x ``float32`` before
-    assert peak < matrix + 8 * block * DIM * 4 and peak < 0.6 * float32, (peak, matrix)
+    # the compact matrix (with its spare rows) and a few blocks while one is converted (a
+    # block's vectors are handed on as the chunks they serve, here two a vector); the
+    # float32 rows, their bytes and a copy were 3x ``float32`` before
+    assert peak - matrix < 16 * block * DIM * 4 < float32 / 4, (peak, matrix, float32)
 
 
 async def test_a_block_that_cannot_be_taken_ends_the_load_with_its_own_error(
@@ -149,7 +163,7 @@ async def test_a_block_that_cannot_be_taken_ends_the_load_with_its_own_error(
     try:
         with pytest.raises(ValueError, match="no room"):  # itself, not in a group
             await vectors.stream(conn, db, MODEL, DIM, into, block=10)
-        assert taken == [10, 10]
+        assert len(taken) == 2  # (no block after the one that failed)
         assert (await conn.execute_fetchall("SELECT COUNT(*) FROM chunks"))  # still usable
     finally:
         await conn.close()
@@ -168,6 +182,121 @@ async def test_a_load_reads_each_chunks_file_from_the_hash_index_not_the_chunks_
     with sqlite3.connect(db) as con:
         indexes = {r[0] for r in con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'chunks'")}
-        plan = con.execute("EXPLAIN QUERY PLAN " + vectors._VECTORS, (MODEL,)).fetchall()
+        plan = con.execute("EXPLAIN QUERY PLAN " + vectors._SERVED, (MODEL,)).fetchall()
     assert "chunks_hash_file" in indexes and "chunks_hash" not in indexes
     assert "COVERING INDEX chunks_hash_file" in str(plan)
+
+
+def same_rows(one: VectorIndex, other: VectorIndex, seed: int = 3) -> bool:
+    """Whether two matrices hold the same ids with the same groups and the same compact
+    rows: every row's score, hence the whole order of a scan, is the same for any query."""
+    rng = np.random.default_rng(seed)
+    groups = np.asarray([1, 4, 9], dtype=np.int64)
+    if sorted(one.ids().tolist()) != sorted(other.ids().tolist()):
+        return False
+    if not np.array_equal(one.mask(groups)[np.argsort(one.ids())],
+                          other.mask(groups)[np.argsort(other.ids())]):
+        return False
+    for _ in range(5):
+        query = rng.normal(size=DIM).astype(np.float32)
+        if not np.array_equal(one.candidates(query, len(one)),
+                              other.candidates(query, len(other))):
+            return False
+    return True
+
+
+async def test_a_load_of_the_stored_compact_rows_holds_what_a_load_of_float32_holds(
+    tmp_path: Path,
+) -> None:
+    # texts embedded before the compact rows were stored (here every third) have none:
+    # their float32 vectors are converted as they load, the others' rows are taken as is
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 600, codes=lambda text: text % 3 != 0)
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        converted, compact = VectorIndex(DIM, capacity=4), VectorIndex(DIM, capacity=4)
+        taken = {"float32": 0, "compact": 0}
+
+        def floats(ids: np.ndarray, rows: np.ndarray, files: np.ndarray) -> None:
+            taken["float32"] += len(ids)
+            compact.append(ids, rows, files)
+
+        def codes(ids: np.ndarray, codes: np.ndarray, scales: np.ndarray,
+                  files: np.ndarray) -> None:
+            taken["compact"] += len(ids)
+            compact.append_codes(ids, codes, scales, files)
+
+        assert await vectors.stream(conn, db, MODEL, DIM, converted.append, block=7) == len(
+            stored)
+        assert await vectors.stream(conn, db, MODEL, DIM, floats, block=7,
+                                    into_codes=codes) == len(stored)
+    finally:
+        await conn.close()
+    converted.seal()
+    compact.seal()
+    assert taken["compact"] > 2 * taken["float32"] > 0  # both ways were taken
+    assert len(compact) == len(converted) == len(stored)
+    assert same_rows(compact, converted)
+    wrong = VectorIndex(DIM)  # (the comparison can fail: one row differs)
+    keys = sorted(stored)
+    moved = np.stack([stored[k] for k in keys])
+    moved[5] = -moved[5]
+    wrong.upsert(keys, moved, [k // 10 + 1 for k in keys])
+    assert not same_rows(wrong, converted)
+
+
+async def test_an_index_made_before_the_compact_rows_loads_read_only_from_float32(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 100)
+    with sqlite3.connect(db) as con:
+        con.execute("DROP TABLE embedding_codes")
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        matrix = VectorIndex(DIM)
+        count = await vectors.stream(conn, db, MODEL, DIM, matrix.append,
+                                     into_codes=matrix.append_codes)
+    finally:
+        await conn.close()
+    matrix.seal()
+    assert count == len(matrix) == len(stored)
+
+
+async def test_the_writer_stores_each_vectors_compact_row_and_deleting_it_deletes_both(
+    tmp_path: Path,
+) -> None:
+    from rifflux.store.sqlite.writer import Writer
+
+    from ..helpers import afile, root_of
+
+    db = tmp_path / "i.db"
+    conn = await connect(db, busy_timeout_ms=1000)
+    try:
+        writer = Writer(conn, db)
+        await writer.missing.adopt(MODEL)
+        root = await root_of(writer, tmp_path / "docs")
+        await writer.write_files(root, [afile("a.md", "otters", "badgers"),
+                                        afile("b.md", "otters")])
+        texts = sorted(writer.missing.texts or ())
+        given = np.random.default_rng(4).normal(size=(len(texts), DIM)).astype(np.float32)
+        await writer.write_vectors(MODEL, texts, given)
+        await writer.write_vectors(MODEL, texts, -given)  # (kept: stored already)
+        with sqlite3.connect(db) as con:
+            rows = con.execute("SELECT e.content_hash, q.model, q.codes FROM embeddings e "
+                               "JOIN embedding_codes q ON q.id = e.id").fetchall()
+            assert sorted(r[0] for r in rows) == texts and {r[1] for r in rows} == {MODEL}
+            for text, _, row in rows:
+                want_codes, want_scale = quantise(normalise(given[texts.index(text)][None]))
+                got_codes, got_scale = unpack(row, DIM)
+                assert np.array_equal(got_codes, want_codes)
+                assert np.array_equal(got_scale, want_scale)
+        await writer.write_files(root, [afile("a.md", "otters")])  # badgers: an orphan
+        assert await writer.prune_orphan_vectors() == 1
+        with sqlite3.connect(db) as con:
+            left = con.execute("SELECT COUNT(*) FROM embedding_codes").fetchone()[0]
+            orphans = con.execute("SELECT COUNT(*) FROM embedding_codes WHERE id NOT IN "
+                                  "(SELECT id FROM embeddings)").fetchone()[0]
+        assert (left, orphans) == (len(texts) - 1, 0)
+    finally:
+        await conn.close()

@@ -9,7 +9,7 @@ and every chunk's vector with them when the model changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Awaitable, Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 
 from ...core.plan import Scope
@@ -71,7 +71,8 @@ class Missing:
         self._texts = texts
 
     @retried()
-    async def adopt(self, model: str | None) -> int:
+    async def adopt(self, model: str | None,
+                    adopted: Callable[[], Awaitable[None]] | None = None) -> int:
         self._model = model
         if model is None or self.read_only:
             self._replace(set())
@@ -91,6 +92,8 @@ class Missing:
                 await self.conn.execute(
                     "INSERT INTO meta(key, value) VALUES ('embedding_model', $1) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value", model)
+        if adopted is not None:
+            await adopted()
         self._replace(await self._lacking(model))
         return int(status.split()[-1])
 

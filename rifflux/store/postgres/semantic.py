@@ -24,7 +24,8 @@ import numpy as np
 from pgvector import Vector
 
 from ...core.catalog import Allowed
-from ...core.vectors import F32, normalise, rank
+from ...core.codes import normalise
+from ...core.vectors import F32, rank
 from ...location import DatabaseUrl
 from ..protocols import Ranked
 from .connection import Pool, mapped_errors

@@ -18,7 +18,7 @@ from ...core.hits import WEIGHTS, Hit, place
 from ...errors import IndexDatabaseError
 from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
 from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
-from ..protocols import VectorBlocks
+from ..protocols import CodeBlocks, VectorBlocks
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .changes import sequence
 from .lexicon_schema import lexicon_built
@@ -242,12 +242,15 @@ class Reader:
 
         return await vectors.upper_bound(self.conn, self.db_path)
 
-    async def stream_vectors(self, model: str, dim: int, into: VectorBlocks) -> int:
+    async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
+                             into_codes: CodeBlocks | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
-        files) a block at a time from one snapshot; returns how many."""
+        files) a block at a time from one snapshot, or to ``into_codes`` (row ids, codes,
+        scales, files) for those stored compact too; returns how many."""
         from . import vectors
 
-        return await vectors.stream(self.conn, self.db_path, model, dim, into)
+        return await vectors.stream(self.conn, self.db_path, model, dim, into,
+                                    into_codes=into_codes)
 
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""

@@ -17,6 +17,7 @@ from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, Sch
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import is_damage, mark_for_check
+from .vector_schema import VECTORS_SCHEMA
 
 SCHEMA_VERSION = 6
 #: The writer connection's page cache, in KiB (filled only as pages are used).
@@ -95,16 +96,7 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
     VALUES (new.id, COALESCE(new.fts_heading, new.heading_path),
             COALESCE(new.fts_content, new.content), COALESCE(new.cjk, ''));
 END;
--- A rowid table: the 1.5 KB vectors live in the table's pages, so the index that
--- answers "has this text a vector?" stays small and fast.
-CREATE TABLE IF NOT EXISTS embeddings(
-    id INTEGER PRIMARY KEY,
-    content_hash TEXT NOT NULL,
-    model TEXT NOT NULL,
-    dim INTEGER NOT NULL,
-    vector BLOB NOT NULL,
-    UNIQUE(content_hash, model)
-);
+{VECTORS_SCHEMA}
 {LINKS_SCHEMA}
 {LEXICON_SCHEMA}
 -- Written by every writing process, read by the others (store/sqlite/changes.py,

@@ -216,6 +216,8 @@ class Writer:
         stored a vector for meanwhile keeps that one."""
         import numpy as np
 
+        from ...core.codes import packed
+
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         index = {h: i for i, h in enumerate(hashes)}
         users: list[tuple[int, int, int]] = []
@@ -233,6 +235,12 @@ class Writer:
                     "INSERT OR IGNORE INTO embeddings(content_hash, model, dim, vector) "
                     "VALUES (?,?,?,?)",
                     [(hashes[i], model, vecs.shape[1], vecs[i].tobytes()) for i in used],
+                )
+                await self.conn.executemany(  # (kept by another process's vector too)
+                    "INSERT OR IGNORE INTO embedding_codes(id, model, codes) SELECT id, "
+                    "model, ? FROM embeddings WHERE content_hash = ? AND model = ?",
+                    [(row, hashes[i], model)
+                     for i, row in zip(used, packed(vecs[used]), strict=True)],
                 )
         self.missing.stored(model, hashes)
         if not users:
