@@ -1,7 +1,8 @@
 """The chunks' vectors as the query actor reads them: all of them, streamed in blocks
-into its compact matrix (no float32 copy of the whole matrix is ever made: a load's
-peak is the matrix and one block), and the exact float32 vectors of a search's
-candidates."""
+into its compact matrix (each vector's compact row as the writer stored it, or its
+float32 vector converted when it has none; no float32 copy of the whole matrix is ever
+made: a load's peak is the matrix and one block), and the exact float32 vectors of a
+search's candidates."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ _CODES = "SELECT id, codes FROM embedding_codes WHERE model = ? ORDER BY id"
 _VECTORS = "SELECT id, vector FROM embeddings WHERE model = ? ORDER BY id"
 _THESE_VECTORS = ("SELECT id, vector FROM embeddings WHERE id IN "
                   "(SELECT value FROM json_each(?)) ORDER BY id")
+
 
 async def upper_bound(conn: aiosqlite.Connection, db_path: Path) -> int:
     """At least as many as the chunks with a vector (the chunks, counted fast)."""
