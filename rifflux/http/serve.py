@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import logging
 import os
 import signal
@@ -51,7 +52,7 @@ def main(settings: Settings, options: ServeOptions, sock: socket.socket) -> int:
         logging.INFO if options.access_log else logging.WARNING)
     try:
         return anyio.run(serve, settings.with_overrides(read_only=options.read_only or None),
-                         options, sock)
+                         options, sock, backend_options={"use_uvloop": _UVLOOP})
     except KeyboardInterrupt:
         return EXIT_OK  # (a second Ctrl-C while stopping)
     except BaseException as exc:  # the boundary: every failure becomes one line
@@ -93,6 +94,11 @@ def _keep_the_heap_small() -> None:
         pass  # another C library (musl): it keeps what it keeps
 
 
+#: The event loop of uvloop (libuv) where it is installed (not on Windows), and HTTP
+#: parsed by httptools (uvicorn takes it when installed) instead of h11: together about
+#: 0.5 ms less per request here (`--sections serve`: hybrid p50 over HTTP 1.9 ms above
+#: in process instead of 2.4-2.7).
+_UVLOOP = sys.platform != "win32" and importlib.util.find_spec("uvloop") is not None
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # (glibc's malloc.h)
 #: Blocks at least this large get their own mapping, given back when freed.
 _MMAP_THRESHOLD = 1024 * 1024
