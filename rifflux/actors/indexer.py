@@ -131,7 +131,7 @@ class Indexer:
                             msg.looked.set()
                     while (job := self._jobs.start_next()) is not None:
                         await self._run(job)
-                        timers.start_soon(self._refresh_lexicon, name="rifflux.indexer.lexicon")
+                        timers.start_soon(self._upkeep, name="rifflux.indexer.upkeep")
                 timers.cancel_scope.cancel()
         finally:
             await self._pool.aclose()
@@ -190,6 +190,7 @@ class Indexer:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         self._model, self._embedder = label, embedder
         await self._announce(embedder)
+        timers.start_soon(self._upkeep, name="rifflux.indexer.upkeep")
         await self._embedder_out.send(
             ModelAdopted(embedder=None if self._settings.read_only else embedder))
         for job in self._jobs.awaiting_texts():  # written before the model was known
@@ -373,13 +374,13 @@ class Indexer:
         self._settle()
         self._nudge_embedder()
 
-    async def _refresh_lexicon(self) -> None:
-        """After a job: the lexical lists rebuilt in the background when stale (a speed-up)."""
+    async def _upkeep(self) -> None:
+        """After a job, and once a model is adopted: the store's background upkeep."""
         try:
-            await self._writer.refresh_lexicon()
-        except Exception:  # the boundary: searches go on, ranked without the lists
-            logger.exception("could not build the lexical search's lists; lexical search "
-                             "stays exact, and slower on large indexes")
+            await self._writer.upkeep()
+        except Exception:  # the boundary: searches go on, exact, maybe slower
+            logger.exception("the index's upkeep failed (the lexical lists or the vectors' "
+                             "compact rows); searches stay exact, and may be slower")
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

@@ -124,10 +124,10 @@ class WriterStore(Protocol):
     async def merge_fts(self) -> bool:
         """Compact the full-text index when the store needs it (True: it did)."""
         ...
-    async def refresh_lexicon(self) -> bool:
-        """Build again, when stale, what the lexical leg ranks large indexes from (the
-        SQLite store's lexicon: searches are exact without it, and slower); on a
-        connection of its own, one build at a time. True when built."""
+    async def upkeep(self) -> None:
+        """In the background, on a connection of its own, what only makes searches
+        faster (they are exact without it): the SQLite store builds its lexicon again
+        when stale and fills the compact rows of vectors stored without them."""
         ...
 
 

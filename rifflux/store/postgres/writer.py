@@ -207,9 +207,9 @@ class Writer:
         """Nothing to do: PostgreSQL's indexes keep themselves (autovacuum)."""
         return False
 
-    async def refresh_lexicon(self) -> bool:
-        """Nothing to build: pg_textsearch's BM25 index is kept by PostgreSQL itself."""
-        return False
+    async def upkeep(self) -> None:
+        """Nothing to do: pg_textsearch's BM25 index is kept by PostgreSQL itself, and
+        pgvector's index holds the vectors as they are."""
 
 
 def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:

@@ -4,8 +4,9 @@ codes; 388 bytes at 384 dimensions), written with it so that a load reads those 
 their order and converts nothing: at a million vectors, reading 1.5 GB of float32 in
 the chunks' order and converting it took 5.5 s, reading the compact rows 1.9 s
 (``python -m benchmarks --sections scale``). A vector stored before ``embedding_codes``
-existed has no compact row: a load converts its float32 vector instead. Created with
-the other tables when a writer opens the index: nothing to upgrade.
+existed has no compact row: a load converts its float32 vector instead, and the writer
+fills them in the background (``codes_fill``). Created with the other tables when a
+writer opens the index: nothing to upgrade.
 """
 
 VECTORS_SCHEMA = """
@@ -27,4 +28,7 @@ CREATE TABLE IF NOT EXISTS embedding_codes(
 CREATE TRIGGER IF NOT EXISTS embeddings_ad AFTER DELETE ON embeddings BEGIN
     DELETE FROM embedding_codes WHERE id = old.id;
 END;
+-- nothing for codes_fill.py to fill in an index made with the table
+INSERT OR IGNORE INTO meta(key, value) SELECT 'vector_codes', 'complete'
+WHERE NOT EXISTS (SELECT 1 FROM embeddings);
 """

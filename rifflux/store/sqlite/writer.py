@@ -37,6 +37,7 @@ from .schema import cjk_columns, mapped_errors, snapshot, transaction
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
     from ...core.vectors import F32
+    from .codes_fill import CodesFiller
     from .lexicon_build import LexiconBuilder
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
@@ -59,6 +60,7 @@ class Writer:
         self.missing = Missing(conn, db_path, read_only=read_only)
         self.roots = Roots(conn, db_path, self.missing)
         self._lexicon: LexiconBuilder | None = None
+        self._codes: CodesFiller | None = None
         self._busy_timeout_ms = busy_timeout_ms
         self._read_only = read_only
 
@@ -78,9 +80,18 @@ class Writer:
                                            busy_timeout_ms=self._busy_timeout_ms)
         return self._lexicon
 
-    async def refresh_lexicon(self) -> bool:
-        """The lexicon built again when stale (``lexicon_build``)."""
-        return await self.lexicon.refresh()
+    async def upkeep(self) -> None:
+        """The compact rows of vectors an older version stored without them, once
+        (``codes_fill``), then the lexicon built again when stale (``lexicon_build``)."""
+        if self._codes is None:
+            from .codes_fill import CodesFiller
+
+            self._codes = CodesFiller(self.db_path, read_only=self._read_only,
+                                      busy_timeout_ms=self._busy_timeout_ms)
+        try:
+            await self._codes.fill()
+        finally:
+            await self.lexicon.refresh()
 
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):
