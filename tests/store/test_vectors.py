@@ -291,6 +291,16 @@ async def test_the_writer_stores_each_vectors_compact_row_and_deleting_it_delete
                 got_codes, got_scale = unpack(row, DIM)
                 assert np.array_equal(got_codes, want_codes)
                 assert np.array_equal(got_scale, want_scale)
+            con.execute("DELETE FROM embedding_codes")  # (as an older version stored them)
+
+        def coded() -> int:
+            with sqlite3.connect(db) as con:
+                return int(con.execute("SELECT COUNT(*) FROM embedding_codes").fetchone()[0])
+
+        await writer.write_vectors(MODEL, texts, given * 1.001)  # (not the stored vectors)
+        assert coded() == 0
+        await writer.write_vectors(MODEL, texts, given)
+        assert coded() == len(texts)
         await writer.write_files(root, [afile("a.md", "otters")])  # badgers: an orphan
         assert await writer.prune_orphan_vectors() == 1
         with sqlite3.connect(db) as con:

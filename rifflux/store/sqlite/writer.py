@@ -247,10 +247,11 @@ class Writer:
                     "VALUES (?,?,?,?)",
                     [(hashes[i], model, vecs.shape[1], vecs[i].tobytes()) for i in used],
                 )
-                await self.conn.executemany(  # (kept by another process's vector too)
+                await self.conn.executemany(  # (not for another's vector, maybe not equal)
                     "INSERT OR IGNORE INTO embedding_codes(id, model, codes) SELECT id, "
-                    "model, ? FROM embeddings WHERE content_hash = ? AND model = ?",
-                    [(row, hashes[i], model)
+                    "model, ? FROM embeddings WHERE content_hash = ? AND model = ? "
+                    "AND vector = ?",
+                    [(row, hashes[i], model, vecs[i].tobytes())
                      for i, row in zip(used, packed(vecs[used]), strict=True)],
                 )
         self.missing.stored(model, hashes)
