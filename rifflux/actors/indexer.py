@@ -160,8 +160,7 @@ class Indexer:
         return 0
 
     async def _announce(self, embedder: Embedder | None) -> None:
-        """The query actor told to load this model's matrix, once (not again when an
-        adoption is retried)."""
+        """The query actor told to load this model's matrix, once an adoption attempt."""
         if self._announced is not embedder:
             self._announced = embedder
             await self._query.send(VectorsReset(embedder=embedder))
@@ -179,6 +178,7 @@ class Indexer:
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
                 logger.warning("cannot adopt model %s yet (%s); retrying in %.1fs", label,
                                exc, delay)
+                self._announced = _UNTOLD  # (the retry's matrix is loaded afresh)
                 timers.start_soon(self._send_later, replace(msg, attempt=msg.attempt + 1),
                                   delay, name="rifflux.indexer.adopt-retry")
                 return

@@ -95,6 +95,7 @@ class QueryActor:
         self._loaded = Loaded()
         self._ready = anyio.Event()  # the model is adopted and the matrix loaded (or none)
         self._replay: list[IndexChanged] | None = None  # changes seen while a load runs
+        self._loads = 0  # loads begun: a load ends without effect when a later one began
         self._catalog = self._loaded.catalog
         self._catalog_ready = self._loaded.catalog_ready
         self._catalog_replay: list[IndexChanged] | None = []
@@ -189,14 +190,15 @@ class QueryActor:
         if msg.catalog:
             self._reload_catalog(tg)
         self._loaded.embedder = msg.embedder
+        self._loads += 1  # (a load still running is superseded)
         if msg.embedder is None or self._store.open_matrix is None:
-            self._loaded.matrix = None  # (or the store ranks vectors itself)
+            self._loaded.matrix = self._replay = None  # (or the store ranks vectors itself)
             self._ready.set()
             return
         self._replay = []
-        tg.start_soon(self._load, msg.embedder, name="rifflux.query.load")
+        tg.start_soon(self._load, msg.embedder, self._loads, name="rifflux.query.load")
 
-    async def _load(self, embedder: Embedder) -> None:
+    async def _load(self, embedder: Embedder, load: int) -> None:
         assert self._store.open_matrix is not None
         try:
             from ..core.vectors import VectorIndex
@@ -208,9 +210,13 @@ class QueryActor:
                 count = await reader.stream_vectors(embedder.label, embedder.dim,
                                                     matrix.append, matrix.append_codes)
             matrix.seal()
+            if load != self._loads:
+                return  # superseded: the later reset's answer stands
             for change in self._replay or ():
                 _apply(matrix, change)
         except Exception:  # searches go on lexically; semantic stays empty
+            if load != self._loads:
+                return
             logger.exception("cannot load the vectors of %s; semantic search is off until "
                              "the next restart", embedder.label)
             self._replay = None

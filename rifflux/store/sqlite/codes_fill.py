@@ -28,6 +28,8 @@ from .schema import mapped_errors
 BLOCK = 4096
 #: The ``meta`` key, set to ``complete`` once every vector has its compact row.
 MARK = "vector_codes"
+#: The most it waits for another writer's lock at a block before giving up till later.
+_BUSY_MS = 1000
 
 _LACKING = ("SELECT e.id, e.model, e.dim, e.vector FROM embeddings e WHERE e.id > ? AND NOT "
             "EXISTS (SELECT 1 FROM embedding_codes q WHERE q.id = e.id) ORDER BY e.id LIMIT ?")
@@ -53,9 +55,9 @@ class CodesFiller:
             return 0
         self._filling = True
         try:
-            with mapped_errors(self._db_path):
+            with mapped_errors(self._db_path):  # (it only speeds a load up: waits less)
                 filled = await anyio.to_thread.run_sync(_fill, self._db_path,
-                                                        self._busy_timeout_ms)
+                                                        min(self._busy_timeout_ms, _BUSY_MS))
             self._done = True
             return filled
         finally:

@@ -17,7 +17,7 @@ import anyio.lowlevel
 import numpy as np
 import numpy.typing as npt
 
-from ...core.codes import unpack
+from ...core.codes import normalise, quantise, unpack
 from ...core.vectors import F32, I64
 from ..protocols import CodeBlocks, VectorBlocks
 from .schema import mapped_errors, snapshot
@@ -69,7 +69,8 @@ async def stream(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int
             for part in range(0, len(rest), block):  # (those stored before the codes)
                 these = json.dumps(rest[part: part + block].tolist())
                 count += await _blocks(conn, db_path, _THESE_VECTORS, (these,), block,
-                                       lambda rows: _hand(rows, served, dim, into, None))
+                                       lambda rows: _hand(rows, served, dim, into, into_codes,
+                                                          converted=True))
         else:
             count += await _blocks(conn, db_path, _VECTORS, (model,), block,
                                    lambda rows: _hand(rows, served, dim, into, None))
@@ -130,10 +131,14 @@ async def _served(conn: aiosqlite.Connection, db_path: Path, model: str) -> _Ser
 
 
 def _hand(rows: Sequence[Sequence[Any]], served: _Served, dim: int, into: VectorBlocks,
-          into_codes: CodeBlocks | None) -> int:
-    """The chunks that these vectors serve (rows: vector row, float32 vector or, with
-    ``into_codes``, packed codes; ascending rows), handed on; returns how many."""
-    width = 4 + dim if into_codes is not None else 4 * dim
+          into_codes: CodeBlocks | None, *, converted: bool = False) -> int:
+    """The chunks that these vectors serve (rows: vector row, then its packed codes
+    with ``into_codes``, its float32 vector without it or when ``converted``; ascending
+    rows), handed on; returns how many. Converted, each vector is converted once, and
+    its codes are handed to each chunk it serves (a text a thousand chunks share is not
+    a thousand float32 rows)."""
+    packed = into_codes is not None and not converted
+    width = 4 + dim if packed else 4 * dim
     rows = [r for r in rows if len(r[1]) == width]  # (one model, one size: not expected)
     if not rows:
         return 0
@@ -145,12 +150,15 @@ def _hand(rows: Sequence[Sequence[Any]], served: _Served, dim: int, into: Vector
     found = ids[at] == wanted
     chunks, files, at = served.chunks[lo:hi][found], served.files[lo:hi][found], at[found]
     served.taken[lo:hi] |= found
-    if into_codes is not None:
+    if into_codes is None:
+        into(chunks, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)[at], files)
+        return len(chunks)
+    if packed:
         codes, scales = unpack(blob, dim)
-        into_codes(chunks, codes[at], scales[at], files)
     else:
-        vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)
-        into(chunks, vectors[at], files)
+        codes, scales = quantise(normalise(
+            np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)))
+    into_codes(chunks, codes[at], scales[at], files)
     return len(chunks)
 
 

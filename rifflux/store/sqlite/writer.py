@@ -10,6 +10,7 @@ interrupted run never leaves a half-indexed file behind.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -21,6 +22,7 @@ import aiosqlite
 
 from ...core.filters import FileEntry, tag_levels
 from ...core.plan import StoredState
+from ...errors import IndexBusyError
 from ..written import (
     Edges,
     FileToWrite,
@@ -41,6 +43,8 @@ if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not befo
     from .lexicon_build import LexiconBuilder
 
 __all__ = ["FileToWrite", "Writer", "Written", "chunk_id_for"]
+
+logger = logging.getLogger(__name__)
 
 #: Full-text index segments that make a write merge them (see ``Writer.merge_fts``).
 _FTS_SEGMENTS_MOST = 4
@@ -90,6 +94,8 @@ class Writer:
                                       busy_timeout_ms=self._busy_timeout_ms)
         try:
             await self._codes.fill()
+        except IndexBusyError as exc:  # (another writer: the next upkeep goes on with it)
+            logger.info("the vectors' compact rows are filled later: %s", exc)
         finally:
             await self.lexicon.refresh()
 
@@ -248,7 +254,7 @@ class Writer:
                     [(hashes[i], model, vecs.shape[1], vecs[i].tobytes()) for i in used],
                 )
                 await self.conn.executemany(  # (not for another's vector, maybe not equal)
-                    "INSERT OR IGNORE INTO embedding_codes(id, model, codes) SELECT id, "
+                    "INSERT OR REPLACE INTO embedding_codes(id, model, codes) SELECT id, "
                     "model, ? FROM embeddings WHERE content_hash = ? AND model = ? "
                     "AND vector = ?",
                     [(row, hashes[i], model, vecs[i].tobytes())
