@@ -135,6 +135,19 @@ async def test_an_unreachable_server_is_a_clear_error_naming_the_url_without_its
     assert "s3cret" not in message and "check that the server is running" in message
 
 
+def test_a_connection_whose_protocol_broke_is_lost_and_made_again_not_a_failure() -> None:
+    # (seen once in CI: the server cut the connection in the middle of an operation)
+    import asyncpg
+
+    from rifflux.store.postgres.connection import translate
+
+    broke = asyncpg.InternalClientError(
+        "cannot switch to state 15; another operation (2) is in progress")
+    where = DatabaseUrl("postgresql://rifflux:s3cret@127.0.0.1:5432/notes")
+    error = translate(broke, where)
+    assert isinstance(error, IndexUnreachableError) and "s3cret" not in str(error)
+
+
 async def test_a_read_only_open_searches_and_never_writes(
     new_postgres_index: Callable[[], str], search_docs: Path,
 ) -> None:

@@ -51,7 +51,11 @@ def translate(exc: BaseException, where: DatabaseUrl) -> RiffluxError:
     message that names the database (never its password) and says what to do."""
     state = str(getattr(exc, "sqlstate", "") or "")
     closed = isinstance(exc, asyncpg.InterfaceError) and "closed" in str(exc)
-    if isinstance(exc, OSError | TimeoutError) or closed or \
+    # a connection cut in the middle of an operation can leave asyncpg's protocol in a
+    # state it never leaves ("cannot switch to state 15; another operation is in
+    # progress"): lost as surely as a closed one, and a new one is the way out
+    broken = isinstance(exc, asyncpg.InternalClientError)
+    if isinstance(exc, OSError | TimeoutError) or closed or broken or \
             state.startswith(_UNREACHABLE_STATES):
         return IndexUnreachableError(
             f"cannot reach the PostgreSQL index {where} ({type(exc).__name__}: {exc}): check "
