@@ -181,8 +181,8 @@ class MatrixStore(Protocol):
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
                              into_codes: CodeBlocks | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` a block at a time
-        from one snapshot (to ``into_codes``, if given, those the store holds compact
-        too); returns how many."""
+        from one snapshot (given ``into_codes``, all of them to it, compact); returns
+        how many."""
         ...
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""

@@ -245,8 +245,8 @@ class Reader:
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
                              into_codes: CodeBlocks | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
-        files) a block at a time from one snapshot, or to ``into_codes`` (row ids, codes,
-        scales, files) for those stored compact too; returns how many."""
+        files) a block at a time from one snapshot, or, given ``into_codes``, all of them
+        to it compact (row ids, codes, scales, files); returns how many."""
         from . import vectors
 
         return await vectors.stream(self.conn, self.db_path, model, dim, into,

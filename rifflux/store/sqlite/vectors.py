@@ -53,8 +53,9 @@ async def stream(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int
                  into_codes: CodeBlocks | None = None) -> int:
     """Every chunk with a vector of ``model``, handed to ``into`` (row ids, float32
     vectors, files) in blocks of at most about ``block`` rows, all read in one snapshot
-    of the database. With ``into_codes``, the vectors stored compact too go there
-    instead (row ids, codes, scales, files), unconverted. Returns how many."""
+    of the database. With ``into_codes``, every one goes there instead, compact (row
+    ids, codes, scales, files): its stored compact row, or its float32 vector converted
+    once. Returns how many."""
     count = 0
     async with snapshot(conn, db_path):
         served = await _served(conn, db_path, model)
