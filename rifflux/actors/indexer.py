@@ -61,7 +61,6 @@ if TYPE_CHECKING:  # (the model's module is loaded with the model)
 
 logger = logging.getLogger(__name__)
 
-_UNTOLD = object()  # (no embedder told to the query actor yet)
 #: Longest wait between attempts to adopt the model while the database is busy.
 _ADOPT_MAX_DELAY = 5.0
 #: How often the change log is looked at (other processes' commits), in seconds.
@@ -87,7 +86,6 @@ class Indexer:
         self._writer, self._events, self._follow = writer, events or EventHub(), follow
         self._follow_failures = 0  # busy reads of the change log in a row
         self._embedder: Embedder | None = None
-        self._announced: object = _UNTOLD  # the embedder the query actor last loaded
         self._settings, self._jobs, self._inbox = settings, jobs, inbox
         self._embedder_out, self._query, self._retry_out = embedder_out, query_out, retry_out
         self._globs = Globs(settings.include, settings.exclude)
@@ -156,14 +154,9 @@ class Indexer:
         logger.error("cannot adopt model %s; semantic search is off", label, exc_info=exc)
         self._adopt_error = (f"the embedding model could not be adopted "
                              f"({type(exc).__name__}: {exc}); semantic search is off")
-        await self._writer.missing.adopt(None)
+        await self._writer.missing.adopt(
+            None, partial(self._query.send, VectorsReset(embedder=None)))
         return 0
-
-    async def _announce(self, embedder: Embedder | None) -> None:
-        """The query actor told to load this model's matrix, once an adoption attempt."""
-        if self._announced is not embedder:
-            self._announced = embedder
-            await self._query.send(VectorsReset(embedder=embedder))
 
     async def _adopt(self, msg: ModelLoaded, timers: TaskGroup) -> None:
         """Make the loaded model the active one (vectors of others are dropped), then let
@@ -171,14 +164,14 @@ class Indexer:
         busy, the message comes back later; jobs run meanwhile (and wait for it)."""
         embedder = msg.embedder
         label = embedder.label if embedder else None
-        try:  # (the matrix loads while the texts lacking a vector are read)
-            dropped = await self._writer.missing.adopt(label, partial(self._announce, embedder))
+        try:  # (the matrix loads while the texts lacking a vector are read; a retry's afresh)
+            dropped = await self._writer.missing.adopt(
+                label, partial(self._query.send, VectorsReset(embedder=embedder)))
         except RiffluxError as exc:
             if not isinstance(exc, IndexDamagedError):  # busy, most likely: try again
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
                 logger.warning("cannot adopt model %s yet (%s); retrying in %.1fs", label,
                                exc, delay)
-                self._announced = _UNTOLD  # (the retry's matrix is loaded afresh)
                 timers.start_soon(self._send_later, replace(msg, attempt=msg.attempt + 1),
                                   delay, name="rifflux.indexer.adopt-retry")
                 return
@@ -189,7 +182,6 @@ class Indexer:
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         self._model, self._embedder = label, embedder
-        await self._announce(embedder)
         timers.start_soon(self._upkeep, name="rifflux.indexer.upkeep")
         await self._embedder_out.send(
             ModelAdopted(embedder=None if self._settings.read_only else embedder))

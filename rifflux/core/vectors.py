@@ -143,11 +143,7 @@ class VectorIndex:
         """A block of a load: rows appended, their ids not looked up (a block's ids
         inserted among those held cost a copy of them all: 2 s of a million-row load).
         ``seal`` finds them all at once after the last block; searches wait for it."""
-        self._grow(self._n + len(ids))
-        at = slice(self._n, self._n + len(ids))
-        self._codes[at], self._scales[at] = quantise(normalise(vectors))
-        self._ids[at], self._groups[at] = ids, groups
-        self._n += len(ids)
+        self.append_codes(ids, *quantise(normalise(vectors)), groups)
 
     def append_codes(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32,
                      groups: I64) -> None:

@@ -78,8 +78,9 @@ class MissingStore(Protocol):
     def take_left(self) -> set[str]: ...
     async def adopt(self, model: str | None,
                     adopted: Callable[[], Awaitable[None]] | None = None) -> int:
-        """``model`` the active one (other models' vectors dropped), ``adopted`` awaited,
-        then the texts lacking a vector read; returns how many vectors were dropped."""
+        """``model`` the active one (other models' vectors dropped), ``adopted`` awaited
+        (once each call that gets that far, whatever the model), then the texts lacking
+        a vector read; returns how many vectors were dropped."""
         ...
     async def refresh(self) -> None: ...
     async def changed_elsewhere(self, *, files: Sequence[int], texts_gone: Sequence[str],

@@ -76,6 +76,8 @@ class Missing:
         self._model = model
         if model is None or self.read_only:
             self._replace(set())
+            if adopted is not None:
+                await adopted()
             return 0
         with mapped_errors(self.where):
             async with transaction(self.conn):

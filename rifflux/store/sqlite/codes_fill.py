@@ -23,11 +23,11 @@ import numpy as np
 
 from ...core.codes import packed
 from .schema import mapped_errors
+from .vector_schema import CODES_MARK
 
 #: Vectors read, converted and written at a time (6 MiB of float32 at 384 dimensions).
 BLOCK = 4096
-#: The ``meta`` key, set to ``complete`` once every vector has its compact row.
-MARK = "vector_codes"
+MARK = CODES_MARK
 #: The most it waits for another writer's lock at a block before giving up till later.
 _BUSY_MS = 1000
 

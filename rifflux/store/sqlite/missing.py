@@ -104,6 +104,8 @@ class Missing:
         self._model = model
         if model is None or self.read_only:
             self._replace({})  # (nothing can be embedded)
+            if adopted is not None:
+                await adopted()
             return 0
         with mapped_errors(self.db_path):
             # Whether another model's vector is there at all reads the (content_hash, model)

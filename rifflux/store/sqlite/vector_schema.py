@@ -9,7 +9,11 @@ fills them in the background (``codes_fill``). Created with the other tables whe
 writer opens the index: nothing to upgrade.
 """
 
-VECTORS_SCHEMA = """
+#: The ``meta`` key set to ``complete`` once every vector has its compact row
+#: (``codes_fill``).
+CODES_MARK = "vector_codes"
+
+VECTORS_SCHEMA = f"""
 -- A rowid table: the 1.5 KB vectors live in the table's pages, so the index that
 -- answers "has this text a vector?" stays small and fast.
 CREATE TABLE IF NOT EXISTS embeddings(
@@ -29,6 +33,6 @@ CREATE TRIGGER IF NOT EXISTS embeddings_ad AFTER DELETE ON embeddings BEGIN
     DELETE FROM embedding_codes WHERE id = old.id;
 END;
 -- nothing for codes_fill.py to fill in an index made with the table
-INSERT OR IGNORE INTO meta(key, value) SELECT 'vector_codes', 'complete'
+INSERT OR IGNORE INTO meta(key, value) SELECT '{CODES_MARK}', 'complete'
 WHERE NOT EXISTS (SELECT 1 FROM embeddings);
 """

@@ -179,20 +179,15 @@ async def exact(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int,
             "ON e.content_hash = c.content_hash AND e.model = ? "
             "WHERE c.id IN (SELECT value FROM json_each(?))",
             (model, json.dumps(rowids.tolist())))
-    ids, vectors, _ = _arrays(list(rows), dim, with_files=False)
-    return ids, vectors
+    return _arrays(list(rows), dim)
 
 
-def _arrays(rows: Sequence[Sequence[Any]], dim: int,
-            with_files: bool) -> tuple[I64, F32, I64]:
-    """Row ids, vectors and (with ``with_files``) files of rows (id, [file], vector);
-    a vector of another size than ``dim`` (not expected: one model, one size) is left
-    out."""
+def _arrays(rows: Sequence[Sequence[Any]], dim: int) -> tuple[I64, F32]:
+    """Row ids and vectors of rows (id, vector); a vector of another size than ``dim``
+    (not expected: one model, one size) is left out."""
     width = 4 * dim
     rows = [r for r in rows if len(r[-1]) == width]
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    files = (np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-             if with_files else np.zeros(0, dtype=np.int64))
     blob = b"".join(r[-1] for r in rows)
     vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)
-    return ids, vectors, files
+    return ids, vectors

@@ -236,6 +236,7 @@ class Writer:
         from ...core.codes import packed
 
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        blobs, rows_packed = [v.tobytes() for v in vecs], packed(vecs)  # (before the lock)
         index = {h: i for i, h in enumerate(hashes)}
         users: list[tuple[int, int, int]] = []
         with mapped_errors(self.db_path):
@@ -251,14 +252,13 @@ class Writer:
                 await self.conn.executemany(
                     "INSERT OR IGNORE INTO embeddings(content_hash, model, dim, vector) "
                     "VALUES (?,?,?,?)",
-                    [(hashes[i], model, vecs.shape[1], vecs[i].tobytes()) for i in used],
+                    [(hashes[i], model, vecs.shape[1], blobs[i]) for i in used],
                 )
                 await self.conn.executemany(  # (not for another's vector, maybe not equal)
                     "INSERT OR REPLACE INTO embedding_codes(id, model, codes) SELECT id, "
                     "model, ? FROM embeddings WHERE content_hash = ? AND model = ? "
                     "AND vector = ?",
-                    [(row, hashes[i], model, vecs[i].tobytes())
-                     for i, row in zip(used, packed(vecs[used]), strict=True)],
+                    [(rows_packed[i], hashes[i], model, blobs[i]) for i in used],
                 )
         self.missing.stored(model, hashes)
         if not users:
