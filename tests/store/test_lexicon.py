@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio.from_thread
 import pytest
 
 from rifflux import Rifflux
@@ -172,6 +173,29 @@ async def test_a_build_read_while_another_process_wrote_is_not_stored(
     assert lexicon_row(index.db) is None
     monkeypatch.undo()
     assert await index.build(ALWAYS)  # the next refresh reads it again
+    await ranks_as_fts5(index)
+
+
+async def test_a_refresh_asked_for_during_a_build_is_done_after_it(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A job's upkeep asks while an earlier upkeep builds from what it read before the job
+    # wrote: that build is not stored, and the one asked for is not lost but done after.
+    builder = lexicon_build.LexiconBuilder(index.db, limits=ALWAYS)
+    read, asked = lexicon_build._read, list[bool]()
+
+    def read_while_a_job_writes(*args: object) -> object:
+        collected = read(*args)  # type: ignore[arg-type]
+        if not asked:
+            with sqlite3.connect(index.db) as job:
+                job.execute("DELETE FROM chunks WHERE id = (SELECT max(id) FROM chunks)")
+            asked.append(anyio.from_thread.run(builder.refresh))
+        return collected
+
+    monkeypatch.setattr(lexicon_build, "_read", read_while_a_job_writes)
+    assert await builder.refresh()
+    assert asked == [False]  # (the build under way took it on)
+    assert lexicon_row(index.db) is not None
     await ranks_as_fts5(index)
 
 

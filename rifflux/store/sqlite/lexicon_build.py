@@ -67,18 +67,27 @@ class LexiconBuilder:
         self._busy_timeout_ms = busy_timeout_ms
         self._limits = limits  # None: DEFAULT_LIMITS
         self._building = False
+        self._again = False  # a refresh was asked for during a build
 
     async def refresh(self) -> bool:
         """Build the lexical search's lists again if there are none or many chunks
-        changed since (``refresh``); nothing on a read-only index or while a build is
-        under way. True when built."""
-        if self._read_only or self._building:
+        changed since (``refresh``); nothing on a read-only index. A refresh asked for
+        while a build is under way is that build's to do: it looks again once it ends
+        (the build it ran may have read before the writes that asked). True when built."""
+        if self._read_only:
             return False
-        self._building = True
+        if self._building:
+            self._again = True
+            return False
+        self._building, built = True, False
         try:
-            with mapped_errors(self._db_path):
-                return await refresh(self._db_path, self._limits or DEFAULT_LIMITS,
-                                     busy_timeout_ms=self._busy_timeout_ms)
+            while True:
+                self._again = False
+                with mapped_errors(self._db_path):
+                    built = await refresh(self._db_path, self._limits or DEFAULT_LIMITS,
+                                          busy_timeout_ms=self._busy_timeout_ms) or built
+                if not self._again:
+                    return built
         finally:
             self._building = False
 
