@@ -9,13 +9,13 @@ from .plain import Lines, Out, on_terminal, print_plain
 __all__ = ["out", "print_search"]
 
 
-def out(*, soft_wrap: bool = True) -> Out:
+def out() -> Out:
     """A command's results: on a terminal rich's console (imported now), else plain
     lines."""
     if on_terminal():
         from .terminal import stdout_console
 
-        return stdout_console(soft_wrap=soft_wrap)
+        return stdout_console()
     return Lines()
 
 
