@@ -219,15 +219,15 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from ..location import DatabaseUrl, is_database_url
+    from ..location import DatabaseUrl, index_location
     from ..store.migrate import migrate
 
-    source = settings.db_path if args.source is None else (
-        args.source if is_database_url(args.source) else Path(args.source))
+    source = settings.db_path if args.source is None else index_location(args.source)
     if not isinstance(source, Path):
         raise CommandError("--from names the SQLite index to copy (a file), not a URL",
                            EXIT_USAGE)
-    if not is_database_url(args.target):
+    target = index_location(args.target)
+    if not isinstance(target, DatabaseUrl):
         raise CommandError(f"--to names the PostgreSQL database to copy into "
                            f"(postgresql://user@host/dbname), not {args.target!r}", EXIT_USAGE)
     err = _stderr_console()
@@ -238,12 +238,12 @@ async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
         elif stage != "index" and done == total:
             err.print(f"{stage}: {done:,} copied")
 
-    copied = await migrate(source, DatabaseUrl(args.target), progress=progress)
+    copied = await migrate(source, target, progress=progress)
     if args.json:
         write_json(copied)
     else:
         stdout_console().print(
-            f"copied {source} to {DatabaseUrl(args.target).redacted}: "
+            f"copied {source} to {target.redacted}: "
             f"{count(copied['files'], 'file')} in {count(copied['roots'], 'folder')}, "
             f"{count(copied['chunks'], 'chunk')}, {count(copied['vectors'], 'vector')} of "
             f"{copied['model'] or 'no model'} in {copied['seconds']:.1f} s"
