@@ -4,6 +4,7 @@ links and vectors included, and nothing is read or embedded again."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from rifflux import IndexDatabaseError, Rifflux
 from rifflux.store.migrate import migrate
 
-from .helpers import CountingEmbedder, index_rows, rifflux_cli
+from .helpers import CountingEmbedder, eventually, index_rows, rifflux_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -94,3 +95,32 @@ async def test_migrate_refuses_a_file_that_is_not_an_index(
     with pytest.raises(Exception, match="not a Rifflux index"):
         await migrate(tmp_path / "notes.db", url)
     assert await index_rows(url, "SELECT count(*) FROM files") == [(0,)]
+
+
+async def test_a_vector_of_the_wrong_size_is_left_behind_and_its_text_embedded_again(
+    tmp_path: Path, search_docs: Path, new_postgres_index: Callable[[], str],
+) -> None:
+    db = tmp_path / "i.db"
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+        status = await rf.status()
+    with sqlite3.connect(db) as lite:  # one vector cut short by a float, as a torn write would
+        content_hash, text = lite.execute(
+            "SELECT e.content_hash, c.content FROM embeddings e JOIN chunks c "
+            "ON c.content_hash = e.content_hash ORDER BY e.id LIMIT 1").fetchone()
+        lite.execute("UPDATE embeddings SET vector = substr(vector, 5) WHERE content_hash = ?",
+                     (content_hash,))
+    url = new_postgres_index()
+    copied = await migrate(db, url)
+    assert copied["chunks"] == status["chunks"]
+    assert copied["vectors"] == status["embeddings"] - 1
+    embedder = CountingEmbedder()
+    async with Rifflux(url, embedder=embedder) as rf:
+        async def embedded() -> bool:
+            return (await rf.status())["pending_embeddings"] == 0
+
+        await eventually(embedded)
+        moved = await rf.status()
+    assert moved["embeddings"] == status["embeddings"]
+    assert len(embedder.embedded) == 1  # that text only, its body under its heading
+    assert text.splitlines()[-1] in embedder.embedded[0]

@@ -11,7 +11,9 @@ transaction: a process writing to it meanwhile does not tear the copy.
 
 The target must hold no index yet (an empty database, or one made by Rifflux with
 no folder in it): a copy never mixes into another index. Vectors of other models
-(which SQLite keeps to switch back to) are left behind and counted.
+(which SQLite keeps to switch back to) are left behind and counted. A vector whose
+bytes are not as many as its size says (torn: not expected) is left behind too, and
+its text is embedded again once the PostgreSQL index is opened.
 """
 
 from __future__ import annotations
@@ -19,17 +21,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 import anyio
-import numpy as np
 
 from ..core.chunker import Chunk
 from ..core.frontmatter import FileMetadata
 from ..core.links import Link
-from ..core.vectors import F32
 from ..errors import IndexDatabaseError, NotAnIndexError, SchemaVersionError
 from ..location import DatabaseUrl
 from .postgres.connection import close, connect, mapped_errors
@@ -37,6 +37,7 @@ from .postgres.schema import ensure_schema
 from .postgres.session import Session
 from .postgres.writer import Writer
 from .sqlite.schema import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
+from .sqlite.vectors import by_size
 from .written import FileToWrite
 
 #: Files written per transaction, and vectors.
@@ -97,9 +98,9 @@ async def migrate(source: Path, target: str | DatabaseUrl, *,
                     "SELECT content_hash, dim, vector FROM embeddings WHERE model = ? "
                     "ORDER BY id", (model,))
                 while block := await anyio.to_thread.run_sync(cursor.fetchmany, VECTOR_BATCH):
-                    for hashes, vecs in _by_dim(block):
-                        await writer.write_vectors(model, hashes, vecs)
-                        vectors += len(hashes)
+                    for same, vecs in by_size(block):  # (a vector torn short: left out)
+                        await writer.write_vectors(model, [str(r[0]) for r in same], vecs)
+                        vectors += len(same)
                     tell("vectors", vectors, total)
                 tell("index", 0, 1)
                 await writer.make_vector_indexes()
@@ -201,11 +202,3 @@ class _Source:
                                   frontmatter=json.loads(r[8])),
             chunks=chunks[int(r[0])], line_count=int(r[9]), encoding=r[10],
             links=links[int(r[0])]) for r in rows]
-
-
-def _by_dim(block: Sequence[Any]) -> Iterator[tuple[list[str], F32]]:
-    """Rows of ``embeddings`` as hashes and float32 vectors, one group per dimension."""
-    for dim in sorted({int(r[1]) for r in block}):
-        same = [r for r in block if int(r[1]) == dim]
-        yield ([str(r[0]) for r in same], np.frombuffer(
-            b"".join(r[2] for r in same), dtype=np.float32).reshape(len(same), dim))

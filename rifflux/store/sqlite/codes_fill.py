@@ -13,17 +13,16 @@ fill reaches the end. Cancelling it stops it within one block; the next fill goe
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.from_thread
-import numpy as np
 
 from ...core.codes import packed
 from .schema import mapped_errors
 from .vector_schema import CODES_MARK
+from .vectors import by_size
 
 #: Vectors read, converted and written at a time (6 MiB of float32 at 384 dimensions).
 BLOCK = 4096
@@ -91,16 +90,8 @@ def _fill(db_path: Path, busy_timeout_ms: int) -> int:
 
 
 def _rows(rows: list[Any]) -> list[tuple[bytes, int, bytes]]:
-    """(compact row, vector id, float32 vector) of each well-formed vector, converted a
-    size at a time (one model, one size: a vector of another is left without one)."""
-    by_dim: dict[int, list[Any]] = defaultdict(list)
-    for row in rows:
-        if len(row[3]) == 4 * int(row[2]) > 0:
-            by_dim[int(row[2])].append(row)
-    out: list[tuple[bytes, int, bytes]] = []
-    for dim, same in by_dim.items():
-        vectors = np.frombuffer(b"".join(r[3] for r in same), dtype=np.float32)
-        out.extend((code, int(r[0]), r[3])
-                   for r, code in zip(same, packed(vectors.reshape(len(same), dim)),
-                                      strict=True))
-    return out
+    """(compact row, vector id, float32 vector) of each well-formed vector (rows: id,
+    model, dim, vector), converted a size at a time (one model, one size: a vector of
+    another is left without one)."""
+    return [(code, int(r[0]), r[-1]) for same, vectors in by_size(rows)
+            for r, code in zip(same, packed(vectors), strict=True)]

@@ -7,9 +7,10 @@ search's candidates."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import aiosqlite
 import anyio
@@ -39,6 +40,8 @@ _CODES = "SELECT id, codes FROM embedding_codes WHERE model = ? ORDER BY id"
 _VECTORS = "SELECT id, vector FROM embeddings WHERE model = ? ORDER BY id"
 _THESE_VECTORS = ("SELECT id, vector FROM embeddings WHERE id IN "
                   "(SELECT value FROM json_each(?)) ORDER BY id")
+
+_Row = TypeVar("_Row", bound=Sequence[Any])
 
 
 async def upper_bound(conn: aiosqlite.Connection, db_path: Path) -> int:
@@ -191,3 +194,16 @@ def _arrays(rows: Sequence[Sequence[Any]], dim: int) -> tuple[I64, F32]:
     blob = b"".join(r[-1] for r in rows)
     vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)
     return ids, vectors
+
+
+def by_size(rows: Sequence[_Row]) -> Iterator[tuple[list[_Row], F32]]:
+    """Rows of ``embeddings`` that end in (dim, vector), a size at a time: the rows of
+    one size and their float32 vectors as one array. A vector whose bytes are not as
+    many as its size says (not expected: one model, one size) is left out."""
+    sizes: dict[int, list[_Row]] = defaultdict(list)
+    for row in rows:
+        if len(row[-1]) == 4 * int(row[-2]) > 0:
+            sizes[int(row[-2])].append(row)
+    for dim, same in sorted(sizes.items()):
+        yield same, np.frombuffer(b"".join(r[-1] for r in same),
+                                  dtype=np.float32).reshape(len(same), dim)
