@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,9 +34,9 @@ from rifflux.store.migrate import migrate
 
 from ._common import Skipped
 from ._context import State
-from ._corpus import REPO_ROOT
 from ._grow import grow_corpus
 from ._scale import _child as scale_child
+from ._workers import run_worker
 
 _TIMEOUT = 6 * 3600
 
@@ -91,15 +89,8 @@ class _Given:
 
 
 def _search_process(db: str, qfile: Path) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks._postgres_child", "--db", db, "--queries",
-         str(qfile)], capture_output=True, text=True, env=env, timeout=_TIMEOUT, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"search process on {db} failed:\n{proc.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return run_worker("_postgres_child", ["--db", db, "--queries", str(qfile)],
+                      what=f"search process on {db}", timeout=_TIMEOUT)
 
 
 def agreement(a: list[list[str]], b: list[list[str]]) -> float | None:

@@ -17,30 +17,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from ._common import Incomplete, expect_answers, expect_chunks
 from ._context import State
-from ._corpus import REPO_ROOT
 from ._grow import grown_corpus
+from ._workers import run_worker
 
 _TIMEOUT = 6 * 3600
 
 
 def _child(args: list[str]) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks._scale_child", *args],
-        capture_output=True, text=True, env=env, timeout=_TIMEOUT, check=False,
-    )
-    if proc.returncode != 0:
-        raise Incomplete(f"scale worker {args[0]} failed:\n{proc.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return run_worker("_scale_child", args, what=f"scale worker {args[0]}", timeout=_TIMEOUT)
 
 
 def _files_in(folder: Path) -> int:

@@ -27,8 +27,6 @@ import os
 import random
 import sqlite3
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,9 +40,9 @@ from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect
 
 from ._context import State
-from ._corpus import REPO_ROOT
 from ._cranfield import load_docs, load_queries, write_docs
 from ._grow import perturb
+from ._workers import run_worker
 
 #: The service's defaults (Settings.semantic_feedback, VectorIndex's pool).
 FEEDBACK = 3
@@ -171,17 +169,6 @@ def _synthetic(db: Path, texts: list[str], rows: int, seed: int) -> None:
     part.rename(db)
 
 
-def _child(args: list[str]) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks._vectors_child", *args],
-                          capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"vectors worker failed:\n{proc.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
-
-
 async def vectors(state: State) -> dict[str, Any]:
     import anyio
 
@@ -205,7 +192,8 @@ async def vectors(state: State) -> dict[str, Any]:
     built_s = time.perf_counter() - start
     qfile = cfg.work / "vectors-queries.json"
     qfile.write_text(json.dumps(state.queries.take(20 if cfg.quick else 60)))
-    scale = _child(["--db", str(db), "--queries", str(qfile)])
+    scale = run_worker("_vectors_child", ["--db", str(db), "--queries", str(qfile)],
+                       what="vectors worker")
     result["scale"] = {"rows": rows, "build_s": round(built_s, 1), **scale}
     return result
 
