@@ -2,9 +2,10 @@
 one run.
 
 - Ingest: the SQLite index of the grown corpus (``--scale-chunks``, 100,000 by
-  default; hash vectors) copied into PostgreSQL by ``rifflux migrate``'s
-  ``store.migrate.migrate``: files and chunks per second, then the precomputed
-  vectors per second (the HNSW index built at the end included).
+  default; hash vectors; the scale section's, when it made that one in the run)
+  copied into PostgreSQL by ``rifflux migrate``'s ``store.migrate.migrate``: files
+  and chunks per second, then the precomputed vectors per second (the HNSW index
+  built at the end included).
 - Latency: one search process per store (``_postgres_child``), each mode at
   concurrency 1 and 8, p50 and p95; and each process's RSS after the queries.
 - Agreement: top-10 of PostgreSQL against SQLite's, averaged over the queries,
@@ -34,8 +35,7 @@ from rifflux.store.migrate import migrate
 
 from ._common import Skipped
 from ._context import State
-from ._grow import grow_corpus
-from ._scale import _child as scale_child
+from ._scale import indexed_point, scale_db
 from ._workers import run_worker
 
 _TIMEOUT = 6 * 3600
@@ -128,15 +128,22 @@ def _compare(sqlite: dict[str, Any], postgres: dict[str, Any]) -> dict[str, Any]
             for mode in ("lexical", "semantic", "hybrid")}
 
 
+async def _grown_index(state: State) -> tuple[Path, dict[str, Any] | None]:
+    """The SQLite index of the corpus grown to ``--scale-chunks`` with hash vectors, and
+    what growing and indexing it did: the scale section's, made and checked in this run
+    (then None), else made now."""
+    cfg = state.config
+    size, db = cfg.scale_chunks, scale_db(cfg, cfg.scale_chunks, "hash")
+    scale = state.results.get("scale") or {}
+    point = (scale.get("points") or {}).get(str(size)) or {}
+    if scale.get("backend") == "hash" and "serve" in point:  # (served: its index checked)
+        return db, None
+    return db, await anyio.to_thread.run_sync(indexed_point, state, size, "hash")
+
+
 async def postgres_section(state: State) -> dict[str, Any]:
     cfg = state.config
-    grown, db = cfg.work / "grown", cfg.work / "grown-db" / "index.db"
-    growth: dict[str, Any] | None = None
-    if not db.exists():  # (the scale section, when it ran, left both)
-        growth = dict(grow_corpus(cfg.corpus, grown, state.chunks, cfg.scale_chunks,
-                                  seed=cfg.seed + 6))
-        await anyio.to_thread.run_sync(scale_child, ["index", "--db", str(db), "--corpus",
-                                                     str(grown), "--backend", "hash"])
+    db, made = await _grown_index(state)
     small = cfg.work / "pg-corpus" / "index.db"  # awesome-copilot, hash vectors
     async with Rifflux(small, embedding_backend="hash") as rf:
         await rf.reindex(cfg.corpus)
@@ -164,7 +171,8 @@ async def postgres_section(state: State) -> dict[str, Any]:
     for run in (lite, pg, lite_small, pg_small):
         del run["top10"]
     return {
-        "chunks": pg["chunks"], "target_chunks": cfg.scale_chunks, "growth": growth,
+        "chunks": pg["chunks"], "target_chunks": cfg.scale_chunks,
+        "growth": None if made is None else made["growth"],  # (None: the scale section's)
         "ingest": ingest, "corpus_chunks": pg_small["chunks"], "corpus_copy": corpus_copy,
         "sqlite": lite, "postgres": pg,
         "agreement_corpus": agree_small, "agreement_grown": agree_big,

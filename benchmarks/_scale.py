@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import Incomplete, expect_answers, expect_chunks
-from ._context import State
+from ._context import Config, State
 from ._grow import grown_corpus
 from ._workers import run_worker
 
@@ -37,9 +37,15 @@ def _files_in(folder: Path) -> int:
     return sum(len(files) for _, _, files in os.walk(folder))
 
 
-def scale_point(state: State, size: int) -> dict[str, Any]:
-    """One point of the curve: ``size`` chunks grown, indexed, served. Raises
-    ``Incomplete`` (with what it measured) when its work was not done."""
+def scale_db(cfg: Config, size: int, backend: str) -> Path:
+    """Where the corpus grown to ``size`` chunks is indexed with ``backend`` vectors (the
+    postgres section reuses the index this section made)."""
+    return cfg.work / f"scale-{size}-{backend}" / "index.db"
+
+
+def indexed_point(state: State, size: int, backend: str) -> dict[str, Any]:
+    """``size`` chunks grown and indexed into ``scale_db`` with ``backend`` vectors: what
+    that did. Raises ``Incomplete`` (with it) when its work was not done."""
     cfg = state.config
     base = cfg.scale_corpora or cfg.work
     corpus, growth = grown_corpus(cfg.corpus, base, state.chunks, size, seed=cfg.seed + 6)
@@ -49,9 +55,9 @@ def scale_point(state: State, size: int) -> dict[str, Any]:
         raise Incomplete(f"the grown corpus {corpus} is missing files ({on_disk:,} of "
                          f"{growth['files']:,}): delete its .json manifest to grow it again",
                          point)
-    db = cfg.work / f"scale-{size}" / "index.db"
+    db = scale_db(cfg, size, backend)
     point["index"] = indexed = _child(["index", "--db", str(db), "--corpus", str(corpus),
-                                       "--backend", cfg.scale_backend])
+                                       "--backend", backend])
     if indexed["status"] != "completed":
         raise Incomplete(f"the index job ended {indexed['status']}: {indexed['error']}", point)
     why = f"; the job reported: {'; '.join(indexed['job_errors'])}" if indexed["job_errors"] else ""
@@ -60,6 +66,15 @@ def scale_point(state: State, size: int) -> dict[str, Any]:
                       f"the index of {corpus.name}")
     except Incomplete as exc:
         raise Incomplete(f"{exc}{why}", point) from None
+    return point
+
+
+def scale_point(state: State, size: int) -> dict[str, Any]:
+    """One point of the curve: ``size`` chunks grown, indexed, served. Raises
+    ``Incomplete`` (with what it measured) when its work was not done."""
+    cfg = state.config
+    point = indexed_point(state, size, cfg.scale_backend)
+    db = scale_db(cfg, size, cfg.scale_backend)
     n = cfg.latency_queries
     queries = {"warmup": state.queries.take(5), "hybrid": state.queries.take(n),
                "lexical": state.queries.take(n), "semantic": state.queries.take(n)}

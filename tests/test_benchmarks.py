@@ -5,6 +5,7 @@ report), and no target over its figures passes; the scale curve is drawn."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from benchmarks._report import render
 from benchmarks._targets import check_all
 
 from .helpers import write
+from .postgres import PostgresServer
 
 
 def sections_of_notes(root: Path, files: int = 10, sections: int = 50) -> Path:
@@ -23,6 +25,19 @@ def sections_of_notes(root: Path, files: int = 10, sections: int = 50) -> Path:
     for i in range(files):
         body = "".join(f"## Part {j}\n\nThe heron {i} wades past reed {j} at dawn.\n\n"
                        for j in range(sections))
+        write(root, f"note-{i}.md", f"# Note {i}\n\n{body}")
+    return root
+
+
+def varied_notes(root: Path, files: int = 10, sections: int = 50) -> Path:
+    """``files`` notes of ``sections`` sections of seeded made-up words: one chunk a
+    section, and enough distinct words for every query the sections draw."""
+    rng = random.Random(5)
+    vocab = ["".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou") for _ in range(3))
+             for _ in range(400)]
+    for i in range(files):
+        body = "".join(f"## {' '.join(rng.sample(vocab, 3))}\n\n"
+                       f"{' '.join(rng.sample(vocab, 12))}.\n\n" for _ in range(sections))
         write(root, f"note-{i}.md", f"# Note {i}\n\n{body}")
     return root
 
@@ -68,6 +83,20 @@ def test_an_index_that_came_out_empty_fails_its_point_of_the_curve(tmp_path: Pat
     assert hybrid["status"] == "FAIL" and "holds 0 chunks" in hybrid["note"]
     assert not [t for t in run["targets"] if t["status"] == "pass"]
     assert "| pass |" not in markdown and "holds 0 chunks" in markdown
+
+
+def test_the_postgres_section_copies_the_index_the_scale_section_made(
+    tmp_path: Path, postgres: PostgresServer,
+) -> None:
+    corpus, out = varied_notes(tmp_path / "corpus"), tmp_path / "out"
+    status = main(["--sections", "scale,postgres", "--scale-chunks", "600", "--corpus",
+                   str(corpus), "--backend", "hash", "--queries", "5", "--out", str(out),
+                   "--postgres-url", postgres.url])
+    _, run = report(out)
+    assert status == 0, run["errors"]
+    scaled, copied = run["results"]["scale"]["points"]["600"], run["results"]["postgres"]
+    assert copied["growth"] is None  # nothing grown or indexed again
+    assert copied["chunks"] == copied["ingest"]["chunks"] == scaled["index"]["chunks"]
 
 
 def _point(chunks: int, hybrid_p50: float, *, error: str | None = None) -> dict[str, Any]:
