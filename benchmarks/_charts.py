@@ -86,6 +86,19 @@ def write_charts(run: dict[str, Any], out: Path, stem: str) -> list[Chart]:
     return charts
 
 
+def copied(charts: list[Chart], out: Path, drawn: str, stem: str) -> list[Chart]:
+    """The charts ``write_charts`` drew into ``out`` for stem ``drawn``, copied to stem
+    ``stem``'s names: a second report's charts, not drawn again."""
+    import shutil
+
+    renamed: list[Chart] = []
+    for title, name in charts:
+        new = stem + name.removeprefix(drawn)
+        shutil.copyfile(out / name, out / new)
+        renamed.append((title, new))
+    return renamed
+
+
 def _log_sizes(ax: Any, sizes: list[int]) -> None:
     if len(sizes) > 1 and sizes[-1] > 10 * sizes[0]:
         ax.set_xscale("log")

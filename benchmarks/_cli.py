@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from ._charts import write_charts
+from ._charts import copied, write_charts
 from ._common import Incomplete, Skipped
 from ._context import Config, State
 from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
@@ -250,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     cfg.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + ("-quick" if cfg.quick else "")
-    for stem in (f"benchmark-{stamp}", "latest"):
-        charts = write_charts(run, cfg.out, stem)  # PNGs beside the report, linked from it
+    dated = f"benchmark-{stamp}"
+    drawn = write_charts(run, cfg.out, dated)  # PNGs beside the report, linked from it
+    for stem in (dated, "latest"):
+        charts = drawn if stem == dated else copied(drawn, cfg.out, dated, stem)
         markdown = render(run, charts)
         (cfg.out / f"{stem}.json").write_text(json.dumps(run, indent=2) + "\n")
         (cfg.out / f"{stem}.md").write_text(markdown)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import main
-from benchmarks._charts import write_charts
+from benchmarks._charts import copied, write_charts
 from benchmarks._corpus import chunk_texts
 from benchmarks._grow import grown_corpus
 from benchmarks._report import render
@@ -159,4 +159,9 @@ def test_the_scale_curve_is_drawn_beside_the_report_and_linked_from_it(tmp_path:
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
         assert f"]({name})" in markdown
     assert "Latency distribution of each mode at 1,000,000 chunks" in markdown
+    # a second report beside it links the same charts under its own names, not drawn again
+    again = copied(charts, tmp_path, "latest", "benchmark-1")
+    assert [name for _, name in again] == [n.replace("latest", "benchmark-1") for n in names]
+    for (_, first), (_, second) in zip(charts, again, strict=True):
+        assert (tmp_path / second).read_bytes() == (tmp_path / first).read_bytes()
     assert "| measure | 10,000 aimed | 100,000 aimed | 1,000,000 aimed |" in markdown
