@@ -11,13 +11,15 @@ compact path returns, the share of queries whose top 10 is identical (order incl
 and the worst query.
 
 **scale**: a synthetic index of ``--vectors-rows`` chunks (default 1,000,000) with hash
-vectors of perturbed corpus text and 16 chunks a file, loaded by a worker process
-(``python -m benchmarks._vectors_child``) as the query actor loads it: time, RSS after
-loading and peak while loading. Then the semantic branch as a search runs it, query
-embedding excluded (the scan, reading the candidates' float32 vectors, the exact
-ranking with feedback, the stable order of ties), over distinct queries, unfiltered and
-filtered to 1% of the files, with its agreement against an exact float32 ranking of all
-rows (computed in one streamed pass).
+vectors of perturbed corpus text (and their compact rows, as the writer stores them)
+and 16 chunks a file, loaded by a worker process (``python -m benchmarks._vectors_child``)
+as the query actor loads it: time, RSS after loading and peak while loading. Then the
+semantic branch as a search runs it, query embedding excluded (the scan, reading the
+candidates' float32 vectors, the exact ranking with feedback, the stable order of
+ties), over distinct queries, unfiltered and filtered to 1% of the files, with its
+agreement against an exact float32 ranking of all rows (computed in one streamed
+pass). Last, the time of a load through the float32 vectors instead, converted as they
+come (the load of an index made before compact rows).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rifflux import Rifflux
+from rifflux.core.codes import packed
 from rifflux.core.embedders import HashEmbedder, load_embedder
 from rifflux.core.vectors import VectorIndex, rank
 from rifflux.store.sqlite.reader import Reader
@@ -114,9 +117,9 @@ async def agreement(db: Path, backend: str, queries: list[str]) -> dict[str, Any
 
 
 def build_synthetic(db: Path, texts: list[str], rows: int, seed: int) -> None:
-    """An index of ``rows`` chunks of perturbed ``texts`` with their hash vectors, 16
-    chunks a file, written straight into the schema (no FTS rows: the lexical index is
-    not what this measures)."""
+    """An index of ``rows`` chunks of perturbed ``texts`` with their hash vectors and
+    their compact rows, 16 chunks a file, written straight into the schema (no FTS rows:
+    the lexical index is not what this measures)."""
     import anyio
 
     async def schema() -> None:
@@ -150,9 +153,14 @@ def build_synthetic(db: Path, texts: list[str], rows: int, seed: int) -> None:
                 [(start + i + 1, f"c{start + i}", files[i], (start + i) % CHUNKS_PER_FILE,
                   chunk_texts[i], f"h{start + i}") for i in range(n)])
             con.executemany(
-                "INSERT INTO embeddings(content_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
-                [(f"h{start + i}", embedder.label, embedder.dim, vectors[i].tobytes())
-                 for i in range(n)])
+                "INSERT INTO embeddings(id, content_hash, model, dim, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(start + i + 1, f"h{start + i}", embedder.label, embedder.dim,
+                  vectors[i].tobytes()) for i in range(n)])
+            con.executemany(  # each vector's compact row beside it, as the writer stores it
+                "INSERT INTO embedding_codes(id, model, codes) VALUES (?, ?, ?)",
+                [(start + i + 1, embedder.label, code)
+                 for i, code in enumerate(packed(vectors))])
             con.commit()
     finally:
         con.close()
@@ -161,12 +169,25 @@ def build_synthetic(db: Path, texts: list[str], rows: int, seed: int) -> None:
 def _synthetic(db: Path, texts: list[str], rows: int, seed: int) -> None:
     """``build_synthetic`` unless it is there (kept with ``--reuse-db``); a build that
     stopped half-way is never taken for one."""
-    if db.exists():
+    if db.exists() and _compact_rows(db) == rows:
         return
+    db.unlink(missing_ok=True)  # (kept from before the compact rows were written: made again)
     part = db.with_suffix(".part")
     part.unlink(missing_ok=True)
     build_synthetic(part, texts, rows, seed)
     part.rename(db)
+
+
+def _compact_rows(db: Path) -> int:
+    """The last compact row's id in ``db`` (its vectors' count, as ``build_synthetic``
+    writes them), 0 when it has none."""
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return int(con.execute("SELECT coalesce(max(id), 0) FROM embedding_codes").fetchone()[0])
+    except sqlite3.DatabaseError:  # (no such table, or no index at all)
+        return 0
+    finally:
+        con.close()
 
 
 async def vectors(state: State) -> dict[str, Any]:
@@ -220,7 +241,10 @@ def report(v: dict[str, Any]) -> list[str]:
     s = v["scale"]
     ms = s["semantic_ms"]
     lines += [f"Synthetic index of {s['vectors']:,} hash vectors (384 dims): loaded in "
-              f"{s['load_s']} s; matrix {s['matrix_mib']} MiB (float32 would be "
+              f"{s['load_s']} s from their compact rows, as the query actor loads them "
+              f"({s['load_float32_s']} s through their float32 vectors instead, converted "
+              f"as they load, as for an index made before compact rows); matrix "
+              f"{s['matrix_mib']} MiB (float32 would be "
               f"{s['float32_mib']} MiB); RSS {s['rss_before_load_mib']} MiB before loading, "
               f"{s['rss_after_load_mib']} MiB after, peak while loading "
               f"{s['peak_rss_while_loading_mib']} MiB.", "",
