@@ -92,11 +92,15 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
+#: What ``prepare_many`` answers for each file: (path, None) for one that has vanished.
+ParseResult = list[Prepared | Unreadable | Skipped | tuple[str, None]]
+
+
 def prepare_many(
     root: Path, items: list[tuple[str, str | None]], force: bool, limits: ChunkLimits
-) -> list[Prepared | Unreadable | Skipped | tuple[str, None]]:
+) -> ParseResult:
     """``prepare_file`` over several files in one call (one process round trip)."""
-    out: list[Prepared | Unreadable | Skipped | tuple[str, None]] = []
+    out: ParseResult = []
     for rel, sha in items:
         res = prepare_file(root, rel, sha, force, limits)
         out.append((rel, None) if res is None else res)
