@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from . import notefiles
 from .actors.jobs import JobHandle, Target
 from .actors.service import Service
 from .config import Settings
@@ -70,6 +69,8 @@ class NoteDesk:
         writers that were killed midway."""
         if not self.settings.writable:
             return  # (no worker thread for nothing)
+        from . import notefiles
+
         def prepare() -> list[Path]:
             folders = []
             for given in self.settings.writable:
@@ -106,6 +107,7 @@ class NoteDesk:
         the first that has it, else the first."""
         if given is not None or len(self.folders) < 2:
             return self.folder(given)
+        from . import notefiles
 
         def look() -> Path:
             for folder in self.folders:
