@@ -96,7 +96,7 @@ class Reads:
         return await self._records.locate(path, self._catalog.roots, root_id)
 
     async def _lines(self, located: Located, start: int | None, end: int | None) -> FileLines:
-        from ..core.document import read_lines  # (it brings the parser: searches never do)
+        from ..core.decode import read_lines  # (a search never reads lines from disk)
 
         first, last, total, text, sha = await anyio.to_thread.run_sync(
             read_lines, located.disk_path, start, end)
