@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import date
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 
@@ -23,7 +23,6 @@ from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
-from .actors.watcher import WatchFactory
 from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
 from .core.fts_query import build_every, build_match, dropped_stopwords
@@ -50,6 +49,9 @@ from .types import (
     Status,
     TagCount,
 )
+
+if TYPE_CHECKING:  # (the watcher loads only where folders are watched)
+    from .actors.watcher import WatchFactory
 
 __all__ = ["MODES", "Event", "EventsLost", "IndexUpdated", "JobChanged", "Rifflux",
            "Subscription"]

@@ -24,20 +24,22 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
-from . import note_ops, notefiles
 from .actors.jobs import JobHandle, Target
 from .actors.service import Service
 from .config import Settings
-from .core import note_edits
 from .core.filters import make_filters
 from .core.note_paths import note_path
-from .core.note_text import Edit, NoteText
 from .core.scan import Globs
 from .errors import InvalidArgumentError, NotWritableError, RiffluxError
 from .note_types import NoteChange, RecentNote
+
+if TYPE_CHECKING:  # (what writes notes, yaml with it, loads with the first note written)
+    from . import note_ops
+    from .core.note_text import Edit, NoteText
 
 __all__ = ["NoteDesk", "NoteMethods"]
 
@@ -67,6 +69,8 @@ class NoteDesk:
         writers that were killed midway."""
         if not self.settings.writable:
             return  # (no worker thread for nothing)
+        from . import notefiles
+
         def prepare() -> list[Path]:
             folders = []
             for given in self.settings.writable:
@@ -103,6 +107,7 @@ class NoteDesk:
         the first that has it, else the first."""
         if given is not None or len(self.folders) < 2:
             return self.folder(given)
+        from . import notefiles
 
         def look() -> Path:
             for folder in self.folders:
@@ -142,6 +147,8 @@ def _edits(append: str | None, prepend: str | None,
            replace_section: tuple[str, str] | None, find: str | None, replace: str | None,
            replace_all: bool, name: str) -> Callable[[NoteText], list[Edit]]:
     """The one edit asked for, as a function of the note's text."""
+    from .core import note_edits
+
     asked = [k for k, v in (("append", append), ("prepend", prepend),
                             ("replace_section", replace_section), ("find", find)) if v is not None]
     if len(asked) != 1:
@@ -191,6 +198,8 @@ class NoteMethods:
         with ``title`` and ``tags`` in its front matter. An existing note is replaced only
         with ``overwrite`` or when ``if_match`` is its sha256 (``NoteConflictError``
         otherwise, and nothing is written)."""
+        from . import note_ops
+
         if not isinstance(content, str):
             raise InvalidArgumentError("content must be the note's text")
         rel = self._rel(path)
@@ -210,6 +219,8 @@ class NoteMethods:
         """Edit one part of a note: ``append`` or ``prepend`` a block, replace the text of
         a section (``replace_section=(heading, text)``), or ``find`` text and ``replace``
         it (once; every time with ``replace_all``). Everything else keeps its bytes."""
+        from . import note_ops
+
         rel = self._rel(path)
         make = _edits(append, prepend, replace_section, find, replace, replace_all, rel)
         where = await self._notes.holder(rel, folder)
@@ -225,6 +236,8 @@ class NoteMethods:
         """Move a note within its writable folder; with ``update_links``, the links to it
         in the folder's notes (and its own relative links) are rewritten to still find
         their notes (``links_updated`` lists them)."""
+        from . import note_ops
+
         old, new = self._rel(src), self._rel(dst)
         where = await self._notes.holder(old, folder)
         return await self._change(where, [old, new], lambda: note_ops.move(
@@ -235,6 +248,8 @@ class NoteMethods:
                           folder: str | os.PathLike[str] | None = None) -> NoteChange:
         """Move a note to ``.rifflux-trash/`` in its folder (never indexed); it leaves
         the index. ``restore_note`` brings it back."""
+        from . import note_ops
+
         rel = self._rel(path)
         where = await self._notes.holder(rel, folder)
         return await self._change(where, [rel], lambda: note_ops.delete(
@@ -244,6 +259,8 @@ class NoteMethods:
                            folder: str | os.PathLike[str] | None = None) -> NoteChange:
         """Bring the note last deleted at ``path`` back from the trash (refused when a
         note is there now)."""
+        from . import note_ops
+
         rel = self._rel(path)
         where = await self._notes.holder(rel, folder, trashed=True)
         return await self._change(where, [rel], lambda: note_ops.restore(

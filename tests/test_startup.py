@@ -51,9 +51,16 @@ async def _indexed(tmp_path: Path) -> Path:
     return db
 
 
+#: What a search and the reads do not need either, imported only to do what needs it: the
+#: code that writes notes (yaml with it), an index job's (the parser with it) and the
+#: watch pipeline's.
+_NOT_FOR_READS = ("yaml", "rifflux.note_ops", "rifflux.core.note_edits", "rifflux.notefiles",
+                  "rifflux.actors.index_job", "rifflux.core.document", "rifflux.core.chunker",
+                  "rifflux.actors.watch", "rifflux.actors.watcher", "rifflux.actors.debouncer")
+
 #: What a command printing into a pipe does not import either: rich draws for terminals,
 #: and pathspec reads globs (a search without --path has none).
-_PIPED = cli_then((*_HEAVY, "rich", "pathspec"))
+_PIPED = cli_then((*_HEAVY, *_NOT_FOR_READS, "rich", "pathspec"))
 
 
 @pytest.mark.parametrize("command", [
@@ -77,6 +84,35 @@ async def test_a_lexical_search_and_reads_into_a_pipe_import_no_model_numpy_or_r
         assert "otters.md" in done.stdout
     if command[0] in ("status", "show", "files", "links"):  # results, in plain lines
         assert done.stdout.strip() and "\x1b[" not in done.stdout
+
+
+#: ``rifflux mcp``'s first searches, as it answers them before the MCP SDK has loaded:
+#: with the library (``mcp._fast_start.early``), in a process whose model has not loaded.
+_EARLY_SEARCH = textwrap.dedent(f"""
+    import json, sys
+    import anyio
+    import rifflux.mcp._fast_start.early
+    from rifflux import Rifflux, Settings
+    async def search():
+        settings = Settings(db_path=sys.argv[1], model_warmup=False)
+        async with Rifflux(settings=settings) as rf:
+            return await rf.search("otter", mode="lexical")
+    hits = anyio.run(search)
+    loaded = [m for m in {(*_HEAVY, *_NOT_FOR_READS)!r} if m in sys.modules]
+    print(json.dumps({{"paths": [h["path"] for h in hits], "loaded": loaded}}))
+""")
+
+
+async def test_the_mcp_servers_first_lexical_searches_import_nothing_a_search_does_not_need(
+    tmp_path: Path
+) -> None:
+    db = await _indexed(tmp_path)
+    done = await _python(tmp_path, _EARLY_SEARCH, str(db),
+                         env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["paths"] == ["otters.md"]
+    assert answer["loaded"] == [], done.stderr
 
 
 @pytest.mark.parametrize("command", [["links", "otters.md"], ["status"], ["files"],

@@ -9,7 +9,6 @@ otherwise in threads. The writes stay on the indexer's task, in order.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,17 +16,17 @@ from pathlib import Path
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ..core.chunker import ChunkLimits
-from ..core.document import Prepared, Skipped, Unreadable, prepare_many
+from ..core.document import ParseResult, Prepared, Skipped, Unreadable, prepare_many
 from ..core.ignore import IgnoreFiles
 from ..core.locations import too_many_files
+from ..core.packing import ChunkLimits
 from ..core.plan import Plan, Scope, StoredState, plan_named, plan_scan
 from ..core.scan import FileState, Globs, ScanProblem, ScanResult, scan_root, stat_file
-from ..errors import IndexDatabaseError, RiffluxError
+from ..errors import RiffluxError
 from ..store.protocols import WriterStore
 from ..store.written import FileToWrite, Written
 from .jobs import Job, Progress, Target
-from .parse_pool import ParsePool, ParseResult
+from .parse_pool import ParsePool
 
 logger = logging.getLogger(__name__)
 
@@ -306,42 +305,6 @@ def _with_waiting(results: ParseResult,
         except (anyio.WouldBlock, anyio.EndOfStream):
             break
     return batch
-
-
-class Tidying:
-    """After a job's writes, the vectors no chunk uses any more are dropped and the
-    full-text index is merged when writes left it in pieces (also after a job that wrote
-    nothing: an index left unmerged gets merged). A note's job leaves this undone (a
-    caller waits on it, and merging the index costs 0.1 s per 10,000 chunks): it is done
-    at the indexer's first tick once no note was written for ``quiet`` seconds, or by the
-    next job that writes."""
-
-    def __init__(self, quiet: float = 0.5) -> None:
-        self._quiet = quiet
-        self._since: float | None = None  # the last note's job that left it undone
-
-    async def after(self, job: Job, writer: WriterStore) -> None:
-        wrote = bool(job.progress.removed or job.progress.indexed)
-        if job.source == "note":
-            self._since = time.monotonic()
-        elif wrote or self._since is None:  # (a no-op job amid notes leaves it too)
-            self._since = None
-            await self._tidy(writer, prune=wrote)
-
-    async def when_quiet(self, writer: WriterStore) -> None:
-        if self._since is not None and time.monotonic() - self._since >= self._quiet:
-            self._since = None
-            await self._tidy(writer, prune=True)
-
-    async def _tidy(self, writer: WriterStore, *, prune: bool) -> None:
-        try:
-            if prune:
-                await writer.prune_orphan_vectors()
-            await writer.merge_fts()
-        except IndexDatabaseError as exc:  # maintenance: the writes themselves are done
-            logger.warning("could not prune vectors or merge the full-text index (%s); "
-                           "searches stay correct, a little slower; the next job tries "
-                           "again", exc)
 
 
 def _to_write(res: Prepared) -> FileToWrite:

@@ -39,7 +39,6 @@ from ..errors import IndexBusyError, IndexDamagedError, IndexUnreachableError, R
 from ..store.protocols import FollowStore, WriterStore
 from ..store.written import Written
 from .events import EventHub
-from .index_job import IndexRun, Tidying
 from .jobs import Job, JobQueue, Target
 from .messages import (
     EmbedderMessage,
@@ -55,6 +54,7 @@ from .messages import (
     VectorsReset,
 )
 from .parse_pool import ParsePool
+from .tidying import Tidying
 
 if TYPE_CHECKING:  # (the model's module is loaded with the model)
     from ..core.embedders import Embedder
@@ -326,6 +326,10 @@ class Indexer:
 
     async def _run(self, job: Job) -> None:
         """One job, to the end of its attempts: the job fails, never the service."""
+        # (the job's code and the parser load with the first job: a process that only
+        # searches never imports them)
+        from .index_job import IndexRun
+
         started = time.perf_counter()
         delays = self._settings.retry_delays
         try:

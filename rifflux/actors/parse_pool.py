@@ -14,16 +14,16 @@ import os
 import pickle
 import struct
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import Process
 
-from ..core.chunker import ChunkLimits
-from ..core.document import Prepared, Skipped, Unreadable
 from ..errors import RiffluxError
 
-ParseResult = list[Prepared | Unreadable | Skipped | tuple[str, None]]
+if TYPE_CHECKING:  # (the parser loads with the first job: core.document, core.chunker)
+    from ..core.document import ParseResult
+    from ..core.packing import ChunkLimits
 
 
 class ParsePool:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, assert_never
 import anyio
 
 from ..core.catalog import Catalog
-from ..core.document import read_lines
 from ..core.filters import CompiledFilters, FileEntry, Filters, make_filters
 from ..note_types import RecentNote
 from ..store.common import Located, iso_utc
@@ -97,6 +96,8 @@ class Reads:
         return await self._records.locate(path, self._catalog.roots, root_id)
 
     async def _lines(self, located: Located, start: int | None, end: int | None) -> FileLines:
+        from ..core.decode import read_lines  # (a search never reads lines from disk)
+
         first, last, total, text, sha = await anyio.to_thread.run_sync(
             read_lines, located.disk_path, start, end)
         out: FileLines = {"path": located.rel_path, "root": located.root, "start_line": first,

@@ -30,7 +30,7 @@ from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -48,8 +48,10 @@ from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
 from .model import EmbedderSource, ModelLoader
 from .query import QueryActor
 from .service import Service
-from .watch import WatchPipeline
-from .watcher import WatchFactory
+
+if TYPE_CHECKING:  # (the watch pipeline loads only where folders are watched)
+    from .watch import WatchPipeline
+    from .watcher import WatchFactory
 
 logger = logging.getLogger(__name__)
 
@@ -118,8 +120,12 @@ class Supervisor:
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
                                      wake=embed_send.clone())
-            pipeline = (WatchPipeline(roots=roots, settings=s, jobs=jobs,
-                                      watch_factory=self._watch_factory) if roots else None)
+            pipeline: WatchPipeline | None = None
+            if roots:
+                from .watch import WatchPipeline
+
+                pipeline = WatchPipeline(roots=roots, settings=s, jobs=jobs,
+                                         watch_factory=self._watch_factory)
             streams: dict[str, MemoryObjectSendStream[Any]] = {
                 "query": query_send, "indexer": indexer_send, "embedder": embed_send,
                 **(pipeline.streams() if pipeline else {}),

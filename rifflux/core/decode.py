@@ -11,14 +11,19 @@
 5. Anything else is legacy 8-bit text, read as Windows-1252 (a superset of Latin-1
    for printable text; its five unassigned bytes are read as Latin-1).
 
-The encoding used is recorded with the file (``get_file`` shows it).
+The encoding used is recorded with the file (``get_file`` shows it). ``read_lines``
+reads lines of a file as it is on disk now, by the same rule (``get_file`` with a range).
 """
 
 from __future__ import annotations
 
 import codecs
+import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InvalidArgumentError, RiffluxError
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: it starts with the same bytes
@@ -95,3 +100,37 @@ def _cp1252(data: bytes) -> str:
 
 #: cp1252's five unassigned bytes arrive as lone surrogates: read them as Latin-1.
 _UNASSIGNED = {0xDC00 + b: b for b in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+
+
+def read_lines(path: Path, start: int | None, end: int | None,
+               ) -> tuple[int, int, int, str, str]:
+    """Lines ``start``..``end`` (1-based, inclusive, as ``str.splitlines()`` counts them)
+    of the file as it is on disk now: (start and end clamped to the file, total lines,
+    text, the sha256 of the file's bytes). A start before line 1 is line 1, so that a
+    hit's ``line_start - 5`` reads from the top of the file.
+
+    Raises ``InvalidArgumentError`` for a range that cannot be read, ``RiffluxError`` when
+    the file is gone.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RiffluxError(f"{path} is no longer on disk; reindex its folder") from None
+    except OSError as exc:
+        raise RiffluxError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    decoded = decode(data)
+    if isinstance(decoded, Binary):
+        raise RiffluxError(f"{path} is {decoded.reason.removeprefix('not text: ')}")
+    lines = decoded.text.lstrip("\ufeff").splitlines()
+    total = len(lines)
+    first = 1 if start is None else max(start, 1)
+    if end is not None and end < first:
+        raise InvalidArgumentError(
+            f"lines {start}-{end} are not a range: end_line is 1 or more and not before "
+            "start_line")
+    if first > max(total, 1):
+        raise InvalidArgumentError(
+            f"start_line {first} is past the end of {path.name} ({total} lines)")
+    last = total if end is None else min(end, total)
+    text = "\n".join(lines[first - 1 : last])
+    return first, last, total, text, hashlib.sha256(data).hexdigest()

@@ -10,7 +10,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InvalidArgumentError, RiffluxError
 from .chunker import ChunkLimits, ParsedDocument, parse_markdown
 from .cjk import has_cjk
 from .decode import Binary, decode
@@ -92,46 +91,16 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
+#: What ``prepare_many`` answers for each file: (path, None) for one that has vanished.
+ParseResult = list[Prepared | Unreadable | Skipped | tuple[str, None]]
+
+
 def prepare_many(
     root: Path, items: list[tuple[str, str | None]], force: bool, limits: ChunkLimits
-) -> list[Prepared | Unreadable | Skipped | tuple[str, None]]:
+) -> ParseResult:
     """``prepare_file`` over several files in one call (one process round trip)."""
-    out: list[Prepared | Unreadable | Skipped | tuple[str, None]] = []
+    out: ParseResult = []
     for rel, sha in items:
         res = prepare_file(root, rel, sha, force, limits)
         out.append((rel, None) if res is None else res)
     return out
-
-
-def read_lines(path: Path, start: int | None, end: int | None,
-               ) -> tuple[int, int, int, str, str]:
-    """Lines ``start``..``end`` (1-based, inclusive, as ``str.splitlines()`` counts them)
-    of the file as it is on disk now: (start and end clamped to the file, total lines,
-    text, the sha256 of the file's bytes). A start before line 1 is line 1, so that a
-    hit's ``line_start - 5`` reads from the top of the file.
-
-    Raises ``InvalidArgumentError`` for a range that cannot be read, ``RiffluxError`` when
-    the file is gone.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RiffluxError(f"{path} is no longer on disk; reindex its folder") from None
-    except OSError as exc:
-        raise RiffluxError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    decoded = decode(data)
-    if isinstance(decoded, Binary):
-        raise RiffluxError(f"{path} is {decoded.reason.removeprefix('not text: ')}")
-    lines = decoded.text.lstrip("\ufeff").splitlines()
-    total = len(lines)
-    first = 1 if start is None else max(start, 1)
-    if end is not None and end < first:
-        raise InvalidArgumentError(
-            f"lines {start}-{end} are not a range: end_line is 1 or more and not before "
-            "start_line")
-    if first > max(total, 1):
-        raise InvalidArgumentError(
-            f"start_line {first} is past the end of {path.name} ({total} lines)")
-    last = total if end is None else min(end, total)
-    text = "\n".join(lines[first - 1 : last])
-    return first, last, total, text, hashlib.sha256(data).hexdigest()
