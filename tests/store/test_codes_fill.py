@@ -61,22 +61,56 @@ async def test_an_older_indexs_vectors_get_their_compact_rows_once_a_writer_open
                                                                         want_scales)
 
 
+def add_vector(db: Path, vector: list[float], *, with_row: bool) -> None:
+    """A vector as this version writes it (with its compact row) or an older one did."""
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT INTO embeddings(content_hash, model, dim, vector) "
+                    "VALUES (?, 'm', ?, ?)", (str(vector), len(vector),
+                                              np.asarray(vector, dtype=np.float32).tobytes()))
+        if with_row:
+            con.executemany(codes_fill._ADD, codes_fill._rows(con.execute(
+                "SELECT id, model, dim, vector FROM embeddings "
+                "WHERE id = last_insert_rowid()").fetchall()))
+
+
 async def test_a_new_index_is_marked_complete_and_never_scanned_for_rows_to_fill(
-    tmp_path: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "i.db"
     await (await connect(db, busy_timeout_ms=1000)).close()
     assert counts(db) == (0, 0, "complete")
-    with sqlite3.connect(db) as con:  # (a vector without its row: not looked for)
-        con.execute("INSERT INTO embeddings(content_hash, model, dim, vector) "
-                    "VALUES ('h', 'm', 4, ?)", (np.ones(4, dtype=np.float32).tobytes(),))
-    assert await CodesFiller(db).fill() == 0
-    assert counts(db) == (1, 0, "complete")
+    add_vector(db, [1.0, 2.0, 3.0, 4.0], with_row=True)
+    add_vector(db, [4.0, 3.0, 2.0, 1.0], with_row=True)
+    with monkeypatch.context() as m:  # (a scan for vectors lacking a row would fail)
+        m.setattr(codes_fill, "_LACKING", "SELECT no_such_column FROM embeddings")
+        assert await CodesFiller(db).fill() == 0
+    assert counts(db) == (2, 2, "complete")
     with sqlite3.connect(db) as con:
+        con.execute("DELETE FROM embedding_codes")
         con.execute("DELETE FROM meta WHERE key = ?", (MARK,))
     assert await CodesFiller(db, read_only=True).fill() == 0  # (read-only: nothing)
-    assert await CodesFiller(db).fill() == 1
-    assert counts(db) == (1, 1, "complete")
+    assert await CodesFiller(db).fill() == 2
+    assert counts(db) == (2, 2, "complete")
+
+
+async def test_vectors_an_older_version_wrote_after_the_mark_get_their_rows(
+    tmp_path: Path
+) -> None:
+    db = tmp_path / "i.db"
+    await (await connect(db, busy_timeout_ms=1000)).close()
+    for i in range(3):
+        add_vector(db, [1.0, float(i), 0.0, 2.0], with_row=True)
+    for i in range(2):  # (a version before the compact rows, after the mark was set)
+        add_vector(db, [0.0, 1.0, float(i), 3.0], with_row=False)
+    with sqlite3.connect(db) as con:  # (not read: the fill starts after the newest row)
+        con.execute("DELETE FROM embedding_codes WHERE id = 1")
+    assert counts(db) == (5, 2, "complete")
+    assert await CodesFiller(db).fill() == 2
+    assert counts(db) == (5, 4, "complete")
+    with sqlite3.connect(db) as con:
+        assert [r[0] for r in con.execute("SELECT id FROM embedding_codes ORDER BY id")] \
+            == [2, 3, 4, 5]
+    assert await CodesFiller(db).fill() == 0  # (the newest has its row again)
 
 
 async def test_a_vector_replaced_after_it_was_read_gets_no_row_made_from_the_old_one(

@@ -8,6 +8,11 @@ write transaction, only for vectors still as they were read (a vector deleted or
 replaced meanwhile gets none). ``meta.vector_codes = 'complete'`` says that there is
 nothing to fill: set when the table is made in an index without vectors, and when a
 fill reaches the end. Cancelling it stops it within one block; the next fill goes on.
+
+A version before the table, writing to the index after the mark was set, adds vectors
+without compact rows: they come after every vector that has one (a vector's id is one
+past the highest), so a marked index whose newest vector has no compact row is filled
+from the newest that has one.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ _BUSY_MS = 1000
 
 _LACKING = ("SELECT e.id, e.model, e.dim, e.vector FROM embeddings e WHERE e.id > ? AND NOT "
             "EXISTS (SELECT 1 FROM embedding_codes q WHERE q.id = e.id) ORDER BY e.id LIMIT ?")
+#: The newest vector, and the newest with a compact row (equal unless an older version
+#: wrote vectors since the mark, or the newest vector is torn and can have none).
+_NEWEST = "SELECT (SELECT max(id) FROM embeddings), (SELECT max(id) FROM embedding_codes)"
 _ADD = ("INSERT OR IGNORE INTO embedding_codes(id, model, codes) "
         "SELECT id, model, ? FROM embeddings WHERE id = ? AND vector = ?")
 
@@ -67,10 +75,13 @@ def _fill(db_path: Path, busy_timeout_ms: int) -> int:
     conn = sqlite3.connect(str(db_path), timeout=busy_timeout_ms / 1000,
                            isolation_level=None)
     try:
+        after, filled = 0, 0
         if conn.execute("SELECT 1 FROM meta WHERE key = ? AND value = 'complete'",
                         (MARK,)).fetchone():
-            return 0
-        after, filled = 0, 0
+            newest, coded = conn.execute(_NEWEST).fetchone()
+            if newest == coded:
+                return 0
+            after = coded or 0  # (an older version wrote vectors since)
         while rows := conn.execute(_LACKING, (after, BLOCK)).fetchall():
             after = int(rows[-1][0])
             added = _rows(rows)
