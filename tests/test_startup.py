@@ -17,6 +17,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 
 from rifflux import Rifflux, Settings
+from rifflux.core.embedders import HashEmbedder
 from rifflux.store.sqlite.reader import Reader
 from rifflux.types import SearchResult
 
@@ -180,10 +181,11 @@ async def test_with_rifflux_watch_paths_set_a_one_shot_command_neither_watches_n
 
 
 def _held(gate: threading.Event, started: threading.Event) -> CountingEmbedder:
-    """A model whose load waits until ``gate`` is set."""
+    """The index's own model (``_indexed``'s: its vectors are kept and loaded, none to
+    embed again), whose load waits until ``gate`` is set."""
     started.set()
     gate.wait(30)
-    return CountingEmbedder()
+    return CountingEmbedder(label=HashEmbedder().label)
 
 
 async def test_a_lexical_search_is_answered_while_the_model_load_is_held_back(
