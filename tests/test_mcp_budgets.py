@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession
 
-from rifflux.mcp.answers import file_answer
+from rifflux.mcp.answers import _cut, file_answer
 from rifflux.mcp.budget import ENVELOPE, MIN_MAX_CHARS, answer_text
 from rifflux.types import FileLines
 
@@ -196,3 +196,9 @@ def test_pages_of_any_lines_keep_the_budget_and_lose_no_line(
 def test_the_contract_states_the_envelope() -> None:
     contract = (REPO / "docs" / "CONTRACT.md").read_text(encoding="utf-8")
     assert f"`max_chars` plus {ENVELOPE:,} characters" in contract
+
+
+def test_the_hint_says_what_was_cut_in_words_that_agree() -> None:
+    assert "the echoed query was cut" in _cut(["query"], 0, 40_000, "full")
+    assert "the echoed query and contents were cut" in _cut(["query", "content"], 0,
+                                                            40_000, "full")

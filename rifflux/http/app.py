@@ -96,6 +96,10 @@ async def _invalid(request: Request, exc: Any) -> JSONResponse:
             problems.append(f"{name} is not an argument of this route{hint}")
         elif err["type"] == "missing":
             problems.append(f"{name} is required")
+        elif err["type"] == "json_invalid":  # (its loc: the character where it broke)
+            why = (err.get("ctx") or {}).get("error") or err["msg"]
+            problems.append(f"the body is not JSON ({why}, at character {loc[-1] if loc else 0}"
+                            "); send one JSON object")
         else:
             got = repr(err.get("input"))
             problems.append(f"{name}: {err['msg']} (got {got[:60]})")

@@ -106,7 +106,8 @@ def _cut(parts: list[str], omitted: int, max_chars: int, content: str) -> str:
     names = {"query": "the echoed query", "content": "contents", "snippet": "snippets"}
     said = []
     if parts:
-        said.append(f"{' and '.join(names[p] for p in parts)} were cut (marked …[+N chars])")
+        said.append(f"{' and '.join(names[p] for p in parts)} "
+                    f"{'was' if parts == ['query'] else 'were'} cut (marked …[+N chars])")
     if omitted:
         said.append(f"the {omitted} lowest-ranked results were left out (omitted)")
     read = ""

@@ -162,8 +162,10 @@ def test_bad_search_arguments_are_400_saying_what_to_fix(
 
 
 def test_a_bad_body_is_400_and_the_server_goes_on(client: httpx2.Client) -> None:
-    _error(client.post("/api/search", content=b"{not json",
-                       headers={"content-type": "application/json"}), 400, "invalid_argument")
+    said = _error(client.post("/api/search", content=b"{not json",
+                              headers={"content-type": "application/json"}), 400,
+                  "invalid_argument")
+    assert "the body is not JSON (Expecting property name" in said and "got" not in said
     _error(client.post("/api/search", json={"q": "x", "top_k": "many"}), 400,
            "invalid_argument")
     assert client.get("/healthz").status_code == 200
