@@ -412,7 +412,7 @@ def test_index_of_home_needs_yes_and_forget_removes_it_again(tmp_path: Path) -> 
     refused = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes), env=env)
     assert refused.returncode == 1
     assert "your home folder" in refused.stderr and "--yes" in refused.stderr
-    assert "Indexed 0 files" in refused.stdout
+    assert refused.stderr.startswith(f"error: {notes}: ") and refused.stdout == ""
     allowed = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes), "--yes", env=env)
     assert allowed.returncode == 0 and allowed.stdout.startswith("Indexed 2 files")
     status = rifflux_cli(tmp_path, "--db", "index.db", "status", env=env)

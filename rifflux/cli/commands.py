@@ -55,9 +55,11 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"indexing {job['status']}: {job.get('error') or 'no reason given'}")
     result: ReindexResult | None = job["result"]
     assert result is not None  # completed jobs have one
+    failed = {p.get("path") for p in result.get("errors", [])}
+    refused = all(p in failed for p in args.paths)  # (nothing named was read: no summary)
     if args.json:
         write_json(result)
-    else:
+    elif not refused:
         model = result.get("embedding_model") or "no embedding model"
         stdout_console().print(
             f"Indexed {count(result['indexed_files'], 'file')} "
@@ -70,9 +72,9 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         err.print(f"{count(skipped['files'], 'file')} {skipped['reason']}; "
                   f"{_how_to_change(skipped['reason'])}",
                   markup=False)
-    for problem in result.get("errors", []):
-        err.print(f"warning: {problem.get('path')}: {problem.get('error')}", markup=False)
-    failed = {p.get("path") for p in result.get("errors", [])}
+    for problem in result.get("errors", []):  # (a path named here: an error, else a file's)
+        kind = "error" if problem.get("path") in args.paths else "warning"
+        err.print(f"{kind}: {problem.get('path')}: {problem.get('error')}", markup=False)
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
 
 
