@@ -378,6 +378,15 @@ async def test_search_asks_a_running_server_and_says_so_unless_no_server(
         plain = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search",
                               "otter", "--verbose")
         assert "kb/otters.md:1-3" in plain.stdout and "answered by rifflux serve" in plain.stderr
+        # beyond the API's bounds (top_k at most 100), as without a server
+        many = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search",
+                             "otter", "--top-k", "500", "--json", "--verbose")
+        assert many.returncode == 0, many.stderr
+        assert "does not take these arguments" in many.stderr and "searching here" in many.stderr
+        assert json.loads(many.stdout)["results"]
+        wrong = await _python(tmp_path, _CLI_THEN_MODULES, "--db", str(db), "search",
+                              "otter", "--since", "yesterday")  # (wrong here too)
+        assert wrong.returncode == 2 and "openapi" not in wrong.stderr, wrong.stderr
     served, local = json.loads(asked.stdout), json.loads(here.stdout)
     assert served.keys() == local.keys()
     assert ([(h["path"], h["chunk_id"]) for h in served["results"]]

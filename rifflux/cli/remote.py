@@ -8,7 +8,10 @@ auto`` finds it (``rifflux.discovery``: the file beside the index, a stale
 one ignored). ``--no-server`` searches here; so does a search that names its own
 model (``--backend``, ``--model-dir``) or fusion (``--rrf-k``), since the server
 ranks with its own. When the server cannot answer (it stopped, another token),
-the search runs here instead; ``--verbose`` says which happened.
+the search runs here instead, and so does one whose arguments it does not take (its
+bounds are the API's: ``top_k`` at most 100, where the command has none; an argument
+wrong here too is then refused in the command's words); ``--verbose`` says which
+happened.
 
 Standard library only, like ``entry``: nothing of the library is imported on this
 path (the results are printed by ``terminal``, which imports rich).
@@ -116,8 +119,10 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
         return None
     finally:
         conn.close()
-    if response.status == 400:  # the arguments: the server says what to give
-        raise CommandError(_message(body), EXIT_USAGE)
+    if response.status == 400:  # (the server's bounds are not the command's: top_k, ...)
+        _say(args, f"the server at {running.url} does not take these arguments "
+                   f"({_message(body)}): searching here")
+        return None
     if response.status != 200:
         _say(args, f"the server at {running.url} answered {response.status} "
                    f"({_message(body)}): searching here")
