@@ -384,6 +384,12 @@ class Rifflux(NoteMethods):
         ``EventsLost``. The loop ends when this instance closes."""
         return self._open().events.subscribe(buffer)
 
+    def end_events(self) -> None:
+        """End every ``events()`` loop once it has given out what it holds (and those
+        begun later at once), this instance staying open: a server that is stopping
+        ends its event streams so, before it waits for the requests in flight."""
+        self._open().events.close()
+
     # ------------------------------------------------------------ status
 
     async def status(self) -> Status:

@@ -125,7 +125,8 @@ async def serve(settings: Settings, options: ServeOptions, sock: socket.socket) 
         db = settings.db_path
         signalled: list[int] = []
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_stop_on_signals, server, signalled, name="rifflux.serve.signals")
+            tg.start_soon(_stop_on_signals, server, rf, signalled,
+                          name="rifflux.serve.signals")
             tg.start_soon(_announce, server, db, url, options, name="rifflux.serve.announce")
             try:
                 await server.serve(sockets=[sock])
@@ -163,7 +164,8 @@ async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
         sys.stderr.flush()
 
 
-async def _stop_on_signals(server: uvicorn.Server, signalled: list[int]) -> None:
+async def _stop_on_signals(server: uvicorn.Server, rf: Rifflux,
+                           signalled: list[int]) -> None:
     if sys.platform == "win32":  # (no signal receivers there: Ctrl-C ends it)
         return
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
@@ -175,7 +177,9 @@ async def _stop_on_signals(server: uvicorn.Server, signalled: list[int]) -> None
                 continue
             logger.warning("%s received: finishing requests in flight, then stopping",
                            signal.Signals(signum).name)
-            # (uvicorn's own handler: it also ends every Server-Sent Events stream)
+            # the event streams end first, each with its last event (sse-starlette would
+            # cut them off: a client read a broken response), then uvicorn's own handler
+            rf.end_events()
             server.handle_exit(signum, None)
 
 

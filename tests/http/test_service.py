@@ -164,3 +164,18 @@ def test_ctrl_c_and_hangup_stop_it_with_exit_0(tmp_path: Path, sig: int) -> None
     with serving(tmp_path / "index.db", stop_with=sig) as served:
         assert httpx2.get(served.url + "healthz").status_code == 200
     assert served.exit_code == 0
+
+
+def test_sigterm_ends_an_event_stream_cleanly_before_the_server_stops(tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    with serving(db) as served:
+        with httpx2.Client(base_url=served.url, timeout=30) as http, \
+                http.stream("GET", "/api/events") as stream:
+            lines = stream.iter_lines()
+            assert next(lines) == "event: hello"
+            served.proc.send_signal(signal.SIGTERM)
+            rest = list(lines)  # (a stream cut off raises: an incomplete chunked read)
+        served.exit_code = served.proc.wait(timeout=30)
+    assert rest[0].startswith("data: {")
+    log = served.log_text()
+    assert "SIGTERM received" in log and "without completing response" not in log, log
