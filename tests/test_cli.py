@@ -576,3 +576,16 @@ def test_configuration_errors_exit_2_with_one_line(indexed: Path, args: list[str
     (line,) = done.stderr.splitlines()
     assert line.startswith("rifflux: error: ") and message in line
     assert (indexed / "notes" / "garden.md").read_text(encoding="utf-8").startswith("# Garden")
+
+
+def test_plain_progress_counts_with_separators_and_no_files_when_none_were_planned() -> None:
+    from rifflux.cli.progress import plain_line
+
+    status: Any = {"chunks": 12536, "embeddings": 8878, "pending_embeddings": 3658}
+    resumed: Any = {"phase": "embedding", "indexed_files": 0, "planned_files": 0}
+    assert plain_line(resumed, status, "21 embeddings/s", 174.2) == (
+        "embedding: 12,536 chunks, 8,878 embeddings (3,658 pending), 21 embeddings/s, "
+        "ETA 174 s")
+    fresh: Any = {"phase": "indexing", "indexed_files": 1200, "planned_files": 3640}
+    assert plain_line(fresh, status, "300.0 files/s", None).startswith(
+        "indexing: 1,200/3,640 files, 12,536 chunks, ")

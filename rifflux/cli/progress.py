@@ -87,14 +87,21 @@ class ProgressView:
                 rate = (done - embedding_from[1]) / max(now - embedding_from[0], 1e-3)
                 speed = f"{rate:.0f} embeddings/s"
                 eta = pending / rate if rate else None
-            self._console.print(
-                f"{job['phase']}: {files}/{job['planned_files']} files, {status['chunks']} chunks, "
-                f"{status['embeddings']} embeddings ({pending} pending), {speed}, "
-                f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}"
-            )
+            self._console.print(plain_line(job, status, speed, eta), markup=False)
 
     async def _tick(self) -> tuple[JobInfo, Counts]:
         """Wait up to 0.25 s for the job to end, then read its state."""
         with anyio.move_on_after(0.25):
             await self._rf.wait_for_job(self._job_id)
         return await self._rf.job(self._job_id), await self._rf.counts()
+
+
+def plain_line(job: JobInfo, status: Counts, speed: str, eta: float | None) -> str:
+    """A progress line where there is no terminal: the job's phase, its files (none
+    planned when every file was unchanged: not shown), the index's chunks and vectors."""
+    planned = int(job["planned_files"])
+    return (f"{job['phase']}: "
+            + (f"{int(job['indexed_files']):,}/{planned:,} files, " if planned else "")
+            + f"{int(status['chunks']):,} chunks, {int(status['embeddings']):,} embeddings "
+            f"({int(status['pending_embeddings']):,} pending), {speed}, "
+            f"ETA {'?' if eta is None else f'{max(eta, 0):.0f} s'}")
