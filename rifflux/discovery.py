@@ -3,7 +3,9 @@
 ``rifflux serve`` writes it once it listens and removes it when it stops; ``rifflux
 mcp --connect auto`` reads it to find the server. A file whose process is gone,
 or whose server does not answer ``/healthz``, is stale and ignored (a server that
-was killed could not remove it).
+was killed could not remove it). The file names one server: a second ``rifflux serve``
+on the same index (allowed: the index is shared between processes) leaves a live
+server's file alone (``claim``), and a server removes only a file that names itself.
 
 It holds the URL, the pid, when it started, whether the server is read-only, and
 the token when the server has one: it is created with mode 0600 (only its owner
@@ -24,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["Running", "discovery_path", "find", "remove", "write"]
+__all__ = ["Running", "claim", "discovery_path", "find", "remove", "write"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,11 +56,25 @@ def write(db_path: Path, running: Running) -> Path:
     return path
 
 
-def remove(db_path: Path, pid: int) -> None:
-    """Remove the file if it is this process's (another server may have replaced it)."""
+def claim(db_path: Path, running: Running, timeout: float = 1.0) -> Running | None:
+    """Write the file for ``running`` unless another live server's is there: then that one.
+
+    A file whose process is gone or whose server does not answer is stale and replaced.
+    Check, then write: two servers that both check before either writes could both
+    write (the last one's file stays, whole: ``write`` is atomic); servers started that
+    close together are not a case this guards against."""
+    found = find(db_path, timeout=timeout)
+    if found is not None and (found.pid, found.url) != (running.pid, running.url):
+        return found
+    write(db_path, running)
+    return None
+
+
+def remove(db_path: Path, running: Running) -> None:
+    """Remove the file if it still names ``running`` (its pid and URL), never another's."""
     path = discovery_path(db_path)
     found = _read(path)
-    if found is not None and found.pid == pid:
+    if found is not None and (found.pid, found.url) == (running.pid, running.url):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,10 +55,11 @@ def serve_command(db: Path, *args: str) -> list[str]:
 @contextmanager
 def serving(db: Path, *args: str, token: str | None = None,
             env: Mapping[str, str] | None = None,
-            stop_with: int = signal.SIGTERM) -> Iterator[Served]:
+            stop_with: int = signal.SIGTERM, announced: bool = True) -> Iterator[Served]:
     """``rifflux serve --port 0 --backend hash ARGS`` on ``db`` until the block ends, then
     ``stop_with`` (SIGTERM), after which the server must have exited 0. The URL comes from
-    the file the server writes beside the index."""
+    the file the server writes beside the index, or (``announced=False``: another server's
+    file is there) from the line it writes once it serves."""
     log = db.with_name(db.name + f".serve-{time.monotonic_ns()}.log")
     command = serve_command(db, *args, *(["--token", token] if token else []))
     with log.open("wb") as out:
@@ -65,7 +67,7 @@ def serving(db: Path, *args: str, token: str | None = None,
                                 env={**os.environ, "RIFFLUX_LOG_LEVEL": "INFO", **(env or {})})
     served = Served(url="", proc=proc, log=log, db=db, token=token)
     try:
-        served.url = _wait_for_url(served)
+        served.url = _wait_for_url(served) if announced else _wait_for_line(served)
         yield served
     finally:
         if proc.poll() is None:
@@ -85,6 +87,18 @@ def _wait_for_url(served: Served) -> str:
         time.sleep(0.05)  # (polling a file another process writes, under a deadline)
     raise AssertionError(f"rifflux serve did not start within {START_SECONDS} s:\n"
                          f"{served.log_text()}")
+
+
+def _wait_for_line(served: Served) -> str:
+    def line() -> str | None:
+        if served.proc.poll() is not None:
+            raise AssertionError(f"rifflux serve exited {served.proc.returncode}:\n"
+                                 f"{served.log_text()}")
+        found = re.search(r"rifflux: serving (http://\S+/) ", served.log_text())
+        return found[1] if found else None
+
+    url: str = until(line, within=START_SECONDS)
+    return url
 
 
 def until(check: Callable[[], Any], within: float = 30.0) -> Any:

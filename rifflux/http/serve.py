@@ -3,11 +3,12 @@
 The port is bound before anything heavy loads (``options.listen``, called by the
 command line), so that a port in use is one clear line at once. Then the index
 opens (the model loads in the background), the app starts on uvicorn, and the
-discovery file is written. SIGTERM, SIGHUP or Ctrl-C start a graceful stop: no
-new connections, streams end, requests in flight finish (for at most ``GRACE``
-seconds), then the index closes (a running job gets its own grace period and
-stops between transactions) and the process exits 0. A second signal stops at
-once.
+discovery file is written, unless another live server's is there (a warning then
+names that one, and its file stays as it is). SIGTERM, SIGHUP or Ctrl-C start a
+graceful stop: no new connections, streams end, requests in flight finish (for at
+most ``GRACE`` seconds), the discovery file goes if it names this server, then the
+index closes (a running job gets its own grace period and stops between
+transactions) and the process exits 0. A second signal stops at once.
 """
 
 from __future__ import annotations
@@ -124,17 +125,20 @@ async def serve(settings: Settings, options: ServeOptions, sock: socket.socket) 
         server = _Server(config)
         db = settings.db_path
         signalled: list[int] = []
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_stop_on_signals, server, rf, signalled,
-                          name="rifflux.serve.signals")
-            tg.start_soon(_announce, server, db, url, options, name="rifflux.serve.announce")
-            try:
+        announced: list[discovery.Running] = []  # (this server's file, once written)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signals, server, rf, signalled,
+                              name="rifflux.serve.signals")
+                tg.start_soon(_announce, server, db, url, options, announced,
+                              name="rifflux.serve.announce")
                 await server.serve(sockets=[sock])
-            finally:
-                with contextlib.suppress(OSError):
-                    if isinstance(db, Path):
-                        discovery.remove(db, os.getpid())
-            tg.cancel_scope.cancel()
+                tg.cancel_scope.cancel()
+        finally:  # (once the announcement has ended: a file being written is then written)
+            with contextlib.suppress(OSError):
+                for running in announced:
+                    assert isinstance(db, Path)
+                    discovery.remove(db, running)
         if not server.started and not signalled:
             raise RiffluxError("the server did not start (the log above says why)")
         logger.info("stopped; closing the index")
@@ -142,7 +146,7 @@ async def serve(settings: Settings, options: ServeOptions, sock: socket.socket) 
 
 
 async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
-                    options: ServeOptions) -> None:
+                    options: ServeOptions, announced: list[discovery.Running]) -> None:
     while not server.started:
         if server.should_exit:
             return
@@ -151,7 +155,14 @@ async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
                                 read_only=options.read_only, token=options.token)
     try:  # (beside an index file; a database has none: --connect URL finds the server)
         if isinstance(db, Path):
-            await anyio.to_thread.run_sync(discovery.write, db, running)
+            other = await anyio.to_thread.run_sync(discovery.claim, db, running)
+            if other is None:
+                announced.append(running)
+            else:
+                logger.warning("a rifflux serve already runs on this index at %s (pid %d); "
+                               "this one is not announced in %s: clients that find servers "
+                               "by it go on using that one", other.url, other.pid,
+                               discovery.discovery_path(db))
     except OSError as exc:
         assert isinstance(db, Path)
         logger.warning("cannot write %s (rifflux mcp --connect auto will not find this "

@@ -1,6 +1,7 @@
 """``rifflux serve`` as a service: SIGTERM in the middle of a reindex stops it cleanly, the
 index is consistent afterwards, a request in flight gets its whole answer, and the file
-that lets bridges find it comes and goes with it."""
+that lets bridges find it comes and goes with it (a second server on the same index leaves
+a live one's file alone)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import os
 import signal
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -157,6 +160,65 @@ def test_a_stale_discovery_file_is_ignored(tmp_path: Path) -> None:
                                           started_at=0.0))
     assert json.loads(discovery.discovery_path(db).read_text())["pid"] == 2 ** 22 + 7
     assert discovery.find(db) is None  # (no such process, nothing answers there)
+
+
+def _searched_by(db: Path) -> str:
+    """What ``rifflux search --verbose`` on ``db`` says about where it searched (the index
+    is empty: it exits 1 with no results, wherever it searched)."""
+    return subprocess.run([sys.executable, "-m", "rifflux", "--db", str(db), "search",
+                           "retry", "--verbose"],
+                          capture_output=True, text=True, timeout=60, check=False).stderr
+
+
+def test_a_second_server_on_the_index_leaves_the_first_one_discoverable(
+        tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    with serving(db) as first:
+        named_first = discovery.discovery_path(db).read_text()
+        with serving(db, announced=False) as second:
+            assert second.url != first.url
+            assert httpx2.get(second.url + "healthz").status_code == 200  # (it serves too)
+            assert (f"a rifflux serve already runs on this index at {first.url} (pid "
+                    f"{first.proc.pid}); this one is not announced in "
+                    f"{discovery.discovery_path(db)}") in second.log_text()
+            assert discovery.discovery_path(db).read_text() == named_first
+            found = discovery.find(db)
+            assert found is not None and (found.pid, found.url) == (first.proc.pid, first.url)
+        assert second.exit_code == 0
+        assert discovery.discovery_path(db).read_text() == named_first  # (not removed)
+        assert (f"answered by rifflux serve at {first.url} (pid {first.proc.pid})"
+                in _searched_by(db))
+        assert "already runs" not in first.log_text()
+    assert not discovery.discovery_path(db).exists()  # (the first removes its own)
+
+
+def test_a_server_replaces_a_stale_discovery_file_and_removes_it_when_it_stops(
+        tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    discovery.write(db, discovery.Running(url="http://127.0.0.1:9/", pid=2 ** 22 + 7,
+                                          started_at=0.0))
+    with serving(db) as served:  # (it waits for the file to name this server)
+        assert "already runs" not in served.log_text()
+    assert not discovery.discovery_path(db).exists()
+
+
+def test_a_server_removes_the_discovery_file_only_while_it_names_that_server(
+        tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    mine = discovery.Running(url="http://127.0.0.1:7475/", pid=os.getpid(), started_at=1.0)
+    theirs = discovery.Running(url="http://127.0.0.1:7474/", pid=os.getpid() + 1,
+                               started_at=0.0)
+    same_pid_elsewhere = discovery.Running(url="http://127.0.0.1:7476/", pid=os.getpid(),
+                                           started_at=2.0)
+    discovery.write(db, theirs)
+    discovery.remove(db, mine)
+    discovery.remove(db, same_pid_elsewhere)
+    assert json.loads(discovery.discovery_path(db).read_text())["url"] == theirs.url
+    discovery.write(db, mine)
+    discovery.remove(db, same_pid_elsewhere)
+    assert discovery.discovery_path(db).exists()
+    discovery.remove(db, mine)
+    assert not discovery.discovery_path(db).exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
