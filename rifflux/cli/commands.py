@@ -188,7 +188,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     elif status["embedding_model_reason"]:  # loading, a fallback or an error
         model += f" - {status['embedding_model_reason']}"
     rows = [
-        ("index", status["db_path"]),
+        ("index", status["db_path"] + (" (read-only)" if settings.read_only else "")),
         ("files", f"{status['files']:,} in {count(status['roots'], 'folder')}"),
         ("chunks", f"{status['chunks']:,}"),
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
