@@ -97,9 +97,9 @@ def test_the_reading_commands_read_an_index_file_they_cannot_write(checkout: Pat
             assert (code, err) == (0, ""), args
             assert expected in out, args
 
-        for args in (("index", "notes", "--force"), ("forget", "notes")):
-            code, out, err = run(*args)
-            assert code == 1, args
+        for writes in (("index", "notes", "--force"), ("forget", "notes")):
+            code, out, err = run(*writes)
+            assert code == 1, writes
             assert "cannot be written" in err and "make it writable" in err, err
         # nothing was written (readers of a WAL index may make its -wal and -shm files)
         assert hashlib.sha256((checkout / "index.db").read_bytes()).digest() == before
