@@ -10,6 +10,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -586,6 +587,17 @@ def rifflux_cli(
         env=env or cli_env(tmp_path),
         capture_output=True, text=True, timeout=120, check=False,
     )
+
+
+def without_root_powers() -> list[str] | None:
+    """A command prefix under which file permissions hold for the command: root overrides
+    them, so as root it gives up the capabilities that do (setpriv); None when that
+    cannot be done here."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        return None
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 
 # ---------------------------------------------------------------- the MCP server

@@ -129,9 +129,10 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
                                "frontmatter": frontmatter_pairs(args.frontmatter),
                                "modified_after": args.since, "modified_before": args.before,
-                               "near": await note_path(args.near) if args.near else None,
-                               "depth": args.depth}
+                               "near": args.near, "depth": args.depth}
     async with Rifflux(settings=settings) as rf:
+        if args.near:
+            filters["near"] = await note_path(rf, args.near, args.root)
         applied = make_filters(**filters)  # (once: for the search and its explain)
         results = await rf.search_filtered(query, applied, args.top_k, args.mode,
                                            max_per_file=args.max_per_file, explain=args.explain,
@@ -189,7 +190,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
     elif status["embedding_model_reason"]:  # loading, a fallback or an error
         model += f" - {status['embedding_model_reason']}"
     rows = [
-        ("index", status["db_path"]),
+        ("index", status["db_path"] + (" (read-only)" if settings.read_only else "")),
         ("files", f"{status['files']:,} in {count(status['roots'], 'folder')}"),
         ("chunks", f"{status['chunks']:,}"),
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),

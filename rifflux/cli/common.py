@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..config import Settings
+from ..errors import InvalidArgumentError
 from ..exits import EXIT_USAGE
 from .entry import CommandError
+
+if TYPE_CHECKING:
+    from ..api import Rifflux
 
 
 async def require_index(settings: Settings) -> None:
@@ -29,13 +33,36 @@ async def require_index(settings: Settings) -> None:
                            "or point --db (RIFFLUX_DB_PATH) at an existing index")
 
 
-async def note_path(path: str) -> str:
-    """A path as search prints it (relative to the working directory) made absolute, so
-    that the index finds it; any other path as given (relative to its indexed folder)."""
+async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
+    """The path a command names a note by, as the index takes it. A file in the working
+    directory (search prints paths relative to it) is made absolute when the index holds
+    it there; else the path is read as given, relative to its indexed folder (as search
+    results give it: ``README.md`` of an indexed folder, from a working directory with a
+    README.md of its own). A working directory's file the index holds neither way is a
+    ``CommandError`` that says both were tried."""
     local = await anyio.Path(path).expanduser()
-    if not local.is_absolute() and await local.is_file():
-        return str(await local.resolve())
-    return path
+    if local.is_absolute() or not await local.is_file():
+        return path
+    here = str(await local.resolve())
+    if await _holds(rf, here, root, quiet=True):
+        return here
+    # (a bad --root still says so, from the path as given)
+    if await _holds(rf, path, root, quiet=root is None):
+        return path
+    raise CommandError(f"{path} is not in the index, neither as the file in the working "
+                       f"directory ({here}) nor relative to an indexed folder: give a path "
+                       "as `rifflux search` prints it, or index its folder first", EXIT_USAGE)
+
+
+async def _holds(rf: Rifflux, path: str, root: str | None, *, quiet: bool) -> bool:
+    """Whether the index holds a file at ``path``; ``quiet``: a path it refuses (outside
+    every indexed folder, or leaving one) is one it does not hold."""
+    try:
+        return await rf.get_file(path, root=root) is not None
+    except InvalidArgumentError:
+        if quiet:
+            return False
+        raise
 
 
 def count(n: int, noun: str) -> str:

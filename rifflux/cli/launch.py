@@ -9,8 +9,10 @@ command runs from ``commands``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..config import Settings
 
@@ -43,6 +45,9 @@ _EMBEDS = frozenset({"index", "search", "watch"})
 #: The long-lived commands: their model warms up in the background from the start (a
 #: one-shot command loads it only if it needs a vector: ``Settings.model_warmup``).
 _LONG_LIVED = frozenset({"mcp", "serve", "watch"})
+#: The commands that only read the index: they open a file this process cannot write
+#: read-only (as `rifflux serve --read-only` does) rather than fail.
+_READS = frozenset({"search", "status", "show", "links", "neighbors", "tags", "files"})
 
 
 def _notes(command: str) -> bool:
@@ -68,6 +73,7 @@ def _main(argv: list[str]) -> int:
     if settings.watch_paths and args.command not in _LONG_LIVED:
         # (the same for RIFFLUX_WATCH_PATHS: only mcp, serve and watch watch folders)
         settings = settings.with_overrides(watch_paths=())
+    settings = _read_only_if_unwritable(args, settings)
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge
@@ -97,6 +103,22 @@ def _main(argv: list[str]) -> int:
     from .note_commands import NOTE_COMMANDS
 
     return entry.run({**COMMANDS, **NOTE_COMMANDS}[args.command], args, settings)
+
+
+def _read_only_if_unwritable(args: argparse.Namespace, settings: Settings) -> Settings:
+    """A read command on an index file this process cannot write opens it read-only
+    (saying so with --verbose); the commands that write keep the error that says to
+    make it writable."""
+    db = settings.db_path
+    if args.command not in _READS or settings.read_only or not isinstance(db, Path):
+        return settings
+    db = db.expanduser()
+    if not db.is_file() or os.access(db, os.W_OK):
+        return settings
+    if getattr(args, "verbose", False) and sys.stderr is not None:
+        sys.stderr.write(f"rifflux: this process cannot write the index {db}: "
+                         "reading it read-only\n")
+    return settings.with_overrides(read_only=True)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

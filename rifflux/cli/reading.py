@@ -36,12 +36,12 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     if (m := _LOCATION.match(target)) and not on_disk:
         path, start = m.group("path"), int(m.group("start"))
         end = int(m.group("end")) if m.group("end") else start
-    path = await note_path(path)
     async with Rifflux(settings=settings) as rf:
+        path = await note_path(rf, path, args.root)
         found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
         if found is None and not on_disk and (asked := _NOT_A_RANGE.match(target)):
             file = asked["path"]
-            if await rf.get_file(await note_path(file), root=args.root) is not None:
+            if await _known(rf, file, args.root):
                 raise CommandError(f"{asked['range']!r} is not a range of lines: write "
                                    f"{file}:START-END, {file}:LINE or {file} (lines count "
                                    "from 1)", EXIT_USAGE)
@@ -65,6 +65,14 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+async def _known(rf: Rifflux, path: str, root: str | None) -> bool:
+    """Whether ``path`` names an indexed file (as ``note_path`` reads it)."""
+    try:
+        return await rf.get_file(await note_path(rf, path, root), root=root) is not None
+    except CommandError:
+        return False
+
+
 async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> int:
     async with Rifflux(settings=settings) as rf:
         chunk = await rf.get_chunk(chunk_id)
@@ -85,7 +93,7 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
 async def links(args: argparse.Namespace, settings: Settings) -> int:
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
-        found = await rf.links(await note_path(args.path), root=args.root)
+        found = await rf.links(await note_path(rf, args.path, args.root), root=args.root)
     if args.json:
         write_json(found)
     elif on_terminal():
@@ -103,8 +111,8 @@ async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
     check_depth(args.depth)  # (before anything is opened: exit 2, whichever side it is)
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
-        found = await rf.neighbors(await note_path(args.path), depth=args.depth,
-                                   root=args.root)
+        found = await rf.neighbors(await note_path(rf, args.path, args.root),
+                                   depth=args.depth, root=args.root)
     if args.json:
         write_json(found)
     else:

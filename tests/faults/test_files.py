@@ -7,7 +7,6 @@ import codecs
 import hashlib
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import threading
@@ -21,7 +20,7 @@ from rifflux import Rifflux, Settings
 from rifflux.core.decode import Binary, Decoded, decode
 from rifflux.core.scan import Globs, scan_root
 
-from ..helpers import CountingEmbedder, rifflux_cli, write
+from ..helpers import CountingEmbedder, rifflux_cli, without_root_powers, write
 
 pytestmark = pytest.mark.anyio
 
@@ -199,11 +198,9 @@ def test_a_folder_of_100000_entries_is_read_as_it_comes_not_held_whole(tmp_path:
 def _without_root_powers(locked: Path) -> list[str]:
     """A command prefix under which ``locked`` cannot be listed: root reads any folder,
     so as root the process gives up the capabilities that override that (setpriv)."""
-    prefix = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root without setpriv: file permissions cannot apply")
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    prefix = without_root_powers()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: file permissions cannot apply")
     if subprocess.run([*prefix, "ls", str(locked)], capture_output=True,
                       check=False).returncode == 0:
         pytest.skip("a folder without permissions can still be listed here")
