@@ -589,3 +589,15 @@ def test_plain_progress_counts_with_separators_and_no_files_when_none_were_plann
     fresh: Any = {"phase": "indexing", "indexed_files": 1200, "planned_files": 3640}
     assert plain_line(fresh, status, "300.0 files/s", None).startswith(
         "indexing: 1,200/3,640 files, 12,536 chunks, ")
+
+
+def test_indexing_a_folder_without_markdown_says_so(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("plain text, not markdown\n", encoding="utf-8")
+    done = rifflux_cli(tmp_path, "--db", "index.db", "index", str(other))
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {other} holds no markdown files" in done.stderr
+    notes = write_notes(tmp_path)
+    fine = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes))
+    assert fine.returncode == 0 and "no markdown files" not in fine.stderr, fine.stderr

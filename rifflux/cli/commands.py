@@ -72,6 +72,12 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         err.print(f"{count(skipped['files'], 'file')} {skipped['reason']}; "
                   f"{_how_to_change(skipped['reason'])}",
                   markup=False)
+    empty = {r["path"] for r in status["indexed_roots"] if not r["files"]}
+    for given in args.paths:  # (kept as a folder: files added later are indexed)
+        if str(await (await anyio.Path(given).expanduser()).resolve()) in empty:
+            err.print(f"warning: {given} holds no markdown files: nothing in it is "
+                      "searchable; check the folder, or --include to index other names",
+                      markup=False)
     for problem in result.get("errors", []):  # (a path named here: an error, else a file's)
         kind = "error" if problem.get("path") in args.paths else "warning"
         err.print(f"{kind}: {problem.get('path')}: {problem.get('error')}", markup=False)
