@@ -158,12 +158,13 @@ async def test_three_processes_embed_each_text_once_and_all_their_reindexes_retu
             for i in range(3):
                 tg.start_soon(reindex, i)
         counts = [await p("embedded") for p in procs]
-        statuses = [await p("status") for p in procs]
         # Each again, now that every write is done (another's job may have written the
-        # same files again after this one returned, which it then sees a moment later): a
-        # reindex that writes nothing returns once its process has what the others wrote,
-        # so a semantic search there finds every note.
+        # same files again after this one returned, which it then sees a moment later:
+        # until then its matrix lacks their vectors): a reindex that writes nothing
+        # returns once its process has what the others wrote, so a semantic search there
+        # finds every note.
         again = [await p("reindex", path=str(root)) for p in procs]
+        statuses = [await p("status") for p in procs]
         found = [[f"n{i}.md" in await p.paths(f"heron number {i} wades in the reeds",
                                                "semantic") for i in range(60)] for p in procs]
     assert all(r["errors"] == [] for r in results)
