@@ -8,7 +8,7 @@ every component from the snapshot each one gives of itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypedDict, TypeVar
 
 import anyio
@@ -67,6 +67,10 @@ from .query import QuerySnapshot
 
 T = TypeVar("T")
 
+#: Longest a semantic search's answer waits for the texts without a vector to be counted
+#: (the model's adoption reads them as the matrix loads: 0.5 s at a million chunks).
+_COUNT_WAIT_SECONDS = 2.0
+
 _CLOSED = ("Rifflux has been closed (or is shutting down): use it inside "
            "`async with Rifflux(...) as rf:`")
 
@@ -108,6 +112,7 @@ class Service:
         where: str = "",
         capabilities: Capabilities | None = None,
         events: EventHub | None = None,
+        pending_counted: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.events = events or EventHub()
         self.recovery = recovery
@@ -128,6 +133,7 @@ class Service:
         self._embedder = embedder
         self._query_stats = query_stats
         self._indexer = indexer
+        self._pending_counted = pending_counted
 
     # ------------------------------------------------------------ the query actor
 
@@ -153,9 +159,15 @@ class Service:
     async def search(self, query: str, top_k: int, mode: Mode,
                      filters: Filters = NO_FILTERS,
                      shape: SearchShape = PLAIN) -> list[SearchResult]:
-        return await self._ask(
+        results: list[SearchResult] = await self._ask(
             lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, filters=filters,
                                           shape=shape, reply=reply))
+        if mode != "lexical" and self.pending() is None and self._pending_counted is not None:
+            # The matrix can load before the adoption has counted the texts still without
+            # a vector: the answer says how many (``pending_embeddings``), not nothing.
+            with anyio.move_on_after(_COUNT_WAIT_SECONDS):
+                await self._pending_counted()
+        return results
 
     async def chunk(self, chunk_id: str) -> ChunkDetail | None:
         return await self._ask(lambda reply: ChunkRequested(chunk_id=chunk_id, reply=reply))

@@ -4,6 +4,7 @@ leave the matrix behind the database nor leave a given-up model's matrix in memo
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from rifflux import Rifflux
 from rifflux.actors.messages import VectorsReset
 from rifflux.actors.query import QueryActor
 from rifflux.errors import IndexBusyError, IndexDamagedError
+from rifflux.store.sqlite.lease import Lease
 from rifflux.store.sqlite.missing import Missing
 
 from ..helpers import CountingEmbedder, eventually, write_all
@@ -88,3 +90,32 @@ async def test_a_model_given_up_after_its_matrix_began_loading_leaves_no_matrix(
         with anyio.fail_after(10):
             await loaded.wait()
         assert (await rf.status())["vectors_in_memory"] == 0
+
+
+async def test_a_semantic_search_answered_as_the_texts_without_vectors_are_counted_waits_for_the_count(  # noqa: E501
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "i.db"
+    root = write_all(tmp_path / "a", {"a.md": "# Otters\n\nOtters sleep in the river.\n",
+                                      "b.md": "# Herons\n\nHerons wade in the marsh.\n"})
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM embeddings")  # (as an interrupted `rifflux index` leaves it)
+    real = Missing._lacking
+
+    async def slow(self: Missing, model: str) -> Any:
+        await anyio.sleep(0.5)  # (the matrix, empty, has loaded long before)
+        return await real(self, model)
+
+    monkeypatch.setattr(Missing, "_lacking", slow)
+    lease = Lease(db)  # another process embeds: this one only searches
+    assert lease.try_acquire()
+    try:
+        async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+            hits = await rf.search("herons", mode="hybrid")
+            assert [h["path"] for h in hits] == ["b.md"]
+            assert rf.pending_embeddings() == 2  # (None before: the answer said nothing)
+            assert await rf.search("otters", mode="lexical")
+    finally:
+        lease.release()
