@@ -98,18 +98,11 @@ class Indexer:
         self._model: str | None = None
         self._pool, self._tidying = ParsePool(), Tidying()  # (what notes' jobs leave undone)
         self._adopt_error: str | None = None
-        #: Set once the adoption under way has counted the texts lacking a vector: the
-        #: matrix loads meanwhile, so a search can be answered before they are counted.
-        self._counted: anyio.Event | None = None
+        #: Set once the adoption under way has counted the texts lacking a vector (None: none yet)
+        self.counting: anyio.Event | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
                                         "busy_retries": 0, "last_job_seconds": 0.0,
                                         "adopt_error": None, "pending": None}
-
-    async def pending_counted(self) -> None:
-        """Until the texts lacking a vector are counted, if the model's adoption is
-        counting them now (at once otherwise: none under way, or counted)."""
-        if self._counted is not None:
-            await self._counted.wait()
 
     def snapshot(self) -> IndexerSnapshot:
         missing = self._writer.missing.texts
@@ -173,14 +166,10 @@ class Indexer:
         busy, the message comes back later; jobs run meanwhile (and wait for it)."""
         embedder = msg.embedder
         label = embedder.label if embedder else None
-        counted = anyio.Event()
-
-        async def reset() -> None:  # (the matrix loads while the texts lacking one are read)
-            self._counted = counted
-            await self._query.send(VectorsReset(embedder=embedder))
-
-        try:  # (a retry's afresh)
-            dropped = await self._writer.missing.adopt(label, reset)
+        self.counting = counted = anyio.Event()
+        try:  # (the matrix loads while the texts lacking a vector are read; a retry's afresh)
+            dropped = await self._writer.missing.adopt(
+                label, partial(self._query.send, VectorsReset(embedder=embedder)))
         except RiffluxError as exc:
             if not isinstance(exc, IndexDamagedError):  # busy, most likely: try again
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)
@@ -333,10 +322,8 @@ class Indexer:
             return
         try:
             self._embedder_out.send_nowait(EmbedWanted())
-        except anyio.WouldBlock:
-            pass  # a message is already waiting; the embedder will look at the database
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # shutting down
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # a message is already waiting (the embedder will look), or shutting down
 
     # ------------------------------------------------------------ jobs
 

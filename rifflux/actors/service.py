@@ -8,7 +8,7 @@ every component from the snapshot each one gives of itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, TypeVar
 
 import anyio
@@ -112,7 +112,7 @@ class Service:
         where: str = "",
         capabilities: Capabilities | None = None,
         events: EventHub | None = None,
-        pending_counted: Callable[[], Awaitable[None]] | None = None,
+        counting: Callable[[], anyio.Event | None] | None = None,
     ) -> None:
         self.events = events or EventHub()
         self.recovery = recovery
@@ -133,7 +133,7 @@ class Service:
         self._embedder = embedder
         self._query_stats = query_stats
         self._indexer = indexer
-        self._pending_counted = pending_counted
+        self._counting = counting or (lambda: None)
 
     # ------------------------------------------------------------ the query actor
 
@@ -162,11 +162,12 @@ class Service:
         results: list[SearchResult] = await self._ask(
             lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, filters=filters,
                                           shape=shape, reply=reply))
-        if mode != "lexical" and self.pending() is None and self._pending_counted is not None:
+        counting = self._counting()
+        if mode != "lexical" and self.pending() is None and counting is not None:
             # The matrix can load before the adoption has counted the texts still without
             # a vector: the answer says how many (``pending_embeddings``), not nothing.
             with anyio.move_on_after(_COUNT_WAIT_SECONDS):
-                await self._pending_counted()
+                await counting.wait()
         return results
 
     async def chunk(self, chunk_id: str) -> ChunkDetail | None:

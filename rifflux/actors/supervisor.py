@@ -160,7 +160,7 @@ class Supervisor:
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
                 origin=origin, roles=roles, model_loaded=loader.loaded, want_model=loader.want,
                 where=store.where, capabilities=store.capabilities, events=events,
-                pending_counted=indexer.pending_counted,
+                counting=lambda: indexer.counting,
             )
             self._exit = stack.pop_all()
         return service
