@@ -16,6 +16,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from rifflux.cli.arguments import parse_args
 from rifflux.store.sqlite.lease import Lease
 
 from .helpers import cli_env, rifflux_cli
@@ -601,3 +602,16 @@ def test_indexing_a_folder_without_markdown_says_so(tmp_path: Path) -> None:
     notes = write_notes(tmp_path)
     fine = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes))
     assert fine.returncode == 0 and "no markdown files" not in fine.stderr, fine.stderr
+
+
+def test_an_option_a_command_does_not_take_is_reported_with_that_commands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["search", "-x", "compost"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: rifflux search ") and "--top-k N" in err
+    assert err.endswith("rifflux search: error: unrecognized arguments: -x "
+                        "(see `rifflux search --help`)\n")
+    assert parse_args(["search", "--since", "-5d", "compost"]).query == ["compost"]

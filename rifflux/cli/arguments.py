@@ -24,8 +24,16 @@ _NEGATIVE_AGE = re.compile(r"^-\d+[a-zA-Z]$")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    """``argv`` parsed (usage errors exit 2, as argparse does)."""
-    return parser().parse_args(_ages_joined(argv))
+    """``argv`` parsed (usage errors exit 2, as argparse does). An option the command does
+    not take is reported with that command's usage, not the whole program's."""
+    top = parser()
+    args, extra = top.parse_known_args(_ages_joined(argv))
+    if extra:
+        commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+        command = commands.choices.get(getattr(args, "command", ""), top)
+        command.error(f"unrecognized arguments: {' '.join(extra)} (see `{command.prog} "
+                      "--help`)")
+    return args
 
 
 def _ages_joined(argv: Sequence[str]) -> list[str]:
