@@ -24,6 +24,8 @@ _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 #: PATH:WHATEVER, when PATH is a file and WHATEVER no range (PATH:abc, PATH:5-).
 _NOT_A_RANGE = re.compile(r"^(?P<path>.+):(?P<range>[^:/\\]*)$")
 _CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
+#: What may be a chunk id cut short (or too long): hex digits only.
+_PART_OF_AN_ID = re.compile(r"^[0-9a-f]{6,40}$")
 
 
 async def show(args: argparse.Namespace, settings: Settings) -> int:
@@ -46,6 +48,10 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
                                    f"{file}:START-END, {file}:LINE or {file} (lines count "
                                    "from 1)", EXIT_USAGE)
     if found is None or "text" not in found:
+        if _PART_OF_AN_ID.match(target) and not on_disk:
+            raise CommandError(f"{target} is neither an indexed file nor a chunk id: a chunk "
+                               "id has 20 hex digits, all of them (as `rifflux search --json` "
+                               "prints it)")
         raise CommandError(f"{path} is not in the index: give a path as `rifflux search` "
                            "prints it, or index its folder first")
     if args.json:
