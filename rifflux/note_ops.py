@@ -69,6 +69,8 @@ def write(folder: Path, rel: str, content: str, *, title: str | None,
           tags: list[str] | None, if_match: str | None, overwrite: bool,
           use_ignore_files: bool) -> Done:
     text = with_front_matter(content, title, tags)
+    if text and not text.endswith(("\n", "\r")):  # (its last line ends, as editors end it)
+        text += "\r\n" if "\r\n" in text else "\n"
     path = notefiles.note_file(folder, rel, use_ignore_files=use_ignore_files)
     with notefiles.folder_lock(folder):
         current = notefiles.read(path)

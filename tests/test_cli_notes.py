@@ -73,7 +73,7 @@ def test_note_commands_without_a_writable_folder_say_how_to_name_one(tmp_path: P
     named = rifflux_cli(tmp_path, "--db", str(tmp_path / "i.db"), "--writable",
                         str(tmp_path / "n"), "write-note", "a.md", "x")
     assert named.returncode == 0, named.stderr
-    assert (tmp_path / "n" / "a.md").read_text() == "x"
+    assert (tmp_path / "n" / "a.md").read_text() == "x\n"  # (its last line ends)
 
 
 def test_writable_is_read_from_the_environment_separated_like_watch_paths(

@@ -64,6 +64,22 @@ async def test_a_written_note_is_found_when_the_call_returns_with_its_sha_and_li
 
 
 @pytest.mark.anyio
+async def test_a_note_whose_text_does_not_end_its_last_line_is_written_with_it_ended(
+    tmp_path: Path,
+) -> None:
+    async with notes_rf(tmp_path) as rf:
+        plain = await rf.write_note("a.md", "# A\n\nno final newline")
+        crlf = await rf.write_note("b.md", "# B\r\n\r\nno final line break")
+        empty = await rf.write_note("c.md", "")
+    notes = tmp_path / "notes"
+    assert (notes / "a.md").read_bytes() == b"# A\n\nno final newline\n"
+    assert (notes / "b.md").read_bytes() == b"# B\r\n\r\nno final line break\r\n"
+    assert (notes / "c.md").read_bytes() == b""
+    assert plain["sha256"] == sha256((notes / "a.md").read_bytes())  # (of what was written)
+    assert (plain["lines"], crlf["lines"], empty["lines"]) == ([[1, 3]], [[1, 3]], [])
+
+
+@pytest.mark.anyio
 async def test_the_answer_says_whether_the_vectors_are_stored_yet(tmp_path: Path) -> None:
     embedder = GatedEmbedder()
     async with notes_rf(tmp_path, embedder=embedder) as rf:
