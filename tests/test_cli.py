@@ -618,3 +618,24 @@ def test_an_option_a_command_does_not_take_is_reported_with_that_commands_usage(
     assert err.endswith("rifflux search: error: unrecognized arguments: -x "
                         "(see `rifflux search --help`)\n")
     assert parse_args(["search", "--since", "-5d", "compost"]).query == ["compost"]
+
+
+def test_reading_commands_answer_while_another_process_holds_the_write_lock(
+    indexed: Path,
+) -> None:
+    holder = sqlite3.connect(indexed / "index.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # (as a long transaction of another process's)
+    try:
+        hybrid = rifflux_cli(indexed, "--db", "index.db", "search", "compost", "--json")
+        shown = rifflux_cli(indexed, "--db", "index.db", "show", "notes/sub/guide.md:7")
+        status = rifflux_cli(indexed, "--db", "index.db", "status", "--json")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    for done in (hybrid, shown, status):
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "locked" not in done.stderr
+    hit = json.loads(hybrid.stdout)["results"][0]  # (both branches: the model was adopted)
+    assert (hit["path"], hit["score_breakdown"]["semantic_rank"]) == ("garden.md", 1)
+    assert shown.stdout.splitlines()[1].endswith("Run the wombat installer with sudo.")
+    assert json.loads(status.stdout)["files"] == 2

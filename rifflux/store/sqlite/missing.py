@@ -114,16 +114,19 @@ class Missing:
             await self.conn.execute_fetchall("SELECT 1 FROM embeddings NOT INDEXED LIMIT 1")
             other = await self.conn.execute_fetchall(
                 "SELECT 1 FROM embeddings WHERE model != ? LIMIT 1", (model,))
-            async with transaction(self.conn):
-                dropped = 0
-                if other:
-                    cur = await self.conn.execute("DELETE FROM embeddings WHERE model != ?",
-                                                  (model,))
-                    dropped = cur.rowcount
-                await self.conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
-                    (model,),
-                )
+            named = await self.conn.execute_fetchall(
+                "SELECT 1 FROM meta WHERE key = 'embedding_model' AND value = ?", (model,))
+            dropped = 0
+            if other or not named:  # (else nothing to write: another's lock holds up nothing)
+                async with transaction(self.conn):
+                    if other:
+                        cur = await self.conn.execute(
+                            "DELETE FROM embeddings WHERE model != ?", (model,))
+                        dropped = cur.rowcount
+                    await self.conn.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
+                        (model,),
+                    )
         if adopted is not None:
             await adopted()
         self._replace(await self._lacking(model))

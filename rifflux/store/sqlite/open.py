@@ -72,13 +72,17 @@ def _check(db: Path, read_only: bool) -> tuple[Recovery | None, bool]:
     return move_aside(db, reason), False
 
 
+#: How long a heartbeat's write waits for the lock, in milliseconds.
+_BEAT_BUSY_MS = 500
+
+
 async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | None,
                 later: Callable[[], None] | None) -> tuple[AsyncExitStack, OpenStore]:
     read_only, timeout = settings.read_only, settings.busy_timeout_ms
     stack = AsyncExitStack()
 
-    async def connected(*, readonly: bool) -> aiosqlite.Connection:
-        conn = await connect(db, busy_timeout_ms=timeout, readonly=readonly)
+    async def connected(*, readonly: bool, busy_ms: int = timeout) -> aiosqlite.Connection:
+        conn = await connect(db, busy_timeout_ms=busy_ms, readonly=readonly)
         stack.push_async_callback(_close, conn)
         return conn
 
@@ -90,8 +94,10 @@ async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | 
         embed_conn = await connected(readonly=True)
         # The heartbeat's, no one else's (see actors.heartbeat). Set up as the readers'
         # are, the schema being the writer's to make: it writes only this process's
-        # row and prunes the change log.
-        beat_conn = None if read_only else await connected(readonly=True)
+        # row and prunes the change log. A beat the lock holds up is given up soon (the
+        # next comes in 5 s): never 5 s of a one-shot command's exit behind another's write.
+        beat_conn = None if read_only else await connected(
+            readonly=True, busy_ms=min(timeout, _BEAT_BUSY_MS))
         # This process among the others on the index: its changes are logged under its
         # origin (before anything that must be closed is made: this reads the file)
         follow = Follow(writer_conn, db, origin)

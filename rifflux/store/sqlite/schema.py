@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -117,6 +118,12 @@ CREATE TABLE IF NOT EXISTS processes(
 );
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
+
+
+#: What the schema makes: an index that holds all of it is opened without a write (so a
+#: search is not held up by another process writing: in WAL, reads never wait for it).
+_OBJECTS = frozenset(re.findall(
+    r"CREATE (?:VIRTUAL )?(?:TABLE|INDEX|TRIGGER) IF NOT EXISTS (\w+)", _SCHEMA))
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -268,12 +275,16 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
         await _upgrade(conn)
     if exists:
         await check_version(conn, db_path)
-    await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
-    if exists:
+        names = {str(r[0]) for r in await conn.execute_fetchall(
+            "SELECT name FROM sqlite_master")}
+        if not _OBJECTS <= names:
+            await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
         await _fill_fts(conn)
-    else:  # a new file is as sound as a checked one: its daily check is a day away
-        await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('checked_at', ?)",
-                           (str(time.time()),))
+        return
+    await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+    # (a new file is as sound as a checked one: its daily check is a day away)
+    await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('checked_at', ?)",
+                       (str(time.time()),))
 
 
 async def _fill_fts(conn: aiosqlite.Connection) -> None:
