@@ -46,6 +46,12 @@ def test_every_note_command_changes_the_note_and_the_index_follows(tmp_path: Pat
     now = sha256((notes / "ideas/bird.md").read_bytes())
     assert stale.returncode == 1 and now in stale.stderr and "nothing was written" in \
         stale.stderr
+    # (in the command line's words, not the library's: `rifflux show`, not get_file)
+    assert stale.stderr.endswith(f"Read it again (`rifflux show`), make the change to what "
+                                 f"it says now and pass --if-match {now}\n")
+    taken = notes_cli(tmp_path, "write-note", "ideas/bird.md", "again")
+    assert taken.returncode == 1 and "Edit it with `rifflux edit-note`, or replace it with " \
+        f"--overwrite or --if-match {now}" in taken.stderr
 
     notes_cli(tmp_path, "write-note", "index.md", "See [[bird]].\n")
     moved = notes_cli(tmp_path, "move-note", "ideas/bird.md", "birds/hoopoe.md")

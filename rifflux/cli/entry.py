@@ -93,7 +93,7 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BaseException as exc:  # the boundary: every failure becomes one line
-        leaf = _leaf(exc)
+        leaf = innermost(exc)
         if isinstance(leaf, KeyboardInterrupt):
             return EXIT_INTERRUPTED
         if isinstance(leaf, BrokenPipeError):  # the reader left (`| head -1`): done
@@ -180,7 +180,8 @@ def stdout_gone() -> None:
         pass
 
 
-def _leaf(exc: BaseException) -> BaseException:
+def innermost(exc: BaseException) -> BaseException:
+    """The first exception inside ``exc``'s groups (``exc`` itself when it is none)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc

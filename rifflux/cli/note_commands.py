@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -15,9 +16,10 @@ import anyio
 
 from ..api import Rifflux
 from ..config import Settings
-from ..exits import EXIT_OK, EXIT_USAGE
+from ..errors import InvalidArgumentError, RiffluxError
+from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..note_types import NoteChange
-from .entry import Command, CommandError
+from .entry import Command, CommandError, innermost
 from .note_args import NOTE_COMMAND_NAMES
 from .results import out as results_out
 
@@ -120,9 +122,44 @@ async def _recent(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-_BY_NAME: dict[str, Command] = {"write-note": _write, "edit-note": _edit, "move-note": _move,
-                                "delete-note": _delete, "restore-note": _restore,
-                                "recent": _recent}
+#: The library's words (MCP's too) in its messages, as the command line says them.
+_CLI_WORDS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bif_match=(\w+)"), r"--if-match \1"),
+    (re.compile(r"\bif_match\b"), "--if-match"),
+    (re.compile(r"\boverwrite=true\b"), "--overwrite"),
+    (re.compile(r"\bwrite_note with overwrite\b"), "`rifflux write-note --overwrite`"),
+    (re.compile(r"\bget_file\b"), "`rifflux show`"),
+    (re.compile(r"\bedit_note\b"), "`rifflux edit-note`"),
+    (re.compile(r"\bwrite_note\b"), "`rifflux write-note`"),
+    (re.compile(r"\brecent lists\b"), "`rifflux recent` lists"),
+]
+
+
+def cli_words(message: str) -> str:
+    """``message`` with the library's names of calls and arguments as the command line's."""
+    for pattern, words in _CLI_WORDS:
+        message = pattern.sub(words, message)
+    return message
+
+
+def _in_cli_words(command: Command) -> Command:
+    async def run(args: argparse.Namespace, settings: Settings) -> int:
+        try:
+            return await command(args, settings)
+        except BaseException as exc:
+            error = innermost(exc)
+            if not isinstance(error, RiffluxError):
+                raise
+            code = EXIT_USAGE if isinstance(error, InvalidArgumentError) else EXIT_FAILURE
+            raise CommandError(cli_words(str(error)), code) from exc
+
+    return run
+
+
+_BY_NAME: dict[str, Command] = {
+    name: _in_cli_words(command) for name, command in (
+        ("write-note", _write), ("edit-note", _edit), ("move-note", _move),
+        ("delete-note", _delete), ("restore-note", _restore), ("recent", _recent))}
 #: Every note command, under both of its names.
 NOTE_COMMANDS: dict[str, Command] = {
     **_BY_NAME, **{NOTE_COMMAND_NAMES[name]: run for name, run in _BY_NAME.items()}}
