@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -282,6 +283,39 @@ async def test_watch_logs_each_batch_until_interrupted(tmp_path: Path) -> None:
         finally:  # a failure must fail the test, not leave it waiting for the process
             if process.returncode is None:
                 process.kill()
+
+
+@pytest.mark.anyio
+async def test_an_interrupted_index_says_what_it_kept_and_how_to_finish(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    lease = Lease(tmp_path / "index.db")  # another process embeds: the job waits for it
+    assert lease.try_acquire()
+    process = await anyio.open_process(
+        [sys.executable, "-m", "rifflux", "--db", "index.db", "index", str(notes)],
+        cwd=tmp_path, env=cli_env(tmp_path), start_new_session=True)
+    try:
+        async with process:
+            assert process.stderr is not None
+            lines = BufferedByteReceiveStream(process.stderr)
+            with anyio.fail_after(60):
+                line = ""
+                while not line.startswith("embedding:"):  # (its files written: it waits)
+                    line = (await lines.receive_until(b"\n", 1 << 16)).decode()
+                os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: the whole group
+                assert await process.wait() == 130
+                rest = b""
+                with contextlib.suppress(anyio.EndOfStream, anyio.IncompleteRead):
+                    while True:
+                        rest += await lines.receive(1 << 16)
+    finally:  # a failure must fail the test, not leave it waiting for the process
+        lease.release()
+        if process.returncode is None:
+            process.kill()
+    said = rest.decode()
+    assert re.search(r"rifflux: interrupted: all 2 files were written, and are searchable; "
+                     r"\d+ chunks still without a vector \(found by their words, not yet by "
+                     r"meaning\)\. Run the same `rifflux index` again to finish", said), said
+    assert "Traceback" not in said  # (nor the parse workers', which Ctrl-C reaches too)
 
 
 def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import sys
 
@@ -15,6 +16,9 @@ from ..core.document import prepare_many
 
 
 def main() -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent stops, then ends
+    # this one (closing stdin), never a traceback of this one's in the person's terminal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames may reach the parent's pipe
     while True:

@@ -49,7 +49,12 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
                                      count_left_out=True, yes=args.yes)
         job_id = str(submitted["job"]["id"])
         watch = ProgressView(rf, job_id, err) if not args.json else None
-        job = await (watch.run() if watch else rf.wait_for_job(job_id))
+        try:
+            job = await (watch.run() if watch else rf.wait_for_job(job_id))
+        except anyio.get_cancelled_exc_class():  # Ctrl-C, SIGTERM: say what is kept
+            with anyio.CancelScope(shield=True):
+                await _say_interrupted(rf, job_id, err)
+            raise
         status = await rf.status()
     if job["status"] != "completed":
         raise CommandError(f"indexing {job['status']}: {job.get('error') or 'no reason given'}")
@@ -82,6 +87,24 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         kind = "error" if problem.get("path") in args.paths else "warning"
         err.print(f"{kind}: {problem.get('path')}: {problem.get('error')}", markup=False)
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
+
+
+async def _say_interrupted(rf: Rifflux, job_id: str, err: Console) -> None:
+    """What an interrupted ``rifflux index`` leaves: what it wrote is kept."""
+    try:
+        info = await rf.job(job_id)
+        written, planned = info["indexed_files"], info["planned_files"]
+        said = [f"all {count(planned, 'file')} were written, and are searchable"
+                if written == planned else f"{written:,} of {count(planned, 'file')} were "
+                "written (they are kept, and searchable)"] if planned else []
+        if info["pending_embeddings"]:
+            said.append(f"{count(info['pending_embeddings'], 'chunk')} still without a "
+                        "vector (found by their words, not yet by meaning)")
+        done = "; ".join(said) or "nothing was left half done"
+    except Exception:  # (what was written is kept all the same)
+        done = "the files written so far are kept, and searchable"
+    err.print(f"rifflux: interrupted: {done}. Run the same `rifflux index` again to finish "
+              "(files already written are skipped)", markup=False)
 
 
 async def _forget(args: argparse.Namespace, settings: Settings) -> int:
