@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,11 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from rifflux import Rifflux
 from rifflux.cli.arguments import parse_args
 from rifflux.store.sqlite.lease import Lease
 
-from .helpers import cli_env, rifflux_cli
+from .helpers import GatedEmbedder, cli_env, eventually, rifflux_cli
 
 
 def write_notes(root: Path) -> Path:
@@ -101,6 +103,31 @@ def test_a_search_while_texts_lack_vectors_says_semantic_results_are_partial(
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"rifflux: {texts} chunks without a vector yet: semantic results "
                            "cover part of the index")
+
+
+@pytest.mark.anyio
+async def test_a_search_while_another_process_embeds_says_which_one(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    gated = GatedEmbedder("hash-384-v1")  # (the command line's model: no vector dropped)
+    async with Rifflux(tmp_path / "index.db", embedder=gated) as rf:
+        await rf.reindex(notes, background=True)
+
+        def embedding() -> bool:  # (as its heartbeat, every 5 s, wrote its roles)
+            with sqlite3.connect(tmp_path / "index.db") as conn:
+                rows = conn.execute("SELECT roles FROM processes WHERE pid = ?",
+                                    (os.getpid(),)).fetchall()
+            return gated.entered.is_set() and bool(rows) and "embedder" in rows[0][0]
+
+        try:
+            await eventually(embedding, within=20)
+            done = await anyio.to_thread.run_sync(partial(
+                rifflux_cli, tmp_path, "--db", "index.db", "search", "compost"))
+        finally:
+            gated.gate.set()
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"chunks without a vector yet: semantic results cover part of the index "
+                     rf"\(process {os.getpid()} is embedding them now\)", done.stderr), \
+        done.stderr
 
 
 def test_show_prints_the_lines_of_a_hit_with_their_numbers(indexed: Path) -> None:

@@ -169,17 +169,21 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain,
                              applied=applied)
         reason = await why(rf, query, args.mode, results, filters)
+        pending = answer.get("pending_embeddings")
+        embedding = pending and next((p["pid"] for p in (await rf.status())["processes"]
+                                      if "embedder" in p["roles"]), None)
     if reason is not None:
         answer["hint"] = _WHY[reason]
     if args.json:
         write_json(answer)
     else:
         print_search(results, answer.get("explain"))
-    pending = answer.get("pending_embeddings")
     if pending:
         sys.stderr.write(f"rifflux: {count(pending, 'chunk')} without a vector yet: semantic "
-                         "results cover part of the index (`rifflux index` on their folder, "
-                         "or a running `rifflux watch` or MCP server, embeds them)\n")
+                         "results cover part of the index (" + (
+                             f"process {embedding} is embedding them now" if embedding else
+                             "`rifflux index` on their folder, or a running `rifflux watch` "
+                             "or MCP server, embeds them") + ")\n")
     if reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{_WHY[reason]}\n")
     return EXIT_OK if results else EXIT_FAILURE
