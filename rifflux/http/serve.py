@@ -107,6 +107,10 @@ _MMAP_THRESHOLD = 1024 * 1024
 _TRIM_THRESHOLD = 4 * 1024 * 1024
 
 
+#: How often a server another one's announcement left out looks whether that one stopped.
+CLAIM_AGAIN_EVERY = 2.0
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handlers: ``serve`` handles signals (see there)."""
 
@@ -153,16 +157,15 @@ async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
         await anyio.sleep(0.02)  # (uvicorn says it has started by this flag only)
     running = discovery.Running(url=url, pid=os.getpid(), started_at=time.time(),
                                 read_only=options.read_only, token=options.token)
+    other = None
     try:  # (beside an index file; a database has none: --connect URL finds the server)
         if isinstance(db, Path):
-            other = await anyio.to_thread.run_sync(discovery.claim, db, running)
-            if other is None:
-                announced.append(running)
-            else:
+            other = await _claim(db, running, announced)
+            if other is not None:
                 logger.warning("a rifflux serve already runs on this index at %s (pid %d); "
                                "this one is not announced in %s: clients that find servers "
-                               "by it go on using that one", other.url, other.pid,
-                               discovery.discovery_path(db))
+                               "by it go on using that one (until it stops)", other.url,
+                               other.pid, discovery.discovery_path(db))
     except OSError as exc:
         assert isinstance(db, Path)
         logger.warning("cannot write %s (rifflux mcp --connect auto will not find this "
@@ -173,6 +176,24 @@ async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
             f"{', token required' if options.token else ''}): the page at {url}, MCP at "
             f"{url}mcp, the JSON API under {url}api/; Ctrl-C stops\n")
         sys.stderr.flush()
+    while other is not None and isinstance(db, Path):  # announced once the other stops
+        await anyio.sleep(CLAIM_AGAIN_EVERY)
+        with contextlib.suppress(OSError):  # (the folder unwritable now: tried again)
+            other = await _claim(db, running, announced)
+            if other is None:
+                logger.warning("the rifflux serve announced on this index stopped: this one "
+                               "is announced in %s now", discovery.discovery_path(db))
+
+
+async def _claim(db: Path, running: discovery.Running,
+                 announced: list[discovery.Running]) -> discovery.Running | None:
+    """``discovery.claim`` in a thread; once written, the file is in ``announced`` even
+    when the server stops meanwhile (so that it is removed)."""
+    with anyio.CancelScope(shield=True):
+        other = await anyio.to_thread.run_sync(discovery.claim, db, running)
+        if other is None:
+            announced.append(running)
+    return other
 
 
 async def _stop_on_signals(server: uvicorn.Server, rf: Rifflux,

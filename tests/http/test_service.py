@@ -192,6 +192,24 @@ def test_a_second_server_on_the_index_leaves_the_first_one_discoverable(
     assert not discovery.discovery_path(db).exists()  # (the first removes its own)
 
 
+def test_a_second_server_is_announced_once_the_first_one_stops(tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    with serving(db) as first, serving(db, announced=False) as second:
+        assert first.stop() == 0  # (it removes its own file)
+
+        def names_the_second() -> discovery.Running | None:
+            found = discovery.find(db)
+            return found if found is not None and found.pid == second.proc.pid else None
+
+        found = until(names_the_second, within=30)
+        assert found.url == second.url
+        assert (f"the rifflux serve announced on this index stopped: this one is announced "
+                f"in {discovery.discovery_path(db)} now") in second.log_text()
+        assert (f"answered by rifflux serve at {second.url} (pid {second.proc.pid})"
+                in _searched_by(db))
+    assert not discovery.discovery_path(db).exists()  # (the second removes its own)
+
+
 def test_a_server_replaces_a_stale_discovery_file_and_removes_it_when_it_stops(
         tmp_path: Path) -> None:
     db = tmp_path / "index.db"
