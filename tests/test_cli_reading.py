@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import rifflux_cli, without_root_powers, write_all
+from .serving import serving
 
 NOTES = {
     "README.md": "# Notes readme\n\nThe quince tree, see [[other]].\n\n#orchard\n",
@@ -106,3 +107,14 @@ def test_the_reading_commands_read_an_index_file_they_cannot_write(checkout: Pat
     finally:
         for path in files:
             path.chmod(0o644)
+
+
+def test_search_near_a_name_the_working_directory_also_holds_is_answered_by_the_server(
+    checkout: Path,
+) -> None:
+    with serving(checkout / "index.db") as server:
+        done = rifflux_cli(checkout, "--db", "index.db", "search", "jelly", "--mode",
+                           "lexical", "--near", "README.md", "--json", "--verbose")
+    assert done.returncode == 0, done.stderr
+    assert f"answered by rifflux serve at {server.url}" in done.stderr  # (not searched here)
+    assert [hit["path"] for hit in json.loads(done.stdout)["results"]] == ["other.md"]

@@ -44,7 +44,7 @@ def search_on_server(args: argparse.Namespace, settings: Settings) -> int | None
     if not query:
         return None  # (the search here says what to give)
     try:
-        found = _ask(args, settings, query, _near(args.near) if args.near else None)
+        found = _ask(args, settings, query, _nears(args.near) if args.near else [None])
         if found is None:
             return None
         _print(args, found)
@@ -56,13 +56,14 @@ def search_on_server(args: argparse.Namespace, settings: Settings) -> int | None
     return EXIT_OK if found.get("results") else EXIT_FAILURE
 
 
-def _near(path: str) -> str:
-    """As the search here takes it (``common.note_path``): a path as search prints it,
-    relative to the working directory, made absolute; any other path as given."""
+def _nears(path: str) -> list[str | None]:
+    """What to send as ``near``, in the order the search here tries them
+    (``common.note_path``): a file in the working directory (search prints paths relative
+    to it) made absolute, then the path as given (relative to its indexed folder)."""
     local = Path(path).expanduser()
     if not local.is_absolute() and local.is_file():
-        return str(local.resolve())
-    return path
+        return [str(local.resolve()), path]
+    return [path]
 
 
 def _print(args: argparse.Namespace, answer: dict[str, Any]) -> None:
@@ -81,8 +82,9 @@ def _print(args: argparse.Namespace, answer: dict[str, Any]) -> None:
 
 
 def _ask(args: argparse.Namespace, settings: Settings, query: str,
-         near: str | None) -> dict[str, Any] | None:
-    """The server's answer, or None: search here."""
+         nears: list[str | None]) -> dict[str, Any] | None:
+    """The server's answer, or None: search here. A ``near`` the server refuses (400: no
+    such note) is followed by the next of ``nears``."""
     if args.no_server:
         _say(args, "searching here (--no-server)")
         return None
@@ -105,20 +107,23 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
         return None
     import http.client
 
-    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=_TIMEOUT)
     headers = {"Accept": "application/json"}
     if running.token:
         headers["Authorization"] = f"Bearer {running.token}"
-    try:
-        conn.request("GET", "/api/search?" + urlencode(_params(args, query, near), doseq=True),
-                     headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-    except (OSError, http.client.HTTPException) as exc:
-        _say(args, f"the server at {running.url} did not answer ({exc}): searching here")
-        return None
-    finally:
-        conn.close()
+    for near in nears:
+        conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=_TIMEOUT)
+        try:
+            conn.request("GET", "/api/search?" + urlencode(_params(args, query, near),
+                                                           doseq=True), headers=headers)
+            response = conn.getresponse()
+            body = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            _say(args, f"the server at {running.url} did not answer ({exc}): searching here")
+            return None
+        finally:
+            conn.close()
+        if response.status != 400 or near == nears[-1]:
+            break
     if response.status == 400:  # (the server's bounds are not the command's: top_k, ...)
         _say(args, f"the server at {running.url} does not take these arguments "
                    f"({_message(body)}): searching here")
