@@ -118,3 +118,26 @@ def test_search_near_a_name_the_working_directory_also_holds_is_answered_by_the_
     assert done.returncode == 0, done.stderr
     assert f"answered by rifflux serve at {server.url}" in done.stderr  # (not searched here)
     assert [hit["path"] for hit in json.loads(done.stdout)["results"]] == ["other.md"]
+
+
+def test_an_index_closed_cleanly_in_a_folder_they_cannot_write_is_read_all_the_same(
+    tmp_path: Path,
+) -> None:
+    prefix = without_root_powers()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: file permissions cannot apply")
+    shelf = tmp_path / "shelf"  # (an index copied to read-only media, or another user's)
+    write_all(shelf / "notes", NOTES)
+    assert rifflux_cli(shelf, "--db", "index.db", "index", "notes").returncode == 0
+    assert not list(shelf.glob("index.db-*"))  # (closed cleanly: no -wal, no -shm)
+    (shelf / "index.db").chmod(0o444)
+    shelf.chmod(0o555)  # (SQLite cannot make the -shm a read of a WAL file needs)
+    try:
+        for args, expected in ((("search", "jelly"), "notes/other.md:1-3"),
+                               (("status",), "(read-only)"),
+                               (("show", "notes/other.md:3"), "quince jelly")):
+            done = rifflux_cli(shelf, "--db", "index.db", *args, prefix=prefix)
+            assert (done.returncode, done.stderr) == (0, ""), args
+            assert expected in done.stdout, args
+    finally:
+        shelf.chmod(0o755)

@@ -44,6 +44,18 @@ CHECK_AT_OPEN_MOST = 256 * 2**20
 DAMAGE_WORDS = ("malformed", "not a database", "corrupt", "vtable constructor failed")
 
 
+def read_uri(db: Path) -> str:
+    """The URI that opens ``db`` for reading only. A WAL index closed cleanly (no
+    ``-wal``, no ``-shm``) in a folder this process cannot write is opened immutable:
+    SQLite could not make the ``-shm`` file a read needs, and a process writing it
+    would have made them."""
+    uri = db.absolute().as_uri()
+    if not os.access(db.parent, os.W_OK) and not any(
+            Path(f"{db}{suffix}").exists() for suffix in ("-wal", "-shm")):
+        return f"{uri}?immutable=1"
+    return f"{uri}?mode=ro"
+
+
 def is_damage(message: str) -> bool:
     text = message.lower()
     return any(word in text for word in DAMAGE_WORDS)
@@ -79,7 +91,7 @@ def refuse_foreign(db: Path) -> None:
     if not head:
         return  # an empty file: a new index
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_uri(db), uri=True)
         try:
             tables = {r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -103,7 +115,7 @@ def needs_check(db: Path) -> Literal["now", "later"] | None:
     if (wal.exists() and wal.stat().st_size > 0) or check_marker(db).exists():
         return "now"
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_uri(db), uri=True)
         try:
             row = conn.execute("SELECT value FROM meta WHERE key = 'checked_at'").fetchone()
         finally:
@@ -133,8 +145,10 @@ def check_in_background(db: Path, *, read_only: bool) -> None:
 def damage(db: Path) -> str | None:
     """Why ``db`` is damaged, or None when ``quick_check`` passes (and the time of this
     check is recorded)."""
+    uri = read_uri(db)  # (read-write, unless only an immutable read can open it)
     try:
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = sqlite3.connect(uri if uri.endswith("immutable=1") else db, uri=True,
+                               isolation_level=None)
         try:
             rows = conn.execute("PRAGMA quick_check(10)").fetchall()
             if [r[0] for r in rows] != ["ok"]:
@@ -176,7 +190,7 @@ def move_aside(db: Path, reason: str) -> Recovery:
 
 def _roots_of(db: Path) -> tuple[Path, ...]:
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_uri(db), uri=True)
         try:
             return tuple(Path(r[0]) for r in conn.execute("SELECT path FROM roots ORDER BY id"))
         finally:

@@ -17,7 +17,7 @@ from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
-from .recovery import is_damage, mark_for_check
+from .recovery import is_damage, mark_for_check, read_uri
 from .vector_schema import VECTORS_SCHEMA
 
 SCHEMA_VERSION = 6
@@ -228,7 +228,10 @@ async def connect(
         # Shielded (it takes milliseconds): cancelled half-way, the connection's
         # thread would be left running with no one to close it.
         with anyio.CancelScope(shield=True):
-            conn = await aiosqlite.connect(str(db_path), isolation_level=None)
+            uri = read_uri(db_path) if readonly else ""
+            conn = await aiosqlite.connect(  # (immutable: see read_uri; else as usual)
+                uri if uri.endswith("immutable=1") else str(db_path), uri=True,
+                isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             await conn.execute("PRAGMA foreign_keys=ON")
