@@ -101,6 +101,12 @@ class Settings:
     #: Open an existing index only to search it: no indexing, no embedding, and vectors
     #: of another model are left alone (searching someone else's index file).
     read_only: bool = False
+    #: A read-only open of an index that can be read only as it is now (a WAL index closed
+    #: cleanly in a folder this process cannot write: SQLite cannot make the ``-shm``
+    #: file that following other processes' writes needs) reads it so, as a snapshot (the
+    #: one-shot reading commands); False: refuses it, saying why (a long-lived process
+    #: would never see the writes that come later).
+    read_snapshot: bool = False
     #: MCP only: reindex the configured roots in the background on search (throttled).
     auto_reindex_on_search: bool = False
     auto_reindex_min_interval: float = 30.0

@@ -139,5 +139,11 @@ def test_an_index_closed_cleanly_in_a_folder_they_cannot_write_is_read_all_the_s
             done = rifflux_cli(shelf, "--db", "index.db", *args, prefix=prefix)
             assert (done.returncode, done.stderr) == (0, ""), args
             assert expected in done.stdout, args
+        # a server would never see the writes that come later: refused, saying why
+        served = rifflux_cli(shelf, "--db", "index.db", "serve", "--read-only", "--port", "0",
+                             prefix=prefix)
+        assert served.returncode == 1
+        assert (f"cannot follow the index {shelf / 'index.db'}: SQLite needs to make "
+                f"index.db-shm beside it") in served.stderr
     finally:
         shelf.chmod(0o755)

@@ -106,19 +106,22 @@ def _main(argv: list[str]) -> int:
 
 
 def _read_only_if_unwritable(args: argparse.Namespace, settings: Settings) -> Settings:
-    """A read command on an index file this process cannot write opens it read-only
-    (saying so with --verbose); the commands that write keep the error that says to
-    make it writable."""
+    """A read command on an index file this process cannot write (or in a folder it
+    cannot write) opens it read-only, saying so with --verbose, and reads it as it is
+    now if it cannot follow it (``Settings.read_snapshot``); the commands that write
+    keep the error that says to make it writable."""
     db = settings.db_path
     if args.command not in _READS or settings.read_only or not isinstance(db, Path):
         return settings
     db = db.expanduser()
-    if not db.is_file() or os.access(db, os.W_OK):
+    if not db.is_file() or (os.access(db, os.W_OK) and os.access(db.absolute().parent,
+                                                                 os.W_OK)):
         return settings
     if getattr(args, "verbose", False) and sys.stderr is not None:
         sys.stderr.write(f"rifflux: this process cannot write the index {db}: "
                          "reading it read-only\n")
-    return settings.with_overrides(read_only=True)
+    # (a one-shot read: an index it cannot share is read as it is now)
+    return settings.with_overrides(read_only=True, read_snapshot=True)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

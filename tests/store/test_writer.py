@@ -14,7 +14,7 @@ import pytest
 from rifflux import IndexDatabaseError, SchemaVersionError
 from rifflux.core.chunker import FileMetadata
 from rifflux.core.plan import Scope
-from rifflux.store.sqlite import schema
+from rifflux.store.sqlite import schema, sql
 from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect
 from rifflux.store.sqlite.writer import FileToWrite, Writer
@@ -236,13 +236,13 @@ async def test_opening_a_new_index_waits_for_the_switch_to_wal_another_process_h
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO held VALUES (1)")  # a reserved lock, held
     refused = anyio.Event()
-    is_busy = schema._is_busy
+    is_busy = sql.is_busy
 
     def seen_busy(exc: sqlite3.Error) -> bool:
         refused.set()  # the open was told "locked": it is waiting now
         return is_busy(exc)
 
-    monkeypatch.setattr(schema, "_is_busy", seen_busy)
+    monkeypatch.setattr(schema, "is_busy", seen_busy)
 
     async def release_once_refused() -> None:
         try:

@@ -1,6 +1,6 @@
 """Connections to a PostgreSQL index through asyncpg, its transactions, and the
 translation of every asyncpg error into a :mod:`rifflux.errors` class (at the
-boundary, as ``store.sqlite.schema.mapped_errors`` does for SQLite).
+boundary, as ``store.sqlite.sql.mapped_errors`` does for SQLite).
 
 Writes are serialised across every process on the database, as SQLite serialises
 them: each writing transaction first takes the transaction-level advisory lock

@@ -30,7 +30,7 @@ from ..common import Foreign
 from ..protocols import RootsStore
 from ..written import Written, batches, file_entries, marks
 from .link_index import edges_of
-from .schema import mapped_errors
+from .sql import mapped_errors
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
     from ...core.vectors import F32

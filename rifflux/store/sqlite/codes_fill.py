@@ -25,7 +25,7 @@ import anyio
 import anyio.from_thread
 
 from ...core.codes import packed
-from .schema import mapped_errors
+from .sql import mapped_errors
 from .vector_schema import CODES_MARK
 from .vectors import by_size
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...core import bm25
 from .lexicon import INSTANCE_WEIGHT, WEIGHTS_TEXT, per_chunk
-from .schema import mapped_errors
+from .sql import mapped_errors
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,7 +20,7 @@ import aiosqlite
 from ...core.links import anchor_matches, target_parts
 from ...types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
 from ..common import title_of
-from .schema import mapped_errors
+from .sql import mapped_errors
 
 #: The chunk a link is in: ``l`` is the link, ``c`` its chunk.
 _SOURCE_CHUNK = "LEFT JOIN chunks c ON c.file_id = l.file_id AND c.chunk_index = l.chunk_index "

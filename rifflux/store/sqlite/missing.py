@@ -26,7 +26,7 @@ import aiosqlite
 
 from ...core.plan import Scope
 from ..written import Written, batches, marks
-from .schema import mapped_errors, transaction
+from .sql import mapped_errors, transaction
 
 
 @dataclass(frozen=True, slots=True)

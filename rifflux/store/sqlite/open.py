@@ -30,7 +30,14 @@ from .link_records import LinkRecords
 from .presence import Presence
 from .reader import Pending, Reader
 from .records import Records
-from .recovery import check_in_background, damage, move_aside, needs_check, refuse_foreign
+from .recovery import (
+    check_in_background,
+    damage,
+    move_aside,
+    needs_check,
+    refuse_foreign,
+    unshared,
+)
 from .schema import connect
 from .writer import Writer
 
@@ -41,7 +48,7 @@ CAPABILITIES = Capabilities(vectors_in_memory=True, lexical_ranking="fts5")
 async def open_sqlite(settings: Settings, db: Path, origin: str) -> AsyncIterator[OpenStore]:
     """The index file ``db`` (resolved), open for a process known to the others as
     ``origin``."""
-    recovery, check_later = await anyio.to_thread.run_sync(_check, db, settings.read_only)
+    recovery, check_later = await anyio.to_thread.run_sync(_check, db, settings)
     later = partial(check_in_background, db, read_only=settings.read_only)
     try:
         stack, store = await _open(settings, db, origin, recovery,
@@ -55,11 +62,20 @@ async def open_sqlite(settings: Settings, db: Path, origin: str) -> AsyncIterato
         yield store
 
 
-def _check(db: Path, read_only: bool) -> tuple[Recovery | None, bool]:
-    """Before opening: someone else's file is refused untouched; a damaged index is
-    moved aside (a read-only open reports the damage instead). True beside: the
-    routine check of a large index is due, to run once it is open."""
+def _check(db: Path, settings: Settings) -> tuple[Recovery | None, bool]:
+    """Before opening: someone else's file is refused untouched, and so is one that can
+    be read only as it is now by a process that would keep it open (``unshared``); a
+    damaged index is moved aside (a read-only open reports the damage instead). True
+    beside: the routine check of a large index is due, to run once it is open."""
+    read_only = settings.read_only
     refuse_foreign(db)
+    if read_only and not settings.read_snapshot and db.exists() and unshared(db):
+        raise IndexDatabaseError(
+            f"cannot follow the index {db}: SQLite needs to make {db.name}-shm beside it "
+            f"to read it while others write it, and this process cannot write "
+            f"{db.parent}; make that folder writable for this user, or copy the index "
+            "somewhere writable (`rifflux search` and the other reading commands read it "
+            "as it is now)")
     when = needs_check(db)
     if when != "now":
         return None, when == "later"
@@ -82,7 +98,8 @@ async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | 
     stack = AsyncExitStack()
 
     async def connected(*, readonly: bool, busy_ms: int = timeout) -> aiosqlite.Connection:
-        conn = await connect(db, busy_timeout_ms=busy_ms, readonly=readonly)
+        conn = await connect(db, busy_timeout_ms=busy_ms, readonly=readonly,
+                             snapshot=settings.read_snapshot)
         stack.push_async_callback(_close, conn)
         return conn
 
@@ -129,7 +146,8 @@ async def _close(conn: aiosqlite.Connection) -> None:
 @asynccontextmanager
 async def _reading(db: Path, settings: Settings) -> AsyncIterator[Reader]:
     """A short-lived read connection (for loading the vector matrix, or the catalog)."""
-    conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
+    conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True,
+                         snapshot=settings.read_snapshot)
     try:
         yield Reader(conn, db)
     finally:

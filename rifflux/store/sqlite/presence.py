@@ -14,7 +14,7 @@ import aiosqlite
 from ...errors import IndexDatabaseError
 from ...types import ProcessInfo
 from .changes import prune
-from .schema import mapped_errors
+from .sql import mapped_errors
 
 #: A process not seen for this long is no longer listed.
 SEEN_WITHIN = 60.0

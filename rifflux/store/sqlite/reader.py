@@ -23,7 +23,7 @@ from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .changes import sequence
 from .lexicon_schema import lexicon_built
 from .presence import Presence
-from .schema import mapped_errors
+from .sql import mapped_errors
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
     from ...core.vectors import F32, I64

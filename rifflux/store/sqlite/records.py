@@ -17,7 +17,7 @@ from ...core.filters import tag_levels
 from ...types import ChunkDetail, FileRecord
 from ..common import Located, iso_utc, row_dict, title_of
 from .reader import ROW_SQL
-from .schema import mapped_errors
+from .sql import mapped_errors
 
 
 class Records:

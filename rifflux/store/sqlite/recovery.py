@@ -44,16 +44,20 @@ CHECK_AT_OPEN_MOST = 256 * 2**20
 DAMAGE_WORDS = ("malformed", "not a database", "corrupt", "vtable constructor failed")
 
 
+def unshared(db: Path) -> bool:
+    """Whether ``db`` can be read only as it is now: a WAL index closed cleanly (no
+    ``-wal``, no ``-shm``) in a folder this process cannot write, where SQLite cannot
+    make the ``-shm`` file that reading beside a writer needs (a process writing it
+    would have made them)."""
+    return not os.access(db.parent, os.W_OK) and not any(
+        Path(f"{db}{suffix}").exists() for suffix in ("-wal", "-shm"))
+
+
 def read_uri(db: Path) -> str:
-    """The URI that opens ``db`` for reading only. A WAL index closed cleanly (no
-    ``-wal``, no ``-shm``) in a folder this process cannot write is opened immutable:
-    SQLite could not make the ``-shm`` file a read needs, and a process writing it
-    would have made them."""
+    """The URI that opens ``db`` for reading only: immutable when it is ``unshared`` (a
+    process that may not read it so is refused before: ``Settings.read_snapshot``)."""
     uri = db.absolute().as_uri()
-    if not os.access(db.parent, os.W_OK) and not any(
-            Path(f"{db}{suffix}").exists() for suffix in ("-wal", "-shm")):
-        return f"{uri}?immutable=1"
-    return f"{uri}?mode=ro"
+    return f"{uri}?immutable=1" if unshared(db) else f"{uri}?mode=ro"
 
 
 def is_damage(message: str) -> bool:

@@ -20,7 +20,8 @@ import aiosqlite
 from ..written import FILE_ENTRY_COLUMNS, Edges, Written, file_entry
 from .link_index import forget_links, rekey_links
 from .missing import Change, Missing, like_prefix
-from .schema import STALE_MTIME, mapped_errors, transaction
+from .schema import STALE_MTIME
+from .sql import mapped_errors, transaction
 
 
 class _Inside(Exception):

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import aiosqlite
 import anyio
 
 from ...core.cjk import characters, has_cjk, index_text
-from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError, SchemaVersionError
+from ...errors import IndexDatabaseError, SchemaVersionError
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
-from .recovery import is_damage, mark_for_check, read_uri
+from .recovery import read_uri
+from .sql import is_busy, mapped_errors, transaction
 from .vector_schema import VECTORS_SCHEMA
 
 SCHEMA_VERSION = 6
@@ -126,97 +124,12 @@ _OBJECTS = frozenset(re.findall(
     r"CREATE (?:VIRTUAL )?(?:TABLE|INDEX|TRIGGER) IF NOT EXISTS (\w+)", _SCHEMA))
 
 
-def _is_busy(exc: sqlite3.Error) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
-    """The Rifflux error for a sqlite3 error, with a message that says what to do."""
-    if _is_busy(exc):
-        return IndexBusyError(
-            f"the index {db_path} is locked by another writer ({exc}); "
-            "retry shortly, or stop the other process writing to it"
-        )
-    text = str(exc).lower()
-    if is_damage(text):
-        mark_for_check(Path(db_path))
-        return IndexDamagedError(
-            f"the index {db_path} is damaged ({exc}); Rifflux moves it aside and rebuilds it "
-            "from your markdown files the next time it opens it (restart it); the files "
-            "themselves are untouched"
-        )
-    if "full" in text:
-        return IndexDatabaseError(
-            f"the disk holding the index {db_path} is full ({exc}): nothing half-written was "
-            "kept and searches go on; free some space and reindex"
-        )
-    if "disk i/o error" in text:
-        return IndexDatabaseError(
-            f"the index {db_path} could not be written ({exc}: a full disk, a file size "
-            "limit, a file made read-only or immutable, or a failing drive); nothing "
-            "half-written was kept; fix that and reindex"
-        )
-    if "readonly" in text or "read-only" in text:
-        return IndexDatabaseError(
-            f"the index {db_path} cannot be written ({exc}: a read-only file, folder or file "
-            "system); make it writable, or point --db (RIFFLUX_DB_PATH) somewhere writable"
-        )
-    if "unable to open" in text:
-        return IndexDatabaseError(
-            f"cannot open the index {db_path} ({exc}): check that its folder exists and is "
-            "writable, or point --db (RIFFLUX_DB_PATH) elsewhere"
-        )
-    return IndexDatabaseError(f"index database error on {db_path}: {exc}")
-
-
-@asynccontextmanager
-async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception, cancellation included, rolls it
-    back. The ``BEGIN`` is inside: cancelled while it waits for another process's lock,
-    aiosqlite still runs it later on its thread, and only the ``ROLLBACK`` queued after
-    it (shielded, so that it is queued at all) leaves the connection out of the
-    transaction for its next write."""
-    try:
-        await conn.execute("BEGIN IMMEDIATE")
-        yield
-        await conn.execute("COMMIT")
-    except BaseException:
-        with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
-            await conn.execute("ROLLBACK")  # (an error may have ended it already)
-        raise
-
-
-@asynccontextmanager
-async def snapshot(conn: aiosqlite.Connection, db_path: Path) -> AsyncIterator[None]:
-    """``BEGIN`` … ``COMMIT`` around reads only: every read inside sees the database as the
-    first one found it (WAL), whatever other connections commit meanwhile. Ended as
-    ``transaction`` ends, so a cancelled ``BEGIN`` never leaves the connection inside."""
-    try:
-        with mapped_errors(db_path):
-            await conn.execute("BEGIN")
-        yield
-        with mapped_errors(db_path):
-            await conn.execute("COMMIT")
-    except BaseException:
-        with anyio.CancelScope(shield=True), contextlib.suppress(sqlite3.Error):
-            await conn.execute("ROLLBACK")
-        raise
-
-
-@contextmanager
-def mapped_errors(db_path: Path | str) -> Iterator[None]:
-    """Translate sqlite3 errors raised inside the block (httpcore's map_exceptions)."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise translate(exc, db_path) from exc
-
-
 async def connect(
-    db_path: Path, *, busy_timeout_ms: int, readonly: bool = False
+    db_path: Path, *, busy_timeout_ms: int, readonly: bool = False, snapshot: bool = False
 ) -> aiosqlite.Connection:
-    """A configured connection; the writer also creates or checks the schema."""
+    """A configured connection; the writer also creates or checks the schema.
+    ``snapshot``: a reader that may read an index it cannot share as it is now
+    (``recovery.read_uri``)."""
     if not readonly:
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -228,7 +141,7 @@ async def connect(
         # Shielded (it takes milliseconds): cancelled half-way, the connection's
         # thread would be left running with no one to close it.
         with anyio.CancelScope(shield=True):
-            uri = read_uri(db_path) if readonly else ""
+            uri = read_uri(db_path) if readonly and snapshot else ""
             conn = await aiosqlite.connect(  # (immutable: see read_uri; else as usual)
                 uri if uri.endswith("immutable=1") else str(db_path), uri=True,
                 isolation_level=None)
@@ -263,7 +176,7 @@ async def _wal(conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
             await conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() > deadline:
+            if not is_busy(exc) or time.monotonic() > deadline:
                 raise
         await anyio.sleep(delay)
         delay = min(delay * 2, 0.2)

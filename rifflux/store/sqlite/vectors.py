@@ -21,7 +21,7 @@ import numpy.typing as npt
 from ...core.codes import normalise, quantise, unpack
 from ...core.vectors import F32, I64
 from ..protocols import CodeBlocks, VectorBlocks
-from .schema import mapped_errors, snapshot
+from .sql import mapped_errors, snapshot
 
 #: Rows per block of a load: 4,096 x 384 float32 is 6 MiB (a block costs about six
 #: times that while it is converted).

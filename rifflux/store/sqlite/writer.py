@@ -35,7 +35,8 @@ from ..written import (
 from .link_index import forget_links, write_links
 from .missing import Change, Missing
 from .roots import Roots
-from .schema import cjk_columns, mapped_errors, snapshot, transaction
+from .schema import cjk_columns
+from .sql import mapped_errors, snapshot, transaction
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
     from ...core.vectors import F32
