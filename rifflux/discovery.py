@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["Running", "claim", "discovery_path", "find", "remove", "write"]
+__all__ = ["Running", "claim", "discovery_path", "find", "remove", "vacant", "write"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +68,13 @@ def claim(db_path: Path, running: Running, timeout: float = 1.0) -> Running | No
         return found
     write(db_path, running)
     return None
+
+
+def vacant(db_path: Path) -> bool:
+    """Whether no server holds the file: there is none, or its process is gone (a server
+    that only answers slowly, paused or busy, keeps it)."""
+    found = _read(discovery_path(db_path))
+    return found is None or not _alive(found.pid)
 
 
 def remove(db_path: Path, running: Running) -> None:

@@ -135,3 +135,11 @@ def test_with_rifflux_writable_set_a_search_neither_watches_nor_loads_the_model(
         assert done.returncode == 0 and "a.md" in done.stdout, done.stderr
         line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES "))
         assert json.loads(line.removeprefix("MODULES ")) == [], command
+
+
+def test_a_note_named_like_a_call_keeps_its_name_in_errors(tmp_path: Path) -> None:
+    assert notes_cli(tmp_path, "write-note", "edit_note.md", "named after a call").returncode == 0
+    again = notes_cli(tmp_path, "write-note", "edit_note.md", "again")
+    assert again.returncode == 1
+    assert again.stderr.startswith("rifflux: error: edit_note.md already exists"), again.stderr
+    assert "Edit it with `rifflux edit-note`" in again.stderr  # (the advice, translated)

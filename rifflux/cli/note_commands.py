@@ -10,6 +10,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -135,23 +136,28 @@ _CLI_WORDS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def cli_words(message: str) -> str:
-    """``message`` with the library's names of calls and arguments as the command line's."""
-    for pattern, words in _CLI_WORDS:
-        message = pattern.sub(words, message)
-    return message
+def cli_words(message: str, keep: Sequence[str] = ()) -> str:
+    """``message`` with the library's names of calls and arguments as the command line's;
+    the strings of ``keep`` (the paths named: ``edit_note.md``) as they are."""
+    kept = sorted({k for k in keep if k}, key=len, reverse=True)
+    parts = re.split("(" + "|".join(map(re.escape, kept)) + ")", message) if kept else [message]
+    for i in range(0, len(parts), 2):  # (the odd parts are the kept strings)
+        for pattern, words in _CLI_WORDS:
+            parts[i] = pattern.sub(words, parts[i])
+    return "".join(parts)
 
 
 def _in_cli_words(command: Command) -> Command:
     async def run(args: argparse.Namespace, settings: Settings) -> int:
         try:
             return await command(args, settings)
-        except BaseException as exc:
+        except BaseException as exc:  # (as ``entry.run`` reads it: the first inside groups)
             error = innermost(exc)
             if not isinstance(error, RiffluxError):
                 raise
             code = EXIT_USAGE if isinstance(error, InvalidArgumentError) else EXIT_FAILURE
-            raise CommandError(cli_words(str(error)), code) from exc
+            named = [str(getattr(args, name, None) or "") for name in ("path", "src", "dst")]
+            raise CommandError(cli_words(str(error), named), code) from exc
 
     return run
 

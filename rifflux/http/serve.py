@@ -178,6 +178,8 @@ async def _announce(server: uvicorn.Server, db: IndexLocation, url: str,
         sys.stderr.flush()
     while other is not None and isinstance(db, Path):  # announced once the other stops
         await anyio.sleep(CLAIM_AGAIN_EVERY)
+        if not await anyio.to_thread.run_sync(discovery.vacant, db):
+            continue  # (its server runs, if slow to answer: it keeps the file)
         with contextlib.suppress(OSError):  # (the folder unwritable now: tried again)
             other = await _claim(db, running, announced)
             if other is None:
@@ -189,6 +191,8 @@ async def _claim(db: Path, running: discovery.Running,
                  announced: list[discovery.Running]) -> discovery.Running | None:
     """``discovery.claim`` in a thread; once written, the file is in ``announced`` even
     when the server stops meanwhile (so that it is removed)."""
+    # (shielded whole, not cut by a deadline: a claim cut after its write would leave the
+    # file behind; it is bounded all the same, by its probe's 1 s timeout)
     with anyio.CancelScope(shield=True):
         other = await anyio.to_thread.run_sync(discovery.claim, db, running)
         if other is None:

@@ -195,6 +195,13 @@ def test_a_second_server_on_the_index_leaves_the_first_one_discoverable(
 def test_a_second_server_is_announced_once_the_first_one_stops(tmp_path: Path) -> None:
     db = tmp_path / "index.db"
     with serving(db) as first, serving(db, announced=False) as second:
+        named_first = discovery.discovery_path(db).read_text()
+        os.kill(first.proc.pid, signal.SIGSTOP)  # (paused: it answers nothing, yet runs)
+        try:
+            time.sleep(2 * 2.0 + 0.5)  # (the second looks every 2 s: twice)
+            assert discovery.discovery_path(db).read_text() == named_first  # (kept)
+        finally:
+            os.kill(first.proc.pid, signal.SIGCONT)
         assert first.stop() == 0  # (it removes its own file)
 
         def names_the_second() -> discovery.Running | None:
