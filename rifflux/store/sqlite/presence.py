@@ -26,6 +26,7 @@ class Presence:
         self.db_path = db_path
         self.origin = origin
         self.started = time.time()
+        self._listed = False  # (a row written: one to remove)
 
     async def beat(self, roles: list[str]) -> None:
         with mapped_errors(self.db_path):
@@ -33,8 +34,11 @@ class Presence:
                 "INSERT OR REPLACE INTO processes(origin, pid, roles, started_at, last_seen) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (self.origin, os.getpid(), json.dumps(roles), self.started, time.time()))
+        self._listed = True
 
     async def leave(self) -> None:
+        if not self._listed:  # (no beat got through another's lock: nothing to wait for)
+            return
         with mapped_errors(self.db_path):
             await self.conn.execute("DELETE FROM processes WHERE origin = ? OR last_seen < ?",
                                     (self.origin, time.time() - 24 * 3600))

@@ -152,13 +152,14 @@ def damage(db: Path) -> str | None:
     uri = read_uri(db)  # (read-write, unless only an immutable read can open it)
     try:
         conn = sqlite3.connect(uri if uri.endswith("immutable=1") else db, uri=True,
-                               isolation_level=None)
+                               isolation_level=None, timeout=0)  # (never waits: below)
         try:
             rows = conn.execute("PRAGMA quick_check(10)").fetchall()
             if [r[0] for r in rows] != ["ok"]:
                 found = "; ".join(" ".join(str(r[0]).split()) for r in rows)
                 return f"PRAGMA quick_check failed: {found[:300]}"
-            with contextlib.suppress(sqlite3.Error):  # busy or read-only: checked anyway
+            # busy (another process writes: not waited for) or read-only: checked anyway
+            with contextlib.suppress(sqlite3.Error):
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES "
                              "('checked_at', ?)", (str(time.time()),))
         finally:
