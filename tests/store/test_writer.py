@@ -285,3 +285,26 @@ async def test_the_full_text_index_is_merged_once_writes_leave_it_in_pieces(
     assert await writer.merge_fts()
     assert rows(db, segments) == [(1,)]
     assert rows(db, ranked) == before and len(before) == 4
+
+
+async def test_opening_an_index_makes_what_its_schema_lacks_and_writes_nothing_else(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "i.db"
+    await (await connect(db, busy_timeout_ms=1000)).close()
+    made = sqlite3.connect(db)
+    everything = set(made.execute("SELECT type, name FROM sqlite_master"))
+    # every object the schema makes (a view, an index, a trigger: any) is made again
+    for kind, name in (("VIEW", "chunks_fts_text"), ("INDEX", "links_name"),
+                       ("TRIGGER", "lexicon_au")):
+        made.execute(f"DROP {kind} {name}")
+        made.commit()
+        await (await connect(db, busy_timeout_ms=1000)).close()
+        assert set(made.execute("SELECT type, name FROM sqlite_master")) == everything, name
+    # and a whole one is opened without a write: another process's lock holds up nothing
+    made.execute("BEGIN IMMEDIATE")
+    try:
+        await (await connect(db, busy_timeout_ms=100)).close()
+    finally:
+        made.execute("ROLLBACK")
+        made.close()

@@ -121,7 +121,7 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSIO
 #: What the schema makes: an index that holds all of it is opened without a write (so a
 #: search is not held up by another process writing: in WAL, reads never wait for it).
 _OBJECTS = frozenset(re.findall(
-    r"CREATE (?:VIRTUAL )?(?:TABLE|INDEX|TRIGGER) IF NOT EXISTS (\w+)", _SCHEMA))
+    r"CREATE (?:VIRTUAL )?(?:TABLE|INDEX|TRIGGER|VIEW) IF NOT EXISTS (\w+)", _SCHEMA))
 
 
 async def connect(
