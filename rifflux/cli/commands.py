@@ -21,7 +21,7 @@ from ..api import Rifflux
 from ..config import Settings
 from ..core.filters import make_filters
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..locate import missing_locations
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
@@ -52,7 +52,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         try:
             job = await (watch.run() if watch else rf.wait_for_job(job_id))
         except anyio.get_cancelled_exc_class():  # Ctrl-C, SIGTERM: say what is kept
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(2, shield=True):  # (a read of the job's state)
                 await _say_interrupted(rf, job_id, err)
             raise
         status = await rf.status()
@@ -101,7 +101,7 @@ async def _say_interrupted(rf: Rifflux, job_id: str, err: Console) -> None:
             said.append(f"{count(info['pending_embeddings'], 'chunk')} still without a "
                         "vector (found by their words, not yet by meaning)")
         done = "; ".join(said) or "nothing was left half done"
-    except Exception:  # (what was written is kept all the same)
+    except RiffluxError:  # (the index closing: what was written is kept all the same)
         done = "the files written so far are kept, and searchable"
     err.print(f"rifflux: interrupted: {done}. Run the same `rifflux index` again to finish "
               "(files already written are skipped)", markup=False)
