@@ -703,3 +703,20 @@ def test_reading_commands_answer_while_another_process_holds_the_write_lock(
     assert (hit["path"], hit["score_breakdown"]["semantic_rank"]) == ("garden.md", 1)
     assert shown.stdout.splitlines()[1].endswith("Run the wombat installer with sudo.")
     assert json.loads(status.stdout)["files"] == 2
+
+
+def test_index_and_watch_say_which_files_they_skipped_and_why(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path)
+    (notes / "binary.md").write_bytes(b"not\x00text")
+    done = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes))
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {notes / 'binary.md'}: not text: it contains NUL bytes" in done.stderr
+    from rifflux.cli.commands import _batch_line
+
+    job: Any = {"id": "j1", "status": "completed", "source": "watcher", "paths": [str(notes)],
+                "started_at": 1.0, "finished_at": 1.5,
+                "result": {"indexed_files": 0, "removed_files": 0, "skipped_files": 0,
+                           "errors": [{"path": "secret.md", "error": "cannot read file"}],
+                           "warnings": [{"path": "binary.md", "reason": "not text"}]}}
+    assert _batch_line(job).endswith("0 indexed, 0 removed, 0 unchanged; secret.md: cannot "
+                                     "read file; binary.md: not text (0.50 s)")

@@ -86,6 +86,8 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     for problem in result.get("errors", []):  # (a path named here: an error, else a file's)
         kind = "error" if problem.get("path") in args.paths else "warning"
         err.print(f"{kind}: {problem.get('path')}: {problem.get('error')}", markup=False)
+    for warned in result.get("warnings", []):  # (skipped, or read with bytes replaced)
+        err.print(f"warning: {warned['path']}: {warned['reason']}", markup=False)
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
 
 
@@ -354,6 +356,12 @@ def _batch_line(job: JobInfo) -> str:
         for key, label, names in (("indexed_files", "indexed", changed.get("indexed", [])),
                                   ("removed_files", "removed", changed.get("removed", []))))
     what += f", {result.get('skipped_files', 0):,} unchanged"
+    problems = [f"{e.get('path')}: {e.get('error')}" for e in result.get("errors", [])] + [
+        f"{w['path']}: {w['reason']}" for w in result.get("warnings", [])]
+    if problems:  # (a file skipped or unreadable is said, not only left out of the counts)
+        what += f"; {'; '.join(problems[:3])}" + (
+            f" (and {len(problems) - 3:,} more: `rifflux index` lists them)"
+            if len(problems) > 3 else "")
     if job["status"] != "completed":
         what = f"{job['status']}: {job.get('error') or 'no reason given'}"
     return f"{stamp} {job['source']:<8} {', '.join(job['paths'])}: {what} ({took:.2f} s)"
