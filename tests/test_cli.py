@@ -83,6 +83,7 @@ def test_search_filters_and_prints_clickable_locations(indexed: Path) -> None:
     assert as_json.returncode == 1 and "relax them" in json.loads(as_json.stdout)["hint"]
     bad = rifflux_cli(indexed, "--db", "index.db", "search", "wombat", "--before", "someday")
     assert bad.returncode == 2 and "cannot read 'someday' as a date" in bad.stderr
+    assert bad.stderr.startswith("rifflux: error: --before: ")  # (the flag, not the argument)
 
 
 def test_a_search_while_texts_lack_vectors_says_semantic_results_are_partial(

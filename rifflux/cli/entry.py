@@ -102,7 +102,7 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
         if isinstance(leaf, CommandError):
             return fail(str(leaf), leaf.code)
         if isinstance(leaf, InvalidArgumentError | NotAnIndexError):  # (--db: not an index)
-            return fail(str(leaf), EXIT_USAGE)
+            return fail(as_flags(str(leaf)), EXIT_USAGE)
         if isinstance(leaf, OSError) and leaf.filename:
             return fail(f"{leaf.strerror or leaf}: {leaf.filename} (check the paths given, "
                         "--db and RIFFLUX_DB_PATH)")
@@ -178,6 +178,16 @@ def stdout_gone() -> None:
         os.close(devnull)
     except (AttributeError, OSError, ValueError):  # (no stdout at all: nothing to flush)
         pass
+
+
+#: The library's names of the date filters, which begin their errors, as the flags.
+_FLAGS = {"modified_after: ": "--since: ", "modified_before: ": "--before: "}
+
+
+def as_flags(message: str) -> str:
+    """An argument's error with the argument named as the command line's flag."""
+    return next((flag + message[len(name):] for name, flag in _FLAGS.items()
+                 if message.startswith(name)), message)
 
 
 def innermost(exc: BaseException) -> BaseException:

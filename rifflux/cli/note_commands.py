@@ -20,7 +20,7 @@ from ..config import Settings
 from ..errors import InvalidArgumentError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..note_types import NoteChange
-from .entry import Command, CommandError, innermost
+from .entry import Command, CommandError, as_flags, innermost
 from .note_args import NOTE_COMMAND_NAMES
 from .results import out as results_out
 
@@ -157,7 +157,7 @@ def _in_cli_words(command: Command) -> Command:
                 raise
             code = EXIT_USAGE if isinstance(error, InvalidArgumentError) else EXIT_FAILURE
             named = [str(getattr(args, name, None) or "") for name in ("path", "src", "dst")]
-            raise CommandError(cli_words(str(error), named), code) from exc
+            raise CommandError(cli_words(as_flags(str(error)), named), code) from exc
 
     return run
 
