@@ -39,7 +39,7 @@ def test_every_note_command_changes_the_note_and_the_index_follows(tmp_path: Pat
     edited = notes_cli(tmp_path, "edit-note", "ideas/bird.md", "--append", "-",
                        "--if-match", answer["sha256"], stdin="Seen twice in May.\n")
     assert edited.returncode == 0, edited.stderr
-    assert "lines 9" in edited.stdout and (notes / "ideas/bird.md").read_text().endswith(
+    assert "; lines 9 written;" in edited.stdout and (notes / "ideas/bird.md").read_text().endswith(
         "The hoopoe.\n\nSeen twice in May.\n")
     stale = notes_cli(tmp_path, "edit_note", "ideas/bird.md", "--find", "May",
                       "--replace", "June", "--if-match", answer["sha256"])

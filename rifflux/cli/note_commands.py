@@ -36,11 +36,12 @@ def _say(args: argparse.Namespace, done: NoteChange, what: str) -> int:
     if args.json:
         sys.stdout.write(json.dumps(done, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    lines = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in done["lines"]) or "none"
+    lines = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in done["lines"])
     vector = "; vectors " + ("stored" if done["vector_stored"] else "pending")
     sha = f"sha256 {done['sha256']}" if done["sha256"] else f"in {done.get('trash_path')}"
     out = results_out()
-    out.print(f"{what} {done['folder']}/{done['path']} ({sha}; lines {lines}"
+    out.print(f"{what} {done['folder']}/{done['path']} ({sha}"
+              f"{f'; lines {lines} written' if lines else ''}"
               f"{vector if done['sha256'] else ''})", markup=False)
     for link in done.get("links_updated", []):
         out.print(f"  {link['path']}:{link['line']}: {link['before']} -> {link['after']}",
