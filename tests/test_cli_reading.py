@@ -62,7 +62,14 @@ def test_a_working_directory_file_the_index_holds_neither_way_says_both_were_tri
         assert done.stderr == (
             f"rifflux: error: solo.md is not in the index, neither as the file in the working "
             f"directory ({checkout / 'solo.md'}) nor relative to an indexed folder: give a "
-            "path as `rifflux search` prints it, or index its folder first\n")
+            "path as `rifflux search` prints it, or `rifflux index solo.md` (which reads it, "
+            "or says why it is left out)\n")
+    (checkout / "notes" / "binary.md").write_bytes(b"not\x00text")  # (left out: it says why)
+    assert rifflux_cli(checkout, "--db", "index.db", "index", "notes").returncode == 0
+    done = rifflux_cli(checkout, "--db", "index.db", "show", str(checkout / "notes" /
+                                                                 "binary.md"))
+    assert done.returncode == 1 and "is not in the index, though the file is there: " \
+        f"`rifflux index {checkout / 'notes' / 'binary.md'}` reads it" in done.stderr
     done = rifflux_cli(checkout, "--db", "index.db", "links", "README.md", "--root", "nope")
     assert done.returncode == 2
     assert "root 'nope' is not an indexed folder" in done.stderr

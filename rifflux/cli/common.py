@@ -51,7 +51,8 @@ async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
         return path
     raise CommandError(f"{path} is not in the index, neither as the file in the working "
                        f"directory ({here}) nor relative to an indexed folder: give a path "
-                       "as `rifflux search` prints it, or index its folder first", EXIT_USAGE)
+                       f"as `rifflux search` prints it, or `rifflux index {path}` (which "
+                       "reads it, or says why it is left out)", EXIT_USAGE)
 
 
 async def _holds(rf: Rifflux, path: str, root: str | None, *, quiet: bool) -> bool:

@@ -52,6 +52,9 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
             raise CommandError(f"{target} is neither an indexed file nor a chunk id: a chunk "
                                "id has 20 hex digits, all of them (as `rifflux search --json` "
                                "prints it)")
+        if on_disk:  # (skipped: too large, not text, unreadable, left out by the globs)
+            raise CommandError(f"{target} is not in the index, though the file is there: "
+                               f"`rifflux index {target}` reads it, or says why it is left out")
         raise CommandError(f"{path} is not in the index: give a path as `rifflux search` "
                            "prints it, or index its folder first")
     if args.json:
