@@ -683,6 +683,14 @@ def test_an_option_a_command_does_not_take_is_reported_with_that_commands_usage(
     assert err.endswith("rifflux search: error: unrecognized arguments: -x "
                         "(see `rifflux search --help`)\n")
     assert parse_args(["search", "--since", "-5d", "compost"]).query == ["compost"]
+    with pytest.raises(SystemExit):  # a mistyped option or command: the closest is named
+        parse_args(["search", "compost", "--tpo-k", "3"])
+    assert capsys.readouterr().err.endswith("unrecognized arguments: --tpo-k 3 (did you mean "
+                                            "--top-k?) (see `rifflux search --help`)\n")
+    with pytest.raises(SystemExit):
+        parse_args(["serach", "compost"])
+    assert capsys.readouterr().err.endswith("rifflux: error: unknown command 'serach': did "
+                                            "you mean search? (`rifflux --help` lists them)\n")
 
 
 def test_reading_commands_answer_while_another_process_holds_the_write_lock(

@@ -7,11 +7,12 @@ MCP front starts).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..core.graph import MAX_DEPTH
@@ -31,9 +32,35 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if extra:
         commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
         command = commands.choices.get(getattr(args, "command", ""), top)
-        command.error(f"unrecognized arguments: {' '.join(extra)} (see `{command.prog} "
-                      "--help`)")
+        close = [match for arg in extra if arg.startswith("-") for match in
+                 difflib.get_close_matches(arg.split("=", 1)[0],
+                                           command._option_string_actions, n=1)]
+        command.error(f"unrecognized arguments: {' '.join(extra)}"
+                      + (f" (did you mean {', '.join(close)}?)" if close else "")
+                      + f" (see `{command.prog} --help`)")
     return args
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; a mistyped command is answered with the closest one."""
+
+    def error(self, message: str) -> NoReturn:
+        wrong = _UNKNOWN_COMMAND.match(message)
+        if wrong is not None:
+            close = difflib.get_close_matches(wrong["name"], _command_names(self), n=1)
+            message = (f"unknown command {wrong['name']!r}"
+                       + (f": did you mean {close[0]}?" if close else "")
+                       + f" (`{self.prog} --help` lists them)")
+        super().error(message)
+
+
+#: argparse's words for a command it does not know.
+_UNKNOWN_COMMAND = re.compile(r"^argument COMMAND: invalid choice: '(?P<name>[^']*)'")
+
+
+def _command_names(top: argparse.ArgumentParser) -> list[str]:
+    return [name for action in top._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
 
 
 def _ages_joined(argv: Sequence[str]) -> list[str]:
@@ -69,7 +96,7 @@ class _Version(argparse.Action):
 def parser() -> argparse.ArgumentParser:
     # Global options are accepted before or after the command: every subparser
     # shares them, and SUPPRESS keeps an absent flag from overriding a given one.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     g = common.add_argument_group("global options (flags beat RIFFLUX_* variables)")
     g.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
                    help=f"index file, or a postgresql:// URL [RIFFLUX_DB_PATH; default "
@@ -103,7 +130,7 @@ def parser() -> argparse.ArgumentParser:
                         "commands; mcp and serve index and watch it too); repeatable "
                         f"[RIFFLUX_WRITABLE, separated by {os.pathsep!r}]")
 
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="rifflux", parents=[common],
         description="Local, offline hybrid (keyword + embedding) search over markdown folders.",
         epilog="Exit codes: 0 ok, 1 failure or no search results, 2 usage, 130 interrupted, "
@@ -262,8 +289,8 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                  common: argparse.ArgumentParser) -> None:
+def _serve_parser(sub: argparse._SubParsersAction[_Parser],
+                  common: _Parser) -> None:
     p = sub.add_parser("serve", parents=[common], help="serve MCP, a JSON API and a page over HTTP",
                        description="One process for every agent and person: MCP (Streamable "
                                    "HTTP) at /mcp, a JSON API under /api, a search page at /.")
