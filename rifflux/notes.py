@@ -183,11 +183,24 @@ class NoteMethods:
     def _open(self) -> Service:
         raise NotImplementedError  # (Rifflux's)
 
-    def _rel(self, path: str | os.PathLike[str]) -> str:
+    def _rel(self, path: str | os.PathLike[str], folder: str | os.PathLike[str] | None
+             ) -> tuple[str, str | os.PathLike[str] | None]:
+        """The note's path in its writable folder, and the folder: ``folder``, unless
+        ``path`` is absolute (or ``~/``) inside a writable folder, which names both."""
         self._open()  # (closed: ClosedError first)
         if not self._notes.folders:
             raise NotWritableError(_OFF)
-        return note_path(os.fspath(path), self._notes.globs)
+        given = os.fspath(path)
+        if isinstance(given, str) and given.startswith(("/", "~")):
+            full = Path(os.path.realpath(os.path.dirname(os.path.expanduser(given))))
+            for holder in self._notes.folders:
+                if full == holder or full.is_relative_to(holder):
+                    if folder is not None and self._notes.folder(folder) != holder:
+                        raise NotWritableError(f"{given!r} is in the writable folder "
+                                               f"{holder}, not in {folder}")
+                    inside = (full / os.path.basename(given)).relative_to(holder)
+                    return note_path(inside.as_posix(), self._notes.globs), holder
+        return note_path(given, self._notes.globs), folder
 
     async def write_note(
         self, path: str | os.PathLike[str], content: str, *, title: str | None = None,
@@ -202,7 +215,7 @@ class NoteMethods:
 
         if not isinstance(content, str):
             raise InvalidArgumentError("content must be the note's text")
-        rel = self._rel(path)
+        rel, folder = self._rel(path, folder)
         where = self._notes.folder(folder)
         return await self._change(where, [rel], lambda: note_ops.write(
             where, rel, content, title=title,
@@ -221,7 +234,7 @@ class NoteMethods:
         it (once; every time with ``replace_all``). Everything else keeps its bytes."""
         from . import note_ops
 
-        rel = self._rel(path)
+        rel, folder = self._rel(path, folder)
         make = _edits(append, prepend, replace_section, find, replace, replace_all, rel)
         where = await self._notes.holder(rel, folder)
         return await self._change(where, [rel], lambda: note_ops.edit(
@@ -238,7 +251,8 @@ class NoteMethods:
         their notes (``links_updated`` lists them)."""
         from . import note_ops
 
-        old, new = self._rel(src), self._rel(dst)
+        old, folder = self._rel(src, folder)
+        new, folder = self._rel(dst, folder)  # (within the folder: named by ``src``)
         where = await self._notes.holder(old, folder)
         return await self._change(where, [old, new], lambda: note_ops.move(
             where, old, new, if_match=if_match, update_links=bool(update_links),
@@ -250,7 +264,7 @@ class NoteMethods:
         the index. ``restore_note`` brings it back."""
         from . import note_ops
 
-        rel = self._rel(path)
+        rel, folder = self._rel(path, folder)
         where = await self._notes.holder(rel, folder)
         return await self._change(where, [rel], lambda: note_ops.delete(
             where, rel, if_match=if_match, use_ignore_files=self.settings.use_ignore_files))
@@ -261,7 +275,7 @@ class NoteMethods:
         note is there now)."""
         from . import note_ops
 
-        rel = self._rel(path)
+        rel, folder = self._rel(path, folder)
         where = await self._notes.holder(rel, folder, trashed=True)
         return await self._change(where, [rel], lambda: note_ops.restore(
             where, rel, use_ignore_files=self.settings.use_ignore_files))

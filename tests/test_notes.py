@@ -80,6 +80,25 @@ async def test_a_note_whose_text_does_not_end_its_last_line_is_written_with_it_e
 
 
 @pytest.mark.anyio
+async def test_a_note_named_by_its_absolute_path_inside_the_writable_folder_is_that_note(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes"
+    async with notes_rf(tmp_path) as rf:
+        await rf.write_note(str(notes / "ideas" / "kiwi.md"), "# Kiwi\n\nA kiwi note.\n")
+        assert (notes / "ideas" / "kiwi.md").is_file()
+        edited = await rf.edit_note(notes / "ideas" / "kiwi.md", append="Brown outside.")
+        assert edited["path"] == "ideas/kiwi.md"
+        moved = await rf.move_note(str(notes / "ideas" / "kiwi.md"), "fruit/kiwi.md")
+        assert (moved["moved_from"], moved["path"]) == ("ideas/kiwi.md", "fruit/kiwi.md")
+        assert await lexical(rf, "brown outside") == ["fruit/kiwi.md"]
+        await rf.delete_note(str(notes / "fruit" / "kiwi.md"))
+        assert not (notes / "fruit" / "kiwi.md").exists()
+        with pytest.raises(NotWritableError, match="is absolute: give the note's path"):
+            await rf.write_note(str(tmp_path / "elsewhere.md"), "outside every folder")
+
+
+@pytest.mark.anyio
 async def test_the_answer_says_whether_the_vectors_are_stored_yet(tmp_path: Path) -> None:
     embedder = GatedEmbedder()
     async with notes_rf(tmp_path, embedder=embedder) as rf:
