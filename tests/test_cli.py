@@ -19,6 +19,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rifflux import Rifflux
+from rifflux.actors.index_job import _PROCESS_THRESHOLD
 from rifflux.cli.arguments import parse_args
 from rifflux.store.sqlite.lease import Lease
 
@@ -316,7 +317,7 @@ async def test_watch_logs_each_batch_until_interrupted(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_an_interrupted_index_says_what_it_kept_and_how_to_finish(tmp_path: Path) -> None:
     notes = write_notes(tmp_path)
-    for n in range(70):  # (enough to be parsed in worker processes, which Ctrl-C reaches)
+    for n in range(_PROCESS_THRESHOLD + 6):  # (parsed in worker processes: Ctrl-C reaches them)
         (notes / f"n{n}.md").write_text(f"# Note {n}\n\nA line of note {n}.\n",
                                         encoding="utf-8")
     lease = Lease(tmp_path / "index.db")  # another process embeds: the job waits for it
@@ -343,7 +344,8 @@ async def test_an_interrupted_index_says_what_it_kept_and_how_to_finish(tmp_path
         if process.returncode is None:
             process.kill()
     said = rest.decode()
-    assert re.search(r"rifflux: interrupted: all 72 files were written, and are searchable; "
+    assert re.search(rf"rifflux: interrupted: all {_PROCESS_THRESHOLD + 8} files were written, "
+                     r"and are searchable; "
                      r"\d+ chunks still without a vector \(found by their words, not yet by "
                      r"meaning\)\. Run the same `rifflux index` again to finish", said), said
     assert "Traceback" not in said  # (nor the parse workers', which Ctrl-C reaches too)

@@ -30,8 +30,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     top = parser()
     args, extra = top.parse_known_args(_ages_joined(argv))
     if extra:
-        commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-        command = commands.choices.get(getattr(args, "command", ""), top)
+        command = _subcommands(top).get(getattr(args, "command", ""), top)
         close = [match for arg in extra if arg.startswith("-") for match in
                  difflib.get_close_matches(arg.split("=", 1)[0],
                                            command._option_string_actions, n=1)]
@@ -47,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         wrong = _UNKNOWN_COMMAND.match(message)
         if wrong is not None:
-            close = difflib.get_close_matches(wrong["name"], _command_names(self), n=1)
+            close = difflib.get_close_matches(wrong["name"], list(_subcommands(self)), n=1)
             message = (f"unknown command {wrong['name']!r}"
                        + (f": did you mean {close[0]}?" if close else "")
                        + f" (`{self.prog} --help` lists them)")
@@ -58,9 +57,11 @@ class _Parser(argparse.ArgumentParser):
 _UNKNOWN_COMMAND = re.compile(r"^argument COMMAND: invalid choice: '(?P<name>[^']*)'")
 
 
-def _command_names(top: argparse.ArgumentParser) -> list[str]:
-    return [name for action in top._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices]
+def _subcommands(top: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The commands' parsers by name (aliases too)."""
+    return {name: parser for action in top._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, parser in action.choices.items()}
 
 
 def _ages_joined(argv: Sequence[str]) -> list[str]:

@@ -83,11 +83,9 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
             err.print(f"warning: {given} holds no markdown files: nothing in it is "
                       "searchable; check the folder, or --include to index other names",
                       markup=False)
-    for problem in result.get("errors", []):  # (a path named here: an error, else a file's)
-        kind = "error" if problem.get("path") in args.paths else "warning"
-        err.print(f"{kind}: {problem.get('path')}: {problem.get('error')}", markup=False)
-    for warned in result.get("warnings", []):  # (skipped, or read with bytes replaced)
-        err.print(f"warning: {warned['path']}: {warned['reason']}", markup=False)
+    for path, said, error in _problems(result):  # (a path named here: an error)
+        kind = "error" if error and path in args.paths else "warning"
+        err.print(f"{kind}: {path}: {said}", markup=False)
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
 
 
@@ -346,6 +344,14 @@ def _folders(paths: Sequence[str]) -> list[str]:
     return [p for p in paths if Path(p).expanduser().is_dir()]
 
 
+def _problems(result: ReindexResult | dict[str, Any]
+              ) -> list[tuple[str | None, str | None, bool]]:
+    """What a job could not read (errors: True), then what it skipped or read with bytes
+    replaced (warnings): each path with what is said of it."""
+    return ([(e.get("path"), e.get("error"), True) for e in result.get("errors", [])]
+            + [(w["path"], w["reason"], False) for w in result.get("warnings", [])])
+
+
 def _batch_line(job: JobInfo) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(job.get("finished_at") or time.time()))
     result: ReindexResult | dict[str, Any] = job.get("result") or {}
@@ -356,8 +362,7 @@ def _batch_line(job: JobInfo) -> str:
         for key, label, names in (("indexed_files", "indexed", changed.get("indexed", [])),
                                   ("removed_files", "removed", changed.get("removed", []))))
     what += f", {result.get('skipped_files', 0):,} unchanged"
-    problems = [f"{e.get('path')}: {e.get('error')}" for e in result.get("errors", [])] + [
-        f"{w['path']}: {w['reason']}" for w in result.get("warnings", [])]
+    problems = [f"{path}: {said}" for path, said, _ in _problems(result)]
     if problems:  # (a file skipped or unreadable is said, not only left out of the counts)
         what += f"; {'; '.join(problems[:3])}" + (
             f" (and {len(problems) - 3:,} more: `rifflux index` lists them)"

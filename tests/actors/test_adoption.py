@@ -102,12 +102,20 @@ async def test_a_semantic_search_answered_as_the_texts_without_vectors_are_count
         await rf.reindex(root)
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM embeddings")  # (as an interrupted `rifflux index` leaves it)
-    real = Missing._lacking
+    real, real_load = Missing._lacking, QueryActor._load
+    loaded = anyio.Event()
+
+    async def load(self: QueryActor, *args: Any) -> None:
+        await real_load(self, *args)
+        loaded.set()
 
     async def slow(self: Missing, model: str) -> Any:
-        await anyio.sleep(0.5)  # (the matrix, empty, has loaded long before)
+        with anyio.fail_after(10):
+            await loaded.wait()  # (the matrix, empty, has loaded: the search is answered)
+        await anyio.sleep(0.3)  # (and waits for the count meanwhile)
         return await real(self, model)
 
+    monkeypatch.setattr(QueryActor, "_load", load)
     monkeypatch.setattr(Missing, "_lacking", slow)
     lease = Lease(db)  # another process embeds: this one only searches
     assert lease.try_acquire()

@@ -11,8 +11,6 @@ import os
 import signal
 import sqlite3
 import stat
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,8 +20,9 @@ import httpx2
 import pytest
 
 from rifflux import Rifflux, discovery
-from rifflux.http.serve import GRACE
+from rifflux.http.serve import CLAIM_AGAIN_EVERY, GRACE
 
+from ..helpers import rifflux_cli
 from ..serving import serving, until
 
 FILES = 400
@@ -165,9 +164,7 @@ def test_a_stale_discovery_file_is_ignored(tmp_path: Path) -> None:
 def _searched_by(db: Path) -> str:
     """What ``rifflux search --verbose`` on ``db`` says about where it searched (the index
     is empty: it exits 1 with no results, wherever it searched)."""
-    return subprocess.run([sys.executable, "-m", "rifflux", "--db", str(db), "search",
-                           "retry", "--verbose"],
-                          capture_output=True, text=True, timeout=60, check=False).stderr
+    return rifflux_cli(db.parent, "--db", str(db), "search", "retry", "--verbose").stderr
 
 
 def test_a_second_server_on_the_index_leaves_the_first_one_discoverable(
@@ -198,7 +195,7 @@ def test_a_second_server_is_announced_once_the_first_one_stops(tmp_path: Path) -
         named_first = discovery.discovery_path(db).read_text()
         os.kill(first.proc.pid, signal.SIGSTOP)  # (paused: it answers nothing, yet runs)
         try:
-            time.sleep(2 * 2.0 + 0.5)  # (the second looks every 2 s: twice)
+            time.sleep(2 * CLAIM_AGAIN_EVERY + 0.5)  # (the second looks twice meanwhile)
             assert discovery.discovery_path(db).read_text() == named_first  # (kept)
         finally:
             os.kill(first.proc.pid, signal.SIGCONT)

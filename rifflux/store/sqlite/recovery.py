@@ -53,11 +53,15 @@ def unshared(db: Path) -> bool:
         Path(f"{db}{suffix}").exists() for suffix in ("-wal", "-shm"))
 
 
+def immutable_uri(db: Path) -> str | None:
+    """The URI that opens ``db`` as it is now, when it is ``unshared`` (a process that
+    may not read it so is refused before: ``Settings.read_snapshot``); else None."""
+    return f"{db.absolute().as_uri()}?immutable=1" if unshared(db) else None
+
+
 def read_uri(db: Path) -> str:
-    """The URI that opens ``db`` for reading only: immutable when it is ``unshared`` (a
-    process that may not read it so is refused before: ``Settings.read_snapshot``)."""
-    uri = db.absolute().as_uri()
-    return f"{uri}?immutable=1" if unshared(db) else f"{uri}?mode=ro"
+    """The URI that opens ``db`` for reading only (``immutable_uri`` when it is one)."""
+    return immutable_uri(db) or f"{db.absolute().as_uri()}?mode=ro"
 
 
 def is_damage(message: str) -> bool:
@@ -149,10 +153,9 @@ def check_in_background(db: Path, *, read_only: bool) -> None:
 def damage(db: Path) -> str | None:
     """Why ``db`` is damaged, or None when ``quick_check`` passes (and the time of this
     check is recorded)."""
-    uri = read_uri(db)  # (read-write, unless only an immutable read can open it)
-    try:
-        conn = sqlite3.connect(uri if uri.endswith("immutable=1") else db, uri=True,
-                               isolation_level=None, timeout=0)  # (never waits: below)
+    try:  # (read-write, unless only an immutable read can open it)
+        conn = sqlite3.connect(immutable_uri(db) or db, uri=True, isolation_level=None,
+                               timeout=0)  # (never waits: below)
         try:
             rows = conn.execute("PRAGMA quick_check(10)").fetchall()
             if [r[0] for r in rows] != ["ok"]:

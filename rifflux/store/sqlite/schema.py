@@ -14,7 +14,7 @@ from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexDatabaseError, SchemaVersionError
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
-from .recovery import read_uri
+from .recovery import immutable_uri
 from .sql import is_busy, mapped_errors, transaction
 from .vector_schema import VECTORS_SCHEMA
 
@@ -129,7 +129,7 @@ async def connect(
 ) -> aiosqlite.Connection:
     """A configured connection; the writer also creates or checks the schema.
     ``snapshot``: a reader that may read an index it cannot share as it is now
-    (``recovery.read_uri``)."""
+    (``recovery.immutable_uri``)."""
     if not readonly:
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,10 +141,9 @@ async def connect(
         # Shielded (it takes milliseconds): cancelled half-way, the connection's
         # thread would be left running with no one to close it.
         with anyio.CancelScope(shield=True):
-            uri = read_uri(db_path) if readonly and snapshot else ""
-            conn = await aiosqlite.connect(  # (immutable: see read_uri; else as usual)
-                uri if uri.endswith("immutable=1") else str(db_path), uri=True,
-                isolation_level=None)
+            immutable = immutable_uri(db_path) if readonly and snapshot else None
+            conn = await aiosqlite.connect(immutable or str(db_path), uri=True,
+                                           isolation_level=None)
         try:
             await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             await conn.execute("PRAGMA foreign_keys=ON")
