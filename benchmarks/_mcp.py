@@ -24,8 +24,8 @@ from typing import Any
 
 import anyio
 
-from rifflux.mcp.answers import FIRST_LOOK_CHARS, SNIPPET_WIDTHS
-from rifflux.mcp.budget import answer_text
+from rifflux.answers import FIRST_LOOK_CHARS, SNIPPET_WIDTHS
+from rifflux.answers.budget import answer_text
 
 from ._common import Skipped, expect_answers
 from ._context import State

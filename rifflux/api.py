@@ -173,13 +173,19 @@ class Rifflux(NoteMethods):
 
     def describe_search(self, query: str, filters: Filters | None = None,
                         **given: Any) -> SearchExplain:
-        """What a search for ``query`` runs (``explain`` in MCP and JSON answers): its FTS5
-        expressions (``fts_every``: chunks holding every word of a query mixing CJK and
-        other words first), the stopwords left out, and ``filters`` as the search applied
-        them (else made from the ``given`` keywords)."""
+        """What a search for ``query`` runs (``explain`` in MCP and JSON answers): the
+        query the store's lexical branch runs (``lexical``: on PostgreSQL, its
+        ``tsquery``), its FTS5 expressions (``fts_every``: chunks holding every word of a
+        query mixing CJK and other words first), the stopwords left out, and ``filters``
+        as the search applied them (else made from the ``given`` keywords)."""
         applied = make_filters(**given) if filters is None else filters
         return {"fts_query": build_match(query), "fts_every": build_every(query),
-                "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe()}
+                "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe(),
+                "lexical": self._open().capabilities.lexical_plan(query)}
+
+    def searchable(self, query: str) -> bool:
+        """Whether ``query`` holds a word the store's lexical branch would search."""
+        return self._open().capabilities.lexical_plan(query) is not None
 
     async def counts(self) -> Counts:
         """How many files, chunks, embeddings (and pending ones), roots and links the index

@@ -35,6 +35,7 @@ from .core.filters import make_filters
 from .core.note_paths import note_path
 from .core.scan import Globs
 from .errors import InvalidArgumentError, NotWritableError, RiffluxError
+from .limits import MAX_LIMIT
 from .note_types import NoteChange, RecentNote
 
 if TYPE_CHECKING:  # (what writes notes, yaml with it, loads with the first note written)
@@ -45,8 +46,6 @@ __all__ = ["NoteDesk", "NoteMethods"]
 
 _OFF = ("writing notes is off: name a writable folder (Rifflux(writable=[DIR]), "
         "--writable DIR, or RIFFLUX_WRITABLE)")
-#: Most notes ``recent`` lists.
-MAX_RECENT = 1000
 
 
 class NoteDesk:
@@ -285,8 +284,8 @@ class NoteMethods:
         """The notes changed most recently, by anyone (their modification time as
         indexed), newest first: path, root, title, modified, tags. ``since``: an ISO date
         or an age (``7d``); ``root``: one indexed folder."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECENT:
-            raise InvalidArgumentError(f"limit must be a whole number from 1 to {MAX_RECENT}, "
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}, "
                                        f"not {limit!r}")
         filters = make_filters(root=None if root is None else os.fspath(root),
                                modified_after=since)

@@ -58,9 +58,9 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "process": process,
         "processes": others,
         "sequence": sequence,
-        "store": "sqlite" if caps is None or caps.vectors_in_memory else "postgresql",
-        "lexical_ranking": "fts5" if caps is None else caps.lexical_ranking,
-        "store_note": None if caps is None else caps.note,
+        "store": caps.kind,
+        "lexical_ranking": caps.lexical_ranking,
+        "store_note": caps.note,
     }
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)

@@ -100,11 +100,30 @@ class SearchResult(TypedDict):
     backlink_count: NotRequired[int]
 
 
+#: Which store holds an index: an SQLite file, or a PostgreSQL database.
+StoreKind = Literal["sqlite", "postgresql"]
+#: How its lexical branch ranks: FTS5's bm25 (SQLite), BM25 in PostgreSQL (pg_textsearch),
+#: or PostgreSQL's own ts_rank_cd (without pg_textsearch).
+LexicalRanking = Literal["fts5", "bm25", "ts_rank_cd"]
+
+
+class LexicalExplain(TypedDict):
+    """The query the store's lexical branch runs (as the store itself is given it)."""
+
+    store: StoreKind
+    ranking: LexicalRanking
+    match: str  # what a chunk must match: FTS5's MATCH expression, or a tsquery (PostgreSQL)
+    every: str | None  # the same, for the chunks holding every word (they rank first)
+    ranked_by: str | None  # the tokens BM25 ranks by, where the store is given them apart
+
+
 class SearchExplain(TypedDict):
     fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
     fts_every: str | None  # what chunks holding every word of a mixed CJK query match
     stopwords_dropped: list[str]  # as written in the query, once each
     filters: dict[str, object]  # as applied
+    #: What the store's lexical branch runs (None: no searchable word).
+    lexical: NotRequired[LexicalExplain | None]
 
 
 class SearchAnswer(TypedDict):
@@ -395,6 +414,6 @@ class Status(Counts):
     process: ThisProcess
     processes: list[ProcessInfo]
     sequence: int
-    store: Literal["sqlite", "postgresql"]  # (added) the store (docs/CONTRACT.md)
-    lexical_ranking: str  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
+    store: StoreKind  # (added) the store (docs/CONTRACT.md)
+    lexical_ranking: LexicalRanking  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
     store_note: str | None  # what to know of its ranking (None: nothing)

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
-from rifflux.answers import why
+from rifflux.answers import FIRST_LOOK_CHARS, answer_text, search_answer, why
 from rifflux.core.filters import make_filters
 from rifflux.core.vectors import F32
-from rifflux.mcp.answers import FIRST_LOOK_CHARS, search_answer
-from rifflux.mcp.budget import DEFAULT_MAX_CHARS, answer_text
+from rifflux.limits import DEFAULT_MAX_CHARS
+from rifflux.mcp.answers import WORDS
 from rifflux.types import SearchAnswer
 
 from .helpers import CountingEmbedder, bm25, fused, write
@@ -128,7 +128,9 @@ async def test_explain_gives_each_hits_ranks_and_raw_scores(tmp_path: Path, docs
     assert "explain" not in plain[0]
     assert described == {"fts_query": '"bench seat" OR "garden"', "fts_every": None,
                          "stopwords_dropped": ["the"],
-                         "filters": {"paths": ["docs/**"], "tags": ["x"]}}
+                         "filters": {"paths": ["docs/**"], "tags": ["x"]},
+                         "lexical": {"store": "sqlite", "ranking": "fts5", "every": None,
+                                     "match": '"bench seat" OR "garden"', "ranked_by": None}}
 
 
 async def test_explain_shows_both_expressions_of_a_mixed_script_query(
@@ -163,9 +165,10 @@ async def test_a_first_look_shares_its_characters_among_the_snippets(tmp_path: P
 
         async def look(top_k: int, root: Path, query: str = "river delta") -> SearchAnswer:
             hits = await rf.search(query, top_k=top_k, root=str(root))
-            return await search_answer(rf, query, "hybrid", hits, {"root": str(root)},
-                                       explain=False, max_chars=DEFAULT_MAX_CHARS,
-                                       content="snippet")
+            answered = await search_answer(rf, query, "hybrid", hits, {"root": str(root)},
+                                           words=WORDS, max_chars=DEFAULT_MAX_CHARS,
+                                           first_look=True)
+            return answered.answer
 
         ten, two, tight = await look(10, notes), await look(2, notes), await look(10, crowded)
         misspelt = await look(10, notes, "rvier dleta")  # every hit by meaning: a hint
@@ -210,8 +213,9 @@ async def test_an_answer_explains_the_filters_its_search_applied(
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(docs)
         hits = await rf.search_filtered("compost", applied, top_k=3)
-        answer = await search_answer(rf, "compost", "hybrid", hits, given, explain=True,
-                                     max_chars=DEFAULT_MAX_CHARS, applied=applied)
+        answer = (await search_answer(rf, "compost", "hybrid", hits, given, words=WORDS,
+                                      explain=True, max_chars=DEFAULT_MAX_CHARS,
+                                      applied=applied)).answer
         fresh = rf.describe_search("compost", **given)["filters"]
     assert hits  # the files were written just now: after a year and a week ago
     explained = answer["explain"]["filters"]
@@ -240,3 +244,22 @@ async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
         assert await why(rf, "!!!", "hybrid", [], {}) == "no words"
         assert await why(rf, "compost", "hybrid", [], {}) == "no match"
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
+
+
+def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:
+    from typing import get_args
+
+    from rifflux.answers import Why, Words
+    from rifflux.cli.commands import _words
+    from rifflux.http.routes import WORDS as HTTP_WORDS
+
+    reasons = set(get_args(Why))
+    for surface in (WORDS, HTTP_WORDS, _words(None), _words(4242)):
+        assert set(surface.why) == reasons
+        assert all(text.strip() for text in surface.why.values())
+        assert "12" in surface.pending(12)
+    assert "process 4242" in _words(4242).pending(3)
+    lacking = {reason: "x" for reason in reasons if reason != "meaning only, sentence"}
+    with pytest.raises(TypeError, match="meaning only, sentence"):
+        Words(why=lacking, pending=str, read_hit="x",  # type: ignore[arg-type]
+              names=WORDS.names)

@@ -42,6 +42,32 @@ async def test_lexical_results_have_bm25_only(db: Location, search_docs: Path) -
     assert scores == sorted(scores)  # SQLite's bm25: lower is better
 
 
+async def test_explain_names_the_query_the_stores_lexical_branch_runs(
+    db: Location, search_docs: Path
+) -> None:
+    query = 'install "windows setup" the'
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+        found = await rf.search(query, mode="lexical", top_k=1000)
+        described = rf.describe_search(query)
+        lexical = described["lexical"]
+        assert rf.describe_search("!!! ???")["lexical"] is None
+        assert not rf.searchable("!!! ???") and rf.searchable(query)
+    assert lexical is not None and found
+    # the expression named is the one the store runs: run there, it finds what the search found
+    if isinstance(db, Path):
+        assert lexical == {"store": "sqlite", "ranking": "fts5", "ranked_by": None,
+                           "match": described["fts_query"], "every": None}
+        sql = f"SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH '{lexical['match']}'"
+    else:
+        assert lexical["store"] == "postgresql" and lexical["ranking"] == "bm25"
+        assert lexical["match"] == "('window' <-> 'setup') | 'instal'"  # (stems, as stored)
+        assert lexical["ranked_by"] == "window setup instal"
+        sql = ("SELECT count(*) FROM chunks c WHERE to_tsvector('simple', c.lexemes) @@ "
+               f"to_tsquery('simple', $${lexical['match']}$$)")
+    assert (await index_rows(db, sql))[0][0] == len(found)
+
+
 async def test_semantic_results_have_cosine(db: Location, search_docs: Path) -> None:
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)

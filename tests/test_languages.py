@@ -15,7 +15,7 @@ import pytest
 from rifflux import Rifflux
 from rifflux.answers import why
 from rifflux.core.fts_query import build_every, build_match
-from rifflux.mcp.answers import _WHY as MCP_WHY
+from rifflux.mcp.answers import WORDS as MCP_WORDS
 
 from .helpers import (
     CountingEmbedder,
@@ -273,7 +273,7 @@ async def test_a_cjk_sentence_that_only_means_something_is_not_blamed_on_spellin
     assert await why(help_vault, query, "hybrid", hits, {}) == "meaning only, sentence"
     misspelt = await help_vault.search("snyc")
     assert await why(help_vault, "snyc", "hybrid", misspelt, {}) == "meaning only"
-    assert "spelling" not in MCP_WHY["meaning only, sentence"]
+    assert "spelling" not in MCP_WORDS.why["meaning only, sentence"]
 
 
 #: A short English page about Python, and a longer Chinese tutorial that mentions both

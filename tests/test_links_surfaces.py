@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rifflux.mcp.budget import answer_text
+from rifflux.answers.budget import answer_text
 
 from .helpers import (
     HOME_LINKS,

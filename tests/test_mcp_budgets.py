@@ -16,8 +16,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession
 
-from rifflux.mcp.answers import _cut, file_answer
-from rifflux.mcp.budget import ENVELOPE, MIN_MAX_CHARS, answer_text
+from rifflux.answers.budget import ENVELOPE, answer_text
+from rifflux.answers.search import _cut
+from rifflux.limits import MIN_MAX_CHARS
+from rifflux.mcp.answers import WORDS, file_answer
 from rifflux.types import FileLines
 
 from .helpers import REPO, call, mcp_session, text_of, write
@@ -199,6 +201,6 @@ def test_the_contract_states_the_envelope() -> None:
 
 
 def test_the_hint_says_what_was_cut_in_words_that_agree() -> None:
-    assert "the echoed query was cut" in _cut(["query"], 0, 40_000, "full")
+    assert "the echoed query was cut" in _cut(["query"], 0, 40_000, WORDS, False)
     assert "the echoed query and contents were cut" in _cut(["query", "content"], 0,
-                                                            40_000, "full")
+                                                            40_000, WORDS, False)

@@ -25,16 +25,16 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rifflux import Settings
-from rifflux.mcp._fast_start.front import (
+from rifflux.mcp._fast_start.front import Front, Inbound
+from rifflux.mcp._fast_start.handoff import capture_handshake, refresh_snapshot
+from rifflux.mcp._fast_start.snapshot import (
     SEED,
     SEED_WRITES,
-    Front,
-    Inbound,
-    Wire,
     cache_path,
     load_snapshot,
+    tool_schema,
 )
-from rifflux.mcp._fast_start.handoff import capture_handshake, refresh_snapshot
+from rifflux.mcp._fast_start.wire import Wire
 from rifflux.mcp.server import build_server
 
 from .helpers import server_env, write_corpus
@@ -60,18 +60,23 @@ def _request(request_id: int, method: str, params: dict[str, Any] | None = None
 class Pipes:
     """A front on real pipes: ``send`` is the client writing, ``answers`` what it read."""
 
-    def __init__(self, snapshot: dict[str, Any] | None) -> None:
+    def __init__(self, snapshot: dict[str, Any] | None, *, take_early: bool = False) -> None:
         in_r, self._in_w = os.pipe()
         self._out_r, out_w = os.pipe()
-        self.front = Front(Wire(os.fdopen(in_r, "rb"), os.fdopen(out_w, "wb")), snapshot)
+        self.front = Front(Wire(os.fdopen(in_r, "rb"), os.fdopen(out_w, "wb")), snapshot,
+                           take_early=take_early)
         self._answers = os.fdopen(self._out_r, "rb")
         self.front.start()
 
-    def send(self, *messages: dict[str, Any] | str) -> list[Inbound]:
-        """Write the messages; return the front's queue entries for them."""
+    def write(self, *messages: dict[str, Any] | str) -> None:
+        """Write the messages (what the front does with them is its own)."""
         for message in messages:
             line = message if isinstance(message, str) else json.dumps(message)
             os.write(self._in_w, line.encode() + b"\n")
+
+    def send(self, *messages: dict[str, Any] | str) -> list[Inbound]:
+        """Write the messages; return the front's queue entries for them."""
+        self.write(*messages)
         return [self._next() for _ in messages]
 
     def _next(self) -> Inbound:
@@ -515,14 +520,19 @@ _EARLY = [{"query": "watering the garden", "mode": "lexical"},
           {"query": "when to water", "mode": "hybrid", "top_k": 3, "content": "snippet",
            "max_per_file": 1, "explain": True},
           {"query": "the", "mode": "lexical"},
-          {"query": "water", "mode": "lexical", "max_chars": 1000}]
-_LEFT_TO_THE_SDK = [{"query": "water", "paths": ["**"]}, {"query": "water", "top_k": "3"}]
+          {"query": "water", "mode": "lexical", "max_chars": 1000},
+          {"query": "water", "paths": ["**"], "frontmatter": {"n": 3}, "depth": None},
+          {"query": "water", "tags": [""]}]  # (an error, in the library's words)
+_LEFT_TO_THE_SDK = [{"query": "water", "top_k": "3"}, {"query": "water", "top_k": None}]
 
 
 def _without_model_label(result: dict[str, Any]) -> dict[str, Any]:
     """A tool result without what depends on how far the server had got at start: the
     model's label (null until it has loaded) and the hits' ``backlink_count`` (left out
-    until the catalog of files has loaded), in both of its forms."""
+    until the catalog of files has loaded), in both of its forms; an error as it is."""
+    if result.get("isError"):
+        assert "structuredContent" not in result
+        return result
     data = json.loads(result["content"][0]["text"])
     assert result["structuredContent"] == data  # (the text says what the object says)
     data.pop("embedding_model", None)
@@ -569,31 +579,41 @@ async def test_searches_before_the_sdk_has_loaded_are_answered_as_the_sdk_answer
                             for a in (mine, theirs))
             assert mine["cut"] is True
         assert mine == theirs, request_id
+    refused = early[10 + len(_EARLY) - 1]["result"]  # (tags=[""]: the library's words)
+    assert refused["isError"] and "tag" in refused["content"][0]["text"]
 
 
-def test_the_calls_taken_early_are_bounded_as_the_tools_schema_says() -> None:
-    from rifflux.mcp._fast_start.taken import _EARLY_ARGS, EARLY_BOUNDS, early_search
-    from rifflux.mcp.sdk import tool_input_schema
+def test_the_calls_taken_early_are_those_the_published_schema_accepts_as_they_are() -> None:
+    from rifflux.mcp._fast_start.taken import early_search
 
-    schema = tool_input_schema(build_server(Settings()), "search_rifflux")
-    assert schema is not None
-    properties = schema["properties"]
-    assert _EARLY_ARGS <= properties.keys()
-    for name, (low, high) in EARLY_BOUNDS.items():
-        bounds: dict[str, Any] = next(
-            (b for b in properties[name].get("anyOf", [properties[name]])
-             if b.get("type") == "integer"), {})
-        assert (bounds.get("minimum"), bounds.get("maximum")) == (low, high), name
+    schema = tool_schema(SEED_DATA, LATEST, "search_rifflux")
+    assert schema is not None and schema["additionalProperties"] is False
 
     def call(**arguments: Any) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": "search_rifflux", "arguments": arguments}}
 
-    assert early_search(call(query="x", top_k=100, mode="lexical", max_per_file=None))
-    for odd in ({"top_k": 101}, {"top_k": "3"}, {"top_k": True}, {"mode": "fuzzy"},
-                {"max_chars": 999}, {"explain": 1}, {"tags": ["a"]}, {"db_path": "x.db"}):
-        assert not early_search(call(query="x", **odd)), odd
-    assert not early_search(call(top_k=3))  # (no query: the SDK says it is required)
+    for plain in ({"top_k": 100, "mode": "lexical", "max_per_file": None},
+                  {"tags": ["a"], "paths": ["docs/**"], "depth": 10, "near": "a.md"},
+                  {"frontmatter": {"status": "draft", "n": 3, "ok": True, "xs": ["a", 1]}},
+                  {"db_path": "other.db", "max_chars": 1000, "explain": False}):
+        assert early_search(call(query="x", **plain), schema), plain
+    top_k = schema["properties"]["top_k"]
+    odds: list[dict[str, Any]] = [
+        {"top_k": top_k["maximum"] + 1}, {"top_k": top_k["minimum"] - 1}, {"top_k": "3"},
+        {"top_k": True}, {"top_k": 3.0}, {"top_k": None}, {"mode": "fuzzy"},
+        {"max_chars": 999}, {"explain": 1}, {"tags": "a"}, {"tags": [1]},
+        {"frontmatter": {"k": None}}, {"frontmatter": {"k": {}}}, {"depth": 11},
+        {"tag": ["a"]}]
+    for odd in odds:
+        assert not early_search(call(query="x", **odd), schema), odd
+    assert not early_search(call(top_k=3), schema)  # (no query: the SDK says it is required)
+    assert not early_search(call(query=None), schema)
+    with_meta = call(query="x")
+    with_meta["params"]["_meta"] = {"progressToken": 1}  # (progress: the SDK's)
+    assert not early_search(with_meta, schema)
+    # a schema with a keyword the check does not know takes nothing
+    assert not early_search(call(query="x"), {**schema, "anyOf": [{"required": ["query"]}]})
 
 
 @pytest.mark.anyio
@@ -619,3 +639,127 @@ async def test_a_client_that_leaves_after_an_early_search_does_not_wait_for_the_
     # without the SDK ever serving; its import, under way, was left behind
     assert "answering search_rifflux 2 before the MCP SDK" in log
     assert "MCP SDK serving" not in log, log
+
+
+# ---------------------------------------------------------------- early calls, in process
+
+
+@pytest.mark.anyio
+async def test_an_early_search_that_fails_unexpectedly_is_that_calls_error_and_the_next_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def answers(early: Any, pipes: Pipes) -> dict[int, dict[str, Any]]:
+        pipes.write(_search(10, "boom"), _search(11, "water"))
+        got = [await anyio.to_thread.run_sync(pipes.answer) for _ in range(2)]
+        return {a["id"]: a["result"] for a in got}
+
+    got, log = await _early_session(tmp_path, monkeypatch, answers)
+    assert got[10]["isError"] is True
+    assert got[10]["content"][0]["text"].startswith(
+        "search_rifflux failed: unexpected RuntimeError; this call failed and the server "
+        "goes on")
+    assert "injected" not in got[10]["content"][0]["text"]  # (the traceback stays in the log)
+    assert got[11]["isError"] is False and got[11]["structuredContent"]["count"] > 0
+    assert "injected" in log
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("after_hand_off", [False, True])
+async def test_a_cancelled_early_search_stops_and_is_not_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after_hand_off: bool
+) -> None:
+    async def answers(early: Any, pipes: Pipes) -> dict[int, dict[str, Any]]:
+        pipes.write(_search(12, "slow"))
+        with anyio.fail_after(10):
+            await _SLOW.started.wait()
+        if after_hand_off:  # (the SDK serves now; the call it never saw is still early's)
+            pipes.front.hand_off()
+        pipes.write({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": 12, "reason": "the user pressed stop"}})
+        with anyio.fail_after(10):
+            await _SLOW.cancelled.wait()
+        if after_hand_off:
+            return {}
+        pipes.write(_search(13, "water"))
+        got = await anyio.to_thread.run_sync(pipes.answer)
+        return {got["id"]: got["result"]}
+
+    got, _ = await _early_session(tmp_path, monkeypatch, answers)
+    assert 12 not in got  # (read until the next answer: none came for 12 before it)
+    if not after_hand_off:
+        assert got[13]["structuredContent"]["count"] > 0
+
+
+class _Slow:
+    """What the patched search saw of a call for "slow": it started, and was cancelled."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.cancelled = anyio.Event()
+
+
+_SLOW = _Slow()
+
+
+def _search(request_id: int, query: str) -> dict[str, Any]:
+    return _request(request_id, "tools/call",
+                    {"name": "search_rifflux", "arguments": {"query": query, "mode": "lexical"}})
+
+
+async def _early_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    talk: Any,
+) -> tuple[dict[int, dict[str, Any]], str]:
+    """A front taking early calls on real pipes, and ``EarlySearches`` answering them from a
+    real index, with the tool's search patched: "boom" raises a RuntimeError, "slow" waits
+    until cancelled; ``talk(early, pipes)`` after ``initialize``. Its answers, and the log."""
+    import logging
+
+    from rifflux import Rifflux
+    from rifflux.mcp._fast_start import early as early_module
+    from rifflux.mcp.auto_reindex import AutoReindex
+    from rifflux.mcp.other_indexes import OtherIndexes
+    from rifflux.mcp.searching import ServerState, search
+
+    global _SLOW
+    _SLOW = _Slow()
+
+    async def patched(state: ServerState, **args: Any) -> dict[str, Any]:
+        if args["query"] == "boom":
+            raise RuntimeError("injected failure")
+        if args["query"] == "slow":
+            _SLOW.started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                _SLOW.cancelled.set()
+        return await search(state, **args)
+
+    monkeypatch.setattr(early_module, "search", patched)
+    corpus = write_corpus(tmp_path)
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(  # type: ignore[method-assign]
+        record.getMessage() + (str(record.exc_info[1]) if record.exc_info else ""))
+    logging.getLogger("rifflux").addHandler(handler)
+    pipes = Pipes(SEED_DATA, take_early=True)
+    try:
+        async with Rifflux(tmp_path / "early.db", embedding_backend="hash") as rf, \
+                OtherIndexes(rf.settings) as others:
+            await rf.reindex(corpus["notes"])
+            state = ServerState(opened=rf, settings=rf.settings, others=others,
+                                auto_reindex=AutoReindex(rf=rf, enabled=False, min_interval=0,
+                                                         watch_paths=()))
+            early = early_module.EarlySearches(pipes.front, state)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(early.run)
+                assert [i.answered for i in pipes.send(_initialize(1, LATEST))] == ["initialize"]
+                assert (await anyio.to_thread.run_sync(pipes.answer))["id"] == 1
+                got = await talk(early, pipes)
+                pipes.front.end_early()
+                with anyio.fail_after(10):
+                    await early.done.wait()
+    finally:
+        logging.getLogger("rifflux").removeHandler(handler)
+        pipes.close()
+    return got, "\n".join(records)

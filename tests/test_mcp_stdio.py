@@ -13,9 +13,9 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession
 
+from rifflux.answers.budget import ENVELOPE, answer_text
 from rifflux.config import Settings
 from rifflux.mcp._fast_start.handoff import capture_handshake
-from rifflux.mcp.budget import ENVELOPE, answer_text
 from rifflux.mcp.server import build_server
 
 from .helpers import (
@@ -602,7 +602,10 @@ async def test_an_empty_index_and_an_empty_filter_say_what_to_do(tmp_path: Path)
                            paths=["*.md"])
         assert found["explain"] == {"fts_query": '"wombat"', "fts_every": None,
                                     "stopwords_dropped": ["the"],
-                                    "filters": {"paths": ["*.md"]}}
+                                    "filters": {"paths": ["*.md"]},
+                                    "lexical": {"store": "sqlite", "ranking": "fts5",
+                                                "match": '"wombat"', "every": None,
+                                                "ranked_by": None}}
         assert set(found["results"][0]["explain"]) >= {"lexical_rank", "bm25"}
         assert "hint" not in found and "pending_embeddings" not in found
         misspelt = await call(session, "search_rifflux", query="wombta")

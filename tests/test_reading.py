@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux, RiffluxError, SchemaVersionError, Settings
+from rifflux.answers.budget import answer_text
 from rifflux.mcp.answers import file_answer
-from rifflux.mcp.budget import answer_text
 
 from .helpers import CountingEmbedder, Location, indexed_then_downgraded, jobs_settled, write
 

@@ -12,6 +12,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..errors import InvalidArgumentError, RiffluxError
+from ..limits import SNIPPET_CHARS
 from ..note_types import RecentNote
 from ..types import (
     CONTENT_MODES,
@@ -175,7 +176,7 @@ class SearchShape:
     max_per_file: int | None = None
     content: ContentMode = "full"
     explain: bool = False
-    snippet_chars: int = 240
+    snippet_chars: int = SNIPPET_CHARS[1]
 
     @classmethod
     def checked(cls, *, max_per_file: object, content: object, explain: object,
@@ -189,10 +190,11 @@ class SearchShape:
         if content not in CONTENT_MODES:
             raise InvalidArgumentError(
                 f"unknown content {content!r}: use one of {', '.join(CONTENT_MODES)}")
+        least, _, most = SNIPPET_CHARS
         if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) \
-                or not 40 <= snippet_chars <= 1000:
-            raise InvalidArgumentError(
-                f"snippet_chars must be a whole number from 40 to 1000, not {snippet_chars!r}")
+                or not least <= snippet_chars <= most:
+            raise InvalidArgumentError(f"snippet_chars must be a whole number from {least} to "
+                                       f"{most}, not {snippet_chars!r}")
         return cls(max_per_file=max_per_file, content=content, explain=bool(explain),
                    snippet_chars=snippet_chars)
 

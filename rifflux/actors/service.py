@@ -96,6 +96,7 @@ class Service:
         self,
         *,
         settings: Settings,
+        capabilities: Capabilities,
         query: MemoryObjectSendStream[QueryMessage],
         jobs: JobQueue,
         streams: dict[str, MemoryObjectSendStream[Any]],
@@ -110,7 +111,6 @@ class Service:
         model_loaded: anyio.Event | None = None,
         want_model: Callable[[], None] | None = None,
         where: str = "",
-        capabilities: Capabilities | None = None,
         events: EventHub | None = None,
         counting: Callable[[], anyio.Event | None] | None = None,
     ) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
-from ..core.graph import MAX_DEPTH
+from ..limits import MAX_DEPTH
 from ..types import MODES
 from .note_args import add_note_parsers
 

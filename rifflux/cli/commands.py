@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..answers import Why, base_answer, why
+from ..answers import Words, search_answer
 from ..api import Rifflux
 from ..config import Settings
 from ..core.filters import make_filters
@@ -166,44 +166,54 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
         results = await rf.search_filtered(query, applied, args.top_k, args.mode,
                                            max_per_file=args.max_per_file, explain=args.explain,
                                            content="snippet" if args.snippets else "full")
-        answer = base_answer(rf, query, args.mode, results, filters, explain=args.explain,
-                             applied=applied)
-        reason = await why(rf, query, args.mode, results, filters)
-        pending = answer.get("pending_embeddings")
-        embedding = pending and next((p["pid"] for p in (await rf.status())["processes"]
-                                      if "embedder" in p["roles"]), None)
-    if reason is not None:
-        answer["hint"] = _WHY[reason]
+        embedding = rf.pending_embeddings() and next(
+            (p["pid"] for p in (await rf.status())["processes"] if "embedder" in p["roles"]),
+            None)
+        answered = await search_answer(rf, query, args.mode, results, filters,
+                                       words=_words(embedding), explain=args.explain,
+                                       applied=applied)
+    answer = answered.answer
     if args.json:
         write_json(answer)
     else:
         print_search(results, answer.get("explain"))
-    if pending:
-        sys.stderr.write(f"rifflux: {count(pending, 'chunk')} without a vector yet: semantic "
-                         "results cover part of the index (" + (
-                             f"process {embedding} is embedding them now" if embedding else
-                             "`rifflux index` on their folder, or a running `rifflux watch` "
-                             "or MCP server, embeds them") + ")\n")
-    if reason is not None:
-        sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{_WHY[reason]}\n")
+    if answered.pending is not None:
+        sys.stderr.write(f"rifflux: {answered.pending}\n")
+    if answered.reason is not None:
+        sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{answered.reason}\n")
     return EXIT_OK if results else EXIT_FAILURE
 
 
-#: What ``rifflux search`` says for each ``answers.Why`` (on stderr, and as ``hint``).
-_WHY: dict[Why, str] = {
-    "no files": "the index holds no files yet: `rifflux index PATH` first",
-    "rebuilt": "the index was damaged and has started anew (`rifflux status` says when and "
-               "what it held): its folders are being indexed again, or `rifflux index PATH`",
-    "filters": "nothing matched within these filters: relax them, or search without them",
-    "no words": "the query has no searchable word: give words",
-    "no match": "nothing matched: try other words or --mode semantic; if the files changed, "
-                "`rifflux index` their folder",
-    "meaning only": "no chunk contains these words: every hit is only close in meaning "
-                    "(semantic); check the spelling, or try the words the notes would use",
-    "meaning only, sentence": "no chunk contains the words of this sentence: every hit is "
-                              "only close in meaning (semantic); try its key words on their "
-                              "own, separated by spaces",
-}
+def _words(embedding: int | None) -> Words:
+    """What ``rifflux search`` says (on stderr, and as the answer's ``hint``); ``embedding``:
+    the process embedding the texts still without a vector, if another one is."""
+    return Words(
+        why={
+            "no files": "the index holds no files yet: `rifflux index PATH` first",
+            "rebuilt": "the index was damaged and has started anew (`rifflux status` says "
+                       "when and what it held): its folders are being indexed again, or "
+                       "`rifflux index PATH`",
+            "filters": "nothing matched within these filters: relax them, or search without "
+                       "them",
+            "no words": "the query has no searchable word: give words",
+            "no match": "nothing matched: try other words or --mode semantic; if the files "
+                        "changed, `rifflux index` their folder",
+            "meaning only": "no chunk contains these words: every hit is only close in "
+                            "meaning (semantic); check the spelling, or try the words the "
+                            "notes would use",
+            "meaning only, sentence": "no chunk contains the words of this sentence: every "
+                                      "hit is only close in meaning (semantic); try its key "
+                                      "words on their own, separated by spaces",
+        },
+        pending=lambda n: (
+            f"{count(n, 'chunk')} without a vector yet: semantic results cover part of the "
+            "index (" + (f"process {embedding} is embedding them now" if embedding else
+                         "`rifflux index` on their folder, or a running `rifflux watch` or "
+                         "MCP server, embeds them") + ")"),
+        read_hit="`rifflux show CHUNK_ID`",
+        names={"top_k": "--top-k", "max_per_file": "--max-per-file",
+               "max_chars": "max_chars", "snippet": "--snippets"},
+    )
 
 
 async def _status(args: argparse.Namespace, settings: Settings) -> int:

@@ -31,8 +31,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from ..limits import MAX_DEPTH
 from .frontmatter import normalise_tag
-from .graph import MAX_DEPTH
 
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]

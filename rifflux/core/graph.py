@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-#: The deepest neighbourhood asked for (past a few links, a vault is one neighbourhood).
-MAX_DEPTH = 10
-
 
 class LinkGraph:
     def __init__(self) -> None:

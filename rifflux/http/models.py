@@ -11,14 +11,20 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..limits import (
+    MAX_DEPTH,
+    MAX_MAX_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    MIN_MAX_CHARS,
+    SNIPPET_CHARS,
+)
 from ..types import Mode
 
-MAX_TOP_K = 100
-MAX_DEPTH = 10
-
-Query = Annotated[str, Field(min_length=1, max_length=4000,
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
                              description="What to look for: words, a phrase, a question.")]
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results (1 to 100).")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K,
+                            description=f"How many results (1 to {MAX_TOP_K}).")]
 Globs = Annotated[list[str] | None, Field(
     description="Only files whose path in its indexed folder matches one of these globs, as "
                 "in .gitignore: docs/**, **/adr-*.md.")]
@@ -68,11 +74,13 @@ class _SearchFields(BaseModel):
     content: Literal["full", "snippet"] = Field(
         "full", description="full: each hit's text; snippet: leave the text out (each hit has "
                             "its snippet).")
-    snippet_chars: Annotated[int, Field(ge=40, le=1000, description="How long snippets are at "
-                                                                    "most.")] = 240
-    max_chars: Annotated[int | None, Field(ge=1000, description="Cut the hits' texts (never "
-                                                                "the hits) to stay within this "
-                                                                "many characters.")] = None
+    snippet_chars: Annotated[int, Field(ge=SNIPPET_CHARS[0], le=SNIPPET_CHARS[2],
+                                        description="How long snippets are at most.")
+                             ] = SNIPPET_CHARS[1]
+    max_chars: Annotated[int | None, Field(
+        ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
+        description="Keep the answer within this many characters: texts are cut first, then "
+                    "the lowest-ranked hits left out (the hint says what was cut).")] = None
     explain: bool = Field(False, description="Add why each hit ranks where it does, and the "
                                              "lexical query.")
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from ..answers import Why, base_answer, why
+from ..answers import Words, search_answer
 from ..api import Rifflux
-from ..mcp.budget import fit_results
+from ..core.filters import make_filters
 from ..types import (
     BackgroundReindex,
     ChunkDetail,
@@ -81,20 +81,31 @@ def _json(value: Any, status: int = 200) -> JSONResponse:
 
 # ---------------------------------------------------------------- search
 
-#: What an answer says over HTTP for each ``answers.Why``.
-_WHY: dict[Why, str] = {
-    "no files": "the index holds no files yet: POST /api/reindex with a folder's absolute "
-                "path, then search again",
-    "rebuilt": "the index was found damaged and has started anew (/api/status shows "
-               "`recovered`); its folders are being indexed again: search again in a moment",
-    "filters": "nothing matched within these filters: relax them (/api/tags lists the tags, "
-               "/api/status the folders), or search without them",
-    "no words": "the query has no searchable word: give words",
-    "no match": "nothing matched: try other words or mode=semantic; if the files changed, "
-                "reindex their folder",
-    "meaning only": "no chunk contains these words: every hit is only close in meaning "
-                    "(semantic); check the spelling, or try the words the notes would use",
-}
+#: What a search answer says over HTTP.
+WORDS = Words(
+    why={
+        "no files": "the index holds no files yet: POST /api/reindex with a folder's absolute "
+                    "path, then search again",
+        "rebuilt": "the index was found damaged and has started anew (/api/status shows "
+                   "`recovered`); its folders are being indexed again: search again in a "
+                   "moment",
+        "filters": "nothing matched within these filters: relax them (/api/tags lists the "
+                   "tags, /api/status the folders), or search without them",
+        "no words": "the query has no searchable word: give words",
+        "no match": "nothing matched: try other words or mode=semantic; if the files "
+                    "changed, reindex their folder",
+        "meaning only": "no chunk contains these words: every hit is only close in meaning "
+                        "(semantic); check the spelling, or try the words the notes would use",
+        "meaning only, sentence": "no chunk contains the words of this sentence: every hit "
+                                  "is only close in meaning (semantic); try its key words on "
+                                  "their own, separated by spaces",
+    },
+    pending=lambda n: (f"{n} chunks are still being embedded: semantic results cover part "
+                       "of the index"),
+    read_hit="GET /api/chunks/{chunk_id}",
+    names={"top_k": "top_k", "max_per_file": "max_per_file", "max_chars": "max_chars",
+           "snippet": "content=snippet"},
+)
 
 
 @router.get("/search", response_model=SearchAnswer, summary="Search the index")
@@ -125,28 +136,13 @@ async def _search(rf: Rifflux, p: SearchQuery | SearchBody,
         "paths": p.paths, "root": p.root, "tags": p.tags, "frontmatter": frontmatter,
         "modified_after": p.modified_after, "modified_before": p.modified_before,
         "near": p.near, "depth": p.depth}
-    results = await rf.search(p.q, top_k=p.top_k, mode=p.mode, max_per_file=p.max_per_file,
-                              content=p.content, explain=p.explain,
-                              snippet_chars=p.snippet_chars, **filters)
-    answer = base_answer(rf, p.q, p.mode, results, filters, explain=p.explain)
-    hints = [f"{answer['pending_embeddings']} chunks are still being embedded: semantic "
-             "results cover part of the index"] if "pending_embeddings" in answer else []
-    reason = await why(rf, p.q, p.mode, results, filters)
-    if reason is not None:
-        hints.append(_WHY[reason])
-    if p.max_chars is not None:
-        cut, omitted = fit_results(cast(dict[str, Any], answer), p.max_chars)
-        if cut or omitted:
-            answer["truncated"] = True
-            if omitted:
-                answer["omitted"] = omitted
-            hints.append(f"cut to fit max_chars={p.max_chars} ({', '.join(cut) or 'texts'} "
-                         "marked …[+N chars]"
-                         + (f"; the {omitted} lowest-ranked hits left out" if omitted else "")
-                         + "): read a hit whole at /api/chunks/{chunk_id}, or raise max_chars")
-    if hints:
-        answer["hint"] = "; ".join(hints)
-    return answer
+    applied = make_filters(**filters)  # (once: for the search and its explain)
+    results = await rf.search_filtered(p.q, applied, p.top_k, p.mode,
+                                       max_per_file=p.max_per_file, content=p.content,
+                                       explain=p.explain, snippet_chars=p.snippet_chars)
+    answered = await search_answer(rf, p.q, p.mode, results, filters, words=WORDS,
+                                   explain=p.explain, applied=applied, max_chars=p.max_chars)
+    return answered.answer
 
 
 # ---------------------------------------------------------------- reads

@@ -1,168 +1,44 @@
-"""The MCP tools' answers, shaped for an agent: within a budget, and honest about what is
-missing (an empty index, filters that match nothing, embeddings not finished)."""
+"""The MCP tools' answers, shaped for an agent: MCP's words for what a search answer says
+(the answer itself is ``rifflux.answers``'), and the reading tools' answers (a chunk, a
+file's lines or chunks, a note's links and neighbours), each within its budget with
+how to read on."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
-from ..answers import Why, base_answer, why
-from ..api import Rifflux
-from ..core.filters import Filters
-from ..core.snippets import Snippets
-from ..types import (
-    ChunkDetail,
-    FileLines,
-    FileRecord,
-    Mode,
-    Neighbor,
-    NoteLinks,
-    SearchAnswer,
-    SearchResult,
+from ..answers import Words, within
+from ..answers.budget import Shaped, body_size, cut, fit_texts, size, text_size
+from ..types import ChunkDetail, FileLines, FileRecord, Neighbor, NoteLinks
+
+#: What a search answer says over MCP.
+WORDS = Words(
+    why={
+        "no files": "the index holds no files yet: call reindex with the folder to search "
+                    "(an absolute path), then search again",
+        "rebuilt": "the index was found damaged and has started anew (index_status shows "
+                   "`recovered`: when, and the folders it held): those folders are being "
+                   "indexed again, so search again in a moment; call reindex for any folder "
+                   "not listed there",
+        "filters": "no chunk matched within these filters: relax them (list_tags shows the "
+                   "tags in use, index_status the indexed folders), or search without them",
+        "no words": "the query has no searchable word: ask with words",
+        "no match": "nothing matched: try other words or mode='semantic'; if the files "
+                    "changed, reindex their folder",
+        "meaning only": "no chunk contains the query's words: every hit is only close in "
+                        "meaning (semantic); check the spelling, or try the words the notes "
+                        "would use",
+        "meaning only, sentence": "no chunk contains the words of this sentence: every hit "
+                                  "is only close in meaning (semantic); try its key words on "
+                                  "their own, separated by spaces",
+    },
+    pending=lambda n: (f"{n} chunks are still being embedded: semantic results cover only "
+                       "part of the index; index_status shows the progress"),
+    read_hit="get_chunk(chunk_id)",
+    names={"top_k": "top_k", "max_per_file": "max_per_file", "max_chars": "max_chars",
+           "snippet": "content='snippet'"},
 )
-from .budget import (
-    Shaped,
-    answer_text,
-    cut,
-    fit_chunks,
-    fit_lines,
-    fit_lists,
-    fit_results,
-    fit_texts,
-    within,
-)
-
-#: What a content='snippet' hit keeps: SPEC's fields but the text, and the snippet (where
-#: it is in the file, its note's title, tags and links are a get_chunk away).
-_FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown",
-               "snippet", "explain")
-#: What a content='snippet' answer aims at, in characters of its JSON text: the snippets
-#: share what the other fields leave, each from 80 to 240 characters wide.
-FIRST_LOOK_CHARS = 4_000
-SNIPPET_WIDTHS = (80, 240)
-
-
-#: What an answer says, over MCP, for each ``answers.Why``.
-_WHY: dict[Why, str] = {
-    "no files": "the index holds no files yet: call reindex with the folder to search (an "
-                "absolute path), then search again",
-    "rebuilt": "the index was found damaged and has started anew (index_status shows "
-               "`recovered`: when, and the folders it held): those folders are being "
-               "indexed again, so search again in a moment; call reindex for any folder "
-               "not listed there",
-    "filters": "no chunk matched within these filters: relax them (list_tags shows the "
-               "tags in use, index_status the indexed folders), or search without them",
-    "no words": "the query has no searchable word: ask with words",
-    "no match": "nothing matched: try other words or mode='semantic'; if the files "
-                "changed, reindex their folder",
-    "meaning only": "no chunk contains the query's words: every hit is only close in "
-                    "meaning (semantic); check the spelling, or try the words the notes "
-                    "would use",
-    "meaning only, sentence": "no chunk contains the words of this sentence: every hit is "
-                              "only close in meaning (semantic); try its key words on their "
-                              "own, separated by spaces",
-}
-
-
-async def search_answer(
-    rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
-    filters: dict[str, Any], *, explain: bool, max_chars: int, content: str = "full",
-    applied: Filters | None = None, auto_reindex: dict[str, object] | None = None,
-) -> SearchAnswer:
-    """The answer as ``search_rifflux`` gives it, ``auto_reindex`` (what a search started)
-    included, within ``max_chars`` (``budget``)."""
-    answer = base_answer(rf, query, mode, results, filters, explain=explain, applied=applied)
-    if auto_reindex is not None:
-        answer["auto_reindex"] = auto_reindex
-    reason = await why(rf, query, mode, results, filters)
-    hints: list[str] = []
-    if "pending_embeddings" in answer:
-        hints.append(f"{answer['pending_embeddings']} chunks are still being embedded: "
-                     "semantic results cover only part of the index; index_status shows "
-                     "the progress")
-    if reason is not None:
-        hints.append(_WHY[reason])
-    if hints:  # (before a first look is sized: its hint counts too)
-        answer["hint"] = "; ".join(hints)
-    if content == "snippet":  # (sized with the query as fit_results will echo it)
-        echoed = answer["query"]
-        answer["query"] = cut(echoed, max_chars // 4)
-        _first_look(answer, query)
-        answer["query"] = echoed  # (and cut there, where the hint says so)
-
-    def shape(out: dict[str, Any], budget: int) -> Shaped:
-        parts, omitted = fit_results(out, budget)
-        said = list(hints)
-        if parts or omitted:
-            said.append(_cut(parts, omitted, max_chars, content))
-        return Shaped(out, cut=bool(parts or omitted), hints=said,
-                      more={"omitted": omitted} if omitted else {})
-
-    return cast(SearchAnswer, within(shape, cast(dict[str, Any], answer), max_chars))
-
-
-def _cut(parts: list[str], omitted: int, max_chars: int, content: str) -> str:
-    """What a search answer's hint says was cut to fit, and how to see the rest."""
-    names = {"query": "the echoed query", "content": "contents", "snippet": "snippets"}
-    said = []
-    if parts:
-        said.append(f"{' and '.join(names[p] for p in parts)} "
-                    f"{'was' if parts == ['query'] else 'were'} cut (marked …[+N chars])")
-    if omitted:
-        said.append(f"the {omitted} lowest-ranked results were left out (omitted)")
-    read = ""
-    if {"content", "snippet"} & set(parts):
-        read = "; read a hit whole with get_chunk(chunk_id)"
-    if omitted or {"content", "snippet"} & set(parts):
-        smaller = "" if content == "snippet" else "content='snippet', "
-        read += f"; or ask with {smaller}a smaller top_k or max_per_file, or a larger max_chars"
-    return f"{', and '.join(said)} to fit max_chars={max_chars}{read}"
-
-
-def _first_look(answer: SearchAnswer, query: str) -> None:
-    """content='snippet': a compact answer an agent skims, then expands with get_chunk.
-    The root moves up when every hit shares it; scores keep 4 significant digits. The
-    hits' snippets (made from the ``content`` they arrive with) share what the rest of the
-    answer leaves of FIRST_LOOK_CHARS: a few hits get wide ones, ten hits with long
-    breadcrumbs narrow ones, never narrower than SNIPPET_WIDTHS[0]."""
-    results = answer["results"]
-    roots = {r["root"] for r in results}
-    shared = roots.pop() if len(roots) == 1 else None
-    if shared is not None:
-        answer["root"] = shared
-    compact: list[Any] = []
-    for hit in results:
-        light: dict[str, Any] = {k: v for k, v in hit.items() if k in _FIRST_LOOK}
-        if shared is None:
-            light["root"] = hit["root"]
-        light["score_breakdown"] = _rounded(hit["score_breakdown"])
-        if "explain" in light:
-            light["explain"] = _rounded(light["explain"])
-        light["snippet"] = ""
-        compact.append(light)
-    answer["results"] = compact
-    if not compact:
-        return
-    narrowest, widest = SNIPPET_WIDTHS
-    snippets = Snippets(query)
-    found = [snippets.find(hit["content"]) for hit in results]
-    spare = FIRST_LOOK_CHARS - len(answer_text(answer))  # what the empty snippets leave
-    width = spare // len(compact)
-    while True:  # a snippet's marks and ellipses are beyond its width: measure
-        width = max(narrowest, min(widest, width))
-        cut = [Snippets.clip(f, width) for f in found]
-        over = sum(len(answer_text(c)) - 2 for c in cut) - spare
-        if over <= 0 or width == narrowest:
-            break
-        # (cut at word boundaries, a snippet shrinks by less than its width: a step more)
-        width -= -(-over // len(compact)) + 1
-    for light, snippet in zip(compact, cut, strict=True):
-        light["snippet"] = snippet
-
-
-def _rounded(scores: Mapping[str, Any]) -> dict[str, Any]:
-    """Floats to 4 significant digits (a first look's scores rank, they are not read)."""
-    return {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in scores.items()}
 
 
 def chunk_answer(chunk: ChunkDetail, max_chars: int) -> dict[str, Any]:
@@ -225,3 +101,92 @@ def neighbors_answer(path: str, depth: int, found: list[Neighbor],
         out["hint"] = ("no note links to or from this one (get_links shows its unresolved "
                        "links, which name notes that are not in the index)")
     return out
+
+
+# ---------------------------------------------------------------- each reading tool's body
+
+
+def fit_lines(answer: dict[str, Any], budget: int, max_chars: int) -> str | None:
+    """Cut a ``get_file`` line range to whole lines within ``budget``: ``end_line`` says
+    where it stopped, ``next_start_line`` where the next page starts (none after the
+    file's last line). None when it fits; else how to read the rest (a single line
+    longer than the budget is cut with a marker, and the hint says how to read it whole)."""
+    if body_size(answer) <= budget:
+        return None
+    lines = answer["text"].split("\n")
+    start, asked_end = answer["start_line"], answer["end_line"]
+    answer["text"] = ""
+    room = budget - body_size(answer)
+    used, kept = -2, 0  # (a newline is two characters of JSON text: \\n)
+    for line in lines:
+        used += text_size(line) + 2
+        if used > room:
+            break
+        kept += 1
+    whole = None
+    if kept == 0:  # one line longer than the budget: its start, cut
+        answer["text"], answer["end_line"] = lines[0], start
+        whole = body_size(answer)  # what reads it whole
+        answer["text"], kept = cut(lines[0], room), 1
+    else:
+        answer["text"] = "\n".join(lines[:kept])
+    answer["end_line"] = start + kept - 1
+    more = answer["end_line"] < asked_end
+    if more:
+        answer["next_start_line"] = answer["end_line"] + 1
+    # reading on keeps to the range asked for, when it ended before the file does
+    until = f", end_line={asked_end}" if asked_end < answer["total_lines"] else ""
+    if whole is None:
+        return _read_on(answer, max_chars, until)
+    said = (f"line {start} has {len(lines[0])} characters, cut to fit max_chars={max_chars}: "
+            f"read it whole with start_line={start}, end_line={start}, "
+            f"max_chars={max(whole, max_chars)}")
+    if not more:
+        return said
+    return (f"{said}; call again with start_line={answer['next_start_line']}{until} to "
+            "read on after it")
+
+
+def fit_chunks(answer: dict[str, Any], budget: int, max_chars: int) -> str | None:
+    """A whole file's chunks, as many as fit in ``budget`` (at least one, cut if need
+    be); ``next_start_line`` is where the next page (a line range) starts. None when all
+    fit; else how to read the rest. A page ends where a line ends: a long line that two
+    chunks share is left whole to the next page, and a chunk cut to fit is read again
+    from its first line, so that no text falls between two pages."""
+    if body_size(answer) <= budget:
+        return None
+    chunks: list[dict[str, Any]] = answer["chunks"]
+    answer["chunks"] = []
+    room = budget - body_size(answer)
+    used, kept = -1, 0
+    for chunk in chunks:
+        used += size(chunk) + 1
+        if used > room and kept:
+            break
+        kept += 1
+    while 1 < kept < len(chunks) and chunks[kept]["line_start"] <= chunks[kept - 1]["line_end"]:
+        kept -= 1  # the next chunk goes on in the last one's last line
+    answer["chunks"] = chunks[:kept]
+    last = chunks[kept - 1]
+    following = chunks[kept]["line_start"] if kept < len(chunks) else last["line_end"] + 1
+    answer["next_start_line"] = min(last["line_end"] + 1, following)
+    if body_size(answer) > budget:  # one chunk, too long: its lines, whole, on the next page
+        fit_texts(answer, [(last, "content")], budget)
+        answer["next_start_line"] = last["line_start"]
+    return _read_on(answer, max_chars)
+
+
+def _read_on(answer: dict[str, Any], max_chars: int, until: str = "") -> str:
+    return (f"the answer stops before line {answer['next_start_line']} to fit "
+            f"max_chars={max_chars}: call get_file again with "
+            f"start_line={answer['next_start_line']}{until} to read on")
+
+
+def fit_lists(answer: dict[str, Any], names: Sequence[str], budget: int) -> None:
+    """Entries dropped from the ends of the lists ``names``, in that order, until the body
+    fits in ``budget``."""
+    for name in names:
+        entries = answer[name]
+        while entries and (over := body_size(answer) - budget) > 0:
+            while entries and over > 0:
+                over -= size(entries.pop()) + 1

@@ -15,7 +15,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from .tools import ServerState, _state, _tool_errors
+from .searching import ServerState
+from .tools import _state, _tool_errors
 
 NotePath = Annotated[str, Field(
     min_length=1, description="Relative to the writable folder, ending in .md: 'adr/db.md'.")]

@@ -12,10 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..core.graph import MAX_DEPTH
-from .budget import MAX_MAX_CHARS, MIN_MAX_CHARS
-
-MAX_TOP_K = 100
+from ..limits import MAX_DEPTH, MAX_LIMIT, MAX_MAX_CHARS, MAX_TOP_K, MIN_MAX_CHARS
 
 Query = Annotated[str, Field(description="Words, a phrase, a name or a question.")]
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many hits.")]
@@ -67,7 +64,6 @@ StartLine = Annotated[int | None, Field(
 EndLine = Annotated[int | None, Field(ge=1, description="Last line (inclusive).")]
 ChunkId = Annotated[str, Field(description="A hit's chunk_id.")]
 NotePath = FilePath
-MAX_LIMIT = 1000
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most entries per list.")]
 
 # ---------------------------------------------------------------- indexing

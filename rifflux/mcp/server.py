@@ -22,21 +22,21 @@ from typing import Any, Literal, cast
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
 from ..api import Rifflux
 from ..config import Settings
 from ..errors import RiffluxError
+from ..limits import MAX_TOP_K
 from . import sdk
 from .auto_reindex import AutoReindex
-from .budget import answer_text
 from .note_tools import WRITE_TOOLS, recent
 from .other_indexes import OtherIndexes
-from .params import MAX_TOP_K
+from .results import tool_error, tool_result, unexpected
 from .schemas import tighten
+from .searching import ServerState
 from .tools import (
-    ServerState,
     forget,
     get_chunk,
     get_file,
@@ -97,20 +97,23 @@ class RiffluxMCPServer(MCPServer[ServerState]):
         self, name: str, arguments: dict[str, Any],
         context: Context[ServerState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
-        self._refuse_unknown(name, arguments)
+        """The tool's result, or its error, encoded as the front's early answers are
+        (``results``): a failure the caller can fix in the tool's (or the library's) own
+        words, arguments the schema refuses explained, anything unexpected logged here and
+        answered as that call's error."""
         try:
+            self._refuse_unknown(name, arguments)
             result = await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            logger.error("tool %s failed unexpectedly", name, exc_info=exc.__cause__ or exc)
+            return _encoded(tool_error(unexpected(name, exc.__cause__ or exc)))
         except ToolError as exc:
             cause = exc.__cause__
-            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
-                raise
-            raise ToolError(_explain(name, cause)) from cause
+            said = (_explain(name, cause) if isinstance(cause, ValidationError)
+                    else str(cause) if isinstance(cause, ToolError) else str(exc))
+            return _encoded(tool_error(said))
         if isinstance(result, CallToolResult) and result.structured_content is not None:
-            # The SDK writes the text twin of structured content indented; an agent
-            # pays for every character, so it is compact JSON here.
-            text = answer_text(result.structured_content)
-            result = result.model_copy(update={"content": [TextContent(type="text",
-                                                                       text=text)]})
+            return _encoded(tool_result(result.structured_content))
         return result
 
     def close_schema(self, name: str) -> None:
@@ -140,6 +143,10 @@ class RiffluxMCPServer(MCPServer[ServerState]):
             problems.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise ToolError(f"{name} takes no argument {', '.join(problems)}; it takes "
                         f"{', '.join(known)}. Call again with those names.")
+
+
+def _encoded(result: dict[str, Any]) -> CallToolResult:
+    return CallToolResult.model_validate(result, by_name=False)
 
 
 def _explain(tool: str, exc: ValidationError) -> str:
@@ -177,6 +184,7 @@ def build_server(
     settings: Settings, *, on_open: Callable[[], object] | None = None,
     open_index: Callable[[Settings], Rifflux] | None = None,
     rifflux: Rifflux | None = None, auto_reindex: AutoReindex | None = None,
+    others: OtherIndexes | None = None,
 ) -> RiffluxMCPServer:
     """The server, for every transport; its lifespan opens ``Rifflux`` (and the watcher,
     if watch paths are set), or serves ``rifflux``, an instance the caller has open and
@@ -186,16 +194,20 @@ def build_server(
     the handshake is answered at once and searches wait for the model only if
     they need it. ``on_open`` is called once the index is open, just before the
     server starts reading requests. ``open_index`` opens the other index files
-    searched by ``db_path`` (``OtherIndexes``; ``Rifflux`` by default). ``auto_reindex``:
-    the throttle of reindexing on search that searches answered before the SDK shared.
+    searched by ``db_path`` (``OtherIndexes``; ``Rifflux`` by default). ``auto_reindex``
+    and ``others``: the throttle of reindexing on search and the other indexes that the
+    searches answered before the SDK used (the caller closes ``others``).
     """
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         started = time.perf_counter()
         async with contextlib.AsyncExitStack() as stack:
-            others = await stack.enter_async_context(
-                OtherIndexes(settings, open_index=open_index))
+            if others is None:
+                kept = await stack.enter_async_context(
+                    OtherIndexes(settings, open_index=open_index))
+            else:
+                kept = others
             broken: ServerState | None
             try:
                 rf = (rifflux if rifflux is not None
@@ -205,7 +217,7 @@ def build_server(
                 # instead, and the server stays up so that it can.
                 logger.error("cannot open the index %s: %s", settings.db_path, exc)
                 broken = ServerState(
-                    opened=None, settings=settings, auto_reindex=None, others=others,
+                    opened=None, settings=settings, auto_reindex=None, others=kept,
                     open_error=(f"the Rifflux MCP server could not open its index: {exc} "
                                 "(these are the server's settings, in the MCP client's "
                                 "configuration; restart the server after changing them)"))
@@ -225,7 +237,7 @@ def build_server(
                 watch_paths=settings.watch_paths)
             if on_open is not None:
                 on_open()
-            yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=others)
+            yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=kept)
 
     writes = bool(settings.writable)  # the note tools that write are listed only then
     server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS + (_NOTES if writes

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,22 +18,12 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ..api import Rifflux
-from ..config import Settings
-from ..core.filters import make_filters
 from ..errors import RiffluxError
+from ..limits import DEFAULT_MAX_CHARS
 from ..locate import missing_locations
-from ..location import DatabaseUrl, IndexLocation, is_database_url
-from ..types import FINISHED, Mode, ReindexResult, SearchAnswer
-from .answers import (
-    chunk_answer,
-    file_answer,
-    links_answer,
-    neighbors_answer,
-    search_answer,
-)
-from .auto_reindex import AutoReindex
-from .budget import DEFAULT_MAX_CHARS
-from .other_indexes import OtherIndexes, file_id
+from ..types import FINISHED, ReindexResult
+from . import searching
+from .answers import chunk_answer, file_answer, links_answer, neighbors_answer
 from .params import (
     Background,
     ChunkId,
@@ -70,39 +58,7 @@ from .params import (
     TopK,
     Yes,
 )
-
-
-@dataclass(slots=True)
-class ServerState:
-    """What the lifespan yields: the one library instance and its helpers, or, when the
-    index could not be opened, why (then every tool answers with that error, and the
-    server stays up for the client to read it)."""
-
-    opened: Rifflux | None
-    settings: Settings
-    auto_reindex: AutoReindex | None
-    others: OtherIndexes  # the index files searched by db_path, open read-only
-    open_error: str | None = None
-
-    @property
-    def rf(self) -> Rifflux:
-        if self.opened is None:
-            raise self._not_open()
-        return self.opened
-
-    @property
-    def auto(self) -> AutoReindex:
-        if self.auto_reindex is None:
-            raise self._not_open()
-        return self.auto_reindex
-
-    def _not_open(self) -> ToolError:
-        return ToolError(self.open_error or "the index is not open")
-
-
-
-def _resolved(path: str | os.PathLike[str]) -> Path:
-    return Path(path).expanduser().resolve()
+from .searching import ServerState
 
 
 def _state(ctx: Context[ServerState, Any]) -> ServerState:
@@ -144,59 +100,13 @@ async def search_rifflux(
     answer may be written there. Hits give path, lines, heading, snippet, text and
     scores. For a cheap first look: content='snippet', max_per_file=1; then read a hit
     with get_chunk or get_file. An answer's hint says what to try next."""
-    state = _state(ctx)
-    filters: dict[str, Any] = {
-        "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
-        "modified_after": modified_after, "modified_before": modified_before,
-        "near": near, "depth": depth}
-    # contents always: a first look's snippets are sized to its answer (search_answer)
-    shape: dict[str, Any] = {"max_per_file": max_per_file, "content": "full",
-                             "explain": explain}
-    other = (await anyio.to_thread.run_sync(_other_db, db_path, state.settings.db_path)
-             if db_path else None)
     with _tool_errors():
-        if other is not None:
-            auto = ({"started": False, "reason": "automatic reindex only runs for the "
-                                                 "server's own index"}
-                    if state.auto.enabled else None)
-            answer = await _search_other_db(state.others, other, db_path or "", query,
-                                            top_k, mode, filters, shape, max_chars, content,
-                                            auto)
-        else:
-            applied = make_filters(**filters)  # (once: for the search and its explain)
-            results = await state.rf.search_filtered(query, applied, top_k, mode, **shape)
-            auto = await state.auto.after_search()
-            answer = await search_answer(state.rf, query, mode, results, filters,
-                                         explain=explain, max_chars=max_chars,
-                                         content=content, applied=applied, auto_reindex=auto)
-    return dict(answer)
-
-
-def _other_db(db_path: str, own: IndexLocation) -> IndexLocation | None:
-    """``db_path`` resolved (a file) or as given (a PostgreSQL URL), unless it is the
-    server's own index (None)."""
-    other = DatabaseUrl(db_path.strip()) if is_database_url(db_path) else _resolved(db_path)
-    if isinstance(own, Path):
-        own = _resolved(own)
-    return None if other == own else other
-
-
-async def _search_other_db(
-    others: OtherIndexes, db: IndexLocation, db_path: str, query: str, top_k: int, mode: Mode,
-    filters: dict[str, Any], shape: dict[str, Any], max_chars: int, content: str,
-    auto: dict[str, object] | None,
-) -> SearchAnswer:
-    # (a database has no file to name: its URL names it)
-    file = await anyio.to_thread.run_sync(file_id, db) if isinstance(db, Path) else (0, 0)
-    if file is None:
-        raise ToolError(f"no index at db_path {db_path!r}: give the path of an existing Rifflux "
-                        "index file, or leave db_path out to search the server's own index")
-    async with others.use(db, file) as rf:
-        applied = make_filters(**filters)
-        results = await rf.search_filtered(query, applied, top_k, mode, **shape)
-        return await search_answer(rf, query, mode, results, filters,
-                                   explain=shape["explain"], max_chars=max_chars,
-                                   content=content, applied=applied, auto_reindex=auto)
+        return await searching.search(
+            _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,
+            frontmatter=frontmatter, modified_after=modified_after,
+            modified_before=modified_before, near=near, depth=depth,
+            max_per_file=max_per_file, content=content, explain=explain,
+            max_chars=max_chars, db_path=db_path)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,

@@ -40,9 +40,12 @@ from ..types import (
     Counts,
     FileRecord,
     IndexedFile,
+    LexicalExplain,
+    LexicalRanking,
     NoteLinks,
     ProcessInfo,
     RootCount,
+    StoreKind,
 )
 from .common import Foreign, Located, PendingText, Recovery
 from .written import FileToWrite, Written
@@ -254,17 +257,22 @@ class PresenceStore(Protocol):
 # ---------------------------------------------------------------- one open index
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Capabilities:
-    """What a store does itself, and so what the actors need not."""
+    """What a store is and does itself, and so what the actors need not."""
 
+    #: Which store it is.
+    kind: StoreKind
     #: The query actor keeps every vector in a matrix (``MatrixStore``); False: the
     #: store ranks vectors itself (``SemanticLeg``), and a process's memory does not
     #: grow with the index.
     vectors_in_memory: bool
     #: How the lexical leg ranks: ``fts5`` (SQLite's bm25), ``bm25`` (pg_textsearch in
     #: PostgreSQL) or ``ts_rank_cd`` (PostgreSQL's own ranking, without pg_textsearch).
-    lexical_ranking: str
+    lexical_ranking: LexicalRanking
+    #: The query the lexical leg runs for a query (``explain``), without running it; None:
+    #: the query has no word the store would search.
+    lexical_plan: Callable[[str], LexicalExplain | None]
     #: What a search's answer should know of the ranking (None: nothing to say).
     note: str | None = None
 

@@ -15,7 +15,8 @@ import anyio
 import pytest
 
 from rifflux import IndexDatabaseError, NotAnIndexError, Rifflux, RiffluxError, Settings
-from rifflux.mcp.answers import search_answer
+from rifflux.answers import search_answer
+from rifflux.mcp.answers import WORDS
 from rifflux.store.sqlite import recovery
 
 from ..helpers import (
@@ -91,8 +92,8 @@ async def test_a_destroyed_index_is_replaced_and_the_next_reindex_fills_it(
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         assert (await rf.status())["recovered"]["roots"] == []
         # an empty answer says the index started anew, not that nothing was ever indexed
-        answer = await search_answer(rf, "heron", "hybrid", [], {}, explain=False,
-                                     max_chars=40_000)
+        answer = (await search_answer(rf, "heron", "hybrid", [], {}, words=WORDS,
+                                      max_chars=40_000)).answer
         assert "found damaged and has started anew" in answer["hint"]
         assert (await rf.reindex(root))["indexed_files"] == 5
 

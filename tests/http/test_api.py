@@ -19,9 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from rifflux import Rifflux
+from rifflux.answers.budget import ENVELOPE
 from rifflux.http.app import create_app
 from rifflux.http.options import ServeOptions
-from rifflux.mcp.budget import ENVELOPE
 
 from ..helpers import TOOLS, mcp_session, write
 from ..serving import Served, serving, until
@@ -90,6 +90,18 @@ def test_search_answers_ranked_hits_with_marked_snippets(client: httpx2.Client) 
     assert top["path"] == "alpha.md" and top["title"] == "Alpha plan"
     assert "**retry**" in top["snippet"] and top["line_start"] >= 1
     assert "content" in top
+
+
+def test_a_cjk_sentence_no_chunk_holds_is_answered_with_a_hint(client: httpx2.Client) -> None:
+    # hybrid (the page's default): every hit by meaning alone, for a sentence none of whose
+    # words the notes hold (this answered 500: the route's own table lacked the reason)
+    for mode in ("hybrid", None):
+        got = client.get("/api/search", params={"q": "今天天气很好我们去公园",
+                                                 **({"mode": mode} if mode else {})})
+        assert got.status_code == 200, got.text
+        answer = got.json()
+        assert answer["count"] > 0
+        assert "no chunk contains the words of this sentence" in answer["hint"]
 
 
 def test_search_by_post_takes_the_same_arguments_and_frontmatter(client: httpx2.Client) -> None:

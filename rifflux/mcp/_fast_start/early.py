@@ -2,17 +2,16 @@
 
 The front answers the handshake from a snapshot within milliseconds, but the SDK
 takes half a second or more to import, and an agent's first question usually
-comes right after ``initialize``. So the front also takes plain ``search_rifflux``
-calls (``front.early_search``: a string ``query`` and, of the others, ``top_k``,
-``mode``, ``content``, ``max_per_file``, ``explain`` and ``max_chars`` of their
-exact JSON types and within their bounds) until the hand-off, while ``rifflux
-mcp`` opens the index (the library alone: no SDK, no pydantic) and imports the SDK
-in a worker thread. ``EarlySearches`` answers them exactly as the tool does
-(``mcp.tools.search_rifflux``: the same library calls and answer, ``answers`` and
-``budget``, the same ``AutoReindex``), formatted as the SDK formats a tool's result.
-Anything else (filters, ``db_path``, a value the SDK would convert or refuse) waits
-for the SDK, as every call did before; if the index cannot open, the calls taken go
-to the SDK, whose server says why.
+comes right after ``initialize``. So the front also takes the ``search_rifflux``
+calls whose arguments the tool's published schema accepts as they are
+(``taken.early_search``), while ``rifflux mcp`` opens the index (the library alone: no
+SDK, no pydantic) and imports the SDK in a worker thread. ``EarlySearches`` answers
+them with the tool's own function (``mcp.searching.search``, on the server's own state:
+the same instance, reindex throttle and other indexes the SDK's server goes on with),
+and encodes the result or the error with the SDK path's own functions (``results``).
+Any failure is that call's error: the server goes on. A ``notifications/cancelled``
+for a call taken cancels it, and it is not answered (as the SDK does). If the index
+cannot open, the calls taken go to the SDK, whose server says why.
 """
 
 from __future__ import annotations
@@ -26,16 +25,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from ...api import Rifflux
 from ...config import Settings
-from ...core.filters import make_filters
 from ...errors import RiffluxError
 from ...loading import in_daemon_thread
-from ...types import Mode
-from ..answers import search_answer
-from ..auto_reindex import AutoReindex
-from ..budget import DEFAULT_MAX_CHARS, answer_text
-from .front import Front, Inbound
+from ..results import tool_error, tool_result, unexpected
+from ..searching import ServerState, search
+from .front import CANCELLED, Front, Inbound
 
 __all__ = ["EarlySearches", "serve_with_early_searches"]
 
@@ -48,10 +43,13 @@ _SDK_WAITS_FOR_MODEL = 1.5
 
 
 class EarlySearches:
-    """Answers the calls the front took (``Front.early``) until it has handed off."""
+    """Answers the calls the front took (``Front.early``), and cancels those it is told to,
+    until no more can come (None)."""
 
-    def __init__(self, front: Front, rf: Rifflux, auto: AutoReindex) -> None:
-        self._front, self._rf, self._auto = front, rf, auto
+    def __init__(self, front: Front, state: ServerState) -> None:
+        self._front, self._state = front, state
+        #: The calls being answered, by request id.
+        self._running: dict[Any, anyio.CancelScope] = {}
         #: Set once every call taken has been answered (or abandoned).
         self.done = anyio.Event()
         #: Set once the first call taken has been answered.
@@ -62,21 +60,31 @@ class EarlySearches:
             async with anyio.create_task_group() as tg:
                 while (item := await anyio.to_thread.run_sync(
                         self._front.early.get, abandon_on_cancel=True)) is not None:
-                    tg.start_soon(self._answer, item)
+                    if item.answered == CANCELLED:
+                        self._cancel(item.request_id)
+                        continue
+                    scope = anyio.CancelScope()
+                    self._running[item.request_id] = scope
+                    tg.start_soon(self._answer, item, scope)
         finally:
             self.done.set()
 
-    async def _answer(self, item: Inbound) -> None:
-        args = json.loads(item.line)["params"]["arguments"]
-        logger.debug("answering search_rifflux %r before the MCP SDK", item.request_id)
-        result: dict[str, Any]
+    def _cancel(self, request_id: Any) -> None:
+        scope = self._running.get(request_id)
+        if scope is not None:
+            logger.debug("search_rifflux %r cancelled by the client", request_id)
+            scope.cancel()
+
+    async def _answer(self, item: Inbound, scope: anyio.CancelScope) -> None:
+        result: dict[str, Any] | None = None
         try:
-            text = answer_text(await self._search(**args))
-            # (as the SDK writes a tool's dict: its text twin, then the object itself)
-            result = {"content": [{"text": text, "type": "text"}], "isError": False,
-                      "structuredContent": json.loads(text)}
-        except RiffluxError as exc:  # as the tool's error result (tools._tool_errors)
-            result = {"content": [{"text": str(exc), "type": "text"}], "isError": True}
+            with scope:
+                result = await self._result(item)
+        finally:
+            del self._running[item.request_id]
+            self._front.settle(item.request_id)
+        if result is None:  # cancelled by the client: never answered (MCP's rule)
+            return
         line = json.dumps({"jsonrpc": "2.0", "id": item.request_id, "result": result},
                           ensure_ascii=False, separators=(",", ":"))
         try:
@@ -86,21 +94,17 @@ class EarlySearches:
         finally:
             self.answered_first.set()
 
-    async def _search(self, query: str, top_k: int = 10, mode: Mode = "hybrid",
-                      content: str = "full", max_per_file: int | None = None,
-                      explain: bool = False, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
-        """``mcp.tools.search_rifflux`` without filters or ``db_path``."""
-        filters: dict[str, Any] = {
-            "paths": None, "root": None, "tags": None, "frontmatter": None,
-            "modified_after": None, "modified_before": None, "near": None, "depth": None}
-        applied = make_filters(**filters)
-        results = await self._rf.search_filtered(query, applied, top_k, mode,
-                                                 max_per_file=max_per_file, content="full",
-                                                 explain=explain)
-        auto = await self._auto.after_search()
-        return await search_answer(self._rf, query, mode, results, filters, explain=explain,
-                                   max_chars=max_chars, content=content, applied=applied,
-                                   auto_reindex=auto)
+    async def _result(self, item: Inbound) -> dict[str, Any]:
+        """The call's result, or its error, as the SDK's server encodes them."""
+        logger.debug("answering search_rifflux %r before the MCP SDK", item.request_id)
+        try:
+            args = json.loads(item.line)["params"].get("arguments", {})
+            return tool_result(await search(self._state, **args))
+        except RiffluxError as exc:
+            return tool_error(str(exc))
+        except Exception as exc:  # one bad call must not end the server: it is answered
+            logger.exception("search_rifflux %r failed before the MCP SDK", item.request_id)
+            return tool_error(unexpected("search_rifflux", exc))
 
 
 def _import_handoff() -> Any:
@@ -116,6 +120,10 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
     """``rifflux mcp``'s server: the index opened first and searches answered from then
     on; once the first is answered, the model warms up, then the SDK imports (in a daemon
     thread) and serves behind the front (started with ``take_early``)."""
+    from ...api import Rifflux
+    from ..auto_reindex import AutoReindex
+    from ..other_indexes import OtherIndexes
+
     async with AsyncExitStack() as stack:
         try:  # (the model warms up below, once the first search has had the cores)
             rf = await stack.enter_async_context(
@@ -128,7 +136,9 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
         auto = AutoReindex(rf=rf, enabled=settings.auto_reindex_on_search,
                            min_interval=settings.auto_reindex_min_interval,
                            watch_paths=settings.watch_paths)
-        early = EarlySearches(front, rf, auto)
+        others = await stack.enter_async_context(OtherIndexes(settings))
+        early = EarlySearches(front, ServerState(opened=rf, settings=settings,
+                                                 auto_reindex=auto, others=others))
         async with anyio.create_task_group() as tg:
             tg.start_soon(early.run, name="rifflux.mcp.early")
             handoff: Any = None
@@ -149,7 +159,8 @@ async def serve_with_early_searches(settings: Settings, front: Front) -> None:
                     front.close()
                     return
                 await handoff.serve_after_front(settings, front, rifflux=rf,
-                                                auto_reindex=auto, early_done=early.done)
+                                                auto_reindex=auto, others=others,
+                                                early_done=early.done)
             finally:
-                front.early.put(None)  # (ends early.run, if the hand-off did not)
+                front.end_early()  # (ends early.run, if the hand-off did not)
                 tg.cancel_scope.cancel()  # (a warm-up still running: nothing waits for it)

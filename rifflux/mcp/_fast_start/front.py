@@ -4,19 +4,24 @@ Importing the MCP SDK takes 1.2-1.5 s on a small machine (it builds pydantic
 models for every protocol revision), longer than clients like to wait for
 ``initialize``. So ``rifflux mcp`` starts here, on the standard library only:
 
-1. It claims the wire: the protocol keeps private duplicates of fds 0 and 1,
-   while fd 0 is pointed at the null device and fd 1 at stderr, so nothing a
-   library or child process prints can reach the client.
+1. It claims the wire (``wire``): the protocol keeps private duplicates of fds 0
+   and 1, while fd 0 is pointed at the null device and fd 1 at stderr, so nothing
+   a library or child process prints can reach the client.
 2. A reader thread reads every line the client sends and queues it in order.
    Until the hand-off, it answers ``initialize``, ``tools/list`` and ``ping``
    itself, from a snapshot of exactly what this SDK and these tools answer
-   (``handoff.capture_handshake`` asks the SDK; see ``load_snapshot``).
+   (``snapshot``: ``handoff.capture_handshake`` asks the SDK).
 3. Meanwhile the main thread imports the command line and the SDK, opens the
    index and hands off (``handoff.serve_after_front``): every queued line goes
    to the SDK in order, those the front answered included, so that its
    session is set up exactly as without the front; its answers to those are
    dropped (and compared with the front's). The SDK answers everything from
    then on.
+
+With ``take_early``, it also takes the ``search_rifflux`` calls whose arguments the
+tool's published input schema accepts as they are (``taken``) for ``early``, which
+answers them from the library with the tool's own function while the SDK loads, and
+it passes on a ``notifications/cancelled`` for such a call (the SDK never saw it).
 
 Without a usable snapshot (another SDK or Rifflux version and no cache yet),
 or with ``RIFFLUX_MCP_FAST_HANDSHAKE=0``, the front answers nothing and
@@ -25,203 +30,28 @@ everything waits for the SDK: slower, never wrong.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
 import os
 import queue
-import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from .taken import early_search
+from .snapshot import answer, load_snapshot, negotiate, tool_schema
+from .taken import cancelled_id, early_search
+from .wire import Wire
 
-if sys.platform != "win32":
-    import fcntl
+__all__ = ["Front", "Inbound", "start_front"]
 
 logger = logging.getLogger(__name__)
 
-SEED = Path(__file__).with_name("handshake.json")
-#: The server with a writable folder lists the note tools that write: its own snapshot.
-SEED_WRITES = Path(__file__).with_name("handshake-writes.json")
-
-
-# ---------------------------------------------------------------- the snapshot
-
-
-#: The modules whose source defines what ``tools/list`` answers (in ``rifflux.mcp``).
-_TOOL_SOURCES = ("server.py", "tools.py", "params.py", "schemas.py", "note_tools.py")
-
-#: Distributions whose code shapes the SDK's answers (dist-info spelling).
-_DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")
-
-
-def snapshot_key(writes: bool = False) -> dict[str, str]:
-    """What a snapshot is valid for: the versions of Rifflux, the SDK and pydantic, the
-    tool definitions' source (so an edited checkout never gets a stale answer), and
-    whether the server writes notes (``writes``: it then lists more tools).
-
-    Read from the dist-info folder names on ``sys.path`` (as importlib.metadata
-    does, without its 50 ms of imports); a distribution not found is "unknown".
-    """
-    key = dict.fromkeys(_DISTRIBUTIONS, "unknown")
-    seen: set[str] = set()
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith(".dist-info"):
-                continue
-            dist, _, version = name[: -len(".dist-info")].partition("-")
-            dist = dist.lower().replace("-", "_").replace(".", "_")
-            if dist in key and dist not in seen:  # the first on sys.path wins, as for imports
-                seen.add(dist)
-                key[dist] = version
-    try:
-        digest = hashlib.sha256()
-        for name in _TOOL_SOURCES:
-            digest.update((Path(__file__).parent.parent / name).read_bytes())
-        key["tools"] = digest.hexdigest()[:16]
-    except OSError:
-        key["tools"] = "unknown"
-    key["writes"] = "yes" if writes else "no"
-    return key
-
-
-def cache_path(key: dict[str, str]) -> Path:
-    """Where a snapshot captured at run time is kept, one file per key."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    return Path(base) / "rifflux" / f"mcp-handshake-{digest}.json"
-
-
-def load_snapshot(key: dict[str, str] | None = None, *,
-                  writes: bool = False) -> dict[str, Any] | None:
-    """The handshake answers for this key (by default, of a server that writes notes or
-    not): the run-time cache, else the shipped seed for the key's kind of server. A file
-    made for another key, incomplete or unreadable, is ignored (None: the SDK answers
-    everything itself)."""
-    key = key or snapshot_key(writes)
-    seed = SEED_WRITES if key.get("writes") == "yes" else SEED
-    for path in (cache_path(key), seed):
-        try:
-            snapshot = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(snapshot, dict) and _usable(snapshot, key):
-            return snapshot
-    return None
-
-
-def _usable(snapshot: dict[str, Any], key: dict[str, str]) -> bool:
-    """Made for this key, with every answer the front may need."""
-    if "unknown" in key.values() or snapshot.get("key") != key or "ping" not in snapshot:
-        return False
-    handshake, results = snapshot.get("handshake_versions"), snapshot.get("results")
-    if not isinstance(handshake, list) or not handshake or not isinstance(results, dict):
-        return False
-    needed = {"initialize", "tools/list"}
-    return all(isinstance(results.get(v), dict) and needed <= results[v].keys()
-               for v in handshake)
-
-
-def answer(snapshot: dict[str, Any], method: str, version: str | None) -> Any:
-    """The snapshot's result for ``method`` at a negotiated protocol ``version``."""
-    if method == "ping":
-        return snapshot["ping"]
-    return snapshot["results"][version][method]
-
-
-def negotiate(snapshot: dict[str, Any], requested: object) -> str:
-    """The protocol version the SDK picks: the client's if it knows it, else its latest."""
-    versions: list[str] = snapshot["handshake_versions"]
-    return requested if isinstance(requested, str) and requested in versions else versions[-1]
-
-
-# ---------------------------------------------------------------- the wire
-
-
-class Wire:
-    """The protocol's private ends of stdin and stdout (fds 0 and 1 point elsewhere)."""
-
-    def __init__(self, reader: BinaryIO, writer: BinaryIO, *, claimed: bool = False) -> None:
-        self.reader = reader
-        self._writer = writer
-        self._lock = threading.Lock()
-        self._claimed = claimed  # fds 0 and 1 were redirected by claim()
-
-    @classmethod
-    def claim(cls) -> Wire:
-        """Take fds 0 and 1 for the protocol; point fd 0 at the null device and fd 1
-        at stderr. Raises OSError when stdin or stdout is not open."""
-        if sys.stdin is None or sys.stdout is None:
-            raise OSError("stdin or stdout is closed")
-        wire_in = _dup_above_std(0)
-        try:
-            wire_out = _dup_above_std(1)
-        except OSError:
-            os.close(wire_in)
-            raise
-        sys.stdout.flush()
-        _point(0, os.open(os.devnull, os.O_RDONLY))
-        try:
-            os.dup2(2, 1)
-        except OSError:  # no stderr either
-            _point(1, os.open(os.devnull, os.O_WRONLY))
-        return cls(os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb"), claimed=True)
-
-    def close(self, *, reader: bool = True) -> None:
-        """Point fds 0 and 1 back at the wire (after ``claim``) and close the private ends.
-
-        ``reader=False`` leaves the reading end open: closing it while another
-        thread is blocked reading it would block until that read returns.
-        """
-        with self._lock:
-            if self._claimed:
-                self._claimed = False
-                if sys.stdout is not None:
-                    sys.stdout.flush()
-                os.dup2(self.reader.fileno(), 0)
-                os.dup2(self._writer.fileno(), 1)
-            # (a client gone away leaves an answer unsent: no error of this server's)
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self._writer.close()
-        if reader:
-            self.reader.close()
-
-    def send(self, line: str) -> None:
-        """Write one message (a JSON text without newlines) and flush it."""
-        data = line.encode("utf-8") + b"\n"
-        with self._lock:
-            self._writer.write(data)
-            self._writer.flush()
-
-
-def _dup_above_std(fd: int) -> int:
-    """A private duplicate of ``fd`` that is never 0-2 and not inherited by children."""
-    if sys.platform != "win32":
-        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    duplicate = os.dup(fd)  # non-inheritable; the lowest free descriptor
-    if duplicate <= 2:
-        os.close(duplicate)
-        raise OSError(f"fd {fd} cannot be duplicated above the standard streams")
-    return duplicate
-
-
-def _point(fd: int, target: int) -> None:
-    os.dup2(target, fd)
-    os.close(target)
-
-
 # ---------------------------------------------------------------- the front
 
-#: ``Inbound.answered`` for a request the front's diverting taker answers.
-_DIVERTED = "(diverted)"
+#: ``Inbound.answered`` for a request the front's diverting taker answers ...
+DIVERTED = "(diverted)"
+#: ... and for a cancellation of one of them (``request_id``: the call it cancels).
+CANCELLED = "(cancelled)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,11 +77,16 @@ class Front:
         self._inbox: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._handed_off = False
-        #: With ``take_early``: plain ``search_rifflux`` calls (``taken.early_search``), taken
-        #: for ``early.EarlySearches`` (answered from the library while the SDK imports)
-        #: until the hand-off (None once it ends); only when the front answers the handshake.
+        #: With ``take_early``: ``search_rifflux`` calls (``taken.early_search``), taken for
+        #: ``early.EarlySearches`` (answered from the library while the SDK imports) until
+        #: the hand-off, and the cancellations of those not answered yet (``CANCELLED``);
+        #: None once no more can come. Only when the front answers the handshake.
         self.early: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
         self._take_early = take_early and snapshot is not None
+        #: The calls taken and not answered yet (their request ids).
+        self._taken: set[Any] = set()
+        #: ``search_rifflux``'s input schema as the client was given it (at ``initialize``).
+        self._schema: dict[str, Any] | None = None
         #: The client has closed stdin (or gone away).
         self.input_ended = False
         self._thread = threading.Thread(target=self._read_loop, name="rifflux-mcp-front",
@@ -262,26 +97,37 @@ class Front:
 
     def hand_off(self) -> list[str]:
         """From now on the front answers nothing and takes nothing; everything goes to the
-        SDK (the calls already taken are still answered: ``early`` ends with None).
+        SDK but the cancellations of calls taken and not answered yet (those are still
+        answered: ``early`` ends with None when no more can come, ``end_early``).
 
         Returns the methods the front answered, in order.
         """
         with self._lock:
             self._handed_off = True
-            self.early.put(None)
             return list(self.answered)
+
+    def settle(self, request_id: Any) -> None:
+        """A call taken has been answered (or cancelled): a cancellation of it from now on
+        is the SDK's (which ignores an id it does not know)."""
+        with self._lock:
+            self._taken.discard(request_id)
+
+    def end_early(self) -> None:
+        """No more calls or cancellations for ``early`` (the server is stopping)."""
+        self.early.put(None)
 
     def give_back_early(self) -> None:
         """The calls taken and not answered go to the SDK after all (the library could not
         open: the SDK's server says why); nothing more is taken."""
         with self._lock:
             self._take_early = False
+            self._taken.clear()
             while True:
                 try:
                     item = self.early.get_nowait()
                 except queue.Empty:
                     return
-                if item is not None:
+                if item is not None and item.answered == DIVERTED:
                     self._inbox.put(Inbound(item.line))
 
     def receive(self) -> Inbound | None:
@@ -304,9 +150,9 @@ class Front:
                 if not line:
                     continue
                 with self._lock:  # decided atomically with hand_off; sent outside the lock
-                    item = Inbound(line) if self._handed_off else self._try_answer(line)
-                if item.answered == _DIVERTED:
-                    continue  # (its taker answers it)
+                    item = self._decide(line)
+                if item.answered in (DIVERTED, CANCELLED):
+                    continue  # (early answers it, or cancels the call)
                 if item.answered is not None:
                     self.wire.send(json.dumps(
                         {"jsonrpc": "2.0", "id": item.request_id, "result": item.result},
@@ -318,6 +164,18 @@ class Front:
             self.input_ended = True
             self._inbox.put(None)
             self.early.put(None)  # (no call can come any more)
+
+    def _decide(self, line: str) -> Inbound:
+        """What becomes of a line: a cancellation of a call taken goes to ``early``, even
+        after the hand-off; until the hand-off, the front answers what it can."""
+        if self._taken:
+            cancels = cancelled_id(line)
+            if cancels is not None and cancels in self._taken:
+                self._taken.discard(cancels)
+                item = Inbound(line, answered=CANCELLED, request_id=cancels)
+                self.early.put(item)
+                return item
+        return Inbound(line) if self._handed_off else self._try_answer(line)
 
     def _try_answer(self, line: str) -> Inbound:
         try:
@@ -341,12 +199,16 @@ class Front:
             if self.negotiated is not None or not _valid_initialize(params):
                 return Inbound(line)  # a second one, or one the SDK would refuse
             self.negotiated = negotiate(self.snapshot, params["protocolVersion"])
+            self._schema = tool_schema(self.snapshot, self.negotiated, "search_rifflux")
         elif method == "tools/list":
             if self.negotiated is None or params.get("cursor") is not None:
                 return Inbound(line)  # before initialize, or a later page
         elif method != "ping":
-            if self._take_early and self.negotiated is not None and early_search(message):
-                item = Inbound(line, answered=_DIVERTED, request_id=message["id"])
+            if (self._take_early and self._schema is not None
+                    and message["id"] not in self._taken
+                    and early_search(message, self._schema)):
+                item = Inbound(line, answered=DIVERTED, request_id=message["id"])
+                self._taken.add(message["id"])
                 self.early.put(item)
                 self.answered.append(f"{method} (early)")
                 return item

@@ -30,17 +30,11 @@ from ...api import Rifflux
 from ...config import Settings
 from .. import sdk
 from ..auto_reindex import AutoReindex
+from ..other_indexes import OtherIndexes
 from ..server import RiffluxMCPServer, build_server
-from .front import (
-    SEED,
-    SEED_WRITES,
-    Front,
-    Inbound,
-    Wire,
-    cache_path,
-    load_snapshot,
-    snapshot_key,
-)
+from .front import Front, Inbound
+from .snapshot import SEED, SEED_WRITES, cache_path, load_snapshot, snapshot_key
+from .wire import Wire
 
 __all__ = ["capture_handshake", "refresh_snapshot", "serve_after_front", "serve_stdio"]
 
@@ -55,6 +49,7 @@ _REFRESH_DELAY = 1.0
 async def serve_after_front(settings: Settings, front: Front, *,
                             rifflux: Rifflux | None = None,
                             auto_reindex: AutoReindex | None = None,
+                            others: OtherIndexes | None = None,
                             early_done: anyio.Event | None = None) -> None:
     """Serve MCP over the front's wire until the client closes stdin.
 
@@ -62,8 +57,9 @@ async def serve_after_front(settings: Settings, front: Front, *,
     server's lifespan calls ``hand_off``); the lines it queued meanwhile are
     replayed to the SDK in arrival order. With ``rifflux`` open already (and
     ``early.EarlySearches`` answering searches meanwhile:
-    ``early.serve_with_early_searches``), the server serves that instance; the
-    searches it took are answered (``early_done`` is set) before the wire closes.
+    ``early.serve_with_early_searches``), the server serves that instance (with the
+    same reindex throttle and other indexes); the searches it took are answered
+    (``early_done`` is set) before the wire closes.
     """
 
     def hand_off() -> None:
@@ -72,7 +68,7 @@ async def serve_after_front(settings: Settings, front: Front, *,
                      ", ".join(answered) if answered else "nothing")
 
     server = build_server(settings, on_open=hand_off, rifflux=rifflux,
-                          auto_reindex=auto_reindex)
+                          auto_reindex=auto_reindex, others=others)
     read_send, read_recv = anyio.create_memory_object_stream[sdk.Message | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[sdk.Message](0)
     # Requests the front answered: the SDK sees them too (so that its session is
@@ -119,7 +115,7 @@ async def serve_after_front(settings: Settings, front: Front, *,
                 inner.cancel_scope.cancel()
     finally:
         if early_done is not None:  # the searches taken are answered before the wire closes
-            front.early.put(None)
+            front.end_early()
             with anyio.move_on_after(_EARLY_GRACE, shield=True):
                 await early_done.wait()
         front.release()

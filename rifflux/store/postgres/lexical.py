@@ -36,13 +36,14 @@ that lower is better as for BM25; reported in ``status()``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...core.bm25 import idf, score
 from ...core.catalog import Allowed
 from ...core.lexemes import Clause, LexicalQuery, frequencies, lexical_query, tsquery
 from ...location import DatabaseUrl
-from ...types import ChunkRecord
+from ...types import ChunkRecord, LexicalExplain, LexicalRanking
 from ..common import ROW_COLUMNS, row_dict
 from ..protocols import Ranked
 from .connection import Connection, Pool, mapped_errors, snapshot
@@ -67,8 +68,24 @@ _ROWS = ("JOIN chunks c ON c.id = hit.id JOIN files f ON f.id = c.file_id "
          "JOIN roots r ON r.id = f.root_id ")
 
 
+def planner(ranking: LexicalRanking) -> Callable[[str], LexicalExplain | None]:
+    """What a search for a query runs, ranked ``ranking`` (``bm25`` or ``ts_rank_cd``): the
+    ``tsquery`` a chunk's ``tsvector`` must match, and the tokens BM25 ranks by (a
+    prefix's are the index's words that complete it, looked up as the search runs)."""
+
+    def plan(query: str) -> LexicalExplain | None:
+        q = lexical_query(query)
+        if q is None:
+            return None
+        ranked = " ".join([q.ranking, *(f"{p}*" for p in q.prefixes)]).strip()
+        return {"store": "postgresql", "ranking": ranking, "match": q.match, "every": q.every,
+                "ranked_by": ranked if ranking == "bm25" else None}
+
+    return plan
+
+
 class Lexical:
-    def __init__(self, pool: Pool, where: DatabaseUrl, ranking: str) -> None:
+    def __init__(self, pool: Pool, where: DatabaseUrl, ranking: LexicalRanking) -> None:
         self._pool = pool
         self._where = where
         self._bm25 = ranking == "bm25"

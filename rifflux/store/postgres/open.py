@@ -24,7 +24,7 @@ from ...location import DatabaseUrl
 from ..protocols import Capabilities, OpenStore
 from .changes import Follow
 from .connection import close, connect, mapped_errors
-from .lexical import Lexical
+from .lexical import Lexical, planner
 from .presence import Lease, Presence
 from .reads import Reads
 from .schema import check_version, ensure_schema, lexical_ranking
@@ -85,7 +85,8 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
         yield OpenStore(
             where=where.redacted,
             capabilities=Capabilities(
-                vectors_in_memory=False, lexical_ranking=ranking,
+                kind="postgresql", vectors_in_memory=False, lexical_ranking=ranking,
+                lexical_plan=planner(ranking),
                 note=None if ranking == "bm25" else _FALLBACK_NOTE),
             writer=Writer(session, read_only=read_only), follow=follow,
             reads=reads, records=reads, links=reads,

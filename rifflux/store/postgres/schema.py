@@ -41,6 +41,7 @@ import asyncpg
 
 from ...errors import IndexDatabaseError, SchemaVersionError
 from ...location import DatabaseUrl
+from ...types import LexicalRanking
 from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 
 logger = logging.getLogger(__name__)
@@ -283,7 +284,7 @@ async def extension(conn: Connection, name: str) -> bool:
                                     "WHERE extname = $1)", name))
 
 
-async def lexical_ranking(conn: Connection, where: DatabaseUrl) -> str:
+async def lexical_ranking(conn: Connection, where: DatabaseUrl) -> LexicalRanking:
     """``bm25`` when the BM25 index exists, else ``ts_rank_cd``."""
     with mapped_errors(where):
         found = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", BM25_INDEX)

@@ -7,9 +7,18 @@ from __future__ import annotations
 
 from ...core.catalog import Allowed
 from ...core.fts_query import build_every, build_match
-from ...types import ChunkRecord
+from ...types import ChunkRecord, LexicalExplain
 from ..protocols import Ranked
 from .reader import Reader
+
+
+def lexical_plan(query: str) -> LexicalExplain | None:
+    """What a search for ``query`` matches: FTS5's expressions (None: no word to look for)."""
+    match = build_match(query)
+    if match is None:
+        return None
+    return {"store": "sqlite", "ranking": "fts5", "match": match,
+            "every": build_every(query), "ranked_by": None}
 
 
 class Lexical:
@@ -18,7 +27,7 @@ class Lexical:
 
     async def lexical(self, query: str, limit: int, allowed: Allowed | None,
                       ) -> tuple[Ranked, dict[int, ChunkRecord]]:
-        match = build_match(query)
-        if match is None:
+        plan = lexical_plan(query)
+        if plan is None:
             return [], {}  # no word to look for
-        return await self._reader.lexical(match, limit, allowed, build_every(query))
+        return await self._reader.lexical(plan["match"], limit, allowed, plan["every"])

@@ -25,7 +25,7 @@ from ..common import Recovery
 from ..protocols import Capabilities, OpenStore
 from .changes import Follow
 from .lease import Lease
-from .lexical import Lexical
+from .lexical import Lexical, lexical_plan
 from .link_records import LinkRecords
 from .presence import Presence
 from .reader import Pending, Reader
@@ -41,7 +41,8 @@ from .recovery import (
 from .schema import connect
 from .writer import Writer
 
-CAPABILITIES = Capabilities(vectors_in_memory=True, lexical_ranking="fts5")
+CAPABILITIES = Capabilities(kind="sqlite", vectors_in_memory=True, lexical_ranking="fts5",
+                            lexical_plan=lexical_plan)
 
 
 @asynccontextmanager

@@ -1,4 +1,4 @@
-"""Keeping MCP answers within a character budget: an agent pays for every character.
+"""Keeping answers within a character budget: an agent pays for every character.
 
 ``max_chars`` bounds the whole answer as the client receives it, its compact JSON
 text, escapes and all. What says what was cut and how to read on (``truncated``,
@@ -19,9 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_MAX_CHARS = 40_000
-MIN_MAX_CHARS = 1_000
-MAX_MAX_CHARS = 10_000_000
 #: The most characters an answer takes beyond ``max_chars``: its envelope (what says what
 #: was cut and how to read on), when the body cannot leave it room.
 ENVELOPE = 800
@@ -212,136 +209,3 @@ def _finish(shaped: Shaped, budget: int, max_chars: int) -> dict[str, Any]:
     if hints:
         out["hint"] = "; ".join(hints)
     return out
-
-
-# ---------------------------------------------------------------- each tool's body
-
-
-def fit_results(answer: dict[str, Any], max_chars: int) -> tuple[list[str], int]:
-    """A search answer's body within ``max_chars``: an echoed query (or an explained
-    expression) longer than a quarter of it is cut, then the contents and then the
-    snippets (``fit_texts``); when even at their shortest the results do not all fit,
-    the lowest-ranked are left out. What was cut (``query``, ``content``, ``snippet``),
-    and how many results were left out."""
-    parts: list[str] = []
-    quarter = max_chars // 4
-    if text_size(answer["query"]) > quarter:
-        answer["query"] = cut(answer["query"], quarter)
-        parts.append("query")
-    explain = answer.get("explain") or {}
-    for key in ("fts_query", "fts_every"):
-        if isinstance(explain.get(key), str) and text_size(explain[key]) > quarter:
-            explain[key] = cut(explain[key], quarter)
-    results = answer["results"]
-    kept = _fitting(answer, max_chars)
-    if kept < len(results):
-        answer["results"], answer["count"] = results[:kept], kept
-    for name in ("content", "snippet"):
-        slots = [(r, name) for r in answer["results"] if isinstance(r.get(name), str)]
-        if fit_texts(answer, slots, max_chars):
-            parts.append(name)
-        if body_size(answer) <= max_chars:
-            break
-    return parts, len(results) - kept
-
-
-def _fitting(answer: dict[str, Any], max_chars: int) -> int:
-    """How many of the first results fit, with their texts at their shortest."""
-    results = answer["results"]
-    answer["results"] = []
-    room = max_chars - body_size(answer)
-    answer["results"] = results
-    used, kept = -1, 0  # (n results take n - 1 commas)
-    for result in results:
-        used += size({k: cut(v, 0) if k in ("content", "snippet") and isinstance(v, str)
-                      else v for k, v in result.items()}) + 1
-        if used > room:
-            break
-        kept += 1
-    return kept
-
-
-def fit_lines(answer: dict[str, Any], budget: int, max_chars: int) -> str | None:
-    """Cut a ``get_file`` line range to whole lines within ``budget``: ``end_line`` says
-    where it stopped, ``next_start_line`` where the next page starts (none after the
-    file's last line). None when it fits; else how to read the rest (a single line
-    longer than the budget is cut with a marker, and the hint says how to read it whole)."""
-    if body_size(answer) <= budget:
-        return None
-    lines = answer["text"].split("\n")
-    start, asked_end = answer["start_line"], answer["end_line"]
-    answer["text"] = ""
-    room = budget - body_size(answer)
-    used, kept = -2, 0  # (a newline is two characters of JSON text: \\n)
-    for line in lines:
-        used += text_size(line) + 2
-        if used > room:
-            break
-        kept += 1
-    whole = None
-    if kept == 0:  # one line longer than the budget: its start, cut
-        answer["text"], answer["end_line"] = lines[0], start
-        whole = body_size(answer)  # what reads it whole
-        answer["text"], kept = cut(lines[0], room), 1
-    else:
-        answer["text"] = "\n".join(lines[:kept])
-    answer["end_line"] = start + kept - 1
-    more = answer["end_line"] < asked_end
-    if more:
-        answer["next_start_line"] = answer["end_line"] + 1
-    # reading on keeps to the range asked for, when it ended before the file does
-    until = f", end_line={asked_end}" if asked_end < answer["total_lines"] else ""
-    if whole is None:
-        return _read_on(answer, max_chars, until)
-    said = (f"line {start} has {len(lines[0])} characters, cut to fit max_chars={max_chars}: "
-            f"read it whole with start_line={start}, end_line={start}, "
-            f"max_chars={max(whole, max_chars)}")
-    if not more:
-        return said
-    return (f"{said}; call again with start_line={answer['next_start_line']}{until} to "
-            "read on after it")
-
-
-def fit_chunks(answer: dict[str, Any], budget: int, max_chars: int) -> str | None:
-    """A whole file's chunks, as many as fit in ``budget`` (at least one, cut if need
-    be); ``next_start_line`` is where the next page (a line range) starts. None when all
-    fit; else how to read the rest. A page ends where a line ends: a long line that two
-    chunks share is left whole to the next page, and a chunk cut to fit is read again
-    from its first line, so that no text falls between two pages."""
-    if body_size(answer) <= budget:
-        return None
-    chunks: list[dict[str, Any]] = answer["chunks"]
-    answer["chunks"] = []
-    room = budget - body_size(answer)
-    used, kept = -1, 0
-    for chunk in chunks:
-        used += size(chunk) + 1
-        if used > room and kept:
-            break
-        kept += 1
-    while 1 < kept < len(chunks) and chunks[kept]["line_start"] <= chunks[kept - 1]["line_end"]:
-        kept -= 1  # the next chunk goes on in the last one's last line
-    answer["chunks"] = chunks[:kept]
-    last = chunks[kept - 1]
-    following = chunks[kept]["line_start"] if kept < len(chunks) else last["line_end"] + 1
-    answer["next_start_line"] = min(last["line_end"] + 1, following)
-    if body_size(answer) > budget:  # one chunk, too long: its lines, whole, on the next page
-        fit_texts(answer, [(last, "content")], budget)
-        answer["next_start_line"] = last["line_start"]
-    return _read_on(answer, max_chars)
-
-
-def _read_on(answer: dict[str, Any], max_chars: int, until: str = "") -> str:
-    return (f"the answer stops before line {answer['next_start_line']} to fit "
-            f"max_chars={max_chars}: call get_file again with "
-            f"start_line={answer['next_start_line']}{until} to read on")
-
-
-def fit_lists(answer: dict[str, Any], names: Sequence[str], budget: int) -> None:
-    """Entries dropped from the ends of the lists ``names``, in that order, until the body
-    fits in ``budget``."""
-    for name in names:
-        entries = answer[name]
-        while entries and (over := body_size(answer) - budget) > 0:
-            while entries and over > 0:
-                over -= size(entries.pop()) + 1

@@ -1,0 +1,254 @@
+"""A search answer, made once for every surface (MCP's ``search_rifflux``, ``GET
+/api/search``, ``rifflux search --json``): SPEC's fields, ``pending_embeddings`` while
+texts lack vectors, ``explain`` when asked, why an answer says less than it seems to
+(nothing indexed, filters that match nothing, a query without a word, hits that are only
+close in meaning), and, within a budget, what was cut and how to read on.
+
+A surface gives only its own words (``Words``): for each ``Why``, a tool to call, a
+route to use or a command to run, and how its callers name the arguments a hint
+mentions. A ``Words`` that lacks a reason cannot be made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+from ..api import Rifflux
+from ..core.filters import Filters
+from ..core.fts_query import has_sentence
+from ..core.snippets import Snippets
+from ..types import Mode, SearchAnswer, SearchResult
+from .budget import Shaped, answer_text, body_size, cut, fit_texts, size, text_size, within
+
+__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Why", "Words", "search_answer",
+           "why"]
+
+Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
+              "meaning only, sentence"]
+
+#: What a first look's hit keeps (MCP's content='snippet'): SPEC's fields but the text, and
+#: the snippet (where it is in the file, its note's title, tags and links are a read away).
+_FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown",
+               "snippet", "explain")
+#: What a first look aims at, in characters of its JSON text: the snippets share what the
+#: other fields leave, each from 80 to 240 characters wide.
+FIRST_LOOK_CHARS = 4_000
+SNIPPET_WIDTHS = (80, 240)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Words:
+    """What one surface says in an answer, in its own terms."""
+
+    #: Why the answer says less than it seems, for every ``Why``.
+    why: Mapping[Why, str]
+    #: That ``n`` texts still lack a vector (semantic results cover part of the index).
+    pending: Callable[[int], str]
+    #: How to read one hit whole (``get_chunk(chunk_id)``, a route, a command).
+    read_hit: str
+    #: How this surface's callers spell an argument a hint names (``top_k``,
+    #: ``max_per_file``, ``max_chars``, and ``snippet``: asking for snippets only).
+    names: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        lacking = [reason for reason in get_args(Why) if not self.why.get(reason)]
+        missing = {"top_k", "max_per_file", "max_chars", "snippet"} - self.names.keys()
+        if lacking or missing:
+            raise TypeError(f"these words lack {', '.join(lacking + sorted(missing))}")
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """An answer and what its hint says, part by part (a surface that prints them, such
+    as the command line on stderr, prints each its own way)."""
+
+    answer: SearchAnswer
+    why: Why | None
+    pending: str | None  # the words for texts still without a vector
+    reason: str | None  # the words for ``why``
+
+
+async def search_answer(
+    rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+    filters: dict[str, Any], *, words: Words, explain: bool = False,
+    applied: Filters | None = None, max_chars: int | None = None, first_look: bool = False,
+    extra: Mapping[str, object] | None = None,
+) -> Answered:
+    """The answer to a search that gave ``results``: SPEC's fields (with ``extra``, such as
+    MCP's ``auto_reindex``), ``pending_embeddings``, ``explain`` (the filters as the search
+    applied them: ``applied``, parsed once for the search and this answer, else made from
+    ``filters``) and a ``hint`` in ``words``; a first look (``first_look``: compact hits,
+    their snippets sized to ``FIRST_LOOK_CHARS``); within ``max_chars`` when given."""
+    answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
+                            "embedding_model": rf.embedding_model, "results": results}
+    pending = rf.pending_embeddings()
+    if pending:
+        answer["pending_embeddings"] = pending
+    if explain:
+        answer["explain"] = (rf.describe_search(query, **filters) if applied is None
+                             else rf.describe_search(query, applied))
+    if extra:
+        cast(dict[str, Any], answer).update(extra)
+    reason = await why(rf, query, mode, results, filters)
+    said = Answered(answer, reason, words.pending(pending) if pending else None,
+                    None if reason is None else words.why[reason])
+    hints = [h for h in (said.pending, said.reason) if h is not None]
+    if hints:  # (before a first look is sized: its hint counts too)
+        answer["hint"] = "; ".join(hints)
+    if first_look:  # (sized with the query as fit_results will echo it)
+        echoed = answer["query"]
+        if max_chars is not None:
+            answer["query"] = cut(echoed, max_chars // 4)
+        _first_look(answer, query)
+        answer["query"] = echoed  # (and cut there, where the hint says so)
+    if max_chars is None:
+        return said
+    limit = max_chars
+
+    def shape(out: dict[str, Any], budget: int) -> Shaped:
+        parts, omitted = fit_results(out, budget)
+        told = list(hints)
+        if parts or omitted:
+            told.append(_cut(parts, omitted, limit, words, first_look))
+        return Shaped(out, cut=bool(parts or omitted), hints=told,
+                      more={"omitted": omitted} if omitted else {})
+
+    shaped = within(shape, cast(dict[str, Any], answer), max_chars)
+    return Answered(cast(SearchAnswer, shaped), said.why, said.pending, said.reason)
+
+
+async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+              filters: Mapping[str, Any]) -> Why | None:
+    """What the answer needs said, if anything: why it is empty, or that a hybrid
+    search's hits all come from the semantic branch (no chunk holds the query's words:
+    a misspelling, or a subject the notes do not cover; for a CJK question typed as a
+    sentence, not a misspelling: none of the words inside it)."""
+    if results:
+        # When its lexical branch found anything, a hybrid search's first hit has a lexical
+        # rank: the best lexical hit's fused score is at least that of any hit found by
+        # meaning alone, and it wins the tie (core.fusion.rrf).
+        if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
+                                   for r in results):
+            return None
+        return "meaning only, sentence" if has_sentence(query) else "meaning only"
+    if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")
+        return "rebuilt" if rf.recovered is not None else "no files"
+    if any(v is not None for v in filters.values()):
+        return "filters"
+    if not rf.searchable(query):
+        return "no words"
+    return "no match"
+
+
+def fit_results(answer: dict[str, Any], max_chars: int) -> tuple[list[str], int]:
+    """A search answer's body within ``max_chars``: an echoed query (or an explained
+    expression) longer than a quarter of it is cut, then the contents and then the
+    snippets (``fit_texts``); when even at their shortest the results do not all fit,
+    the lowest-ranked are left out. What was cut (``query``, ``content``, ``snippet``),
+    and how many results were left out."""
+    parts: list[str] = []
+    quarter = max_chars // 4
+    if text_size(answer["query"]) > quarter:
+        answer["query"] = cut(answer["query"], quarter)
+        parts.append("query")
+    explain = answer.get("explain") or {}
+    for key in ("fts_query", "fts_every"):
+        if isinstance(explain.get(key), str) and text_size(explain[key]) > quarter:
+            explain[key] = cut(explain[key], quarter)
+    results = answer["results"]
+    kept = _fitting(answer, max_chars)
+    if kept < len(results):
+        answer["results"], answer["count"] = results[:kept], kept
+    for name in ("content", "snippet"):
+        slots = [(r, name) for r in answer["results"] if isinstance(r.get(name), str)]
+        if fit_texts(answer, slots, max_chars):
+            parts.append(name)
+        if body_size(answer) <= max_chars:
+            break
+    return parts, len(results) - kept
+
+
+def _fitting(answer: dict[str, Any], max_chars: int) -> int:
+    """How many of the first results fit, with their texts at their shortest."""
+    results = answer["results"]
+    answer["results"] = []
+    room = max_chars - body_size(answer)
+    answer["results"] = results
+    used, kept = -1, 0  # (n results take n - 1 commas)
+    for result in results:
+        used += size({k: cut(v, 0) if k in ("content", "snippet") and isinstance(v, str)
+                      else v for k, v in result.items()}) + 1
+        if used > room:
+            break
+        kept += 1
+    return kept
+
+
+def _cut(parts: list[str], omitted: int, max_chars: int, words: Words,
+         first_look: bool) -> str:
+    """What a search answer's hint says was cut to fit, and how to see the rest."""
+    names = {"query": "the echoed query", "content": "contents", "snippet": "snippets"}
+    said = []
+    if parts:
+        said.append(f"{' and '.join(names[p] for p in parts)} "
+                    f"{'was' if parts == ['query'] else 'were'} cut (marked …[+N chars])")
+    if omitted:
+        said.append(f"the {omitted} lowest-ranked results were left out (omitted)")
+    read = ""
+    texts = bool({"content", "snippet"} & set(parts))
+    if texts:
+        read = f"; read a hit whole with {words.read_hit}"
+    if omitted or texts:
+        asked = words.names
+        smaller = "" if first_look else f"{asked['snippet']}, "
+        read += (f"; or ask with {smaller}a smaller {asked['top_k']} or "
+                 f"{asked['max_per_file']}, or a larger {asked['max_chars']}")
+    return f"{', and '.join(said)} to fit {words.names['max_chars']}={max_chars}{read}"
+
+
+def _first_look(answer: SearchAnswer, query: str) -> None:
+    """A compact answer an agent skims, then expands hit by hit. The root moves up when
+    every hit shares it; scores keep 4 significant digits. The hits' snippets (made from
+    the ``content`` they arrive with) share what the rest of the answer leaves of
+    FIRST_LOOK_CHARS: a few hits get wide ones, ten hits with long breadcrumbs narrow
+    ones, never narrower than SNIPPET_WIDTHS[0]."""
+    results = answer["results"]
+    roots = {r["root"] for r in results}
+    shared = roots.pop() if len(roots) == 1 else None
+    if shared is not None:
+        answer["root"] = shared
+    compact: list[Any] = []
+    for hit in results:
+        light: dict[str, Any] = {k: v for k, v in hit.items() if k in _FIRST_LOOK}
+        if shared is None:
+            light["root"] = hit["root"]
+        light["score_breakdown"] = _rounded(hit["score_breakdown"])
+        if "explain" in light:
+            light["explain"] = _rounded(light["explain"])
+        light["snippet"] = ""
+        compact.append(light)
+    answer["results"] = compact
+    if not compact:
+        return
+    narrowest, widest = SNIPPET_WIDTHS
+    snippets = Snippets(query)
+    found = [snippets.find(hit["content"]) for hit in results]
+    spare = FIRST_LOOK_CHARS - len(answer_text(answer))  # what the empty snippets leave
+    width = spare // len(compact)
+    while True:  # a snippet's marks and ellipses are beyond its width: measure
+        width = max(narrowest, min(widest, width))
+        clipped = [Snippets.clip(f, width) for f in found]
+        over = sum(len(answer_text(c)) - 2 for c in clipped) - spare
+        if over <= 0 or width == narrowest:
+            break
+        # (cut at word boundaries, a snippet shrinks by less than its width: a step more)
+        width -= -(-over // len(compact)) + 1
+    for light, snippet in zip(compact, clipped, strict=True):
+        light["snippet"] = snippet
+
+
+def _rounded(scores: Mapping[str, Any]) -> dict[str, Any]:
+    """Floats to 4 significant digits (a first look's scores rank, they are not read)."""
+    return {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in scores.items()}
