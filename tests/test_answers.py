@@ -261,5 +261,5 @@ def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:
     assert "process 4242" in _words(4242).pending(3)
     lacking = {reason: "x" for reason in reasons if reason != "meaning only, sentence"}
     with pytest.raises(TypeError, match="meaning only, sentence"):
-        Words(why=lacking, pending=str, read_hit="x",  # type: ignore[arg-type]
+        Words(why=lacking, pending=str, read_hit="x",
               names=WORDS.names)
