@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         NoteConflictError,
         NotFoundError,
         NotWritableError,
+        ReadOnlyError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -48,6 +49,7 @@ __all__ = [
     "NotFoundError",
     "NotWritableError",
     "NoteConflictError",
+    "ReadOnlyError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

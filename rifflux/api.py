@@ -27,7 +27,7 @@ from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
 from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
-from .errors import ClosedError, InvalidArgumentError, RiffluxError
+from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
 from .locate import forget_target, reindex_targets
 from .notes import NoteDesk, NoteMethods
 from .status import index_status, job_info, job_result, recovered
@@ -114,6 +114,13 @@ class Rifflux(NoteMethods):
             return
         self._service = None
         await self._supervisor.__aexit__(exc_type, exc, tb)
+
+    def _writable(self, what: str) -> None:
+        if self.settings.read_only:
+            raise ReadOnlyError(
+                f"{self.settings.db_path} is open read-only (searched, never written: a "
+                f"`rifflux serve --read-only`, or another index searched by db_path), so it "
+                f"cannot {what}: use a Rifflux, server or command that opens it for writing")
 
     def _open(self) -> Service:
         if self._service is None:
@@ -301,11 +308,7 @@ class Rifflux(NoteMethods):
         nearly always a wrong working directory. A folder named in ``path``/``paths`` is
         indexed whatever its size."""
         service = self._open()
-        if self.settings.read_only:
-            raise RiffluxError(
-                f"{self.settings.db_path} is open read-only (searched, never written: "
-                "another index, or `rifflux serve --read-only`); open it without read_only "
-                "to reindex")
+        self._writable("reindex")
         locations, named = reindex_locations(None if path is None else os.fspath(path),
                                              [os.fspath(p) for p in paths or ()], os.getcwd())
         roots = [Path(r) for r in await service.roots()]
@@ -327,9 +330,7 @@ class Rifflux(NoteMethods):
         its next change: stop watching it first. ``/`` and the home folder (every indexed
         folder at once, unless one of them is that folder) need ``yes``."""
         service = self._open()
-        if self.settings.read_only:
-            raise RiffluxError(f"{self.settings.db_path} is open read-only (searched, never "
-                               "written); open it without read_only to forget folders")
+        self._writable("forget folders")
         location = os.fspath(path)
         if not location.strip():
             raise InvalidArgumentError("forget needs the path of an indexed folder or file "

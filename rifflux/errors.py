@@ -38,6 +38,12 @@ class SchemaVersionError(IndexDatabaseError):
     """The index was written by an incompatible version of Rifflux."""
 
 
+class ReadOnlyError(RiffluxError):
+    """The index is open read-only (``rifflux serve --read-only``, another index searched
+    by ``db_path``): it is searched, never written, so a reindex, a forget or a note
+    cannot be made through it."""
+
+
 class EmbeddingError(RiffluxError):
     """The embedding model could not be loaded or run."""
 

@@ -296,9 +296,6 @@ class NoteMethods:
         """Run ``op`` with this process's locks on its paths, then index what it changed;
         the answer once the index holds it."""
         service = self._open()
-        if self.settings.read_only:
-            raise NotWritableError(f"{self.settings.db_path} is open read-only: notes cannot "
-                                   "be written through it")
         async with self._notes.holding([where / rel for rel in rels]):
             try:
                 done = await anyio.to_thread.run_sync(op)

@@ -313,7 +313,7 @@ async def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(
 
 
 async def test_read_only_open_searches_without_changing_the_index(tmp_path: Path) -> None:
-    from rifflux import RiffluxError, Settings
+    from rifflux import ReadOnlyError, RiffluxError, Settings
 
     root = tmp_path / "docs"
     write(root, "a.md", doc(3))
@@ -324,8 +324,10 @@ async def test_read_only_open_searches_without_changing_the_index(tmp_path: Path
     settings = Settings(db_path=tmp_path / "i.db", read_only=True)
     async with Rifflux(settings=settings, embedder=other) as rf:
         assert await rf.search("topic", mode="lexical")
-        with pytest.raises(RiffluxError, match="read-only"):
-            await rf.reindex(root)
+        for write_something in (rf.reindex(root), rf.forget(root)):
+            with pytest.raises(ReadOnlyError, match="read-only") as refused:
+                await write_something
+            assert isinstance(refused.value, RiffluxError)
     assert other.embedded == []
     with sqlite3.connect(tmp_path / "i.db") as conn:
         rows = conn.execute("SELECT model, COUNT(*) FROM embeddings GROUP BY model").fetchall()

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..config import Settings, settings_from_env
-from ..errors import InvalidArgumentError, NotAnIndexError, RiffluxError
+from ..errors import InvalidArgumentError, NotAnIndexError, ReadOnlyError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, configure_logging, fail
 from .arguments import parse_args
 
@@ -101,7 +101,8 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_OK
         if isinstance(leaf, CommandError):
             return fail(str(leaf), leaf.code)
-        if isinstance(leaf, InvalidArgumentError | NotAnIndexError):  # (--db: not an index)
+        if isinstance(leaf, InvalidArgumentError | NotAnIndexError | ReadOnlyError):
+            # (--db: not an index; a mistake in the command, as a bad argument is)
             return fail(as_flags(str(leaf)), EXIT_USAGE)
         if isinstance(leaf, OSError) and leaf.filename:
             return fail(f"{leaf.strerror or leaf}: {leaf.filename} (check the paths given, "

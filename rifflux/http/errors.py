@@ -20,6 +20,7 @@ from ..errors import (
     InvalidArgumentError,
     JobNotFoundError,
     NotFoundError,
+    ReadOnlyError,
     RiffluxError,
 )
 
@@ -49,6 +50,7 @@ _STATUS: tuple[tuple[type[RiffluxError], int, str], ...] = (
     (NotFoundError, 404, "not_found"),
     (JobNotFoundError, 404, "not_found"),
     (InvalidArgumentError, 400, "invalid_argument"),
+    (ReadOnlyError, 403, "read_only"),
     (IndexBusyError, 503, "index_busy"),
     (ClosedError, 503, "index_not_open"),
     (IndexDatabaseError, 503, "index_unavailable"),

@@ -44,7 +44,6 @@ from .models import (
     SearchQuery,
     TagsQuery,
 )
-from .options import ServeOptions
 
 __all__ = ["router"]
 
@@ -66,13 +65,7 @@ async def _rf(request: Request) -> Rifflux:  # (async: a plain def runs in a thr
     return rf
 
 
-async def _options(request: Request) -> ServeOptions:
-    options: ServeOptions = request.app.state.options
-    return options
-
-
 RF = Annotated[Rifflux, Depends(_rf)]
-Options = Annotated[ServeOptions, Depends(_options)]
 
 
 def _json(value: Any, status: int = 200) -> JSONResponse:
@@ -201,13 +194,6 @@ async def job(rf: RF, job_id: str) -> JSONResponse:
 # ---------------------------------------------------------------- writes
 
 
-def _writable(options: ServeOptions, what: str) -> None:
-    if options.read_only:
-        raise ApiError(403, "read_only", f"this server is read-only (rifflux serve "
-                                         f"--read-only): it does not {what}; run "
-                                         "`rifflux index` or a server without --read-only")
-
-
 async def _absolute(paths: list[str]) -> list[str]:
     for path in paths:
         if not path.strip() or not (os.path.isabs(path) or path.startswith("~")):
@@ -226,8 +212,7 @@ async def _absolute(paths: list[str]) -> list[str]:
 
 @router.post("/reindex", response_model=BackgroundReindex, status_code=202,
              summary="Bring folders or files up to date (in the background)")
-async def reindex(rf: RF, options: Options, body: ReindexBody) -> JSONResponse:
-    _writable(options, "reindex")
+async def reindex(rf: RF, body: ReindexBody) -> JSONResponse:
     locations = body.paths or ([body.path] if body.path else [])
     if not locations:
         raise ApiError(400, "invalid_argument", "give path (or paths): the absolute path of "
@@ -240,7 +225,6 @@ async def reindex(rf: RF, options: Options, body: ReindexBody) -> JSONResponse:
 
 @router.post("/forget", response_model=ForgetResult,
              summary="Remove a folder (or a part of one) from the index")
-async def forget(rf: RF, options: Options, body: ForgetBody) -> JSONResponse:
-    _writable(options, "forget folders")
+async def forget(rf: RF, body: ForgetBody) -> JSONResponse:
     result: ForgetResult = await rf.forget(body.path, yes=body.yes)
     return _json(result)
