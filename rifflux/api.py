@@ -29,7 +29,8 @@ from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
 from .locate import forget_target, reindex_targets
-from .notes import NoteDesk, NoteMethods
+from .note_types import NoteChange, RecentNote
+from .notes import NoteDesk, Notes
 from .status import index_status, job_info, job_result, recovered
 from .types import (
     MODES,
@@ -61,7 +62,7 @@ __all__ = ["MODES", "Event", "EventsLost", "IndexUpdated", "JobChanged", "Rifflu
 _MODEL_LABEL_WAIT = 10.0
 
 
-class Rifflux(NoteMethods):
+class Rifflux:
     """Hybrid search over markdown, in an SQLite file or a PostgreSQL database (a URL).
 
     ``async with Rifflux(db_path) as rf: await rf.reindex("docs"); await rf.search("...")``
@@ -93,8 +94,9 @@ class Rifflux(NoteMethods):
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
             model_dir=model_dir, writable=tuple(Path(p) for p in writable) or None,
         )
-        self._notes = NoteDesk(settings, watch=watch_writable)  # (notes.py: writable=)
-        self.settings = self._notes.settings
+        self._desk = NoteDesk(settings, watch=watch_writable)  # (notes: writable=)
+        self.settings = self._desk.settings
+        self._notes = Notes(self._desk, self._open)
         self._supervisor = Supervisor(self.settings, embedder=embedder,
                                       watch_factory=_watch_factory)
         self._service: Service | None = None
@@ -104,7 +106,7 @@ class Rifflux(NoteMethods):
     async def __aenter__(self) -> Rifflux:
         if self._service is not None:
             raise RiffluxError("this Rifflux instance is already open")
-        await self._notes.open()  # (before the watcher: a missing folder is made)
+        await self._desk.open()  # (before the watcher: a missing folder is made)
         self._service = await self._supervisor.__aenter__()
         return self
 
@@ -396,6 +398,64 @@ class Rifflux(NoteMethods):
         begun later at once), this instance staying open: a server that is stopping
         ends its event streams so, before it waits for the requests in flight."""
         self._open().events.close()
+
+    # ------------------------------------------------------------ notes (rifflux.notes)
+
+    async def write_note(
+        self, path: str | os.PathLike[str], content: str, *, title: str | None = None,
+        tags: Sequence[str] | None = None, if_match: str | None = None,
+        overwrite: bool = False, folder: str | os.PathLike[str] | None = None,
+    ) -> NoteChange:
+        """Create the note ``path`` (relative to a writable folder) holding ``content``,
+        with ``title`` and ``tags`` in its front matter. An existing note is replaced only
+        with ``overwrite`` or when ``if_match`` is its sha256 (``NoteConflictError``
+        otherwise, and nothing is written)."""
+        return await self._notes.write(path, content, title=title, tags=tags,
+                                       if_match=if_match, overwrite=overwrite, folder=folder)
+
+    async def edit_note(
+        self, path: str | os.PathLike[str], *, append: str | None = None,
+        prepend: str | None = None, replace_section: tuple[str, str] | None = None,
+        find: str | None = None, replace: str | None = None, replace_all: bool = False,
+        if_match: str | None = None, folder: str | os.PathLike[str] | None = None,
+    ) -> NoteChange:
+        """Edit one part of a note: ``append`` or ``prepend`` a block, replace the text of
+        a section (``replace_section=(heading, text)``), or ``find`` text and ``replace``
+        it (once; every time with ``replace_all``). Everything else keeps its bytes."""
+        return await self._notes.edit(path, append=append, prepend=prepend,
+                                      replace_section=replace_section, find=find,
+                                      replace=replace, replace_all=replace_all,
+                                      if_match=if_match, folder=folder)
+
+    async def move_note(
+        self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+        update_links: bool = True, if_match: str | None = None,
+        folder: str | os.PathLike[str] | None = None,
+    ) -> NoteChange:
+        """Move a note within its writable folder; with ``update_links``, the links to it
+        in the folder's notes (and its own relative links) are rewritten to still find
+        their notes (``links_updated`` lists them)."""
+        return await self._notes.move(src, dst, update_links=update_links, if_match=if_match,
+                                      folder=folder)
+
+    async def delete_note(self, path: str | os.PathLike[str], *, if_match: str | None = None,
+                          folder: str | os.PathLike[str] | None = None) -> NoteChange:
+        """Move a note to ``.rifflux-trash/`` in its folder (never indexed); it leaves the
+        index. ``restore_note`` brings it back."""
+        return await self._notes.delete(path, if_match=if_match, folder=folder)
+
+    async def restore_note(self, path: str | os.PathLike[str], *,
+                           folder: str | os.PathLike[str] | None = None) -> NoteChange:
+        """Bring the note last deleted at ``path`` back from the trash (refused when a note
+        is there now)."""
+        return await self._notes.restore(path, folder=folder)
+
+    async def recent(self, limit: int = 20, since: str | date | None = None, *,
+                     root: str | os.PathLike[str] | None = None) -> list[RecentNote]:
+        """The notes changed most recently, by anyone (their modification time as
+        indexed), newest first: path, root, title, modified, tags. ``since``: an ISO date
+        or an age (``7d``); ``root``: one indexed folder."""
+        return await self._notes.recent(limit, since, root=root)
 
     # ------------------------------------------------------------ status
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def killed(folder: Path, rel: str, new: Path, step: str) -> None:
-    from rifflux import notefiles
+    from rifflux.notes import files as notefiles
 
     def stop(name: str) -> None:
         if name == step:
@@ -35,7 +35,7 @@ def killed(folder: Path, rel: str, new: Path, step: str) -> None:
 
 
 def looping(folder: Path, rel: str, a: Path, b: Path) -> None:
-    from rifflux import notefiles
+    from rifflux.notes import files as notefiles
 
     versions = [a.read_bytes(), b.read_bytes()]
     for i in range(1 << 62):

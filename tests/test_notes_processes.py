@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rifflux import Rifflux, notefiles
+from rifflux import Rifflux
 from rifflux.config import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, TEMP_SUFFIX
 from rifflux.core.scan import Globs
+from rifflux.notes import files as notefiles
 
 from .helpers import REPO, CountingEmbedder, cli_env
 

@@ -55,7 +55,7 @@ async def _indexed(tmp_path: Path) -> Path:
 #: What a search and the reads do not need either, imported only to do what needs it: the
 #: code that writes notes (yaml with it), an index job's (the parser with it) and the
 #: watch pipeline's.
-_NOT_FOR_READS = ("yaml", "rifflux.note_ops", "rifflux.core.note_edits", "rifflux.notefiles",
+_NOT_FOR_READS = ("yaml", "rifflux.notes.ops", "rifflux.core.note_edits", "rifflux.notes.files",
                   "rifflux.actors.index_job", "rifflux.core.document", "rifflux.core.chunker",
                   "rifflux.actors.watch", "rifflux.actors.watcher", "rifflux.actors.debouncer")
 

@@ -1,5 +1,5 @@
 """Which paths an agent may write a note at: a pure policy (the file system's part, links
-and ignore files, is ``rifflux.notefiles``'s).
+and ignore files, is ``rifflux.notes.files``').
 
 A note's path is relative to a writable folder, uses ``/`` between folders and ends in
 ``.md``. Refused, each with what to give instead: an empty path, an absolute one

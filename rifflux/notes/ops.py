@@ -1,7 +1,7 @@
 """The note operations on disk, each whole under its folder's lock: read, check, write.
 
 Synchronous (the facade runs each in a worker thread): the texts are made by
-``core.note_edits`` and ``core.relink``, the bytes written by ``notefiles``. Each
+``core.note_edits`` and ``core.relink``, the bytes written by ``files``. Each
 returns a ``Done``: what changed, for the answer, and which paths the index must
 read again.
 """
@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from . import notefiles
-from .core.decode import Binary, decode
-from .core.note_edits import with_front_matter
-from .core.note_text import Edit, NoteText, encode, line_ranges, sha256, whole_lines
-from .core.relink import Notes, relink
-from .core.scan import Globs
-from .errors import InvalidArgumentError, NoteConflictError, NotWritableError
-from .note_types import LinkUpdate
+from ..core.decode import Binary, decode
+from ..core.note_edits import with_front_matter
+from ..core.note_text import Edit, NoteText, encode, line_ranges, sha256, whole_lines
+from ..core.relink import Notes, relink
+from ..core.scan import Globs
+from ..errors import InvalidArgumentError, NoteConflictError, NotWritableError
+from ..note_types import LinkUpdate
+from . import files
 
 #: An edit: the note's text -> the edits to make.
 MakeEdits = Callable[[NoteText], list[Edit]]
@@ -71,9 +71,9 @@ def write(folder: Path, rel: str, content: str, *, title: str | None,
     text = with_front_matter(content, title, tags)
     if text and not text.endswith(("\n", "\r")):  # (its last line ends, as editors end it)
         text += "\r\n" if "\r\n" in text else "\n"
-    path = notefiles.note_file(folder, rel, use_ignore_files=use_ignore_files)
-    with notefiles.folder_lock(folder):
-        current = notefiles.read(path)
+    path = files.note_file(folder, rel, use_ignore_files=use_ignore_files)
+    with files.folder_lock(folder):
+        current = files.read(path)
         before = _check(rel, current, if_match, new=True, overwrite=overwrite)
         data = text.encode("utf-8")
         if current is not None:  # kept in the note's encoding when it can hold the text
@@ -84,43 +84,43 @@ def write(folder: Path, rel: str, content: str, *, title: str | None,
                 except InvalidArgumentError:
                     pass
         if data != current:
-            notefiles.write_atomically(path, data, folder)
+            files.write_atomically(path, data, folder)
     return Done(rel, before, sha256(data), whole_lines(text), frozenset({rel}))
 
 
 def edit(folder: Path, rel: str, make: MakeEdits, *, if_match: str | None,
          use_ignore_files: bool) -> Done:
-    path = notefiles.note_file(folder, rel, use_ignore_files=use_ignore_files, exists=True)
-    with notefiles.folder_lock(folder):
-        current = notefiles.read(path)
+    path = files.note_file(folder, rel, use_ignore_files=use_ignore_files, exists=True)
+    with files.folder_lock(folder):
+        current = files.read(path)
         before = _check(rel, current, if_match)
         assert current is not None
         note = NoteText.of(current, rel)
         data, _, lines = note.apply(make(note))
         if data != current:
-            notefiles.write_atomically(path, data, folder)
+            files.write_atomically(path, data, folder)
     return Done(rel, before, sha256(data), line_ranges(lines) if data != current else [],
                 frozenset({rel}))
 
 
 def delete(folder: Path, rel: str, *, if_match: str | None, use_ignore_files: bool) -> Done:
-    path = notefiles.note_file(folder, rel, use_ignore_files=use_ignore_files, exists=True)
-    with notefiles.folder_lock(folder):
-        before = _check(rel, notefiles.read(path), if_match)
-        place = notefiles.trash(folder, rel)
+    path = files.note_file(folder, rel, use_ignore_files=use_ignore_files, exists=True)
+    with files.folder_lock(folder):
+        before = _check(rel, files.read(path), if_match)
+        place = files.trash(folder, rel)
     return Done(rel, before, None, [], frozenset(), frozenset({rel}), trash_path=place)
 
 
 def restore(folder: Path, rel: str, *, use_ignore_files: bool) -> Done:
-    path = notefiles.note_file(folder, rel, use_ignore_files=use_ignore_files)
-    with notefiles.folder_lock(folder):
-        place = notefiles.trashed(folder, rel)
+    path = files.note_file(folder, rel, use_ignore_files=use_ignore_files)
+    with files.folder_lock(folder):
+        place = files.trashed(folder, rel)
         if place is None:
             raise NotWritableError(f"the trash of {folder} holds no {rel!r} (give the path "
                                    "the note had, as delete_note answered it)")
-        _check(rel, notefiles.read(path), None, new=True)
-        notefiles.restore(folder, rel, place)
-        data = notefiles.read(path) or b""
+        _check(rel, files.read(path), None, new=True)
+        files.restore(folder, rel, place)
+        data = files.read(path) or b""
     text = decode(data)
     lines = whole_lines(text.text) if not isinstance(text, Binary) else []
     return Done(rel, None, sha256(data), lines, frozenset({rel}))
@@ -130,12 +130,12 @@ def move(folder: Path, src: str, dst: str, *, if_match: str | None, update_links
          globs: Globs, use_ignore_files: bool) -> Done:
     if src == dst:
         raise InvalidArgumentError(f"{src!r} is already there: give another destination")
-    src_path = notefiles.note_file(folder, src, use_ignore_files=use_ignore_files, exists=True)
-    dst_path = notefiles.note_file(folder, dst, use_ignore_files=use_ignore_files)
-    with notefiles.folder_lock(folder):
-        current = notefiles.read(src_path)
+    src_path = files.note_file(folder, src, use_ignore_files=use_ignore_files, exists=True)
+    dst_path = files.note_file(folder, dst, use_ignore_files=use_ignore_files)
+    with files.folder_lock(folder):
+        current = files.read(src_path)
         before = _check(src, current, if_match)
-        taken = notefiles.read(dst_path)
+        taken = files.read(dst_path)
         if taken is not None:
             raise NoteConflictError(f"{dst} already exists (sha256 {sha256(taken)}); nothing "
                                     "was moved: give another destination, or delete it first",
@@ -143,11 +143,11 @@ def move(folder: Path, src: str, dst: str, *, if_match: str | None, update_links
         assert current is not None
         plan = _Relinking(folder, src, dst, globs, use_ignore_files) if update_links else None
         own = plan.own(current) if plan else None
-        notefiles.move(folder, src, dst)
+        files.move(folder, src, dst)
         data, lines = current, list[list[int]]()
         if own is not None:
             data, lines = own
-            notefiles.write_atomically(dst_path, data, folder)
+            files.write_atomically(dst_path, data, folder)
         upserts = {dst, *(plan.write() if plan else ())}
     return Done(dst, before, sha256(data), lines, frozenset(upserts), frozenset({src}),
                 moved_from=src, links_updated=plan.updated if plan else [],
@@ -161,7 +161,7 @@ class _Relinking:
     def __init__(self, folder: Path, src: str, dst: str, globs: Globs,
                  use_ignore_files: bool) -> None:
         self.folder, self.src, self.dst = folder, src, dst
-        notes = notefiles.list_notes(folder, globs, use_ignore_files=use_ignore_files)
+        notes = files.list_notes(folder, globs, use_ignore_files=use_ignore_files)
         self.before = Notes(notes)
         self.after = Notes([dst if n == src else n for n in notes]
                            + ([dst] if src not in notes else []))
@@ -173,7 +173,7 @@ class _Relinking:
         for rel in notes:
             if rel == src:
                 continue
-            data = notefiles.read(folder / rel)
+            data = files.read(folder / rel)
             decoded = decode(data) if data is not None else None
             if decoded is None or isinstance(decoded, Binary) or \
                     not any(k in decoded.text.casefold() for k in keys):
@@ -206,12 +206,12 @@ class _Relinking:
         (and said so). The paths written."""
         written: list[str] = []
         for rel, read_then, new in self._writes:
-            if notefiles.read(self.folder / rel) != read_then:
+            if files.read(self.folder / rel) != read_then:
                 self.not_updated.append({"path": rel, "reason": "it changed while the note "
                                                                 "moved; its links are as written"})
                 self.updated = [u for u in self.updated if u["path"] != rel]
                 continue
-            notefiles.write_atomically(self.folder / rel, new, self.folder)
+            files.write_atomically(self.folder / rel, new, self.folder)
             written.append(rel)
         return written
 

@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .config import TEMP_SUFFIX, TRASH_DIR
-from .core.ignore import IgnoreFiles
-from .core.scan import Globs, scan_root
-from .errors import NotWritableError, RiffluxError
+from ..config import TEMP_SUFFIX, TRASH_DIR
+from ..core.ignore import IgnoreFiles
+from ..core.scan import Globs, scan_root
+from ..errors import NotWritableError, RiffluxError
 
 __all__ = ["folder_lock", "list_notes", "note_file", "read", "restore", "sweep", "trash",
            "write_atomically"]
