@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -332,20 +334,51 @@ async def test_the_watchers_event_for_rifflux_own_write_is_a_no_op(tmp_path: Pat
 
 
 @pytest.mark.anyio
-async def test_a_note_write_cuts_in_ahead_of_a_long_reindex(tmp_path: Path) -> None:
-    big = numbered_notes(tmp_path / "big", 1500, long=True)
+async def test_a_note_write_cuts_in_ahead_of_a_long_reindex(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reindex's parsing is held on gates (a group of 16 files at a time, in threads:
+    # under 64 files), so that whatever the machine's speed the note is queued while the
+    # reindex runs, cuts in at the reindex's next commit (its second group's), and is
+    # searchable while the rest of the reindex still waits.
+    from rifflux.actors import index_job
+
+    big = numbered_notes(tmp_path / "big", 64, long=True)
+    second, rest = threading.Event(), threading.Event()
+    groups: list[Path] = []
+    from rifflux.core.document import prepare_many as parse
+
+    def held(root: Path, *args: Any) -> Any:
+        if root == big.resolve():
+            groups.append(root)
+            gate = None if len(groups) == 1 else second if len(groups) == 2 else rest
+            if gate is not None and not gate.wait(timeout=60):
+                raise TimeoutError("the test never opened the gate")
+        return parse(root, *args)
+
+    monkeypatch.setattr(index_job, "prepare_many", held)
     async with notes_rf(tmp_path) as rf:
-        started = await rf.reindex(big, background=True)
-        job_id = started["job"]["id"]
+        job_id = (await rf.reindex(big, background=True))["job"]["id"]
 
         async def indexing() -> bool:
             return (await rf.job(job_id))["indexed_files"] > 0
 
-        await eventually(indexing, within=60)
-        await rf.write_note("urgent.md", "The kestrel hovers.\n")
-        assert await lexical(rf, "kestrel") == ["urgent.md"]
-        big_job = await rf.job(job_id)
-        assert big_job["status"] == "running" and big_job["indexed_files"] < 1500
+        async def note_queued() -> bool:
+            return any(j["source"] == "note" for j in (await rf.status())["jobs"])
+
+        try:
+            await eventually(indexing, within=60)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rf.write_note, "urgent.md", "The kestrel hovers.\n")
+                await eventually(note_queued)
+                second.set()  # (the reindex's next commit: the note cuts in after it)
+            assert await lexical(rf, "kestrel") == ["urgent.md"]
+            big_job = await rf.job(job_id)
+            assert big_job["status"] == "running" and big_job["indexed_files"] == 32
+        finally:
+            second.set()
+            rest.set()
+        assert (await rf.wait_for_job(job_id))["status"] == "completed"
 
 
 @pytest.mark.anyio

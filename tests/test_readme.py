@@ -39,6 +39,34 @@ FOLDER = {
 }
 
 
+#: What each example prints over ``FOLDER``, by a phrase of its source: the lines it
+#: must print (regular expressions, in order, each matched at a line's start). An example
+#: the README gains needs its entry here.
+PRINTS: dict[str, list[str]] = {
+    'rf.search("install on linux"': [r"install\.md Install > Linux \{'rrf': "],
+    "rf.write_note(": [r"decisions/retries\.md [0-9a-f]{12} \[\[1, 7\]\] (True|False)$",
+                       r"decisions/retries\.md Retry policy$",
+                       r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ decisions/retries\.md Retry policy$"],
+    'tags=["adr"], paths=["docs/**"]': [r"---$", r"tags: \[adr\]$", r"---$",
+                                        r"# ADR 7: Retry policy$",
+                                        r"A failed call is retried three times.* 6$"],
+    'rf.links("projects/alpha.md")': [r"3 adr-007 -> docs/adr-007\.md$", r"7 Beta -> None$",
+                                      r"1$"],
+}
+
+
+def _printed(source: str, out: str) -> None:
+    """``out`` holds the lines ``PRINTS`` says ``source`` prints, in that order."""
+    (expected,) = [lines for phrase, lines in PRINTS.items() if phrase in source]
+    printed = out.strip().splitlines()
+    at = 0
+    for pattern in expected:
+        while at < len(printed) and not re.match(pattern, printed[at]):
+            at += 1
+        assert at < len(printed), f"no line matching {pattern!r} (in order) in:\n{out}"
+        at += 1
+
+
 def _folder(root: Path) -> Path:
     for rel, text in FOLDER.items():
         write(root, rel, text)
@@ -49,8 +77,10 @@ def _label(example: str) -> str:
     return example.strip().splitlines()[0][:40]
 
 
-def test_the_readme_has_a_program_and_fragments() -> None:
+def test_the_readme_has_a_program_and_fragments_each_with_what_it_prints() -> None:
     assert PROGRAMS and FRAGMENTS, "the README's ```python blocks were not found"
+    for example in EXAMPLES:
+        assert sum(phrase in example for phrase in PRINTS) == 1, _label(example)
 
 
 @pytest.mark.parametrize("source", PROGRAMS, ids=_label)
@@ -59,7 +89,7 @@ def test_a_readme_program_runs_as_written(source: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(_folder(tmp_path / "work"))
     exec(compile(source, str(README), "exec"), {"__name__": "__main__"})
-    assert capsys.readouterr().out.strip(), "the program printed nothing it found"
+    _printed(source, capsys.readouterr().out)
 
 
 @pytest.mark.anyio
@@ -73,4 +103,4 @@ async def test_a_readme_fragment_runs_as_written(source: str, tmp_path: Path,
         ran = eval(code, {"rf": rf, "anyio": anyio})
         if inspect.iscoroutine(ran):
             await ran
-    assert capsys.readouterr().out.strip(), "the example printed nothing"
+    _printed(source, capsys.readouterr().out)
