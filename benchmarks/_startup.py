@@ -180,8 +180,9 @@ def _mcp_first_calls(py: str, db: Path, cwd: Path, backend: str) -> dict[str, An
                 answered[msg["id"]] = (time.perf_counter(), msg)
         reply = answered[i][1]
         result = reply.get("result") or {}
-        if "error" in reply or result.get("isError") or not (
-                result.get("structuredContent") or {}).get("results"):
+        texts = [c.get("text", "") for c in result.get("content") or []]
+        if "error" in reply or result.get("isError") or not texts or not json.loads(
+                texts[0]).get("results"):
             raise RuntimeError(f"MCP call {i} answered without hits: {str(reply)[:300]}")
         return answered[i][0] - sent[i]
 

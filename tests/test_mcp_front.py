@@ -367,7 +367,7 @@ async def test_the_front_answers_exactly_what_the_sdk_would(
         assert all(replies[request_id] == by_id[0][request_id] for replies in by_id)
     for replies in by_id:  # the tools work behind the front as without it
         assert replies[4]["result"]["isError"] is False
-        assert replies[4]["result"]["structuredContent"]["indexed_files"] == 2
+        assert _answer(replies[4]["result"])["indexed_files"] == 2
 
 
 @pytest.mark.parametrize("closed", [0, 1])
@@ -526,19 +526,24 @@ _EARLY = [{"query": "watering the garden", "mode": "lexical"},
 _LEFT_TO_THE_SDK = [{"query": "water", "top_k": "3"}, {"query": "water", "top_k": None}]
 
 
+def _answer(result: dict[str, Any]) -> Any:
+    """A tool result's answer: its one text, JSON."""
+    (text,) = result["content"]
+    return json.loads(text["text"])
+
+
 def _without_model_label(result: dict[str, Any]) -> dict[str, Any]:
     """A tool result without what depends on how far the server had got at start: the
     model's label (null until it has loaded) and the hits' ``backlink_count`` (left out
     until the catalog of files has loaded), in both of its forms; an error as it is."""
+    assert "structuredContent" not in result  # (the client receives an answer once)
     if result.get("isError"):
-        assert "structuredContent" not in result
         return result
-    data = json.loads(result["content"][0]["text"])
-    assert result["structuredContent"] == data  # (the text says what the object says)
+    data = _answer(result)
     data.pop("embedding_model", None)
     for hit in data.get("results", []):
         hit.pop("backlink_count", None)
-    return {**result, "content": data, "structuredContent": data}
+    return {**result, "content": data}
 
 
 @pytest.mark.anyio
@@ -574,8 +579,8 @@ async def test_searches_before_the_sdk_has_loaded_are_answered_as_the_sdk_answer
         mine, theirs = (_without_model_label(answers[request_id]["result"])
                         for answers in (early, sdk))
         if request_id == 13:  # cut to max_chars: the model's label (or null) counts too
-            mine, theirs = ({"cut": a["structuredContent"]["truncated"],
-                             "hits": [h["chunk_id"] for h in a["structuredContent"]["results"]]}
+            mine, theirs = ({"cut": a["content"]["truncated"],
+                             "hits": [h["chunk_id"] for h in a["content"]["results"]]}
                             for a in (mine, theirs))
             assert mine["cut"] is True
         assert mine == theirs, request_id
@@ -634,7 +639,7 @@ async def test_a_client_that_leaves_after_an_early_search_does_not_wait_for_the_
     answers, log = await _raw_session(tmp_path, "gone", {**base, **server_env(tmp_path)},
                                       messages, ["-m", "rifflux"])
     assert {a["id"] for a in answers if "id" in a} == {1, 2}
-    assert answers[-1]["result"]["structuredContent"]["count"] > 0
+    assert _answer(answers[-1]["result"])["count"] > 0
     # stdin closed right after the answer: the server ended (exit 0, in _raw_session)
     # without the SDK ever serving; its import, under way, was left behind
     assert "answering search_rifflux 2 before the MCP SDK" in log
@@ -659,7 +664,7 @@ async def test_an_early_search_that_fails_unexpectedly_is_that_calls_error_and_t
         "search_rifflux failed: unexpected RuntimeError; this call failed and the server "
         "goes on")
     assert "injected" not in got[10]["content"][0]["text"]  # (the traceback stays in the log)
-    assert got[11]["isError"] is False and got[11]["structuredContent"]["count"] > 0
+    assert got[11]["isError"] is False and _answer(got[11])["count"] > 0
     assert "injected" in log
 
 
@@ -687,7 +692,7 @@ async def test_a_cancelled_early_search_stops_and_is_not_answered(
     got, _ = await _early_session(tmp_path, monkeypatch, answers)
     assert 12 not in got  # (read until the next answer: none came for 12 before it)
     if not after_hand_off:
-        assert got[13]["structuredContent"]["count"] > 0
+        assert _answer(got[13])["count"] > 0
 
 
 class _Slow:

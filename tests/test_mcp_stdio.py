@@ -447,7 +447,7 @@ async def test_nothing_but_json_rpc_reaches_stdout(tmp_path: Path) -> None:
     assert len(messages) == len(lines) >= 5
     assert all(m["jsonrpc"] == "2.0" and ("id" in m or "method" in m) for m in messages)
     answers = {m["id"]: m for m in messages if "id" in m}
-    assert answers[4]["result"]["structuredContent"]["count"] > 0
+    assert json.loads(answers[4]["result"]["content"][0]["text"])["count"] > 0
     assert answers[5]["result"]["isError"] is True
     assert "rifflux" in stderr_path.read_text(encoding="utf-8")  # the logs went to stderr
 
@@ -528,9 +528,16 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
         with anyio.fail_after(60):
             result = await session.call_tool("search_rifflux", {
                 "query": "river delta", "top_k": 100, "max_per_file": 1})
-        answer = result.structured_content
+        # what the client receives is the one text (no structured copy of it) within the
+        # budget: the result object's whole JSON, as it came over the wire
+        received = json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                              ensure_ascii=False, separators=(",", ":"))
+        assert result.structured_content is None and len(result.content) == 1
         text = text_of(result)
-        assert answer is not None and len(text) <= 40_000 + ENVELOPE < 100 * 1000
+        answer = json.loads(text)
+        assert len(text) <= 40_000 + ENVELOPE < 100 * 1000
+        # (around the text, as the wire escapes it: {"content":[{"type":"text",...}]} alone)
+        assert len(received) - len(json.dumps(text, ensure_ascii=False)) < 100
         # a hundred hits' places, titles and snippets alone take more: the last are left out
         assert answer["count"] == len(answer["results"]) > 80
         assert answer["count"] + answer["omitted"] == 100
@@ -539,8 +546,8 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
         assert "\n" not in text and ": " not in text[:200]  # compact JSON
         first = await session.call_tool("search_rifflux", {
             "query": "river delta", "top_k": 10, "content": "snippet"})
-        small = first.structured_content
-        assert small is not None and "truncated" not in small
+        small = json.loads(text_of(first))
+        assert first.structured_content is None and "truncated" not in small
         assert small["root"] == str(notes.resolve())
         assert len(text_of(first)) <= 4000  # the first look's budget, as the agent gets it
         for hit in small["results"]:  # a first look: where, what, why; get_chunk for more
@@ -560,6 +567,7 @@ async def test_a_big_answer_is_cut_to_the_budget_and_says_so(tmp_path: Path) -> 
         tools = {t.name: t for t in (await session.list_tools()).tools}
         description = tools["search_rifflux"].description or ""
         assert "\n    " not in description  # dedented
+        assert all(t.output_schema is None for t in tools.values())  # (nothing to pay twice)
 
 
 async def test_a_large_file_is_read_page_by_page_with_no_line_lost_or_repeated(

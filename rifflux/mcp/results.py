@@ -3,7 +3,15 @@ paths that answer calls: the SDK's server (``server.RiffluxMCPServer.call_tool``
 searches the front takes before the SDK has loaded (``_fast_start.early``). Nothing here
 imports the SDK: a result is the JSON object of a ``CallToolResult``.
 
-The text is compact JSON (an agent pays for every character; the SDK would indent it).
+A tool's answer is its compact JSON text, and nothing else: an agent pays for every
+character it is given, and clients differ in what they give it. The MCP specification
+makes ``structuredContent`` optional without an ``outputSchema`` (and asks a server that
+sends it to send its JSON text too, "for backwards compatibility"); Claude Code, Claude
+Desktop and Cursor hand the model the text, other clients the structured object, some
+both. Sent both ways, one answer is paid for twice, and ``max_chars`` would bound only
+half of what the client receives. So the tools publish no ``outputSchema`` and send no
+``structuredContent``: the one text block is what ``max_chars`` bounds, and a program
+reads it with one ``json.loads``.
 """
 
 from __future__ import annotations
@@ -16,9 +24,8 @@ __all__ = ["tool_error", "tool_result", "unexpected"]
 
 
 def tool_result(value: dict[str, Any]) -> dict[str, Any]:
-    """A tool's answer: its JSON text, and the object itself as ``structuredContent``."""
-    return {"content": [{"type": "text", "text": answer_text(value)}],
-            "structuredContent": value, "isError": False}
+    """A tool's answer: its compact JSON text, once."""
+    return {"content": [{"type": "text", "text": answer_text(value)}], "isError": False}
 
 
 def tool_error(message: str) -> dict[str, Any]:

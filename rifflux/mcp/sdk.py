@@ -21,7 +21,7 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 __all__ = ["HANDSHAKE_PROTOCOL_VERSIONS", "Message", "answer_to", "dump", "is_request", "loads",
            "lowlevel", "parse", "run_lowlevel", "serve_in_memory", "to_message",
-           "tool_input_schema", "tool_output_schema"]
+           "tool_input_schema"]
 
 Message = SessionMessage
 
@@ -35,12 +35,6 @@ def tool_input_schema(server: MCPServer[Any], name: str) -> dict[str, Any] | Non
     change to it shows there (None: no such tool)."""
     return server._tool_input_schema(name)
 
-
-def tool_output_schema(server: MCPServer[Any], name: str) -> dict[str, Any] | None:
-    """A registered tool's output schema, the object ``tools/list`` publishes (None: no
-    such tool, or none)."""
-    tool = server._tool_manager.get_tool(name)
-    return None if tool is None else tool.output_schema
 
 
 def parse(line: str) -> SessionMessage | Exception:

@@ -22,7 +22,7 @@ from typing import Any, Literal, cast
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, Tool, ToolAnnotations
 from pydantic import ValidationError
 
 from ..api import Rifflux
@@ -116,6 +116,12 @@ class RiffluxMCPServer(MCPServer[ServerState]):
             return _encoded(tool_result(result.structured_content))
         return result
 
+    async def list_tools(self) -> list[Tool]:
+        """The tools, published without an output schema: a result is its compact JSON
+        text alone (``results.tool_result``), which an agent pays for once."""
+        return [tool.model_copy(update={"output_schema": None})
+                for tool in await super().list_tools()]
+
     def close_schema(self, name: str) -> None:
         """Publish that ``name`` takes no arguments beyond its own, in a schema as strict
         and shorter (``schemas.tighten``)."""
@@ -123,9 +129,6 @@ class RiffluxMCPServer(MCPServer[ServerState]):
         if schema is not None:
             tighten(schema)
             schema["additionalProperties"] = False
-        output = sdk.tool_output_schema(self, name)
-        if output is not None:
-            output.pop("title", None)  # ("search_riffluxDictOutput": says nothing)
 
     def _refuse_unknown(self, name: str, arguments: dict[str, Any]) -> None:
         """An argument the tool does not take is an error, not ignored: a misspelt filter
