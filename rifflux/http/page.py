@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib.resources import files
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from ..api import Rifflux
@@ -26,6 +26,14 @@ _NO_CACHE = {"Cache-Control": "no-cache"}
 async def page() -> HTMLResponse:
     html = files(__package__).joinpath("static/index.html").read_text(encoding="utf-8")
     return HTMLResponse(html, headers=_NO_CACHE)
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response:
+    """The page's icon where browsers look for it unasked (the page names it too)."""
+    icon = files(__package__).joinpath("static/favicon.svg").read_bytes()
+    return Response(icon, media_type="image/svg+xml",
+                    headers={"Cache-Control": "max-age=86400"})
 
 
 @router.get("/healthz", summary="200 while the index is open (no token needed)")

@@ -40,7 +40,7 @@ access_logger = logging.getLogger("rifflux.http.access")
 
 COOKIE = "rifflux_token"
 #: Answered without a token: the health check, and the form that asks for the token.
-_OPEN = frozenset({"/healthz", "/login"})
+_OPEN = frozenset({"/healthz", "/login", "/favicon.ico"})
 
 
 class Guard:

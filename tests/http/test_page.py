@@ -217,3 +217,25 @@ def test_the_folder_tag_and_age_filters_narrow_the_hits_and_stay_in_the_address(
     page.locator("#results .empty").get_by_text("filters").wait_for()  # says why: none
     assert asked and all(url.startswith(filtered.url) for url in asked), \
         [url for url in asked if not url.startswith(filtered.url)]  # nothing from elsewhere
+
+
+def test_what_an_answer_says_of_itself_is_shown_above_its_hits_and_nothing_is_missing(
+        page: Any, server: Served) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
+            if r.status >= 400 else None)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server.url + "?q=zzqxj%20florbnax")  # (no note holds these words)
+    page.locator(".hit").first.wait_for()
+    notice = page.locator("#results .notice")
+    assert "only close in meaning" in notice.inner_text()
+    first_hit = page.locator(".hit").first.bounding_box()
+    box = notice.bounding_box()
+    assert box is not None and first_hit is not None
+    assert box["y"] + box["height"] <= first_hit["y"] and box["y"] < 900  # seen at once
+    page.wait_for_load_state("networkidle")
+    assert errors == []  # (a 404 for /favicon.ico was one in every browser)
+    with httpx2.Client(base_url=server.url) as http:
+        icon = http.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")

@@ -115,6 +115,9 @@ function showHits(answer) {
     results.append(el("p", "empty", escapeHtml(answer.hint || "Nothing found.")));
     return;
   }
+  // What the answer says of itself (only close in meaning, still embedding, cut) comes
+  // first, where it is read before the hits it is about.
+  if (answer.hint) results.append(el("p", "notice", "⚠ " + escapeHtml(answer.hint)));
   const root = answer.root;
   state.hits.forEach((hit, i) => {
     const item = el("article", "hit");
@@ -132,7 +135,6 @@ function showHits(answer) {
     item.addEventListener("click", () => { select(i); open(i); });
     results.append(item);
   });
-  if (answer.hint) results.append(el("p", "empty", escapeHtml(answer.hint)));
   select(0);
 }
 
