@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +145,52 @@ def test_a_note_named_like_a_call_keeps_its_name_in_errors(tmp_path: Path) -> No
     assert again.returncode == 1
     assert again.stderr.startswith("rifflux: error: edit_note.md already exists"), again.stderr
     assert "Edit it with `rifflux edit-note`" in again.stderr  # (the advice, translated)
+
+
+def test_every_note_error_names_the_command_lines_own_flags_and_commands() -> None:
+    # Every message a note operation can raise (read from the source, each placeholder a
+    # word), as a note command prints it: no library call or argument name is left
+    # (replace_all, if_match, get_file, ...), and the words that are flags are flags.
+    from rifflux.cli.note_commands import cli_words
+
+    sources = [*sorted((REPO / "rifflux" / "notes").glob("*.py")),
+               *(REPO / "rifflux" / "core" / f"{name}.py"
+                 for name in ("note_edits", "note_paths", "note_text", "relink"))]
+    messages: list[str] = []
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
+                    and node.exc.args:
+                messages.append(_rendered(node.exc.args[0]))
+    assert len(messages) > 40
+    library = re.compile(r"\b(?:[a-z]+_[a-z_]+|overwrite=\w+|title and tags)\b")
+    for message in messages:
+        said = cli_words(message)
+        assert not library.findall(said), f"{said!r} names {library.findall(said)}"
+    flags = {"replace_all": "--all", "replace_section": "--replace-section"}
+    for message in messages:
+        for name, flag in flags.items():
+            if name in message:
+                assert flag in cli_words(message), message
+
+
+def _rendered(node: ast.expr) -> str:
+    """A message expression as text, each placeholder a plain word (``value``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(p.value if isinstance(p, ast.Constant) else "value"
+                       for p in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _rendered(node.left) + _rendered(node.right)
+    if isinstance(node, ast.IfExp):
+        return _rendered(node.body)
+    return "value"
+
+
+def test_edit_note_with_several_matches_says_to_pass_all(tmp_path: Path) -> None:
+    notes_cli(tmp_path, "write-note", "sync.md", "Sync here. Sync there.")
+    many = notes_cli(tmp_path, "edit-note", "sync.md", "--find", "Sync", "--replace", "SYNC")
+    assert many.returncode == 2
+    assert "pass --all to replace every one" in many.stderr, many.stderr
+    assert "replace_all" not in many.stderr

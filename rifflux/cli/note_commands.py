@@ -124,15 +124,32 @@ async def _recent(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-#: The library's words (MCP's too) in its messages, as the command line says them.
+#: The library's words (MCP's too) in its messages, as the command line says them: its
+#: calls as commands, its arguments as the note commands' flags (in this order: a longer
+#: phrase before the words in it).
 _CLI_WORDS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bif_match=(\w+)"), r"--if-match \1"),
     (re.compile(r"\bif_match\b"), "--if-match"),
     (re.compile(r"\boverwrite=true\b"), "--overwrite"),
-    (re.compile(r"\bwrite_note with overwrite\b"), "`rifflux write-note --overwrite`"),
+    (re.compile(r"\b(write_note|edit_note) with overwrite\b"),
+     "`rifflux write-note --overwrite`"),
+    (re.compile(r"\bpass replace_all\b"), "pass --all"),
+    (re.compile(r"\breplace_all\b"), "--all"),
+    (re.compile(r"\breplace_section\b"), "--replace-section"),
+    (re.compile(r"\bupdate_links\b"), "--no-update-links"),
+    (re.compile(r"\bappend, prepend, --replace-section or find \(with replace\)"),
+     "--append, --prepend, --replace-section or --find (with --replace)"),
+    (re.compile(r"^(append|prepend|find) is empty\b"), r"--\1 is empty"),
+    (re.compile(r"^find needs replace\b"), "--find needs --replace"),
+    (re.compile(r"^find text\b"), "--find's text"),
+    (re.compile(r"\bleave title and tags out\b"), "leave --title and --tag out"),
+    (re.compile(r"^limit must be\b"), "--limit must be"),
     (re.compile(r"\bget_file\b"), "`rifflux show`"),
     (re.compile(r"\bedit_note\b"), "`rifflux edit-note`"),
     (re.compile(r"\bwrite_note\b"), "`rifflux write-note`"),
+    (re.compile(r"\bmove_note\b"), "`rifflux move-note`"),
+    (re.compile(r"\bdelete_note\b"), "`rifflux delete-note`"),
+    (re.compile(r"\brestore_note\b"), "`rifflux restore-note`"),
     (re.compile(r"\brecent lists\b"), "`rifflux recent` lists"),
 ]
 
