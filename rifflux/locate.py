@@ -36,6 +36,20 @@ async def missing_locations(locations: Sequence[str]) -> list[str]:
         lambda: [p for p in locations if not Path(p).expanduser().exists()])
 
 
+async def refused_by_a_new_index(locations: Sequence[str], settings: Settings, *,
+                                 yes: bool) -> list[str]:
+    """Why an index that holds nothing yet would refuse each of ``locations`` (missing,
+    not a file or folder, too wide, not a markdown name): ``location: why``, one per
+    refused location, in order. A command whose every location is refused opens nothing,
+    and so makes no index file."""
+    found, home = await anyio.to_thread.run_sync(_look_up, locations)
+    globs = Globs(settings.include, settings.exclude)
+    places = [(location, reindex_place(location, where, (), globs, home=home, yes=yes))
+              for location, where in zip(locations, found, strict=True)]
+    return [f"{location}: {place.missing}" for location, place in places
+            if place.missing is not None]
+
+
 async def reindex_targets(locations: Sequence[str], roots: Sequence[Path], settings: Settings,
                           *, yes: bool, named: bool) -> list[Target]:
     """What a reindex of ``locations`` does with each (``core.locations.reindex_place``);

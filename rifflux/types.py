@@ -226,6 +226,7 @@ class Neighbor(TypedDict):
     path: str
     title: str
     distance: int  # links away: 1 for a note linked to or from this one
+    root: str  # (added) the indexed folder ``path`` is in: the note's own
 
 
 class TagCount(TypedDict):

@@ -483,7 +483,8 @@ def test_index_of_home_needs_yes_and_forget_removes_it_again(tmp_path: Path) -> 
     refused = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes), env=env)
     assert refused.returncode == 1
     assert "your home folder" in refused.stderr and "--yes" in refused.stderr
-    assert refused.stderr.startswith(f"error: {notes}: ") and refused.stdout == ""
+    assert refused.stderr.startswith(f"rifflux: error: nothing indexed: {notes}: ")
+    assert refused.stdout == "" and not (tmp_path / "index.db").exists()
     allowed = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes), "--yes", env=env)
     assert allowed.returncode == 0 and allowed.stdout.startswith("Indexed 2 files")
     status = rifflux_cli(tmp_path, "--db", "index.db", "status", env=env)
@@ -731,3 +732,28 @@ def test_index_and_watch_say_which_files_they_skipped_and_why(tmp_path: Path) ->
                            "warnings": [{"path": "binary.md", "reason": "not text"}]}}
     assert _batch_line(job).endswith("0 indexed, 0 removed, 0 unchanged; secret.md: cannot "
                                      "read file; binary.md: not text (0.50 s)")
+
+
+@pytest.mark.parametrize(("args", "code", "said"), [
+    (["index", "/"], 1, "/ is the whole file system"),
+    (["index", "HOME"], 1, "is your home folder"),
+    (["index", "/", "no-such-folder"], 1, "path not found"),
+    (["write-note", "a.md", "text"], 2, "writing notes is off"),
+    (["--writable", "notes", "write-note", "../a.md", "text"], 2, "goes up out of the folder"),
+    (["--writable", "notes", "edit-note", "a.txt", "--append", "x"], 2, "not a markdown note"),
+    (["--writable", "notes", "move-note", "a.md", "../b.md"], 2, "goes up out of the folder"),
+    (["recent"], 1, "no index at"),
+    (["search", "otter"], 1, "no index at"),
+])
+def test_a_refused_command_creates_nothing(tmp_path: Path, args: list[str], code: int,
+                                           said: str) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    args = [str(home) if a == "HOME" else a for a in args]
+    done = rifflux_cli(work, "--db", "x.db", *args, env=cli_env(tmp_path, HOME=str(home)))
+    assert done.returncode == code, done.stderr
+    assert done.stderr.startswith("rifflux: error: ") and said in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert list(work.iterdir()) == [] and list(home.iterdir()) == []  # no index, lock, folder

@@ -179,8 +179,8 @@ def _rendered(node: ast.expr) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(p.value if isinstance(p, ast.Constant) else "value"
-                       for p in node.values)
+        return "".join(p.value if isinstance(p, ast.Constant) and isinstance(p.value, str)
+                       else "value" for p in node.values)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _rendered(node.left) + _rendered(node.right)
     if isinstance(node, ast.IfExp):

@@ -39,12 +39,12 @@ def test_a_path_relative_to_its_folder_wins_over_a_same_named_file_outside_the_i
     done = rifflux_cli(checkout, "--db", "index.db", "show", "README.md:1-3")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        f"{checkout / 'notes' / 'README.md'}:1-3 (of 5 lines)",
+        "notes/README.md:1-3 (of 5 lines)",  # (as search prints it: from here)
         "1 │ # Notes readme", "2 │ ", "3 │ The quince tree, see [[other]]."]
 
     done = rifflux_cli(checkout, "--db", "index.db", "neighbors", "README.md")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["1  other.md  Other"]
+    assert done.stdout.splitlines() == ["1  notes/other.md  Other"]
 
     done = rifflux_cli(checkout, "--db", "index.db", "search", "jelly", "--mode", "lexical",
                        "--near", "README.md", "--json")

@@ -50,8 +50,8 @@ async def test_links_and_neighbours_through_mcp(tmp_path: Path) -> None:
 
         near = await call(session, "get_neighbors", path="notes/far/Epsilon.md", depth=2)
         assert near["neighbors"] == [
-            {"path": "notes/Delta.md", "title": "Delta", "distance": 1},
-            {"path": "Home.md", "title": "Home page", "distance": 2}]
+            {"path": "notes/Delta.md", "title": "Delta", "distance": 1, "root": str(vault.resolve())},
+            {"path": "Home.md", "title": "Home page", "distance": 2, "root": str(vault.resolve())}]
         assert near["count"] == 2 and "truncated" not in near
 
         hits = await call(session, "search_rifflux", query="garden", mode="lexical",
@@ -103,7 +103,8 @@ def test_links_and_neighbours_through_the_command_line(tmp_path: Path) -> None:
     assert lines[0] == "vault/Home.md"
     assert lines[1] == "links to: 10 (1 unresolved)"
     assert any(line.split() == ["12", "[[Missing", "Note]]", "unresolved"] for line in lines)
-    assert any(line.split() == ["13", "[two](notes/Delta%20Two.md#intro)", "notes/Delta",
+    # (every path as search prints it: from the working directory, here above the vault)
+    assert any(line.split() == ["13", "[two](notes/Delta%20Two.md#intro)", "vault/notes/Delta",
                                 "Two.md"] for line in lines)
     assert "linked from: 2" in lines
     assert "  vault/b/deeper/Note.md:3  Note B  [[Home]]" in lines
@@ -116,7 +117,8 @@ def test_links_and_neighbours_through_the_command_line(tmp_path: Path) -> None:
     done = rifflux_cli(tmp_path, "--db", "index.db", "neighbors", "notes/far/Epsilon.md",
                        "--depth", "2")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["1  notes/Delta.md  Delta", "2  Home.md  Home page"]
+    assert done.stdout.splitlines() == ["1  vault/notes/Delta.md  Delta",
+                                        "2  vault/Home.md  Home page"]
     done = rifflux_cli(tmp_path, "--db", "index.db", "neighbors", "Home.md", "--json")
     assert {n["path"] for n in json.loads(done.stdout)} == set(VAULT) - {
         "Home.md", "notes/far/Epsilon.md"}
@@ -127,8 +129,7 @@ def test_links_and_neighbours_through_the_command_line(tmp_path: Path) -> None:
     assert {h["path"] for h in json.loads(done.stdout)["results"]} <= {
         "notes/far/Epsilon.md", "notes/Delta.md"}
 
-    for args, message in ((("links", "Nope.md"), "not an indexed note"),
-                          (("neighbors", "Home.md", "--depth", "11"), "depth must be"),
+    for args, message in ((("neighbors", "Home.md", "--depth", "11"), "depth must be"),
                           (("search", "x", "--depth", "2"), "depth goes with near")):
         done = rifflux_cli(tmp_path, "--db", "index.db", *args)
         assert done.returncode == 2, (args, done.stderr)
@@ -137,3 +138,17 @@ def test_links_and_neighbours_through_the_command_line(tmp_path: Path) -> None:
 
     done = rifflux_cli(tmp_path, "--db", "index.db", "status")
     assert any(line.split()[:2] == ["links", "14"] for line in done.stdout.splitlines())
+
+
+def test_a_note_the_index_does_not_hold_is_one_mistake_with_one_exit_code(
+    tmp_path: Path,
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+    assert rifflux_cli(tmp_path, "--db", "index.db", "index", str(vault)).returncode == 0
+    for args in (("show", "vault/Nope.md"), ("show", "Nope.md:3"), ("links", "Nope.md"),
+                 ("neighbors", "Nope.md"), ("search", "x", "--near", "Nope.md"),
+                 ("links", "Nope.md", "--json"), ("neighbors", "Nope.md", "--depth", "2")):
+        done = rifflux_cli(tmp_path, "--db", "index.db", *args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.startswith("rifflux: error: ") and "not" in done.stderr, args
+        assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == "", args

@@ -119,9 +119,12 @@ class Reads:
     async def _neighbors(self, path: str, root: str | None, depth: int) -> list[Neighbor]:
         """The notes at most ``depth`` links away, either way: nearest first, then by
         path."""
-        near = self._catalog.links.within(self._note(path, root).id, depth)  # (checked)
+        note = self._note(path, root)
+        near = self._catalog.links.within(note.id, depth)  # (checked)
         notes = await self._links.notes(near)
-        found: list[Neighbor] = [{"path": notes[i][0], "title": notes[i][1], "distance": d}
+        folder = self._catalog.roots[note.root_id]  # (links resolve within their folder)
+        found: list[Neighbor] = [{"path": notes[i][0], "title": notes[i][1], "distance": d,
+                                  "root": folder}
                                  for i, d in near.items() if i in notes]  # deleted since
         found.sort(key=lambda n: (n["distance"], n["path"]))
         return found

@@ -23,10 +23,10 @@ from ..core.filters import make_filters
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import InvalidArgumentError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from ..locate import missing_locations
+from ..locate import missing_locations, refused_by_a_new_index
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
-from .common import count, note_path, require_index, write_json
+from .common import count, index_exists, note_path, require_index, write_json
 from .entry import Command, CommandError
 from .plain import on_terminal
 from .remote import frontmatter_pairs
@@ -44,6 +44,11 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         # nothing to index: do not create an index file either
         raise CommandError(f"nothing to index: {', '.join(args.paths)} not found; "
                            "pass existing folders or markdown files")
+    if not await index_exists(settings):  # (a refusal makes no index file, no lock)
+        refusals = await refused_by_a_new_index(args.paths, settings, yes=args.yes)
+        if len(refusals) == len(args.paths):
+            raise CommandError("nothing indexed: " + "; ".join(refusals).replace(
+                "yes=true (rifflux index --yes)", "--yes"))
     async with Rifflux(settings=settings) as rf:
         submitted = await rf.reindex(paths=args.paths, force=args.force, background=True,
                                      count_left_out=True, yes=args.yes)

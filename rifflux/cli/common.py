@@ -33,6 +33,13 @@ async def require_index(settings: Settings) -> None:
                            "or point --db (RIFFLUX_DB_PATH) at an existing index")
 
 
+async def index_exists(settings: Settings) -> bool:
+    """Whether there is an index to open already (a database: it is there to be asked)."""
+    if not isinstance(settings.db_path, Path):
+        return True
+    return await (await anyio.Path(settings.db_path).expanduser()).exists()
+
+
 async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
     """The path a command names a note by, as the index takes it. A file in the working
     directory (search prints paths relative to it) is made absolute when the index holds

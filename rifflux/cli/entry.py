@@ -20,7 +20,13 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..config import Settings, settings_from_env
-from ..errors import InvalidArgumentError, NotAnIndexError, ReadOnlyError, RiffluxError
+from ..errors import (
+    InvalidArgumentError,
+    NotAnIndexError,
+    NotFoundError,
+    ReadOnlyError,
+    RiffluxError,
+)
 from ..exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, configure_logging, fail
 from .arguments import parse_args
 
@@ -101,6 +107,8 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_OK
         if isinstance(leaf, CommandError):
             return fail(str(leaf), leaf.code)
+        if isinstance(leaf, NotFoundError):  # (a note the index does not hold: as `show`)
+            return fail(str(leaf))
         if isinstance(leaf, InvalidArgumentError | NotAnIndexError | ReadOnlyError):
             # (--db: not an index; a mistake in the command, as a bad argument is)
             return fail(as_flags(str(leaf)), EXIT_USAGE)

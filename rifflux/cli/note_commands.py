@@ -11,17 +11,23 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from ..api import Rifflux
 from ..config import Settings
-from ..errors import InvalidArgumentError, RiffluxError
+from ..core.note_paths import note_path
+from ..core.scan import Globs
+from ..errors import InvalidArgumentError, NotFoundError, NotWritableError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..note_types import NoteChange
+from ..notes.desk import OFF
+from .common import require_index
 from .entry import Command, CommandError, as_flags, innermost
 from .note_args import NOTE_COMMAND_NAMES
+from .plain import shown
 from .results import out as results_out
 
 
@@ -51,7 +57,16 @@ def _say(args: argparse.Namespace, done: NoteChange, what: str) -> int:
     return EXIT_OK
 
 
-def _opened(settings: Settings) -> Rifflux:
+def _opened(settings: Settings, *paths: str) -> Rifflux:
+    """The index, for a note command on ``paths``: what the library would refuse without
+    looking at the disk (writing is off, a path that may not be a note's) is refused
+    before anything is opened, so a refused command makes no index, folder or lock."""
+    if not settings.writable:
+        raise NotWritableError(OFF)
+    globs = Globs(settings.include, settings.exclude)
+    for path in paths:
+        if not path.startswith(("/", "~")):  # (an absolute one: its folder, once open)
+            note_path(path, globs)
     return Rifflux(settings=settings, watch_writable=False)
 
 
@@ -65,7 +80,7 @@ async def _stored(rf: Rifflux, done: NoteChange) -> NoteChange:
 
 async def _write(args: argparse.Namespace, settings: Settings) -> int:
     content = await _text(args.content)
-    async with _opened(settings) as rf:
+    async with _opened(settings, args.path) as rf:
         done = await rf.write_note(args.path, content, title=args.title, tags=args.tags,
                                    if_match=args.if_match, overwrite=args.overwrite,
                                    folder=args.folder)
@@ -83,7 +98,7 @@ async def _edit(args: argparse.Namespace, settings: Settings) -> int:
         "replace_section": None if args.replace_section is None else (
             args.replace_section[0], await _text(args.replace_section[1])),
         "find": args.find, "replace": args.replace}
-    async with _opened(settings) as rf:
+    async with _opened(settings, args.path) as rf:
         done = await rf.edit_note(args.path, **edit, replace_all=args.replace_all,
                                   if_match=args.if_match, folder=args.folder)
         done = await _stored(rf, done)
@@ -91,7 +106,7 @@ async def _edit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _move(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as rf:
+    async with _opened(settings, args.src, args.dst) as rf:
         done = await rf.move_note(args.src, args.dst, update_links=args.update_links,
                                   if_match=args.if_match, folder=args.folder)
         done = await _stored(rf, done)
@@ -99,28 +114,30 @@ async def _move(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _delete(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as rf:
+    async with _opened(settings, args.path) as rf:
         done = await rf.delete_note(args.path, if_match=args.if_match, folder=args.folder)
         done = await _stored(rf, done)
     return _say(args, done, "deleted")
 
 
 async def _restore(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as rf:
+    async with _opened(settings, args.path) as rf:
         done = await rf.restore_note(args.path, folder=args.folder)
         done = await _stored(rf, done)
     return _say(args, done, "restored")
 
 
 async def _recent(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as rf:
+    await require_index(settings)  # (a reading command: it makes no index)
+    async with Rifflux(settings=settings, watch_writable=False) as rf:
         notes = await rf.recent(args.limit, args.since, root=args.root)
     if args.json:
         sys.stdout.write(json.dumps(notes, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     out = results_out()
     for note in notes:
-        out.print(f"{note['modified']}  {note['path']}  {note['title']}", markup=False)
+        where = shown(Path(note["root"]) / note["path"])
+        out.print(f"{note['modified']}  {where}  {note['title']}", markup=False)
     return EXIT_OK
 
 
@@ -151,6 +168,7 @@ _CLI_WORDS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bdelete_note\b"), "`rifflux delete-note`"),
     (re.compile(r"\brestore_note\b"), "`rifflux restore-note`"),
     (re.compile(r"\brecent lists\b"), "`rifflux recent` lists"),
+    (re.compile(r"\(Rifflux\(writable=\[DIR\]\), --writable DIR,"), "(--writable DIR"),
 ]
 
 
@@ -173,7 +191,8 @@ def _in_cli_words(command: Command) -> Command:
             error = innermost(exc)
             if not isinstance(error, RiffluxError):
                 raise
-            code = EXIT_USAGE if isinstance(error, InvalidArgumentError) else EXIT_FAILURE
+            code = (EXIT_USAGE if isinstance(error, InvalidArgumentError)
+                    and not isinstance(error, NotFoundError) else EXIT_FAILURE)
             named = [str(getattr(args, name, None) or "") for name in ("path", "src", "dst")]
             raise CommandError(cli_words(as_flags(str(error)), named), code) from exc
 

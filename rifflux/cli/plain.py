@@ -94,7 +94,9 @@ def display_path(hit: SearchResult) -> str:
 
 
 def shown(full: Path) -> str:
-    """A file as a person opens it: relative to the working directory when inside it."""
+    """A file as a person opens it, and as every command prints a path (search's hits,
+    show, links both ways, neighbors, files, recent): relative to the working directory
+    when inside it (from an indexed folder: its own paths), else absolute."""
     try:
         return full.relative_to(Path.cwd()).as_posix()
     except ValueError:
@@ -134,7 +136,8 @@ def link_lines(links: NoteLinks) -> list[Pieces]:
           + (f" ({unresolved} unresolved)" if unresolved else ""), "bold")]]
     for link in outgoing:
         lines.append([(f"  {link['line']:>5}  {_written(link)}  ", ""),
-                      ("unresolved", "red") if link["path"] is None else (link["path"], "cyan")])
+                      ("unresolved", "red") if link["path"] is None
+                      else (shown(root / link["path"]), "cyan")])
     lines.append([(f"linked from: {len(links['backlinks'])}", "bold")])
     for back in links["backlinks"]:
         line = [("  ", ""), (f"{shown(root / back['path'])}:{back['line']}", "cyan")]

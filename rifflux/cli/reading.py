@@ -16,7 +16,7 @@ from ..core.filters import check_depth
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .common import count, note_path, require_index, write_json
 from .entry import CommandError
-from .plain import link_lines, on_terminal, print_files
+from .plain import link_lines, on_terminal, print_files, shown
 from .results import out
 
 #: PATH:START-END, PATH:LINE.
@@ -61,7 +61,7 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
         write_json(found)
         return EXIT_OK
     lines = out()
-    where = Path(found["root"]) / found["path"]
+    where = shown(Path(found["root"]) / found["path"])
     lines.print(f"{where}:{found['start_line']}-{found['end_line']} "
                 f"(of {found['total_lines']} lines)", style="bold cyan", markup=False)
     width = len(str(found["end_line"]))
@@ -92,7 +92,7 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
         write_json(chunk)
         return EXIT_OK
     lines = out()
-    where = Path(chunk["root"]) / chunk["path"]
+    where = shown(Path(chunk["root"]) / chunk["path"])
     lines.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
                 f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
     lines.print(chunk["content"], markup=False)
@@ -127,7 +127,8 @@ async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
     else:
         lines = out()
         for near in found:
-            lines.print(f"{near['distance']}  {near['path']}  {near['title']}", markup=False)
+            where = shown(Path(near["root"]) / near["path"])
+            lines.print(f"{near['distance']}  {where}  {near['title']}", markup=False)
     if not found:
         sys.stderr.write(f"rifflux: no note within {count(args.depth, 'link')} of "
                          f"{args.path} (`rifflux links` shows its unresolved links)\n")
