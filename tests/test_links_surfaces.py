@@ -49,9 +49,10 @@ async def test_links_and_neighbours_through_mcp(tmp_path: Path) -> None:
         assert cut["truncated"] is True and "limit" in cut["hint"]
 
         near = await call(session, "get_neighbors", path="notes/far/Epsilon.md", depth=2)
+        root = str(vault.resolve())
         assert near["neighbors"] == [
-            {"path": "notes/Delta.md", "title": "Delta", "distance": 1, "root": str(vault.resolve())},
-            {"path": "Home.md", "title": "Home page", "distance": 2, "root": str(vault.resolve())}]
+            {"path": "notes/Delta.md", "title": "Delta", "distance": 1, "root": root},
+            {"path": "Home.md", "title": "Home page", "distance": 2, "root": root}]
         assert near["count"] == 2 and "truncated" not in near
 
         hits = await call(session, "search_rifflux", query="garden", mode="lexical",
