@@ -17,7 +17,15 @@ from ...core.filters import FileEntry
 from ...core.hits import WEIGHTS, Hit, place
 from ...errors import IndexDatabaseError
 from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
-from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
+from ..common import (
+    ROW_COLUMNS,
+    ROW_SQL,
+    PendingText,
+    iso_utc,
+    row_dict,
+    stable_order,
+    title_of,
+)
 from ..protocols import CodeBlocks, VectorBlocks
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .changes import sequence
@@ -33,12 +41,6 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
 _SCORE = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
-
-ROW_SQL = (
-    f"SELECT {ROW_COLUMNS} "
-    "FROM chunks c JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
-)
-
 
 #: Where a chunk deleted since it was ranked goes among its ties (it is dropped later).
 _GONE = ("", -1, "")
