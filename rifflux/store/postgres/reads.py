@@ -1,8 +1,9 @@
 """The PostgreSQL store's reads, for the query actor and the embedder, on a pool of
 connections (searches and reads run side by side, each on a connection of its own):
-chunk rows, the catalog, counts, roots, processes, texts without vectors. Same
-answers as ``store.sqlite``'s. (A file or a chunk by its key and a note's links are
-read by ``store.records`` and ``store.link_records``, on the same pool.)
+chunk rows, the catalog, processes, texts without vectors. Same answers as
+``store.sqlite``'s. (The counts and lists are ``store.listings``'; a file or a chunk
+by its key and a note's links are read by ``store.records`` and
+``store.link_records``, on the same pool.)
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ from collections.abc import Sequence
 from ...core.chunker import embed_text
 from ...core.filters import FileEntry
 from ...location import DatabaseUrl
-from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
-from ..common import ROW_SQL, PendingText, iso_utc, row_dict, title_of
+from ...types import ChunkRecord, ProcessInfo
+from ..common import ROW_SQL, PendingText, row_dict
+from ..listings import Listings
 from ..written import FILE_ENTRY_COLUMNS, file_entry
 from .changes import sequence
-from .connection import Pool, mapped_errors
+from .connection import OnPool, Pool, mapped_errors
 from .presence import SEEN_WITHIN
 
 
-class Reads:
-    """``ReadStore`` and ``PendingStore`` in one."""
+class Reads(Listings):
+    """``ReadStore`` (its counts and lists: ``Listings``) and ``PendingStore`` in one."""
 
     def __init__(self, pool: Pool, where: DatabaseUrl) -> None:
+        super().__init__(OnPool(pool, where))
         self.pool = pool
         self.where = where
 
@@ -59,46 +62,6 @@ class Reads:
         return ({int(r[0]): str(r[1]) for r in roots}, [file_entry(f) for f in files],
                 [(int(e[0]), int(e[1])) for e in edges])
 
-    async def counts(self, model: str | None) -> tuple[Counts, str | None]:
-        with mapped_errors(self.where):
-            if model is None:
-                model = await self.pool.fetchval(
-                    "SELECT value FROM meta WHERE key = 'embedding_model'")
-            row = await self.pool.fetchrow(
-                "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM chunks), "
-                "(SELECT count(*) FROM embeddings WHERE model = $1), "
-                "(SELECT count(DISTINCT content_hash) FROM chunks c WHERE NOT EXISTS "
-                " (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash "
-                "  AND e.model = $1)), (SELECT count(*) FROM roots), "
-                "(SELECT count(*) FROM links), "
-                "(SELECT count(*) FROM links WHERE target_file_id IS NULL)", model or "")
-        assert row is not None
-        counts: Counts = {"files": int(row[0]), "chunks": int(row[1]),
-                          "embeddings": int(row[2]), "pending_embeddings": int(row[3]),
-                          "roots": int(row[4]), "links": int(row[5]),
-                          "unresolved_links": int(row[6])}
-        return counts, model
-
-    async def root_counts(self) -> list[RootCount]:
-        with mapped_errors(self.where):
-            rows = await self.pool.fetch(
-                "SELECT r.path, count(f.id), COALESCE(sum((SELECT count(*) FROM chunks c "
-                "WHERE c.file_id = f.id)), 0) FROM roots r LEFT JOIN files f "
-                "ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
-        return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
-
-    async def files(self, root_id: int | None = None) -> list[IndexedFile]:
-        """The files the index holds (of one root, when given) with their chunk counts, by
-        root in the order they were indexed, then path."""
-        with mapped_errors(self.where):
-            rows = await self.pool.fetch(
-                "SELECT f.rel_path, r.path, f.title, f.mtime_ns, (SELECT count(*) FROM chunks c "
-                "WHERE c.file_id = f.id) FROM files f JOIN roots r ON r.id = f.root_id "
-                "WHERE $1::bigint IS NULL OR f.root_id = $1 "
-                'ORDER BY r.id, f.rel_path COLLATE "C"', root_id)
-        return [{"path": str(r[0]), "root": str(r[1]), "title": title_of(r[2], str(r[0])),
-                 "modified": iso_utc(int(r[3])), "chunks": int(r[4])} for r in rows]
-
     async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
         with mapped_errors(self.where):
             rows = await self.pool.fetch(
@@ -108,8 +71,3 @@ class Reads:
                 seq = await sequence(conn)
         return ([{"pid": int(r[0]), "roles": list(json.loads(r[1])), "last_seen": float(r[2])}
                  for r in rows], seq)
-
-    async def roots(self) -> list[str]:
-        with mapped_errors(self.where):
-            rows = await self.pool.fetch("SELECT path FROM roots ORDER BY id")
-        return [str(r[0]) for r in rows]
