@@ -21,9 +21,9 @@ from rifflux import ClosedError, InternalError, Rifflux, RiffluxError, Settings
 from rifflux.actors import index_job
 from rifflux.core import plan as core_plan
 from rifflux.core.vectors import F32
+from rifflux.store.records import Records
 from rifflux.store.sqlite.missing import Missing
 from rifflux.store.sqlite.reader import Reader
-from rifflux.store.sqlite.records import Records
 
 from .helpers import CountingEmbedder, eventually, otters_and_bread, write
 

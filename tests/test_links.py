@@ -325,3 +325,53 @@ async def test_a_name_several_notes_share_resolves_to_the_nearest_and_stays_so(
         await rf.reindex(vault)
         assert await targets() == {"en/Basics/Links.md": "en/Core plugins/Canvas.md",
                                    "ja/リンク.md": "zh/插件/Canvas.md"}
+
+
+BLOCKS = """# Target
+
+## Early
+
+An early point. ^key-point
+
+## Middle
+
+A word on ^keys in passing.
+
+## Late
+
+The key itself. ^key
+"""
+
+
+async def test_a_block_anchor_names_the_chunk_with_that_block_not_one_it_begins(
+    db: Location, tmp_path: Path,
+) -> None:
+    vault = write_vault(tmp_path / "vault", {
+        "Target.md": BLOCKS,
+        "Home.md": "# Home\n\n[[Target#^key]], [[Target#^key-point]] and [[Target#^nope]].\n"})
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        found: dict[str, str | None] = {}
+        for link in (await rf.links("Home.md"))["outgoing"]:
+            assert link["path"] == "Target.md", link["target"]
+            chunk_id = link["target_chunk_id"]
+            chunk = None if chunk_id is None else await rf.get_chunk(chunk_id)
+            found[link["target"]] = None if chunk is None else chunk["heading_path"]
+    assert found == {"Target#^key": "Target > Late", "Target#^key-point": "Target > Early",
+                     "Target#^nope": None}
+
+
+async def test_backlinks_and_the_files_are_listed_in_code_point_order_on_either_store(
+    db: Location, tmp_path: Path,
+) -> None:
+    # byte (code point) order, as SQLite orders text: not a locale's, where "apple"
+    # would come before "Target" and "éclair" before "Zebra" (a PostgreSQL database's
+    # default collation may be a locale's; the test server's is C)
+    sources = ["Zebra.md", "_under.md", "apple.md", "éclair.md"]
+    vault = write_vault(tmp_path / "vault", {"Target.md": "# Target\n\nThe target.\n",
+                                             **{s: "# Source\n\nSee [[Target]].\n"
+                                                for s in reversed(sources)}})
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(vault)
+        assert await backlinks(rf, "Target.md") == sources
+        assert [f["path"] for f in await rf.files()] == ["Target.md", *sources]

@@ -22,39 +22,17 @@ counts them (``core.bm25.score`` ranks with them).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-
-import snowballstemmer
 
 from .cjk import OTHER_WORD, RUN, bigrams, characters, index_text, is_cjk_word, is_sentence
 from .fts_query import MAX_CLAUSES, query_terms
+from .words import fold, stem
 
 #: Between the columns of an indexed text: not a token to any parser.
 SEPARATOR = " | "
 _TOKEN = re.compile(f"{RUN.pattern}|{OTHER_WORD.pattern}")
-_STEMMER = snowballstemmer.stemmer("porter")
-
-
-@lru_cache(maxsize=65536)
-def fold(word: str) -> str:
-    """Lower case without accents, as FTS5's ``unicode61 remove_diacritics 2`` folds
-    (the same rule as ``core.snippets``)."""
-    word = word.lower()
-    if word.isascii():
-        return word
-    return "".join(c for c in unicodedata.normalize("NFKD", word)
-                   if not unicodedata.combining(c))
-
-
-@lru_cache(maxsize=65536)
-def stem(folded: str) -> str:
-    """As FTS5's porter tokenizer stems: words under three characters are left as they
-    are."""
-    return folded if len(folded) < 3 else str(_STEMMER.stemWord(folded))
 
 
 def _token(raw: str) -> str:

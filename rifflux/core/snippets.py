@@ -18,13 +18,11 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from functools import lru_cache
 from typing import NamedTuple
-
-import snowballstemmer
 
 from .cjk import OTHER_WORD, is_cjk_word, pieces
 from .fts_query import query_terms
+from .words import fold, stem
 
 WIDTH = 240
 #: A token as FTS5's unicode61 tokenizer cuts them: letters and digits (``_`` separates),
@@ -35,24 +33,6 @@ _HEADING_MARK = re.compile(r"^#{1,6}(?:[ \t]+|$)", re.MULTILINE)
 #: The rest of a word in lowered ASCII text whose "_" are spaces.
 _WORD_REST = re.compile(r"[a-z0-9]*")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
-_STEMMER = snowballstemmer.stemmer("porter")
-
-
-@lru_cache(maxsize=65536)
-def _fold(word: str) -> str:
-    """Lower case without accents, as FTS5's ``unicode61 remove_diacritics 2`` folds."""
-    word = word.lower()
-    if word.isascii():
-        return word
-    return "".join(c for c in unicodedata.normalize("NFKD", word)
-                   if not unicodedata.combining(c))
-
-
-@lru_cache(maxsize=65536)
-def _stem(folded: str) -> str:
-    """As FTS5's porter tokenizer stems: words under three characters are left as they
-    are (Snowball would make ``s`` empty, and an empty stem matches everywhere)."""
-    return folded if len(folded) < 3 else str(_STEMMER.stemWord(folded))
 
 
 class Found(NamedTuple):
@@ -82,11 +62,11 @@ class Snippets:
                  if not is_cjk_word(w)]
         mixed = [w for p in terms.phrases if any(map(is_cjk_word, p)) for w in p
                  if not is_cjk_word(w)]  # the other words of a phrase with CJK in it
-        self._stems = frozenset([*(_stem(_fold(t[0])) for t, p in split if len(t) == 1
-                                   and not p), *(_stem(_fold(w)) for w in mixed)])
-        self._prefixes = tuple(_fold(t[0]) for t, p in split if len(t) == 1 and p)
+        self._stems = frozenset([*(stem(fold(t[0])) for t, p in split if len(t) == 1
+                                   and not p), *(stem(fold(w)) for w in mixed)])
+        self._prefixes = tuple(fold(t[0]) for t, p in split if len(t) == 1 and p)
         self._phrases = tuple(
-            tuple(_stem(_fold(w)) for w in phrase)
+            tuple(stem(fold(w)) for w in phrase)
             for phrase in [*(p for p in terms.phrases if not any(map(is_cjk_word, p))),
                            *(tuple(t) for t, _ in split if len(t) > 1)])
         heads = {s[:3] for s in self._stems} | {p[0][:3] for p in self._phrases if p}
@@ -95,7 +75,7 @@ class Snippets:
         self._starts = tuple(heads | set(self._prefixes))
         self._heads = frozenset(heads)
         words = [w for w, _ in terms.words] + [w for p in terms.phrases for w in p]
-        folded = " ".join(_fold(w) for w in words)
+        folded = " ".join(fold(w) for w in words)
         self._trigrams = {folded[i : i + 3] for i in range(len(folded) - 2)
                           if " " not in folded[i : i + 3]}
 
@@ -148,21 +128,22 @@ class Snippets:
         else:
             heads, prefixes = self._heads, self._prefixes
             words = [(m.start(), m.end()) for m in _WORD.finditer(text)
-                     if (f := _fold(m.group()))[:3] in heads
+                     if (f := fold(m.group()))[:3] in heads
                      or (prefixes and f.startswith(prefixes))]
         marks: list[tuple[int, int, str]] = []
         skip_to = 0
         for start, end in words:
             if start < skip_to:
                 continue
-            folded = _fold(text[start:end])
-            stem = _stem(folded)
-            phrase = self._phrase_at(text, end, stem)
+            folded = fold(text[start:end])
+            stemmed = stem(folded)
+            phrase = self._phrase_at(text, end, stemmed)
             if phrase is not None:
                 marks.append((start, phrase[0], phrase[1]))
                 skip_to = phrase[0]
-            elif stem in self._stems or (self._prefixes and folded.startswith(self._prefixes)):
-                marks.append((start, end, stem))
+            elif stemmed in self._stems or (self._prefixes
+                                            and folded.startswith(self._prefixes)):
+                marks.append((start, end, stemmed))
         return marks
 
     def _cjk_marks(self, text: str,
@@ -199,7 +180,7 @@ class Snippets:
             for want in phrase[1:]:
                 m = _WORD.search(text, position)
                 if m is None or text[position : m.start()].strip(" ,;:-_/.") or \
-                        _stem(_fold(m.group())) != want:
+                        stem(fold(m.group())) != want:
                     ok = False
                     break
                 position = m.end()
@@ -240,10 +221,10 @@ def _without_headings(content: str) -> str:
 
 
 def _fold_keeping_length(text: str) -> str:
-    """``_fold`` character by character, so that offsets still point into ``text``."""
+    """``fold`` character by character, so that offsets still point into ``text``."""
     if text.isascii():
         return text.lower()
-    return "".join((_fold(c) or c)[:1] for c in text)
+    return "".join((fold(c) or c)[:1] for c in text)
 
 
 def snippet(content: str, query: str, width: int = WIDTH) -> str:

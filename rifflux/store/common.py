@@ -24,6 +24,9 @@ ROW_COLUMNS = (
     "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
     "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
 )
+#: A statement of chunk rows (``ROW_COLUMNS``), to be ended by its ``WHERE``.
+ROW_SQL = (f"SELECT {ROW_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
+           "JOIN roots r ON r.id = f.root_id ")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,11 @@ from rifflux.errors import InvalidArgumentError
 
 from ..helpers import (
     CountingEmbedder,
+    Location,
     call,
     call_error,
     eventually,
+    index_rows,
     jobs_settled,
     mcp_session,
     server_env,
@@ -253,6 +255,57 @@ async def test_mcp_reindex_from_a_server_started_in_home_is_refused_and_forget_w
     assert after["files"] == 0 and after["roots"] == 0
 
 
+async def test_a_parent_indexed_after_its_child_takes_it_in_on_either_store(
+    db: Location, tmp_path: Path,
+) -> None:
+    parent = tmp_path / "nodejs"
+    child = folder(parent / "contributing", 3, word="quokka")
+    write(parent, "README.md", "# Node\n\nthe parent readme\n")
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(child)
+        assert await rf.roots() == [str(child)]
+        absorbed = await rf.reindex(parent)
+        roots, status, listed = await rf.roots(), await rf.status(), await rf.files()
+        hits = await rf.search("quokka", mode="lexical", top_k=10)
+        inside = await rf.reindex(child)  # a folder inside a root updates that part
+        moved = await rf.get_file("contributing/note-1.md")
+        assert await rf.roots() == [str(parent)] and await rf.get_file("note-1.md") is None
+    assert absorbed["indexed_files"] == 1 and absorbed["skipped_files"] == 3  # vectors kept
+    assert roots == [str(parent)] and status["roots"] == 1
+    assert status["indexed_roots"] == [{"path": str(parent), "files": 4, "chunks": 4}]
+    assert [(f["root"], f["path"]) for f in listed] == [
+        (str(parent), p) for p in ("README.md", *(f"contributing/note-{i}.md" for i in range(3)))]
+    assert sorted((h["root"], h["path"]) for h in hits) == [
+        (str(parent), f"contributing/note-{i}.md") for i in range(3)]  # each once
+    assert inside["skipped_files"] == 3 and not inside["errors"]
+    assert moved is not None and moved["root"] == str(parent)
+
+
+async def test_forgetting_a_root_removes_it_whole_and_keeps_the_others_on_either_store(
+    db: Location, tmp_path: Path,
+) -> None:
+    notes = folder(tmp_path / "notes", 2, word="wombat")
+    docs = folder(tmp_path / "docs", 2, word="platypus")
+    write(docs, "links.md", "# Links\n\nSee [[note-0]] and [[note-1]].\n")
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(paths=[notes, docs])
+        before, both = await rf.status(), await rf.get_file("note-0.md")
+        whole = await rf.forget(docs)
+        status, roots, listed = await rf.status(), await rf.roots(), await rf.files()
+        gone = await rf.search("platypus", mode="hybrid")
+        with pytest.raises(InvalidArgumentError, match="outside every indexed folder"):
+            await rf.get_file(str(docs / "links.md"))
+        kept = await rf.get_file("note-0.md")
+    assert both is not None and both.get("other_roots") == [str(docs)]
+    assert before["links"] == 2 and whole["removed_roots"] == [str(docs)]
+    assert whole["removed_files"] == 3 and roots == [str(notes)]
+    assert (status["files"], status["roots"], status["links"]) == (2, 1, 0)
+    assert status["embeddings"] == 2  # vectors no chunk uses are dropped
+    assert [f["path"] for f in listed] == ["note-0.md", "note-1.md"]
+    assert gone and {h["root"] for h in gone} == {str(notes)}  # nothing from docs
+    assert kept is not None and kept["root"] == str(notes) and "other_roots" not in kept
+
+
 async def test_a_folder_inside_a_root_never_becomes_a_root_of_its_own(tmp_path: Path) -> None:
     parent = tmp_path / "a"
     child = folder(parent / "b", 2, word="hello")
@@ -275,7 +328,7 @@ async def test_a_folder_inside_a_root_never_becomes_a_root_of_its_own(tmp_path: 
 
 @pytest.mark.parametrize("embedding", ["a", "b"])
 async def test_a_parent_indexed_by_another_process_during_a_childs_scan_takes_it_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedding: str,
+    db: Location, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedding: str,
 ) -> None:
     # Two instances on one index stand for two processes. B starts indexing a/b (not yet
     # inside any root); while it scans, A indexes a. B must then write into a's root:
@@ -301,9 +354,9 @@ async def test_a_parent_indexed_by_another_process_during_a_childs_scan_takes_it
 
     monkeypatch.setattr(IndexRun, "_scan", slow_scan)
     async with AsyncExitStack() as stack:
-        first = await stack.enter_async_context(open_rifflux(tmp_path))
+        first = await stack.enter_async_context(Rifflux(db, embedder=CountingEmbedder()))
         await eventually(lambda: embeds(first))  # (it holds the lease before the other opens)
-        second = await stack.enter_async_context(open_rifflux(tmp_path))
+        second = await stack.enter_async_context(Rifflux(db, embedder=CountingEmbedder()))
         a, b = (first, second) if embedding == "a" else (second, first)
 
         async def index_child() -> None:
@@ -324,8 +377,7 @@ async def test_a_parent_indexed_by_another_process_during_a_childs_scan_takes_it
         assert not await embeds(second)
         for rf in (a, b):
             assert await rf.roots() == [str(parent)]
-    with sqlite3.connect(tmp_path / "i.db") as db:
-        stored = sorted(r[0] for r in db.execute("SELECT rel_path FROM files"))
+    stored = sorted(r[0] for r in await index_rows(db, "SELECT rel_path FROM files"))
     assert stored == ["b/note-0.md", "b/note-1.md", "note-0.md"]
 
 

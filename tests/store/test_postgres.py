@@ -148,6 +148,16 @@ def test_a_connection_whose_protocol_broke_is_lost_and_made_again_not_a_failure(
     assert isinstance(error, IndexUnreachableError) and "s3cret" not in str(error)
 
 
+def test_a_shared_statements_placeholders_are_numbered_but_never_inside_quotes() -> None:
+    # the statements both stores share are written with ?, and asyncpg wants $1, $2, ...
+    from rifflux.store.postgres.connection import numbered
+
+    assert numbered("SELECT id FROM files WHERE root_id = ? AND rel_path LIKE ?") == \
+        "SELECT id FROM files WHERE root_id = $1 AND rel_path LIKE $2"
+    assert numbered("SELECT '?', \"a?\" FROM t WHERE x IN (?, ?) AND y = 'it''s?' || ?") == \
+        "SELECT '?', \"a?\" FROM t WHERE x IN ($1, $2) AND y = 'it''s?' || $3"
+
+
 async def test_a_read_only_open_searches_and_never_writes(
     new_postgres_index: Callable[[], str], search_docs: Path,
 ) -> None:

@@ -7,13 +7,18 @@ them: each writing transaction first takes the transaction-level advisory lock
 ``WRITE_LOCK``. So the change log's sequence numbers (assigned inside the
 transaction) are in commit order, and a follower that has read up to a number has
 seen every commit before it.
+
+The statements both stores share (``store.statements``) run here in PostgreSQL's
+``DIALECT``, their ``?`` placeholders numbered (``numbered``): on the pool
+(``OnPool``), or on a session of its own (``session.OnSession``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import lru_cache
 from typing import TypeAlias
 
 import anyio
@@ -30,6 +35,7 @@ from ...errors import (
     RiffluxError,
 )
 from ...location import DatabaseUrl
+from ..statements import Dialect
 
 #: The first key of every advisory lock Rifflux takes (``pg_advisory_*lock(int, int)``).
 LOCKS = 0x52694678
@@ -159,3 +165,43 @@ async def _ended(tr: Transaction) -> AsyncIterator[None]:
             await tr.rollback()
         raise
     await tr.commit()
+
+
+#: PostgreSQL's spellings of what the stores' shared statements say differently.
+DIALECT = Dialect(position="strpos", bytewise='"C"', among="= ANY(?)", listed=list,
+                  like="LIKE ?")
+
+
+@lru_cache(maxsize=256)
+def numbered(sql: str) -> str:
+    """A shared statement's ``?`` placeholders as asyncpg's ``$1``, ``$2``, ... in order.
+    A ``?`` inside quotes (a string literal, a quoted name) is text, left as it is
+    (the shared statements hold none; a doubled quote inside closes and opens again)."""
+    out: list[str] = []
+    quote, placed = "", 0
+    for ch in sql:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            placed += 1
+            out.append(f"${placed}")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+class OnPool:
+    """The shared statements (``store.statements.Statements``) on the pool: each on a
+    connection it lends (reads only)."""
+
+    dialect = DIALECT
+
+    def __init__(self, pool: Pool, where: DatabaseUrl) -> None:
+        self.pool = pool
+        self.where = where
+
+    async def fetch(self, sql: str, *args: object) -> Sequence[asyncpg.Record]:
+        with mapped_errors(self.where):
+            return await self.pool.fetch(numbered(sql), *args)

@@ -1,15 +1,15 @@
 """The links tables, kept by the PostgreSQL writer inside its own transactions: the same
 rules as ``store.sqlite.link_index`` (only the links that the keys of a change name
-are resolved again; the files that contain them are never read again), over
-PostgreSQL.
+are resolved again, by ``store.relinking``; the files that contain them are never
+read again), over PostgreSQL.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-from ...core.links import LinkKeys, NoteKey, fold, link_keys, note_keys, resolve
+from ...core.links import fold, note_keys
+from .. import relinking
 from ..written import Edges, FileToWrite
 from .connection import Connection
 
@@ -36,7 +36,8 @@ async def write_links(conn: Connection, root_id: int,
         await conn.execute("INSERT INTO note_aliases(file_id, alias_key) "
                            "SELECT * FROM unnest($1::bigint[], $2::text[])", *_columns(aliases, 2))
     links = [(fid, link.chunk_index, link.line, link.heading, link.kind, link.embed,
-              link.target, link.text, link.context, *_keys(f.rel_path, link.kind, link.target))
+              link.target, link.text, link.context,
+              *relinking.stored_keys(f.rel_path, link.kind, link.target))
              for fid, f in files for link in f.links]
     if links:
         await conn.execute(
@@ -78,7 +79,7 @@ async def rekey_links(conn: Connection, root_id: int) -> Edges:
     rows = await conn.fetch(
         "SELECT l.id, f.rel_path, l.kind, l.target FROM links l JOIN files f "
         "ON f.id = l.file_id WHERE f.root_id = $1", root_id)
-    rekeyed = [(int(r[0]), *_keys(str(r[1]), str(r[2]), str(r[3]))) for r in rows]
+    rekeyed = [(int(r[0]), *relinking.stored_keys(str(r[1]), str(r[2]), str(r[3]))) for r in rows]
     if rekeyed:
         await conn.execute(
             "UPDATE links l SET rel_key = t.r, abs_key = t.a, name_key = t.n, alias_key = t.s "
@@ -87,20 +88,15 @@ async def rekey_links(conn: Connection, root_id: int) -> Edges:
     return await _resolve(conn, root_id, sources=[fid for fid, _ in files])
 
 
-def _keys(source_rel: str, kind: str, target: str) -> tuple[str | None, str, str, str]:
-    keys = link_keys(source_rel, "markdown" if kind == "markdown" else "wikilink", target)
-    return keys.rel, keys.abs, keys.name, keys.alias
-
-
 async def _resolve(conn: Connection, root_id: int, *, names: Collection[str] = (),
                    aliases: Collection[str] = (), sources: Collection[int] = (),
                    targets: Collection[int] = ()) -> Edges:
     """Resolve again the links of this root that name ``names`` or ``aliases``, that are
-    in ``sources`` or that resolved to ``targets``; answer the outgoing links of every
-    file whose links changed (and of every one of ``sources``)."""
+    in ``sources`` or that resolved to ``targets`` (``store.relinking``'s rules); answer
+    the outgoing links of every file whose links changed (and of every one of
+    ``sources``)."""
     rows = await conn.fetch(
-        "SELECT l.id, l.file_id, l.rel_key, l.abs_key, l.name_key, l.alias_key, "
-        "l.target_file_id, f.rel_path FROM links l JOIN files f ON f.id = l.file_id "
+        f"SELECT {relinking.CANDIDATE_COLUMNS} FROM links l JOIN files f ON f.id = l.file_id "
         "WHERE l.id IN (SELECT id FROM links WHERE name_key = ANY($1) "
         "UNION SELECT id FROM links WHERE alias_key = ANY($2) "
         "UNION SELECT id FROM links WHERE file_id = ANY($3) "
@@ -108,27 +104,14 @@ async def _resolve(conn: Connection, root_id: int, *, names: Collection[str] = (
         list(names), list(aliases), list(sources), list(targets), root_id)
     if not rows and not sources:
         return ()
-    named: dict[str, list[NoteKey]] = defaultdict(list)
-    for r in await conn.fetch(
-            "SELECT n.name_key, n.file_id, f.rel_path, n.path_key FROM note_keys n "
-            "JOIN files f ON f.id = n.file_id WHERE n.name_key = ANY($1) AND f.root_id = $2",
-            list({str(r[4]) for r in rows}), root_id):
-        named[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), str(r[3])))
-    aliased: dict[str, list[NoteKey]] = defaultdict(list)
-    for r in await conn.fetch(
-            "SELECT a.alias_key, a.file_id, f.rel_path FROM note_aliases a "
-            "JOIN files f ON f.id = a.file_id WHERE a.alias_key = ANY($1) AND f.root_id = $2",
-            list({str(r[5]) for r in rows}), root_id):
-        aliased[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), ""))
-    changed: list[tuple[int | None, int]] = []
-    touched = set(sources)
-    for r in rows:
-        keys = LinkKeys(None if r[2] is None else str(r[2]), str(r[3]), str(r[4]), str(r[5]))
-        target = resolve(keys, named.get(keys.name, ()), aliased.get(keys.alias, ()),
-                         str(r[7]))
-        if target != (None if r[6] is None else int(r[6])):
-            changed.append((target, int(r[0])))
-            touched.add(int(r[1]))
+    named = await conn.fetch(
+        f"SELECT {relinking.NAMED_COLUMNS} FROM note_keys n JOIN files f ON f.id = n.file_id "
+        "WHERE n.name_key = ANY($1) AND f.root_id = $2", relinking.names(rows), root_id)
+    aliased = await conn.fetch(
+        f"SELECT {relinking.ALIASED_COLUMNS} FROM note_aliases a JOIN files f "
+        "ON f.id = a.file_id WHERE a.alias_key = ANY($1) AND f.root_id = $2",
+        relinking.aliases(rows), root_id)
+    changed, touched = relinking.retargeted(rows, named, aliased, sources)
     if changed:
         await conn.execute(
             "UPDATE links l SET target_file_id = t.target FROM unnest($1::bigint[], "
@@ -140,9 +123,6 @@ async def edges_of(conn: Connection, files: Collection[int]) -> Edges:
     """The resolved outgoing links of ``files`` (each to the other files it links to)."""
     if not files:
         return ()
-    out: dict[int, set[int]] = {fid: set() for fid in files}
-    for r in await conn.fetch(
-            "SELECT file_id, target_file_id FROM links WHERE file_id = ANY($1) "
-            "AND target_file_id IS NOT NULL AND target_file_id != file_id", list(files)):
-        out[int(r[0])].add(int(r[1]))
-    return tuple((fid, tuple(sorted(targets))) for fid, targets in sorted(out.items()))
+    return relinking.edges(files, await conn.fetch(
+        "SELECT file_id, target_file_id FROM links WHERE file_id = ANY($1) "
+        "AND target_file_id IS NOT NULL AND target_file_id != file_id", list(files)))

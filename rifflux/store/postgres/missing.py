@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 
 from ...core.plan import Scope
+from ..statements import like_prefix
 from ..written import Written
 from .connection import Connection, mapped_errors, transaction
 from .session import Session, retried
@@ -26,12 +27,6 @@ class Change:
     added: list[tuple[int, str, int]]  # (chunk row id, content hash, file id)
     have: set[str]  # added texts that have a vector of the model
     gone: set[str]  # missing texts no chunk has any more
-
-
-def like_prefix(prefix: str) -> str:
-    """A ``LIKE`` pattern for the paths that start with ``prefix`` (``\\`` escapes)."""
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "%"
 
 
 class Missing:

@@ -21,9 +21,11 @@ from pgvector.asyncpg import register_vector
 
 from ...config import Settings
 from ...location import DatabaseUrl
+from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
+from ..records import Records
 from .changes import Follow
-from .connection import close, connect, mapped_errors
+from .connection import OnPool, close, connect, mapped_errors
 from .lexical import Lexical, planner
 from .presence import Lease, Presence
 from .reads import Reads
@@ -82,6 +84,7 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
         if lease is not None:
             stack.push_async_callback(lease.give_back)
         reads = Reads(pool, where)
+        statements = OnPool(pool, where)  # (the records' and links' reads)
         yield OpenStore(
             where=where.redacted,
             capabilities=Capabilities(
@@ -89,7 +92,7 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
                 lexical_plan=planner(ranking),
                 note=None if ranking == "bm25" else _FALLBACK_NOTE),
             writer=Writer(session, read_only=read_only), follow=follow,
-            reads=reads, records=reads, links=reads,
+            reads=reads, records=Records(statements), links=LinkRecords(statements),
             lexical=Lexical(pool, where, ranking), semantic=Semantic(pool, where),
             matrix=None, open_matrix=None, pending=reads,
             presence=presence,

@@ -20,13 +20,16 @@ server rolled back when the connection was lost (a connection lost during its
 done, and the change log, read once again in full after a reconnect, tells the
 query actor the rest). Whoever needs the connection set up (the origin of its
 writes, ``LISTEN``) registers a ``setup``, run on every new connection.
+
+``OnSession`` runs the statements both stores share (``store.statements.Writing``)
+on a session: its units of work are ``Session.run``'s.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
 
@@ -35,7 +38,7 @@ import asyncpg
 
 from ...errors import IndexUnreachableError
 from ...location import DatabaseUrl
-from .connection import close, connect
+from .connection import DIALECT, close, connect, mapped_errors, numbered, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -207,3 +210,30 @@ def retried(wait: float | None = None) -> Callable[
         return again
 
     return wrap
+
+
+class OnSession:
+    """The shared statements (``store.statements.Writing``) on a session's connection,
+    whichever it is now."""
+
+    dialect = DIALECT
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    async def fetch(self, sql: str, *args: object) -> Sequence[asyncpg.Record]:
+        with mapped_errors(self.session.where):
+            return await self.session.conn.fetch(numbered(sql), *args)
+
+    async def execute(self, sql: str, *args: object) -> None:
+        with mapped_errors(self.session.where):
+            await self.session.conn.execute(numbered(sql), *args)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        with mapped_errors(self.session.where):
+            async with transaction(self.session.conn):
+                yield
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        return await self.session.run(work)

@@ -15,12 +15,12 @@ it may have changed (``Edges``), for the query actor's link graph.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 
 import aiosqlite
 
-from ...core.links import LinkKeys, NoteKey, fold, link_keys, note_keys, resolve
+from ...core.links import fold, note_keys
+from .. import relinking
 from ..written import Edges, FileToWrite
 
 LINKS_SCHEMA = """
@@ -86,7 +86,8 @@ async def write_links(conn: aiosqlite.Connection, root_id: int,
         "INSERT INTO links(file_id, chunk_index, line, heading, kind, embed, target, text, "
         "context, rel_key, abs_key, name_key, alias_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [(fid, link.chunk_index, link.line, link.heading, link.kind, int(link.embed),
-          link.target, link.text, link.context, *_keys(f.rel_path, link.kind, link.target))
+          link.target, link.text, link.context,
+          *relinking.stored_keys(f.rel_path, link.kind, link.target))
          for fid, f in files for link in f.links])
     # a file that is new here may be what other links name; an edited one only by aliases
     new_names = {note_keys(f.rel_path)[1] for fid, f in files if fid not in known}
@@ -116,69 +117,45 @@ async def rekey_links(conn: aiosqlite.Connection, root_id: int) -> Edges:
         "ON f.id = l.file_id WHERE f.root_id = ?", (root_id,))
     await conn.executemany(
         "UPDATE links SET rel_key = ?, abs_key = ?, name_key = ?, alias_key = ? WHERE id = ?",
-        [(*_keys(str(r[1]), str(r[2]), str(r[3])), int(r[0])) for r in rows])
+        [(*relinking.stored_keys(str(r[1]), str(r[2]), str(r[3])), int(r[0])) for r in rows])
     return await _resolve(conn, root_id, sources=[fid for fid, _ in files])
-
-
-def _keys(source_rel: str, kind: str, target: str) -> tuple[str | None, str, str, str]:
-    keys = link_keys(source_rel, "markdown" if kind == "markdown" else "wikilink", target)
-    return keys.rel, keys.abs, keys.name, keys.alias
 
 
 async def _resolve(conn: aiosqlite.Connection, root_id: int, *, names: Collection[str] = (),
                    aliases: Collection[str] = (), sources: Collection[int] = (),
                    targets: Collection[int] = ()) -> Edges:
     """Resolve again the links of this root that name ``names`` or ``aliases``, that are
-    in ``sources`` or that resolved to ``targets``; answer the outgoing links of every
-    file whose links changed (and of every one of ``sources``)."""
+    in ``sources`` or that resolved to ``targets`` (``store.relinking``'s rules); answer
+    the outgoing links of every file whose links changed (and of every one of
+    ``sources``)."""
     # each key by its own index, then the root: never a walk over all the root's links
     rows = await conn.execute_fetchall(
-        "SELECT l.id, l.file_id, l.rel_key, l.abs_key, l.name_key, l.alias_key, "
-        "l.target_file_id, f.rel_path FROM links l CROSS JOIN files f ON f.id = l.file_id "
-        f"WHERE l.id IN (SELECT id FROM links WHERE name_key {_IN} "
+        f"SELECT {relinking.CANDIDATE_COLUMNS} FROM links l CROSS JOIN files f "
+        f"ON f.id = l.file_id WHERE l.id IN (SELECT id FROM links WHERE name_key {_IN} "
         f"UNION SELECT id FROM links WHERE alias_key {_IN} "
         f"UNION SELECT id FROM links WHERE file_id {_IN} "
         f"UNION SELECT id FROM links WHERE target_file_id {_IN}) AND f.root_id = ?",
         (_json(names), _json(aliases), _json(sources), _json(targets), root_id))
     if not rows and not sources:
         return ()
-    named: dict[str, list[NoteKey]] = defaultdict(list)
-    for r in await conn.execute_fetchall(
-            "SELECT n.name_key, n.file_id, f.rel_path, n.path_key FROM note_keys n "
-            f"CROSS JOIN files f ON f.id = n.file_id WHERE n.name_key {_IN} AND f.root_id = ?",
-            (_json(str(r[4]) for r in rows), root_id)):
-        named[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), str(r[3])))
-    aliased: dict[str, list[NoteKey]] = defaultdict(list)
-    for r in await conn.execute_fetchall(
-            "SELECT a.alias_key, a.file_id, f.rel_path FROM note_aliases a "
-            f"CROSS JOIN files f ON f.id = a.file_id WHERE a.alias_key {_IN} AND f.root_id = ?",
-            (_json(str(r[5]) for r in rows), root_id)):
-        aliased[str(r[0])].append(NoteKey(int(r[1]), str(r[2]), ""))
-    changed: list[tuple[int | None, int]] = []
-    touched = set(sources)
-    for r in rows:
-        keys = _link_keys(r)
-        target = resolve(keys, named.get(keys.name, ()), aliased.get(keys.alias, ()),
-                         str(r[7]))
-        if target != (None if r[6] is None else int(r[6])):
-            changed.append((target, int(r[0])))
-            touched.add(int(r[1]))
+    candidates = list(rows)
+    named = await conn.execute_fetchall(
+        f"SELECT {relinking.NAMED_COLUMNS} FROM note_keys n CROSS JOIN files f "
+        f"ON f.id = n.file_id WHERE n.name_key {_IN} AND f.root_id = ?",
+        (_json(relinking.names(candidates)), root_id))
+    aliased = await conn.execute_fetchall(
+        f"SELECT {relinking.ALIASED_COLUMNS} FROM note_aliases a CROSS JOIN files f "
+        f"ON f.id = a.file_id WHERE a.alias_key {_IN} AND f.root_id = ?",
+        (_json(relinking.aliases(candidates)), root_id))
+    changed, touched = relinking.retargeted(candidates, named, aliased, sources)
     await conn.executemany("UPDATE links SET target_file_id = ? WHERE id = ?", changed)
     return await edges_of(conn, touched)
-
-
-def _link_keys(row: Sequence[object]) -> LinkKeys:
-    rel = row[2]
-    return LinkKeys(None if rel is None else str(rel), str(row[3]), str(row[4]), str(row[5]))
 
 
 async def edges_of(conn: aiosqlite.Connection, files: Collection[int]) -> Edges:
     """The resolved outgoing links of ``files`` (each to the other files it links to)."""
     if not files:
         return ()
-    out: dict[int, set[int]] = {fid: set() for fid in files}
-    for r in await conn.execute_fetchall(
-            f"SELECT file_id, target_file_id FROM links WHERE file_id {_IN} "
-            "AND target_file_id IS NOT NULL AND target_file_id != file_id", (_json(files),)):
-        out[int(r[0])].add(int(r[1]))
-    return tuple((fid, tuple(sorted(targets))) for fid, targets in sorted(out.items()))
+    return relinking.edges(files, await conn.execute_fetchall(
+        f"SELECT file_id, target_file_id FROM links WHERE file_id {_IN} "
+        "AND target_file_id IS NOT NULL AND target_file_id != file_id", (_json(files),)))

@@ -25,6 +25,7 @@ from pathlib import Path
 import aiosqlite
 
 from ...core.plan import Scope
+from ..statements import like_prefix
 from ..written import Written, batches, marks
 from .sql import mapped_errors, transaction
 
@@ -37,12 +38,6 @@ class Change:
     added: list[tuple[int, str, int]]  # (chunk rowid, content hash, file id)
     have: dict[str, bytes]  # stored vectors of added texts
     gone: set[str]  # missing texts no chunk has any more
-
-
-def like_prefix(prefix: str) -> str:
-    """A ``LIKE`` pattern (with ``ESCAPE '\\'``) for the paths that start with ``prefix``."""
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "%"
 
 
 class Missing:

@@ -22,14 +22,14 @@ import anyio
 from ...config import Settings
 from ...errors import IndexDamagedError, IndexDatabaseError
 from ..common import Recovery
+from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
+from ..records import Records
 from .changes import Follow
 from .lease import Lease
 from .lexical import Lexical, lexical_plan
-from .link_records import LinkRecords
 from .presence import Presence
 from .reader import Pending, Reader
-from .records import Records
 from .recovery import (
     check_in_background,
     damage,
@@ -39,6 +39,7 @@ from .recovery import (
     unshared,
 )
 from .schema import connect
+from .sql import OnConnection
 from .writer import Writer
 
 CAPABILITIES = Capabilities(kind="sqlite", vectors_in_memory=True, lexical_ranking="fts5",
@@ -126,9 +127,10 @@ async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | 
         raise
     reader = Reader(query_conn, db)
     writer = Writer(writer_conn, db, read_only=read_only, busy_timeout_ms=timeout)
+    statements = OnConnection(query_conn, db)  # (the records' and links' reads)
     return stack, OpenStore(
         where=str(db), capabilities=CAPABILITIES, writer=writer, follow=follow,
-        reads=reader, records=Records(query_conn, db), links=LinkRecords(query_conn, db),
+        reads=reader, records=Records(statements), links=LinkRecords(statements),
         lexical=Lexical(reader), semantic=None, matrix=reader,
         open_matrix=lambda: _reading(db, settings),
         pending=Pending(writer.missing, Reader(embed_conn, db)),

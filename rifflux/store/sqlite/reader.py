@@ -1,5 +1,7 @@
 """Read-side statements, on a connection of the reader's own (WAL lets it read while
-the writer writes)."""
+the writer writes): the lexical ranking (FTS5's, or the lexicon's), chunk rows and
+their stable order, the vectors (``vectors``), texts to embed, the catalog and the
+other processes; the counts and lists are ``store.listings``'."""
 
 from __future__ import annotations
 
@@ -16,14 +18,15 @@ from ...core.catalog import Allowed
 from ...core.filters import FileEntry
 from ...core.hits import WEIGHTS, Hit, place
 from ...errors import IndexDatabaseError
-from ...types import ChunkRecord, Counts, IndexedFile, ProcessInfo, RootCount
-from ..common import ROW_COLUMNS, PendingText, iso_utc, row_dict, stable_order, title_of
+from ...types import ChunkRecord, ProcessInfo
+from ..common import ROW_COLUMNS, ROW_SQL, PendingText, row_dict, stable_order
+from ..listings import Listings
 from ..protocols import CodeBlocks, VectorBlocks
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .changes import sequence
 from .lexicon_schema import lexicon_built
 from .presence import Presence
-from .sql import mapped_errors
+from .sql import OnConnection, mapped_errors
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
     from ...core.vectors import F32, I64
@@ -33,12 +36,6 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
 _SCORE = "bm25(chunks_fts, " + ", ".join(str(x) for x in BM25_WEIGHTS) + ")"
-
-ROW_SQL = (
-    f"SELECT {ROW_COLUMNS} "
-    "FROM chunks c JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
-)
-
 
 #: Where a chunk deleted since it was ranked goes among its ties (it is dropped later).
 _GONE = ("", -1, "")
@@ -82,8 +79,12 @@ def _params(sql: str, **given: Any) -> dict[str, Any]:
     return {k: v for k, v in given.items() if f":{k}" in sql}
 
 
-class Reader:
+class Reader(Listings):
+    """``ReadStore`` (its counts and lists: ``Listings``), the lexical leg's ranking and
+    ``MatrixStore``."""
+
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
+        super().__init__(OnConnection(conn, db_path))
         self.conn = conn
         self.db_path = db_path
         self._lexicon: Lexicon | None = None  # (its module imports numpy: made when used)
@@ -273,61 +274,6 @@ class Reader:
         return ({int(r[0]): str(r[1]) for r in roots}, entries,
                 [(int(e[0]), int(e[1])) for e in edges])
 
-    async def counts(self, model: str | None) -> tuple[Counts, str | None]:
-        """The index's counts; vectors are counted for ``model``, or when it is None (not
-        loaded yet) for the model the index was last embedded with. Returns the counts
-        and the model they were counted for."""
-        with mapped_errors(self.db_path):
-            if model is None:
-                cur = await self.conn.execute(
-                    "SELECT value FROM meta WHERE key = 'embedding_model'")
-                row = await cur.fetchone()
-                model = str(row[0]) if row else None
-            cur = await self.conn.execute(
-                "SELECT (SELECT COUNT(*) FROM files), (SELECT COUNT(*) FROM chunks), "
-                "(SELECT COUNT(*) FROM embeddings WHERE model = ?), "
-                "(SELECT COUNT(DISTINCT content_hash) FROM chunks c WHERE NOT EXISTS "
-                " (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash "
-                "  AND e.model = ?)), (SELECT COUNT(*) FROM roots), "
-                "(SELECT COUNT(*) FROM links), "
-                "(SELECT COUNT(*) FROM links WHERE target_file_id IS NULL)",
-                (model or "", model or ""),
-            )
-            row = await cur.fetchone()
-        assert row is not None
-        counts: Counts = {
-            "files": int(row[0]),
-            "chunks": int(row[1]),
-            "embeddings": int(row[2]),
-            "pending_embeddings": int(row[3]),
-            "roots": int(row[4]),
-            "links": int(row[5]),
-            "unresolved_links": int(row[6]),
-        }
-        return counts, model
-
-    async def root_counts(self) -> list[RootCount]:
-        """Every root with its file and chunk counts, in the order they were indexed."""
-        with mapped_errors(self.db_path):
-            rows = await self.conn.execute_fetchall(
-                "SELECT r.path, COUNT(f.id), COALESCE(SUM("
-                " (SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id)), 0) "
-                "FROM roots r LEFT JOIN files f ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
-        return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
-
-    async def files(self, root_id: int | None = None) -> list[IndexedFile]:
-        """The files the index holds (of one root, when given) with their chunk counts, by
-        root in the order they were indexed, then path."""
-        where, params = ("WHERE f.root_id = ? ", (root_id,)) if root_id is not None else ("", ())
-        with mapped_errors(self.db_path):
-            rows = await self.conn.execute_fetchall(
-                "SELECT f.rel_path, r.path, f.title, f.mtime_ns, "
-                "(SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id) "
-                f"FROM files f JOIN roots r ON r.id = f.root_id {where}"
-                "ORDER BY r.id, f.rel_path", params)
-        return [{"path": str(r[0]), "root": str(r[1]), "title": title_of(r[2], str(r[0])),
-                 "modified": iso_utc(int(r[3])), "chunks": int(r[4])} for r in rows]
-
     async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
         """The other processes with the index open, and the change sequence number."""
         others = await Presence(self.conn, self.db_path, origin).others()
@@ -336,11 +282,6 @@ class Reader:
                 return others, await sequence(self.conn)
         except IndexDatabaseError:  # an index made before the log (read-only)
             return others, 0
-
-    async def roots(self) -> list[str]:
-        with mapped_errors(self.db_path):
-            cur = await self.conn.execute("SELECT path FROM roots ORDER BY id")
-            return [str(r[0]) for r in await cur.fetchall()]
 
 
 class Pending:

@@ -12,6 +12,7 @@ import anyio
 
 from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexDatabaseError, SchemaVersionError
+from ..roots import STALE_MTIME  # (the files an upgrade marks to be read again)
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import immutable_uri
@@ -255,9 +256,6 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     """, False),  # the CJK columns are filled and FTS5 rebuilt from the stored chunks
     5: ("", True),  # the links tables are new: files are read again for their links
 }
-
-#: ``mtime_ns`` of a file that must be read again (after an upgrade).
-STALE_MTIME = -1
 
 
 async def _upgrade(conn: aiosqlite.Connection) -> None:

@@ -1,21 +1,28 @@
 """An index connection's statements as Rifflux sees them: sqlite3's errors translated
-into Rifflux errors that say what to do (``mapped_errors``), and the two ways a
+into Rifflux errors that say what to do (``mapped_errors``), the two ways a
 connection holds the database still: a write transaction (``transaction``) and a
-snapshot for reads (``snapshot``)."""
+snapshot for reads (``snapshot``), and the statements both stores share
+(``store.statements``) run on a connection (``OnConnection``, in SQLite's
+``DIALECT``)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import aiosqlite
 import anyio
 
 from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError
+from ..statements import Dialect
 from .recovery import is_damage, mark_for_check
+
+T = TypeVar("T")
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
@@ -104,3 +111,41 @@ def mapped_errors(db_path: Path | str) -> Iterator[None]:
         yield
     except sqlite3.Error as exc:
         raise translate(exc, db_path) from exc
+
+
+def _json_array(values: Collection[int]) -> str:
+    return json.dumps(list(values))
+
+
+#: SQLite's spellings of what the stores' shared statements say differently.
+DIALECT = Dialect(position="instr", bytewise="BINARY",
+                  among="IN (SELECT value FROM json_each(?))", listed=_json_array,
+                  like="LIKE ? ESCAPE '\\'")
+
+
+class OnConnection:
+    """The shared statements (``store.statements.Writing``) on one connection: the
+    reader's, or the writer's."""
+
+    dialect = DIALECT
+
+    def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
+        self.conn = conn
+        self.db_path = db_path
+
+    async def fetch(self, sql: str, *args: object) -> list[sqlite3.Row]:
+        with mapped_errors(self.db_path):
+            return list(await self.conn.execute_fetchall(sql, args))
+
+    async def execute(self, sql: str, *args: object) -> None:
+        with mapped_errors(self.db_path):
+            await self.conn.execute(sql, args)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        with mapped_errors(self.db_path):
+            async with transaction(self.conn):
+                yield
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        return await work()
