@@ -97,10 +97,7 @@ class Notes:
         tags: Sequence[str] | None = None, if_match: str | None = None,
         overwrite: bool = False, folder: str | os.PathLike[str] | None = None,
     ) -> NoteChange:
-        """Create the note ``path`` (relative to a writable folder) holding ``content``,
-        with ``title`` and ``tags`` in its front matter. An existing note is replaced only
-        with ``overwrite`` or when ``if_match`` is its sha256 (``NoteConflictError``
-        otherwise, and nothing is written)."""
+        """``Rifflux.write_note`` (its words say what it does)."""
         from . import ops
 
         if not isinstance(content, str):
@@ -119,9 +116,7 @@ class Notes:
         find: str | None = None, replace: str | None = None, replace_all: bool = False,
         if_match: str | None = None, folder: str | os.PathLike[str] | None = None,
     ) -> NoteChange:
-        """Edit one part of a note: ``append`` or ``prepend`` a block, replace the text of
-        a section (``replace_section=(heading, text)``), or ``find`` text and ``replace``
-        it (once; every time with ``replace_all``). Everything else keeps its bytes."""
+        """``Rifflux.edit_note`` (its words say what it does)."""
         from . import ops
 
         rel, folder = self._rel(path, folder)
@@ -136,9 +131,7 @@ class Notes:
         update_links: bool = True, if_match: str | None = None,
         folder: str | os.PathLike[str] | None = None,
     ) -> NoteChange:
-        """Move a note within its writable folder; with ``update_links``, the links to it
-        in the folder's notes (and its own relative links) are rewritten to still find
-        their notes (``links_updated`` lists them)."""
+        """``Rifflux.move_note`` (its words say what it does)."""
         from . import ops
 
         old, folder = self._rel(src, folder)
@@ -150,8 +143,7 @@ class Notes:
 
     async def delete(self, path: str | os.PathLike[str], *, if_match: str | None = None,
                           folder: str | os.PathLike[str] | None = None) -> NoteChange:
-        """Move a note to ``.rifflux-trash/`` in its folder (never indexed); it leaves
-        the index. ``restore_note`` brings it back."""
+        """``Rifflux.delete_note`` (its words say what it does)."""
         from . import ops
 
         rel, folder = self._rel(path, folder)
@@ -161,8 +153,7 @@ class Notes:
 
     async def restore(self, path: str | os.PathLike[str], *,
                            folder: str | os.PathLike[str] | None = None) -> NoteChange:
-        """Bring the note last deleted at ``path`` back from the trash (refused when a
-        note is there now)."""
+        """``Rifflux.restore_note`` (its words say what it does)."""
         from . import ops
 
         rel, folder = self._rel(path, folder)
@@ -172,9 +163,7 @@ class Notes:
 
     async def recent(self, limit: int = 20, since: str | date | None = None, *,
                      root: str | os.PathLike[str] | None = None) -> list[RecentNote]:
-        """The notes changed most recently, by anyone (their modification time as
-        indexed), newest first: path, root, title, modified, tags. ``since``: an ISO date
-        or an age (``7d``); ``root``: one indexed folder."""
+        """``Rifflux.recent`` (its words say what it does)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}, "
                                        f"not {limit!r}")
