@@ -250,7 +250,7 @@ def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:
     from typing import get_args
 
     from rifflux.answers import Why, Words
-    from rifflux.cli.commands import _words
+    from rifflux.cli.search import _words
     from rifflux.http.routes import WORDS as HTTP_WORDS
 
     reasons = set(get_args(Why))

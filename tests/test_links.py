@@ -84,8 +84,9 @@ async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         near = await rf.neighbors("notes/far/Epsilon.md", depth=2)
-        assert near == [{"path": "notes/Delta.md", "title": "Delta", "distance": 1},
-                        {"path": "Home.md", "title": "Home page", "distance": 2}]
+        root = str(linked_vault.resolve())
+        assert near == [{"path": "notes/Delta.md", "title": "Delta", "distance": 1, "root": root},
+                        {"path": "Home.md", "title": "Home page", "distance": 2, "root": root}]
         assert await neighbours(rf, "notes/far/Epsilon.md", 3) == {
             "notes/Delta.md": 1, "Home.md": 2, "Projects/Alpha.md": 3, "Beta.md": 3,
             "notes/Gamma.md": 3, "My Space Note.md": 3, "notes/Delta Two.md": 3,
@@ -95,7 +96,7 @@ async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
         assert "notes/far/Epsilon.md" not in home
         assert (await neighbours(rf, "Home.md", 2))["notes/far/Epsilon.md"] == 2
         assert await rf.neighbors(str(linked_vault / "My Space Note.md")) == [
-            {"path": "Home.md", "title": "Home page", "distance": 1}]
+            {"path": "Home.md", "title": "Home page", "distance": 1, "root": root}]
 
 
 async def test_bad_paths_and_depths_are_errors_that_say_what_to_give(

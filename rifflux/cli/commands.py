@@ -8,7 +8,6 @@ Results go to stdout; progress, logs and errors go to stderr.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,21 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..answers import Words, search_answer
 from ..api import Rifflux
 from ..config import Settings
-from ..core.filters import make_filters
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import InvalidArgumentError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..locate import missing_locations, refused_by_a_new_index
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
-from .common import count, index_exists, note_path, require_index, write_json
+from .common import count, index_exists, require_index, write_json
 from .entry import Command, CommandError
 from .plain import on_terminal
-from .remote import frontmatter_pairs
-from .results import out, print_search
+from .results import out
+from .search import search
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -152,73 +149,6 @@ def _how_to_change(reason: str) -> str:
     why = reason.rsplit("/, ", 1)[-1]  # after "under FOLDER/, "
     return next((hint for start, hint in _CHANGE_IT.items() if why.startswith(start)),
                 "--include/--exclude to change")
-
-
-async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    query = " ".join(args.query).strip()
-    if not query:
-        raise CommandError("the query is empty: give words to search for, e.g. "
-                           "`rifflux search configure the watcher`", EXIT_USAGE)
-    await require_index(settings)
-    filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
-                               "frontmatter": frontmatter_pairs(args.frontmatter),
-                               "modified_after": args.since, "modified_before": args.before,
-                               "near": args.near, "depth": args.depth}
-    async with Rifflux(settings=settings) as rf:
-        if args.near:
-            filters["near"] = await note_path(rf, args.near, args.root)
-        applied = make_filters(**filters)  # (once: for the search and its explain)
-        results = await rf.search_filtered(query, applied, args.top_k, args.mode,
-                                           max_per_file=args.max_per_file, explain=args.explain,
-                                           content="snippet" if args.snippets else "full")
-        embedding = rf.pending_embeddings() and next(
-            (p["pid"] for p in (await rf.status())["processes"] if "embedder" in p["roles"]),
-            None)
-        answered = await search_answer(rf, query, args.mode, results, filters,
-                                       words=_words(embedding), explain=args.explain,
-                                       applied=applied)
-    answer = answered.answer
-    if args.json:
-        write_json(answer)
-    else:
-        print_search(results, answer.get("explain"))
-    if answered.pending is not None:
-        sys.stderr.write(f"rifflux: {answered.pending}\n")
-    if answered.reason is not None:
-        sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{answered.reason}\n")
-    return EXIT_OK if results else EXIT_FAILURE
-
-
-def _words(embedding: int | None) -> Words:
-    """What ``rifflux search`` says (on stderr, and as the answer's ``hint``); ``embedding``:
-    the process embedding the texts still without a vector, if another one is."""
-    return Words(
-        why={
-            "no files": "the index holds no files yet: `rifflux index PATH` first",
-            "rebuilt": "the index was damaged and has started anew (`rifflux status` says "
-                       "when and what it held): its folders are being indexed again, or "
-                       "`rifflux index PATH`",
-            "filters": "nothing matched within these filters: relax them, or search without "
-                       "them",
-            "no words": "the query has no searchable word: give words",
-            "no match": "nothing matched: try other words or --mode semantic; if the files "
-                        "changed, `rifflux index` their folder",
-            "meaning only": "no chunk contains these words: every hit is only close in "
-                            "meaning (semantic); check the spelling, or try the words the "
-                            "notes would use",
-            "meaning only, sentence": "no chunk contains the words of this sentence: every "
-                                      "hit is only close in meaning (semantic); try its key "
-                                      "words on their own, separated by spaces",
-        },
-        pending=lambda n: (
-            f"{count(n, 'chunk')} without a vector yet: semantic results cover part of the "
-            "index (" + (f"process {embedding} is embedding them now" if embedding else
-                         "`rifflux index` on their folder, or a running `rifflux watch` or "
-                         "MCP server, embeds them") + ")"),
-        read_hit="`rifflux show CHUNK_ID`",
-        names={"top_k": "--top-k", "max_per_file": "--max-per-file",
-               "max_chars": "max_chars", "snippet": "--snippets"},
-    )
 
 
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
@@ -390,7 +320,7 @@ def _batch_line(job: JobInfo) -> str:
 COMMANDS: dict[str, Command] = {
     "index": _index,
     "forget": _forget,
-    "search": _search,
+    "search": search,
     "show": reading.show,
     "links": reading.links,
     "neighbors": reading.neighbors,
