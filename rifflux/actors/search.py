@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with th
     import numpy.typing as npt
 
     from ..core.embedders import Embedder
-    from ..core.vectors import F32, VectorIndex
+    from ..core.vectors import F32, I64, GroupRanks, VectorIndex
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a search with a per-file cap reads at most.
@@ -77,6 +77,8 @@ class Ranking:
         self._feedback_weight = feedback_weight
         self._embed_limiter = anyio.CapacityLimiter(1)  # one query embedding at a time
         self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
+        #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
+        self._group_ranks: tuple[dict[int, int], GroupRanks] | None = None
 
     async def search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
                       shape: SearchShape) -> list[SearchResult]:
@@ -179,8 +181,10 @@ class Ranking:
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
         assert matrix is not None and self._matrix_store is not None
         mask = None if allowed is None else self._mask(matrix, allowed)
-        # the compact matrix's best rows, ranked exactly on their float32 vectors
-        candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask)
+        # the compact matrix's best rows, ranked exactly on their float32 vectors (of rows
+        # tied at the cut, those of the files first by path: never by row id)
+        candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask,
+                                       ranks=self._ranks)
         found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
                                                               candidates)
         from ..core.vectors import rank  # (loaded already: the matrix is its module's)
@@ -188,6 +192,16 @@ class Ranking:
         ranked = rank(vector, found, exact, depth, feedback=self._feedback,
                       weight=self._feedback_weight, ties=True)
         return await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path
+
+    def _ranks(self, groups: I64) -> I64:
+        """Each file's place by path (``Catalog.places``), for the matrix's rows tied at
+        its cut; made again only when the catalog has changed."""
+        from ..core.vectors import group_ranks
+
+        places = self._loaded.catalog.places()
+        if self._group_ranks is None or self._group_ranks[0] is not places:
+            self._group_ranks = (places, group_ranks(places))
+        return self._group_ranks[1](groups)
 
     def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
         """The matrix rows of the allowed files, kept while neither changes."""

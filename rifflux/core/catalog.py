@@ -54,6 +54,7 @@ class Catalog:
         self._files: dict[int, FileEntry] = {}
         self._by_path: dict[tuple[int, str], int] = {}  # (root id, relative path) -> id
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
+        self._places: dict[int, int] | None = None
         self.links = LinkGraph()
 
     def __len__(self) -> int:
@@ -69,6 +70,7 @@ class Catalog:
         self._write(files)
         self.links.replace(edges)
         self._cache.clear()
+        self._places = None
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -85,6 +87,7 @@ class Catalog:
         self.links.remove(removed)
         self.links.update(links)
         self._cache.clear()
+        self._places = None
 
     def _write(self, entries: Iterable[FileEntry]) -> None:
         for entry in entries:
@@ -93,6 +96,17 @@ class Catalog:
                 self._by_path.pop((old.root_id, old.rel_path), None)
             self._files[entry.id] = entry
             self._by_path[(entry.root_id, entry.rel_path)] = entry.id
+
+    def places(self) -> dict[int, int]:
+        """Each file's place in the order equal scores are taken in: by path, then root
+        (code points, as ``store.common.stable_order`` orders tied chunks), the same in
+        every index of the same files, however they were built. The same object until
+        the catalog changes (made on first use after a change)."""
+        if self._places is None:
+            ordered = sorted(self._files.values(),
+                             key=lambda f: (f.rel_path, self.roots.get(f.root_id, "")))
+            self._places = {entry.id: place for place, entry in enumerate(ordered)}
+        return self._places
 
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""

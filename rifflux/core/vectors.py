@@ -41,6 +41,10 @@ I64 = npt.NDArray[np.int64]
 #: (ids, their float32 vectors): the exact vectors of the rows of these ids that still
 #: exist, in any order (``VectorIndex.top_k``'s source of exact vectors).
 Exact = Callable[[I64], tuple[I64, F32]]
+#: Each group's (file's) place in the order equal scores are taken in, for an array of
+#: groups: by the file's path, as ``store.common.stable_order`` orders equal scores, never
+#: by row id (``group_ranks``).
+GroupRanks = Callable[[I64], I64]
 
 #: Every this many scores are a sample to estimate a search's cut on (``_top``).
 _STRIDE = 64
@@ -206,12 +210,17 @@ class VectorIndex:
         return mask
 
     def candidates(self, query: F32, k: int, *, feedback: int = 0, pool: int = 200,
-                   mask: npt.NDArray[np.bool_] | None = None) -> I64:
+                   mask: npt.NDArray[np.bool_] | None = None,
+                   ranks: GroupRanks | None = None) -> I64:
         """The ids whose exact vectors ``rank`` needs to answer ``top_k`` with these
         arguments: the best rows of the compact scan, more than ``k`` (and than
         ``pool`` with feedback), every row tied with the last of them too (up to
-        ``_TIED`` more, by smaller id). Best first, equal scores by smaller id. A zero
-        query (every cosine 0.0) gives the ``k`` smallest ids.
+        ``_TIED`` more). Best first, equal scores by smaller id. A zero query (every
+        cosine 0.0) gives ``k`` rows, of the groups first in ``ranks`` (a group's rows by
+        id). Where only some of the rows tied at the cut are
+        taken, they are those whose groups come first in ``ranks`` (every row of the
+        last group taken: so two indexes of the same files, whose row ids differ, take
+        the same rows), else those of the smallest ids.
 
         With ``mask`` (from :meth:`mask`), only those rows are candidates."""
         n = self._n
@@ -224,8 +233,12 @@ class VectorIndex:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         ids = self._ids[:n] if rows is None else self._ids[rows]
-        if norm == 0.0 or not np.isfinite(norm):
-            return _smallest(ids, k)
+        groups = self._groups[:n] if rows is None else self._groups[rows]
+        if norm == 0.0 or not np.isfinite(norm):  # every row ties: the first ``k``
+            first = _first(ids, groups, min(k, live), ranks)
+            by = (ids[first],) if ranks is None else (ids[first], ranks(groups[first]))
+            # (a file's rows by id: its chunks were written in their order)
+            return np.sort(ids[first[np.lexsort(by)[:k]]])
         scores = self._scan(quantise((q / norm)[None, :])[0][0], rows)
         take = min(_pool(k, feedback, pool), live)
         if take < live:
@@ -235,8 +248,8 @@ class VectorIndex:
                 above = np.flatnonzero(scores > cut)
                 tied = np.flatnonzero(scores == cut)
                 keep = take - len(above) + _TIED
-                if len(tied) > keep:  # the smallest ids of them
-                    tied = tied[np.argpartition(ids[tied], keep - 1)[:keep]]
+                if len(tied) > keep:  # those that come first (by their files' paths)
+                    tied = tied[_first(ids[tied], groups[tied], keep, ranks)]
                 part = np.concatenate([above, tied])
         else:
             part = np.arange(live)
@@ -369,12 +382,36 @@ def _last_of_each(keys: I64) -> npt.NDArray[np.intp] | None:
     return last
 
 
-def _smallest(ids: I64, k: int) -> I64:
-    """The ``k`` smallest of ``ids``, in order."""
-    if k < len(ids):
-        ids = np.partition(ids, k - 1)[:k]
-    out: I64 = np.sort(ids)
-    return out
+def _first(ids: I64, groups: I64, k: int, ranks: GroupRanks | None) -> npt.NDArray[np.intp]:
+    """Positions of (at least) ``k`` of these rows: those whose groups come first in
+    ``ranks``, every row of the last group taken included; without ``ranks``, the ``k``
+    of the smallest ids."""
+    if k >= len(ids):
+        return np.arange(len(ids))
+    if ranks is None:
+        return np.argpartition(ids, k - 1)[:k]
+    order = ranks(groups)
+    bound = np.partition(order, k - 1)[k - 1]
+    return np.flatnonzero(order <= bound)
+
+
+def group_ranks(places: dict[int, int]) -> GroupRanks:
+    """``GroupRanks`` from each group's place (a file id's rank by path): a group it does
+    not know comes last."""
+    known = np.fromiter(places.keys(), dtype=np.int64, count=len(places))
+    place = np.fromiter(places.values(), dtype=np.int64, count=len(places))
+    by_id = np.argsort(known)
+    known, place = known[by_id], place[by_id]
+    last = len(places)
+
+    def ranks(groups: I64) -> I64:
+        if not len(known):
+            return np.full(len(groups), last, dtype=np.int64)
+        at = np.minimum(np.searchsorted(known, groups), len(known) - 1)
+        out: I64 = np.where(known[at] == groups, place[at], last)
+        return out
+
+    return ranks
 
 
 def _grown(array: npt.NDArray[Any], size: int, keep: int) -> npt.NDArray[Any]:

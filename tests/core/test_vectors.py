@@ -7,7 +7,8 @@ import pytest
 
 from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
-from rifflux.core.vectors import VectorIndex, rank
+from rifflux.core import vectors as vectors_module
+from rifflux.core.vectors import VectorIndex, group_ranks, rank
 
 from ..helpers import ExactVectors, brute_force
 
@@ -317,3 +318,42 @@ def test_a_load_appended_in_blocks_then_sealed_holds_what_upserts_hold() -> None
     loaded.remove(ids[:10])
     loaded.upsert(ids[5:6], vectors[5:6], groups[5:6])
     assert len(loaded) == n - 9 and int(ids[5]) in loaded and int(ids[4]) not in loaded
+
+
+def test_rows_tied_at_the_cut_are_taken_by_their_files_order_not_their_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same 400 chunks (of 100 files, by path) in two matrices whose row and file ids
+    # differ, as two indexes of the same files built in another order do: where only some
+    # rows tied at the cut are kept, and for a zero query, the same chunks are taken.
+    rng = np.random.default_rng(11)
+    dim, files, per_file = 16, 100, 4
+    chunks = [(f"note-{f:03}.md", c) for f in range(files) for c in range(per_file)]
+    vectors = np.zeros((len(chunks), dim), dtype=np.float32)
+    vectors[:3] = normalise(rng.normal(size=(3, dim)).astype(np.float32))  # three near ones
+    vectors[3:, 0] = 1.0  # the rest alike: one score for all at the cut
+    query = vectors[:3].sum(axis=0)
+    query[0] = 0.0
+    monkeypatch.setattr(vectors_module, "_TIED", 8)  # (a few tied rows kept past the cut)
+    chosen = []
+    for seed in (1, 2):
+        # files written in another order (a file's chunks in theirs, as the writer does)
+        order = [f * per_file + c for f in np.random.default_rng(seed).permutation(files)
+                 for c in range(per_file)]
+        file_ids = np.random.default_rng(seed + 10).permutation(files) + 1000 * seed
+        index = VectorIndex(dim)
+        ids = np.arange(len(chunks), dtype=np.int64) * 7 + seed  # (ids by insertion)
+        by_id = {}
+        for row, at in zip(ids, order, strict=True):
+            path, chunk = chunks[at]
+            file_id = int(file_ids[int(path[5:8])])
+            index.upsert([int(row)], vectors[at][None, :], [file_id])
+            by_id[int(row)] = (path, chunk)
+        places = {int(file_ids[f]): f for f in range(files)}  # (by path)
+        ranks = group_ranks(places)
+        tied = index.candidates(query, 5, ranks=ranks)  # 5 + 32 rows, and 8 tied more
+        zero = index.candidates(np.zeros(dim, dtype=np.float32), 6, ranks=ranks)
+        chosen.append(({by_id[int(i)] for i in tied}, {by_id[int(i)] for i in zero}))
+    assert chosen[0] == chosen[1]
+    assert len(chosen[0][0]) > 5 + 32 + 8  # (a file's rows all kept: more than asked)
+    assert chosen[0][1] == set(chunks[:6])  # a zero query: the first files' first chunks
