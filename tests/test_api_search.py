@@ -328,6 +328,7 @@ async def test_equal_scores_never_depend_on_how_the_index_was_built(
     # at once, give their rows other ids: the same top 10 all the same.
     from rifflux import Settings
     from rifflux.core import vectors
+    from rifflux.location import index_location
 
     monkeypatch.setattr(vectors, "_TIED", 1)
     root = tmp_path / "vault"
@@ -338,7 +339,8 @@ async def test_equal_scores_never_depend_on_how_the_index_was_built(
     folders["code"] = {"code/py.md": "# Python\n\nWe write python here.\n"}
     answers = []
     for built in ("folder by folder", "at once"):
-        settings = Settings(db_path=new_index(built.replace(" ", "-")), semantic_feedback=0)
+        settings = Settings(db_path=index_location(new_index(built.replace(" ", "-"))),
+                            semantic_feedback=0)
         async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
             if built == "folder by folder":
                 for files in folders.values():

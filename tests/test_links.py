@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
@@ -84,7 +85,7 @@ async def test_neighbours_are_nearest_first_either_way_without_the_note_itself(
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         near = await rf.neighbors("notes/far/Epsilon.md", depth=2)
-        root = str(linked_vault.resolve())
+        root = str(await anyio.Path(linked_vault).resolve())
         assert near == [{"path": "notes/Delta.md", "title": "Delta", "distance": 1, "root": root},
                         {"path": "Home.md", "title": "Home page", "distance": 2, "root": root}]
         assert await neighbours(rf, "notes/far/Epsilon.md", 3) == {

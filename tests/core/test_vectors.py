@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rifflux.core import vectors as vectors_module
 from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
-from rifflux.core import vectors as vectors_module
 from rifflux.core.vectors import VectorIndex, group_ranks, rank
 
 from ..helpers import ExactVectors, brute_force
