@@ -192,6 +192,12 @@ class Rifflux:
                 "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe(),
                 "lexical": self._open().capabilities.lexical_plan(query)}
 
+    def search_condition(self) -> str | None:
+        """What an answer should say of how the store's lexical branch ranks now (on
+        PostgreSQL, without its BM25 index: emptied by a server restart until it is built
+        again, never held by a read replica); None: nothing to say."""
+        return self._open().condition()
+
     def searchable(self, query: str) -> bool:
         """Whether ``query`` holds a word the store's lexical branch would search."""
         return self._open().capabilities.lexical_plan(query) is not None

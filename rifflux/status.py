@@ -20,7 +20,7 @@ Labels = tuple[str | None, str | None]
 
 async def index_status(service: Service, settings: Settings) -> Status:
     counts, counted_for = await service.counts()
-    process, others, sequence = await service.processes()
+    process, others = await service.processes()
     snap = service.snapshot()
     caps = service.capabilities
     model = snap["model"]
@@ -56,11 +56,14 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "queues": snap["queues"],
         "embedder": snap["embedder"],
         "process": process,
-        "processes": others,
-        "sequence": sequence,
+        "processes": others.processes,
+        "sequence": others.sequence,
+        "replica": others.replica,
+        "replication_lag_s": others.lag_s,
         "store": caps.kind,
         "lexical_ranking": caps.lexical_ranking,
         "store_note": caps.note,
+        "lexical_condition": service.condition(),
     }
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)

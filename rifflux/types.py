@@ -418,3 +418,12 @@ class Status(Counts):
     store: StoreKind  # (added) the store (docs/CONTRACT.md)
     lexical_ranking: LexicalRanking  # how its lexical branch ranks: fts5, bm25 or ts_rank_cd
     store_note: str | None  # what to know of its ranking (None: nothing)
+    #: (added) how its lexical branch ranks now, when there is something to say (PostgreSQL
+    #: without its BM25 index: the same answers, slower); None: nothing
+    lexical_condition: str | None
+    #: (added) whether the index is read on a streaming replica (PostgreSQL), and how far
+    #: behind the primary: seconds since the last transaction it replayed was committed
+    #: there (it grows while the primary writes nothing); None on a primary or SQLite, and
+    #: on a replica that has replayed no transaction yet
+    replica: bool
+    replication_lag_s: float | None

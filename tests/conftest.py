@@ -161,6 +161,19 @@ def postgres_of_its_own() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
+def durable_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for one test, whose commits survive a crash of the server."""
+    stack = contextlib.ExitStack()
+    try:
+        server = stack.enter_context(postgres_server(durable=True))
+    except PostgresUnavailable as exc:
+        stack.close()
+        _unavailable(str(exc))
+    with stack:
+        yield server
+
+
+@pytest.fixture
 def new_postgres_index(postgres: PostgresServer) -> Iterator[Callable[[], str]]:
     """Makes a new database holding an empty index (a copy of the template), dropped
     after the test; its URL."""

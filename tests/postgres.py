@@ -145,9 +145,12 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def postgres_server(*, preload: bool = True) -> Iterator[PostgresServer]:
+def postgres_server(*, preload: bool = True,
+                    durable: bool = False) -> Iterator[PostgresServer]:
     """Starts a fresh cluster (with ``pg_textsearch`` preloaded unless ``preload`` is
-    False); stops and removes it."""
+    False); stops and removes it. Commits are not waited for (a crash of the server loses
+    the last ones) unless ``durable``: then a commit is written out before it returns, as
+    an operator's server does, so a killed postmaster loses nothing committed."""
     bin_dir = binaries()
     folder = Path(tempfile.mkdtemp(prefix="rifflux-pg-"))
     folder.chmod(0o755)
@@ -162,10 +165,38 @@ def postgres_server(*, preload: bool = True) -> Iterator[PostgresServer]:
         with (folder / "data" / "postgresql.conf").open("a") as conf:
             if preload:
                 conf.write("shared_preload_libraries = 'pg_textsearch'\n")
-            conf.write("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
-                       "max_connections = 300\n")
+            conf.write("fsync = off\nfull_page_writes = off\nmax_connections = 300\n")
+            conf.write(f"synchronous_commit = {'on' if durable else 'off'}\n")
         server.start()
         yield server
     finally:
         server.stop("immediate")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def streaming_replica(primary: PostgresServer) -> Iterator[PostgresServer]:
+    """A hot standby of ``primary``, made with ``pg_basebackup -R`` (its
+    ``primary_conninfo`` written for it) and following it by streaming replication; stopped
+    and removed after. It listens on a port of its own and a socket in its own folder
+    (the copied lock file of the primary's socket is left out)."""
+    folder = primary.folder / f"replica-{_free_port()}"
+    backup = primary._run(str(primary.bin_dir / "pg_basebackup"), "-D", str(folder / "data"),
+                          "-R", "-X", "stream", "-c", "fast", "-h", "127.0.0.1", "-p",
+                          str(primary.port),
+                          "-U", "postgres")
+    if backup.returncode != 0:
+        raise PostgresUnavailable(f"pg_basebackup failed: {backup.stderr[-2000:]}")
+    (folder / "data" / "postmaster.pid").unlink(missing_ok=True)
+    replica = PostgresServer(primary.bin_dir, folder, _free_port())
+    try:
+        replica.start()
+        yield replica
+    finally:
+        replica.stop("immediate")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def postmaster_pid(server: PostgresServer) -> int:
+    """The server's postmaster (the first line of its ``postmaster.pid``)."""
+    return int((server.folder / "data" / "postmaster.pid").read_text().split()[0])

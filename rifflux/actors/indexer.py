@@ -38,6 +38,7 @@ from ..core.scan import Globs
 from ..errors import IndexBusyError, IndexDamagedError, IndexUnreachableError, RiffluxError
 from ..store.protocols import FollowStore, WriterStore
 from ..store.written import Written
+from .care import StoreCare
 from .events import EventHub
 from .jobs import Job, JobQueue, Target
 from .messages import (
@@ -98,6 +99,7 @@ class Indexer:
         self._model: str | None = None
         self._pool, self._tidying = ParsePool(), Tidying()  # (what notes' jobs leave undone)
         self._adopt_error: str | None = None
+        self._care = StoreCare(writer, read_only=settings.read_only)
         #: Set once the adoption under way has counted the texts lacking a vector (None: none yet)
         self.counting: anyio.Event | None = None
         self._stats: IndexerSnapshot = {"files_written": 0, "vectors_written": 0,
@@ -129,9 +131,10 @@ class Indexer:
                             await self._tidying.when_quiet(self._writer)
                         finally:
                             msg.looked.set()
+                        self._care.mend_when_due(timers)
                     while (job := self._jobs.start_next()) is not None:
                         await self._run(job)
-                        timers.start_soon(self._upkeep, name="rifflux.indexer.upkeep")
+                        self._care.upkeep_soon(timers)
                 timers.cancel_scope.cancel()
         finally:
             await self._pool.aclose()
@@ -187,7 +190,7 @@ class Indexer:
         if dropped:
             logger.info("dropped %d vectors of another model; re-embedding", dropped)
         self._model, self._embedder = label, embedder
-        timers.start_soon(self._upkeep, name="rifflux.indexer.upkeep")
+        self._care.upkeep_soon(timers)
         await self._embedder_out.send(
             ModelAdopted(embedder=None if self._settings.read_only else embedder))
         for job in self._jobs.awaiting_texts():  # written before the model was known
@@ -372,14 +375,6 @@ class Indexer:
         self._jobs.mark_written(job)
         self._settle()
         self._nudge_embedder()
-
-    async def _upkeep(self) -> None:
-        """After a job, and once a model is adopted: the store's background upkeep."""
-        try:
-            await self._writer.upkeep()
-        except Exception:  # the boundary: searches go on, exact, maybe slower
-            logger.exception("the index's upkeep failed (the lexical lists or the vectors' "
-                             "compact rows); searches stay exact, and may be slower")
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

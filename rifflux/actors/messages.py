@@ -26,7 +26,6 @@ from ..types import (
     Mode,
     Neighbor,
     NoteLinks,
-    ProcessInfo,
     RootCount,
     SearchResult,
     TagCount,
@@ -35,6 +34,7 @@ from ..types import (
 if TYPE_CHECKING:  # (numpy and the model load only where a vector is needed)
     from ..core.embedders import Embedder
     from ..core.vectors import F32
+    from ..store.common import Others
 
 ChangeKind = Literal["added", "modified", "deleted"]
 _T = TypeVar("_T")
@@ -331,7 +331,7 @@ class ProcessesRequested:
     sequence number."""
 
     origin: str
-    reply: Reply[tuple[list[ProcessInfo], int]]
+    reply: Reply[Others]
 
 
 ReadRequest = (ChunkRequested | FileRequested | LinesRequested | LinksRequested

@@ -18,7 +18,7 @@ from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
 from ..note_types import RecentNote
-from ..store.common import Recovery
+from ..store.common import Others, Recovery
 from ..store.protocols import Capabilities
 from ..types import (
     ChunkDetail,
@@ -30,7 +30,6 @@ from ..types import (
     Mode,
     Neighbor,
     NoteLinks,
-    ProcessInfo,
     QueueStatus,
     RootCount,
     SearchResult,
@@ -113,12 +112,15 @@ class Service:
         where: str = "",
         events: EventHub | None = None,
         counting: Callable[[], anyio.Event | None] | None = None,
+        condition: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.events = events or EventHub()
         self.recovery = recovery
         #: Where the index is, as messages and status name it (no password).
         self.where = where
         self.capabilities = capabilities
+        #: What an answer should say of how the store's lexical branch ranks now.
+        self.condition = condition
         self.model_loaded = model_loaded or anyio.Event()
         #: Something needs the model: it loads now (if it is not loaded or loading).
         self.want_model: Callable[[], None] = want_model or (lambda: None)
@@ -204,11 +206,12 @@ class Service:
     async def root_counts(self) -> list[RootCount]:
         return await self._ask(lambda reply: RootCountsRequested(reply=reply))
 
-    async def processes(self) -> tuple[ThisProcess, list[ProcessInfo], int]:
-        """This process, the others with the index open, the change sequence number."""
-        others: tuple[list[ProcessInfo], int] = await self._ask(
+    async def processes(self) -> tuple[ThisProcess, Others]:
+        """This process; the others with the index open, the change sequence number and
+        whether the store reads a replica."""
+        others: Others = await self._ask(
             lambda reply: ProcessesRequested(origin=self._origin, reply=reply))
-        return {"pid": os.getpid(), "roles": self._roles()}, *others
+        return {"pid": os.getpid(), "roles": self._roles()}, others
 
     async def counts(self) -> tuple[Counts, str | None]:
         """The counts, and the model whose vectors they count."""

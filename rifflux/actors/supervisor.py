@@ -160,7 +160,7 @@ class Supervisor:
                 query_stats=query.snapshot, indexer=indexer.snapshot, recovery=recovery,
                 origin=origin, roles=roles, model_loaded=loader.loaded, want_model=loader.want,
                 where=store.where, capabilities=store.capabilities, events=events,
-                counting=lambda: indexer.counting,
+                counting=lambda: indexer.counting, condition=store.lexical.condition,
             )
             self._exit = stack.pop_all()
         return service

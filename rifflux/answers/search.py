@@ -68,6 +68,9 @@ class Answered:
     why: Why | None
     pending: str | None  # the words for texts still without a vector
     reason: str | None  # the words for ``why``
+    #: How the lexical branch ranks now, when there is something to say (the store's
+    #: words, the same on every surface).
+    condition: str | None = None
 
 
 async def search_answer(
@@ -92,9 +95,10 @@ async def search_answer(
     if extra:
         cast(dict[str, Any], answer).update(extra)
     reason = await why(rf, query, mode, results, filters)
+    condition = rf.search_condition() if mode != "semantic" else None
     said = Answered(answer, reason, words.pending(pending) if pending else None,
-                    None if reason is None else words.why[reason])
-    hints = [h for h in (said.pending, said.reason) if h is not None]
+                    None if reason is None else words.why[reason], condition)
+    hints = [h for h in (said.pending, said.condition, said.reason) if h is not None]
     if hints:  # (before a first look is sized: its hint counts too)
         answer["hint"] = "; ".join(hints)
     if first_look:  # (sized with the query as fit_results will echo it)
@@ -116,7 +120,8 @@ async def search_answer(
                       more={"omitted": omitted} if omitted else {})
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
-    return Answered(cast(SearchAnswer, shaped), said.why, said.pending, said.reason)
+    return Answered(cast(SearchAnswer, shaped), said.why, said.pending, said.reason,
+                    said.condition)
 
 
 async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from ..core.filters import tag_levels
-from ..types import ChunkRecord
+from ..types import ChunkRecord, ProcessInfo
 from .written import Row, Written
 
 #: The columns of a result row, in the order ``row_dict`` reads them (``c``: chunks,
@@ -84,6 +84,18 @@ class Located:
     @property
     def disk_path(self) -> Path:
         return Path(self.root) / self.rel_path
+
+
+@dataclass(frozen=True, slots=True)
+class Others:
+    """Who else has the index open, how far its change log has come, and whether this
+    connection reads a streaming replica (its lag: seconds since the last transaction it
+    replayed was committed on the primary; it grows while the primary is idle)."""
+
+    processes: list[ProcessInfo]
+    sequence: int
+    replica: bool = False
+    lag_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

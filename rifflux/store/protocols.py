@@ -47,7 +47,7 @@ from ..types import (
     RootCount,
     StoreKind,
 )
-from .common import Foreign, Located, PendingText, Recovery
+from .common import Foreign, Located, Others, PendingText, Recovery
 from .written import FileToWrite, Written
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one)
@@ -133,6 +133,12 @@ class WriterStore(Protocol):
         faster (they are exact without it): the SQLite store builds its lexicon again
         when stale and fills the compact rows of vectors stored without them."""
         ...
+    async def mend(self) -> None:
+        """What the database lost without a job noticing (the PostgreSQL store's BM25
+        index, emptied by a server restart, a crash or a restore), made again on a
+        connection of its own; the indexer asks at start and on a schedule. Searches
+        stay exact meanwhile (``LexicalLeg.condition`` says they are slower)."""
+        ...
 
 
 class FollowStore(Protocol):
@@ -153,6 +159,12 @@ class FollowStore(Protocol):
 
 
 class LexicalLeg(Protocol):
+    def condition(self) -> str | None:
+        """What an answer should say of how its lexical branch ranks now (the PostgreSQL
+        store: without its BM25 index, which a restart emptied or a replica never holds);
+        None: nothing to say."""
+        ...
+
     async def lexical(self, query: str, limit: int, allowed: Allowed | None,
                       ) -> tuple[Ranked, dict[int, ChunkRecord]]:
         """The best ``limit`` chunks for the words of ``query`` by BM25 (as the contract
@@ -201,7 +213,7 @@ class ReadStore(Protocol):
     async def counts(self, model: str | None) -> tuple[Counts, str | None]: ...
     async def root_counts(self) -> list[RootCount]: ...
     async def files(self, root_id: int | None = None) -> list[IndexedFile]: ...
-    async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]: ...
+    async def processes(self, origin: str) -> Others: ...
     async def roots(self) -> list[str]: ...
 
 

@@ -27,7 +27,17 @@ LIMIT``, its top-k shortcut), reading further (four times as far each time) whil
 the chunks it scores do not match (a phrase) or do not pass a broad filter. A
 narrow filter (``_narrow``: few chunks for the size of the index) is applied
 first: its matching chunks are scored, all of them. What the scan has not found
-within ``SCAN_MOST`` chunks is looked up the same way, exactly.
+within ``SCAN_MOST`` chunks is looked up the same way, exactly. Only the candidates'
+tokens, lengths and order keys are read to rank them; the rows of the best alone are
+read whole.
+
+The BM25 index is an accelerator only (``bm25_index``: pg_textsearch 0.6.1 keeps nothing
+across a server restart and nothing on a replica). While it is not whole (looked at
+every ``CHECK_EVERY`` seconds, and whenever a scan of it finds nothing the GIN index
+finds), every matching chunk, found through the GIN index (WAL-logged: whole after a
+restart, a crash or a restore, and on a streaming replica), is ranked by FTS5's bm25:
+the same answers, slower, and ``condition`` says so in every answer and in
+``status()``.
 
 Without ``pg_textsearch`` (``ts_rank_cd``): the matching chunks are ranked by
 PostgreSQL's ``ts_rank_cd`` (cover density, no document frequencies), negated so
@@ -36,18 +46,24 @@ that lower is better as for BM25; reported in ``status()``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
+
+import anyio
 
 from ...core.bm25 import idf, score
 from ...core.catalog import Allowed
 from ...core.lexemes import Clause, LexicalQuery, frequencies, lexical_query, tsquery
 from ...location import DatabaseUrl
 from ...types import ChunkRecord, LexicalExplain, LexicalRanking
-from ..common import ROW_COLUMNS, row_dict
+from ..common import ROW_SQL, row_dict
 from ..protocols import Ranked
+from .bm25_index import CHECK_AGAIN_EVERY, CHECK_EVERY, healthy
 from .connection import Connection, Pool, mapped_errors, snapshot
 from .schema import BM25_INDEX
+
+logger = logging.getLogger(__name__)
 
 #: Scoring a chunk by itself costs about this many times reading one from the BM25
 #: index, best first (measured here: 130 µs and 10 µs on awesome-copilot).
@@ -63,7 +79,9 @@ EXPANSIONS = 64
 POOL, POOL_LEAST = 5, 100
 
 _VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
-_COLUMNS = f"{ROW_COLUMNS}, c.lexemes, c.length"
+#: A candidate as it is ranked: its tokens and length (FTS5's bm25), and the keys of the
+#: order of equal scores; the rows of the final best only are read whole (``ROW_SQL``).
+_COLUMNS = "c.id, c.lexemes, c.length, f.rel_path, c.chunk_index, r.path"
 _ROWS = ("JOIN chunks c ON c.id = hit.id JOIN files f ON f.id = c.file_id "
          "JOIN roots r ON r.id = f.root_id ")
 
@@ -89,6 +107,18 @@ class Lexical:
         self._pool = pool
         self._where = where
         self._bm25 = ranking == "bm25"
+        #: Whether the BM25 index was whole at the last look (None: not looked at yet).
+        self._whole: bool | None = None
+        self._looked = float("-inf")
+
+    def condition(self) -> str | None:
+        """What an answer should say of how it was ranked now (None: nothing)."""
+        if not self._bm25 or self._whole is not False:
+            return None
+        return ("keyword search ranks every match without its BM25 index, which this "
+                "PostgreSQL server does not hold now (the process that writes the index "
+                "builds it again after a server restart or a restore; a read replica never "
+                "holds it): the same answers, slower")
 
     async def lexical(self, query: str, limit: int, allowed: Allowed | None,
                       ) -> tuple[Ranked, dict[int, ChunkRecord]]:
@@ -96,16 +126,58 @@ class Lexical:
         if q is None:
             return [], {}
         with mapped_errors(self._where):
-            async with self._pool.acquire() as conn:
+            async with self._pool.acquire() as conn, snapshot(conn):
+                # (the chunks, the counts they are ranked by and their rows: one state)
                 if not self._bm25:
-                    rows = await self._search(conn, q, limit, allowed)
-                    ranked = [(int(r[0]), float(r["score"])) for r in rows]
-                else:  # (the chunks and the counts they are ranked by: one state)
-                    async with snapshot(conn):
-                        want = max(limit * POOL, POOL_LEAST)
-                        rows = await self._search(conn, q, want, allowed)
-                        ranked, rows = await _as_fts5(conn, q, rows, limit)
+                    found = await self._search(conn, q, limit, allowed)
+                    ranked = [(int(r[0]), float(r["score"])) for r in found]
+                else:
+                    ranked = await _as_fts5(conn, q, await self._found(conn, q, limit, allowed),
+                                            limit)
+                rows = await conn.fetch(ROW_SQL + "WHERE c.id = ANY($1)",
+                                        [rowid for rowid, _ in ranked])
         return ranked, {int(r[0]): row_dict(r) for r in rows}
+
+    async def _found(self, conn: Connection, q: LexicalQuery, limit: int,
+                     allowed: Allowed | None) -> list[Any]:
+        """The candidates FTS5's bm25 ranks: the best of the BM25 index's scan while it is
+        whole, else every chunk that matches (``bm25_index``: what a restart leaves)."""
+        if await self._whole_now(conn):
+            found = await self._search(conn, q, max(limit * POOL, POOL_LEAST), allowed)
+            if found or not await self._any_match(conn, q, allowed):
+                return found
+            self._whole, self._looked = False, anyio.current_time()  # (empty, or behind)
+            logger.warning("%s: the BM25 index found nothing that the GIN index finds (a "
+                           "server restart empties it): ranking every match instead",
+                           self._where.redacted)
+        return await self._every_match(conn, q, allowed)
+
+    async def _whole_now(self, conn: Connection) -> bool:
+        """Whether the BM25 index is whole, looked at again once ``CHECK_EVERY`` seconds
+        have passed (``CHECK_AGAIN_EVERY`` while it is not)."""
+        now = anyio.current_time()
+        due = CHECK_EVERY if self._whole else CHECK_AGAIN_EVERY
+        if self._whole is None or now - self._looked >= due:
+            self._whole, self._looked = await healthy(conn), now
+        return bool(self._whole)
+
+    async def _any_match(self, conn: Connection, q: LexicalQuery,
+                         allowed: Allowed | None) -> bool:
+        p = _Params()
+        where = " AND ".join(_filters(p, q, allowed, exact=False))
+        return bool(await conn.fetchval(
+            f"SELECT EXISTS (SELECT 1 FROM chunks c WHERE {where})", *p.values))
+
+    async def _every_match(self, conn: Connection, q: LexicalQuery,
+                           allowed: Allowed | None) -> list[Any]:
+        """Every chunk that matches (and passes the filter), found through the GIN index
+        alone (WAL-logged: whole after a restart, and on a replica), for FTS5's bm25 to
+        rank each."""
+        p = _Params()
+        where = " AND ".join(_filters(p, q, allowed, exact=False))
+        return list(await conn.fetch(
+            f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier FROM chunks c JOIN files f ON "
+            f"f.id = c.file_id JOIN roots r ON r.id = f.root_id WHERE {where}", *p.values))
 
     async def _search(self, conn: Connection, q: LexicalQuery, limit: int,
                       allowed: Allowed | None) -> list[Any]:
@@ -227,12 +299,11 @@ async def _completions(conn: Connection, prefixes: tuple[str, ...]) -> list[str]
     return list(dict.fromkeys(out))
 
 
-async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: int,
-                   ) -> tuple[Ranked, list[Any]]:
+async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: int) -> Ranked:
     """The best ``limit`` of ``rows`` as FTS5 ranks them (its ``bm25()``, chunks holding
-    every word first), ties by path, chunk index, root; with their rows."""
+    every word first), ties by path, chunk index, root."""
     if not rows:
-        return [], []
+        return []
     idfs, avgdl = await _statistics(conn, q.clauses)
     scored = []
     # (each chunk once: pg_textsearch 0.6.1's scan can give one twice)
@@ -242,8 +313,7 @@ async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: in
             scored.append((score(freqs, float(r["length"]), idfs, avgdl), r))
     scored.sort(key=lambda s: (-int(s[1]["tier"]), s[0], str(s[1]["rel_path"]),
                                int(s[1]["chunk_index"]), str(s[1]["path"])))
-    best = scored[:limit]
-    return [(int(r[0]), bm25) for bm25, r in best], [r for _, r in best]
+    return [(int(r[0]), bm25) for bm25, r in scored[:limit]]
 
 
 async def _statistics(conn: Connection, clauses: tuple[Clause, ...]) -> tuple[list[float], float]:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from ...core.chunker import embed_text
 from ...core.filters import FileEntry
 from ...location import DatabaseUrl
-from ...types import ChunkRecord, ProcessInfo
-from ..common import ROW_SQL, PendingText, row_dict
+from ...types import ChunkRecord
+from ..common import ROW_SQL, Others, PendingText, row_dict
 from ..listings import Listings
 from ..written import FILE_ENTRY_COLUMNS, file_entry
 from .changes import sequence
@@ -62,12 +62,19 @@ class Reads(Listings):
         return ({int(r[0]): str(r[1]) for r in roots}, [file_entry(f) for f in files],
                 [(int(e[0]), int(e[1])) for e in edges])
 
-    async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
+    async def processes(self, origin: str) -> Others:
+        """The others, the change sequence number, and whether this is a replica (with
+        its replay lag)."""
         with mapped_errors(self.where):
             rows = await self.pool.fetch(
                 "SELECT pid, roles, last_seen FROM processes WHERE origin != $1 AND "
                 "last_seen >= $2 ORDER BY last_seen DESC", origin, time.time() - SEEN_WITHIN)
             async with self.pool.acquire() as conn:
                 seq = await sequence(conn)
-        return ([{"pid": int(r[0]), "roles": list(json.loads(r[1])), "last_seen": float(r[2])}
-                 for r in rows], seq)
+                standby = await conn.fetchrow(
+                    "SELECT pg_is_in_recovery(), extract(epoch FROM now() - "
+                    "pg_last_xact_replay_timestamp())")
+        assert standby is not None
+        return Others([{"pid": int(r[0]), "roles": list(json.loads(r[1])),
+                        "last_seen": float(r[2])} for r in rows], seq, bool(standby[0]),
+                      None if standby[1] is None else max(0.0, float(standby[1])))

@@ -61,6 +61,8 @@ class Session:
                  wait: float = 0.0) -> None:
         self.where = where
         self.wait = wait
+        #: How long a connection is tried for.
+        self.seconds = seconds
         self._seconds = seconds
         self._vectors = vectors
         self._conn: Raw | None = None

@@ -20,6 +20,7 @@ from ...core.lexemes import indexed_text
 from ...core.plan import StoredState
 from ...core.vectors import F32
 from ..written import FILE_ENTRY_COLUMNS, Edges, FileToWrite, Written, chunk_id_for, file_entry
+from .bm25_index import rebuild
 from .connection import Connection, mapped_errors, snapshot, transaction
 from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
@@ -42,6 +43,7 @@ class Writer:
         self.vector_index = vector_index
         self._dims: set[int] = set()
         self.where = session.where
+        self._read_only = read_only
         self.missing = Missing(session, read_only=read_only)
         self.roots = Roots(session, self.missing)
         self._indexed_dims: set[int] = set()
@@ -210,6 +212,13 @@ class Writer:
     async def upkeep(self) -> None:
         """Nothing to do: pg_textsearch's BM25 index is kept by PostgreSQL itself, and
         pgvector's index holds the vectors as they are."""
+
+    async def mend(self) -> None:
+        """pg_textsearch's BM25 index built again when a server restart, a crash or a
+        restore has emptied it (``bm25_index.rebuild``: on a connection of its own, writes
+        going on meanwhile); nothing on a read-only open or a replica."""
+        if not self._read_only:
+            await rebuild(self.where, seconds=self.session.seconds)
 
 
 def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:

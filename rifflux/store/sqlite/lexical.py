@@ -25,6 +25,10 @@ class Lexical:
     def __init__(self, reader: Reader) -> None:
         self._reader = reader
 
+    def condition(self) -> str | None:
+        """Nothing to say: FTS5's index is the file's own."""
+        return None
+
     async def lexical(self, query: str, limit: int, allowed: Allowed | None,
                       ) -> tuple[Ranked, dict[int, ChunkRecord]]:
         plan = lexical_plan(query)

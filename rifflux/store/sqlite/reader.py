@@ -18,8 +18,8 @@ from ...core.catalog import Allowed
 from ...core.filters import FileEntry
 from ...core.hits import WEIGHTS, Hit, place
 from ...errors import IndexDatabaseError
-from ...types import ChunkRecord, ProcessInfo
-from ..common import ROW_COLUMNS, ROW_SQL, PendingText, row_dict, stable_order
+from ...types import ChunkRecord
+from ..common import ROW_COLUMNS, ROW_SQL, Others, PendingText, row_dict, stable_order
 from ..listings import Listings
 from ..protocols import CodeBlocks, VectorBlocks
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
@@ -274,14 +274,14 @@ class Reader(Listings):
         return ({int(r[0]): str(r[1]) for r in roots}, entries,
                 [(int(e[0]), int(e[1])) for e in edges])
 
-    async def processes(self, origin: str) -> tuple[list[ProcessInfo], int]:
+    async def processes(self, origin: str) -> Others:
         """The other processes with the index open, and the change sequence number."""
         others = await Presence(self.conn, self.db_path, origin).others()
         try:
             with mapped_errors(self.db_path):
-                return others, await sequence(self.conn)
+                return Others(others, await sequence(self.conn))
         except IndexDatabaseError:  # an index made before the log (read-only)
-            return others, 0
+            return Others(others, 0)
 
 
 class Pending:

@@ -100,6 +100,10 @@ class Writer:
         finally:
             await self.lexicon.refresh()
 
+    async def mend(self) -> None:
+        """Nothing: what SQLite keeps (its full-text index included) survives a restart
+        with the file, and a damaged file is found and rebuilt at open (``recovery``)."""
+
     async def known_files(self, root_id: int) -> dict[str, StoredState]:
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
