@@ -202,3 +202,47 @@ async def test_a_read_only_instance_on_a_streaming_replica_searches_and_follows_
         assert "--read-only" in str(refused.value) and "primary" in str(refused.value)
     rows: list[Any] = await index_rows(url, "SELECT count(*) FROM files")
     assert rows[0][0] == 42
+
+
+def test_rifflux_index_waits_for_a_server_restarted_mid_run_and_finishes(
+    postgres_of_its_own: PostgresServer, tmp_path: Path,
+) -> None:
+    # One file's parsing is held until the server has been restarted: the restart falls
+    # in the middle of the job whatever the machine's speed (it exited 1 with
+    # CannotConnectNowError: its progress read the counts and failed on the first error).
+    import subprocess
+    import sys
+
+    from .helpers import cli_env
+
+    server = postgres_of_its_own
+    url = server.create_database("midrun")
+    notes = numbered_notes(tmp_path / "notes", 120, long=True)
+    write(notes, "held-back.md", "# Held\n\nThe heron held back until the restart.\n")
+    restarted = tmp_path / "restarted"
+    held = Path(__file__).parent / "http" / "held_parse"
+    env = cli_env(tmp_path, PYTHONPATH=os.pathsep.join([str(held), cli_env(tmp_path)[
+        "PYTHONPATH"]]), RIFFLUX_TEST_HOLD_PARSE="held-back.md",
+        RIFFLUX_TEST_HOLD_UNTIL=str(restarted))
+    with subprocess.Popen([sys.executable, "-m", "rifflux", "--db", url, "index", str(notes)],
+                          cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as run:
+
+        async def files() -> int:
+            try:
+                return int((await index_rows(url, "SELECT count(*) FROM files"))[0][0])
+            except Exception:  # (the schema is not made yet)
+                return 0
+
+        async def most_written() -> bool:
+            return await files() >= 100
+
+        try:
+            anyio.run(lambda: eventually(most_written, within=120))
+            _restart(server)
+        finally:
+            restarted.touch()
+        out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    assert out.startswith("Indexed 121 files") and "the job waits for it" in err
+    assert anyio.run(files) == 121

@@ -18,7 +18,7 @@ import anyio
 from ..api import Rifflux
 from ..config import Settings
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
-from ..errors import InvalidArgumentError, RiffluxError
+from ..errors import IndexUnreachableError, InvalidArgumentError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..locate import missing_locations, refused_by_a_new_index
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
@@ -31,6 +31,9 @@ from .search import search
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+#: How long ``rifflux index`` waits for its index's server to answer again at the end.
+_SERVER_WAIT = 60.0
 
 async def _index(args: argparse.Namespace, settings: Settings) -> int:
     from .progress import ProgressView
@@ -57,7 +60,7 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
             with anyio.move_on_after(2, shield=True):  # (a read of the job's state)
                 await _say_interrupted(rf, job_id, err)
             raise
-        status = await rf.status()
+        status = await _reachable_status(rf)
     if job["status"] != "completed":
         raise CommandError(f"indexing {job['status']}: {job.get('error') or 'no reason given'}")
     result: ReindexResult | None = job["result"]
@@ -89,6 +92,17 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
         kind = "error" if error and path in args.paths else "warning"
         err.print(f"{kind}: {path}: {said}", markup=False)
     return EXIT_FAILURE if any(p in failed for p in args.paths) else EXIT_OK
+
+
+async def _reachable_status(rf: Rifflux) -> Status:
+    """The index's status once its server (PostgreSQL) answers: a job that outlived a
+    restart of it ends with the summary, not with the restart (waits at most a minute)."""
+    with anyio.fail_after(_SERVER_WAIT):
+        while True:
+            try:
+                return await rf.status()
+            except IndexUnreachableError:
+                await anyio.sleep(1.0)
 
 
 async def _say_interrupted(rf: Rifflux, job_id: str, err: Console) -> None:

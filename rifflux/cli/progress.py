@@ -20,9 +20,13 @@ from rich.table import Column
 from rich.text import Text
 
 from ..api import Rifflux
+from ..errors import IndexUnreachableError
 from ..types import FINISHED, Counts, JobInfo
 
 __all__ = ["ProgressView"]
+
+_NONE: Counts = {"files": 0, "chunks": 0, "embeddings": 0, "pending_embeddings": 0,
+                 "roots": 0, "links": 0, "unresolved_links": 0}
 
 
 class _Rate(ProgressColumn):
@@ -40,9 +44,11 @@ class ProgressView:
         # The total is the job's own count of new and changed files, known once it has
         # compared the folders with the index (no second scan here).
         self._rf, self._job_id, self._console = rf, job_id, console
+        self._counts: Counts | None = None  # the last counts read
+        self._away = False  # the index's server cannot be reached now (said once)
 
     async def run(self) -> JobInfo:
-        first = await self._rf.counts()
+        first = await self._counted()
         base_embeddings = int(first["embeddings"])
         if not self._console.is_terminal:
             return await self._plain(base_embeddings)
@@ -93,7 +99,24 @@ class ProgressView:
         """Wait up to 0.25 s for the job to end, then read its state."""
         with anyio.move_on_after(0.25):
             await self._rf.wait_for_job(self._job_id)
-        return await self._rf.job(self._job_id), await self._rf.counts()
+        return await self._rf.job(self._job_id), await self._counted()
+
+    async def _counted(self) -> Counts:
+        """The index's counts; while its server (PostgreSQL) cannot be reached, the last
+        ones read, and a line that says the job waits for it (the job itself waits,
+        bounded, and ends with an error that says so if the server does not come back)."""
+        try:
+            self._counts = await self._rf.counts()
+        except IndexUnreachableError as exc:
+            if not self._away:
+                self._console.print(f"rifflux: {exc}; the job waits for it and goes on once "
+                                    "it is back", markup=False)
+            self._away = True
+            return self._counts or _NONE
+        if self._away:
+            self._console.print("rifflux: the index's server is back; going on", markup=False)
+        self._away = False
+        return self._counts
 
 
 def plain_line(job: JobInfo, status: Counts, speed: str, eta: float | None) -> str:
