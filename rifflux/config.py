@@ -93,6 +93,10 @@ class Settings:
     #: long texts embed as fast 8 at a time as 32 at a time, at 0.5 GB less peak memory.
     embed_batch_chars: int = 8192
     busy_timeout_ms: int = 5000
+    #: How often other processes' commits are looked for, in seconds (SQLite: its data
+    #: version; PostgreSQL: a notification, or on a read replica, which hears none, the
+    #: change log's last number, one index lookup a look).
+    follow_seconds: float = 0.2
     retry_delays: tuple[float, ...] = (1.0, 2.0, 4.0)
     job_history: int = 100
     max_queued_jobs: int = 1000
@@ -135,6 +139,9 @@ class Settings:
         if self.log_level.upper() not in LOG_LEVELS:
             raise InvalidArgumentError(
                 f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
+        if not 0.01 <= self.follow_seconds <= 60:
+            raise InvalidArgumentError(f"follow_seconds must be from 0.01 to 60, not "
+                                       f"{self.follow_seconds!r}")
         for name, least in (("max_file_bytes", 1), ("max_root_files", 1),
                             ("semantic_feedback", 0)):
             if getattr(self, name) < least:
@@ -175,6 +182,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_MAX_FILE_BYTES": "max_file_bytes",
     "RIFFLUX_USE_IGNORE_FILES": "use_ignore_files",
     "RIFFLUX_MAX_ROOT_FILES": "max_root_files",
+    "RIFFLUX_FOLLOW_SECONDS": "follow_seconds",
 }
 
 

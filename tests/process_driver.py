@@ -7,7 +7,7 @@ answer (``{"ok": ...}`` or ``{"error": "..."}``). The first line out is ``{"read
 pid}``, once the index is open. It embeds with the hash embedder's vectors and label
 (so every process makes the same vectors), counting the texts it embeds, ``--slow``
 seconds each. ``--follow-every`` sets how often it looks at other processes' commits on
-its own (``rifflux.actors.indexer.FOLLOW_EVERY``): a test makes it rare to see what a
+its own (``Settings.follow_seconds``): a test makes it rare to see what a
 reindex brings in by itself.
 """
 
@@ -23,7 +23,6 @@ from typing import Any
 import anyio
 
 from rifflux import Rifflux, Settings
-from rifflux.actors import indexer
 from rifflux.core.embedders import HashEmbedder
 from rifflux.core.vectors import F32
 
@@ -79,12 +78,12 @@ async def main() -> None:
     parser.add_argument("--watch", action="append", default=[])
     parser.add_argument("--read-only", action="store_true")
     parser.add_argument("--slow", type=float, default=0.0)
-    parser.add_argument("--follow-every", type=float, default=indexer.FOLLOW_EVERY)
+    parser.add_argument("--follow-every", type=float, default=Settings().follow_seconds)
     args = parser.parse_args()
-    indexer.FOLLOW_EVERY = args.follow_every
     embedder = Counting(args.slow)
     settings = Settings(db_path=args.db, read_only=args.read_only,
-                        watch_paths=tuple(args.watch), debounce_seconds=0.05)
+                        watch_paths=tuple(args.watch), debounce_seconds=0.05,
+                        follow_seconds=args.follow_every)
     async with Rifflux(settings=settings, embedder=embedder) as rf:
         sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
         sys.stdout.flush()

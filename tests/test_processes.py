@@ -192,7 +192,7 @@ async def test_a_reindex_returns_once_its_process_has_the_vectors_another_proces
         # b looks at the others' commits on its own only once, as it starts: once its
         # first job has run (after that look) and a semantic search has waited for its
         # matrix, only b's reindex can bring in what a writes
-        async with drivers(db, ["--follow-every", "600"]) as (b,):
+        async with drivers(db, ["--follow-every", "60"]) as (b,):
             await b("reindex", path=str(tmp_path / "empty"))
             await b.paths("heron", "semantic")
             await a("reindex", path=str(root))  # a writes and embeds every note

@@ -64,8 +64,6 @@ logger = logging.getLogger(__name__)
 
 #: Longest wait between attempts to adopt the model while the database is busy.
 _ADOPT_MAX_DELAY = 5.0
-#: How often the change log is looked at (other processes' commits), in seconds.
-FOLLOW_EVERY = 0.2
 #: Busy reads of other processes' changes, in a row, before reading everything instead.
 FOLLOW_TRIES = 5
 
@@ -209,7 +207,7 @@ class Indexer:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return  # shutting down
             await tick.looked.wait()
-            await anyio.sleep(FOLLOW_EVERY)
+            await anyio.sleep(self._settings.follow_seconds)
 
     async def _look(self) -> None:
         """Whether another process committed (a cheap pragma); if so, read what it did."""

@@ -6,6 +6,7 @@ five times a second. Two writers on one real SQLite file stand for the two proce
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ import pytest
 from anyio.abc import TaskGroup
 
 from rifflux import IndexBusyError, IndexDatabaseError
-from rifflux.actors import indexer as indexer_module
 from rifflux.actors.indexer import FOLLOW_TRIES, Indexer
 from rifflux.actors.jobs import Job, JobHandle, JobQueue, Target
 from rifflux.actors.messages import (
@@ -145,7 +145,8 @@ async def test_an_unexpected_failure_reads_everything_again_and_the_job_complete
 async def test_a_busy_read_is_tried_again_then_everything_is_read_instead(
     two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
+    monkeypatch.setattr(two.indexer, "_settings",
+                        replace(two.indexer._settings, follow_seconds=0.01))
     async with anyio.create_task_group() as tg:
         await two.start(tg)
         job, reads = await a_job_waiting_for_b(two, tmp_path, monkeypatch,
@@ -161,7 +162,8 @@ async def test_a_busy_read_is_tried_again_then_everything_is_read_instead(
 async def test_a_busy_read_that_clears_applies_the_changes_themselves(
     two: Processes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 0.01)
+    monkeypatch.setattr(two.indexer, "_settings",
+                        replace(two.indexer._settings, follow_seconds=0.01))
     async with anyio.create_task_group() as tg:
         await two.start(tg)
         job, reads = await a_job_waiting_for_b(two, tmp_path, monkeypatch,
@@ -177,7 +179,8 @@ async def test_a_lasting_failure_is_not_read_again_at_every_tick(
 ) -> None:
     reads = failing(monkeypatch, IndexDatabaseError("database disk image is malformed"),
                     times=10**6)
-    monkeypatch.setattr(indexer_module, "FOLLOW_EVERY", 3600)  # (the looks below only)
+    monkeypatch.setattr(two.indexer, "_settings",  # (the looks below only)
+                        replace(two.indexer._settings, follow_seconds=60))
     async with anyio.create_task_group() as tg:
         await two.start(tg)
         root = await two.b.roots.root_id(tmp_path / "docs")  # commits by the other process
