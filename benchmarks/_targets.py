@@ -132,6 +132,43 @@ def _peak(point: dict[str, Any]) -> float:
     return float(max(point["index"]["peak_rss_mib"], point["serve"]["peak_rss_lifetime_mib"]))
 
 
+def _pg_ratio(mode: str, limit: float) -> Target:
+    """PostgreSQL's p50 of ``mode`` beside SQLite's, in the same run."""
+    def value(r: Results) -> float | None:
+        found = _dig(r, "postgres", "ratios", mode)
+        return None if found is None else float(found)
+
+    def note(r: Results) -> str:
+        timed = f"{mode}_c1"
+        return (f"{_dig(r, 'postgres', 'postgres', 'timed', timed, 'p50_ms')} ms vs "
+                f"{_dig(r, 'postgres', 'sqlite', 'timed', timed, 'p50_ms')} ms at "
+                f"{_dig(r, 'postgres', 'chunks')} chunks")
+
+    return Target(f"PostgreSQL {mode} p50 / SQLite's, concurrency 1", "<=", limit, "x",
+                  value, note, section="postgres")
+
+
+def _pg_after(what: str) -> Target:
+    """The lexical answers after a restart, a crash or a restore: none empty, and once
+    the BM25 index is built again, every top 10 as before."""
+    def value(r: Results) -> float | None:
+        after = _dig(r, "postgres", "durability", what)
+        if not after:
+            return None
+        return float(after["rebuilt_as_before"] - after["empty"])
+
+    def note(r: Results) -> str:
+        after = _dig(r, "postgres", "durability", what) or {}
+        return (f"first answers in {after.get('first_lexical_answers_s')} s, "
+                f"{after.get('empty')} empty, {after.get('same_top10')} of 20 as before "
+                f"and {after.get('same_as_sqlite')} as SQLite's FTS5 (before: "
+                f"{after.get('before_as_sqlite')}) while the BM25 index is rebuilt "
+                f"({after.get('rebuild_s')} s)")
+
+    return Target(f"PostgreSQL lexical answers after a {what}: none empty, as before once "
+                  "rebuilt (of 20)", ">=", 20, "", value, note, section="postgres")
+
+
 #: The scale curve's targets: the everyday size, issue 5's 100,000 and issue 24's million.
 SCALE_TARGETS: tuple[Target, ...] = (
     _at(10_000, "hybrid p50", "<=", 15, " ms", lambda p: p["serve"]["modes"]["hybrid"]["p50_ms"]),
@@ -278,7 +315,17 @@ TARGETS: tuple[Target, ...] = (
            lambda r: f"{_dig(r, 'postgres', 'corpus_chunks')} chunks, hash vectors; at "
                      f"{_dig(r, 'postgres', 'chunks')} chunks (HNSW): "
                      f"{_dig(r, 'postgres', 'agreement_grown', 'semantic')}", section="postgres"),
-    Target("PostgreSQL search process RSS / SQLite's", "<=", 0.5, "x",
+    *(_pg_ratio(mode, limit) for mode, limit in (("hybrid", 1.5), ("lexical", 2.0),
+                                                  ("semantic", 2.0))),
+    Target("PostgreSQL ingest (rifflux migrate), chunks/s", ">=", 2000, "",
+           lambda r: _dig(r, "postgres", "ingest", "total_chunks_per_s"),
+           lambda r: f"{_dig(r, 'postgres', 'chunks')} chunks", section="postgres"),
+    *(_pg_after(what) for what in ("restart", "crash", "restore")),
+    Target("PostgreSQL replica: a primary's note found there, p50", "<=", 2, " s",
+           lambda r: _dig(r, "postgres", "replica", "found_p50_s"),
+           lambda r: f"{_dig(r, 'postgres', 'replica', 'looks_per_s')} looks/s of "
+                     f"{_dig(r, 'postgres', 'replica', 'one_look_ms')} ms", section="postgres"),
+    Target("PostgreSQL search process RSS / SQLite's", "<=", 0.25, "x",
            lambda r: _dig(r, "postgres", "rss_ratio"),
            lambda r: f"{_dig(r, 'postgres', 'postgres', 'rss_after_queries_mib')} MiB vs "
                      f"{_dig(r, 'postgres', 'sqlite', 'rss_after_queries_mib')} MiB at "
