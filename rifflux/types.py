@@ -60,6 +60,10 @@ class ChunkRecord(TypedDict):
     modified: str  # the file's mtime, ISO 8601 UTC
     line_start: int  # 1-based, inclusive: the source lines the text came from
     line_end: int
+    #: (added) what kind of file: markdown, text, pdf, pptx, docx, code (core.extract)
+    kind: str
+    page: NotRequired[int]  # (added) a PDF's page the text is on, 1-based
+    slide: NotRequired[int]  # (added) a deck's slide the text is on, 1-based
 
 
 class ChunkDetail(ChunkRecord):

@@ -491,10 +491,14 @@ async def indexed_then_downgraded(db: Path, root: Path,
 
 
 def downgrade(db: Path, version: int) -> None:
-    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 5) wrote."""
+    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 6) wrote."""
     with sqlite3.connect(db) as conn:
-        conn.executescript("DROP TABLE links; DROP TABLE note_keys; DROP TABLE note_aliases;")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        conn.executescript("ALTER TABLE files DROP COLUMN kind; "
+                           "ALTER TABLE chunks DROP COLUMN page;")
+        if version == 6:
+            return
+        conn.executescript("DROP TABLE links; DROP TABLE note_keys; DROP TABLE note_aliases;")
         if version == 5:
             return
         conn.executescript(

@@ -16,6 +16,7 @@ from rifflux import Rifflux
 from rifflux.answers import why
 from rifflux.core.fts_query import build_every, build_match
 from rifflux.mcp.answers import WORDS as MCP_WORDS
+from rifflux.store.sqlite.schema import SCHEMA_VERSION
 
 from .helpers import (
     CountingEmbedder,
@@ -175,7 +176,7 @@ async def test_an_index_of_version_4_learns_cjk_when_opened_and_keeps_its_vector
     with sqlite3.connect(db) as conn:
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')")
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-            == ("6",)
+            == (str(SCHEMA_VERSION),)
 
 
 async def test_cjk_search_through_the_command_line_and_mcp(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
 from rifflux.core.fusion import rrf
+from rifflux.store.sqlite.schema import SCHEMA_VERSION
 
 from .helpers import (
     HOME_LINKS,
@@ -220,7 +221,7 @@ async def test_an_index_of_version_5_gets_its_links_when_opened(tmp_path: Path,
     assert len(embedder.embedded) == embedded  # the vectors were kept
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-            == ("6",)
+            == (str(SCHEMA_VERSION),)
 
 
 async def test_a_folder_absorbed_into_its_parent_resolves_its_links_there(

@@ -55,6 +55,9 @@ class Chunk:
     #: The source lines the text came from (1-based, inclusive).
     line_start: int = 0
     line_end: int = 0
+    #: The page (a PDF's) or slide (a deck's) the text is on, 1-based; None: the file's
+    #: units are lines.
+    page: int | None = None
 
 
 def embed_text(heading_path: str, content: str) -> str:
@@ -73,10 +76,10 @@ def embed_text(heading_path: str, content: str) -> str:
 
 
 def make_chunk(index: int, heading_path: str, content: str,
-               lines: tuple[int, int] = (0, 0)) -> Chunk:
+               lines: tuple[int, int] = (0, 0), page: int | None = None) -> Chunk:
     digest = hashlib.sha256(embed_text(heading_path, content).encode("utf-8")).hexdigest()
     return Chunk(chunk_index=index, heading_path=heading_path, content=content,
-                 content_hash=digest, line_start=lines[0], line_end=lines[1])
+                 content_hash=digest, line_start=lines[0], line_end=lines[1], page=page)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

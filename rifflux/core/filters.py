@@ -52,6 +52,7 @@ class FileEntry:
     mtime_ns: int
     tags: frozenset[str]  # as the filter sees them: nested tags with every parent level
     frontmatter: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    kind: str = "markdown"  # which extractor read it (core.extract: markdown, text, pdf...)
 
 
 def tag_levels(tags: Sequence[str]) -> frozenset[str]:

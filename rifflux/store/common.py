@@ -4,7 +4,7 @@ processes committed, a damaged index moved aside.
 
 The row helpers read a chunk row in the column order both stores select
 (``ROW_COLUMNS``: row id, chunk id, chunk index, heading path, content, path,
-root, title, tags, mtime_ns, line start, line end, file id).
+root, title, tags, mtime_ns, line start, line end, file id, kind, page).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from .written import Row, Written
 #: ``f``: files, ``r``: roots).
 ROW_COLUMNS = (
     "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
-    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id"
+    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id, f.kind, c.page"
 )
+#: The kinds of file whose units are pages, and slides: what a chunk's page is called.
+UNIT_OF_KIND = {"pdf": "page", "pptx": "slide"}
 #: A statement of chunk rows (``ROW_COLUMNS``), to be ended by its ``WHERE``.
 ROW_SQL = (f"SELECT {ROW_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
            "JOIN roots r ON r.id = f.root_id ")
@@ -39,7 +41,7 @@ def row_dict(row: Row) -> ChunkRecord:
     """A chunk row (``ROW_COLUMNS``) as a result: SPEC's fields, then where it is and what
     note it belongs to."""
     rel = str(row[5])
-    return {
+    record: ChunkRecord = {
         "chunk_id": str(row[1]),
         "path": rel,
         "heading_path": str(row[3]),
@@ -51,7 +53,14 @@ def row_dict(row: Row) -> ChunkRecord:
         "modified": iso_utc(int(row[9])),
         "line_start": int(row[10]),
         "line_end": int(row[11]),
+        "kind": str(row[13]),
     }
+    unit = UNIT_OF_KIND.get(record["kind"])
+    if unit == "page" and row[14] is not None:
+        record["page"] = int(row[14])
+    elif unit == "slide" and row[14] is not None:
+        record["slide"] = int(row[14])
+    return record
 
 
 def stable_order(row: Row) -> tuple[str, int, str]:

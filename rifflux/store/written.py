@@ -36,6 +36,7 @@ class FileToWrite:
     encoding: str = "utf-8"
     links: Sequence[Link] = ()
     cjk: bool = True  # False: no chunk holds CJK text (nothing to cut for FTS5)
+    kind: str = "markdown"  # which extractor read it (core.extract)
 
 
 #: Files whose outgoing links changed, each with every file it links to now (file ids).
@@ -69,13 +70,13 @@ def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> 
 
 
 #: The ``files`` columns a catalog entry is read from, in ``file_entry``'s order.
-FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter"
+FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter, kind"
 
 
 def file_entry(row: Row) -> FileEntry:
     """A catalog entry from a row of ``FILE_ENTRY_COLUMNS``."""
     return FileEntry(int(row[0]), int(row[1]), str(row[2]), int(row[3]),
-                     tag_levels(json.loads(row[4])), json.loads(row[5]))
+                     tag_levels(json.loads(row[4])), json.loads(row[5]), str(row[6]))
 
 
 #: Host parameters per ``IN (...)`` list.

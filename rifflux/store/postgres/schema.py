@@ -46,7 +46,7 @@ from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
@@ -69,13 +69,14 @@ CREATE TABLE files(
     sha256 text NOT NULL, title text, tags text NOT NULL DEFAULT '[]',
     aliases text NOT NULL DEFAULT '[]', indexed_at double precision NOT NULL,
     frontmatter text NOT NULL DEFAULT '{{}}', line_count integer NOT NULL DEFAULT 0,
-    encoding text NOT NULL DEFAULT 'utf-8', UNIQUE(root_id, rel_path));
+    encoding text NOT NULL DEFAULT 'utf-8', kind text NOT NULL DEFAULT 'markdown',
+    UNIQUE(root_id, rel_path));
 CREATE TABLE chunks(
     id bigserial PRIMARY KEY, chunk_id text NOT NULL UNIQUE,
     file_id bigint NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     chunk_index integer NOT NULL, heading_path text NOT NULL, content text NOT NULL,
     content_hash text NOT NULL, line_start integer NOT NULL DEFAULT 0,
-    line_end integer NOT NULL DEFAULT 0, lexemes text NOT NULL,
+    line_end integer NOT NULL DEFAULT 0, page integer, lexemes text NOT NULL,
     length integer GENERATED ALWAYS AS ({_LENGTH}) STORED);
 CREATE INDEX chunks_file ON chunks(file_id, chunk_index);
 CREATE INDEX chunks_hash ON chunks(content_hash);
@@ -163,7 +164,13 @@ INSERT INTO lexicon(term, chunks) {_TERMS.format(rows="chunks")}
 {_WORD_COUNTS}"""
 
 #: What brings a schema of each older version to the next.
-_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED}
+#: Version 4: the kind of each file (core.extract), and the page or slide of a chunk.
+_KINDS = """
+ALTER TABLE files ADD COLUMN kind text NOT NULL DEFAULT 'markdown';
+ALTER TABLE chunks ADD COLUMN page integer;
+"""
+
+_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).

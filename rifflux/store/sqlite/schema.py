@@ -19,7 +19,7 @@ from .recovery import immutable_uri
 from .sql import is_busy, mapped_errors, transaction
 from .vector_schema import VECTORS_SCHEMA
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The writer connection's page cache, in KiB (filled only as pages are used).
 WRITER_CACHE_KIB = 32 * 1024
 #: How FTS5 cuts text into terms (the lexicon cuts query words the same way).
@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS files(
     frontmatter TEXT NOT NULL DEFAULT '{{}}',
     line_count INTEGER NOT NULL DEFAULT 0,
     encoding TEXT NOT NULL DEFAULT 'utf-8',
+    kind TEXT NOT NULL DEFAULT 'markdown',
     UNIQUE(root_id, rel_path)
 );
 -- fts_heading, fts_content, cjk: what FTS5 indexes instead for text with CJK in it
@@ -59,6 +60,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     content_hash TEXT NOT NULL,
     line_start INTEGER NOT NULL DEFAULT 0,
     line_end INTEGER NOT NULL DEFAULT 0,
+    page INTEGER,
     fts_heading TEXT,
     fts_content TEXT,
     cjk TEXT
@@ -255,6 +257,10 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     INSERT OR REPLACE INTO meta(key, value) VALUES ('fill_fts', '1');
     """, False),  # the CJK columns are filled and FTS5 rebuilt from the stored chunks
     5: ("", True),  # the links tables are new: files are read again for their links
+    6: ("""
+    ALTER TABLE files ADD COLUMN kind TEXT NOT NULL DEFAULT 'markdown';
+    ALTER TABLE chunks ADD COLUMN page INTEGER;
+    """, False),  # every file indexed so far was markdown, its units lines
 }
 
 

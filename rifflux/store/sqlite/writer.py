@@ -142,17 +142,18 @@ class Writer:
                 # trip to the connection's thread per file is what a bulk index paid)
                 await self.conn.executemany(
                     "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
-                    "tags, aliases, indexed_at, frontmatter, line_count, encoding) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+                    "tags, aliases, indexed_at, frontmatter, line_count, encoding, kind) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
                     "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
                     "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
                     "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
                     "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
-                    "line_count=excluded.line_count, encoding=excluded.encoding",
+                    "line_count=excluded.line_count, encoding=excluded.encoding, "
+                    "kind=excluded.kind",
                     [(root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, f.metadata.title,
                       json.dumps(f.metadata.tags), json.dumps(f.metadata.aliases), now,
                       json.dumps(f.metadata.frontmatter, ensure_ascii=False), f.line_count,
-                      f.encoding) for f in files],
+                      f.encoding, f.kind) for f in files],
                 )
                 id_of: dict[str, int] = {}
                 for part in batches([f.rel_path for f in files]):
@@ -169,12 +170,12 @@ class Writer:
                 removed = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
                 await self.conn.executemany(
                     "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
-                    "content, content_hash, line_start, line_end, fts_heading, fts_content, "
-                    "cjk) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    "content, content_hash, line_start, line_end, page, fts_heading, "
+                    "fts_content, cjk) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     [
                         (chunk_id_for(root_id, f.rel_path, c.chunk_index, c.content_hash),
                          fid, c.chunk_index, c.heading_path, c.content, c.content_hash,
-                         c.line_start, c.line_end,
+                         c.line_start, c.line_end, c.page,
                          *(cjk_columns(c.heading_path, c.content) if f.cjk else _NO_CJK))
                         for f, fid in zip(files, file_ids, strict=True)
                         for c in f.chunks
@@ -191,7 +192,7 @@ class Writer:
                                                                        strict=True)))
         entries = tuple(
             FileEntry(fid, root_id, f.rel_path, f.mtime_ns, tag_levels(f.metadata.tags),
-                      f.metadata.frontmatter)
+                      f.metadata.frontmatter, f.kind)
             for f, fid in zip(files, file_ids, strict=True)
         )
         return replace(self.missing.committed(change), files=entries,
