@@ -4,6 +4,7 @@ links and vectors included, and nothing is read or embedded again."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -70,10 +71,10 @@ async def test_a_migrated_index_answers_as_before_and_nothing_is_read_or_embedde
         await migrate(db, url)
 
 
-def test_rifflux_migrate_copies_the_index_given_with_from_into_the_url_given_with_to(
+def test_rifflux_migrate_copies_an_index_into_postgresql_and_back_into_a_file(
     tmp_path: Path, search_docs: Path, new_postgres_index: Callable[[], str],
 ) -> None:
-    db, url = str(tmp_path / "i.db"), new_postgres_index()
+    db, url, back = str(tmp_path / "i.db"), new_postgres_index(), str(tmp_path / "back.db")
     indexed = rifflux_cli(tmp_path, "--db", db, "--backend", "hash", "index", str(search_docs))
     assert indexed.returncode == 0, indexed.stderr
     done = rifflux_cli(tmp_path, "migrate", "--from", db, "--to", url, "--json")
@@ -83,8 +84,33 @@ def test_rifflux_migrate_copies_the_index_given_with_from_into_the_url_given_wit
     status = rifflux_cli(tmp_path, "--db", url, "--backend", "hash", "status", "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["pending_embeddings"] == 0
-    refused = rifflux_cli(tmp_path, "migrate", "--from", url, "--to", url)
-    assert refused.returncode == 2 and "not a URL" in refused.stderr
+    done = rifflux_cli(tmp_path, "--db", url, "migrate", "--to", back, "--json")  # (--from: --db)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) | {"seconds": 0} == copied | {"seconds": 0}
+    status = rifflux_cli(tmp_path, "--db", back, "--backend", "hash", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    moved = json.loads(status.stdout)
+    assert (moved["files"], moved["embeddings"], moved["pending_embeddings"]) == (
+        3, copied["vectors"], 0)
+    said = rifflux_cli(tmp_path, "migrate", "--from", url, "--to", str(tmp_path / "b2.db"))
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.startswith(f"copied {url} to {tmp_path / 'b2.db'}: 3 files in 1 folder")
+    assert "building the search indexes" in said.stderr
+
+
+def test_rifflux_migrate_refuses_a_target_that_holds_an_index_and_the_source_itself(
+    tmp_path: Path, search_docs: Path, new_postgres_index: Callable[[], str],
+) -> None:
+    db, url = str(tmp_path / "i.db"), new_postgres_index()
+    indexed = rifflux_cli(tmp_path, "--db", db, "--backend", "hash", "index", str(search_docs))
+    assert indexed.returncode == 0, indexed.stderr
+    held = rifflux_cli(tmp_path, "migrate", "--from", url, "--to", db)
+    assert held.returncode == 1 and "holds an index already" in held.stderr
+    for same in (db, url):
+        refused = rifflux_cli(tmp_path, "migrate", "--from", same, "--to", same)
+        assert refused.returncode == 2 and "are the same" in refused.stderr, refused.stderr
+    missing = rifflux_cli(tmp_path, "migrate", "--from", str(tmp_path / "no.db"), "--to", url)
+    assert missing.returncode == 2 and "no.db is not a file" in missing.stderr
 
 
 async def test_migrate_refuses_a_file_that_is_not_an_index(
@@ -271,7 +297,7 @@ async def test_a_missing_source_is_refused_and_nothing_is_made(
     gone = url.rsplit("/", 1)[0] + "/rifflux_no_such_database"
     with pytest.raises(NotAnIndexError, match="there is no database .* to copy: give"):
         await migrate(gone, tmp_path / "i.db")
-    assert list(tmp_path.iterdir()) == []
+    assert os.listdir(tmp_path) == []  # (no target made)
     with pytest.raises(InvalidArgumentError, match="are the same"):
         await migrate(url, url)
     assert await index_rows(url, "SELECT count(*) FROM roots") == [(0,)]
