@@ -3,6 +3,8 @@ links and vectors included, and nothing is read or embedded again."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import sqlite3
@@ -121,6 +123,30 @@ async def test_migrate_refuses_a_file_that_is_not_an_index(
     with pytest.raises(Exception, match="not a Rifflux index"):
         await migrate(tmp_path / "notes.db", url)
     assert await index_rows(url, "SELECT count(*) FROM files") == [(0,)]
+
+
+@pytest.mark.parametrize("back", [False, True], ids=["into postgresql", "back to a file"])
+async def test_the_source_is_read_in_one_snapshot_whatever_is_written_meanwhile(
+    tmp_path: Path, search_docs: Path, new_postgres_index: Callable[[], str], back: bool,
+) -> None:
+    url, db = new_postgres_index(), tmp_path / "i.db"
+    source, target = (url, db) if back else (db, url)
+    async with Rifflux(source, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(search_docs)
+        status = await rf.status()
+    deleted: list[Any] = []
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "files" and not deleted:  # another process drops every vector
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:  # (its own loop)
+                deleted.append(pool.submit(asyncio.run, index_rows(
+                    source, "DELETE FROM embeddings RETURNING content_hash")).result())
+
+    copied = await migrate(source, target, progress=progress)
+    assert len(deleted[0]) == status["embeddings"]  # (gone from the source meanwhile)
+    assert copied["vectors"] == status["embeddings"]  # but copied, as they were at the start
+    assert await index_rows(target, "SELECT count(*) FROM embeddings") == [
+        (status["embeddings"],)]
 
 
 #: One vector cut short by a float, as a torn write would (its size left as it was).
