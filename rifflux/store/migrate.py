@@ -66,8 +66,8 @@ async def migrate(source: str | os.PathLike[str] | DatabaseUrl,
                   target: str | os.PathLike[str] | DatabaseUrl, *,
                   progress: Progress | None = None) -> Migrated:
     """Copy the index at ``source`` (an SQLite file, or a PostgreSQL URL) into
-    ``target``, which holds no index yet (a file that does not exist, or an empty
-    database)."""
+    ``target`` (either), which holds no index yet: a file that does not exist, or an
+    empty database. ``progress`` is told what is copied as it goes."""
     frm, into = index_location(source), index_location(target)
     if await anyio.to_thread.run_sync(_same, frm, into):
         raise InvalidArgumentError(
@@ -76,12 +76,11 @@ async def migrate(source: str | os.PathLike[str] | DatabaseUrl,
     started = time.perf_counter()
     tell = progress or (lambda stage, done, total: None)
     async with open_source(frm) as read, _target(into) as write:
-        copied = await _copy(read, write, tell)
-    copied["seconds"] = round(time.perf_counter() - started, 2)
-    return copied
+        return await _copy(read, write, tell, started)
 
 
-async def _copy(source: Source, target: _Target, tell: Progress) -> Migrated:
+async def _copy(source: Source, target: _Target, tell: Progress,
+                started: float) -> Migrated:
     writer = target.writer
     await writer.roots.load()  # (before anything is written: a refused target is unchanged)
     if writer.roots.paths:
@@ -117,7 +116,8 @@ async def _copy(source: Source, target: _Target, tell: Progress) -> Migrated:
     await target.finish()
     tell("index", 1, 1)
     return Migrated(roots=len(roots), files=files, chunks=chunks, vectors=vectors,
-                    model=model, vectors_left=left, seconds=0.0)
+                    model=model, vectors_left=left,
+                    seconds=round(time.perf_counter() - started, 2))
 
 
 def _same(a: IndexLocation, b: IndexLocation) -> bool:

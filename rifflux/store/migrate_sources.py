@@ -68,11 +68,8 @@ class VectorBlock:
 class Source:
     """An index held in one snapshot, and the reads a copy makes of it."""
 
-    def __init__(self, sql: Statements, where: str,
-                 vector_bytes: Callable[[Any], bytes]) -> None:
+    def __init__(self, sql: Statements, vector_bytes: Callable[[Any], bytes]) -> None:
         self._sql = sql
-        #: Where it is, as messages name it (a path, or a URL without its password).
-        self.where = where
         self._vector_bytes = vector_bytes
 
     async def value(self, key: str) -> str | None:
@@ -170,7 +167,7 @@ async def _sqlite(path: Path) -> AsyncIterator[Source]:
     try:
         async with snapshot(conn, path):
             await _sqlite_version(conn, path)  # (the first read: the snapshot's)
-            yield Source(OnConnection(conn, path), str(path), bytes)
+            yield Source(OnConnection(conn, path), bytes)
     finally:
         with anyio.move_on_after(2, shield=True):
             await conn.close()
@@ -216,7 +213,7 @@ async def _postgres(where: DatabaseUrl) -> AsyncIterator[Source]:
             await register_vector(conn)
             # one snapshot for every read; closing the connection ends it
             await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        yield Source(OnPostgres(conn, where), str(where), _pgvector_bytes)
+        yield Source(OnPostgres(conn, where), _pgvector_bytes)
     finally:
         await close(conn)
 
