@@ -252,13 +252,19 @@ def parser() -> argparse.ArgumentParser:
                    help="load the embedding model (a second or two) to show how it runs and "
                         "whether it loads; without it, status never loads the model")
 
-    p = sub.add_parser("migrate", parents=[common], help="copy an SQLite index into PostgreSQL",
-                       description="Copy an SQLite index into an empty PostgreSQL database, "
-                                   "vectors included: nothing is read or embedded again.")
-    p.add_argument("--from", dest="source", metavar="INDEX.DB",
-                   help="the SQLite index to copy (default: --db, or RIFFLUX_DB_PATH)")
-    p.add_argument("--to", dest="target", metavar="URL", required=True,
-                   help="the PostgreSQL database, postgresql://user@host/dbname")
+    p = sub.add_parser("migrate", parents=[common],
+                       help="copy an index between SQLite and PostgreSQL, either way",
+                       description="Copy an index, vectors included, into a new SQLite file "
+                                   "or an empty PostgreSQL database: an SQLite index into "
+                                   "PostgreSQL, or a PostgreSQL index back into a file. "
+                                   "Nothing is read or embedded again.")
+    p.add_argument("--from", dest="source", metavar="INDEX",
+                   help="the index to copy: an SQLite file, or a PostgreSQL URL "
+                        "postgresql://user@host/dbname (default: --db, or RIFFLUX_DB_PATH)")
+    p.add_argument("--to", dest="target", metavar="INDEX", required=True,
+                   help="where to copy it: a new SQLite file (or one that holds no "
+                        "index), or an empty PostgreSQL database (postgresql://user@host/"
+                        "dbname)")
     p.add_argument("--json", action="store_true", help="print what was copied as JSON")
 
     p = sub.add_parser("watch", parents=[common], help="index folders and keep them up to date",

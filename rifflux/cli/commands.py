@@ -19,7 +19,7 @@ from ..api import Rifflux
 from ..config import Settings
 from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import IndexUnreachableError, InvalidArgumentError, RiffluxError
-from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from ..exits import EXIT_FAILURE, EXIT_OK
 from ..locate import missing_locations, refused_by_a_new_index
 from ..types import FINISHED, ForgetResult, JobInfo, ReindexResult, Status
 from . import reading
@@ -214,22 +214,16 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from ..location import DatabaseUrl, index_location
+    from ..location import index_location
     from ..store.migrate import migrate
 
     source = settings.db_path if args.source is None else index_location(args.source)
-    if not isinstance(source, Path):
-        raise CommandError("--from names the SQLite index to copy (a file), not a URL",
-                           EXIT_USAGE)
     target = index_location(args.target)
-    if not isinstance(target, DatabaseUrl):
-        raise CommandError(f"--to names the PostgreSQL database to copy into "
-                           f"(postgresql://user@host/dbname), not {args.target!r}", EXIT_USAGE)
     err = _stderr_console()
 
     def progress(stage: str, done: int, total: int) -> None:
         if stage == "index" and not done:
-            err.print("building the vector index ...")
+            err.print("building the search indexes ...")
         elif stage != "index" and done == total:
             err.print(f"{stage}: {done:,} copied")
 
@@ -238,7 +232,7 @@ async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
         write_json(copied)
     else:
         stdout_console().print(
-            f"copied {source} to {target.redacted}: "
+            f"copied {source} to {target}: "
             f"{count(copied['files'], 'file')} in {count(copied['roots'], 'folder')}, "
             f"{count(copied['chunks'], 'chunk')}, {count(copied['vectors'], 'vector')} of "
             f"{copied['model'] or 'no model'} in {copied['seconds']:.1f} s"

@@ -1,44 +1,45 @@
-"""``rifflux migrate``: an SQLite index copied into a PostgreSQL database, vectors
-included, so that nothing is parsed or embedded again.
+"""``rifflux migrate``: an index copied from one store into another, vectors included,
+so that nothing is parsed or embedded again: an SQLite file into a PostgreSQL
+database, or back into a new SQLite file (a file into a file, or a database into a
+database, is copied the same way).
 
-The copy goes through the PostgreSQL store's own writer (``store.postgres.writer``),
-as an indexing run would write the same files: the folders, then each folder's
-files a batch at a time (their chunks, front matter and links, which the writer
-resolves as it goes), then the vectors of the model in use, a batch at a time.
-The HNSW index over them is built once at the end, which is much faster than
-growing it with every batch. The SQLite file is read, never written, in one read
-transaction: a process writing to it meanwhile does not tear the copy.
+The source is read in one snapshot and never written (``migrate_sources``: the same
+reads of either store). The copy goes through the target store's own writer, as an
+indexing run would write the same files: the folders, then each folder's files a
+batch at a time (their chunks, front matter and links, which the writer resolves as
+it goes), then the vectors of the model in use, a batch at a time. What only makes
+searches faster is built once at the end, which is much faster than growing it with
+every batch: PostgreSQL's HNSW index; SQLite's full-text index merged and the lexical
+search's lists (its lexicon, for a large index).
 
-The target must hold no index yet (an empty database, or one made by Rifflux with
-no folder in it): a copy never mixes into another index. Vectors of other models
-(which SQLite keeps to switch back to) are left behind and counted. A vector whose
-bytes are not as many as its size says (torn: not expected) is left behind too, and
-its text is embedded again once the PostgreSQL index is opened.
+The target must hold no index yet (a file that does not exist, or a database or file
+holding an empty index): a copy never mixes into another index, and a target that
+holds one is refused before anything in it changes. Vectors of other models (which
+SQLite keeps to switch back to) are left behind and counted. A vector whose bytes are
+not as many as its size says (torn: not expected) is left behind too, and its text is
+embedded again once the copy is opened.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import anyio
 
-from ..core.chunker import Chunk
-from ..core.frontmatter import FileMetadata
-from ..core.links import Link
-from ..errors import IndexDatabaseError, NotAnIndexError, SchemaVersionError
-from ..location import DatabaseUrl
-from .postgres.connection import close, connect, mapped_errors
-from .postgres.schema import ensure_schema
-from .postgres.session import Session
-from .postgres.writer import Writer
-from .sqlite.schema import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
-from .sqlite.vectors import by_size
-from .written import FileToWrite
+from ..config import Settings
+from ..errors import IndexDatabaseError, InvalidArgumentError
+from ..location import DatabaseUrl, IndexLocation, index_location
+from .migrate_sources import Source, open_source
+from .opening import open_store
+from .protocols import WriterStore
+from .sqlite.recovery import read_uri
 
 #: Files written per transaction, and vectors.
 FILE_BATCH = 200
@@ -61,144 +62,155 @@ class Migrated(TypedDict):
     seconds: float
 
 
-async def migrate(source: Path, target: str | DatabaseUrl, *,
+async def migrate(source: str | os.PathLike[str] | DatabaseUrl,
+                  target: str | os.PathLike[str] | DatabaseUrl, *,
                   progress: Progress | None = None) -> Migrated:
-    """Copy the SQLite index ``source`` into the empty PostgreSQL database ``target``."""
-    where = target if isinstance(target, DatabaseUrl) else DatabaseUrl(target)
+    """Copy the index at ``source`` (an SQLite file, or a PostgreSQL URL) into
+    ``target`` (either), which holds no index yet: a file that does not exist, or an
+    empty database. ``progress`` is told what is copied as it goes."""
+    frm, into = index_location(source), index_location(target)
+    if await anyio.to_thread.run_sync(_same, frm, into):
+        raise InvalidArgumentError(
+            f"the index to copy and the place to copy it to are the same ({frm}): copy "
+            "it into a new file or an empty database")
     started = time.perf_counter()
     tell = progress or (lambda stage, done, total: None)
-    with _Source(source) as lite:
-        model = lite.value("embedding_model")
-        await _prepare(where)
-        session = Session(where, seconds=30.0)
-        try:
-            await session.open()
-            writer = Writer(session, vector_index=False)
-            await writer.missing.adopt(model)
-            await writer.roots.load()
-            files = chunks = 0
-            total = lite.count("SELECT count(*) FROM files")
-            for root_id, path in lite.rows("SELECT id, path FROM roots ORDER BY id"):
-                into = await writer.roots.root_id(Path(path))
-                if into is None:  # (roots never overlap in an index: never happens)
-                    raise IndexDatabaseError(f"cannot copy the folder {path}: it overlaps "
-                                             f"another folder already in {where}")
-                rows = await anyio.to_thread.run_sync(lite.file_rows, int(root_id))
-                for i in range(0, len(rows), FILE_BATCH):
-                    batch = await anyio.to_thread.run_sync(lite.batch, rows[i:i + FILE_BATCH])
-                    await writer.write_files(into, batch)
-                    files += len(batch)
-                    chunks += sum(len(f.chunks) for f in batch)
-                    tell("files", files, total)
-            vectors, left = 0, 0
-            if model is not None:
-                total = lite.count("SELECT count(*) FROM embeddings WHERE model = ?", model)
-                left = lite.count("SELECT count(*) FROM embeddings WHERE model != ?", model)
-                cursor = lite.conn.execute(
-                    "SELECT content_hash, dim, vector FROM embeddings WHERE model = ? "
-                    "ORDER BY id", (model,))
-                while block := await anyio.to_thread.run_sync(cursor.fetchmany, VECTOR_BATCH):
-                    for same, vecs in by_size(block):  # (a vector torn short: left out)
-                        await writer.write_vectors(model, [str(r[0]) for r in same], vecs)
-                        vectors += len(same)
-                    tell("vectors", vectors, total)
-                tell("index", 0, 1)
-                await writer.make_vector_indexes()
-                tell("index", 1, 1)
-        finally:
-            await session.close()
-        return Migrated(roots=len(lite.rows("SELECT id FROM roots")), files=files,
-                        chunks=chunks, vectors=vectors, model=model, vectors_left=left,
-                        seconds=round(time.perf_counter() - started, 2))
+    async with open_source(frm) as read, _target(into) as write:
+        return await _copy(read, write, tell, started)
 
 
-async def _prepare(where: DatabaseUrl) -> None:
-    """The schema made (or checked) in the target, which must hold no index yet."""
+async def _copy(source: Source, target: _Target, tell: Progress,
+                started: float) -> Migrated:
+    writer = target.writer
+    await writer.roots.load()  # (before anything is written: a refused target is unchanged)
+    if writer.roots.paths:
+        raise _holds_an_index(target.where, writer.roots.paths.values())
+    model = await source.value("embedding_model")
+    await writer.missing.adopt(model)
+    roots = await source.roots()
+    files = chunks = 0
+    total = await source.count_files()
+    for root_id, path in roots:
+        into = await writer.roots.root_id(Path(path))
+        if into is None:  # (roots never overlap in an index: never happens)
+            raise IndexDatabaseError(f"cannot copy the folder {path}: it overlaps "
+                                     f"another folder already in {target.where}")
+        rows = await source.file_rows(root_id)
+        for i in range(0, len(rows), FILE_BATCH):
+            batch = await source.files(rows[i:i + FILE_BATCH])
+            await writer.write_files(into, batch)
+            files += len(batch)
+            chunks += sum(len(f.chunks) for f in batch)
+            tell("files", files, total)
+    total, left = await source.count_vectors(model)
+    vectors = 0
+    if model is not None:
+        upto = 0
+        while (block := await source.vectors(model, after=upto, limit=VECTOR_BATCH)).rows:
+            for hashes, vecs in block.sizes:  # (a vector torn short: left out)
+                await writer.write_vectors(model, hashes, vecs)
+                vectors += len(hashes)
+            upto = block.upto
+            tell("vectors", vectors, total)
+    tell("index", 0, 1)
+    await target.finish()
+    tell("index", 1, 1)
+    return Migrated(roots=len(roots), files=files, chunks=chunks, vectors=vectors,
+                    model=model, vectors_left=left,
+                    seconds=round(time.perf_counter() - started, 2))
+
+
+def _same(a: IndexLocation, b: IndexLocation) -> bool:
+    """Whether the two locations name one index (a path as resolved, a URL as given)."""
+    if isinstance(a, DatabaseUrl) or isinstance(b, DatabaseUrl):
+        return a == b
+    return a.resolve() == b.resolve()
+
+
+def _holds_an_index(where: str, folders: Collection[str]) -> IndexDatabaseError:
+    return IndexDatabaseError(
+        f"{where} holds an index already ({len(folders)} folders: {', '.join(folders)}): "
+        "migrate into a new file or a new, empty database (createdb NAME), or forget its "
+        "folders first")
+
+
+# ---------------------------------------------------------------- the targets
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """An index open to be written: its store's own writer, and what is built once the
+    copy is written."""
+
+    where: str
+    writer: WriterStore
+    finish: Callable[[], Awaitable[object]]
+
+
+@asynccontextmanager
+async def _target(where: IndexLocation) -> AsyncIterator[_Target]:
+    if isinstance(where, DatabaseUrl):
+        async with _postgres(where) as target:
+            yield target
+    else:
+        async with _sqlite(where) as target:
+            yield target
+
+
+@asynccontextmanager
+async def _postgres(where: DatabaseUrl) -> AsyncIterator[_Target]:
+    """The database, its schema made (or checked), through a writer that builds the
+    HNSW index once, at the end (``make_vector_indexes``)."""
+    from .postgres.connection import close, connect  # (asyncpg: only for a URL)
+    from .postgres.schema import ensure_schema
+    from .postgres.session import Session
+    from .postgres.writer import Writer
+
     conn = await connect(where, seconds=30.0, vectors=False)
     try:
         await ensure_schema(conn, where)
-        with mapped_errors(where):
-            held = int(await conn.fetchval("SELECT count(*) FROM files"))
-            roots = int(await conn.fetchval("SELECT count(*) FROM roots"))
     finally:
         await close(conn)
-    if held or roots:
-        raise IndexDatabaseError(
-            f"{where} holds an index already ({roots} folders, {held} files): migrate into "
-            "a new, empty database (createdb NAME), or forget its folders first")
+    session = Session(where, seconds=30.0)
+    try:
+        await session.open()
+        writer = Writer(session, vector_index=False)
+        yield _Target(where=str(where), writer=writer, finish=writer.make_vector_indexes)
+    finally:
+        await session.close()
 
 
-class _Source:
-    """The SQLite index, read in one read transaction (a snapshot of it)."""
+@asynccontextmanager
+async def _sqlite(path: Path) -> AsyncIterator[_Target]:
+    """The file, opened as any process opens an index (``open_store``: a new file
+    made, an empty index checked), once a look that writes nothing found no index in
+    it; then the full-text index merged and the lexicon built once, at the end."""
+    db = await anyio.to_thread.run_sync(lambda: path.expanduser().resolve())
+    folders = await anyio.to_thread.run_sync(_folders, db)
+    if folders:
+        raise _holds_an_index(str(db), folders)
+    settings = Settings(db_path=db)
+    async with open_store(settings, f"{os.getpid()}-migrate") as store:
+        writer = store.writer
 
-    def __init__(self, path: Path) -> None:
-        if not path.is_file():
-            raise NotAnIndexError(f"{path} is not a file: give the SQLite index to copy "
-                                  "(--from index.db)")
-        self.path = path
+        async def finish() -> None:
+            await writer.merge_fts()
+            await writer.upkeep()
+
+        yield _Target(where=str(db), writer=writer, finish=finish)
+
+
+def _folders(db: Path) -> list[str]:
+    """The folders of the index in ``db``, read on a connection that cannot write; none
+    when there is no file, or no index in it (whether it is someone else's file, or a
+    damaged index, is the opening's to say)."""
+    if not db.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(read_uri(db), uri=True)
         try:
-            self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                                        check_same_thread=False, isolation_level=None)
-            self.conn.execute("BEGIN")
-            version = self.value("schema_version")
-        except sqlite3.DatabaseError as exc:
-            raise NotAnIndexError(f"{path} is not a Rifflux index ({exc}): give the "
-                                  "SQLite index to copy (--from index.db)") from exc
-        if version != str(SQLITE_SCHEMA_VERSION):
-            self.conn.close()
-            raise SchemaVersionError(
-                f"{path} has index schema version {version}, this Rifflux copies version "
-                f"{SQLITE_SCHEMA_VERSION}: open it once with this Rifflux (rifflux status "
-                f"--db {path}) to upgrade it, then migrate it")
-
-    def __enter__(self) -> _Source:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.close()
-
-    def value(self, key: str) -> str | None:
-        try:
-            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        except sqlite3.OperationalError as exc:
-            raise NotAnIndexError(f"{self.path} is not a Rifflux index ({exc}): give the "
-                                  "SQLite index to copy (--from index.db)") from exc
-        return None if row is None else str(row[0])
-
-    def rows(self, sql: str, *args: Any) -> list[Any]:
-        return self.conn.execute(sql, args).fetchall()
-
-    def count(self, sql: str, *args: Any) -> int:
-        return int(self.conn.execute(sql, args).fetchone()[0])
-
-    def file_rows(self, root_id: int) -> list[Any]:
-        return self.rows(
-            "SELECT id, rel_path, mtime_ns, size, sha256, title, tags, aliases, frontmatter, "
-            "line_count, encoding FROM files WHERE root_id = ? ORDER BY id", root_id)
-
-    def batch(self, rows: Sequence[Any]) -> list[FileToWrite]:
-        """These files (of ``file_rows``) as the writer takes them."""
-        ids = [int(r[0]) for r in rows]
-        marks = ",".join("?" * len(ids))
-        chunks: dict[int, list[Chunk]] = {i: [] for i in ids}
-        for r in self.rows(
-                "SELECT file_id, chunk_index, heading_path, content, content_hash, line_start, "
-                f"line_end FROM chunks WHERE file_id IN ({marks}) ORDER BY file_id, "
-                "chunk_index", *ids):
-            chunks[int(r[0])].append(Chunk(
-                chunk_index=int(r[1]), heading_path=r[2], content=r[3], content_hash=r[4],
-                line_start=int(r[5]), line_end=int(r[6])))
-        links: dict[int, list[Link]] = {i: [] for i in ids}
-        for r in self.rows(
-                "SELECT file_id, kind, embed, target, text, line, heading, chunk_index, "
-                f"context FROM links WHERE file_id IN ({marks}) ORDER BY id", *ids):
-            links[int(r[0])].append(Link(kind=r[1], embed=bool(r[2]), target=r[3], text=r[4],
-                                         line=int(r[5]), heading=r[6],
-                                         chunk_index=int(r[7]), context=r[8]))
-        return [FileToWrite(
-            rel_path=r[1], mtime_ns=int(r[2]), size=int(r[3]), sha256=r[4],
-            metadata=FileMetadata(title=r[5], tags=tuple(json.loads(r[6])),
-                                  aliases=tuple(json.loads(r[7])),
-                                  frontmatter=json.loads(r[8])),
-            chunks=chunks[int(r[0])], line_count=int(r[9]), encoding=r[10],
-            links=links[int(r[0])]) for r in rows]
+            return [str(r[0]) for r in conn.execute("SELECT path FROM roots ORDER BY id")]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return []

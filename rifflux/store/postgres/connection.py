@@ -192,6 +192,21 @@ def numbered(sql: str) -> str:
     return "".join(out)
 
 
+class OnConnection:
+    """The shared statements (``store.statements.Statements``) on one connection of its
+    own (reads only: ``store.migrate``'s source, held in one snapshot)."""
+
+    dialect = DIALECT
+
+    def __init__(self, conn: Connection, where: DatabaseUrl) -> None:
+        self.conn = conn
+        self.where = where
+
+    async def fetch(self, sql: str, *args: object) -> Sequence[asyncpg.Record]:
+        with mapped_errors(self.where):
+            return await self.conn.fetch(numbered(sql), *args)
+
+
 class OnPool:
     """The shared statements (``store.statements.Statements``) on the pool: each on a
     connection it lends (reads only)."""
