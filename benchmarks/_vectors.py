@@ -38,7 +38,8 @@ import numpy as np
 from rifflux import Rifflux
 from rifflux.core.codes import packed
 from rifflux.core.embedders import HashEmbedder, load_embedder
-from rifflux.core.vectors import VectorIndex, rank
+from rifflux.core.ranking import rank
+from rifflux.core.vectors import VectorIndex
 from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder
-from rifflux.core.vectors import VectorIndex, rank
+from rifflux.core.ranking import rank
+from rifflux.core.vectors import VectorIndex
 from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect
 

@@ -238,11 +238,11 @@ async def test_an_index_moved_back_from_postgresql_to_a_file_answers_as_before(
 #: path: a copy's row ids are its own).
 _STORED = {
     "files": "SELECT r.path, f.rel_path, f.mtime_ns, f.size, f.sha256, f.title, f.tags, "
-             "f.aliases, f.frontmatter, f.line_count, f.encoding FROM files f "
+             "f.aliases, f.frontmatter, f.line_count, f.encoding, f.kind FROM files f "
              "JOIN roots r ON r.id = f.root_id ORDER BY 1, 2",
     "chunks": "SELECT r.path, f.rel_path, c.chunk_index, c.heading_path, c.content, "
               "c.content_hash, c.line_start, c.line_end, c.fts_heading, c.fts_content, "
-              "c.cjk FROM chunks c JOIN files f ON f.id = c.file_id "
+              "c.cjk, c.page FROM chunks c JOIN files f ON f.id = c.file_id "
               "JOIN roots r ON r.id = f.root_id ORDER BY 1, 2, 3",
     "vectors": "SELECT e.content_hash, e.model, e.dim, e.vector, c.codes FROM embeddings e "
                "LEFT JOIN embedding_codes c ON c.id = e.id ORDER BY 1, 2",

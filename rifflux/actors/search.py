@@ -187,7 +187,7 @@ class Ranking:
                                        ranks=self._ranks)
         found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
                                                               candidates)
-        from ..core.vectors import rank  # (loaded already: the matrix is its module's)
+        from ..core.ranking import rank  # (loaded already, with the matrix)
 
         ranked = rank(vector, found, exact, depth, feedback=self._feedback,
                       weight=self._feedback_weight, ties=True)

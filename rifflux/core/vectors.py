@@ -1,10 +1,10 @@
-"""The in-memory vector matrix, stored compactly, and the exact ranking of its best rows.
+"""The in-memory vector matrix, stored compactly, and the candidates of a search in it.
 
 A row is a vector quantised to int8 with a float32 scale of its own (its largest
 component maps to ±127): 388 bytes a row at 384 dimensions where float32 took 1,536,
 0.4 GB at a million chunks. A search scans every row with an int8 dot product and keeps
 the best candidates, a quarter more than it was asked for (``candidates``); the caller
-reads those rows' float32 vectors back from the database and ``rank`` orders them
+reads those rows' float32 vectors back from the database and ``ranking.rank`` orders them
 exactly, so the cosines and the order are an exact search's whenever the exact best rows
 are among the candidates (on the model's vectors they always were: see ``_MARGIN``).
 
@@ -33,11 +33,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .codes import F32 as F32  # (the types the modules around the matrix import here)
 from .codes import normalise, quantise
+from .ranking import I64 as I64
+from .ranking import rank
 from .rowids import RowIds
 
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
 #: (ids, their float32 vectors): the exact vectors of the rows of these ids that still
 #: exist, in any order (``VectorIndex.top_k``'s source of exact vectors).
 Exact = Callable[[I64], tuple[I64, F32]]
@@ -287,48 +288,6 @@ class VectorIndex:
                     ties=ties)
 
 
-def rank(
-    query: F32, ids: I64, vectors: F32, k: int, *, feedback: int = 0, weight: float = 1.0,
-    pool: int = 200, ties: bool = False,
-) -> list[tuple[int, float]]:
-    """(id, cosine) of the ``k`` of these rows most similar to ``query``, best first;
-    equal cosines by smaller id. Cosines are exact: computed in float64 the same way for
-    every row (so equal vectors tie exactly) from the float32 ``vectors``. With ``ties``,
-    every row whose cosine equals the ``k``-th is returned too (more than ``k`` then), so
-    that the caller can order equal cosines by a key of its own and then cut (row ids
-    differ between two indexes of the same files); a zero query, whose every cosine is
-    0.0, returns ``k`` rows.
-
-    With ``feedback`` > 0 (pseudo-relevance feedback, Rocchio style), the query moves
-    towards the mean of its ``feedback`` best rows (``q + weight * mean``, renormalised)
-    and the best ``max(pool, k)`` rows (with those tied with the last) are scored again
-    against it; the cosines returned are those against the moved query.
-    """
-    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    if len(ids) == 0 or k < 1:
-        return []
-    rows = normalise(np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1))
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
-    if norm == 0.0 or not np.isfinite(norm):
-        scores = np.zeros(len(ids), dtype=np.float32)
-        feedback, ties = 0, False  # nothing to move, and every cosine is 0.0
-    else:
-        q = q / norm
-        scores = _exact(rows, q)
-    order = np.lexsort((ids, -scores))
-    if feedback > 0:
-        wanted = max(pool, k)
-        order = order[: _with_ties(scores[order], wanted) if ties else wanted]
-        moved = q + weight * rows[order[:feedback]].mean(axis=0)
-        moved /= max(float(np.linalg.norm(moved)), 1e-12)
-        ids, rows = ids[order], rows[order]
-        scores = _exact(rows, moved)
-        order = np.lexsort((ids, -scores))
-    order = order[: _with_ties(scores[order], k) if ties else k]
-    return [(int(ids[i]), float(scores[i])) for i in order]
-
-
 def _top(scores: F32, take: int) -> npt.NDArray[np.intp]:
     """Positions of ``take`` of the largest ``scores`` (of equal ones at the cut: any).
 
@@ -355,22 +314,6 @@ def _distinct_top(scores: F32, take: int) -> npt.NDArray[np.intp]:
     keys |= np.arange(len(scores), dtype=np.int64)
     top: npt.NDArray[np.intp] = np.argpartition(keys, len(keys) - take)[len(keys) - take:]
     return top
-
-
-def _exact(rows: F32, q: F32) -> F32:
-    """The cosines of these rows, computed the same way for every row (BLAS sums rows
-    by different paths, so two equal vectors could differ in the last bit)."""
-    exact = (rows.astype(np.float64) * q.astype(np.float64)).sum(axis=1)
-    out: F32 = exact.astype(np.float32)
-    return out
-
-
-def _with_ties(ordered: F32, k: int) -> int:
-    """How many of the scores ``ordered`` (best first) to keep so that the ``k``-th and
-    every score equal to it are kept."""
-    if len(ordered) <= k:
-        return len(ordered)
-    return k + int(np.count_nonzero(ordered[k:] == ordered[k - 1]))
 
 
 def _last_of_each(keys: I64) -> npt.NDArray[np.intp] | None:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 #: The ``files`` columns a file is read from, in the order ``_file`` takes them.
 _FILE_COLUMNS = ("id, rel_path, mtime_ns, size, sha256, title, tags, aliases, frontmatter, "
-                 "line_count, encoding")
+                 "line_count, encoding, kind")
 #: What to give ``--from``, for the messages.
 _GIVE = "give the index to copy (--from index.db, or --from postgresql://user@host/dbname)"
 
@@ -103,11 +103,12 @@ class Source:
         chunks: dict[int, list[Chunk]] = {i: [] for i in ids}
         for r in await self._sql.fetch(
                 "SELECT file_id, chunk_index, heading_path, content, content_hash, "
-                f"line_start, line_end FROM chunks WHERE file_id {among} "
+                f"line_start, line_end, page FROM chunks WHERE file_id {among} "
                 "ORDER BY file_id, chunk_index", listed):
             chunks[int(r[0])].append(Chunk(
                 chunk_index=int(r[1]), heading_path=str(r[2]), content=str(r[3]),
-                content_hash=str(r[4]), line_start=int(r[5]), line_end=int(r[6])))
+                content_hash=str(r[4]), line_start=int(r[5]), line_end=int(r[6]),
+                page=None if r[7] is None else int(r[7])))
         links: dict[int, list[Link]] = {i: [] for i in ids}
         for r in await self._sql.fetch(
                 "SELECT file_id, kind, embed, target, text, line, heading, chunk_index, "
@@ -136,7 +137,8 @@ def _file(row: Row, chunks: list[Chunk], links: list[Link]) -> FileToWrite:
         metadata=FileMetadata(title=row[5], tags=tuple(json.loads(row[6])),
                               aliases=tuple(json.loads(row[7])),
                               frontmatter=json.loads(row[8])),
-        chunks=chunks, line_count=int(row[9]), encoding=str(row[10]), links=links)
+        chunks=chunks, line_count=int(row[9]), encoding=str(row[10]), links=links,
+        kind=str(row[11]))
 
 
 @asynccontextmanager

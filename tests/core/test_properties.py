@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from rifflux.core.chunker import ChunkLimits, parse_markdown
 from rifflux.core.fts_query import build_match
 from rifflux.core.fusion import Fused, rrf
+from rifflux.core.ranking import rank as rank_exactly
 from rifflux.core.rowids import RowIds
-from rifflux.core.vectors import rank as rank_exactly
 
 from ..helpers import WORD, ExactVectors, spans_point_at_the_text
 

@@ -8,7 +8,8 @@ import pytest
 from rifflux.core import vectors as vectors_module
 from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
-from rifflux.core.vectors import VectorIndex, group_ranks, rank
+from rifflux.core.ranking import rank
+from rifflux.core.vectors import VectorIndex, group_ranks
 
 from ..helpers import ExactVectors, brute_force
 

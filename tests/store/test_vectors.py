@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from rifflux.core.codes import normalise, packed, quantise, unpack
-from rifflux.core.vectors import VectorIndex, rank
+from rifflux.core.ranking import rank
+from rifflux.core.vectors import VectorIndex
 from rifflux.store.sqlite import vectors
 from rifflux.store.sqlite.reader import Reader
 from rifflux.store.sqlite.schema import connect

@@ -10,7 +10,7 @@ graph over a few near-identical vectors, rewritten often, can miss the nearest. 
 cosines are ordered by path, then chunk index, then root.
 
 The nearest are read with their vectors and ranked again in Python by
-``core.vectors.rank``, as the SQLite store ranks the candidates of its in-memory
+``core.ranking.rank``, as the SQLite store ranks the candidates of its in-memory
 matrix: exact cosines, and pseudo-relevance feedback (``Settings.semantic_feedback``:
 the best ``max(200, limit)`` of the first pass are read, the query moves towards the
 mean of its best few, and those are scored again against it).
@@ -24,8 +24,8 @@ import numpy as np
 from pgvector import Vector
 
 from ...core.catalog import Allowed
-from ...core.codes import normalise
-from ...core.vectors import F32, rank
+from ...core.codes import F32, normalise
+from ...core.ranking import rank
 from ...location import DatabaseUrl
 from ..protocols import Ranked
 from .connection import Pool, mapped_errors
@@ -33,7 +33,7 @@ from .connection import Pool, mapped_errors
 #: A filter passing at most this many chunks with vectors is searched exactly (more:
 #: by the HNSW index, whose iterative scan reads up to 20,000 tuples for them).
 EXACT_MOST = 2_000
-#: The candidates feedback rescores (``core.vectors.rank``'s ``pool``).
+#: The candidates feedback rescores (``core.ranking.rank``'s ``pool``).
 FEEDBACK_POOL = 200
 #: Candidates read past those wanted, so that near-equal cosines at the cut are
 #: ordered by the exact cosine, not by pgvector's float arithmetic.
