@@ -145,6 +145,7 @@ class Rifflux:
         modified_before: str | date | None = None,
         near: str | os.PathLike[str] | None = None,
         depth: int | None = None,
+        kinds: Sequence[str] | str | None = None,
         max_per_file: int | None = None,
         content: str = "full",
         explain: bool = False,
@@ -154,7 +155,8 @@ class Rifflux:
 
         The filters narrow the search to files before either branch ranks anything
         (``rifflux.core.filters`` says exactly how each one matches); ``near`` (a note's
-        path) keeps that note and the notes at most ``depth`` (1) links away. ``max_per_file``
+        path) keeps that note and the notes at most ``depth`` (1) links away; ``kinds`` keeps
+        files of these kinds (``pdf``, ``code``: results' ``kind``). ``max_per_file``
         passes over further chunks of a file that already has that many hits;
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
@@ -163,7 +165,8 @@ class Rifflux:
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
-                               near=None if near is None else os.fspath(near), depth=depth)
+                               near=None if near is None else os.fspath(near), depth=depth,
+                               kinds=kinds)
         return await self.search_filtered(query, filters, top_k, mode,
                                           max_per_file=max_per_file, content=content,
                                           explain=explain, snippet_chars=snippet_chars)

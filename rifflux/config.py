@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .core.extract.kinds import DEFAULT_GLOBS, DEFAULT_KINDS, DEFAULT_NAME, KIND_GLOBS
 from .errors import InvalidArgumentError
 from .location import IndexLocation, index_location
 
@@ -16,7 +17,9 @@ Backend = Literal["auto", "onnx", "hash"]
 BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-DEFAULT_INCLUDE: tuple[str, ...] = ("*.md", "*.markdown", "*.mdx")
+#: What a folder's notes are: markdown, plain text, PDF, PowerPoint and Word files
+#: (``core.extract.kinds``); source code only when asked (``kinds``, ``--include``).
+DEFAULT_INCLUDE: tuple[str, ...] = DEFAULT_GLOBS
 #: Directory names skipped at any depth, plus editor/temporary files.
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".git",
@@ -44,6 +47,27 @@ TEMP_SUFFIX = ".rifflux-tmp"
 NEVER_INDEXED: tuple[str, ...] = (TRASH_DIR, f"*{TEMP_SUFFIX}")
 
 
+def kind_globs(kinds: Sequence[str]) -> tuple[str, ...]:
+    """The include globs of these kinds of file (``default``: the default kinds')."""
+    named = [k.strip().lower() for k in kinds if k.strip()]
+    known: dict[str, tuple[str, ...]] = dict(KIND_GLOBS)
+    if any(k not in known and k != DEFAULT_NAME for k in named):
+        from .core.extract import installed_kinds  # (an installed extractor's kind?)
+
+        known = {**installed_kinds(), **known}
+    out: list[str] = []
+    for kind in named:
+        if kind == DEFAULT_NAME:
+            out += [g for k in DEFAULT_KINDS for g in known[k]]
+        elif kind in known:
+            out += known[kind]
+        else:
+            raise InvalidArgumentError(
+                f"no kind of file is called {kind!r}: give some of "
+                f"{', '.join([DEFAULT_NAME, *known])} (--kinds, RIFFLUX_KINDS)")
+    return tuple(dict.fromkeys(out))
+
+
 def default_db_path() -> Path:
     """``$RIFFLUX_DB_PATH`` aside, the index lives in the user's data directory.
 
@@ -64,6 +88,11 @@ class Settings:
     model_dir: Path | None = None
     rrf_k: int = 60
     include: tuple[str, ...] = DEFAULT_INCLUDE
+    #: Kinds of file to index, by name (``markdown``, ``text``, ``pdf``, ``pptx``,
+    #: ``docx``, ``code``, an installed extractor's; ``default``: the first five): their
+    #: globs replace the default ``include`` (globs given as well are kept). Empty:
+    #: ``include`` alone says.
+    kinds: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     watch_paths: tuple[Path, ...] = ()
     #: Folders agents may write notes in (``write_note`` ...); each is indexed and watched.
@@ -128,6 +157,11 @@ class Settings:
         object.__setattr__(self, "watch_paths", tuple(Path(p) for p in self.watch_paths))
         object.__setattr__(self, "writable", tuple(Path(p) for p in self.writable))
         object.__setattr__(self, "include", tuple(self.include))
+        if self.kinds:
+            object.__setattr__(self, "kinds", tuple(self.kinds))
+            extra = () if self.include == DEFAULT_INCLUDE else self.include
+            object.__setattr__(self, "include",
+                               tuple(dict.fromkeys((*kind_globs(self.kinds), *extra))))
         object.__setattr__(self, "exclude", tuple(self.exclude))
         if self.embedding_backend not in BACKENDS:
             raise InvalidArgumentError(
@@ -173,6 +207,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_MODEL_DIR": "model_dir",
     "RIFFLUX_RRF_K": "rrf_k",
     "RIFFLUX_INCLUDE": "include",
+    "RIFFLUX_KINDS": "kinds",
     "RIFFLUX_EXCLUDE": "exclude",
     "RIFFLUX_WATCH_PATHS": "watch_paths",
     "RIFFLUX_WRITABLE": "writable",
@@ -230,7 +265,7 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
             elif name in ("watch_paths", "writable"):
                 parts = _split_list(value, os.pathsep) if isinstance(value, str) else value
                 value = tuple(Path(p).expanduser() for p in parts)
-            elif name in ("include", "exclude"):
+            elif name in ("include", "exclude", "kinds"):
                 value = _split_list(value, ",")
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)

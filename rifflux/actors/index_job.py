@@ -311,4 +311,4 @@ def _to_write(res: Prepared) -> FileToWrite:
     assert res.document is not None
     return FileToWrite(res.rel_path, res.mtime_ns, res.size, res.sha256,
                        res.document.metadata, res.document.chunks, res.document.line_count,
-                       res.encoding, res.document.links, res.cjk)
+                       res.encoding, res.document.links, res.cjk, res.kind)

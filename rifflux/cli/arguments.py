@@ -112,7 +112,12 @@ def parser() -> argparse.ArgumentParser:
                         "[RIFFLUX_MODEL_DIR; default the bundled all-MiniLM-L6-v2]")
     g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated file globs to index, replacing the defaults; "
-                        "repeatable [RIFFLUX_INCLUDE; default *.md,*.markdown,*.mdx]")
+                        "repeatable [RIFFLUX_INCLUDE; default: markdown, text, PDF, PPTX "
+                        "and DOCX files]")
+    g.add_argument("--kinds", metavar="KINDS", action="append", default=argparse.SUPPRESS,
+                   help="comma-separated kinds of file to index instead: markdown, text, "
+                        "pdf, pptx, docx, code, default (the first five); e.g. "
+                        "default,code [RIFFLUX_KINDS]")
     g.add_argument("--exclude", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated globs to skip as well as the default ones (VCS, "
                         "virtualenv and cache folders); repeatable [RIFFLUX_EXCLUDE, which "
@@ -190,6 +195,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--frontmatter", action="append", metavar="KEY=VALUE",
                    help="only files whose front matter has KEY equal to VALUE (or a list "
                         "holding it); repeatable, all must match")
+    f.add_argument("--kind", action="append", metavar="KIND", dest="kinds",
+                   help="only files of this kind: markdown, text, pdf, pptx, docx, code; "
+                        "repeatable, any may match")
     f.add_argument("--since", metavar="WHEN",
                    help="only files modified at or after WHEN: 2026-11-01, "
                         "2026-11-01T09:30, or an age: 7d (or -7d), 2w, 3m, 1y")

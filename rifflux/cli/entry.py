@@ -70,6 +70,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         embedding_backend=getattr(args, "backend", None),
         model_dir=getattr(args, "model_dir", None),
         include=globs(getattr(args, "include", None)),
+        kinds=globs(getattr(args, "kinds", None)),
         rrf_k=getattr(args, "rrf_k", None),
         log_level=getattr(args, "log_level", None),
         watch_paths=tuple(watch) if watch else None,

@@ -1,4 +1,4 @@
-"""One file on disk -> what the indexer writes: read, hash, decode, chunk.
+"""One file on disk -> what the indexer writes: read, hash, extract (by kind), chunk.
 
 A plain function of its arguments so it can run in a worker thread or process.
 """
@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chunker import ChunkLimits, ParsedDocument, parse_markdown
+from .chunker import ChunkLimits, ParsedDocument
 from .cjk import has_cjk
-from .decode import Binary, decode
+from .extract import Refused, Source, extractor_for
+from .extract.sections import chunked, cut_to
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,7 @@ class Prepared:
     #: Whether some chunk holds CJK text (the writer then cuts it for the full-text
     #: index, ``core.cjk``); found here, in the parse worker, off the writer's core.
     cjk: bool = True
+    kind: str = "markdown"  # which extractor read it (``core.extract``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +42,9 @@ class Unreadable:
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """A file that is not markdown text after all (binary, too large, not a regular
-    file): reported as a warning, and not (any longer) in the index."""
+    """A file that cannot be indexed (binary, too large, not a regular file, an
+    encrypted PDF, a zip bomb): reported as a warning, and not (any longer) in the
+    index."""
 
     rel_path: str
     reason: str
@@ -66,17 +70,21 @@ def prepare_file(
     sha = hashlib.sha256(data).hexdigest()
     if sha == known_sha and not force:
         return Prepared(rel_path, sha, st.st_mtime_ns, len(data), None)
-    decoded = decode(data)
-    if isinstance(decoded, Binary):
-        return Skipped(rel_path, decoded.reason)
+    extractor = extractor_for(rel_path)
+    source = Source(rel_path, data, time.monotonic() + limits.extract_seconds)
     try:
-        document = parse_markdown(decoded.text, limits)
-    except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
-        # a parser failure on one odd file must not stop the files after it
-        return Unreadable(rel_path, f"cannot parse as markdown ({type(exc).__name__}: {exc})")
+        extracted = extractor.extract(source, limits)
+        if extracted.document is None:
+            extracted = cut_to(extracted, limits.max_text_chars)
+        document = chunked(extracted, limits)
+    except Refused as exc:
+        return Skipped(rel_path, str(exc))
+    except Exception as exc:  # noqa: BLE001 (a hostile file costs that file alone)
+        return Unreadable(rel_path, f"cannot parse as {extractor.kind} "
+                                    f"({type(exc).__name__}: {exc})")
     cjk = any(has_cjk(c.heading_path) or has_cjk(c.content) for c in document.chunks)
-    return Prepared(rel_path, sha, st.st_mtime_ns, len(data), document, decoded.encoding,
-                    decoded.warning, cjk)
+    return Prepared(rel_path, sha, st.st_mtime_ns, len(data), document, extracted.encoding,
+                    extracted.warning, cjk, extractor.kind)
 
 
 def _kind(mode: int) -> str:

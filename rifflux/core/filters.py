@@ -74,6 +74,7 @@ class Filters:
     modified_before: float | None = None  # exclusive
     near: str | None = None  # a note's path: it and its neighbours ...
     depth: int = 1  # ... at most this many links away
+    kinds: tuple[str, ...] = ()  # files of these kinds only (pdf, code, ...)
 
     @property
     def active(self) -> bool:
@@ -97,6 +98,8 @@ class Filters:
                 out[name] = datetime.fromtimestamp(when, UTC).isoformat()
         if self.near is not None:
             out["near"], out["depth"] = self.near, self.depth
+        if self.kinds:
+            out["kinds"] = list(self.kinds)
         return out
 
 
@@ -113,6 +116,7 @@ def make_filters(
     modified_before: str | date | None = None,
     near: str | None = None,
     depth: int | None = None,
+    kinds: Sequence[str] | str | None = None,
     now: datetime | None = None,
 ) -> Filters:
     """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
@@ -125,7 +129,27 @@ def make_filters(
         modified_before=_when("modified_before", modified_before, now),
         near=_near(near, depth),
         depth=check_depth(depth),
+        kinds=_kinds(kinds),
     )
+
+
+def _kinds(kinds: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Kinds of file by name: a kind no extractor reads is an error that names those that
+    exist (a misspelt kind would match nothing, and say nothing)."""
+    given = tuple(dict.fromkeys(k.lower() for k in _strings("kinds", kinds)))
+    if not given:
+        return ()
+    from .extract.kinds import KIND_GLOBS
+
+    if any(k not in KIND_GLOBS for k in given):
+        from .extract import installed_kinds
+
+        known = [*KIND_GLOBS, *(k for k in installed_kinds() if k not in KIND_GLOBS)]
+        for kind in given:
+            if kind not in known:
+                raise InvalidArgumentError(f"kinds: no kind of file is called {kind!r}; "
+                                           f"give some of {', '.join(known)}")
+    return given
 
 
 def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -320,6 +344,8 @@ class CompiledFilters:
         if self._path_matches is not None and not self._path_matches(entry.rel_path):
             return False
         if f.tags and not all(t in entry.tags for t in f.tags):
+            return False
+        if f.kinds and entry.kind not in f.kinds:
             return False
         mtime = entry.mtime_ns / 1e9
         if f.modified_after is not None and mtime < f.modified_after:

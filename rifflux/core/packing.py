@@ -27,6 +27,12 @@ class ChunkLimits:
     #: A new folder nobody named (the working directory) with more candidate files is
     #: refused unless asked for.
     max_root_files: int = 50_000
+    #: Reading one file that is not markdown (a PDF's pages, a deck's slides) stops after
+    #: this many seconds: what was read is indexed, and the file says it was cut.
+    extract_seconds: float = 60.0
+    #: At most this many characters of text are taken from one such file (the rest is
+    #: cut, and the file says so): about 2,500 pages of dense text.
+    max_text_chars: int = 8_000_000
 
 
 @dataclass(frozen=True, slots=True)

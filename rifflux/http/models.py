@@ -30,6 +30,9 @@ Globs = Annotated[list[str] | None, Field(
                 "in .gitignore: docs/**, **/adr-*.md.")]
 Tags = Annotated[list[str] | None, Field(
     description="Only files carrying every one of these tags (front matter or #inline).")]
+Kinds = Annotated[list[str] | None, Field(
+    description="Only files of these kinds: markdown, text, pdf, pptx, docx, code (as hits' "
+                "kind says).")]
 When = Annotated[str | None, Field(
     description="An ISO date or datetime (2026-11-01, 2026-11-01T09:30) or an age: 7d, 2w, "
                 "3m, 1y.")]
@@ -63,6 +66,7 @@ class _SearchFields(BaseModel):
     root: Annotated[str | None, Field(description="Only this indexed folder (its path, or its "
                                                   "name when unique).")] = None
     tags: Tags = None
+    kinds: Kinds = None
     modified_after: When = None
     modified_before: When = None
     near: Annotated[str | None, Field(description="Only this note and the notes linked to or "

@@ -29,6 +29,8 @@ Paths = Annotated[list[str] | None, Field(
     description="Only paths matching a glob, as in .gitignore: 'docs/**'.")]
 Root = Annotated[str | None, Field(description="Only this indexed folder (path or name).")]
 Tags = Annotated[list[str] | None, Field(description="Only notes with all these tags.")]
+Kinds = Annotated[list[str] | None, Field(
+    description="Only files of these kinds: markdown, text, pdf, pptx, docx, code.")]
 FrontmatterValue = str | int | float | bool | list[str | int | float | bool]
 Frontmatter = Annotated[dict[str, FrontmatterValue] | None, Field(
     description="Only notes with these front matter values: {\"status\": \"draft\"}.")]

@@ -38,6 +38,7 @@ from .params import (
     ForgetPath,
     ForgetYes,
     Frontmatter,
+    Kinds,
     Limit,
     MaxChars,
     MaxPerFile,
@@ -90,21 +91,23 @@ async def search_rifflux(
     modified_before: ModifiedBefore = None,
     near: Near = None,
     depth: NearDepth = None,
+    kinds: Kinds = None,
     max_per_file: MaxPerFile = None,
     content: Content = "full",
     explain: Explain = False,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
     db_path: DbPath = None,
 ) -> dict[str, Any]:
-    """Search the user's indexed markdown (notes, docs); use it first when the
-    answer may be written there. Hits give path, lines, heading, snippet, text and
-    scores. For a cheap first look: content='snippet', max_per_file=1; then read a hit
-    with get_chunk or get_file. An answer's hint says what to try next."""
+    """Search the user's indexed notes and documents (markdown, text, PDF, slides,
+    Word; code when indexed); use it first when the answer may be written there. Hits
+    give path, lines (page or slide), heading, snippet, text and scores. For a cheap
+    first look: content='snippet', max_per_file=1; then read a hit with get_chunk or
+    get_file. An answer's hint says what to try next."""
     with _tool_errors():
         return await searching.search(
             _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,
             frontmatter=frontmatter, modified_after=modified_after,
-            modified_before=modified_before, near=near, depth=depth,
+            modified_before=modified_before, near=near, depth=depth, kinds=kinds,
             max_per_file=max_per_file, content=content, explain=explain,
             max_chars=max_chars, db_path=db_path)
 

@@ -1,0 +1,108 @@
+"""Sections of an extracted text -> chunks, by the chunker's rules and limits.
+
+Prose sections are packed as markdown's blocks are (``core.packing``): consecutive
+sections with the same breadcrumb and page share a chunk while it stays within
+``max_chars``, an oversized one is split at paragraph, line, sentence or word
+boundaries, a heading travels with what follows it, and a short chunk merges only within
+its section. Code sections are split only at line boundaries (``split_code``), at a
+statement's first line where one is near, and never merged: a definition is a chunk of
+its own, however short. A chunk never holds text of two pages (or
+slides): its ``page`` is one. Every chunk knows the lines of ``Extracted.text`` it came
+from.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..chunker import FileMetadata, ParsedDocument, make_chunk
+from ..lines import SourceMap
+from ..packing import Block, ChunkLimits, Draft, attach_headings, merge_small, pack
+from . import Extracted
+
+#: A breadcrumb's first element, which no heading is: the page a section is on, so that
+#: packing (which joins and merges along breadcrumbs) never crosses a page.
+_PAGE_MARK = "\x00"
+
+
+def chunked(extracted: Extracted, limits: ChunkLimits) -> ParsedDocument:
+    """The chunks of ``extracted`` (its own when the extractor chunked it), with the
+    file's metadata."""
+    if extracted.document is not None:
+        return extracted.document
+    text = extracted.text
+    source = SourceMap(text)
+    drafts: list[Draft] = []
+    prose: list[Block] = []
+    pages: dict[tuple[str, ...], int | None] = {}
+
+    def flush() -> None:
+        drafts.extend(merge_small(pack(attach_headings(prose, limits), limits, source),
+                                  limits))
+        prose.clear()
+
+    for section in extracted.sections:
+        body = text[section.start : section.end]
+        if not body.strip():
+            continue
+        path = (f"{_PAGE_MARK}{section.page or ''}", *section.headings)
+        pages[path] = section.page
+        if section.code:
+            flush()
+            first = source.line(section.start)
+            drafts.extend(Draft(path, [piece], (first + a, first + b))
+                          for piece, a, b in split_code(body, section.breaks,
+                                                        limits.code_max_chars))
+        else:
+            prose.append(Block(path, body.strip("\n"), is_heading=section.heading,
+                               src=(section.start, section.end)))
+    flush()
+    chunks = tuple(
+        make_chunk(i, " > ".join(p for p in d.path[1:] if p), d.text, d.lines, pages[d.path])
+        for i, d in enumerate(drafts))
+    return ParsedDocument(
+        metadata=FileMetadata(title=extracted.title, frontmatter=dict(extracted.metadata)),
+        chunks=chunks, line_count=len(text.splitlines()))
+
+
+def split_code(body: str, breaks: Sequence[int], cap: int) -> list[tuple[str, int, int]]:
+    """Pieces of code of at most ``cap`` characters (a single longer line is a piece of its
+    own: code is never cut inside a line), each with its first and last line (0-based,
+    within ``body``), without blank lines at either end. A piece ends before the last
+    statement (``breaks``) that still fits, else before the line that does not."""
+    lines = body.split("\n")
+    starts = sorted({b for b in breaks if 0 < b < len(lines)})
+    pieces: list[tuple[int, int]] = []
+    first, size = 0, 0
+    for i, line in enumerate(lines):
+        if i > first and size + len(line) + 1 > cap:
+            at = bisect.bisect_right(starts, i) - 1
+            cut = starts[at] if at >= 0 and starts[at] > first else i
+            pieces.append((first, cut))
+            first, size = cut, sum(len(x) + 1 for x in lines[cut:i])
+        size += len(line) + 1
+    pieces.append((first, len(lines)))
+    out: list[tuple[str, int, int]] = []
+    for a, b in pieces:
+        while a < b and not lines[a].strip():
+            a += 1
+        while b > a and not lines[b - 1].strip():
+            b -= 1
+        if a < b:
+            out.append(("\n".join(lines[a:b]), a, b - 1))
+    return out
+
+
+def cut_to(extracted: Extracted, limit: int) -> Extracted:
+    """``extracted`` with no text past ``limit`` characters (sections ending later are
+    cut or left out), saying so in its warning; as it is when it is shorter."""
+    if len(extracted.text) <= limit:
+        return extracted
+    kept = [s if s.end <= limit else replace(s, end=limit)
+            for s in extracted.sections if s.start < limit]
+    said = (f"cut after {limit:,} of its {len(extracted.text):,} characters "
+            "(max_text_chars): the rest is not indexed")
+    warning = f"{extracted.warning}; {said}" if extracted.warning else said
+    return replace(extracted, text=extracted.text[:limit], sections=kept, warning=warning)
