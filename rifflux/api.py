@@ -228,30 +228,46 @@ class Rifflux:
     @overload
     async def get_file(self, path: str | os.PathLike[str], *,
                        root: str | os.PathLike[str] | None = None,
-                       start_line: None = None, end_line: None = None) -> FileRecord | None: ...
+                       start_line: None = None, end_line: None = None,
+                       page: None = None, end_page: None = None) -> FileRecord | None: ...
 
     @overload
     async def get_file(self, path: str | os.PathLike[str], *,
                        root: str | os.PathLike[str] | None = None,
-                       start_line: int | None = None,
-                       end_line: int | None = None) -> FileRecord | FileLines | None: ...
+                       start_line: int | None = None, end_line: int | None = None,
+                       page: int | None = None, end_page: int | None = None,
+                       ) -> FileRecord | FileLines | None: ...
 
     async def get_file(
         self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
         start_line: int | None = None, end_line: int | None = None,
+        page: int | None = None, end_page: int | None = None,
     ) -> FileRecord | FileLines | None:
         """A stored file (path relative to its root, or absolute inside it), or None when
         the index holds no such file.
 
-        Without a line range: its metadata and chunks in order. With ``start_line`` or
+        Without a range: its metadata and chunks in order. With ``start_line`` or
         ``end_line`` (1-based, inclusive): those lines as they are on disk now, clamped
-        to the file (``start_line`` and ``end_line`` in the answer say what was read).
+        to the file (``start_line`` and ``end_line`` in the answer say what was read); a
+        PDF's, a deck's or a Word file's lines are those of its text as indexed. With
+        ``page`` (that page; with ``end_page``, to it, inclusive) instead: those pages of a PDF, or
+        slides of a deck (``start_page``, ``end_page``, ``total_pages`` in the answer, and
+        the lines they span).
         """
         service = self._open()
         where = None if root is None else os.fspath(root)
-        for name, value in (("start_line", start_line), ("end_line", end_line)):
+        for name, value in (("start_line", start_line), ("end_line", end_line),
+                            ("page", page), ("end_page", end_page)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidArgumentError(f"{name} must be a line number, not {value!r}")
+                raise InvalidArgumentError(f"{name} must be a {name.rsplit('_')[-1]} number, "
+                                           f"not {value!r}")
+        by_page = page is not None or end_page is not None
+        if by_page and (start_line is not None or end_line is not None):
+            raise InvalidArgumentError("give a range of lines (start_line, end_line) or of "
+                                       "pages (page, end_page), not both")
+        if by_page:  # (one page unless end_page says to which)
+            return await service.lines(os.fspath(path), where, page,
+                                       page if end_page is None else end_page, by_page=True)
         if start_line is None and end_line is None:
             return await service.file(os.fspath(path), where)
         return await service.lines(os.fspath(path), where, start_line, end_line)

@@ -10,7 +10,7 @@ from .actors.service import Service
 from .config import Settings
 from .errors import RiffluxError
 from .store.common import Recovery
-from .types import JobInfo, ReindexResult, Status
+from .types import JobInfo, KindCount, ReindexResult, RootCount, Status
 
 __all__ = ["index_status", "job_info", "job_result", "recovered"]
 
@@ -24,6 +24,7 @@ async def index_status(service: Service, settings: Settings) -> Status:
     snap = service.snapshot()
     caps = service.capabilities
     model = snap["model"]
+    roots = await service.root_counts()
     status: Status = {
         "files": counts["files"], "chunks": counts["chunks"],
         "embeddings": counts["embeddings"],
@@ -49,7 +50,8 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "include_globs": list(settings.include),
         "exclude_globs": list(settings.exclude),
         "rrf_k": settings.rrf_k,
-        "indexed_roots": await service.root_counts(),
+        "indexed_roots": roots,
+        "kinds": by_kind(roots),
         "jobs": snap["jobs"],
         "queued_jobs": snap["queued_jobs"],
         "watcher": snap["watcher"],
@@ -68,6 +70,18 @@ async def index_status(service: Service, settings: Settings) -> Status:
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)
     return status
+
+
+def by_kind(roots: list[RootCount]) -> dict[str, KindCount]:
+    """Every root's counts by kind of file, added up (most files first)."""
+    out: dict[str, KindCount] = {}
+    for root in roots:
+        for kind, n in root["kinds"].items():
+            total = out.setdefault(kind, {"files": 0, "chunks": 0, "without_text": 0})
+            total["files"] += n["files"]
+            total["chunks"] += n["chunks"]
+            total["without_text"] += n["without_text"]
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["files"], kv[0])))
 
 
 def recovered(recovery: Recovery) -> dict[str, object]:

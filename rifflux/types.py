@@ -97,6 +97,9 @@ class SearchResult(TypedDict):
     modified: str
     line_start: int
     line_end: int
+    kind: str  # (added) markdown, text, pdf, pptx, docx, code
+    page: NotRequired[int]  # (added) the PDF page the hit is on
+    slide: NotRequired[int]  # (added) the deck's slide the hit is on
     score_breakdown: ScoreBreakdown
     snippet: str  # ~240 characters around the query's terms, matches marked **...**
     explain: NotRequired[HitExplain]
@@ -181,6 +184,12 @@ class FileLines(TypedDict):
     other_roots: NotRequired[list[str]]
     #: The file is not what was indexed: hits' line numbers may point elsewhere now.
     changed_since_indexed: NotRequired[bool]
+    #: (added) A file whose locations are pages or slides (a PDF, a deck): which; its
+    #: lines are those of its text as indexed, its pages one after another.
+    unit: NotRequired[str]
+    start_page: NotRequired[int]  # (added) read by pages (slides): the range read ...
+    end_page: NotRequired[int]
+    total_pages: NotRequired[int]  # ... of how many
     sha256: NotRequired[str]  # of the file's bytes as read now (a note's if_match)
 
 
@@ -351,6 +360,16 @@ class IndexedFile(TypedDict):
     title: str
     modified: str
     chunks: int
+    kind: str  # (added) markdown, text, pdf, pptx, docx, code
+
+
+class KindCount(TypedDict):
+    """How many files of one kind, their chunks, and how many of them hold no text (a
+    PDF without a text layer: a scan)."""
+
+    files: int
+    chunks: int
+    without_text: int
 
 
 class RootCount(TypedDict):
@@ -359,6 +378,7 @@ class RootCount(TypedDict):
     path: str
     files: int
     chunks: int
+    kinds: dict[str, KindCount]  # (added) by kind of file
 
 
 class ProcessInfo(TypedDict):
@@ -407,6 +427,7 @@ class Status(Counts):
     exclude_globs: list[str]
     rrf_k: int
     indexed_roots: list[RootCount]  # with file and chunk counts (``roots`` counts them)
+    kinds: dict[str, KindCount]  # (added) files and chunks by kind of file, every root's
     jobs: list[JobInfo]
     queued_jobs: int
     watcher: WatcherStatus

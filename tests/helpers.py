@@ -127,6 +127,30 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def write_pdf(path: Path, pages: Sequence[str], *, outline: Sequence[str] = (),
+              title: str | None = None, author: str | None = None) -> Path:
+    """A real PDF (reportlab's) at ``path``: a page for each text (its lines drawn one
+    under another), the ``outline`` titles as bookmarks to the pages in order."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf = canvas.Canvas(str(path), pagesize=A4)
+    if title is not None:
+        pdf.setTitle(title)
+    if author is not None:
+        pdf.setAuthor(author)
+    for n, text in enumerate(pages):
+        if n < len(outline):
+            pdf.bookmarkPage(f"p{n}")
+            pdf.addOutlineEntry(outline[n], f"p{n}", level=0)
+        for i, line in enumerate(text.split("\n")):
+            pdf.drawString(72, 800 - 14 * i, line)
+        pdf.showPage()
+    pdf.save()
+    return path
+
+
 def write_all(root: Path, files: Mapping[str, str]) -> Path:
     """Every file of ``files`` (relative path: text) under ``root``; ``root``."""
     for rel, text in files.items():

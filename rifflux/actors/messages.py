@@ -259,12 +259,13 @@ class FileRequested:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LinesRequested:
     """Lines ``start`` to ``end`` (1-based, inclusive; None: from the first, to the last)
-    of a file as it is on disk now."""
+    of a file as it is on disk now; with ``by_page``, its pages (or slides) instead."""
 
     path: str
     root: str | None = None
     start: int | None = None
     end: int | None = None
+    by_page: bool = False
     reply: Reply[FileLines | None]
 
 

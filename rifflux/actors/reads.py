@@ -84,7 +84,7 @@ class Reads:
                 await self._catalog_ready.wait()
                 located = await self._locate(msg.path, msg.root)
                 give(msg.reply, None if located is None
-                     else await self._lines(located, msg.start, msg.end))
+                     else await self._lines(located, msg.start, msg.end, msg.by_page))
             case RecentRequested():
                 await self._catalog_ready.wait()
                 give(msg.reply, await self._recent(msg.limit, msg.filters))
@@ -95,13 +95,20 @@ class Reads:
         root_id = self._catalog.resolve_root(root) if root is not None else None
         return await self._records.locate(path, self._catalog.roots, root_id)
 
-    async def _lines(self, located: Located, start: int | None, end: int | None) -> FileLines:
-        from ..core.decode import read_lines  # (a search never reads lines from disk)
+    async def _lines(self, located: Located, start: int | None, end: int | None,
+                     by_page: bool) -> FileLines:
+        from ..core.extract.reading import read_span  # (a search never reads from disk)
 
-        first, last, total, text, sha = await anyio.to_thread.run_sync(
-            read_lines, located.disk_path, start, end)
-        out: FileLines = {"path": located.rel_path, "root": located.root, "start_line": first,
-                          "end_line": last, "total_lines": total, "text": text, "sha256": sha}
+        span = await anyio.to_thread.run_sync(
+            lambda: read_span(located.disk_path, start, end, by_page=by_page))
+        sha = span.sha256
+        out: FileLines = {"path": located.rel_path, "root": located.root,
+                          "start_line": span.first, "end_line": span.last,
+                          "total_lines": span.total, "text": span.text, "sha256": sha}
+        if span.unit != "line":
+            out["unit"] = span.unit
+        if span.pages is not None:
+            out["start_page"], out["end_page"], out["total_pages"] = span.pages
         if sha != located.sha256:  # the hits' line numbers are of the text indexed
             out["changed_since_indexed"] = True
         if located.other_roots:

@@ -239,8 +239,12 @@ def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
         "chunk_index": row["chunk_index"], "root": row["root"], "title": row["title"],
         "tags": row["tags"], "modified": row["modified"], "line_start": row["line_start"],
         "line_end": row["line_end"], "score_breakdown": breakdown,
-        "snippet": snippets.make(row["content"]),
+        "snippet": snippets.make(row["content"]), "kind": row["kind"],
     }
+    if "page" in row:
+        result["page"] = row["page"]
+    elif "slide" in row:
+        result["slide"] = row["slide"]
     if shape.content == "full":
         result["content"] = row["content"]
     if why is not None:

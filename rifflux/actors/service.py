@@ -179,9 +179,9 @@ class Service:
         return await self._ask(lambda reply: FileRequested(path=path, root=root, reply=reply))
 
     async def lines(self, path: str, root: str | None, start: int | None,
-                    end: int | None) -> FileLines | None:
-        return await self._ask(lambda reply: LinesRequested(path=path, root=root, start=start,
-                                                            end=end, reply=reply))
+                    end: int | None, *, by_page: bool = False) -> FileLines | None:
+        return await self._ask(lambda reply: LinesRequested(
+            path=path, root=root, start=start, end=end, by_page=by_page, reply=reply))
 
     async def links(self, path: str, root: str | None = None) -> NoteLinks:
         return await self._ask(lambda reply: LinksRequested(path=path, root=root, reply=reply))

@@ -210,8 +210,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], help="print lines of a file, or a chunk",
                        description="Print an indexed file's lines with line numbers "
-                                   "(PATH:START-END as search prints it, PATH:LINE, or PATH), "
-                                   "or a chunk by its CHUNK_ID with where it is.")
+                                   "(PATH:START-END as search prints it, PATH:LINE, or PATH; "
+                                   "a PDF's or a deck's range is of pages or slides: "
+                                   "paper.pdf:14), or a chunk by its CHUNK_ID with where it "
+                                   "is.")
     p.add_argument("target", metavar="PATH[:START[-END]] | CHUNK_ID")
     p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
                                                  "when several hold it")

@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..types import IndexedFile, LinkPlace, NoteLinks, ScoreBreakdown, SearchExplain, SearchResult
+from ..types import (
+    ChunkDetail,
+    IndexedFile,
+    LinkPlace,
+    NoteLinks,
+    ScoreBreakdown,
+    SearchExplain,
+    SearchResult,
+)
 
 if TYPE_CHECKING:
     from rich.style import Style
@@ -85,11 +93,15 @@ def _shown_value(value: object) -> str:
     return str(value)
 
 
-def display_path(hit: SearchResult) -> str:
+def display_path(hit: SearchResult | ChunkDetail) -> str:
     """The file as a person can open it (relative to the working directory when inside
     it) and the lines the hit came from: ``path:start-end``, which terminals and editors
-    open at that line, and ``rifflux show`` prints."""
+    open at that line, and ``rifflux show`` prints; a PDF's or a deck's hit, its page or
+    slide: ``paper.pdf:14`` (``rifflux show`` prints that page)."""
     full = Path(str(hit.get("root", ""))) / str(hit["path"])
+    page = hit.get("page", hit.get("slide"))
+    if page is not None:
+        return f"{shown(full)}:{page}"
     return f"{shown(full)}:{hit['line_start']}-{hit['line_end']}"
 
 

@@ -12,11 +12,12 @@ import anyio
 
 from ..api import Rifflux
 from ..config import Settings
+from ..core.extract.reading import unit_of
 from ..core.filters import check_depth
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .common import count, note_path, require_index, write_json
 from .entry import CommandError
-from .plain import link_lines, on_terminal, print_files, shown
+from .plain import display_path, link_lines, on_terminal, print_files, shown
 from .results import out
 
 #: PATH:START-END, PATH:LINE.
@@ -34,13 +35,16 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     on_disk = await anyio.Path(target).exists()
     if _CHUNK_ID.match(target) and not on_disk:
         return await _show_chunk(target, settings, as_json=args.json)
-    path, start, end = target, 1, None
+    path, start, end, ranged = target, 1, None, False
     if (m := _LOCATION.match(target)) and not on_disk:
-        path, start = m.group("path"), int(m.group("start"))
+        path, start, ranged = m.group("path"), int(m.group("start")), True
         end = int(m.group("end")) if m.group("end") else start
     async with Rifflux(settings=settings) as rf:
         path = await note_path(rf, path, args.root)
-        found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
+        if ranged and unit_of(path) != "line":  # paper.pdf:14 is page 14
+            found = await rf.get_file(path, root=args.root, page=start, end_page=end)
+        else:
+            found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
         if found is None and not on_disk and (asked := _NOT_A_RANGE.match(target)):
             file = asked["path"]
             if await _known(rf, file, args.root):
@@ -62,7 +66,12 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     lines = out()
     where = shown(Path(found["root"]) / found["path"])
-    lines.print(f"{where}:{found['start_line']}-{found['end_line']} "
+    pages = ""
+    if "start_page" in found:
+        unit, first, last = found.get("unit", "page"), found["start_page"], found["end_page"]
+        pages = (f" {unit} {first}" if first == last else f" {unit}s {first}-{last}") + \
+            f" (of {found['total_pages']}),"
+    lines.print(f"{where}:{found['start_line']}-{found['end_line']}{pages} "
                 f"(of {found['total_lines']} lines)", style="bold cyan", markup=False)
     width = len(str(found["end_line"]))
     for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
@@ -92,9 +101,8 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
         write_json(chunk)
         return EXIT_OK
     lines = out()
-    where = shown(Path(chunk["root"]) / chunk["path"])
-    lines.print(f"{where}:{chunk['line_start']}-{chunk['line_end']}  "
-                f"{chunk['heading_path']}".rstrip(), style="bold cyan", markup=False)
+    lines.print(f"{display_path(chunk)}  {chunk['heading_path']}".rstrip(),
+                style="bold cyan", markup=False)
     lines.print(chunk["content"], markup=False)
     return EXIT_OK
 

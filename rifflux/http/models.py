@@ -117,6 +117,19 @@ class FileQuery(BaseModel):
                                                               "on disk now.")] = None
     end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive (clamped "
                                                             "to the file's end).")] = None
+    page: Annotated[int | None, Field(ge=1, description="A PDF's page or a deck's slide "
+                                                        "to read (a hit's page or slide), "
+                                                        "instead of lines.")] = None
+    end_page: Annotated[int | None, Field(ge=1, description="With page: the last page "
+                                                            "(slide) to read, inclusive.")
+                        ] = None
+
+
+class RawQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: NotePath
+    root: FolderRoot = None
 
 
 class LinksQuery(BaseModel):

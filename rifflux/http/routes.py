@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 
 from ..answers import Words, search_answer
 from ..api import Rifflux
@@ -39,6 +39,7 @@ from .models import (
     ForgetBody,
     LinksQuery,
     NeighborsQuery,
+    RawQuery,
     ReindexBody,
     SearchBody,
     SearchQuery,
@@ -162,12 +163,28 @@ async def file(rf: RF, params: Annotated[FileQuery, Query()]) -> JSONResponse:
         raise ApiError(400, "invalid_argument",
                        f"end_line {params.end_line} is before start_line {params.start_line}")
     found = await rf.get_file(params.path, root=params.root, start_line=params.start_line,
-                              end_line=params.end_line)
+                              end_line=params.end_line, page=params.page,
+                              end_page=params.end_page)
     if found is None:
         raise ApiError(404, "not_found", f"{params.path!r} is not in the index: give a path "
                                          "as search results give it (with its root), or "
                                          "reindex its folder if it is new")
     return _json(found)
+
+
+@router.get("/raw", response_class=FileResponse,
+            summary="An indexed file's bytes as they are on disk (a PDF to open at a page)")
+async def raw(rf: RF, params: Annotated[RawQuery, Query()]) -> FileResponse:
+    found = await rf.get_file(params.path, root=params.root)
+    if found is None:
+        raise ApiError(404, "not_found", f"{params.path!r} is not in the index: only indexed "
+                                         "files are served; give a path as search results "
+                                         "give it (with its root)")
+    disk = Path(found["root"]) / found["path"]
+    if not await anyio.Path(disk).is_file():
+        raise ApiError(404, "not_found", f"{found['path']} is no longer on disk; reindex "
+                                         "its folder")
+    return FileResponse(disk, content_disposition_type="inline", filename=disk.name)
 
 
 @router.get("/links", response_model=NoteLinks, summary="A note's links, both ways")

@@ -64,6 +64,9 @@ FileRoot = Annotated[str | None, Field(
 StartLine = Annotated[int | None, Field(
     description="First line, e.g. a hit's line_start (before 1 reads from 1).")]
 EndLine = Annotated[int | None, Field(ge=1, description="Last line (inclusive).")]
+Page = Annotated[int | None, Field(ge=1, description="A PDF's page or a deck's slide "
+                                                     "(a hit's page or slide), not lines.")]
+EndPage = Annotated[int | None, Field(ge=1, description="Last page or slide (inclusive).")]
 ChunkId = Annotated[str, Field(description="A hit's chunk_id.")]
 NotePath = FilePath
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most entries per list.")]

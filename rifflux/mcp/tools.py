@@ -31,6 +31,7 @@ from .params import (
     DbPath,
     Depth,
     EndLine,
+    EndPage,
     Explain,
     FilePath,
     FileRoot,
@@ -47,6 +48,7 @@ from .params import (
     Near,
     NearDepth,
     NotePath,
+    Page,
     Paths,
     Query,
     ReindexMany,
@@ -130,14 +132,18 @@ async def get_file(
     root: FileRoot = None,
     start_line: StartLine = None,
     end_line: EndLine = None,
+    page: Page = None,
+    end_page: EndPage = None,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
     """Read an indexed file: exact lines from disk (start_line, end_line: a
-    hit's lines, widened), or without them its metadata and chunks. When truncated,
-    read on from next_start_line."""
+    hit's lines, widened), a PDF's pages or a deck's slides (page, end_page), or
+    without them its metadata and chunks. When truncated, read on from
+    next_start_line."""
     with _tool_errors():
         found = await _state(ctx).rf.get_file(path, root=root, start_line=start_line,
-                                                end_line=end_line)
+                                                end_line=end_line, page=page,
+                                                end_page=end_page)
     if found is None:
         raise ToolError(f"file {path!r} not found in the index: give the `path` of a search "
                         "result (with its `root`) or an absolute path; if the file is new, "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from ..core.extract.kinds import UNITS
 from ..core.filters import tag_levels
 from ..types import ChunkRecord, ProcessInfo
 from .written import Row, Written
@@ -24,8 +25,6 @@ ROW_COLUMNS = (
     "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
     "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id, f.kind, c.page"
 )
-#: The kinds of file whose units are pages, and slides: what a chunk's page is called.
-UNIT_OF_KIND = {"pdf": "page", "pptx": "slide"}
 #: A statement of chunk rows (``ROW_COLUMNS``), to be ended by its ``WHERE``.
 ROW_SQL = (f"SELECT {ROW_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
            "JOIN roots r ON r.id = f.root_id ")
@@ -55,11 +54,8 @@ def row_dict(row: Row) -> ChunkRecord:
         "line_end": int(row[11]),
         "kind": str(row[13]),
     }
-    unit = UNIT_OF_KIND.get(record["kind"])
-    if unit == "page" and row[14] is not None:
-        record["page"] = int(row[14])
-    elif unit == "slide" and row[14] is not None:
-        record["slide"] = int(row[14])
+    if row[14] is not None:  # a page, or a deck's slide (an installed kind's: a page)
+        record["slide" if UNITS.get(record["kind"]) == "slide" else "page"] = int(row[14])
     return record
 
 

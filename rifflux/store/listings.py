@@ -45,12 +45,24 @@ class Listings:
         return counts, model
 
     async def root_counts(self) -> list[RootCount]:
-        """Every root with its file and chunk counts, in the order they were indexed."""
+        """Every root with its file and chunk counts, in the order they were indexed, and
+        by kind of file (how many of its files hold no text: a scanned PDF's)."""
         rows = await self._sql.fetch(
-            "SELECT r.path, COUNT(f.id), COALESCE(SUM("
-            " (SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id)), 0) "
-            "FROM roots r LEFT JOIN files f ON f.root_id = r.id GROUP BY r.id ORDER BY r.id")
-        return [{"path": str(r[0]), "files": int(r[1]), "chunks": int(r[2])} for r in rows]
+            "SELECT r.path, f.kind, COUNT(f.id), COALESCE(SUM(f.n), 0), "
+            "COALESCE(SUM(CASE WHEN f.n = 0 THEN 1 ELSE 0 END), 0) FROM roots r "
+            "LEFT JOIN (SELECT f.root_id, f.id, f.kind, (SELECT COUNT(*) FROM chunks c "
+            " WHERE c.file_id = f.id) AS n FROM files f) f ON f.root_id = r.id "
+            "GROUP BY r.id, r.path, f.kind ORDER BY r.id, f.kind")
+        out: dict[str, RootCount] = {}
+        for r in rows:
+            root = out.setdefault(str(r[0]), {"path": str(r[0]), "files": 0, "chunks": 0,
+                                              "kinds": {}})
+            root["files"] += int(r[2])
+            root["chunks"] += int(r[3])
+            if r[1] is not None:  # (a root without files has no kind)
+                root["kinds"][str(r[1])] = {"files": int(r[2]), "chunks": int(r[3]),
+                                            "without_text": int(r[4])}
+        return list(out.values())
 
     async def files(self, root_id: int | None = None) -> list[IndexedFile]:
         """The files the index holds (of one root, when given) with their chunk counts, by
@@ -58,11 +70,12 @@ class Listings:
         where, params = ("WHERE f.root_id = ? ", (root_id,)) if root_id is not None else ("", ())
         rows = await self._sql.fetch(
             "SELECT f.rel_path, r.path, f.title, f.mtime_ns, "
-            "(SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id) "
+            "(SELECT COUNT(*) FROM chunks c WHERE c.file_id = f.id), f.kind "
             f"FROM files f JOIN roots r ON r.id = f.root_id {where}"
             f"ORDER BY r.id, f.rel_path COLLATE {self._sql.dialect.bytewise}", *params)
         return [{"path": str(r[0]), "root": str(r[1]), "title": title_of(r[2], str(r[0])),
-                 "modified": iso_utc(int(r[3])), "chunks": int(r[4])} for r in rows]
+                 "modified": iso_utc(int(r[3])), "chunks": int(r[4]), "kind": str(r[5])}
+                for r in rows]
 
     async def roots(self) -> list[str]:
         """Every root's path, in the order they were indexed."""

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 
-from ..helpers import write
+from ..helpers import write, write_pdf
 from ..serving import Served, serving, until
 
 CHROMIUM = os.environ.get("RIFFLUX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -63,11 +63,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     write(notes, "incident.md", "# Incident 42\n\nThe outage came from a retry storm; see "
           "[[retry]] for the backoff we use now.\n")
     write(notes, "lunch.md", "# Lunch\n\nSoup on Mondays. #food\n")
+    write_pdf(notes / "birds.pdf", ["Owls of the valley\nThe barn owl hunts at dusk.",
+                                    "Falcons\nThe kestrel hovers over the verge,\n"
+                                    "then drops on a vole."], outline=["Owls", "Falcons"])
     for i in range(BIG):
         write(root / "big", f"b{i:04d}.md", f"# Big {i}\n\nFiller text number {i}.\n")
     with serving(root / "index.db", "--watch", str(notes)) as served:
         with httpx2.Client(base_url=served.url) as http:
-            until(lambda: http.get("/api/status").json()["files"] == 3)
+            until(lambda: http.get("/api/status").json()["files"] == 4)
         yield served
 
 
@@ -120,6 +123,27 @@ def test_a_query_in_the_address_is_searched_at_once(page: Any, server: Served) -
     page.locator("#status").get_by_text("files").wait_for()
 
 
+def test_a_pdf_hit_opens_at_its_page_with_the_hit_marked(page: Any, server: Served) -> None:
+    page.goto(server.url + "?q=kestrel+hovers&mode=lexical")
+    hit = page.locator(".hit").first
+    hit.wait_for()
+    assert "birds.pdf · page 2" in hit.locator(".where").inner_text()
+    hit.click()
+    page.locator("#lines .ln.in").first.wait_for()
+    shown = page.locator("#lines").inner_text()
+    assert "kestrel hovers" in shown and "barn owl" not in shown  # page 2, not page 1
+    assert "kestrel" in page.locator("#lines .ln.in").first.inner_text() or \
+        "Falcons" in page.locator("#lines .ln.in").first.inner_text()
+    link = page.locator("#note-head a.open-file")
+    assert "page 2" in link.inner_text()
+    href = link.get_attribute("href") or ""
+    assert href.endswith("#page=2"), href
+    served = page.request.get(server.url.rstrip("/") + href.split("#")[0])
+    assert served.status == 200
+    assert served.headers["content-type"] == "application/pdf"
+    assert served.body().startswith(b"%PDF-")
+
+
 def test_the_progress_bar_moves_while_a_reindex_runs(page: Any, server: Served) -> None:
     page.goto(server.url)
     page.locator("#status").get_by_text("files").wait_for()
@@ -143,7 +167,7 @@ def test_the_progress_bar_moves_while_a_reindex_runs(page: Any, server: Served) 
     assert len(set(values)) >= 3, shown  # it moved
     assert any(0 < v < 100 for v in values)
     assert any("indexing" in text for _, text in shown)
-    page.locator("#status").get_by_text(f"{BIG + 3:,} files").wait_for()
+    page.locator("#status").get_by_text(f"{BIG + 4:,} files").wait_for()
 
 
 # ---------------------------------------------------------------- filters

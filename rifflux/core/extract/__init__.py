@@ -84,6 +84,7 @@ class Extracted:
 
     text: str = ""
     sections: Sequence[Section] = ()
+    pages: int = 0  # how many pages (or slides) the file has, where its unit is one
     title: str | None = None
     #: What else the file says of itself (a PDF's author): stored as its front matter.
     metadata: Mapping[str, Any] = field(default_factory=dict)

@@ -135,7 +135,8 @@ class Pptx:
         warning = None if read == len(slides) else (
             f"cut after {read} of its {len(slides)} slides: reading it took over the limit "
             f"of {limits.extract_seconds:g} s a file (extract_seconds)")
-        return Extracted(text=out.text, sections=out.sections, title=(props.title or None),
+        return Extracted(text=out.text, sections=out.sections, pages=len(slides),
+                         title=(props.title or None),
                          metadata=_authors(props), warning=warning)
 
 

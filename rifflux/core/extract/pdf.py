@@ -91,7 +91,7 @@ def _read(source: Source, limits: ChunkLimits) -> Extracted:
     elif count and not text.strip():
         warning = ("no text layer (a scan, or pages of images): indexed with no text; "
                    "OCR it (ocrmypdf) to make its words searchable")
-    return Extracted(text=text, sections=sections, title=info.pop("title", None),
+    return Extracted(text=text, sections=sections, pages=count, title=info.pop("title", None),
                      metadata=info, warning=warning)
 
 

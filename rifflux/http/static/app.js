@@ -122,8 +122,9 @@ function showHits(answer) {
   state.hits.forEach((hit, i) => {
     const item = el("article", "hit");
     item.dataset.index = i;
-    const where = `${hit.path}:${hit.line_start}` + (hit.line_end !== hit.line_start
-      ? `-${hit.line_end}` : "");
+    const where = unitOf(hit) ? `${hit.path} · ${unitOf(hit)} ${hit.page || hit.slide}`
+      : `${hit.path}:${hit.line_start}` + (hit.line_end !== hit.line_start
+        ? `-${hit.line_end}` : "");
     item.append(
       el("div", "title", escapeHtml(hit.title || hit.path)),
       el("div", "where", escapeHtml(where)),
@@ -148,23 +149,45 @@ function select(i) {
 
 // ------------------------------------------------------------------ reading a hit
 
+// A PDF's hit is on a page, a deck's on a slide: "page", "slide", or "" (lines).
+function unitOf(hit) {
+  return hit.page ? "page" : hit.slide ? "slide" : "";
+}
+
 async function open(i) {
   const hit = state.hits[i];
   if (hit) await showNote(hit.path, hit.root, hit.line_start, hit.line_end, hit.heading_path,
-                          hit.title);
+                          hit.title, hit.page || hit.slide, unitOf(hit));
 }
 
-async function showNote(path, root, lineStart, lineEnd, crumb, title) {
+// The file itself, as the server serves an indexed file: a PDF opens at the page.
+function rawLink(path, root, page, unit) {
+  const url = new URL("/api/raw", location.origin);
+  url.searchParams.set("path", path);
+  if (root) url.searchParams.set("root", root);
+  const a = el("a", "open-file", escapeHtml(unit === "page" ? `open the PDF at page ${page}`
+    : `open the file (${unit} ${page})`));
+  a.href = url.pathname + url.search + (unit === "page" ? `#page=${page}` : "");
+  a.target = "_blank";
+  a.rel = "noopener";
+  return a;
+}
+
+async function showNote(path, root, lineStart, lineEnd, crumb, title, page, unit) {
   const reader = $("reader");
   reader.hidden = false;
   const from = Math.max(1, lineStart - 8);
   const to = lineEnd + 12;
-  $("note-head").replaceChildren(el("h2", "", escapeHtml(title || path)),
-    el("div", "where", escapeHtml(`${root ? root + "/" : ""}${path}:${lineStart}-${lineEnd}`
-      + (crumb ? "  ·  " + crumb : ""))));
+  const where = page ? `${root ? root + "/" : ""}${path} · ${unit} ${page}`
+    : `${root ? root + "/" : ""}${path}:${lineStart}-${lineEnd}`;
+  const head = [el("h2", "", escapeHtml(title || path)),
+    el("div", "where", escapeHtml(where + (crumb ? "  ·  " + crumb : "")))];
+  if (page) head.push(rawLink(path, root, page, unit));
+  $("note-head").replaceChildren(...head);
   $("lines").textContent = "…";
   const [lines, links, near] = await Promise.allSettled([
-    api("/api/file", { path, root, start_line: from, end_line: to }),
+    page ? api("/api/file", { path, root, page })  // the whole page, the hit marked in it
+      : api("/api/file", { path, root, start_line: from, end_line: to }),
     api("/api/links", { path, root }),
     api("/api/neighbors", { path, root, depth: 1 })]);
   if (lines.status === "fulfilled") {
