@@ -82,6 +82,7 @@ class Rifflux:
         model_dir: str | os.PathLike[str] | None = None,
         writable: Sequence[str | os.PathLike[str]] = (),
         watch_writable: bool = True,
+        kinds: Sequence[str] | None = None,
         _watch_factory: WatchFactory | None = None,
     ) -> None:
         base = settings or Settings()
@@ -93,6 +94,7 @@ class Rifflux:
             exclude=tuple(exclude) if exclude is not None else None,
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
             model_dir=model_dir, writable=tuple(Path(p) for p in writable) or None,
+            kinds=tuple(kinds) if kinds is not None else None,
         )
         self._desk = NoteDesk(settings, watch=watch_writable)  # (notes: writable=)
         self.settings = self._desk.settings

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core.extract.kinds import DEFAULT_GLOBS, DEFAULT_KINDS, DEFAULT_NAME, KIND_GLOBS
 from .errors import InvalidArgumentError
+from .kinds import DEFAULT_GLOBS, kind_globs
 from .location import IndexLocation, index_location
 
 Backend = Literal["auto", "onnx", "hash"]
@@ -45,27 +45,6 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 TRASH_DIR = ".rifflux-trash"
 TEMP_SUFFIX = ".rifflux-tmp"
 NEVER_INDEXED: tuple[str, ...] = (TRASH_DIR, f"*{TEMP_SUFFIX}")
-
-
-def kind_globs(kinds: Sequence[str]) -> tuple[str, ...]:
-    """The include globs of these kinds of file (``default``: the default kinds')."""
-    named = [k.strip().lower() for k in kinds if k.strip()]
-    known: dict[str, tuple[str, ...]] = dict(KIND_GLOBS)
-    if any(k not in known and k != DEFAULT_NAME for k in named):
-        from .core.extract import installed_kinds  # (an installed extractor's kind?)
-
-        known = {**installed_kinds(), **known}
-    out: list[str] = []
-    for kind in named:
-        if kind == DEFAULT_NAME:
-            out += [g for k in DEFAULT_KINDS for g in known[k]]
-        elif kind in known:
-            out += known[kind]
-        else:
-            raise InvalidArgumentError(
-                f"no kind of file is called {kind!r}: give some of "
-                f"{', '.join([DEFAULT_NAME, *known])} (--kinds, RIFFLUX_KINDS)")
-    return tuple(dict.fromkeys(out))
 
 
 def default_db_path() -> Path:

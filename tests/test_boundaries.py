@@ -332,7 +332,7 @@ ONE_THING = {
 #: line starts either.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("rifflux.config", "rifflux.types", "rifflux.errors", "rifflux.limits",
-                "rifflux.location",
+                "rifflux.location", "rifflux.kinds",
                 "rifflux.exits", "rifflux.discovery", "rifflux.loading", "rifflux.native",
                 "rifflux.note_types")),
     ("core", ("rifflux.core",)),

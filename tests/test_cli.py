@@ -36,7 +36,7 @@ def write_notes(root: Path) -> Path:
     (notes / "sub" / "guide.md").write_text(
         "# Guide\n\n## Install\n\n### Linux\n\nRun the wombat installer with sudo.\n",
         encoding="utf-8")
-    (notes / "todo.txt").write_text("wombat shopping list\n", encoding="utf-8")
+    (notes / "todo.csv").write_text("wombat shopping list\n", encoding="utf-8")
     return notes
 
 
@@ -208,9 +208,9 @@ def test_flags_beat_environment_which_beats_defaults(tmp_path: Path) -> None:
     assert rifflux_cli(tmp_path, "index", str(notes), "--db", "flag.db", env=env).returncode == 0
     assert (tmp_path / "flag.db").is_file()
     assert not (tmp_path / "xdg").exists()  # the default location was never used
-    included = rifflux_cli(tmp_path, "--db", "txt.db", "--include", "*.txt", "index",
+    included = rifflux_cli(tmp_path, "--db", "csv.db", "--include", "*.csv", "index",
                            str(notes), "--json", env=env)
-    assert json.loads(included.stdout)["indexed_files"] == 1  # todo.txt only
+    assert json.loads(included.stdout)["indexed_files"] == 1  # todo.csv only
 
 
 def test_index_json_and_a_second_run_skips_unchanged_files(indexed: Path) -> None:
@@ -363,8 +363,8 @@ def test_index_says_what_the_globs_left_out_and_counts_in_plurals(tmp_path: Path
     whole = rifflux_cli(tmp_path, "--db", "i.db", "index", str(notes))
     assert "3 files under node_modules/, excluded by default (node_modules); " \
            "RIFFLUX_EXCLUDE replaces the default excludes" in whole.stderr
-    assert "1 file not matching the include globs (*.md, *.markdown, *.mdx); --include to " \
-           "change" in whole.stderr
+    assert "1 file not matching the include globs (the default kinds: markdown, text, pdf, " \
+           "pptx, docx); --kinds or --include to change" in whole.stderr
     (notes / ".gitignore").write_text("drafts/\n", encoding="utf-8")
     (notes / "drafts").mkdir()
     (notes / "drafts" / "d.md").write_text("# Draft\n", encoding="utf-8")
@@ -663,16 +663,17 @@ def test_plain_progress_counts_with_separators_and_no_files_when_none_were_plann
         "indexing: 1,200/3,640 files, 12,536 chunks, ")
 
 
-def test_indexing_a_folder_without_markdown_says_so(tmp_path: Path) -> None:
+def test_indexing_a_folder_without_files_of_the_kinds_indexed_says_so(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    (other / "notes.txt").write_text("plain text, not markdown\n", encoding="utf-8")
+    (other / "data.csv").write_text("a table, not notes\n", encoding="utf-8")
     done = rifflux_cli(tmp_path, "--db", "index.db", "index", str(other))
     assert done.returncode == 0, done.stderr
-    assert f"warning: {other} holds no markdown files" in done.stderr
+    assert f"warning: {other} holds no files of the kinds indexed (*.md, " in done.stderr
+    assert "--kinds or --include" in done.stderr
     notes = write_notes(tmp_path)
     fine = rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes))
-    assert fine.returncode == 0 and "no markdown files" not in fine.stderr, fine.stderr
+    assert fine.returncode == 0 and "holds no files" not in fine.stderr, fine.stderr
 
 
 def test_an_option_a_command_does_not_take_is_reported_with_that_commands_usage(

@@ -232,7 +232,8 @@ async def test_files_lists_every_indexed_file_with_its_chunks(
         (str(elsewhere.resolve()), "far.md")]
     assert far_file is not None and len(far_file["chunks"]) > 1
     assert far == [{"path": "far.md", "root": str(elsewhere.resolve()), "title": "Far",
-                    "modified": far_file["modified"], "chunks": len(far_file["chunks"])}]
+                    "modified": far_file["modified"], "chunks": len(far_file["chunks"]),
+                    "kind": "markdown"}]
     assert vault == every[:4] and alpha is not None
     first = next(f for f in every if f["path"] == "projects/alpha.md")
     assert (first["chunks"], first["title"], first["modified"]) == (

@@ -18,7 +18,7 @@ import pytest
 
 from rifflux import Rifflux
 
-from .helpers import CountingEmbedder, write
+from .helpers import CountingEmbedder, write, write_pdf
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -52,6 +52,7 @@ PRINTS: dict[str, list[str]] = {
                                         r"A failed call is retried three times.* 6$"],
     'rf.links("projects/alpha.md")': [r"3 adr-007 -> docs/adr-007\.md$", r"7 Beta -> None$",
                                       r"1$"],
+    'kinds=["pdf"]': [r"pdf 2 Falcons$", r"2 2 Falcons$"],
 }
 
 
@@ -70,6 +71,9 @@ def _printed(source: str, out: str) -> None:
 def _folder(root: Path) -> Path:
     for rel, text in FOLDER.items():
         write(root, rel, text)
+    write_pdf(root / "papers/birds.pdf", ["Owls\nThe barn owl hunts at dusk.",
+                                          "Falcons\nThe kestrel hovers over the verge."],
+              outline=["Owls", "Falcons"])
     return root
 
 

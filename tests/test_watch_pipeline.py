@@ -250,3 +250,42 @@ async def test_a_flood_of_events_ends_in_one_consistent_index(tmp_path: Path) ->
     assert max_queued <= 2  # bursts merge into the queued job
     assert status["chunks"] == n_files
     assert all(q["buffered"] <= q["max_buffer"] for q in status["queues"].values())
+
+
+async def test_a_pdf_a_deck_and_code_saved_beside_a_note_are_searchable_then_gone(
+        tmp_path: Path) -> None:
+    from pptx import Presentation
+
+    from .helpers import write_pdf
+
+    root = tmp_path / "vault"
+    write(root, "note.md", "# Note\n\nSee the paper.\n")
+    async with watching(tmp_path, root, kinds=("default", "code")) as rf:
+        await watcher_started(rf)
+        scratch = tmp_path / "scratch"  # (made elsewhere, then moved in whole: a save)
+        write_pdf(scratch / "paper.pdf", ["Intro", "The ptarmigan moults in autumn."])
+        os.replace(scratch / "paper.pdf", root / "paper.pdf")
+        deck = Presentation()
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = "Budget"
+        slide.placeholders[1].text = "The capercaillie survey costs little."
+        deck.save(str(scratch / "talk.pptx"))
+        os.replace(scratch / "talk.pptx", root / "talk.pptx")
+        write(root, "count.py", "def count_grouse(moor):\n    return len(moor)\n")
+
+        pdf = await eventually(lambda: found(rf, "ptarmigan moults"))
+        assert (pdf[0]["path"], pdf[0]["kind"], pdf[0].get("page")) == ("paper.pdf", "pdf", 2)
+        deck_hit = await eventually(lambda: found(rf, "capercaillie survey"))
+        assert (deck_hit[0]["path"], deck_hit[0].get("slide")) == ("talk.pptx", 1)
+        code = await eventually(lambda: found(rf, "count_grouse"))
+        assert (code[0]["path"], code[0]["kind"], code[0]["heading_path"]) == (
+            "count.py", "code", "count_grouse")
+
+        (root / "paper.pdf").unlink()
+
+        async def gone() -> bool:
+            return await found(rf, "ptarmigan moults") == [] and \
+                await rf.get_file("paper.pdf") is None
+
+        await eventually(gone)
+        assert await found(rf, "capercaillie survey")  # the others stay

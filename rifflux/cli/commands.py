@@ -85,8 +85,9 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     empty = {r["path"] for r in status["indexed_roots"] if not r["files"]}
     for given in args.paths:  # (kept as a folder: files added later are indexed)
         if str(await (await anyio.Path(given).expanduser()).resolve()) in empty:
-            err.print(f"warning: {given} holds no markdown files: nothing in it is "
-                      "searchable; check the folder, or --include to index other names",
+            err.print(f"warning: {given} holds no files of the kinds indexed "
+                      f"({', '.join(settings.include)}): nothing in it is searchable; check "
+                      "the folder, or --kinds or --include to index other names",
                       markup=False)
     for path, said, error in _problems(result):  # (a path named here: an error)
         kind = "error" if error and path in args.paths else "warning"
@@ -154,7 +155,7 @@ async def _forget(args: argparse.Namespace, settings: Settings) -> int:
 _CHANGE_IT = {
     EXCLUDED_BY_DEFAULT: "RIFFLUX_EXCLUDE replaces the default excludes",
     EXCLUDED: "--exclude to change",
-    NOT_INCLUDED: "--include to change",
+    NOT_INCLUDED: "--kinds or --include to change",
     IGNORED: "--no-ignore-files to change",
 }
 

@@ -66,13 +66,15 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     lines = out()
     where = shown(Path(found["root"]) / found["path"])
-    pages = ""
-    if "start_page" in found:
+    if "start_page" in found:  # paper.pdf page 3 (of 14): lines 45-65 of 870
         unit, first, last = found.get("unit", "page"), found["start_page"], found["end_page"]
-        pages = (f" {unit} {first}" if first == last else f" {unit}s {first}-{last}") + \
-            f" (of {found['total_pages']}),"
-    lines.print(f"{where}:{found['start_line']}-{found['end_line']}{pages} "
-                f"(of {found['total_lines']} lines)", style="bold cyan", markup=False)
+        pages = f"{unit} {first}" if first == last else f"{unit}s {first}-{last}"
+        lines.print(f"{where} {pages} (of {found['total_pages']}): lines "
+                    f"{found['start_line']}-{found['end_line']} of {found['total_lines']}",
+                    style="bold cyan", markup=False)
+    else:
+        lines.print(f"{where}:{found['start_line']}-{found['end_line']} "
+                    f"(of {found['total_lines']} lines)", style="bold cyan", markup=False)
     width = len(str(found["end_line"]))
     for n, line in enumerate(found["text"].split("\n"), found["start_line"]):
         lines.print(f"{n:>{width}} │ {line}", markup=False)

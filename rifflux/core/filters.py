@@ -139,12 +139,10 @@ def _kinds(kinds: Sequence[str] | str | None) -> tuple[str, ...]:
     given = tuple(dict.fromkeys(k.lower() for k in _strings("kinds", kinds)))
     if not given:
         return ()
-    from .extract.kinds import KIND_GLOBS
+    from ..kinds import KIND_GLOBS, known_kinds
 
     if any(k not in KIND_GLOBS for k in given):
-        from .extract import installed_kinds
-
-        known = [*KIND_GLOBS, *(k for k in installed_kinds() if k not in KIND_GLOBS)]
+        known = known_kinds()  # (an installed extractor's kind?)
         for kind in given:
             if kind not in known:
                 raise InvalidArgumentError(f"kinds: no kind of file is called {kind!r}; "

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from ..config import DEFAULT_EXCLUDE as _DEFAULT_EXCLUDE
 from ..config import NEVER_INDEXED
+from ..kinds import DEFAULT_GLOBS, DEFAULT_KINDS
 from .ignore import Levels, ignored, read_level
 
 
@@ -113,6 +114,8 @@ class Globs:
                 source = (EXCLUDED_BY_DEFAULT if pattern in _DEFAULT_EXCLUDE
                           or pattern in NEVER_INDEXED else EXCLUDED)
                 return f"{source} ({pattern})"
+        if tuple(self.include) == DEFAULT_GLOBS:  # (said by kind: the list is long)
+            return f"{NOT_INCLUDED} (the default kinds: {', '.join(DEFAULT_KINDS)})"
         return f"{NOT_INCLUDED} ({', '.join(self.include)})"
 
     def wanted(self, rel: str) -> bool:

@@ -100,11 +100,10 @@ async def search_rifflux(
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
     db_path: DbPath = None,
 ) -> dict[str, Any]:
-    """Search the user's indexed notes and documents (markdown, text, PDF, slides,
-    Word; code when indexed); use it first when the answer may be written there. Hits
-    give path, lines (page or slide), heading, snippet, text and scores. For a cheap
-    first look: content='snippet', max_per_file=1; then read a hit with get_chunk or
-    get_file. An answer's hint says what to try next."""
+    """Search the user's notes and documents (PDFs, slides too); use it first when the
+    answer may be written there. Hits give path, lines or page, heading, snippet, text
+    and scores. First look: content='snippet', max_per_file=1; then read a hit with
+    get_chunk or get_file. An answer's hint says what to try next."""
     with _tool_errors():
         return await searching.search(
             _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from ..core.extract.kinds import UNITS
 from ..core.filters import tag_levels
+from ..kinds import UNITS
 from ..types import ChunkRecord, ProcessInfo
 from .written import Row, Written
 

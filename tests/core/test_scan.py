@@ -15,11 +15,17 @@ def touch(root: Path, rel: str) -> None:
     p.write_text("# x\n")
 
 
-def test_default_globs_take_markdown_and_skip_tool_folders_at_any_depth(tmp_path: Path) -> None:
+def test_default_globs_take_notes_kinds_and_skip_tool_folders_at_any_depth(
+        tmp_path: Path) -> None:
     for rel in [
         "a.md",
         "sub/b.markdown",
         "c.txt",
+        "paper.pdf",
+        "talk.pptx",
+        "report.docx",
+        "code.py",  # (source code only when asked)
+        "image.png",
         ".git/d.md",
         "x/node_modules/e.md",
         "deep/er/.venv/f.md",
@@ -28,7 +34,8 @@ def test_default_globs_take_markdown_and_skip_tool_folders_at_any_depth(tmp_path
     ]:
         touch(tmp_path, rel)
     got = [f.rel_path for f in scan_root(tmp_path, GLOBS).files]
-    assert got == ["a.md", "sub/b.markdown", "z/h.md"]
+    assert got == ["a.md", "c.txt", "paper.pdf", "report.docx", "sub/b.markdown", "talk.pptx",
+                   "z/h.md"]
 
 
 def test_custom_globs_with_paths(tmp_path: Path) -> None:

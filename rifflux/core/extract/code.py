@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import Extracted, Refused, Section, Source
-from .kinds import CODE_SUFFIXES, GRAMMAR_SUFFIXES, KIND_GLOBS, Unit
+from ...kinds import CODE_SUFFIXES, GRAMMAR_SUFFIXES, KIND_GLOBS, Unit
+from .base import Extracted, Refused, Section, Source
 from .text import decoded, paragraphs
 
 if TYPE_CHECKING:

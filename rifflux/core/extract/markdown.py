@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .kinds import KIND_GLOBS, MARKDOWN_SUFFIXES, Unit
+from ...kinds import KIND_GLOBS, MARKDOWN_SUFFIXES, Unit
 from .text import decoded
 
 if TYPE_CHECKING:
     from ..packing import ChunkLimits
-    from . import Extracted, Source
+    from .base import Extracted, Source
 
 
 class Markdown:
@@ -21,9 +21,9 @@ class Markdown:
 
     def extract(self, source: Source, limits: ChunkLimits) -> Extracted:
         from ..chunker import parse_markdown
-        from . import Extracted
+        from .base import Extracted
 
-        text = decoded(source)
+        text = decoded(source, lines=False)  # (the chunker counts lines itself)
         document = parse_markdown(text.text, limits)
         return Extracted(text=text.text, encoding=text.encoding, warning=text.warning,
                          document=document)

@@ -21,8 +21,8 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import Extracted, Refused, Section, Source
-from .kinds import KIND_GLOBS, Unit
+from ...kinds import KIND_GLOBS, Unit
+from .base import Extracted, Refused, Section, Source
 
 if TYPE_CHECKING:
     from ..packing import ChunkLimits

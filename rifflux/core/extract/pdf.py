@@ -22,8 +22,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import Extracted, Refused, Section, Source
-from .kinds import KIND_GLOBS, Unit
+from ...kinds import KIND_GLOBS, Unit
+from .base import Extracted, Refused, Section, Source
 
 if TYPE_CHECKING:
     from ..packing import ChunkLimits

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InvalidArgumentError, RiffluxError
+from ...kinds import UNITS, Unit
 from ..decode import read_lines
-from . import Extracted, Refused, Source, extractor_for
-from .kinds import UNITS, Unit
+from . import extractor_for
+from .base import Extracted, Refused, Source
 
 #: Kinds whose text is the file's own: read by lines from disk, never extracted again.
 _OWN_TEXT = frozenset({"markdown", "text", "code"})

@@ -20,7 +20,7 @@ from dataclasses import replace
 from ..chunker import FileMetadata, ParsedDocument, make_chunk
 from ..lines import SourceMap
 from ..packing import Block, ChunkLimits, Draft, attach_headings, merge_small, pack
-from . import Extracted
+from .base import Extracted
 
 #: A breadcrumb's first element, which no heading is: the page a section is on, so that
 #: packing (which joins and merges along breadcrumbs) never crosses a page.
@@ -64,7 +64,7 @@ def chunked(extracted: Extracted, limits: ChunkLimits) -> ParsedDocument:
         for i, d in enumerate(drafts))
     return ParsedDocument(
         metadata=FileMetadata(title=extracted.title, frontmatter=dict(extracted.metadata)),
-        chunks=chunks, line_count=len(text.splitlines()))
+        chunks=chunks, line_count=text.count("\n") + 1 if text else 0)
 
 
 def split_code(body: str, breaks: Sequence[int], cap: int) -> list[tuple[str, int, int]]:

@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ...kinds import KIND_GLOBS, TEXT_SUFFIXES, Unit
 from ..decode import Binary, Decoded, decode
-from . import Extracted, Refused, Section, Source
-from .kinds import KIND_GLOBS, TEXT_SUFFIXES, Unit
+from .base import Extracted, Refused, Section, Source
 
 if TYPE_CHECKING:
     from ..packing import ChunkLimits
@@ -27,12 +27,15 @@ _ORG = re.compile(r"^(\*+)\s+(\S.*?)\s*$")
 _ADOC = re.compile(r"^(={1,6})\s+(\S.*?)\s*$")
 
 
-def decoded(source: Source) -> Decoded:
-    """The file's text, its lines as ``str.splitlines()`` counts them joined by ``\\n``;
-    a binary file is refused, saying what it is."""
+def decoded(source: Source, *, lines: bool = True) -> Decoded:
+    """The file's text, with ``lines`` its lines as ``str.splitlines()`` counts them
+    joined by ``\\n`` (line ``n`` of the file is line ``n`` of the text); a binary file
+    is refused, saying what it is."""
     found = decode(source.data)
     if isinstance(found, Binary):
         raise Refused(found.reason)
+    if not lines:
+        return found
     text = "\n".join(found.text.lstrip("\ufeff").splitlines())
     return Decoded(text, found.encoding, found.warning)
 

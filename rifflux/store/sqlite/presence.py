@@ -29,15 +29,17 @@ class Presence:
         self._listed = False  # (a row written: one to remove)
 
     async def beat(self, roles: list[str]) -> None:
+        # (before the write: a beat whose await is cancelled still runs to its end in the
+        # connection's thread, and ``leave``'s delete, queued after it there, removes it)
+        self._listed = True
         with mapped_errors(self.db_path):
             await self.conn.execute(
                 "INSERT OR REPLACE INTO processes(origin, pid, roles, started_at, last_seen) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (self.origin, os.getpid(), json.dumps(roles), self.started, time.time()))
-        self._listed = True
 
     async def leave(self) -> None:
-        if not self._listed:  # (no beat got through another's lock: nothing to wait for)
+        if not self._listed:  # (no beat was tried: nothing to remove, nor to wait for)
             return
         with mapped_errors(self.db_path):
             await self.conn.execute("DELETE FROM processes WHERE origin = ? OR last_seen < ?",
