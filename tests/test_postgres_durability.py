@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +102,10 @@ async def test_a_restart_keeps_every_search_the_same_and_the_bm25_index_is_built
     assert condition is None or "without its BM25 index" in condition
 
 
-def _restart(server: PostgresServer) -> None:
+def _restart(server: PostgresServer, *, down: float = 0.0) -> None:
+    """Stop the server, and start it again ``down`` seconds later."""
     server.stop("fast")
+    time.sleep(down)
     server.start()
 
 
@@ -210,8 +215,6 @@ def test_rifflux_index_waits_for_a_server_restarted_mid_run_and_finishes(
     # One file's parsing is held until the server has been restarted: the restart falls
     # in the middle of the job whatever the machine's speed (it exited 1 with
     # CannotConnectNowError: its progress read the counts and failed on the first error).
-    import subprocess
-    import sys
 
     from .helpers import cli_env
 
@@ -239,7 +242,7 @@ def test_rifflux_index_waits_for_a_server_restarted_mid_run_and_finishes(
 
         try:
             anyio.run(lambda: eventually(most_written, within=120))
-            _restart(server)
+            _restart(server, down=3)  # (long enough for the progress to find it away)
         finally:
             restarted.touch()
         out, err = run.communicate(timeout=300)

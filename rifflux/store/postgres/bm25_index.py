@@ -14,7 +14,8 @@ tokens (``chunks.lexemes``, under a GIN index), ``lexicon`` and ``lexical_totals
 which FTS5's bm25 is computed exactly (``lexical``).
 
 So the lexical leg asks ``healthy`` whether the index holds the newest chunk (its
-rarest token scanned through the index: about a millisecond) at start, every
+rarest token scanned through the index: about a millisecond; a scan that fails, as one
+of pages a crash tore does, says no) at start, every
 ``CHECK_EVERY`` seconds, and whenever a scan finds nothing that the GIN index finds;
 while it does not, the leg ranks every matching chunk exactly without it (the same
 answers, slower), and says so. The process that writes the index builds it again
@@ -25,6 +26,8 @@ without it.
 from __future__ import annotations
 
 import logging
+
+import asyncpg
 
 from ...location import DatabaseUrl
 from .connection import Connection, close, connect, mapped_errors
@@ -48,15 +51,20 @@ _NEWEST = (
 
 async def healthy(conn: Connection) -> bool:
     """Whether the BM25 index holds the newest chunk: a scan of it for that chunk's rarest
-    token finds the chunk (an index empty after a restart, or behind, does not). An index
-    of nothing is whole."""
+    token finds the chunk (an index empty after a restart, or behind, does not; one a
+    crash tore fails the scan). An index of nothing is whole."""
     newest = await conn.fetchrow(_NEWEST)
     if newest is None:
         return True
-    found = await conn.fetchval(
-        "SELECT coalesce(bool_or(s.id = $1), false) FROM (SELECT c.id FROM chunks c "
-        f"ORDER BY c.lexemes <@> to_bm25query($2, '{BM25_INDEX}') LIMIT $3) s",
-        int(newest[0]), str(newest[1]), int(newest[2]) + 16)
+    try:
+        async with conn.transaction():  # (a savepoint: a torn index fails this alone)
+            found = await conn.fetchval(
+                "SELECT coalesce(bool_or(s.id = $1), false) FROM (SELECT c.id FROM chunks c "
+                f"ORDER BY c.lexemes <@> to_bm25query($2, '{BM25_INDEX}') LIMIT $3) s",
+                int(newest[0]), str(newest[1]), int(newest[2]) + 16)
+    except asyncpg.InternalServerError as exc:  # "invalid docid page magic": torn pages
+        logger.warning("the BM25 index (pg_textsearch) cannot be read: %s", exc)
+        return False
     return bool(found)
 
 

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import asyncpg
 
 from ...core.bm25 import idf, score
 from ...core.catalog import Allowed
@@ -143,7 +144,15 @@ class Lexical:
         """The candidates FTS5's bm25 ranks: the best of the BM25 index's scan while it is
         whole, else every chunk that matches (``bm25_index``: what a restart leaves)."""
         if await self._whole_now(conn):
-            found = await self._search(conn, q, max(limit * POOL, POOL_LEAST), allowed)
+            try:
+                async with conn.transaction():  # (a savepoint: a torn index fails alone)
+                    found = await self._search(conn, q, max(limit * POOL, POOL_LEAST),
+                                               allowed)
+            except asyncpg.InternalServerError as exc:  # pages a crash tore
+                self._whole, self._looked = False, anyio.current_time()
+                logger.warning("%s: the BM25 index cannot be read (%s): ranking every "
+                               "match instead", self._where.redacted, exc)
+                return await self._every_match(conn, q, allowed)
             if found or not await self._any_match(conn, q, allowed):
                 return found
             self._whole, self._looked = False, anyio.current_time()  # (empty, or behind)
