@@ -84,6 +84,10 @@ def _main(argv: list[str]) -> int:
         return _mcp(args, settings)
     if args.command == "serve":
         return _serve(args, settings)
+    if args.command == "setup":  # (no index, no event loop: files of other programs)
+        from .setup.command import run as setup
+
+        return setup(args)
     if args.command == "search":  # a running `rifflux serve` on the index answers at once
         from .remote import search_on_server
 
