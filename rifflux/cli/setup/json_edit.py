@@ -46,26 +46,19 @@ def set_member(text: str, path: Sequence[str], value: Any, *, comments: bool) ->
     raise AssertionError("an empty path")
 
 
-def remove_member(text: str, path: Sequence[str], *, comments: bool,
-                  drop_empty_parent: bool = True) -> str:
-    """``text`` without the member at ``path`` (unchanged when there is none); with
-    ``drop_empty_parent``, the object that held it goes too when nothing else is left in
-    it (so that adding a member and removing it again gives back the text as it was)."""
+def remove_member(text: str, path: Sequence[str], *, comments: bool) -> str:
+    """``text`` without the member at ``path`` (unchanged when there is none). The object
+    that held it stays, even empty: it may have been there before."""
     if not text.strip():
         return text
-    node, parents = _top(text, comments), []
+    node = _top(text, comments)
     for key in path[:-1]:
         member = node.member(key)
         if member is None or member.value.kind != "object":
             return text
-        parents.append(node)
         node = member.value
     member = node.member(path[-1])
-    if member is None:
-        return text
-    if drop_empty_parent and parents and len(node.members) == 1:
-        return remove_member(text, path[:-1], comments=comments, drop_empty_parent=False)
-    return _delete(text, node, member)
+    return text if member is None else _delete(text, node, member)
 
 
 # ---------------------------------------------------------------- reading
