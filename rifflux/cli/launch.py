@@ -150,6 +150,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from .. import exits
     from ..mcp._fast_start.front import start_front
+    from ..mcp.instructions import folders_of
     from . import entry
 
     if sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None:
@@ -159,7 +160,8 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "Ctrl-C stops.\n")
     try:
         # (the searches it takes are answered by mcp._fast_start.early once the index opens)
-        front = start_front(take_early=True, writes=bool(settings.writable))
+        front = start_front(take_early=True, writes=bool(settings.writable),
+                            folders=lambda: folders_of(settings.db_path))
     except OSError as exc:
         return exits.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")
