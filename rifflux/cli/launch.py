@@ -88,6 +88,10 @@ def _main(argv: list[str]) -> int:
         from .setup.command import run as setup
 
         return setup(args)
+    if args.command == "doctor":  # (it opens the index read-only, whatever the command)
+        from .doctor.command import doctor
+
+        return entry.run(doctor, args, settings.with_overrides(watch_paths=(), writable=()))
     if args.command == "search":  # a running `rifflux serve` on the index answers at once
         from .remote import search_on_server
 
