@@ -20,7 +20,7 @@ from typing import Any
 
 from ...exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail
 from .clients import CLIENTS, Client, client_named, here
-from .document import with_entry, without_entry
+from .document import current_entry, with_entry, without_entry
 from .entry import NAME, Launch, entry_for, launch
 from .files import BACKUP_SUFFIX, Loaded, SetupError, diff, load, save
 from .skill import skill_folder, skill_text
@@ -100,8 +100,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _has_entry(client: Client, loaded: Loaded) -> bool:
-    from .document import current_entry
-
     return current_entry(client, loaded.text, str(loaded.target)) is not None
 
 
