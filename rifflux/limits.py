@@ -6,7 +6,7 @@ schema these bounds were published in, not against this module)."""
 from __future__ import annotations
 
 __all__ = ["DEFAULT_MAX_CHARS", "MAX_DEPTH", "MAX_LIMIT", "MAX_MAX_CHARS", "MAX_QUERY_CHARS",
-           "MAX_TOP_K", "MIN_MAX_CHARS", "SNIPPET_CHARS"]
+           "MAX_TOP_K", "MIN_MAX_CHARS", "RESOURCE_PAGE", "SNIPPET_CHARS"]
 
 #: The most hits one search returns over MCP and HTTP (the library and the command line
 #: take any number).
@@ -22,6 +22,8 @@ MIN_MAX_CHARS = 1_000
 MAX_MAX_CHARS = 10_000_000
 #: The most entries a list answer gives (links, neighbours, recent notes).
 MAX_LIMIT = 1_000
+#: The notes a page of MCP's resources/list gives (of at most MAX_LIMIT in all).
+RESOURCE_PAGE = 100
 #: A snippet's width: the least, the default, the most.
 SNIPPET_CHARS = (40, 240, 1_000)
 #: The longest query the JSON API takes.

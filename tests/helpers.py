@@ -646,10 +646,12 @@ def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def mcp_session(
-    tmp_path: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    tmp_path: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+    message_handler: Any = None,
 ) -> AsyncIterator[ClientSession]:
     """A real MCP client, initialised, on ``python -m rifflux mcp --db tmp_path/index.db
-    ARGS`` over stdio (its stderr goes to ``tmp_path/server.stderr``)."""
+    ARGS`` over stdio (its stderr goes to ``tmp_path/server.stderr``); ``message_handler``
+    receives the server's notifications."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -661,7 +663,7 @@ async def mcp_session(
     )
     with (tmp_path / "server.stderr").open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, message_handler=message_handler) as session:
                 with anyio.fail_after(60):
                     await session.initialize()
                 yield session

@@ -282,10 +282,13 @@ NO_FRONT = ["-c", "import sys\n"
                   "    await serve_stdio(settings)\n"
                   "    return 0\n"
                   "sys.exit(entry.run(serve, args, settings))\n"]
-#: The reference: the SDK's own stdio transport (RIFFLUX_DB_PATH gives the index).
+#: The reference: the SDK's own stdio transport (RIFFLUX_DB_PATH gives the index), its
+#: instructions naming the indexed folders as they are at start.
 SDK_ONLY = ["-c", "import anyio, os; from rifflux.config import settings_from_env; "
+                  "from rifflux.mcp.instructions import folders_of; "
                   "from rifflux.mcp.server import build_server; "
-                  "anyio.run(build_server(settings_from_env(os.environ)).run_stdio_async)"]
+                  "s = settings_from_env(os.environ); "
+                  "anyio.run(build_server(s, folders=folders_of(s.db_path)).run_stdio_async)"]
 
 
 async def _raw_session(tmp_path: Path, name: str, env: dict[str, str],

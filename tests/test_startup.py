@@ -59,9 +59,13 @@ _NOT_FOR_READS = ("yaml", "rifflux.notes.ops", "rifflux.core.note_edits", "riffl
                   "rifflux.actors.index_job", "rifflux.core.document", "rifflux.core.chunker",
                   "rifflux.actors.watch", "rifflux.actors.watcher", "rifflux.actors.debouncer")
 
+#: What only `rifflux setup` and `rifflux doctor` import: the clients' files, tomlkit.
+_NOT_FOR_SEARCHES = ("rifflux.cli.setup", "rifflux.cli.setup.document", "rifflux.cli.doctor",
+                     "tomlkit")
+
 #: What a command printing into a pipe does not import either: rich draws for terminals,
 #: and pathspec reads globs (a search without --path has none).
-_PIPED = cli_then((*_HEAVY, *_NOT_FOR_READS, "rich", "pathspec"))
+_PIPED = cli_then((*_HEAVY, *_NOT_FOR_READS, "rich", "pathspec", *_NOT_FOR_SEARCHES))
 
 
 @pytest.mark.parametrize("command", [

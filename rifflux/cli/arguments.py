@@ -18,6 +18,7 @@ from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..limits import MAX_DEPTH
 from ..types import MODES
 from .note_args import add_note_parsers
+from .setup_args import add_setup_parsers
 
 #: The options that take a date or an age, which may be written -7d.
 _WHEN_OPTIONS = ("--since", "--before")
@@ -283,6 +284,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH")
 
     add_note_parsers(sub, common)
+    add_setup_parsers(sub, common)
 
     p = sub.add_parser("mcp", parents=[common], help="run the MCP server over stdio",
                        description="Serve the MCP tools over stdin/stdout (for Claude Desktop, "

@@ -84,6 +84,14 @@ def _main(argv: list[str]) -> int:
         return _mcp(args, settings)
     if args.command == "serve":
         return _serve(args, settings)
+    if args.command == "setup":  # (no index, no event loop: files of other programs)
+        from .setup.command import run as setup
+
+        return setup(args)
+    if args.command == "doctor":  # (it opens the index read-only, whatever the command)
+        from .doctor.command import doctor
+
+        return entry.run(doctor, args, settings.with_overrides(watch_paths=(), writable=()))
     if args.command == "search":  # a running `rifflux serve` on the index answers at once
         from .remote import search_on_server
 
@@ -146,6 +154,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from .. import exits
     from ..mcp._fast_start.front import start_front
+    from ..mcp.instructions import folders_of
     from . import entry
 
     if sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None:
@@ -155,7 +164,8 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
                          "Ctrl-C stops.\n")
     try:
         # (the searches it takes are answered by mcp._fast_start.early once the index opens)
-        front = start_front(take_early=True, writes=bool(settings.writable))
+        front = start_front(take_early=True, writes=bool(settings.writable),
+                            folders=lambda: folders_of(settings.db_path))
     except OSError as exc:
         return exits.fail(f"cannot serve MCP: {exc}; an MCP client starts `rifflux mcp` "
                           "with its stdin and stdout connected to pipes")

@@ -25,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..api import Rifflux
 from ..errors import RiffluxError
+from ..mcp.instructions import folders_of
 from ..mcp.server import build_server
 from . import errors, events, page, routes
 from .errors import ApiError, error_response
@@ -41,7 +42,8 @@ MCP clients use `/mcp` (Streamable HTTP) instead."""
 
 def create_app(rf: Rifflux, options: ServeOptions) -> FastAPI:
     """The app serving ``rf`` (open, and closed by the caller after the app stops)."""
-    mcp = build_server(rf.settings, rifflux=rf)
+    mcp = build_server(rf.settings, rifflux=rf,  # (each session: the folders as they are)
+                       folders=lambda: folders_of(rf.settings.db_path))
     mcp.streamable_http_app(  # (makes the session manager; the app it returns is unused)
         max_request_body_size=options.max_body_bytes,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))

@@ -19,9 +19,9 @@ from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-__all__ = ["HANDSHAKE_PROTOCOL_VERSIONS", "Message", "answer_to", "dump", "is_request", "loads",
-           "lowlevel", "parse", "run_lowlevel", "serve_in_memory", "to_message",
-           "tool_input_schema"]
+__all__ = ["HANDSHAKE_PROTOCOL_VERSIONS", "Message", "answer_to", "connection_of", "dump",
+           "handle", "is_request", "loads", "lowlevel", "parse", "run_lowlevel",
+           "serve_in_memory", "set_instructions", "to_message", "tool_input_schema"]
 
 Message = SessionMessage
 
@@ -35,6 +35,24 @@ def tool_input_schema(server: MCPServer[Any], name: str) -> dict[str, Any] | Non
     change to it shows there (None: no such tool)."""
     return server._tool_input_schema(name)
 
+
+def handle(server: MCPServer[Any], method: str, params_type: type[Any], handler: Any) -> None:
+    """Answer ``method`` with ``handler(ctx, params)`` instead of ``MCPServer``'s own (the
+    resources, which ``MCPServer`` lists from a fixed registry: ours come from the
+    index, paginated)."""
+    lowlevel(server).add_request_handler(method, params_type, handler)
+
+
+def set_instructions(server: MCPServer[Any], instructions: str) -> None:
+    """What the next ``initialize`` answers as the server's instructions (read from the
+    low-level server each time: ``create_initialization_options``)."""
+    lowlevel(server).instructions = instructions
+
+
+def connection_of(session: Any) -> Any:
+    """The client's connection a request came on (what outlives the request: a
+    ``notifications/resources/updated`` is sent on it later)."""
+    return session._connection
 
 
 def parse(line: str) -> SessionMessage | Exception:

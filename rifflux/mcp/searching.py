@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -29,7 +29,15 @@ from .answers import WORDS
 from .auto_reindex import AutoReindex
 from .other_indexes import OtherIndexes, file_id
 
-__all__ = ["ServerState", "search"]
+__all__ = ["ServerState", "Subscriptions", "search"]
+
+
+class Subscriptions(Protocol):
+    """Who is told when a note changes (``subscriptions.NoteWatch``)."""
+
+    async def subscribe(self, connection: Any, uri: str) -> None: ...
+
+    def unsubscribe(self, connection: Any, uri: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -43,6 +51,7 @@ class ServerState:
     auto_reindex: AutoReindex | None
     others: OtherIndexes  # the index files searched by db_path, open read-only
     open_error: str | None = None
+    watch: Subscriptions | None = None  # the notes clients subscribed to (resources)
 
     @property
     def rf(self) -> Rifflux:

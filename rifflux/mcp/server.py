@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, cast
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -31,11 +32,15 @@ from ..errors import RiffluxError
 from ..limits import MAX_TOP_K
 from . import sdk
 from .auto_reindex import AutoReindex
+from .instructions import BASE, NOTES, joined
 from .note_tools import WRITE_TOOLS, recent
 from .other_indexes import OtherIndexes
+from .prompts import PROMPTS
+from .resources import serve_resources
 from .results import tool_error, tool_result, unexpected
 from .schemas import tighten
 from .searching import ServerState
+from .subscriptions import NoteWatch
 from .tools import (
     forget,
     get_chunk,
@@ -54,23 +59,6 @@ __all__ = ["MAX_TOP_K", "SERVER_NAME", "RiffluxMCPServer", "ServerState", "build
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "rifflux"
-
-_INSTRUCTIONS = """\
-Rifflux searches the user's local markdown (notes, docs, READMEs) offline.
-Start with search_rifflux; narrow it with paths, root, tags, dates or near (a
-note's link neighbourhood); read more context with get_chunk or get_file (exact
-lines with start_line/end_line). get_links and get_neighbors follow the links
-between notes ([[wikilinks]] and markdown links) both ways.
-If a folder is not indexed yet, or files changed and no watcher is running,
-call reindex with an absolute path. index_status tells what is indexed and
-whether a background reindex has finished."""
-_NOTES = """
-Notes: recent lists the notes changed lately (look there first in a new
-session); write_note records what you learned (a decision, a fix, a summary) in
-the writable folder, edit_note changes one part of a note (pass if_match, the
-sha256 you last read), move_note renames it and fixes the links to it,
-delete_note moves it to the trash. What you write is searchable when the call
-returns."""
 
 _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
@@ -187,7 +175,7 @@ def build_server(
     settings: Settings, *, on_open: Callable[[], object] | None = None,
     open_index: Callable[[Settings], Rifflux] | None = None,
     rifflux: Rifflux | None = None, auto_reindex: AutoReindex | None = None,
-    others: OtherIndexes | None = None,
+    others: OtherIndexes | None = None, folders: str | Callable[[], str] | None = None,
 ) -> RiffluxMCPServer:
     """The server, for every transport; its lifespan opens ``Rifflux`` (and the watcher,
     if watch paths are set), or serves ``rifflux``, an instance the caller has open and
@@ -199,7 +187,14 @@ def build_server(
     server starts reading requests. ``open_index`` opens the other index files
     searched by ``db_path`` (``OtherIndexes``; ``Rifflux`` by default). ``auto_reindex``
     and ``others``: the throttle of reindexing on search and the other indexes that the
-    searches answered before the SDK used (the caller closes ``others``).
+    searches answered before the SDK used (the caller closes ``others``). ``folders``:
+    the line of the instructions that names the indexed folders (as the front said it,
+    ``instructions.folders_line``; None: no such line), or how to read it again for each
+    client's ``initialize`` (``rifflux serve``, which runs for days: each session is
+    told the folders as they are when it starts).
+
+    Notes are resources (``resources``: listed, read, subscribed to: ``subscriptions``)
+    and three prompts call the tools for a person's command (``prompts``).
     """
 
     @asynccontextmanager
@@ -238,15 +233,21 @@ def build_server(
                 rf=rf, enabled=settings.auto_reindex_on_search,
                 min_interval=settings.auto_reindex_min_interval,
                 watch_paths=settings.watch_paths)
+            watch = await stack.enter_async_context(NoteWatch(rf))
             if on_open is not None:
                 on_open()
-            yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=kept)
+            yield ServerState(opened=rf, settings=settings, auto_reindex=auto, others=kept,
+                              watch=watch)
 
     writes = bool(settings.writable)  # the note tools that write are listed only then
-    server = RiffluxMCPServer(SERVER_NAME, instructions=_INSTRUCTIONS + (_NOTES if writes
-                                                                         else ""),
-                              version=_version(), lifespan=lifespan,
-                              log_level=_sdk_level(settings.log_level))
+    base = BASE + (NOTES if writes else "")
+    told = _Instructions(base, folders) if callable(folders) else None
+    server = RiffluxMCPServer(SERVER_NAME, instructions=joined(
+        base, folders if isinstance(folders, str) else None),
+        version=_version(), lifespan=lifespan, log_level=_sdk_level(settings.log_level),
+        middleware=[told] if told else None)
+    if told is not None:
+        told.server = server
     server.writes = writes
     tools: list[tuple[Callable[..., Any], ToolAnnotations]] = [
         (search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
@@ -260,7 +261,26 @@ def build_server(
         server.add_tool(tool, description=" ".join((tool.__doc__ or "").split()),
                         annotations=hints)
         server.close_schema(tool.__name__)
+    serve_resources(server)
+    for prompt in PROMPTS:
+        server.add_prompt(prompt)
     return server
+
+
+class _Instructions:
+    """Middleware: before each ``initialize``, the instructions with the folders as they
+    are now."""
+
+    server: RiffluxMCPServer | None = None
+
+    def __init__(self, base: str, folders: Callable[[], str]) -> None:
+        self._base, self._folders = base, folders
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "initialize" and self.server is not None:
+            line = await anyio.to_thread.run_sync(self._folders)
+            sdk.set_instructions(self.server, joined(self._base, line))
+        return await call_next(ctx)
 
 
 def _sdk_level(level: str) -> Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]:

@@ -35,9 +35,11 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..instructions import joined
 from .snapshot import answer, load_snapshot, negotiate, tool_schema
 from .taken import cancelled_id, early_search
 from .wire import Wire
@@ -68,9 +70,15 @@ class Front:
     """Reads the client's lines; answers the handshake from a snapshot until handed off."""
 
     def __init__(self, wire: Wire, snapshot: dict[str, Any] | None, *,
-                 take_early: bool = False) -> None:
+                 take_early: bool = False,
+                 folders: Callable[[], str | None] | None = None) -> None:
         self.wire = wire
         self.snapshot = snapshot
+        #: The instructions' line naming the indexed folders, read once by the reader
+        #: thread before the first line (``folders_line`` waits for it).
+        self._folders_source = folders
+        self._folders: str | None = None
+        self._folders_read = threading.Event()
         self.negotiated: str | None = None
         #: What the front answered itself, in order (logged at the hand-off).
         self.answered: list[str] = []
@@ -94,6 +102,23 @@ class Front:
 
     def start(self) -> None:
         self._thread.start()
+
+    def folders_line(self) -> str | None:
+        """The line naming the indexed folders, as ``initialize`` was (or will be)
+        answered with it: the SDK's server is built with the same."""
+        self._read_folders()
+        return self._folders
+
+    def _read_folders(self) -> None:
+        with self._lock:
+            if self._folders_read.is_set():
+                return
+            try:
+                self._folders = (self._folders_source() if self._folders_source is not None
+                                 else None)
+            except Exception:  # (the line is left out: the instructions stay true)
+                logger.exception("could not read the indexed folders for the instructions")
+            self._folders_read.set()
 
     def hand_off(self) -> list[str]:
         """From now on the front answers nothing and takes nothing; everything goes to the
@@ -145,6 +170,7 @@ class Front:
 
     def _read_loop(self) -> None:
         try:
+            self._read_folders()  # (a few milliseconds, before the first line is answered)
             for raw in self.wire.reader:
                 line = raw.decode("utf-8", errors="replace").strip()
                 if not line:
@@ -214,6 +240,9 @@ class Front:
                 return item
             return Inbound(line)
         result = answer(self.snapshot, method, self.negotiated)
+        if method == "initialize" and self._folders:
+            result = {**result, "instructions": joined(result.get("instructions") or "",
+                                                       self._folders)}
         self.answered.append(method)
         return Inbound(line, answered=method, request_id=message["id"], result=result)
 
@@ -248,15 +277,17 @@ def _has_modern_envelope(params: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- entry point
 
 
-def start_front(*, take_early: bool = False, writes: bool = False) -> Front:
+def start_front(*, take_early: bool = False, writes: bool = False,
+                folders: Callable[[], str | None] | None = None) -> Front:
     """Claim the wire and start answering the handshake (``rifflux mcp`` calls this first,
     then runs the server behind it: ``early.serve_with_early_searches``), taking plain
     searches from the first line on with ``take_early`` (``Front.early``), from the
     snapshot of a server that writes notes (``writes``: a writable folder) or not.
-    ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. Raises OSError
-    when stdin or stdout is not open."""
+    ``RIFFLUX_MCP_FAST_HANDSHAKE=0`` leaves every answer to the SDK. ``folders`` reads
+    the instructions' line naming the indexed folders (``instructions.folders_of``).
+    Raises OSError when stdin or stdout is not open."""
     fast = os.environ.get("RIFFLUX_MCP_FAST_HANDSHAKE", "1").strip().lower()
     snapshot = None if fast in ("0", "false", "no", "off") else load_snapshot(writes=writes)
-    front = Front(Wire.claim(), snapshot, take_early=take_early)
+    front = Front(Wire.claim(), snapshot, take_early=take_early, folders=folders)
     front.start()
     return front

@@ -30,6 +30,7 @@ from ...api import Rifflux
 from ...config import Settings
 from .. import sdk
 from ..auto_reindex import AutoReindex
+from ..instructions import folders_of
 from ..other_indexes import OtherIndexes
 from ..server import RiffluxMCPServer, build_server
 from .front import Front, Inbound
@@ -68,7 +69,8 @@ async def serve_after_front(settings: Settings, front: Front, *,
                      ", ".join(answered) if answered else "nothing")
 
     server = build_server(settings, on_open=hand_off, rifflux=rifflux,
-                          auto_reindex=auto_reindex, others=others)
+                          auto_reindex=auto_reindex, others=others,
+                          folders=front.folders_line())
     read_send, read_recv = anyio.create_memory_object_stream[sdk.Message | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[sdk.Message](0)
     # Requests the front answered: the SDK sees them too (so that its session is
@@ -139,7 +141,7 @@ async def serve_stdio(settings: Settings) -> None:
     For embedding: the SDK answers everything (no snapshot), over the same
     transport as ``rifflux mcp``, whose reads never hold up a shutdown.
     """
-    front = Front(Wire.claim(), None)
+    front = Front(Wire.claim(), None, folders=lambda: folders_of(settings.db_path))
     front.start()
     await serve_after_front(settings, front)
 

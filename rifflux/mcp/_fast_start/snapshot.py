@@ -23,9 +23,11 @@ SEED = Path(__file__).with_name("handshake.json")
 SEED_WRITES = Path(__file__).with_name("handshake-writes.json")
 
 
-#: The modules whose source defines what ``tools/list`` answers (in ``rifflux.mcp``).
+#: The modules whose source defines what ``initialize`` and ``tools/list`` answer (in
+#: ``rifflux.mcp``: the tools, the instructions, the capabilities resources and prompts
+#: give).
 _TOOL_SOURCES = ("server.py", "tools.py", "params.py", "schemas.py", "note_tools.py",
-                 "../limits.py")
+                 "instructions.py", "resources.py", "prompts.py", "../limits.py")
 
 #: Distributions whose code shapes the SDK's answers (dist-info spelling).
 _DISTRIBUTIONS = ("rifflux", "mcp", "mcp_types", "pydantic", "pydantic_core")
