@@ -236,6 +236,12 @@ class Rifflux:
     @overload
     async def get_file(self, path: str | os.PathLike[str], *,
                        root: str | os.PathLike[str] | None = None,
+                       start_line: None = None, end_line: None = None,
+                       page: int, end_page: int | None = None) -> FileLines | None: ...
+
+    @overload
+    async def get_file(self, path: str | os.PathLike[str], *,
+                       root: str | os.PathLike[str] | None = None,
                        start_line: int | None = None, end_line: int | None = None,
                        page: int | None = None, end_page: int | None = None,
                        ) -> FileRecord | FileLines | None: ...

@@ -120,7 +120,7 @@ async def test_pages_slides_and_lines_are_read_back(db: Location, folder: Path) 
         assert page["start_line"] <= hit["line_start"] <= hit["line_end"] <= page["end_line"]
         lines = await rf.get_file(hit["path"], start_line=hit["line_start"],
                                   end_line=hit["line_end"])
-        assert lines is not None and "merlin hunts" in lines["text"]
+        assert lines is not None and "text" in lines and "merlin hunts" in lines["text"]
         two = await rf.get_file("papers/moor.pdf", page=1, end_page=2)
         assert two is not None and "golden plover" in two["text"] and "dunlin" in two["text"]
         assert "merlin" not in two["text"]

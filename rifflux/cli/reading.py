@@ -15,6 +15,7 @@ from ..config import Settings
 from ..core.extract.reading import unit_of
 from ..core.filters import check_depth
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from ..types import FileLines, FileRecord
 from .common import count, note_path, require_index, write_json
 from .entry import CommandError
 from .plain import display_path, link_lines, on_terminal, print_files, shown
@@ -41,6 +42,7 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
         end = int(m.group("end")) if m.group("end") else start
     async with Rifflux(settings=settings) as rf:
         path = await note_path(rf, path, args.root)
+        found: FileRecord | FileLines | None
         if ranged and unit_of(path) != "line":  # paper.pdf:14 is page 14
             found = await rf.get_file(path, root=args.root, page=start, end_page=end)
         else:
