@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from .extract.kinds import MARKDOWN_SUFFIXES
 from .frontmatter import split_front_matter
 from .links import (
     _MARKDOWN,  # the markdown link pattern the finder uses, to find a link's parts
-    MARKDOWN_SUFFIXES,
     LinkFinder,
     LinkKind,
     NoteKey,
