@@ -2,7 +2,7 @@
 through the library on both stores: real files made with reportlab, python-pptx and
 python-docx, linked in every form Obsidian writes; backlinks, where outgoing links go,
 neighbours both ways, search near a note, and files that appear and go after the notes
-that link to them."""
+that link to them; and the same through the MCP server and the command line."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from rifflux import Rifflux
 
-from .helpers import CountingEmbedder, Location, write_vault
+from .helpers import CountingEmbedder, Location, call, mcp_session, rifflux_cli, write_vault
 
 pytestmark = pytest.mark.anyio
 
@@ -220,3 +220,64 @@ async def test_a_file_added_after_the_notes_that_cite_it_resolves_and_deleted_un
         assert ("paper.pdf", None) in await outgoing(rf, "Home.md")
         assert await backlinks(rf, "paper.md") == [("Home.md", 5, "paper")]
         assert (await rf.status())["unresolved_links"] == unresolved
+
+
+async def test_links_and_neighbours_of_files_through_mcp(tmp_path: Path) -> None:
+    vault = attachments(write_vault(tmp_path / "vault", NOTES))
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(vault))
+        paper = await call(session, "get_links", path="files/paper.pdf")
+        assert paper["counts"] == {"outgoing": 0, "backlinks": 3, "unresolved": 0}
+        assert [(b["path"], b["line"]) for b in paper["backlinks"]] == [
+            ("Home.md", 3), ("Home.md", 4), ("other/Reader.md", 3)]
+        home = await call(session, "get_links", path="Home.md")
+        assert home["counts"] == {"outgoing": 7, "backlinks": 0, "unresolved": 1}
+        assert [(o["target"], o["path"]) for o in home["outgoing"]] == HOME_OUT
+        near_home = await call(session, "get_neighbors", path="Home.md")
+        assert {(n["path"], n["title"]) for n in near_home["neighbors"]} >= {
+            ("files/paper.pdf", "Otters in Rivers"), ("slides/deck.pptx", "deck.pptx")}
+        near_paper = await call(session, "get_neighbors", path="files/paper.pdf")
+        assert [n["path"] for n in near_paper["neighbors"]] == ["Home.md", "other/Reader.md"]
+        hits = await call(session, "search_rifflux", query="otters", mode="lexical",
+                          near="Home.md")
+        assert {h["path"] for h in hits["results"]} == {
+            "files/paper.pdf", "slides/deck.pptx", "files/report.docx"}
+        status = await call(session, "index_status")
+        assert (status["links"], status["unresolved_links"]) == (9, 1)
+
+
+def test_links_and_neighbours_of_files_through_the_command_line(tmp_path: Path) -> None:
+    vault = attachments(write_vault(tmp_path / "vault", NOTES))
+    assert rifflux_cli(tmp_path, "--db", "index.db", "index", str(vault)).returncode == 0
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "links", "vault/Home.md")
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert lines[1] == ["links", "to:", "7", "(1", "unresolved)"]
+    for line in (["3", "[[paper.pdf]]", "vault/files/paper.pdf"],
+                 ["3", "![[deck.pptx]]", "vault/slides/deck.pptx"],
+                 ["4", "[quarterly", "report](files/report.docx)", "vault/files/report.docx"],
+                 ["4", "[[paper.pdf#page=2]]", "vault/files/paper.pdf"],
+                 ["5", "[[missing.pdf]]", "unresolved"]):
+        assert line in lines, line
+    assert not any("diagram.png" in " ".join(line) for line in lines)
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "links", "vault/files/paper.pdf")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "links to: 0", "linked from: 3", "  vault/Home.md:3  Home  [[paper.pdf]]",
+        "  vault/Home.md:4  Home  [[paper.pdf#page=2]]",
+        "  vault/other/Reader.md:3  Reader  [the paper](../files/paper.pdf)"]
+
+    done = rifflux_cli(tmp_path, "--db", "index.db", "neighbors", "vault/Home.md")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "1  vault/files/paper.pdf  Otters in Rivers", "1  vault/files/report.docx  "
+        "Quarterly report", "1  vault/paper.md  Paper", "1  vault/readme.txt  readme.txt",
+        "1  vault/slides/deck.pptx  deck.pptx"]
+    done = rifflux_cli(tmp_path, "--db", "index.db", "neighbors", "vault/files/paper.pdf")
+    assert done.stdout.splitlines() == ["1  vault/Home.md  Home",
+                                        "1  vault/other/Reader.md  Reader"]
+    done = rifflux_cli(tmp_path, "--db", "index.db", "status")
+    assert any(line.split()[:4] == ["links", "9", "(1", "unresolved)"]
+               for line in done.stdout.splitlines())
