@@ -203,7 +203,8 @@ def parser() -> argparse.ArgumentParser:
                         "2026-11-01T09:30, or an age: 7d (or -7d), 2w, 3m, 1y")
     f.add_argument("--before", metavar="WHEN", help="only files modified before WHEN")
     f.add_argument("--near", metavar="PATH",
-                   help="only this note and the notes linked to or from it (see --depth)")
+                   help="only this note and the notes and files linked to or from it "
+                        "(see --depth)")
     f.add_argument("--depth", type=_whole, metavar="N",
                    help=f"with --near: up to N links away, either way (1 to {MAX_DEPTH}; "
                         "default 1)")
