@@ -282,17 +282,20 @@ class Rifflux:
 
     async def links(self, path: str | os.PathLike[str], *,
                     root: str | os.PathLike[str] | None = None) -> NoteLinks:
-        """A note's links (``[[wikilinks]]``, embeds, markdown links to notes): those it
-        makes (``outgoing``; ``unresolved`` those that find no file) and those other notes
-        make to it (``backlinks``), each with where it is written. ``path`` as search
-        results give it; an unknown path is an error that says what to give."""
+        """A note's links (``[[wikilinks]]``, embeds, markdown links to notes, and to the
+        other files the index reads: ``[[paper.pdf]]``): those it makes (``outgoing``;
+        ``unresolved`` those that find no file) and those other notes make to it
+        (``backlinks``: of a PDF, the notes that cite it), each with where it is written.
+        ``path`` (any indexed file's) as search results give it; an unknown path is an
+        error that says what to give."""
         where = None if root is None else os.fspath(root)
         return await self._open().links(os.fspath(path), where)
 
     async def neighbors(self, path: str | os.PathLike[str], *, depth: int = 1,
                         root: str | os.PathLike[str] | None = None) -> list[Neighbor]:
-        """The notes at most ``depth`` links away from this one, whichever way the links
-        go (the note itself left out), nearest first: ``path``, ``title``, ``distance``."""
+        """The notes (and the files they cite) at most ``depth`` links away from this
+        one, whichever way the links go (the note itself left out), nearest first:
+        ``path``, ``title``, ``distance``."""
         where = None if root is None else os.fspath(root)
         return await self._open().neighbors(os.fspath(path), where, check_depth(depth))
 

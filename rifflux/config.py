@@ -18,7 +18,7 @@ BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: What a folder's notes are: markdown, plain text, PDF, PowerPoint and Word files
-#: (``core.extract.kinds``); source code only when asked (``kinds``, ``--include``).
+#: (``rifflux.kinds``); source code only when asked (``kinds``, ``--include``).
 DEFAULT_INCLUDE: tuple[str, ...] = DEFAULT_GLOBS
 #: Directory names skipped at any depth, plus editor/temporary files.
 DEFAULT_EXCLUDE: tuple[str, ...] = (

@@ -44,6 +44,12 @@ CODE_SUFFIXES = (*(s for suffixes in GRAMMAR_SUFFIXES.values() for s in suffixes
                  *PLAIN_CODE_SUFFIXES)
 
 
+#: Every suffix a built-in extractor claims (``core.links``: a link to such a file is a
+#: link, which resolves when the index holds the file).
+BUILT_IN_SUFFIXES = frozenset((*MARKDOWN_SUFFIXES, *TEXT_SUFFIXES, ".pdf", ".pptx", ".docx",
+                               *CODE_SUFFIXES))
+
+
 def _globs(suffixes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"*{s}" for s in suffixes)
 

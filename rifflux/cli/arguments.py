@@ -204,7 +204,8 @@ def parser() -> argparse.ArgumentParser:
                         "2026-11-01T09:30, or an age: 7d (or -7d), 2w, 3m, 1y")
     f.add_argument("--before", metavar="WHEN", help="only files modified before WHEN")
     f.add_argument("--near", metavar="PATH",
-                   help="only this note and the notes linked to or from it (see --depth)")
+                   help="only this note and the notes and files linked to or from it "
+                        "(see --depth)")
     f.add_argument("--depth", type=_whole, metavar="N",
                    help=f"with --near: up to N links away, either way (1 to {MAX_DEPTH}; "
                         "default 1)")
@@ -224,16 +225,18 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("links", parents=[common], help="show a note's links, both ways",
                        description="Print the links a note makes ([[wikilinks]], embeds, "
-                                   "markdown links to notes), where each resolves, and the "
-                                   "notes that link to it.")
+                                   "markdown links to notes and to the other files the "
+                                   "index reads, [[paper.pdf]]), where each resolves, and "
+                                   "the notes that link to it (or to a PDF, deck...).")
     p.add_argument("path", metavar="PATH", help="the note, as search prints it")
     p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
                                                  "when several hold it")
     p.add_argument("--json", action="store_true", help="print the links object as JSON")
 
     p = sub.add_parser("neighbors", parents=[common], help="list the notes near a note",
-                       description="Print the notes at most --depth links away from a note, "
-                                   "whichever way the links go, nearest first.")
+                       description="Print the notes and files at most --depth links away "
+                                   "from a note (or file: the notes citing a PDF), whichever "
+                                   "way the links go, nearest first.")
     p.add_argument("path", metavar="PATH", help="the note, as search prints it")
     p.add_argument("--depth", type=_whole, default=1, metavar="N",
                    help=f"how many links away (1 to {MAX_DEPTH}; default 1)")

@@ -1,16 +1,24 @@
-"""Links between notes: found in markdown, keyed, and resolved as Obsidian resolves them.
+"""Links between notes, and from notes to the other files the index reads: found in
+markdown, keyed, and resolved as Obsidian resolves them.
 
-What is a link to a note (``find_links``):
+What is a link (``find_links``):
 - wikilinks ``[[Note]]``, ``[[Note#Heading]]``, ``[[Note#^block]]``, ``[[Note|shown]]``
-  and embeds ``![[Note]]`` (an attachment such as ``![[diagram.png]]`` is not a note);
-- markdown links to local markdown files, ``[text](../dir/Note.md#anchor)`` (URL-decoded,
+  and embeds ``![[Note]]``; to another file by its whole name, ``[[paper.pdf]]``,
+  ``![[deck.pptx]]``, ``[[paper.pdf#page=3]]``;
+- markdown links to local files of a kind the index reads (notes, text, PDF,
+  PowerPoint, Word, source code: ``rifflux.kinds.BUILT_IN_SUFFIXES``; an installed
+  extractor's files are linked to by wikilink, ``[[book.epub]]``),
+  ``[text](../dir/Note.md#anchor)``, ``[report](files/report.docx)`` (URL-decoded,
   relative to the linking file, a ``?query`` dropped); external URLs (any ``scheme:``,
   ``//host``) and links inside the same note (``#anchor``, ``[[#Heading]]``) are not;
-- never inside code blocks, inline code or HTML comments.
+- never an attachment no extractor reads (``![[diagram.png]]``, audio, video, archives:
+  it could never resolve, and a vault of images would fill every list of unresolved
+  links), never inside code blocks, inline code or HTML comments.
 
 How a link is resolved (``resolve``), within the linking file's root:
 1. the path relative to the linking file, then from the root (``/dir/Note`` only from
-   the root), with or without its markdown extension;
+   the root), with or without its markdown extension (a note's; another file is named
+   with its own: ``[[paper.pdf]]`` is never ``paper.md``);
 2. else a file of that name anywhere (``[[dir/Note]]``: a file whose path ends with
    ``dir/Note``); of several, the nearest: the one sharing the most folders with the
    linking file (from the root down), then the fewest folders deep, then the shortest
@@ -31,12 +39,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from ..kinds import BUILT_IN_SUFFIXES, MARKDOWN_SUFFIXES
 from .render import COMMENT
 
 LinkKind = Literal["wikilink", "markdown"]
 
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
-#: Files Obsidian shows rather than reads as notes (an embed of one is not a link to a note).
+#: Files Obsidian shows rather than reads as notes: of these, a link to one no built-in
+#: extractor reads (``BUILT_IN_SUFFIXES``) is not a link (``![[diagram.png]]``).
 ATTACHMENTS = frozenset(
     "avif bmp gif heic jpeg jpg png svg tif tiff webp ico flac m4a mp3 ogg opus wav webm 3gp "
     "mkv mov mp4 ogv avi pdf canvas base excalidraw zip gz tar 7z docx xlsx pptx odt csv "
@@ -177,23 +186,33 @@ def _links_in(text: str) -> list[tuple[int, int, LinkKind, bool, str, str]]:
         destination = m.group(3)
         if destination.startswith("<"):
             destination = destination[1:-1].strip()
-        if _is_note_destination(destination):
+        if _is_file_destination(destination):
             found.append((m.start(), len(m.group(0)), "markdown", bool(m.group(1)),
                           destination, " ".join(m.group(2).split()) or destination))
     return sorted(found)
 
 
-def _is_note_destination(destination: str) -> bool:
+def _is_file_destination(destination: str) -> bool:
+    """Whether a markdown link's destination is a local file of a kind the index reads
+    (``[report](files/report.docx)``; not ``https:``, ``//host``, ``LICENSE``, ``a.png``)."""
     if _SCHEME.match(destination) or destination.startswith("//"):
         return False
     path, _ = markdown_parts(destination)
-    return path.lower().endswith(MARKDOWN_SUFFIXES)
+    suffix = _suffix(path)
+    return suffix is not None and suffix in BUILT_IN_SUFFIXES
 
 
 def _attachment(path: str) -> bool:
+    """Whether a wikilink names an attachment no extractor reads (``diagram.png``)."""
+    suffix = _suffix(path)
+    return suffix is not None and suffix[1:] in ATTACHMENTS and suffix not in BUILT_IN_SUFFIXES
+
+
+def _suffix(path: str) -> str | None:
+    """A path's suffix, lower case with its dot (``.pdf``); None without one."""
     name = path.rstrip().rsplit("/", 1)[-1]
     _, dot, suffix = name.rpartition(".")
-    return bool(dot) and suffix.lower() in ATTACHMENTS
+    return "." + suffix.lower() if dot and suffix else None
 
 
 def context_of(body: str, offset: int, length: int) -> str:

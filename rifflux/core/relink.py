@@ -10,10 +10,12 @@ moved note at its new path): only the path part of the link changes, its ``#anch
 ``|shown text``, ``!`` and title stay as written, and so does everything around it.
 
 So links to the moved note follow it, the moved note's own relative links still reach
-their notes from its new folder, and a link that another note of the same name would
-now capture (Obsidian's nearest-note rule) keeps its note. A new spelling keeps the
-style of the old one: a bare name stays a bare name when it finds the note, else the
-path from the folder's top; a relative path stays relative; ``.md`` stays or stays off.
+their notes (and the other files it links to: ``[r](files/report.docx)``, when the
+folder's files include them) from its new folder, and a link that another note of the
+same name would now capture (Obsidian's nearest-note rule) keeps its note. A new
+spelling keeps the style of the old one: a bare name stays a bare name when it finds the
+note, else the path from the folder's top; a relative path stays relative; ``.md`` stays
+or stays off.
 Links found by front-matter alias, and links that found no note, are left alone.
 """
 
@@ -25,10 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from ..kinds import MARKDOWN_SUFFIXES
 from .frontmatter import split_front_matter
 from .links import (
     _MARKDOWN,  # the markdown link pattern the finder uses, to find a link's parts
-    MARKDOWN_SUFFIXES,
     LinkFinder,
     LinkKind,
     NoteKey,

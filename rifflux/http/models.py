@@ -69,8 +69,9 @@ class _SearchFields(BaseModel):
     kinds: Kinds = None
     modified_after: When = None
     modified_before: When = None
-    near: Annotated[str | None, Field(description="Only this note and the notes linked to or "
-                                                  "from it, up to depth links away.")] = None
+    near: Annotated[str | None, Field(description="Only this note and the notes and files "
+                                                  "linked to or from it, up to depth links "
+                                                  "away.")] = None
     depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH, description="With near: how many "
                                                                        "links away.")] = None
     max_per_file: Annotated[int | None, Field(ge=1, description="At most this many hits from "

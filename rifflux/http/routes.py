@@ -193,7 +193,7 @@ async def links(rf: RF, params: Annotated[LinksQuery, Query()]) -> JSONResponse:
 
 
 @router.get("/neighbors", response_model=list[Neighbor],
-            summary="The notes within depth links of a note, nearest first")
+            summary="The notes and files within depth links of a note, nearest first")
 async def neighbors(rf: RF, params: Annotated[NeighborsQuery, Query()]) -> JSONResponse:
     return _json(await rf.neighbors(params.path, depth=params.depth, root=params.root))
 

@@ -99,7 +99,7 @@ def neighbors_answer(path: str, depth: int, found: list[Neighbor],
                        "listed: call again with a larger limit or a smaller depth")
     elif not found:
         out["hint"] = ("no note links to or from this one (get_links shows its unresolved "
-                       "links, which name notes that are not in the index)")
+                       "links, which name notes or files that are not in the index)")
     return out
 
 

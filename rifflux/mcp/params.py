@@ -39,7 +39,7 @@ ModifiedAfter = Annotated[str | None, Field(
 ModifiedBefore = Annotated[str | None, Field(description="Only files modified before it.")]
 
 Near = Annotated[str | None, Field(
-    description="Only this note's path and the notes linked to or from it.")]
+    description="Only this note's path and the notes and files linked to or from it.")]
 Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH, description="How many links away.")]
 NearDepth = Annotated[int | None, Field(
     ge=1, le=MAX_DEPTH, description="With near: how many links away (default 1).")]

@@ -153,8 +153,9 @@ async def get_file(
 async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRoot = None,
                     limit: Limit = 100,
                     max_chars: MaxChars = DEFAULT_MAX_CHARS) -> dict[str, Any]:
-    """A note's links both ways: the notes it links to (outgoing; unresolved:
-    no such note) and those linking to it (backlinks), each with where it is written."""
+    """A note's links both ways: the notes and files (PDFs...) it links to (outgoing;
+    unresolved: not indexed) and the notes linking to it (backlinks), each with where
+    it is written."""
     with _tool_errors():
         found = await _state(ctx).rf.links(path, root=root)
     return links_answer(found, limit, max_chars)
@@ -162,8 +163,8 @@ async def get_links(ctx: Context[ServerState, Any], path: NotePath, root: FileRo
 
 async def get_neighbors(ctx: Context[ServerState, Any], path: NotePath, depth: Depth = 1,
                         root: FileRoot = None, limit: Limit = 100) -> dict[str, Any]:
-    """The notes within depth links of a note, either way, nearest first. To
-    search among them: search_rifflux with near."""
+    """The notes and files within depth links of a note or file, either way, nearest
+    first. To search among them: search_rifflux with near."""
     with _tool_errors():
         found = await _state(ctx).rf.neighbors(path, depth=depth, root=root)
     return neighbors_answer(path, depth, found, limit)

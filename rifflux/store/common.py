@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from ..core.filters import tag_levels
-from ..kinds import UNITS
+from ..kinds import MARKDOWN_SUFFIXES, UNITS
 from ..types import ChunkRecord, ProcessInfo
 from .written import Row, Written
 
@@ -67,8 +67,13 @@ def stable_order(row: Row) -> tuple[str, int, str]:
 
 
 def title_of(stored: str | None, rel_path: str) -> str:
-    """The front-matter title, else the first H1 (both stored), else the file's name."""
-    return stored or PurePosixPath(rel_path).stem
+    """The front-matter title, else the first H1 (both stored: a PDF's or a deck's own
+    title for other files), else the file's name: a note's without its ``.md``, any other
+    file's whole (``paper.pdf``, ``main.py``)."""
+    if stored:
+        return stored
+    name = PurePosixPath(rel_path)
+    return name.stem if name.suffix.lower() in MARKDOWN_SUFFIXES else name.name
 
 
 def iso_utc(mtime_ns: int) -> str:

@@ -6,7 +6,8 @@ Each link is given where it is written (its file, the heading breadcrumb and
 chunk it is in, its line) and where it goes: the file it resolves to and, for a
 ``#Heading`` or ``#^block`` anchor, the chunk of that file the anchor names (the
 first chunk of the heading's section, whose breadcrumb holds the heading at some
-level, or the first whose text holds the block id). Backlinks are in the order of
+level, or the first whose text holds the block id; for ``#page=N``, the first chunk on
+that page of a PDF or slide of a deck). Backlinks are in the order of
 their files' paths by code point (``Dialect.bytewise``), then line.
 """
 
@@ -26,6 +27,9 @@ from .written import Row
 _LINK_COLUMNS = "l.kind, l.target, l.embed, l.text, l.line, l.context, l.heading, c.chunk_id"
 #: The chunk a link is in.
 _SOURCE_CHUNK = "LEFT JOIN chunks c ON c.file_id = l.file_id AND c.chunk_index = l.chunk_index "
+#: A page of a PDF or a slide of a deck, as Obsidian links to one (``paper.pdf#page=3``,
+#: ``#page=3&selection=...``): the first chunk on it.
+_PAGE = re.compile(r"page=(\d{1,9})(?:&|$)")
 
 
 class LinkRecords:
@@ -60,6 +64,13 @@ class LinkRecords:
 
     async def _anchored(self, file_id: int, anchor: str) -> str | None:
         """The chunk of ``file_id`` an anchor names."""
+        page = _PAGE.match(anchor)
+        if page is not None:
+            rows = await self._sql.fetch(
+                "SELECT chunk_id FROM chunks WHERE file_id = ? AND page = ? "
+                "ORDER BY chunk_index LIMIT 1", file_id, int(page.group(1)))
+            if rows:
+                return str(rows[0][0])
         if anchor.startswith("^"):
             block = re.compile(re.escape(anchor) + r"(?![\w-])")
             rows = await self._sql.fetch(

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from rifflux.core.chunker import ChunkLimits, Link, parse_markdown
+from rifflux.core.extract.code import CODE
+from rifflux.core.extract.markdown import MARKDOWN
+from rifflux.core.extract.office import DOCX, PPTX
+from rifflux.core.extract.pdf import PDF
+from rifflux.core.extract.text import TEXT
 from rifflux.core.graph import LinkGraph
 from rifflux.core.links import NoteKey, anchor_matches, link_keys, note_keys, resolve, target_parts
+from rifflux.kinds import BUILT_IN_SUFFIXES
 
 
 def links_of(text: str) -> list[Link]:
@@ -35,14 +41,36 @@ def test_links_in_code_comments_and_to_other_things_are_not_links_to_notes() -> 
     found = links_of(
         "Inline `[[InCode]]` and ``[[Double]]``. <!-- [[Commented]] -->\n"
         "\n"
-        "```\n[[Fenced]] [x](fenced.md)\n```\n"
+        "```\n[[Fenced]] [x](fenced.md) [[paper.pdf]]\n```\n"
         "\n"
         "- item\n\n      [[Indented code]]\n"
         "\n"
         "[site](https://example.org/page.md) [mail](mailto:a@b.org) [up](//host/x.md) "
         "[here](#a-heading) [[#Own heading]] ![[diagram.png]] ![pic](pic.jpg) "
-        "[script](run.py) [real](Real.md)\n")
+        "[web](https://example.org/paper.pdf) [sheet](data.xlsx) [[song.mp3]] "
+        "[licence](LICENSE) [page](site.html) [real](Real.md)\n")
     assert [link.target for link in found] == ["Real.md"]
+
+
+def test_links_to_files_the_index_reads_are_links_and_to_images_are_not() -> None:
+    # a PDF, a deck, a Word file, text and code, in every form; an image, audio or a
+    # spreadsheet no extractor reads is not a link (it could never resolve)
+    found = links_of(
+        "Read [[paper.pdf]], ![[deck.pptx]] and [[paper.pdf#page=3|page three]].\n"
+        "The [report](files/report.docx), [notes](<../a b/notes.txt#x>) and "
+        "![[guide.rst]].\n"
+        "Code [main](src/main.py) and [[tool.go]]; ![[diagram.png]] ![pic](pic.jpg) "
+        "[[song.mp3]] [sheet](data.xlsx).\n")
+    assert [(link.kind, link.embed, link.target, link.text) for link in found] == [
+        ("wikilink", False, "paper.pdf", "paper.pdf"),
+        ("wikilink", True, "deck.pptx", "deck.pptx"),
+        ("wikilink", False, "paper.pdf#page=3", "page three"),
+        ("markdown", False, "files/report.docx", "report"),
+        ("markdown", False, "../a b/notes.txt#x", "notes"),
+        ("wikilink", True, "guide.rst", "guide.rst"),
+        ("markdown", False, "src/main.py", "main"),
+        ("wikilink", False, "tool.go", "tool.go"),
+    ]
 
 
 def test_links_in_lists_quotes_tables_and_headings_keep_their_lines() -> None:
@@ -62,6 +90,15 @@ def test_links_in_lists_quotes_tables_and_headings_keep_their_lines() -> None:
         ("Topic", "Topic", 1), ("A", "A", 3), ("B", "B", 7), ("Q", "Q", 9),
         ("two.md", "link over two lines", 10), ("T", "shown", 15)]
     assert {link.heading for link in found} == {"About [[Topic]]"}
+
+
+def test_a_file_of_every_suffix_a_built_in_extractor_reads_can_be_linked_to() -> None:
+    claimed = {suffix for extractor in (MARKDOWN, TEXT, PDF, PPTX, DOCX, CODE)
+               for suffix in extractor.suffixes}
+    assert claimed == BUILT_IN_SUFFIXES
+    for suffix in sorted(claimed):
+        assert [link.target for link in links_of(f"[x](dir/file{suffix})")] == [
+            f"dir/file{suffix}"], suffix
 
 
 def test_a_link_knows_the_chunk_it_is_in() -> None:

@@ -64,6 +64,19 @@ def test_the_moved_notes_own_relative_links_still_reach_their_notes() -> None:
                   "[[Beta]] and [[#Local]]\n"
 
 
+def test_the_moved_notes_relative_links_to_files_still_reach_them() -> None:
+    # a PDF or a Word file the index reads is linked to as a note is; an image is not
+    files = [*BEFORE, "projects/files/report.docx", "papers/paper.pdf"]
+    after = [MOVED[1] if p == MOVED[0] else p for p in files]
+    text = ("[report](files/report.docx#Totals) and [[paper.pdf]] and "
+            "[paper](../papers/paper.pdf) and ![pic](files/pic.png)\n")
+    edits, _ = relink(text, was=MOVED[0], now=MOVED[1], before=Notes(files),
+                      after=Notes(after), moved=MOVED)
+    out = NoteText.of(text.encode(), MOVED[0]).apply(edits)[0].decode()
+    assert out == ("[report](../../projects/files/report.docx#Totals) and [[paper.pdf]] and "
+                   "[paper](../../papers/paper.pdf) and ![pic](files/pic.png)\n")
+
+
 def test_crlf_notes_keep_their_line_breaks() -> None:
     text = "a\r\n[[projects/Alpha]]\r\n"
     edits, _ = relink(NoteText.of(text.encode(), "Home.md").text, was="Home.md", now="Home.md",

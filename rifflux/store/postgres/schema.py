@@ -42,6 +42,7 @@ import asyncpg
 from ...errors import IndexDatabaseError, SchemaVersionError
 from ...location import DatabaseUrl
 from ...types import LexicalRanking
+from ..roots import STALE_MTIME
 from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 
 logger = logging.getLogger(__name__)
@@ -164,10 +165,13 @@ INSERT INTO lexicon(term, chunks) {_TERMS.format(rows="chunks")}
 {_WORD_COUNTS}"""
 
 #: What brings a schema of each older version to the next.
-#: Version 4: the kind of each file (core.extract), and the page or slide of a chunk.
-_KINDS = """
+#: Version 4: the kind of each file (core.extract), and the page or slide of a chunk;
+#: every file so far was a note, read again at start for its links to other kinds of
+#: file (its vectors are kept: they are found by their texts' hashes).
+_KINDS = f"""
 ALTER TABLE files ADD COLUMN kind text NOT NULL DEFAULT 'markdown';
 ALTER TABLE chunks ADD COLUMN page integer;
+UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
 """
 
 _UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS}
@@ -305,7 +309,8 @@ async def _version(conn: Connection) -> int | None:
 
 async def _upgrade(conn: Connection, where: DatabaseUrl) -> None:
     """Inside the schema's transaction, under its lock: an older schema brought to this
-    version, one step at a time (nothing is read again: no file, no vector)."""
+    version, one step at a time (no vector is made again; version 4 marks the files to
+    be read again at start, for their links)."""
     version = await _version(conn)
     if version is None or version not in _UPGRADES:
         return

@@ -260,7 +260,7 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     6: ("""
     ALTER TABLE files ADD COLUMN kind TEXT NOT NULL DEFAULT 'markdown';
     ALTER TABLE chunks ADD COLUMN page INTEGER;
-    """, False),  # every file indexed so far was markdown, its units lines
+    """, True),  # every file so far was a note: read again for its links to other kinds
 }
 
 
