@@ -82,7 +82,7 @@ async def test_only_indexed_files_can_be_read_by_their_indexed_path(
     db: Location, tmp_path: Path, indexed: Path
 ) -> None:
     write(tmp_path, "secret.md", "# Secret\n\nnot indexed\n")
-    write(indexed, "notes.txt", "not matched by the globs\n")
+    write(indexed, "notes.csv", "not matched by the globs\n")
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed)
         with pytest.raises(InvalidArgumentError, match="leaves its indexed folder"):
@@ -91,7 +91,7 @@ async def test_only_indexed_files_can_be_read_by_their_indexed_path(
             await rf.get_file("sub/../../secret.md")
         with pytest.raises(InvalidArgumentError, match="outside every indexed folder"):
             await rf.get_file(str(tmp_path / "secret.md"), start_line=1)
-        assert await rf.get_file("notes.txt", start_line=1) is None  # not in the index
+        assert await rf.get_file("notes.csv", start_line=1) is None  # not in the index
         assert await rf.get_file("missing.md") is None
         (indexed / "sub" / "other.md").unlink()  # gone from disk, still in the index
         with pytest.raises(RiffluxError, match="no longer on disk; reindex"):
