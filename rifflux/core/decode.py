@@ -112,12 +112,7 @@ def read_lines(path: Path, start: int | None, end: int | None,
     Raises ``InvalidArgumentError`` for a range that cannot be read, ``RiffluxError`` when
     the file is gone.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RiffluxError(f"{path} is no longer on disk; reindex its folder") from None
-    except OSError as exc:
-        raise RiffluxError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    data = read_indexed(path)
     decoded = decode(data)
     if isinstance(decoded, Binary):
         raise RiffluxError(f"{path} is {decoded.reason.removeprefix('not text: ')}")
@@ -134,3 +129,14 @@ def read_lines(path: Path, start: int | None, end: int | None,
     last = total if end is None else min(end, total)
     text = "\n".join(lines[first - 1 : last])
     return first, last, total, text, hashlib.sha256(data).hexdigest()
+
+
+def read_indexed(path: Path) -> bytes:
+    """An indexed file's bytes as they are on disk now; ``RiffluxError`` saying what to do
+    when it is gone or cannot be read."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise RiffluxError(f"{path} is no longer on disk; reindex its folder") from None
+    except OSError as exc:
+        raise RiffluxError(f"cannot read {path}: {exc.strerror or exc}") from exc

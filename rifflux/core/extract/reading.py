@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ...errors import InvalidArgumentError, RiffluxError
 from ...kinds import UNITS, Unit
-from ..decode import read_lines
+from ..decode import read_indexed, read_lines
 from . import extractor_for
 from .base import Extracted, Refused, Source
 
@@ -77,12 +77,7 @@ def read_span(path: Path, start: int | None, end: int | None, *, by_page: bool =
 def _extracted(path: Path) -> tuple[Extracted, str]:
     from ..packing import ChunkLimits
 
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RiffluxError(f"{path} is no longer on disk; reindex its folder") from None
-    except OSError as exc:
-        raise RiffluxError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    data = read_indexed(path)
     try:
         extracted = extractor_for(path.name).extract(Source(path.name, data), ChunkLimits())
     except Refused as exc:
