@@ -59,7 +59,7 @@ def test_search_json_has_the_search_rifflux_fields(indexed: Path) -> None:
     assert out["embedding_model"] == "hash-384-v1"
     hit = out["results"][0]
     assert (hit["path"], hit["heading_path"]) == ("sub/guide.md", "Guide > Install > Linux")
-    assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+    assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank", "fused"}
 
 
 def test_search_prints_path_breadcrumb_score_and_snippet(indexed: Path) -> None:

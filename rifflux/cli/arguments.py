@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..limits import MAX_DEPTH
-from ..types import MODES
+from ..types import DUPLICATES, MODES
 from .note_args import add_note_parsers
 
 #: The options that take a date or an age, which may be written -7d.
@@ -172,6 +172,9 @@ def parser() -> argparse.ArgumentParser:
                    help="with --json: each hit's snippet only, not its whole text")
     p.add_argument("--explain", action="store_true",
                    help="show why each hit ranks where it does, and the lexical query")
+    p.add_argument("--duplicates", choices=DUPLICATES, default="collapse",
+                   help="collapse (default): a text held by several chunks is one hit, "
+                        "naming the other places; all: every copy")
     p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
     p.add_argument("--no-server", action="store_true",
                    help="search here even when a `rifflux serve` runs on the index (by "
