@@ -27,6 +27,7 @@ from .helpers import (
     mcp_session,
     server_env,
     text_of,
+    write,
     write_corpus,
 )
 
@@ -173,6 +174,27 @@ async def test_hybrid_order_is_the_fusion_of_the_lexical_and_semantic_lists(
         assert breakdown["rrf"] == pytest.approx(expected[cid])
         assert breakdown["lexical_rank"] == (lex_ids.index(cid) + 1 if cid in lex_ids else None)
         assert breakdown["semantic_rank"] == (sem_ids.index(cid) + 1 if cid in sem_ids else None)
+
+
+async def test_search_gives_a_text_once_naming_its_copies_unless_duplicates_all(
+    tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    for name in ("a", "b", "c"):
+        write(notes, f"{name}.md", "# Wombats\n\nWombats dig burrows with their claws.\n")
+    write(notes, "d.md", "# Burrows\n\nA burrow is a tunnel some animals dig.\n")
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(notes))
+        once = await call(session, "search_rifflux", query="wombat burrows")
+        look = await call(session, "search_rifflux", query="wombat burrows", content="snippet")
+        every = await call(session, "search_rifflux", query="wombat burrows", duplicates="all")
+    assert [h["path"] for h in once["results"]] == ["a.md", "d.md"]
+    assert once["results"][0]["also_in"] == [
+        {"path": "b.md", "root": str(notes), "line_start": 1},
+        {"path": "c.md", "root": str(notes), "line_start": 1}]
+    assert once["results"][0]["also_in_count"] == 2
+    assert look["results"][0]["also_in_count"] == 2  # a first look says so too
+    assert [h["path"] for h in every["results"]] == ["a.md", "b.md", "c.md", "d.md"]
 
 
 # ---------------------------------------------------------------- reindex (criteria 8-10)
