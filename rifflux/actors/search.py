@@ -109,8 +109,10 @@ class Ranking:
         # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars))
         if shape.max_per_file is None:
-            # a lexical search alone keeps its first top_k: reading further finds nothing
-            depth = {"lexical": top_k, "hybrid": max(POOL, top_k * 2)}.get(mode, top_k * 2)
+            # a branch alone keeps its first top_k: reading further changes nothing above
+            # (and a semantic branch read top_k deep is the one a hybrid search reads as
+            # deep: the lists fused can be had from the single modes)
+            depth = max(POOL, top_k * 2) if mode == "hybrid" else top_k
         else:
             depth = min(top_k * 10, _MAX_DEPTH)
         while True:
