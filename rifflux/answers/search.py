@@ -131,13 +131,16 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     a misspelling, or a subject the notes do not cover; for a CJK question typed as a
     sentence, not a misspelling: none of the words inside it)."""
     if results:
-        # When its lexical branch found anything, some hit of a hybrid search has a lexical
-        # rank: the best lexical hit's fused score is 1/2 and more, that of a hit found by
-        # meaning alone at most 1/2 when the lexical list holds every match, and the
-        # lexical one wins the tie (core.fusion.combine).
+        # When its lexical branch found anything, a hybrid search's first hit nearly always
+        # has a lexical rank (the best lexical hit's fused score is 1/2 and more, that of a
+        # hit found by meaning alone at most 1/2 when the lexical list holds every match:
+        # core.fusion.combine); when no hit has one, the lexical branch is asked alone.
         if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
                                    for r in results):
             return None
+        if rf.searchable(query) and await rf.search(query, 1, "lexical", content="snippet",
+                                                    duplicates="all", **filters):
+            return None  # (its words are held, by chunks fused below these hits)
         return "meaning only, sentence" if has_sentence(query) else "meaning only"
     if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")
         return "rebuilt" if rf.recovered is not None else "no files"
