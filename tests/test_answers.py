@@ -224,7 +224,7 @@ async def test_an_answer_explains_the_filters_its_search_applied(
     assert explained["modified_after"] == (a_year_ago - timedelta(days=7)).isoformat()
 
 
-async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
+async def test_a_hint_reads_the_counts_and_the_hits_and_searches_little_more(
     tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
@@ -244,7 +244,19 @@ async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
         assert await why(rf, "compost", "hybrid", [], {"tags": ["x"]}) == "filters"
         assert await why(rf, "!!!", "hybrid", [], {}) == "no words"
         assert await why(rf, "compost", "hybrid", [], {}) == "no match"
+        # hits all found by meaning: one lexical search of one hit says whether any chunk
+        # holds the words (they may rank below the hits: core.fusion.combine)
+        searched: list[tuple[object, ...]] = []
+        search = Rifflux.search.__get__(rf)
+
+        async def counted(*args: object, **kwargs: object) -> object:
+            searched.append((*args, kwargs.get("mode"), kwargs.get("top_k")))
+            return await search(*args, **kwargs)
+
+        monkeypatch.setattr(rf, "search", counted)
+        monkeypatch.setattr(rf, "search_filtered", Rifflux.search_filtered.__get__(rf))
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
+        assert searched == [("cmopost", 1, "lexical", None, None)]
 
 
 def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:
