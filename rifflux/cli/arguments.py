@@ -122,7 +122,8 @@ def parser() -> argparse.ArgumentParser:
                    help="index files that .gitignore, .ignore or .riffluxignore leave out "
                         "[RIFFLUX_USE_IGNORE_FILES=0]")
     g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
-                   help="hybrid ranking constant [RIFFLUX_RRF_K; default 60]")
+                   help="the constant of the rrf score hybrid hits report beside their "
+                        "fused score [RIFFLUX_RRF_K; default 60]")
     g.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
                    default=argparse.SUPPRESS,
                    help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
