@@ -318,7 +318,7 @@ async def _obsidian(state: State, vault: Path) -> dict[str, Any]:
 async def _copies_served(state: State) -> dict[str, Any]:
     """On the corpus: how many places of a served top ten repeat a text already above."""
     db = await state.ensure_corpus_db()
-    queries = state.queries.take(60)
+    queries = state.queries.take(200)
     chunks = Chunks({}, {})
     listed = []
     async with Rifflux(db, embedding_backend=state.config.backend) as rf:
