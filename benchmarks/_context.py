@@ -38,6 +38,7 @@ class Config:
     cranfield_queries: int | None = None  # None: all 225
     argv: tuple[str, ...] = ()  # the options the run was given, for the report
     postgres_url: str | None = None  # the postgres section's server (None: one started here)
+    obsidian_help: Path | None = None  # the quality section's vault (None: Cranfield alone)
 
     @property
     def scale_chunks(self) -> int:

@@ -253,6 +253,34 @@ def _cranfield(c: dict[str, Any]) -> list[str]:
     return head + _table(header, rows) + tail
 
 
+def _quality(q: dict[str, Any]) -> list[str]:
+    """Each collection's table: nDCG@10 and recall@100 per mode and per hybrid rule."""
+    out = [f"### Ranking quality (issue 36; the pool: {q['pool']} per branch, or 2 x top_k)",
+           ""]
+    sets: list[tuple[str, dict[str, Any]]] = []
+    for name, c in q["collections"].items():
+        if "not_run" in c:
+            out += [f"- {name}: not run ({c['not_run']})", ""]
+        elif "sets" in c:
+            sets += [(f"{name}, {s}", m) for s, m in c["sets"].items()]
+        else:
+            sets.append((f"{name} ({c['docs']} docs, {c['chunks']} chunks, {c['model']})", c))
+    for title, m in sets:
+        rows = [[rule, f["ndcg@10"], f["recall@100"]] for rule, f in m["table"].items()]
+        queries = next(iter(m["table"].values()))["queries"]
+        out += [f"#### {title}: {queries} queries", ""]
+        out += _table(["mode / hybrid rule", "nDCG@10", "recall@100"], rows)
+        out += [f"The library's hybrid answers equal the default rule's on "
+                f"{m['default_agrees']:.0%} of the queries.", ""]
+    corpus = q["corpus"]
+    rows = [[rule, f["repeated_places"], f["queries_with_repeats"]]
+            for rule, f in corpus["rules"].items()]
+    out += [f"#### Repeated texts in the served top ten ({corpus['queries']} corpus queries)",
+            ""]
+    out += _table(["hybrid rule", "places repeating a text above", "queries with any"], rows)
+    return out
+
+
 def _load(avg: list[float]) -> str:
     return " ".join(f"{x:.2f}" for x in avg)
 
@@ -335,7 +363,7 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
                  "links": _links, "scale": lambda s: _scale(s, charts or []),
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
                  "vectors": vectors_report, "memory": render_memory, "startup": _startup,
-                 "postgres": postgres_report}
+                 "postgres": postgres_report, "quality": _quality}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

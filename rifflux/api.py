@@ -152,6 +152,7 @@ class Rifflux:
         content: str = "full",
         explain: bool = False,
         snippet_chars: int = 240,
+        duplicates: str = "collapse",
     ) -> list[SearchResult]:
         """Ranked chunks for ``query``; see docs/CONTRACT.md for the fields and scores.
 
@@ -162,7 +163,9 @@ class Rifflux:
         passes over further chunks of a file that already has that many hits;
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
-        ``snippet_chars`` is how long snippets are at most (40 to 1,000)."""
+        ``snippet_chars`` is how long snippets are at most (40 to 1,000). Chunks holding
+        the same text (copies of a note, a shared section) are one hit, whose ``also_in``
+        names the others; ``duplicates="all"`` gives every copy."""
         checked_mode(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
@@ -171,18 +174,20 @@ class Rifflux:
                                kinds=kinds)
         return await self.search_filtered(query, filters, top_k, mode,
                                           max_per_file=max_per_file, content=content,
-                                          explain=explain, snippet_chars=snippet_chars)
+                                          explain=explain, snippet_chars=snippet_chars,
+                                          duplicates=duplicates)
 
     async def search_filtered(
         self, query: str, filters: Filters, top_k: int = 10, mode: str = "hybrid", *,
         max_per_file: int | None = None, content: str = "full", explain: bool = False,
-        snippet_chars: int = 240,
+        snippet_chars: int = 240, duplicates: str = "collapse",
     ) -> list[SearchResult]:
         """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
         a caller that also reports them (``describe_search``) parses them once for both."""
         checked = checked_mode(query, top_k, mode)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
-                                    explain=explain, snippet_chars=snippet_chars)
+                                    explain=explain, snippet_chars=snippet_chars,
+                                    duplicates=duplicates)
         return await self._open().search(query, top_k, checked, filters, shape)
 
     def describe_search(self, query: str, filters: Filters | None = None,

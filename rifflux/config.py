@@ -65,6 +65,8 @@ class Settings:
     #: A directory holding ``model.onnx``, ``tokenizer.json`` and optionally
     #: ``rifflux-model.json`` (how to run it); None = the bundled model.
     model_dir: Path | None = None
+    #: The constant of each hybrid hit's Reciprocal Rank Fusion score (``rrf``, reported
+    #: beside the fused score that orders the hits).
     rrf_k: int = 60
     include: tuple[str, ...] = DEFAULT_INCLUDE
     #: Kinds of file to index, by name (``markdown``, ``text``, ``pdf``, ``pptx``,

@@ -15,6 +15,10 @@ Mode = Literal["lexical", "semantic", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
 ContentMode = Literal["full", "snippet"]
 CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
+#: What a search does with chunks holding the same text: gives it once (``collapse``,
+#: its other places in ``also_in``) or gives every copy (``all``).
+Duplicates = Literal["collapse", "all"]
+DUPLICATES: tuple[Duplicates, ...] = ("collapse", "all")
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto", "note"]
@@ -37,9 +41,11 @@ class SemanticScores(TypedDict):
 
 @final
 class HybridScores(TypedDict):
-    rrf: float
+    rrf: float  # Reciprocal Rank Fusion of the two ranks (k=60)
     lexical_rank: int | None
     semantic_rank: int | None
+    #: The hybrid score hits are ordered by: (bm25 / best bm25 + cosine / best cosine) / 2.
+    fused: float
 
 
 #: Final, so that ``"rrf" in breakdown`` tells mypy which one it is.
@@ -82,6 +88,14 @@ class HitExplain(TypedDict, total=False):
     cosine: float
 
 
+class AlsoIn(TypedDict):
+    """Another place of a hit's text: a chunk holding the same heading breadcrumb and text."""
+
+    path: str
+    root: str
+    line_start: int
+
+
 class SearchResult(TypedDict):
     """A search hit: SPEC's fields (``content`` unless ``content="snippet"``), where it
     is, what note it belongs to, its snippet, and on request why it ranks there."""
@@ -105,6 +119,11 @@ class SearchResult(TypedDict):
     explain: NotRequired[HitExplain]
     #: How many other notes link to this hit's note (once the catalog has loaded).
     backlink_count: NotRequired[int]
+    #: The other chunks holding the same text, within the search's filters (the first
+    #: 100 in path order) and how many there are: a text is given once (the copy ranked
+    #: best; of equal ones, the first by path, chunk index, root), unless duplicates="all".
+    also_in: NotRequired[list[AlsoIn]]
+    also_in_count: NotRequired[int]
 
 
 #: Which store holds an index: an SQLite file, or a PostgreSQL database.

@@ -192,7 +192,8 @@ async def test_meaning_only_is_said_only_when_no_chunk_holds_the_words(
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(docs)
         # words some chunk holds: the first hit has a lexical rank however few are asked
-        # for (core.fusion.rrf), so there is nothing to say
+        # for (the lexical list holds every match: core.fusion.combine), so there is
+        # nothing to say
         for top_k in (1, 3):
             hits = await rf.search("compost", top_k=top_k)
             assert fused(hits[0])["lexical_rank"] is not None
@@ -223,7 +224,7 @@ async def test_an_answer_explains_the_filters_its_search_applied(
     assert explained["modified_after"] == (a_year_ago - timedelta(days=7)).isoformat()
 
 
-async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
+async def test_a_hint_reads_the_counts_and_the_hits_and_searches_little_more(
     tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
@@ -243,7 +244,19 @@ async def test_a_hint_reads_the_counts_and_the_hits_and_searches_nothing_more(
         assert await why(rf, "compost", "hybrid", [], {"tags": ["x"]}) == "filters"
         assert await why(rf, "!!!", "hybrid", [], {}) == "no words"
         assert await why(rf, "compost", "hybrid", [], {}) == "no match"
+        # hits all found by meaning: one lexical search of one hit says whether any chunk
+        # holds the words (they may rank below the hits: core.fusion.combine)
+        searched: list[tuple[object, ...]] = []
+        search = Rifflux.search.__get__(rf)
+
+        async def counted(*args: object, **kwargs: object) -> object:
+            searched.append((*args, kwargs.get("mode"), kwargs.get("top_k")))
+            return await search(*args, **kwargs)
+
+        monkeypatch.setattr(rf, "search", counted)
+        monkeypatch.setattr(rf, "search_filtered", Rifflux.search_filtered.__get__(rf))
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
+        assert searched == [("cmopost", 1, "lexical", None, None)]
 
 
 def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:
@@ -263,3 +276,19 @@ def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:
     with pytest.raises(TypeError, match="meaning only, sentence"):
         Words(why=lacking, pending=str, read_hit="x",
               names=WORDS.names)
+
+
+async def test_meaning_only_is_not_said_when_chunks_holding_the_words_rank_below_the_hits(
+    tmp_path: Path
+) -> None:
+    # many chunks hold the one searchable word alike (a full, flat lexical list, which
+    # tells little), and a chunk of the query's stopwords alone is closest in meaning
+    root = tmp_path / "notes"
+    for i in range(120):
+        write(root, f"n{i:03}.md", f"# Note {i}\n\nA garden note, number {i}.\n")
+    write(root, "glue.md", "# The of the\n\nThe of the, of the, of the.\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        hits = await rf.search("the of the garden", top_k=1)
+        assert fused(hits[0])["lexical_rank"] is None  # (what the test is about)
+        assert await why(rf, "the of the garden", "hybrid", hits, {}) is None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
-from rifflux.core.fusion import rrf
+from rifflux.core.fusion import combine
 from rifflux.store.sqlite import lexicon_build
 from rifflux.store.sqlite.lexicon_build import LexiconLimits
 
@@ -81,13 +81,17 @@ async def test_semantic_results_have_cosine(db: Location, search_docs: Path) -> 
     assert results[0]["path"] == "cooking.md"
 
 
-async def test_hybrid_results_have_rrf_and_ranks(db: Location, search_docs: Path) -> None:
+async def test_hybrid_results_have_rrf_ranks_and_the_fused_score(
+    db: Location, search_docs: Path
+) -> None:
     async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
         results = await rf.search("install windows")
     assert results
     for r in results:
-        assert set(r["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+        assert set(r["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank", "fused"}
+    scores = [fused(r)["fused"] for r in results]
+    assert scores == sorted(scores, reverse=True)
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid"])
@@ -101,35 +105,42 @@ async def test_at_most_top_k_results(
     assert 1 <= len(results) <= top_k
 
 
-async def test_hybrid_order_matches_independent_rrf(db: Location, search_docs: Path) -> None:
+async def test_hybrid_order_is_the_fusion_of_the_two_single_mode_lists(
+    db: Location, search_docs: Path
+) -> None:
     for i in range(12):
         write(search_docs, f"extra/{i}.md", f"# Note {i}\n\ninstall search note number {i} " * 3)
     async with Rifflux(db, embedder=CountingEmbedder(), rrf_k=60) as rf:
         await rf.reindex(search_docs)
         top_k = 5
         query = "install search fusion"
-        lexical = await rf.search(query, top_k=top_k * 2, mode="lexical")
-        semantic = await rf.search(query, top_k=top_k * 2, mode="semantic")
-        hybrid = await rf.search(query, top_k=top_k, mode="hybrid")
+        # each branch is read POOL deep (100; 2 * top_k when more), every copy kept
+        lexical = await rf.search(query, top_k=100, mode="lexical", duplicates="all")
+        semantic = (await rf.search(query, top_k=100, mode="semantic", duplicates="all"))
+        hybrid = await rf.search(query, top_k=top_k, mode="hybrid", duplicates="all")
     lex_ids = [r["chunk_id"] for r in lexical]
     sem_ids = [r["chunk_id"] for r in semantic]
     expected: dict[str, float] = {}
     for ids in (lex_ids, sem_ids):
         for rank, cid in enumerate(ids, start=1):
             expected[cid] = expected.get(cid, 0.0) + 1.0 / (60 + rank)
+    combined = combine([(r["chunk_id"], bm25(r)) for r in lexical],
+                       [(r["chunk_id"], cosine(r)) for r in semantic], depth=100)
     assert len(hybrid) == top_k
-    for r in hybrid:
+    assert [r["chunk_id"] for r in hybrid] == [c.key for c in combined][:top_k]
+    for r, c in zip(hybrid, combined, strict=False):
         b = fused(r)
-        assert b["rrf"] == pytest.approx(expected[r["chunk_id"]])
+        assert b["rrf"] == pytest.approx(expected[r["chunk_id"]])  # RRF's score, as before
+        assert b["fused"] == pytest.approx(c.score)
         assert b["lexical_rank"] == (
             lex_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in lex_ids else None
         )
         assert b["semantic_rank"] == (
             sem_ids.index(r["chunk_id"]) + 1 if r["chunk_id"] in sem_ids else None
         )
-    scores = [fused(r)["rrf"] for r in hybrid]
-    assert scores == sorted(scores, reverse=True)
-    assert [r["chunk_id"] for r in hybrid] == [f.key for f in rrf([lex_ids, sem_ids], k=60)][:top_k]
+    # (a best lexical hit scores 1/2 and more; the lexical list holds every match, so a
+    # chunk missing from it counts 0 there)
+    assert fused(hybrid[0])["fused"] >= 0.5
     both = [
         r
         for r in hybrid

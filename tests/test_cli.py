@@ -59,7 +59,7 @@ def test_search_json_has_the_search_rifflux_fields(indexed: Path) -> None:
     assert out["embedding_model"] == "hash-384-v1"
     hit = out["results"][0]
     assert (hit["path"], hit["heading_path"]) == ("sub/guide.md", "Guide > Install > Linux")
-    assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+    assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank", "fused"}
 
 
 def test_search_prints_path_breadcrumb_score_and_snippet(indexed: Path) -> None:
@@ -758,3 +758,22 @@ def test_a_refused_command_creates_nothing(tmp_path: Path, args: list[str], code
     assert done.stderr.startswith("rifflux: error: ") and said in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert list(work.iterdir()) == [] and list(home.iterdir()) == []  # no index, lock, folder
+
+
+def test_search_gives_a_text_once_and_says_where_else_it_is_unless_duplicates_all(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("a", "b", "c"):
+        (notes / f"{name}.md").write_text("# Wombats\n\nWombats dig burrows with claws.\n",
+                                          encoding="utf-8")
+    assert rifflux_cli(tmp_path, "--db", "index.db", "index", str(notes)).returncode == 0
+    once = rifflux_cli(tmp_path, "--db", "index.db", "search", "wombat", "burrows")
+    every = rifflux_cli(tmp_path, "--db", "index.db", "search", "wombat", "burrows",
+                        "--duplicates", "all", "--json")
+    assert once.returncode == 0 and every.returncode == 0, once.stderr + every.stderr
+    lines = once.stdout.splitlines()
+    assert len([line for line in lines if "Wombats" in line and ":1-3" in line]) == 1
+    assert "    also in: notes/b.md:1, notes/c.md:1" in lines
+    assert [h["path"] for h in json.loads(every.stdout)["results"]] == ["a.md", "b.md", "c.md"]

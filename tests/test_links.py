@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from rifflux import InvalidArgumentError, Rifflux
-from rifflux.core.fusion import rrf
+from rifflux.core.fusion import combine
 from rifflux.store.sqlite.schema import SCHEMA_VERSION
 
 from .helpers import (
@@ -19,6 +19,8 @@ from .helpers import (
     VAULT,
     CountingEmbedder,
     Location,
+    bm25,
+    cosine,
     eventually,
     indexed_then_downgraded,
     jobs_settled,
@@ -133,15 +135,18 @@ async def test_search_near_a_note_filters_both_branches_before_ranking(
         unfiltered = await rf.search("garden path note", top_k=5, mode="lexical")
         assert all(r["path"].startswith("decoys/") for r in unfiltered)
         near = {"notes/far/Epsilon.md", "notes/Delta.md", "Home.md"}
-        lists: dict[str, list[str]] = {}
+        lists: dict[str, list[tuple[str, float]]] = {}
         for mode in ("lexical", "semantic", "hybrid"):
             hits = await rf.search("garden path note", top_k=5, mode=mode,
                                    near="notes/far/Epsilon.md", depth=2)
             assert hits and {h["path"] for h in hits} <= near, mode
-            lists[mode] = [h["chunk_id"] for h in await rf.search(
-                "garden path note", top_k=10, mode=mode, near="notes/far/Epsilon.md", depth=2)]
-        fused = rrf([lists["lexical"], lists["semantic"]], k=60)
-        assert lists["hybrid"][:5] == [f.key for f in fused][:5]  # RRF of the filtered lists
+            lists[mode] = [(h["chunk_id"], bm25(h) if mode == "lexical" else cosine(h)
+                            if mode == "semantic" else 0.0) for h in await rf.search(
+                "garden path note", top_k=100, mode=mode, near="notes/far/Epsilon.md",
+                depth=2, duplicates="all")]
+        fused = combine(lists["lexical"], lists["semantic"], depth=100)
+        # the fusion of the filtered lists
+        assert [c for c, _ in lists["hybrid"]][:5] == [f.key for f in fused][:5]
         one = await rf.search("garden", mode="lexical", near="notes/far/Epsilon.md")
         assert {h["path"] for h in one} <= {"notes/far/Epsilon.md", "notes/Delta.md"}
         counts = {h["path"]: h.get("backlink_count") for h in

@@ -15,6 +15,7 @@ from mcp import ClientSession
 
 from rifflux.answers.budget import ENVELOPE, answer_text
 from rifflux.config import Settings
+from rifflux.core.fusion import combine
 from rifflux.mcp._fast_start.handoff import capture_handshake
 from rifflux.mcp.server import build_server
 
@@ -26,6 +27,7 @@ from .helpers import (
     mcp_session,
     server_env,
     text_of,
+    write,
     write_corpus,
 )
 
@@ -132,22 +134,25 @@ async def test_search_output_has_the_contract_fields(tmp_path: Path) -> None:
         assert {"chunk_id", "path", "heading_path", "chunk_index", "content",
                 "score_breakdown"} <= set(hit)
         assert hit["path"] in ("garden.md", "seasons.md")
-        assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank"}
+        assert set(hit["score_breakdown"]) == {"rrf", "lexical_rank", "semantic_rank", "fused"}
 
 
-async def test_hybrid_order_is_the_rrf_of_the_lexical_and_semantic_lists(tmp_path: Path) -> None:
+async def test_hybrid_order_is_the_fusion_of_the_lexical_and_semantic_lists(
+    tmp_path: Path
+) -> None:
     corpus = write_corpus(tmp_path)
     k, top_k, query = 10, 3, "water soil compost"
     async with mcp_session(tmp_path, "--rrf-k", str(k)) as session:
         await call(session, "reindex", path=str(corpus["notes"]))
-        lexical = await call(session, "search_rifflux", query=query, top_k=top_k * 2,
-                             mode="lexical")
-        semantic = await call(session, "search_rifflux", query=query, top_k=top_k * 2,
-                              mode="semantic")
+        # each branch as hybrid reads it: 100 deep, every copy
+        lexical = await call(session, "search_rifflux", query=query, top_k=100,
+                             mode="lexical", duplicates="all")
+        semantic = await call(session, "search_rifflux", query=query, top_k=100,
+                              mode="semantic", duplicates="all")
         hybrid = await call(session, "search_rifflux", query=query, top_k=top_k)
     lex_ids = [h["chunk_id"] for h in lexical["results"]]
     sem_ids = [h["chunk_id"] for h in semantic["results"]]
-    assert len(lex_ids) == len(sem_ids) == top_k * 2  # the lists are deep enough to truncate
+    assert len(lex_ids) > top_k and len(sem_ids) > top_k
     assert all(set(h["score_breakdown"]) == {"bm25"} for h in lexical["results"])
     assert all(set(h["score_breakdown"]) == {"cosine"} for h in semantic["results"])
 
@@ -155,15 +160,41 @@ async def test_hybrid_order_is_the_rrf_of_the_lexical_and_semantic_lists(tmp_pat
     for ranked in (lex_ids, sem_ids):
         for rank, cid in enumerate(ranked, start=1):
             expected[cid] = expected.get(cid, 0.0) + 1.0 / (k + rank)
-    best = sorted(expected.values(), reverse=True)[:top_k]
+    combined = combine([(h["chunk_id"], h["score_breakdown"]["bm25"])
+                        for h in lexical["results"]],
+                       [(h["chunk_id"], h["score_breakdown"]["cosine"])
+                        for h in semantic["results"]], depth=100, k=k)
 
     got = hybrid["results"]
-    assert [h["score_breakdown"]["rrf"] for h in got] == pytest.approx(best)
+    assert [h["chunk_id"] for h in got] == [c.key for c in combined][:top_k]
+    assert [h["score_breakdown"]["fused"] for h in got] == pytest.approx(
+        [c.score for c in combined][:top_k])
     for hit in got:
         cid, breakdown = hit["chunk_id"], hit["score_breakdown"]
         assert breakdown["rrf"] == pytest.approx(expected[cid])
         assert breakdown["lexical_rank"] == (lex_ids.index(cid) + 1 if cid in lex_ids else None)
         assert breakdown["semantic_rank"] == (sem_ids.index(cid) + 1 if cid in sem_ids else None)
+
+
+async def test_search_gives_a_text_once_naming_its_copies_unless_duplicates_all(
+    tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    for name in ("a", "b", "c"):
+        write(notes, f"{name}.md", "# Wombats\n\nWombats dig burrows with their claws.\n")
+    write(notes, "d.md", "# Burrows\n\nA burrow is a tunnel some animals dig.\n")
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(notes))
+        once = await call(session, "search_rifflux", query="wombat burrows")
+        look = await call(session, "search_rifflux", query="wombat burrows", content="snippet")
+        every = await call(session, "search_rifflux", query="wombat burrows", duplicates="all")
+    assert [h["path"] for h in once["results"]] == ["a.md", "d.md"]
+    assert once["results"][0]["also_in"] == [
+        {"path": "b.md", "root": str(notes), "line_start": 1},
+        {"path": "c.md", "root": str(notes), "line_start": 1}]
+    assert once["results"][0]["also_in_count"] == 2
+    assert look["results"][0]["also_in_count"] == 2  # a first look says so too
+    assert [h["path"] for h in every["results"]] == ["a.md", "b.md", "c.md", "d.md"]
 
 
 # ---------------------------------------------------------------- reindex (criteria 8-10)

@@ -16,10 +16,12 @@ from ..limits import SNIPPET_CHARS
 from ..note_types import RecentNote
 from ..types import (
     CONTENT_MODES,
+    DUPLICATES,
     MODES,
     ChunkDetail,
     ContentMode,
     Counts,
+    Duplicates,
     FileLines,
     FileRecord,
     IndexedFile,
@@ -171,16 +173,17 @@ class VectorsReset:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchShape:
     """How a search's answer is shaped: a cap of hits per file, content or only the
-    snippet, and why each hit ranks where it does."""
+    snippet, why each hit ranks where it does, and each text once or every copy."""
 
     max_per_file: int | None = None
     content: ContentMode = "full"
     explain: bool = False
     snippet_chars: int = SNIPPET_CHARS[1]
+    duplicates: Duplicates = "collapse"
 
     @classmethod
     def checked(cls, *, max_per_file: object, content: object, explain: object,
-                snippet_chars: object) -> SearchShape:
+                snippet_chars: object, duplicates: object = "collapse") -> SearchShape:
         """From a caller's values; raises ``InvalidArgumentError`` saying what to fix."""
         if max_per_file is not None and (isinstance(max_per_file, bool)
                                          or not isinstance(max_per_file, int)
@@ -195,8 +198,12 @@ class SearchShape:
                 or not least <= snippet_chars <= most:
             raise InvalidArgumentError(f"snippet_chars must be a whole number from {least} to "
                                        f"{most}, not {snippet_chars!r}")
+        if duplicates not in DUPLICATES:
+            raise InvalidArgumentError(f"unknown duplicates {duplicates!r}: use one of "
+                                       f"{', '.join(DUPLICATES)} (collapse: each text once, "
+                                       "its other places in also_in; all: every copy)")
         return cls(max_per_file=max_per_file, content=content, explain=bool(explain),
-                   snippet_chars=snippet_chars)
+                   snippet_chars=snippet_chars, duplicates=duplicates)
 
 
 #: Answers as SPEC has them: all hits, whole contents, no explanation.

@@ -1,6 +1,8 @@
 """A search's ranking, for the query actor: the lexical and the semantic branch side
-by side, fused by RRF, read as deep as a per-file cap needs, and turned into results
-(snippets, scores, and why each hit ranks where it does).
+by side, each read at least ``POOL`` deep in a hybrid search and fused
+(``core.fusion.combine``), each text once (its other places named), read as deep as a
+per-file cap or collapsed copies need, and turned into results (snippets, scores, and
+why each hit ranks where it does).
 
 It reads what the query actor holds in memory (``Loaded``) as it is at each pass;
 the actor changes it only between awaits, so a pass sees one consistent state.
@@ -16,11 +18,19 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..core.catalog import Allowed, Catalog
-from ..core.fusion import rrf
+from ..core.fusion import Combined, combine
 from ..core.snippets import Snippets
 from ..errors import RiffluxError
+from ..store.copies import Place
 from ..store.protocols import OpenStore
-from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
+from ..types import (
+    AlsoIn,
+    ChunkRecord,
+    HitExplain,
+    HybridScores,
+    ScoreBreakdown,
+    SearchResult,
+)
 from .messages import SearchShape
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
@@ -31,8 +41,17 @@ if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with th
     from ..core.vectors import F32, I64, GroupRanks, VectorIndex
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
-#: How far down each branch a search with a per-file cap reads at most.
+#: How far down each branch a hybrid search reads at least (``top_k * 2`` when more): so
+#: that the order of the first hits does not depend on how many were asked for (any
+#: top_k up to 50 ranks alike). Measured on Cranfield (``python -m benchmarks
+#: --sections quality``): 50 and 100 rank alike there, 100 keeps top_k 50 in the same
+#: pool as top_k 5.
+POOL = 100
+#: How far down each branch a search with a per-file cap (or whose copies collapsed)
+#: reads at most.
 _MAX_DEPTH = 1000
+#: The most other places of a text a hit lists (``also_in``; ``also_in_count`` counts all).
+_ALSO_IN = 100
 #: Row masks of filtered searches kept (per matrix version).
 _MASKS = 16
 
@@ -68,6 +87,7 @@ class Ranking:
     def __init__(self, *, store: OpenStore, loaded: Loaded, rrf_k: int, feedback: int = 0,
                  feedback_weight: float = 1.0) -> None:
         self._reader = store.reads
+        self._copies = store.copies
         self._lexical = store.lexical
         self._semantic_leg = store.semantic
         self._matrix_store = store.matrix
@@ -82,15 +102,19 @@ class Ranking:
 
     async def search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
                       shape: SearchShape) -> list[SearchResult]:
-        # SPEC: each branch fetches top_k * 2. A per-file cap reads further down both
-        # lists, so that capped files leave room for the next ones, and further again
-        # (four times as far each time) while one long file fills them and they go on.
+        # The contract: a hybrid search's branches read max(POOL, top_k * 2) each. A
+        # per-file cap reads further down both lists, so that capped files leave room for
+        # the next ones, and further again (four times as far each time) while one long
+        # file fills them and they go on; so does a search whose copies of one text
+        # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars))
         if shape.max_per_file is None:
-            # a lexical search alone keeps its first top_k: reading further finds nothing
-            depth = top_k if mode == "lexical" else top_k * 2
-            return (await self._ranked(asked, top_k, mode, allowed, shape, depth))[0]
-        depth = min(top_k * 10, _MAX_DEPTH)
+            # a branch alone keeps its first top_k: reading further changes nothing above
+            # (and a semantic branch read top_k deep is the one a hybrid search reads as
+            # deep: the lists fused can be had from the single modes)
+            depth = max(POOL, top_k * 2) if mode == "hybrid" else top_k
+        else:
+            depth = min(top_k * 10, _MAX_DEPTH)
         while True:
             results, exhausted = await self._ranked(asked, top_k, mode, allowed, shape, depth)
             if len(results) >= top_k or exhausted or depth >= _MAX_DEPTH:
@@ -136,8 +160,12 @@ class Ranking:
         elif mode == "semantic":
             ranked = [(cid, {"cosine": score}) for cid, score in semantic]
         else:
-            fused = rrf([[c for c, _ in lexical], [c for c, _ in semantic]], k=self._rrf_k)
-            ranked = [(f.key, _hybrid(f.score, f.ranks)) for f in fused]
+            fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
+            ranked = [(f.key, _hybrid(f)) for f in fused]
+        also: dict[int, list[Place]] = {}
+        if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
+            ranked, also = await self._distinct(
+                ranked, allowed, top_k if shape.max_per_file is None else None)
         # rows of hits beyond the lexical list are read in one go (more than top_k with a
         # cap: some of them will be passed over)
         wanted = ranked[: top_k if shape.max_per_file is None else len(ranked)]
@@ -161,10 +189,47 @@ class Ranking:
             if self._loaded.catalog_ready.is_set():  # until then, no count rather than a wrong one
                 result["backlink_count"] = self._loaded.catalog.backlink_count(row["root"],
                                                                         row["path"])
+            if cid in also:
+                result["also_in"] = [_also_in(p) for p in also[cid][:_ALSO_IN]]
+                result["also_in_count"] = len(also[cid])
             results.append(result)
             if len(results) == top_k:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
+
+    async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
+                        limit: int | None) -> tuple[list[tuple[int, ScoreBreakdown]],
+                                                    dict[int, list[Place]]]:
+        """``ranked`` with each text once, at its best-ranked chunk (copies of one text
+        score alike in both branches: of equal ones, the first in the branches' stable
+        order), the first ``limit`` of them (None: all); and for each kept chunk whose
+        text other chunks hold, those places within the filters (``allowed``)."""
+        texts: dict[int, tuple[str, int]] = {}
+        kept: list[tuple[int, ScoreBreakdown]] = []
+        seen: set[str] = set()
+        shared: dict[int, str] = {}
+        step = max(2 * (limit or len(ranked)), 20)  # (the texts of a few more than kept)
+        for i, (cid, breakdown) in enumerate(ranked):
+            if i % step == 0:
+                texts.update(await self._copies.texts([c for c, _ in ranked[i:i + step]]))
+            text = texts.get(cid)
+            if text is not None:  # (else deleted since it was ranked: its row is not read)
+                key, count = text
+                if key in seen:
+                    continue
+                seen.add(key)
+                if count > 1:
+                    shared[cid] = key
+            kept.append((cid, breakdown))
+            if limit is not None and len(kept) == limit:
+                break
+        if not shared:
+            return kept, {}
+        places = await self._copies.places(set(shared.values()))
+        also = {cid: [p for p in places.get(key, []) if p.rowid != cid
+                      and (allowed is None or p.file_id in allowed.ids)]
+                for cid, key in shared.items()}
+        return kept, {cid: found for cid, found in also.items() if found}
 
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
@@ -252,8 +317,13 @@ def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
     return result
 
 
-def _hybrid(score: float, ranks: tuple[int | None, ...]) -> HybridScores:
-    return {"rrf": score, "lexical_rank": ranks[0], "semantic_rank": ranks[1]}
+def _hybrid(fused: Combined[int]) -> HybridScores:
+    return {"rrf": fused.rrf, "lexical_rank": fused.ranks[0], "semantic_rank": fused.ranks[1],
+            "fused": fused.score}
+
+
+def _also_in(place: Place) -> AlsoIn:
+    return {"path": place.path, "root": place.root, "line_start": place.line_start}
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

@@ -31,7 +31,7 @@ Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning
 #: What a first look's hit keeps (MCP's content='snippet'): SPEC's fields but the text, and
 #: the snippet (where it is in the file, its note's title, tags and links are a read away).
 _FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdown",
-               "snippet", "explain")
+               "snippet", "explain", "also_in", "also_in_count")
 #: What a first look aims at, in characters of its JSON text: the snippets share what the
 #: other fields leave, each from 80 to 240 characters wide.
 FIRST_LOOK_CHARS = 4_000
@@ -131,12 +131,16 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     a misspelling, or a subject the notes do not cover; for a CJK question typed as a
     sentence, not a misspelling: none of the words inside it)."""
     if results:
-        # When its lexical branch found anything, a hybrid search's first hit has a lexical
-        # rank: the best lexical hit's fused score is at least that of any hit found by
-        # meaning alone, and it wins the tie (core.fusion.rrf).
+        # When its lexical branch found anything, a hybrid search's first hit nearly always
+        # has a lexical rank (the best lexical hit's fused score is 1/2 and more, that of a
+        # hit found by meaning alone at most 1/2 when the lexical list holds every match:
+        # core.fusion.combine); when no hit has one, the lexical branch is asked alone.
         if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
                                    for r in results):
             return None
+        if rf.searchable(query) and await rf.search(query, 1, "lexical", content="snippet",
+                                                    duplicates="all", **filters):
+            return None  # (its words are held, by chunks fused below these hits)
         return "meaning only, sentence" if has_sentence(query) else "meaning only"
     if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")
         return "rebuilt" if rf.recovered is not None else "no files"

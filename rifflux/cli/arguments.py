@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..limits import MAX_DEPTH
-from ..types import MODES
+from ..types import DUPLICATES, MODES
 from .note_args import add_note_parsers
 from .setup_args import add_setup_parsers
 
@@ -128,7 +128,8 @@ def parser() -> argparse.ArgumentParser:
                    help="index files that .gitignore, .ignore or .riffluxignore leave out "
                         "[RIFFLUX_USE_IGNORE_FILES=0]")
     g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
-                   help="hybrid ranking constant [RIFFLUX_RRF_K; default 60]")
+                   help="the constant of the rrf score hybrid hits report beside their "
+                        "fused score [RIFFLUX_RRF_K; default 60]")
     g.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
                    default=argparse.SUPPRESS,
                    help="stderr log level [RIFFLUX_LOG_LEVEL; default WARNING]")
@@ -178,6 +179,9 @@ def parser() -> argparse.ArgumentParser:
                    help="with --json: each hit's snippet only, not its whole text")
     p.add_argument("--explain", action="store_true",
                    help="show why each hit ranks where it does, and the lexical query")
+    p.add_argument("--duplicates", choices=DUPLICATES, default="collapse",
+                   help="collapse (default): a text held by several chunks is one hit, "
+                        "naming the other places; all: every copy")
     p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
     p.add_argument("--no-server", action="store_true",
                    help="search here even when a `rifflux serve` runs on the index (by "

@@ -58,6 +58,8 @@ def print_plain(results: list[SearchResult], explain: SearchExplain | None) -> N
             head += f"  {hit['heading_path']}"
         lines += [f"{head}  {score(hit['score_breakdown'])}",
                   "    " + hit["snippet"].replace("**", "")]
+        if "also_in" in hit:
+            lines.append(also_line(hit))
         if "explain" in hit:
             lines.append(why_line(hit))
     if lines:
@@ -77,6 +79,15 @@ def explain_lines(explain: SearchExplain) -> list[str]:
         lines.append("filters: " + "; ".join(f"{name} {_shown_value(value)}"
                                              for name, value in explain["filters"].items()))
     return lines
+
+
+def also_line(hit: SearchResult, most: int = 5) -> str:
+    """The other places of a hit's text (``also_in``), as ``path:line`` (the first few)."""
+    places = hit.get("also_in", [])
+    shown_places = [f"{shown(Path(p['root']) / p['path'])}:{p['line_start']}"
+                    for p in places[:most]]
+    more = hit.get("also_in_count", len(places)) - len(shown_places)
+    return "    also in: " + ", ".join(shown_places) + (f" and {more} more" if more else "")
 
 
 def why_line(hit: SearchResult) -> str:
@@ -118,7 +129,7 @@ def shown(full: Path) -> str:
 def score(breakdown: ScoreBreakdown) -> str:
     if "rrf" in breakdown:
         lex, sem = breakdown.get("lexical_rank"), breakdown.get("semantic_rank")
-        return (f"rrf {breakdown['rrf']:.4f} (lexical {'#' + str(lex) if lex else '-'}, "
+        return (f"fused {breakdown['fused']:.4f} (lexical {'#' + str(lex) if lex else '-'}, "
                 f"semantic {'#' + str(sem) if sem else '-'})")
     if "bm25" in breakdown:
         return f"bm25 {breakdown['bm25']:.3g}"

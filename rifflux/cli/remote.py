@@ -142,6 +142,8 @@ def _params(args: argparse.Namespace, query: str, near: str | None) -> list[tupl
                                      ("content", "snippet" if args.snippets else "full")]
     if args.explain:
         params.append(("explain", "true"))
+    if args.duplicates != "collapse":
+        params.append(("duplicates", args.duplicates))
     for name, value in (("max_per_file", args.max_per_file), ("root", args.root),
                         ("modified_after", args.since), ("modified_before", args.before),
                         ("near", near), ("depth", args.depth)):

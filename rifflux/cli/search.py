@@ -37,7 +37,8 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
         applied = make_filters(**filters)  # (once: for the search and its explain)
         results = await rf.search_filtered(query, applied, args.top_k, args.mode,
                                            max_per_file=args.max_per_file, explain=args.explain,
-                                           content="snippet" if args.snippets else "full")
+                                           content="snippet" if args.snippets else "full",
+                                           duplicates=args.duplicates)
         embedding = rf.pending_embeddings() and next(
             (p["pid"] for p in (await rf.status())["processes"] if "embedder" in p["roles"]),
             None)

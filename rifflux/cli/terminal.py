@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..types import NoteLinks, SearchExplain, SearchResult
-from .plain import display_path, explain_lines, link_lines, score, why_line
+from .plain import also_line, display_path, explain_lines, link_lines, score, why_line
 
 
 class _Stdout(Console):
@@ -40,6 +40,8 @@ def print_results(console: Console, results: list[SearchResult]) -> None:
         line.append(f"  {score(hit['score_breakdown'])}", style="dim")
         console.print(line)
         console.print(_marked("    " + hit["snippet"]))
+        if "also_in" in hit:
+            console.print(Text(also_line(hit), style="dim"))
         if "explain" in hit:
             console.print(Text(why_line(hit), style="dim"))
 

@@ -1,4 +1,7 @@
-"""Reciprocal Rank Fusion: a pure function of ranked lists of ids."""
+"""How a hybrid search's two ranked lists become one, as pure functions of them:
+Reciprocal Rank Fusion (``rrf``: ranks alone) and the hybrid score (``combine``: each
+branch's scores over its best; the order hybrid search follows, with each chunk's RRF
+score beside it)."""
 
 from __future__ import annotations
 
@@ -45,3 +48,66 @@ def rrf(lists: Sequence[Sequence[K]], *, k: int = 60, limit: int | None = None) 
 
     fused.sort(key=order)
     return fused if limit is None else fused[:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class Combined(Generic[K]):
+    key: K
+    score: float  # the hybrid score the order follows (``combine``)
+    rrf: float  # the Reciprocal Rank Fusion score of the same ranks (``rrf``)
+    ranks: tuple[int | None, int | None]  # 1-based lexical and semantic ranks
+
+
+def combine(lexical: Sequence[tuple[K, float]], semantic: Sequence[tuple[K, float]], *,
+            depth: int, k: int = 60) -> list[Combined[K]]:
+    """The hybrid ranking of a lexical list (key, bm25: lower is better, as FTS5 gives
+    it) and a semantic list (key, cosine), each read ``depth`` deep: each branch's score
+    over its best's, averaged, ``(bm25 / best bm25 + cosine / best cosine) / 2``.
+
+    A branch whose list is noise for the query (a flat list: its scores close to its
+    best, as the cosines of a query in a script the model was not trained on are) moves
+    its chunks little against each other, so it cannot bury the other branch's clear
+    winner, as Reciprocal Rank Fusion does (ranks count alike however close the scores;
+    chunks in the middle of both lists outrank one branch's first).
+
+    A chunk missing from a list that was read to its ``depth`` is counted at that list's
+    last score (it may be just below it); missing from a shorter list (the branch found
+    nothing more), at 0. A lexical list whose bm25 rises down the list (a query mixing
+    CJK and other words ranks the chunks holding every word first) counts each chunk at
+    the lowest score down to it, so that its order holds. Cosines below 0 count as 0.
+    Ties: by the best rank in either list, then lexical first (as ``rrf``).
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    lex = _running_min([max(-score, 0.0) for _, score in lexical])
+    sem = [max(score, 0.0) for _, score in semantic]
+    lex_best, sem_best = (lex[0] if lex else 0.0), (sem[0] if sem else 0.0)
+    lex_floor = lex[-1] if len(lex) >= depth else 0.0
+    sem_floor = sem[-1] if len(sem) >= depth else 0.0
+    lex_of = {key: (rank, lex[rank - 1]) for rank, (key, _) in enumerate(lexical, 1)}
+    sem_of = {key: (rank, sem[rank - 1]) for rank, (key, _) in enumerate(semantic, 1)}
+    out: list[Combined[K]] = []
+    for key in dict.fromkeys([key for key, _ in lexical] + [key for key, _ in semantic]):
+        lr, ls = lex_of.get(key, (None, lex_floor))
+        sr, ss = sem_of.get(key, (None, sem_floor))
+        score = (_share(ls, lex_best) + _share(ss, sem_best)) / 2
+        fused = sum(1.0 / (k + r) for r in (lr, sr) if r is not None)
+        out.append(Combined(key, score, fused, (lr, sr)))
+
+    def order(c: Combined[K]) -> tuple[float, int, int]:
+        best = min(((r, li) for li, r in enumerate(c.ranks) if r is not None), default=(0, 0))
+        return (-c.score, best[0], best[1])
+
+    out.sort(key=order)
+    return out
+
+
+def _share(score: float, best: float) -> float:
+    return score / best if best > 0.0 else 0.0
+
+
+def _running_min(scores: list[float]) -> list[float]:
+    out: list[float] = []
+    for score in scores:
+        out.append(score if not out else min(out[-1], score))
+    return out

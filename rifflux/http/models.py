@@ -19,7 +19,7 @@ from ..limits import (
     MIN_MAX_CHARS,
     SNIPPET_CHARS,
 )
-from ..types import Mode
+from ..types import Duplicates, Mode
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS,
                              description="What to look for: words, a phrase, a question.")]
@@ -88,6 +88,9 @@ class _SearchFields(BaseModel):
                     "the lowest-ranked hits left out (the hint says what was cut).")] = None
     explain: bool = Field(False, description="Add why each hit ranks where it does, and the "
                                              "lexical query.")
+    duplicates: Duplicates = Field(
+        "collapse", description="collapse: a text several chunks hold is one hit, its other "
+                                "places in also_in; all: every copy.")
 
 
 class SearchQuery(_SearchFields):

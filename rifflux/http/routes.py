@@ -133,7 +133,8 @@ async def _search(rf: Rifflux, p: SearchQuery | SearchBody,
     applied = make_filters(**filters)  # (once: for the search and its explain)
     results = await rf.search_filtered(p.q, applied, p.top_k, p.mode,
                                        max_per_file=p.max_per_file, content=p.content,
-                                       explain=p.explain, snippet_chars=p.snippet_chars)
+                                       explain=p.explain, snippet_chars=p.snippet_chars,
+                                       duplicates=p.duplicates)
     answered = await search_answer(rf, p.q, p.mode, results, filters, words=WORDS,
                                    explain=p.explain, applied=applied, max_chars=p.max_chars)
     return answered.answer

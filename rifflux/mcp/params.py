@@ -50,6 +50,9 @@ MaxPerFile = Annotated[int | None, Field(
     ge=1, description="At most this many hits per file: 1 shows which files matter.")]
 Content = Annotated[Literal["full", "snippet"], Field(
     description="snippet: a cheap first look (about 4,000 characters); full: whole texts.")]
+Duplicates = Annotated[Literal["collapse", "all"], Field(
+    description="collapse: a text several files hold once, the others in also_in; all: "
+                "every copy.")]
 Explain = Annotated[bool, Field(
     description="Add why: ranks, raw scores, the query and filters that ran.")]
 MaxChars = Annotated[int, Field(

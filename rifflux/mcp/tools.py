@@ -30,6 +30,7 @@ from .params import (
     Content,
     DbPath,
     Depth,
+    Duplicates,
     EndLine,
     EndPage,
     Explain,
@@ -99,6 +100,7 @@ async def search_rifflux(
     explain: Explain = False,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
     db_path: DbPath = None,
+    duplicates: Duplicates = "collapse",
 ) -> dict[str, Any]:
     """Search the user's notes and documents (PDFs, slides too); use it first when the
     answer may be written there. Hits give path, lines or page, heading, snippet, text
@@ -110,7 +112,7 @@ async def search_rifflux(
             frontmatter=frontmatter, modified_after=modified_after,
             modified_before=modified_before, near=near, depth=depth, kinds=kinds,
             max_per_file=max_per_file, content=content, explain=explain,
-            max_chars=max_chars, db_path=db_path)
+            max_chars=max_chars, db_path=db_path, duplicates=duplicates)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,

@@ -12,7 +12,8 @@ Who holds what:
   ``RootsStore`` and ``MissingStore``) and ``FollowStore`` (other processes'
   commits, read from the change log by sequence number);
 - the query actor: ``ReadStore`` (rows, the catalog, counts), ``RecordStore`` and
-  ``LinkStore`` (what reads return), and the two legs of a search:
+  ``LinkStore`` (what reads return), ``CopyStore`` (the chunks holding one text), and
+  the two legs of a search:
   ``LexicalLeg`` always, and either ``SemanticLeg`` (the store ranks vectors itself,
   inside the database) or ``MatrixStore`` (the store streams the vectors over, the
   query actor keeps them in a compact in-memory matrix and the store reads back the
@@ -48,6 +49,7 @@ from ..types import (
     StoreKind,
 )
 from .common import Foreign, Located, Others, PendingText, Recovery
+from .copies import Place
 from .written import FileToWrite, Written
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one)
@@ -217,6 +219,13 @@ class ReadStore(Protocol):
     async def roots(self) -> list[str]: ...
 
 
+class CopyStore(Protocol):
+    """Which chunks hold the same text (``store.copies``, one for both stores)."""
+
+    async def texts(self, rowids: Sequence[int]) -> dict[int, tuple[str, int]]: ...
+    async def places(self, keys: Collection[str]) -> dict[str, list[Place]]: ...
+
+
 class RecordStore(Protocol):
     async def locate(self, path: str, roots: dict[int, str],
                      root_id: int | None = None) -> Located | None: ...
@@ -302,6 +311,8 @@ class OpenStore:
     reads: ReadStore
     records: RecordStore
     links: LinkStore
+    #: The text keys of a search's candidates and the places of a text held more than once.
+    copies: CopyStore
     lexical: LexicalLeg
     #: The store's semantic leg (``capabilities.vectors_in_memory`` is False) ...
     semantic: SemanticLeg | None

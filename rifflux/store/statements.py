@@ -36,9 +36,9 @@ class Dialect:
     bytewise: str
     #: After a column: it is one of a list of values given as one parameter (``listed``).
     among: str
-    #: That parameter, made from the values (a JSON array for SQLite's ``json_each``, a
-    #: list for PostgreSQL's ``ANY``).
-    listed: Callable[[Collection[int]], object]
+    #: That parameter, made from the values, numbers or texts (a JSON array for SQLite's
+    #: ``json_each``, a list for PostgreSQL's ``ANY``).
+    listed: Callable[[Collection[int] | Collection[str]], object]
     #: After a column: it starts with the ``like_prefix`` pattern given as one parameter.
     like: str
 

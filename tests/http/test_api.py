@@ -379,3 +379,23 @@ def test_access_log_has_a_line_per_request_without_the_query(
     client.get("/api/search", params={"q": "secretword"})
     until(lambda: "GET /api/search 200" in server.log_text())
     assert "secretword" not in server.log_text()
+
+
+@pytest.mark.anyio
+async def test_search_gives_a_text_once_naming_its_copies_unless_duplicates_all(
+    tmp_path: Path
+) -> None:
+    for name in ("a", "b", "c"):
+        write(tmp_path / "notes", f"{name}.md", "# Wombats\n\nWombats dig burrows with claws.\n")
+    async with Rifflux(tmp_path / "i.db", embedding_backend="hash") as rf:
+        await rf.reindex(tmp_path / "notes")
+        transport = httpx2.ASGITransport(app=create_app(rf, ServeOptions()))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            once = (await http.get("/api/search", params={"q": "wombat burrows"})).json()
+            every = (await http.post("/api/search", json={"q": "wombat burrows",
+                                                          "duplicates": "all"})).json()
+            wrong = await http.get("/api/search", params={"q": "wombat", "duplicates": "x"})
+    assert [r["path"] for r in once["results"]] == ["a.md"]
+    assert [p["path"] for p in once["results"][0]["also_in"]] == ["b.md", "c.md"]
+    assert [r["path"] for r in every["results"]] == ["a.md", "b.md", "c.md"]
+    _error(wrong, 400, "invalid_argument")

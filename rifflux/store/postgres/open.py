@@ -21,6 +21,7 @@ from pgvector.asyncpg import register_vector
 
 from ...config import Settings
 from ...location import DatabaseUrl
+from ..copies import Copies
 from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
 from ..records import Records
@@ -93,7 +94,8 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
                 note=None if ranking == "bm25" else _FALLBACK_NOTE),
             writer=Writer(session, read_only=read_only), follow=follow,
             reads=reads, records=Records(statements), links=LinkRecords(statements),
-            lexical=Lexical(pool, where, ranking), semantic=Semantic(pool, where),
+            copies=Copies(statements), lexical=Lexical(pool, where, ranking),
+            semantic=Semantic(pool, where),
             matrix=None, open_matrix=None, pending=reads,
             presence=presence,
             lease=lease)

@@ -113,7 +113,7 @@ def mapped_errors(db_path: Path | str) -> Iterator[None]:
         raise translate(exc, db_path) from exc
 
 
-def _json_array(values: Collection[int]) -> str:
+def _json_array(values: Collection[int] | Collection[str]) -> str:
     return json.dumps(list(values))
 
 
