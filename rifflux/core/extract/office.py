@@ -10,7 +10,8 @@ core properties' title and author as the file's.
 
 Both are ZIP archives, opened only after their directory is checked: one that would
 unpack to more than ``MAX_UNPACKED`` bytes or holds more than ``MAX_PARTS`` parts (a
-zip bomb) is skipped, as is a file that is not a ZIP archive at all, saying so.
+zip bomb) is skipped, as is a file that is not a ZIP archive at all, one that is not a
+deck (a document) and a damaged one (a part that does not unpack or parse), saying so.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,23 @@ if TYPE_CHECKING:
 MAX_UNPACKED = 256 * 1024 * 1024
 MAX_PARTS = 20_000
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+
+
+#: What a damaged archive raises while its parts are read: a part that does not unpack
+#: (zlib, a CRC or size that is not what the directory says, a part cut short) or XML
+#: that does not parse (lxml's XMLSyntaxError is a SyntaxError).
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, SyntaxError)
+
+
+def _damaged(what: str, exc: Exception, stream: io.BytesIO, source: Source) -> Refused:
+    return Refused(f"a damaged {what}: {_said(exc, stream, source)}; it is skipped")
+
+
+def _said(exc: Exception, stream: io.BytesIO, source: Source) -> str:
+    """What an error says, naming the file where it names the stream it was read from
+    ("file '<_io.BytesIO object at 0x...>' is not a Word file")."""
+    return " ".join(str(exc).replace(str(stream), source.name).split()) \
+        or type(exc).__name__
 
 
 def checked_zip(source: Source, what: str) -> None:
@@ -56,12 +75,18 @@ class _Writer:
         self.parts: list[str] = []
         self.sections: list[Section] = []
         self.offset = 0
+        self._gap = False
+
+    def gap_next(self) -> None:
+        """The next text added comes after a blank line (a new slide's first)."""
+        self._gap = True
 
     def add(self, text: str, headings: tuple[str, ...], page: int | None = None, *,
             heading: bool = False, gap: bool = False) -> None:
         text = "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
         if not text.strip():
             return
+        gap, self._gap = gap or self._gap, False
         if self.parts:
             sep = "\n\n" if gap else "\n"
             self.parts.append(sep)
@@ -104,40 +129,52 @@ class Pptx:
         from pptx import Presentation
         from pptx.exc import PackageNotFoundError
 
+        stream = io.BytesIO(source.data)
         try:
-            deck = Presentation(io.BytesIO(source.data))
+            deck = Presentation(stream)
         except (PackageNotFoundError, KeyError, ValueError) as exc:
-            raise Refused(f"not a PowerPoint deck python-pptx can read ({exc}): "
-                          "it is skipped") from None
-        out = _Writer()
-        slides = list(deck.slides)
-        read = 0
-        for number, slide in enumerate(slides, start=1):
-            if source.out_of_time():
-                break
-            read += 1
-            title_shape = slide.shapes.title
-            title = " ".join((title_shape.text if title_shape is not None else "").split())
-            crumbs = (title,) if title else ()
-            out.add(title, crumbs, number, heading=True, gap=True)
-            for shape in _shapes(slide.shapes):
-                if title_shape is not None and shape.shape_id == title_shape.shape_id:
-                    continue
-                if getattr(shape, "has_table", False) and shape.has_table:
-                    out.add(_table_text(r.cells for r in shape.table.rows), crumbs, number)
-                elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-                    out.add(shape.text_frame.text, crumbs, number)
-            if slide.has_notes_slide:
-                frame = slide.notes_slide.notes_text_frame
-                if frame is not None and frame.text.strip():
-                    out.add(f"Notes:\n{frame.text}", crumbs, number)
-        props = deck.core_properties
-        warning = None if read == len(slides) else (
-            f"cut after {read} of its {len(slides)} slides: reading it took over the limit "
-            f"of {limits.extract_seconds:g} s a file (extract_seconds)")
-        return Extracted(text=out.text, sections=out.sections, pages=len(slides),
-                         title=(props.title or None),
-                         metadata=_authors(props), warning=warning)
+            raise Refused(f"not a PowerPoint deck python-pptx can read "
+                          f"({_said(exc, stream, source)}): it is skipped") from None
+        except _DAMAGED as exc:
+            raise _damaged("PowerPoint deck", exc, stream, source) from None
+        try:
+            return _deck(deck, source, limits)
+        except _DAMAGED as exc:  # (a slide's XML is parsed when it is read)
+            raise _damaged("PowerPoint deck", exc, stream, source) from None
+
+
+def _deck(deck: Any, source: Source, limits: ChunkLimits) -> Extracted:
+    """A deck's slides, each after a blank line: its title (a heading), its shapes' text,
+    its speaker notes."""
+    out = _Writer()
+    slides = list(deck.slides)
+    read = 0
+    for number, slide in enumerate(slides, start=1):
+        if source.out_of_time():
+            break
+        read += 1
+        out.gap_next()  # (a slide without a title: its first text)
+        title_shape = slide.shapes.title
+        title = " ".join((title_shape.text if title_shape is not None else "").split())
+        crumbs = (title,) if title else ()
+        out.add(title, crumbs, number, heading=True)
+        for shape in _shapes(slide.shapes):
+            if title_shape is not None and shape.shape_id == title_shape.shape_id:
+                continue
+            if getattr(shape, "has_table", False) and shape.has_table:
+                out.add(_table_text(r.cells for r in shape.table.rows), crumbs, number)
+            elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+                out.add(shape.text_frame.text, crumbs, number)
+        if slide.has_notes_slide:
+            frame = slide.notes_slide.notes_text_frame
+            if frame is not None and frame.text.strip():
+                out.add(f"Notes:\n{frame.text}", crumbs, number)
+    props = deck.core_properties
+    warning = None if read == len(slides) else (
+        f"cut after {read} of its {len(slides)} slides: reading it took over the limit "
+        f"of {limits.extract_seconds:g} s a file (extract_seconds)")
+    return Extracted(text=out.text, sections=out.sections, pages=len(slides),
+                     title=(props.title or None), metadata=_authors(props), warning=warning)
 
 
 def _shapes(shapes: Iterable[Any]) -> Iterator[Any]:
@@ -168,44 +205,56 @@ class Docx:
         checked_zip(source, "a Word document")
         import docx
         from docx.opc.exceptions import PackageNotFoundError
-        from docx.table import Table
-        from docx.text.paragraph import Paragraph
 
+        stream = io.BytesIO(source.data)
         try:
-            document = docx.Document(io.BytesIO(source.data))
+            document = docx.Document(stream)
         except (PackageNotFoundError, KeyError, ValueError) as exc:
-            raise Refused(f"not a Word document python-docx can read ({exc}): "
-                          "it is skipped") from None
-        out = _Writer()
-        stack: list[tuple[int, str]] = []
-        title: str | None = None
-        for child in document.element.body.iterchildren():
-            tag = child.tag.rsplit("}", 1)[-1]
-            crumbs = tuple(t for _, t in stack)
-            if tag == "tbl":
-                out.add(_table_text(r.cells for r in Table(child, document).rows), crumbs,
-                        gap=True)
-                continue
-            if tag != "p":
-                continue
-            paragraph = Paragraph(child, document)
-            level = _heading_level(paragraph)
-            text = paragraph.text
-            if level is None:
-                out.add(text, crumbs, gap=True)
-                continue
-            name = " ".join(text.split())
-            if not name:
-                continue
-            if level == 0:
-                title, level = title or name, 1
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, name))
-            out.add(name, tuple(t for _, t in stack), heading=True, gap=True)
-        props = document.core_properties
-        return Extracted(text=out.text, sections=out.sections,
-                         title=(props.title or title or None), metadata=_authors(props))
+            raise Refused(f"not a Word document python-docx can read "
+                          f"({_said(exc, stream, source)}): it is skipped") from None
+        except _DAMAGED as exc:
+            raise _damaged("Word document", exc, stream, source) from None
+        try:
+            return _word(document)
+        except _DAMAGED as exc:  # (its styles' XML is parsed when a style is read)
+            raise _damaged("Word document", exc, stream, source) from None
+
+
+def _word(document: Any) -> Extracted:
+    """A Word document's paragraphs and tables, in order, under its headings."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    out = _Writer()
+    stack: list[tuple[int, str]] = []
+    title: str | None = None
+    for child in document.element.body.iterchildren():
+        tag = child.tag.rsplit("}", 1)[-1]
+        crumbs = tuple(t for _, t in stack)
+        if tag == "tbl":
+            out.add(_table_text(r.cells for r in Table(child, document).rows), crumbs,
+                    gap=True)
+            continue
+        if tag != "p":
+            continue
+        paragraph = Paragraph(child, document)
+        level = _heading_level(paragraph)
+        text = paragraph.text
+        if level is None:
+            out.add(text, crumbs, gap=True)
+            continue
+        name = " ".join(text.split())
+        if not name:
+            continue
+        if level == 0:
+            title, level = title or name, 1
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, name))
+        out.add(name, tuple(t for _, t in stack), heading=True, gap=True)
+    props = document.core_properties
+    return Extracted(text=out.text, sections=out.sections,
+                     title=(props.title or title or None), metadata=_authors(props))
 
 
 def _heading_level(paragraph: Any) -> int | None:

@@ -10,8 +10,9 @@ not found there), and the pages after it carry its breadcrumb. The ``Title`` and
 ``Author`` of the document's information are the file's title and its metadata.
 
 What it cannot read costs the file alone: an encrypted PDF or one PDFium cannot open
-(damaged, truncated) is skipped saying so; a PDF with no text layer (a scan) is indexed
-with no text and says so (a warning); reading stops at the time limit per file
+(damaged, truncated) is skipped saying so; a page PDFium cannot load costs that page
+alone (the others are indexed, the file says which); a PDF with no text layer (a scan) is
+indexed with no text and says so (a warning); reading stops at the time limit per file
 (``ChunkLimits.extract_seconds``), the pages read kept and the file said to be cut.
 PDFium is not thread-safe: one PDF is read at a time in a process (parse workers are
 processes of their own).
@@ -57,10 +58,15 @@ def _read(source: Source, limits: ChunkLimits) -> Extracted:
         count = len(pdf)
         outline = _outline(pdf, count)
         texts: list[str] = []
+        damaged: list[int] = []  # pages PDFium cannot load: no text, the others kept
         for index in range(count):
             if source.out_of_time():
                 break
-            texts.append(page_text(pdf, index))
+            try:
+                texts.append(page_text(pdf, index))
+            except pdfium.PdfiumError:
+                damaged.append(index + 1)
+                texts.append("")
     finally:
         pdf.close()
     parts: list[str] = []
@@ -84,13 +90,17 @@ def _read(source: Source, limits: ChunkLimits) -> Extracted:
         parts.append(page)
         offset += len(page)
     text = "\n\n".join(parts)
-    warning = None
+    said: list[str] = []
+    if damaged:
+        said.append(f"{_listed(damaged)} of its {count} could not be read (damaged?): "
+                    f"{'its' if len(damaged) == 1 else 'their'} text is not indexed")
     if len(texts) < count:
-        warning = (f"cut after {len(texts)} of its {count} pages: reading it took over "
-                   f"the limit of {limits.extract_seconds:g} s a file (extract_seconds)")
-    elif count and not text.strip():
-        warning = ("no text layer (a scan, or pages of images): indexed with no text; "
-                   "OCR it (ocrmypdf) to make its words searchable")
+        said.append(f"cut after {len(texts)} of its {count} pages: reading it took over "
+                    f"the limit of {limits.extract_seconds:g} s a file (extract_seconds)")
+    elif count > len(damaged) and not text.strip():
+        said.append("no text layer (a scan, or pages of images): indexed with no text; "
+                    "OCR it (ocrmypdf) to make its words searchable")
+    warning = "; ".join(said) or None
     return Extracted(text=text, sections=sections, pages=count, title=info.pop("title", None),
                      metadata=info, warning=warning)
 
@@ -167,8 +177,18 @@ def _line_starting(folded: str, title: str, after: int) -> int:
     return -1
 
 
+def _listed(pages: list[int]) -> str:
+    """"page 3", "pages 3, 7 and 9", "pages 1, 2, ... 10 and 40 more"."""
+    if len(pages) == 1:
+        return f"page {pages[0]}"
+    if len(pages) > 10:
+        return f"pages {', '.join(map(str, pages[:10]))} and {len(pages) - 10} more"
+    return f"pages {', '.join(map(str, pages[:-1]))} and {pages[-1]}"
+
+
 def _why_not(error: str) -> str:
     if "password" in error.lower():
-        return "an encrypted PDF (it needs a password to be read): it is skipped"
+        return ("an encrypted PDF (it needs a password to be read): it is skipped; save a "
+                "copy without the password (qpdf --decrypt) to index it")
     return (f"not a PDF PDFium can read, damaged or truncated? ({error.strip()}): "
             "it is skipped")

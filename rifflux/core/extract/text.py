@@ -33,6 +33,11 @@ def decoded(source: Source, *, lines: bool = True) -> Decoded:
     is refused, saying what it is."""
     found = decode(source.data)
     if isinstance(found, Binary):
+        # (``decode`` words it for markdown, whose reader it was written for: this file
+        # has a name of its own kind)
+        dot = source.name.rfind(".")
+        if dot > source.name.rfind("/"):
+            raise Refused(found.reason.replace("a markdown name", f"a {source.name[dot:]} name"))
         raise Refused(found.reason)
     if not lines:
         return found
@@ -58,7 +63,9 @@ TEXT = PlainText()
 
 
 def _headings(text: str, style: str) -> dict[int, tuple[int, str, int]]:
-    """Heading lines: line number -> (level, title, lines the heading takes after it)."""
+    """Heading lines: line number -> (level, title, lines the heading takes after it).
+    A reStructuredText title's overline is the line before it: a key of its own, the
+    title ``""`` at level 0 (a line in no chunk, as its underline)."""
     lines = text.split("\n")
     found: dict[int, tuple[int, str, int]] = {}
     if style == ".org" or style in (".adoc", ".asciidoc"):
@@ -68,17 +75,21 @@ def _headings(text: str, style: str) -> dict[int, tuple[int, str, int]]:
                 found[i] = (len(m.group(1)), m.group(2), 0)
     elif style == ".rst":
         levels: list[tuple[str, bool]] = []
-        i = 0
+        i = free = 0  # (lines before ``free`` are a title's: no overline among them)
         while i + 1 < len(lines):
             title, under = lines[i].strip(), _ADORNMENT.match(lines[i + 1])
-            over = i > 0 and _ADORNMENT.match(lines[i - 1]) is not None
+            above = _ADORNMENT.match(lines[i - 1]) if i > free else None
+            over = above is not None and under is not None \
+                and above.group(1) == under.group(1)
             if (title and under is not None and not _ADORNMENT.match(lines[i])
                     and len(lines[i + 1].rstrip()) >= len(title) and not lines[i][:1].isspace()):
                 key = (under.group(1), over)
                 if key not in levels:
                     levels.append(key)
+                if over:
+                    found[i - 1] = (0, "", 0)
                 found[i] = (levels.index(key) + 1, title, 1)
-                i += 2
+                i = free = i + 2
                 continue
             i += 1
     return found
@@ -86,7 +97,8 @@ def _headings(text: str, style: str) -> dict[int, tuple[int, str, int]]:
 
 def paragraphs(text: str, headings: dict[int, tuple[int, str, int]]) -> Iterator[Section]:
     """Sections of ``text``: each heading line (a heading section), and each run of
-    non-blank lines between blank lines or headings, under the headings above it."""
+    non-blank lines between blank lines or headings, under the headings above it. The
+    lines a heading takes after it, and a level-0 heading (an overline), are in none."""
     stack: list[tuple[int, str]] = []
     offset, start, skip = 0, -1, 0
     path: tuple[str, ...] = ()
@@ -97,7 +109,7 @@ def paragraphs(text: str, headings: dict[int, tuple[int, str, int]]) -> Iterator
             if start >= 0:
                 yield Section(start=start, end=offset - 1, headings=path)
                 start = -1
-            if heading is not None:
+            if heading is not None and heading[0] > 0:
                 level, title, skip = heading
                 while stack and stack[-1][0] >= level:
                     stack.pop()
