@@ -225,6 +225,8 @@ def statements(draw: st.DrawFn, indent: str, depth: int = 0) -> list[str]:
 
 @st.composite
 def function(draw: st.DrawFn, indent: str = "") -> tuple[str, list[str]]:
+    """(its name, its lines: a comment and a decorator above it sometimes; a comment
+    right above a definition is the definition's)."""
     name = draw(identifier)
     lines: list[str] = []
     if draw(st.booleans()):
@@ -249,7 +251,7 @@ def python_files(draw: st.DrawFn) -> tuple[str, dict[int, str]]:
                                      "comment"]))
         if kind == "function":
             name, body = draw(function())
-            crumbs[len(lines) + _def_line(body)] = name
+            crumbs.update({len(lines) + at: name for at in _def_lines(body)})
             lines += body
         elif kind == "class":
             cls = draw(identifier)
@@ -261,8 +263,10 @@ def python_files(draw: st.DrawFn) -> tuple[str, dict[int, str]]:
                 lines.append(f"    {draw(identifier)} = 1")
             for _ in range(draw(st.integers(1, 4))):
                 name, body = draw(function("    "))
-                lines.append("")
-                crumbs[len(lines) + _def_line(body)] = f"{cls.title()} > {name}"
+                if draw(st.booleans()):
+                    lines.append("")
+                crumbs.update({len(lines) + at: f"{cls.title()} > {name}"
+                               for at in _def_lines(body)})
                 lines += body
         elif kind == "import":
             lines.append(f"import {draw(identifier)}")
@@ -274,9 +278,11 @@ def python_files(draw: st.DrawFn) -> tuple[str, dict[int, str]]:
     return "\n".join(lines) + ("\n" if draw(st.booleans()) else ""), crumbs
 
 
-def _def_line(body: list[str]) -> int:
-    """The line (1-based, in ``body``) of a definition's ``def``."""
-    return next(i for i, x in enumerate(body, 1) if x.lstrip().startswith("def "))
+def _def_lines(body: list[str]) -> range:
+    """The lines (1-based, in ``body``) of a definition up to its ``def``: the comment
+    and decorator above it, if any, and the ``def``."""
+    return range(1, next(i for i, x in enumerate(body, 1) if x.lstrip().startswith("def "))
+                 + 1)
 
 
 @PROPERTY_SETTINGS

@@ -61,12 +61,14 @@ GRAMMARS: dict[str, Grammar] = {
                  "decorated_definition", "class_definition"),
     "javascript": _g("tree_sitter_javascript", _JS, "class_declaration class",
                      "export_statement"),
+    # (a namespace at the top is an expression statement's: ``namespace Birds {...}``)
     "typescript": _g("tree_sitter_typescript", _TS, "class_declaration class "
                      "abstract_class_declaration interface_declaration internal_module module",
-                     "export_statement ambient_declaration", "language_typescript"),
+                     "export_statement ambient_declaration expression_statement",
+                     "language_typescript"),
     "tsx": _g("tree_sitter_typescript", _TS, "class_declaration class "
               "abstract_class_declaration interface_declaration internal_module module",
-              "export_statement ambient_declaration", "language_tsx"),
+              "export_statement ambient_declaration expression_statement", "language_tsx"),
     "go": _g("tree_sitter_go", "function_declaration method_declaration type_declaration",
              ""),
     "rust": _g("tree_sitter_rust", "function_item struct_item enum_item trait_item "
@@ -239,6 +241,7 @@ def _name(node: Any, data: bytes) -> str:
     if node.type == "method_declaration" and node.child_by_field_name("receiver"):
         receiver = _text(node.child_by_field_name("receiver"), data)
         kind = receiver.strip("()").split()[-1].lstrip("*") if receiver.strip("()") else ""
+        kind = kind.split("[")[0]  # (a generic type's parameters: ``Owl[T]`` is ``Owl``)
         return f"{kind}.{shown}" if kind else shown
     return shown
 
@@ -248,9 +251,13 @@ def _text(node: Any, data: bytes) -> str:
 
 
 def _leading_start(node: Any) -> int:
-    """The first line of a definition with the comments and attributes right above it."""
+    """The first line of a definition with the comments and attributes right above it
+    (for the first of a body, those before the body too: a comment between a Python
+    class's line and its first method is the class's child, not its body's)."""
     first: int = node.start_point[0]
     prev = node.prev_named_sibling
+    if prev is None and node.parent is not None:
+        prev = node.parent.prev_named_sibling
     while prev is not None and prev.type in _LEADING and prev.end_point[0] >= first - 1:
         first = prev.start_point[0]
         prev = prev.prev_named_sibling

@@ -82,7 +82,8 @@ def _headings(text: str, style: str) -> dict[int, tuple[int, str, int]]:
             over = above is not None and under is not None \
                 and above.group(1) == under.group(1)
             if (title and under is not None and not _ADORNMENT.match(lines[i])
-                    and len(lines[i + 1].rstrip()) >= len(title) and not lines[i][:1].isspace()):
+                    and len(lines[i + 1].rstrip()) >= len(title)
+                    and (over or not lines[i][:1].isspace())):  # (an overlined one: inset)
                 key = (under.group(1), over)
                 if key not in levels:
                     levels.append(key)
