@@ -9,8 +9,10 @@ Test modules import from here and from ``helpers``, never from each other.
 from __future__ import annotations
 
 import io
+import struct
 import time
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -46,10 +48,13 @@ def prepared(folder: Path, name: str, data: bytes,
     return result
 
 
-def indexed(result: Prepared | Unreadable | Skipped) -> ParsedDocument:
-    """The document of a file that was indexed (failing the test otherwise)."""
+def indexed(folder: Path, name: str, data: bytes,
+            limits: ChunkLimits | None = None) -> tuple[Prepared, ParsedDocument]:
+    """``prepared``, for a file that must be indexed: what was prepared, and its
+    document (failing the test for a file skipped or in error)."""
+    result = prepared(folder, name, data, limits)
     assert isinstance(result, Prepared) and result.document is not None, result
-    return result.document
+    return result, result.document
 
 
 def skipped(result: Prepared | Unreadable | Skipped) -> str:
@@ -116,8 +121,6 @@ def scanned_pdf(pages: int) -> bytes:
 
 def _png() -> bytes:
     """A small greyscale PNG (a gradient), written with the standard library."""
-    import struct
-    import zlib
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
@@ -188,16 +191,37 @@ def word(paragraphs: Sequence[tuple[str, str]], *, author: str = "") -> bytes:
     return buf.getvalue()
 
 
-def zip_bomb(office: bytes, part: str, unpacked: int) -> bytes:
-    """``office`` (a deck or document) with one more part of ``unpacked`` zero bytes: a
-    few hundred kilobytes that its directory says unpack to ``unpacked`` bytes."""
-    buf = io.BytesIO(office)
-    buf.seek(0, io.SEEK_END)
-    with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open(part, "w", force_zip64=True) as out:
-            block = bytes(1 << 20)
-            left = unpacked
-            while left > 0:
-                out.write(block[: min(left, len(block))])
-                left -= len(block)
-    return buf.getvalue()
+def zip_bomb(office: bytes, part: str, mib: int) -> bytes:
+    """``office`` (a deck or document) with one more part of ``mib`` MiB of zeros: a
+    kilobyte a MiB on disk, its directory saying the true size. Written by hand: zipfile
+    takes seconds to deflate 256 MiB, and each MiB of zeros deflates to the same bytes
+    after a full flush."""
+    members: list[tuple[str, bytes, int, int]] = []  # name, deflated, size, CRC-32
+    with zipfile.ZipFile(io.BytesIO(office)) as archive:
+        for info in archive.infolist():
+            raw = archive.read(info)
+            squeeze = zlib.compressobj(6, zlib.DEFLATED, -15)
+            members.append((info.filename, squeeze.compress(raw) + squeeze.flush(), len(raw),
+                            zlib.crc32(raw)))
+    zeros = bytes(1 << 20)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
+    once = squeeze.compress(zeros) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(zeros, crc)
+    members.append((part, once * mib + squeeze.flush(), mib << 20, crc))
+    out = io.BytesIO()
+    directory: list[bytes] = []
+    for name, data, size, crc in members:
+        offset, encoded = out.tell(), name.encode()
+        # local header: version 2.0, deflated, 1980-01-01; then the central directory's
+        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(data),
+                              size, len(encoded), 0) + encoded + data)
+        directory.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21,
+                                     crc, len(data), size, len(encoded), 0, 0, 0, 0, 0,
+                                     offset) + encoded)
+    start = out.tell()
+    out.write(b"".join(directory))
+    out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(directory), len(directory),
+                          out.tell() - start, start, 0))
+    return out.getvalue()

@@ -35,8 +35,7 @@ def owls() -> bytes:
 
 
 def test_a_pdf_is_chunked_by_page_under_its_outline(tmp_path: Path) -> None:
-    result = prepared(tmp_path, "owls.pdf", owls())
-    doc = indexed(result)
+    result, doc = indexed(tmp_path, "owls.pdf", owls())
     assert result.kind == "pdf" and result.warning is None
     assert [(c.heading_path, c.page) for c in doc.chunks] == [
         ("Introduction", 1),
@@ -52,16 +51,16 @@ def test_a_pdf_is_chunked_by_page_under_its_outline(tmp_path: Path) -> None:
 
 
 def test_a_pdfs_title_and_author_are_the_files(tmp_path: Path) -> None:
-    doc = indexed(prepared(tmp_path, "owls.pdf", owls()))
+    _, doc = indexed(tmp_path, "owls.pdf", owls())
     assert doc.metadata.title == "Field Guide to Owls"
     assert doc.metadata.frontmatter == {"author": "Ada Lovelace", "subject": "Birds of prey"}
-    untitled = indexed(prepared(tmp_path, "plain.pdf", pdf([["Just words on a page."]])))
+    _, untitled = indexed(tmp_path, "plain.pdf", pdf([["Just words on a page."]]))
     assert untitled.metadata.title is None and untitled.metadata.frontmatter == {}
 
 
 def test_a_pdf_chunks_lines_point_into_its_extracted_text(tmp_path: Path) -> None:
     text = extract("owls.pdf", owls()).text
-    doc = indexed(prepared(tmp_path, "owls.pdf", owls()))
+    _, doc = indexed(tmp_path, "owls.pdf", owls())
     lines = text.split("\n")
     # the pages, one after another, a blank line between two
     assert lines == [*PAGES[0], "", *PAGES[1], "", *PAGES[2], "", *PAGES[3]]
@@ -79,7 +78,7 @@ def test_an_outline_entry_whose_title_is_not_on_its_page_opens_at_the_page_top(
 ) -> None:
     data = pdf([["Some words on the first page."], ["A running header", "Words of page 2."]],
                entries=[(1, "Preface"), (2, "Appendix")])
-    doc = indexed(prepared(tmp_path, "a.pdf", data))
+    _, doc = indexed(tmp_path, "a.pdf", data)
     assert [(c.heading_path, c.page, c.content) for c in doc.chunks] == [
         ("Preface", 1, "Some words on the first page."),
         ("Appendix", 2, "A running header\nWords of page 2.")]
@@ -88,8 +87,7 @@ def test_an_outline_entry_whose_title_is_not_on_its_page_opens_at_the_page_top(
 def test_a_scanned_pdf_is_indexed_with_no_chunks_saying_it_has_no_text_layer(
     tmp_path: Path
 ) -> None:
-    result = prepared(tmp_path, "scan.pdf", scanned_pdf(3))
-    doc = indexed(result)
+    result, doc = indexed(tmp_path, "scan.pdf", scanned_pdf(3))
     assert doc.chunks == ()
     assert result.warning is not None
     assert "no text layer" in result.warning and "OCR" in result.warning
@@ -119,8 +117,7 @@ def test_a_page_that_cannot_be_loaded_costs_that_page_alone(tmp_path: Path) -> N
     second = kids.group(2)
     damaged = data.replace(second + b" 0 obj\n<<", second + b" 0 obj\n[[", 1)
     assert damaged != data
-    result = prepared(tmp_path, "damaged.pdf", damaged)
-    doc = indexed(result)
+    result, doc = indexed(tmp_path, "damaged.pdf", damaged)
     assert [c.page for c in doc.chunks] == [1, 3, 4]
     assert [c.content for c in doc.chunks] == [pages[0][0], pages[2][0], pages[3][0]]
     assert result.warning == ("page 2 of its 4 could not be read (damaged?): its text is "
@@ -134,9 +131,8 @@ def test_a_pdf_of_2000_pages_is_read_whole_within_the_time_a_file_has(
                               "Barn owls and tawny owls share the wood."] for i in range(4)]),
                         500)
     started = time.monotonic()
-    result = prepared(tmp_path, "long.pdf", data)
+    result, doc = indexed(tmp_path, "long.pdf", data)
     took = time.monotonic() - started
-    doc = indexed(result)
     assert result.warning is None
     assert {c.page for c in doc.chunks} == set(range(1, 2001))
     assert took < ChunkLimits().extract_seconds / 4, took
@@ -145,8 +141,7 @@ def test_a_pdf_of_2000_pages_is_read_whole_within_the_time_a_file_has(
 def test_a_pdf_too_long_to_read_in_time_is_cut_saying_where(tmp_path: Path) -> None:
     data = pdf_of_pages(pdf([["A page of the long report about owls."]]), 2000)
     limits = ChunkLimits(extract_seconds=0.001)
-    result = prepared(tmp_path, "long.pdf", data, limits)
-    doc = indexed(result)
+    result, doc = indexed(tmp_path, "long.pdf", data, limits)
     assert result.warning is not None
     said = re.fullmatch(r"cut after (\d+) of its 2000 pages: reading it took over the "
                         r"limit of 0\.001 s a file \(extract_seconds\)", result.warning)
@@ -162,8 +157,7 @@ def test_a_pdf_with_more_text_than_a_file_may_have_is_cut_saying_so(
     data = pdf([[f"Owl fact number {i} on page {p}." for i in range(20)] for p in range(6)])
     whole = extract("facts.pdf", data).text
     limits = ChunkLimits(max_text_chars=len(whole) // 2)
-    result = prepared(tmp_path, "facts.pdf", data, limits)
-    doc = indexed(result)
+    result, doc = indexed(tmp_path, "facts.pdf", data, limits)
     assert result.warning == (f"cut after {len(whole) // 2:,} of its {len(whole):,} "
                               "characters (max_text_chars): the rest is not indexed")
     kept = "\n".join(c.content for c in doc.chunks)

@@ -291,6 +291,10 @@ def _def_lines(body: list[str]) -> range:
 # again before that line (a chunk of 92 characters at code_max_chars=80)
 @example(file=("def a(a):\n    if a:\n        a = 0\n        a = 0\n        a = '"
                + "v" * 50 + "'", {1: "a"}), limits=Limits(80, 0, 80))
+# a comment between a class's line and its first method (the class's child in Python's
+# tree, not its body's) is the method's, as any comment right above a definition
+@example(file=("class A:\n    # a\n    def a(a):\n        a = 0\n",
+               {1: "A", 2: "A > a", 3: "A > a"}), limits=Limits(80, 0, 80))
 def test_a_python_file_loses_no_line_and_cuts_none(
     file: tuple[str, dict[int, str]], limits: Limits
 ) -> None:

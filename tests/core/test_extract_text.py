@@ -132,7 +132,6 @@ def test_a_binary_file_named_txt_is_skipped_saying_what_it_is(tmp_path: Path) ->
 
 
 def test_a_text_file_in_a_legacy_encoding_is_read_and_says_so(tmp_path: Path) -> None:
-    result = prepared(tmp_path, "old.txt", "Caf\xe9 cr\xe8me, na\xefve.\n".encode("cp1252"))
-    doc = indexed(result)
+    result, doc = indexed(tmp_path, "old.txt", "Caf\xe9 cr\xe8me, na\xefve.\n".encode("cp1252"))
     assert result.encoding == "cp1252" and result.kind == "text"
     assert doc.chunks[0].content == "Café crème, naïve."
