@@ -287,6 +287,14 @@ def test_a_comment_between_a_class_line_and_its_first_method_is_the_methods() ->
         ("Owl", 1, 1), ("Owl > hoot", 2, 4)]
 
 
+def test_a_go_method_of_a_generic_type_is_named_by_the_type() -> None:
+    text = ("package owls\n\n// Stack of birds.\ntype Stack[T any] struct{ items []T }\n\n"
+            "// Push adds one.\nfunc (s *Stack[T]) Push(x T) { s.items = append(s.items, x) }\n")
+    doc = chunks_of("stack.go", text.encode())
+    assert [(c.heading_path, c.line_start, c.line_end) for c in doc.chunks] == [
+        ("", 1, 1), ("Stack", 3, 4), ("Stack.Push", 6, 7)]
+
+
 def long_python() -> str:
     body = "".join(f"    if x > {i}:\n        x = compute_value_number_{i}(x, 'padding')\n"
                    f"        log('step {i} done')\n" for i in range(120))

@@ -134,6 +134,27 @@ def test_a_word_document_is_chunked_under_its_headings(tmp_path: Path) -> None:
     assert all(c.page is None for c in doc.chunks)
 
 
+def test_a_word_documents_content_controls_are_read_in_their_place(tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document(io.BytesIO(word(FOSSILS)))
+    control = parse_xml(
+        f"<w:sdt {nsdecls('w')}><w:sdtPr/><w:sdtContent>"
+        "<w:p><w:r><w:t>Inside a content control: coprolites.</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt>")
+    beaches = [p for p in document.element.body.iterchildren()
+               if "Charmouth" in "".join(p.itertext())][0]
+    beaches.addnext(control)  # (a cover page or a table of contents is one of these)
+    buf = io.BytesIO()
+    document.save(buf)
+    _, doc = indexed(tmp_path, "controls.docx", buf.getvalue(), SMALL)
+    assert doc.chunks[-1].heading_path == "Beaches"
+    assert doc.chunks[-1].content.endswith(
+        "Charmouth beach is good for belemnites.\n\nInside a content control: coprolites.")
+
+
 # ---------------------------------------------------------------- what is not read
 
 

@@ -88,8 +88,11 @@ def heading(draw: st.DrawFn, style: str) -> str:
     title = draw(sentence(6))
     if style == ".rst":
         char = draw(st.sampled_from(ADORNMENTS))
-        line = char * (len(title) + draw(st.integers(0, 4)))
-        return f"{line}\n{title}\n{line}" if draw(st.booleans()) else f"{title}\n{line}"
+        if draw(st.booleans()):  # over- and underlined, perhaps inset
+            inset = draw(st.sampled_from(["", "", " ", "  "]))
+            line = char * (len(inset + title) + len(inset) + draw(st.integers(0, 4)))
+            return f"{line}\n{inset}{title}\n{line}"
+        return f"{title}\n{char * (len(title) + draw(st.integers(0, 4)))}"
     if style == ".org":
         return "*" * draw(st.integers(1, 4)) + " " + title
     if style == ".adoc":
@@ -118,24 +121,24 @@ def chunk_words(chunks: tuple[Chunk, ...]) -> list[str]:
 
 
 def lines_point_at_the_text(text: str, chunks: tuple[Chunk, ...]) -> None:
-    """``spans_point_at_the_text``, and where a chunk ends with a line of no word
-    ("0", "--"), that line is on ``line_end`` (its last word may be on a line before)."""
+    """Each chunk's first run of non-space is on ``line_start`` and its last on
+    ``line_end`` (a wordless one, "-" or "42", too), its words in order within them; and
+    where those runs have words, ``spans_point_at_the_text`` says the same."""
     lines = text.lstrip("\ufeff").splitlines()
     worded = []
     for chunk in chunks:
-        last = " ".join(chunk.content.rstrip().rsplit("\n", 1)[-1].split())
-        if WORD.search(last):
-            worded.append(chunk)
-            continue
-        assert 1 <= chunk.line_start <= chunk.line_end <= len(lines), chunk
-        assert last in " ".join(lines[chunk.line_end - 1].split()), chunk
-        # its words, in order, within its lines
+        tokens = chunk.content.split()
+        assert tokens and 1 <= chunk.line_start <= chunk.line_end <= len(lines), chunk
+        assert tokens[0] in lines[chunk.line_start - 1], chunk
+        assert tokens[-1] in lines[chunk.line_end - 1], chunk
         source = " ".join(lines[chunk.line_start - 1 : chunk.line_end])
         position = 0
         for found in WORD.findall(chunk.content):
             position = source.find(found, position)
             assert position >= 0, (found, chunk)
             position += len(found)
+        if WORD.search(tokens[0]) and WORD.search(tokens[-1]):
+            worded.append(chunk)
     spans_point_at_the_text(text, tuple(worded))
 
 
@@ -150,6 +153,9 @@ def lines_point_at_the_text(text: str, chunks: tuple[Chunk, ...]) -> None:
 # word's line, before "0")
 @example(file=("notes.txt", "Ωμέγα\n\n0\n\n"), limits=Limits(80, 0, 80))
 @example(file=("notes.txt", "Ωμέγα\n0\n\n"), limits=Limits(80, 0, 80))
+# a long line cut before its last token, which has no word: the next chunk starts there
+@example(file=("notes.txt", "a\n\nΩμέγα Ωμέγα привет, привет, привет, привет - a (a00 "
+               "a0000000 (a000000000 привет -\n東京\n\n"), limits=Limits(80, 0, 80))
 def test_a_text_file_loses_no_word_and_its_lines_point_at_its_words(
     file: tuple[str, str], limits: Limits
 ) -> None:

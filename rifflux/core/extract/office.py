@@ -228,14 +228,11 @@ def _word(document: Any) -> Extracted:
     out = _Writer()
     stack: list[tuple[int, str]] = []
     title: str | None = None
-    for child in document.element.body.iterchildren():
-        tag = child.tag.rsplit("}", 1)[-1]
+    for child, tag in _blocks(document.element.body):
         crumbs = tuple(t for _, t in stack)
         if tag == "tbl":
             out.add(_table_text(r.cells for r in Table(child, document).rows), crumbs,
                     gap=True)
-            continue
-        if tag != "p":
             continue
         paragraph = Paragraph(child, document)
         level = _heading_level(paragraph)
@@ -255,6 +252,22 @@ def _word(document: Any) -> Extracted:
     props = document.core_properties
     return Extracted(text=out.text, sections=out.sections,
                      title=(props.title or title or None), metadata=_authors(props))
+
+
+def _blocks(body: Any) -> Iterator[tuple[Any, str]]:
+    """The paragraphs and tables of a document's body (their elements, tags ``p`` and
+    ``tbl``) in order, those in content controls too (``w:sdt``: a cover page, a table
+    of contents, a form's fields) and in custom XML (``w:customXml``)."""
+    for child in body.iterchildren():
+        tag = child.tag.rsplit("}", 1)[-1] if isinstance(child.tag, str) else ""
+        if tag in ("p", "tbl"):
+            yield child, tag
+        elif tag == "sdt":
+            for content in child.iterchildren():
+                if content.tag.rsplit("}", 1)[-1] == "sdtContent":
+                    yield from _blocks(content)
+        elif tag == "customXml":
+            yield from _blocks(child)
 
 
 def _heading_level(paragraph: Any) -> int | None:

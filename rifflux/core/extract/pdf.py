@@ -190,5 +190,5 @@ def _why_not(error: str) -> str:
     if "password" in error.lower():
         return ("an encrypted PDF (it needs a password to be read): it is skipped; save a "
                 "copy without the password (qpdf --decrypt) to index it")
-    return (f"not a PDF PDFium can read, damaged or truncated? ({error.strip()}): "
-            "it is skipped")
+    return (f"not a PDF PDFium can read, damaged or truncated? "
+            f"({error.strip().rstrip('.')}): it is skipped")
