@@ -87,6 +87,11 @@ class Settings:
     code_max_chars: int = 3000
     #: Files larger than this are not read (skipped with a warning): 20 MiB.
     max_file_bytes: int = 20 * 1024 * 1024
+    #: Reading one PDF, deck or Word file stops after this many seconds (what was read is
+    #: indexed, and the file said to be cut) ...
+    extract_seconds: float = 60.0
+    #: ... and takes at most this many characters of text from it.
+    max_text_chars: int = 8_000_000
     #: A working directory (a reindex given no path) not yet indexed with more candidate
     #: files than this is refused unless the reindex says so (force / --yes): nearly
     #: always a desktop client's cwd. A folder named explicitly is indexed whatever its size.
@@ -154,11 +159,14 @@ class Settings:
         if self.log_level.upper() not in LOG_LEVELS:
             raise InvalidArgumentError(
                 f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
+        if not 0 < self.extract_seconds < math.inf:
+            raise InvalidArgumentError(f"extract_seconds must be a number of seconds above 0, "
+                                       f"not {self.extract_seconds!r}")
         if not 0.01 <= self.follow_seconds <= 60:
             raise InvalidArgumentError(f"follow_seconds must be from 0.01 to 60, not "
                                        f"{self.follow_seconds!r}")
         for name, least in (("max_file_bytes", 1), ("max_root_files", 1),
-                            ("semantic_feedback", 0)):
+                            ("semantic_feedback", 0), ("max_text_chars", 1)):
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")
@@ -199,6 +207,8 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_USE_IGNORE_FILES": "use_ignore_files",
     "RIFFLUX_MAX_ROOT_FILES": "max_root_files",
     "RIFFLUX_FOLLOW_SECONDS": "follow_seconds",
+    "RIFFLUX_EXTRACT_SECONDS": "extract_seconds",
+    "RIFFLUX_MAX_TEXT_CHARS": "max_text_chars",
 }
 
 

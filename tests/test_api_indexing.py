@@ -389,7 +389,8 @@ async def test_reindexing_keeps_the_full_text_index_in_few_pieces(
             await rf.reindex(root)
             seen.append(segments())
         assert max(seen) < 4 and seen[-1] >= 1
-        hits = await rf.search('"an edited sentence"', mode="lexical", top_k=10)
+        hits = await rf.search('"an edited sentence"', mode="lexical", top_k=10,
+                               duplicates="all")  # (the same chunk in three files)
         assert {h["path"] for h in hits} == {"f1.md", "f3.md", "f5.md"}
 
 

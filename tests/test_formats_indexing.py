@@ -179,3 +179,16 @@ async def test_a_pdf_cut_by_the_time_limit_is_indexed_as_far_as_it_was_read(
                                     "limit of 60 s a file (extract_seconds)"}
     assert result["indexed_files"] == 2 and heron
     assert owl is not None and owl["chunks"] == [] and owl["title"] == "Field Guide to Owls"
+
+
+async def test_the_extraction_limits_are_settings(tmp_path: Path) -> None:
+    from .helpers import write_pdf
+
+    root = tmp_path / "docs"
+    write_pdf(root / "long.pdf", [f"Page {n} tells of the bittern booming." for n in range(1, 9)])
+    settings = Settings(db_path=tmp_path / "i.db", embedding_backend="hash", max_text_chars=100)
+    async with Rifflux(settings=settings) as rf:
+        result = await rf.reindex(root)
+        pages = {h["page"] for h in await rf.search("bittern", mode="lexical", top_k=10)}
+    assert any("max_text_chars" in w["reason"] for w in result["warnings"]), result["warnings"]
+    assert pages and max(pages) < 8  # the rest was cut

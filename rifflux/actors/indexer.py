@@ -93,7 +93,8 @@ class Indexer:
         self._limits = ChunkLimits(
             max_chars=settings.chunk_max_chars, min_chars=settings.chunk_min_chars,
             code_max_chars=settings.code_max_chars, max_file_bytes=settings.max_file_bytes,
-            max_root_files=settings.max_root_files)
+            max_root_files=settings.max_root_files, extract_seconds=settings.extract_seconds,
+            max_text_chars=settings.max_text_chars)
         self._model: str | None = None
         self._pool, self._tidying = ParsePool(), Tidying()  # (what notes' jobs leave undone)
         self._adopt_error: str | None = None
