@@ -129,25 +129,14 @@ def write(root: Path, rel: str, text: str) -> Path:
 
 def write_pdf(path: Path, pages: Sequence[str], *, outline: Sequence[str] = (),
               title: str | None = None, author: str | None = None) -> Path:
-    """A real PDF (reportlab's) at ``path``: a page for each text (its lines drawn one
-    under another), the ``outline`` titles as bookmarks to the pages in order."""
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
+    """A real PDF (reportlab's, ``formats.pdf``) at ``path``: a page for each text (its
+    lines drawn one under another), the ``outline`` titles as bookmarks to the pages'
+    tops, in order."""
+    from .formats import pdf
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    pdf = canvas.Canvas(str(path), pagesize=A4)
-    if title is not None:
-        pdf.setTitle(title)
-    if author is not None:
-        pdf.setAuthor(author)
-    for n, text in enumerate(pages):
-        if n < len(outline):
-            pdf.bookmarkPage(f"p{n}")
-            pdf.addOutlineEntry(outline[n], f"p{n}", level=0)
-        for i, line in enumerate(text.split("\n")):
-            pdf.drawString(72, 800 - 14 * i, line)
-        pdf.showPage()
-    pdf.save()
+    path.write_bytes(pdf([text.split("\n") for text in pages], title=title, author=author,
+                         entries=[(n, heading) for n, heading in enumerate(outline, 1)]))
     return path
 
 
