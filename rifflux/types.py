@@ -97,6 +97,9 @@ class SearchResult(TypedDict):
     modified: str
     line_start: int
     line_end: int
+    kind: str  # what kind of file, as ChunkRecord's
+    page: NotRequired[int]  # a PDF's page the text is on, 1-based
+    slide: NotRequired[int]  # a deck's slide the text is on, 1-based
     score_breakdown: ScoreBreakdown
     snippet: str  # ~240 characters around the query's terms, matches marked **...**
     explain: NotRequired[HitExplain]

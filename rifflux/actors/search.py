@@ -238,9 +238,13 @@ def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
         "chunk_id": row["chunk_id"], "path": row["path"], "heading_path": row["heading_path"],
         "chunk_index": row["chunk_index"], "root": row["root"], "title": row["title"],
         "tags": row["tags"], "modified": row["modified"], "line_start": row["line_start"],
-        "line_end": row["line_end"], "score_breakdown": breakdown,
+        "line_end": row["line_end"], "kind": row["kind"], "score_breakdown": breakdown,
         "snippet": snippets.make(row["content"]),
     }
+    if "page" in row:
+        result["page"] = row["page"]
+    if "slide" in row:
+        result["slide"] = row["slide"]
     if shape.content == "full":
         result["content"] = row["content"]
     if why is not None:
