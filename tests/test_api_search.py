@@ -60,6 +60,17 @@ async def test_a_hit_says_what_kind_of_file_it_is_in_and_a_pdfs_page(
     assert [(h["kind"], h.get("page")) for h in hybrid][:1] == [("pdf", 2)]
 
 
+async def test_a_word_a_pdf_hyphenates_at_a_lines_end_is_found_whole(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "paper.pdf").write_bytes(pdf_of([["In parallel we also ap-",
+                                              "ply tagging to the herons."]]))
+    async with Rifflux(tmp_path / "index.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        found = await rf.search('"also apply tagging"', mode="lexical")
+    assert [(h["path"], h.get("page")) for h in found] == [("paper.pdf", 1)]
+
+
 async def test_explain_names_the_query_the_stores_lexical_branch_runs(
     db: Location, search_docs: Path
 ) -> None:

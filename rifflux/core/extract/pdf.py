@@ -97,7 +97,10 @@ def _read(source: Source, limits: ChunkLimits) -> Extracted:
 
 def page_text(pdf: Any, index: int) -> str:
     """One page's text in reading order, its lines joined by ``\\n``, without the
-    blank space at its ends and the control characters PDFium marks hyphens with."""
+    blank space at its ends. A word PDFium found hyphenated at a line's end it gives
+    whole on the first line with a mark where the hyphen was (``ap\\x02ply``): the mark
+    is dropped, so the word is indexed and found whole (``apply``, as ``pdftotext``
+    reads it), not as two pieces."""
     page = pdf[index]
     try:
         textpage = page.get_textpage()
@@ -107,7 +110,7 @@ def page_text(pdf: Any, index: int) -> str:
             textpage.close()
     finally:
         page.close()
-    raw = raw.replace("\x02", "-").replace("\ufffe", "-").replace("\x00", "")
+    raw = raw.replace("\x02", "").replace("\ufffe", "").replace("\x00", "")
     return "\n".join(line.rstrip() for line in raw.splitlines()).strip("\n")
 
 
