@@ -4,7 +4,12 @@ they can be imported; the peak RSS of extracting a 1,000-page PDF.
 
 - The PDFs (``_formats_inputs.pdf_folder``) are kept when ``pdftotext`` reads at least
   300 characters a page from them on average (a scan or a deck of pictures measures
-  no text extraction); the others are listed with their figure.
+  no text extraction), at most 10% of them control codes (fonts whose glyphs map to no
+  text: every reader gives codes); the others are listed with their figures.
+- ``pdftotext`` also reads text outside a page's crop box (a printer's marks in the
+  slug: ``freeculture.pdf``'s ``14773_03_307-330_r7dy.qxd 2/10/04 4:01 PM``), which
+  PDFium leaves out as not on the page: it counts against Rifflux here, in the words
+  and in the phrases drawn from it.
 - Rates: every library reads every page of every kept PDF, ``rounds`` times (the
   median round counts), in a worker process of its own (``_formats_child``, its
   imports untimed); ``pdftotext -q -enc UTF-8 FILE -`` is one whole process per file,
@@ -27,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +46,9 @@ from ._corpus import REPO_ROOT
 
 CHILD = Path(__file__).with_name("_formats_child.py")
 MIN_CHARS_PER_PAGE = 300
+#: At most this share of control codes in its text: more, and its fonts map their glyphs
+#: to no text (every reader gives codes: it measures nothing).
+MAX_CODES = 0.1
 #: The libraries compared, as ``_formats_child`` names them; the last two are no
 #: dependency of Rifflux (``--pdf-libs``).
 LIBRARIES = ("rifflux", "rifflux-prepare", "pypdf", "pdfplumber")
@@ -63,6 +72,13 @@ def pdftotext(path: Path) -> list[str]:
     return pages[:-1] if pages and not pages[-1].strip() else pages
 
 
+def _codes(text: str) -> int:
+    """Characters that are no text: control codes (but line breaks and tabs), private
+    use, unassigned."""
+    return sum(unicodedata.category(c) in ("Cc", "Co", "Cn") and c not in "\n\t\f"
+               for c in text)
+
+
 def choose(folder: Path) -> tuple[list[Reference], list[dict[str, Any]]]:
     """The PDFs with real text by ``pdftotext``'s reading, and every file's figures."""
     kept: list[Reference] = []
@@ -71,10 +87,11 @@ def choose(folder: Path) -> tuple[list[Reference], list[dict[str, Any]]]:
         pages = pdftotext(path)
         chars = sum(len(p.strip()) for p in pages)
         per_page = round(chars / len(pages)) if pages else 0
-        keep = per_page >= MIN_CHARS_PER_PAGE
+        codes = round(sum(map(_codes, pages)) / chars, 3) if chars else 0.0
+        keep = per_page >= MIN_CHARS_PER_PAGE and codes <= MAX_CODES
         rel = path.relative_to(folder).as_posix()
         seen.append({"file": rel, "pages": len(pages), "chars_per_page": per_page,
-                     "kept": keep})
+                     "codes": codes, "kept": keep})
         if keep:
             kept.append(Reference(path, rel, pages))
     return kept, seen

@@ -128,9 +128,10 @@ def report(f: dict[str, Any], charts: list[Chart]) -> list[str]:
     pdfs = f.get("pdfs") or {}
     if "source" in pdfs:
         kept = [x for x in pdfs["files"] if x["kept"]]
-        left = [f"{x['file']} ({x['chars_per_page']} chars/page)" for x in pdfs["files"]
-                if not x["kept"]]
-        lines += [f"PDFs: {pdfs['source']}; kept (pdftotext ≥ 300 characters a page): "
+        left = [f"{x['file']} ({x['chars_per_page']} chars/page, {x['codes']:.0%} codes)"
+                for x in pdfs["files"] if not x["kept"]]
+        lines += [f"PDFs: {pdfs['source']}; kept (pdftotext ≥ 300 characters a page, ≤ 10% "
+                  "control codes): "
                   + ", ".join(f"{x['file']} ({_pages(x['pages'])})" for x in kept)
                   + (f"; left out: {', '.join(left)}" if left else "") + ".", ""]
     rates = f.get("pdf_rates") or {}
