@@ -1,8 +1,9 @@
-"""The scale curve drawn: PNG charts written beside the markdown report, linked from it.
+"""The charts: PNG files written beside the markdown report, linked from it.
 
 - latency p50 and p95 per mode against corpus size;
 - RSS against corpus size (serving after load, serving peak, indexing peak);
-- the latency distribution of each mode at the largest size.
+- the latency distribution of each mode at the largest size;
+- the formats section's PDF readers: pages a second, with their agreement.
 
 matplotlib (``benchmarks/requirements.txt``) with the Agg backend: no display needed.
 Only points whose work was done are drawn (a failed point has no figures to show).
@@ -10,6 +11,7 @@ Only points whose work was done are drawn (a failed point has no figures to show
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +30,66 @@ def _done(run: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
 
 
 def write_charts(run: dict[str, Any], out: Path, stem: str) -> list[Chart]:
-    """Draw the run's scale curve into ``out/<stem>-scale-*.png``; the charts written
-    (none when no scale point has figures)."""
-    done = _done(run)
-    if not done:
-        return []
+    """Draw the run's charts into ``out/<stem>-<section>-*.png``: the scale curve's and
+    the formats section's; the charts written (none when no section has figures)."""
+    charts: list[Chart] = []
+    if _done(run):
+        _scale_charts(run, out, stem, charts)
+    rates = ((run.get("results") or {}).get("formats") or {}).get("pdf_rates") or {}
+    if "pdftotext" in rates:
+        _formats_chart(rates, out, stem, charts)
+    return charts
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    backend = done[-1][1]["index"]["backend"]
-    sizes = [chunks for chunks, _ in done]
-    charts: list[Chart] = []
+    return plt
 
+
+def _saver(out: Path, stem: str, charts: list[Chart]) -> Callable[[Any, str, str], None]:
     def save(fig: Any, name: str, title: str) -> None:
         fig.tight_layout()
         fig.savefig(out / f"{stem}-{name}.png", dpi=110)
-        plt.close(fig)
+        _pyplot().close(fig)
         charts.append((title, f"{stem}-{name}.png"))
+
+    return save
+
+
+def _formats_chart(rates: dict[str, Any], out: Path, stem: str, charts: list[Chart]) -> None:
+    """Pages a second of each PDF reader on the same files, with its words' agreement."""
+    plt = _pyplot()
+    labels = ["pdftotext"]
+    values = [float(rates["pdftotext"]["pages_per_s"])]
+    notes = ["reference"]
+    for lib in ("rifflux", "rifflux-prepare", "pypdf", "pdfplumber"):
+        found = rates.get(lib) or {}
+        if "pages_per_s" in found:
+            labels.append(lib)
+            values.append(float(found["pages_per_s"]))
+            notes.append(f"words {found['agreement']['words']}")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bars = ax.bar(labels, values, color=["tab:gray", *["tab:blue"] * (len(values) - 1)])
+    for bar, note in zip(bars, notes, strict=True):
+        ax.annotate(note, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("pages / s")
+    ax.set_title(f"PDF text extraction, {rates['pages']} pages of {rates['files']} real PDFs")
+    ax.grid(True, axis="y", alpha=0.3)
+    _saver(out, stem, charts)(fig, "formats-pdf-rates", "PDF pages a second by reader, "
+                              "with the share of pdftotext's words found")
+
+
+def _scale_charts(run: dict[str, Any], out: Path, stem: str, charts: list[Chart]) -> None:
+    done = _done(run)
+    plt = _pyplot()
+    backend = done[-1][1]["index"]["backend"]
+    sizes = [chunks for chunks, _ in done]
+    save = _saver(out, stem, charts)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for mode in MODES:
@@ -83,7 +126,6 @@ def write_charts(run: dict[str, Any], out: Path, stem: str) -> list[Chart]:
     axes[0].set_ylabel("queries")
     fig.suptitle(f"Latency distribution at {chunks:,} chunks ({backend} vectors)", fontsize=11)
     save(fig, "scale-distribution", f"Latency distribution of each mode at {chunks:,} chunks")
-    return charts
 
 
 def copied(charts: list[Chart], out: Path, drawn: str, stem: str) -> list[Chart]:

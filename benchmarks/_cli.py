@@ -26,6 +26,7 @@ from ._context import Config, State
 from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
 from ._cranfield import quality
 from ._filters import filtered
+from ._formats import formats_section
 from ._freshness import watch_edit
 from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
@@ -81,6 +82,10 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "postgres": (postgres_section, "the index in PostgreSQL beside SQLite at --scale-chunks: "
                                    "ingest, latency at concurrency 1 and 8, top-10 agreement, "
                                    "RSS"),
+    "formats": (formats_section, "PDF extraction beside pdftotext (and pypdf, pdfplumber), "
+                                 "a 1,000-page PDF's peak RSS, PDF phrases found on their "
+                                 "page, a repository's code beside markdown of the same "
+                                 "bytes, markdown beside the checkout before extractors"),
 }
 
 
@@ -120,6 +125,22 @@ def _parser() -> argparse.ArgumentParser:
                         "quality section measures Chinese and Japanese questions on it too")
     p.add_argument("--vectors-rows", type=int,
                    help="rows of the vectors section's synthetic index (default 1000000)")
+    p.add_argument("--pdf-dir", metavar="DIR",
+                   help="the formats section's real PDFs (default: RIFFLUX_BENCH_PDF_DIR, "
+                        "else pdfminer 20191125's sdist samples from PyPI, else the pdf.js "
+                        "mirror)")
+    p.add_argument("--code-dir", metavar="DIR",
+                   help="the formats section's repository (default: RIFFLUX_BENCH_CODE_DIR, "
+                        "else Django 5.1.4's sdist from PyPI)")
+    p.add_argument("--pdf-libs", metavar="DIR",
+                   help="where pypdf and pdfplumber are installed with pip --target "
+                        "(default: RIFFLUX_BENCH_PDF_LIBS, else /tmp/pdflibs)")
+    p.add_argument("--formats-base", metavar="COMMIT",
+                   help="the checkout markdown is compared with (default: the parent of "
+                        "the commit \"Extractors for everything in the folder\")")
+    p.add_argument("--pdf-pages", type=int, metavar="N",
+                   help="pages of the PDF whose extraction's peak RSS is measured "
+                        "(default 1000; quick 200)")
     p.add_argument("--reuse-db", action="store_true",
                    help="keep the indexed Cranfield and corpus dbs in OUT and reuse them "
                         "(the cold and scale sections always start from scratch)")
@@ -171,6 +192,10 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
         postgres_url=args.postgres_url,
         obsidian_help=(Path(args.obsidian_help).expanduser().resolve()
                        if args.obsidian_help else None),
+        pdf_dir=args.pdf_dir,
+        code_dir=args.code_dir,
+        pdf_libs=args.pdf_libs or os.environ.get("RIFFLUX_BENCH_PDF_LIBS") or "/tmp/pdflibs",
+        formats_base=args.formats_base,
     )
     if args.quick and corpus.is_dir():  # (a missing corpus fails the sections needing it)
         subset = work / "corpus-quick"
@@ -180,10 +205,15 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
                       reference_sample=128, scale_sizes=(3000,), cranfield_docs=200,
                       vectors_rows=20_000,
                       cranfield_queries=40)
+    if args.quick:
+        cfg = replace(cfg, formats_pages=200, formats_phrases=50, formats_functions=50,
+                      formats_queries=20, formats_rounds=1, markdown_rounds=1)
     if args.queries:
         cfg = replace(cfg, latency_queries=args.queries)
     if args.section_timeout or args.quick:
         cfg = replace(cfg, section_timeout=args.section_timeout or 120.0)
+    if args.pdf_pages:
+        cfg = replace(cfg, formats_pages=args.pdf_pages)
     if args.vectors_rows:
         cfg = replace(cfg, vectors_rows=args.vectors_rows)
     if args.scale_chunks or args.scale_sizes:

@@ -39,6 +39,17 @@ class Config:
     argv: tuple[str, ...] = ()  # the options the run was given, for the report
     postgres_url: str | None = None  # the postgres section's server (None: one started here)
     obsidian_help: Path | None = None  # the quality section's vault (None: Cranfield alone)
+    # the formats section (``_formats``)
+    pdf_dir: str | None = None  # real PDFs (None: fetched, ``_formats_inputs``)
+    code_dir: str | None = None  # a repository's source (None: fetched)
+    pdf_libs: str | None = None  # where pypdf and pdfplumber are installed (--target)
+    formats_base: str | None = None  # the commit markdown is compared with (None: found)
+    formats_pages: int = 1000  # pages of the PDF whose extraction's peak RSS is measured
+    formats_phrases: int = 200
+    formats_functions: int = 200
+    formats_queries: int = 200  # lexical queries per markdown run
+    formats_rounds: int = 3  # rounds of each PDF reader over the files
+    markdown_rounds: int = 5  # runs of each checkout on the markdown, taking turns
 
     @property
     def scale_chunks(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ._formats_report import report as formats_report
 from ._memory import render_memory
 from ._postgres import report as postgres_report
 from ._vectors import report as vectors_report
@@ -344,6 +345,11 @@ def _startup(s: dict[str, Any]) -> list[str]:
     return head + _table(["figure", "measured", "floor (same run)", "target"], rows)
 
 
+def _charts(charts: list[tuple[str, str]] | None, section: str) -> list[tuple[str, str]]:
+    """The charts of one section (``<stem>-<section>-<name>.png``)."""
+    return [c for c in charts or [] if f"-{section}-" in c[1]]
+
+
 def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> str:
     """The markdown report; ``charts``: (title, file name) of the charts beside it."""
     meta, results = run["meta"], run["results"]
@@ -360,7 +366,8 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
     lines += ["## Targets", ""] + _targets(run["targets"])
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
-                 "links": _links, "scale": lambda s: _scale(s, charts or []),
+                 "links": _links, "scale": lambda s: _scale(s, _charts(charts, "scale")),
+                 "formats": lambda f: formats_report(f, _charts(charts, "formats")),
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
                  "vectors": vectors_report, "memory": render_memory, "startup": _startup,
                  "postgres": postgres_report, "quality": _quality}

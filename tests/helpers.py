@@ -147,6 +147,33 @@ def write_all(root: Path, files: Mapping[str, str]) -> Path:
     return root
 
 
+def pdf_of(pages: Sequence[Sequence[str]]) -> bytes:
+    """A PDF of these pages, each its lines of ASCII text in Helvetica (one of the 14
+    fonts every reader knows): a real text layer, written by hand, no library needed."""
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
+               "<< /Type /Pages /Kids [{}] /Count {} >>".format(
+                   " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages))), len(pages)),
+               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    for i, lines in enumerate(pages):
+        shown = " T* ".join("({}) Tj".format(line.replace("\\", "\\\\").replace("(", "\\(")
+                                              .replace(")", "\\)")) for line in lines)
+        stream = f"BT /F1 10 Tf 13 TL 50 750 Td {shown} ET"
+        objects += [f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources "
+                    f"<< /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>",
+                    f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream"]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{at:010d} 00000 n \n".encode() for at in offsets)
+    out += (f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
+            "%%EOF\n").encode()
+    return out
+
+
 def numbered_notes(root: Path, n: int, *, word: str = "heron", long: bool = False) -> Path:
     """``n0.md`` … ``n{n-1}.md``, note ``i`` saying "heron number i wades …" (``word``
     for heron): each is found by its number. A ``long`` note says it thirty times (an

@@ -23,6 +23,7 @@ from .helpers import (
     eventually,
     fused,
     index_rows,
+    pdf_of,
     write,
     write_all,
 )
@@ -42,6 +43,32 @@ async def test_lexical_results_have_bm25_only(db: Location, search_docs: Path) -
     assert results[0]["path"] == "search.md"
     scores = [bm25(r) for r in results]
     assert scores == sorted(scores)  # SQLite's bm25: lower is better
+
+
+async def test_a_hit_says_what_kind_of_file_it_is_in_and_a_pdfs_page(
+    db: Location, tmp_path: Path
+) -> None:
+    docs = write(tmp_path / "docs", "notes.md", "# Otters\n\nOtters hold hands asleep.\n").parent
+    (docs / "paper.pdf").write_bytes(pdf_of([["Herons wade at dawn."],
+                                             ["Otters crack mussels on stones."]]))
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        found = {(h["path"], h["kind"], h.get("page"))
+                 for h in await rf.search("otters", mode="lexical")}
+        hybrid = await rf.search("mussels", kinds=["pdf"])
+    assert found == {("notes.md", "markdown", None), ("paper.pdf", "pdf", 2)}
+    assert [(h["kind"], h.get("page")) for h in hybrid][:1] == [("pdf", 2)]
+
+
+async def test_a_word_a_pdf_hyphenates_at_a_lines_end_is_found_whole(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "paper.pdf").write_bytes(pdf_of([["In parallel we also ap-",
+                                              "ply tagging to the herons."]]))
+    async with Rifflux(tmp_path / "index.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(docs)
+        found = await rf.search('"also apply tagging"', mode="lexical")
+    assert [(h["path"], h.get("page")) for h in found] == [("paper.pdf", 1)]
 
 
 async def test_explain_names_the_query_the_stores_lexical_branch_runs(

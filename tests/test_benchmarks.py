@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from benchmarks._grow import grown_corpus
 from benchmarks._report import render
 from benchmarks._targets import check_all
 
-from .helpers import write
+from .helpers import pdf_of, write
 from .postgres import PostgresServer
 
 
@@ -39,6 +40,27 @@ def varied_notes(root: Path, files: int = 10, sections: int = 50) -> Path:
         body = "".join(f"## {' '.join(rng.sample(vocab, 3))}\n\n"
                        f"{' '.join(rng.sample(vocab, 12))}.\n\n" for _ in range(sections))
         write(root, f"note-{i}.md", f"# Note {i}\n\n{body}")
+    return root
+
+
+def made_up_pdfs(root: Path, files: int = 2, pages: int = 3) -> Path:
+    """PDFs of pages of seeded made-up words: eight lines of seven words a page (over
+    300 characters), no phrase of four words on two pages."""
+    rng = random.Random(9)
+    for i in range(files):
+        text = [[" ".join("".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou")
+                                  for _ in range(3)) for _ in range(7)) for _ in range(8)]
+                for _ in range(pages)]
+        root.mkdir(parents=True, exist_ok=True)
+        (root / f"doc-{i}.pdf").write_bytes(pdf_of(text))
+    return root
+
+
+def a_repository(root: Path, files: int = 500) -> Path:
+    """``files`` Python modules of one function each, every name its own."""
+    for i in range(files):
+        write(root, f"pkg{i % 10}/mod{i}.py",
+              f'"""Module {i}."""\n\n\ndef heron_wades_{i}(x):\n    return x + {i}\n')
     return root
 
 
@@ -165,3 +187,43 @@ def test_the_scale_curve_is_drawn_beside_the_report_and_linked_from_it(tmp_path:
     for (_, first), (_, second) in zip(charts, again, strict=True):
         assert (tmp_path / second).read_bytes() == (tmp_path / first).read_bytes()
     assert "| measure | 10,000 aimed | 100,000 aimed | 1,000,000 aimed |" in markdown
+
+
+def test_the_formats_section_measures_each_part_or_says_what_it_lacked(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    status = main(["--quick", "--sections", "formats", "--corpus",
+                   str(varied_notes(tmp_path / "corpus", files=4, sections=10)),
+                   "--pdf-dir", str(made_up_pdfs(tmp_path / "pdfs")),
+                   "--code-dir", str(a_repository(tmp_path / "code")),
+                   "--pdf-libs", str(tmp_path / "no-libs"), "--formats-base", "HEAD",
+                   "--pdf-pages", "12", "--out", str(out)])
+    markdown, run = report(out)
+    formats, checked = run["results"]["formats"], {t["name"]: t for t in run["targets"]}
+    # code and markdown need no tool: measured here, every name found where it is defined
+    code, md = formats["code"], formats["markdown"]
+    assert code["code"]["files"] == 500 and code["names_once"]["share_first"] == 1.0
+    assert code["markdown"]["bytes"] >= 0.95 * code["code"]["bytes"]
+    assert md["current"]["chunks"] == md["base"]["chunks"] == 40
+    assert md["base_commit"].split()[0] in run["meta"]["commit"]
+    for name in ("code lexically searchable / markdown of the same bytes",
+                 "markdown lexical p50, this checkout / before extractors"):
+        assert checked[name]["measured"] is not None and checked[name]["status"] != "not run"
+    assert checked["peak RSS extracting a 1,000-page PDF"]["status"] in ("not run", "FAIL")
+    if shutil.which("pdftotext") is None:  # the PDF parts say why they were not measured
+        assert status == 1 and "pdftotext is not installed" in run["errors"]["formats"]
+        for name in ("PDF extraction pages/s / pdftotext's (same files, same run)",
+                     "PDF phrase -> first lexical hit on its page"):
+            assert checked[name]["status"] == "FAIL"
+            assert "pdftotext is not installed" in checked[name]["note"]
+        return
+    assert status == 0, run["errors"]
+    rates, rss, phrases = formats["pdf_rates"], formats["pdf_rss"], formats["pdf_phrases"]
+    assert rates["pages"] == 6 and rates["rifflux"]["agreement"]["words"] == 1.0
+    assert rates["rifflux"]["pages_per_s"] > 0 and rates["pdftotext"]["pages_per_s"] > 0
+    assert rates["pypdf"]["missing"].startswith("not installed") and "not installed" in markdown
+    assert rss["built"]["pages"] == 12 and rss["pages"] == 12
+    assert rss["peak_rss_mib"] >= rss["before"]["rss_mib"] > 0
+    assert checked["peak RSS extracting a 1,000-page PDF"]["status"] == "not run"
+    assert phrases["phrases"] == 50 and phrases["share_first"] == 1.0
+    assert checked["PDF phrase -> first lexical hit on its page"]["status"] == "pass"
+    assert (out / "latest-formats-pdf-rates.png").is_file()

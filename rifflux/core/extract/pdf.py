@@ -20,6 +20,7 @@ processes of their own).
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from ..packing import ChunkLimits
 
 _LOCK = threading.Lock()
+#: Control characters but the line breaks ``splitlines`` reads (tab is kept as space).
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
 
 
 class Pdf:
@@ -107,7 +110,11 @@ def _read(source: Source, limits: ChunkLimits) -> Extracted:
 
 def page_text(pdf: Any, index: int) -> str:
     """One page's text in reading order, its lines joined by ``\\n``, without the
-    blank space at its ends and the control characters PDFium marks hyphens with."""
+    blank space at its ends. A word PDFium found hyphenated at a line's end it gives
+    whole on the first line with a mark where the hyphen was (``ap\\x02ply``): the mark
+    is dropped, so the word is indexed and found whole (``apply``, as ``pdftotext``
+    reads it), not as two pieces. Other control characters (a font that maps its glyphs
+    to none gives them) are not text: they are dropped too, line breaks aside."""
     page = pdf[index]
     try:
         textpage = page.get_textpage()
@@ -117,7 +124,7 @@ def page_text(pdf: Any, index: int) -> str:
             textpage.close()
     finally:
         page.close()
-    raw = raw.replace("\x02", "-").replace("\ufffe", "-").replace("\x00", "")
+    raw = _CONTROL.sub("", raw.replace("\x02", "").replace("\ufffe", ""))
     return "\n".join(line.rstrip() for line in raw.splitlines()).strip("\n")
 
 
