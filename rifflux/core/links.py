@@ -194,8 +194,9 @@ def _links_in(text: str) -> list[tuple[int, int, LinkKind, bool, str, str]]:
 
 def _is_file_destination(destination: str) -> bool:
     """Whether a markdown link's destination is a local file of a kind the index reads
-    (``[report](files/report.docx)``; not ``https:``, ``//host``, ``LICENSE``, ``a.png``)."""
-    if _SCHEME.match(destination) or destination.startswith("//"):
+    (``[report](files/report.docx)``; not ``https:``, ``//host``, a bare host written
+    without its scheme (``www.example.org``), ``LICENSE``, ``a.png``)."""
+    if _SCHEME.match(destination) or destination.startswith(("//", "www.")):
         return False
     path, _ = markdown_parts(destination)
     suffix = _suffix(path)

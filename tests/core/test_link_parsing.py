@@ -60,7 +60,8 @@ def test_links_to_files_the_index_reads_are_links_and_to_images_are_not() -> Non
         "The [report](files/report.docx), [notes](<../a b/notes.txt#x>) and "
         "![[guide.rst]].\n"
         "Code [main](src/main.py) and [[tool.go]]; ![[diagram.png]] ![pic](pic.jpg) "
-        "[[song.mp3]] [sheet](data.xlsx).\n")
+        "[[song.mp3]] [sheet](data.xlsx).\n"
+        "A site written without its scheme, [the org](www.example.org), is no file.\n")
     assert [(link.kind, link.embed, link.target, link.text) for link in found] == [
         ("wikilink", False, "paper.pdf", "paper.pdf"),
         ("wikilink", True, "deck.pptx", "deck.pptx"),
