@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 
 from ._charts import copied, write_charts
+from ._check import check_all
 from ._common import Incomplete, Skipped
 from ._context import Config, State
 from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
@@ -41,7 +42,6 @@ from ._ripgrep import ripgrep
 from ._scale import scale
 from ._serve import serve_section
 from ._startup import startup_section
-from ._targets import check_all
 from ._vectors import vectors
 
 Section = Callable[[State], Awaitable[dict[str, Any]]]

@@ -389,10 +389,3 @@ STARTUP_TARGETS: tuple[Target, ...] = (
 )
 #: (FAIL with why when the startup section failed, never pass)
 STARTUP_TARGETS = tuple(replace(t, section="startup") for t in STARTUP_TARGETS)
-
-
-def check_all(results: Results, errors: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """Every target against the run's results; ``errors``: the sections that failed."""
-    from ._formats_report import FORMATS_TARGETS  # (built on Target: imported once it is)
-
-    return [t.check(results, errors) for t in (*TARGETS, *STARTUP_TARGETS, *FORMATS_TARGETS)]

@@ -12,10 +12,10 @@ from typing import Any
 
 from benchmarks import main
 from benchmarks._charts import copied, write_charts
+from benchmarks._check import check_all
 from benchmarks._corpus import chunk_texts
 from benchmarks._grow import grown_corpus
 from benchmarks._report import render
-from benchmarks._targets import check_all
 
 from .helpers import pdf_of, write
 from .postgres import PostgresServer
