@@ -37,6 +37,7 @@ from .types import (
     BackgroundReindex,
     ChunkDetail,
     Counts,
+    EmbeddingServerStatus,
     FileLines,
     FileRecord,
     ForgetResult,
@@ -83,6 +84,8 @@ class Rifflux:
         writable: Sequence[str | os.PathLike[str]] = (),
         watch_writable: bool = True,
         kinds: Sequence[str] | None = None,
+        embed_url: str | None = None,
+        embed_model: str | None = None,
         _watch_factory: WatchFactory | None = None,
     ) -> None:
         base = settings or Settings()
@@ -95,6 +98,7 @@ class Rifflux:
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
             model_dir=model_dir, writable=tuple(Path(p) for p in writable) or None,
             kinds=tuple(kinds) if kinds is not None else None,
+            embed_url=embed_url, embed_model=embed_model,
         )
         self._desk = NoteDesk(settings, watch=watch_writable)  # (notes: writable=)
         self.settings = self._desk.settings
@@ -207,6 +211,11 @@ class Rifflux:
         PostgreSQL, without its BM25 index: emptied by a server restart until it is built
         again, never held by a read replica); None: nothing to say."""
         return self._open().condition()
+
+    def embedding_server(self) -> EmbeddingServerStatus | None:
+        """The embedding server making the vectors (``embed_url``): whether it answered
+        the last request, and why not; None when the vectors are made here."""
+        return self._open().model()["server"]
 
     def searchable(self, query: str) -> bool:
         """Whether ``query`` holds a word the store's lexical branch would search."""

@@ -48,6 +48,13 @@ class EmbeddingError(RiffluxError):
     """The embedding model could not be loaded or run."""
 
 
+class EmbeddingUnavailableError(EmbeddingError):
+    """The embedding server cannot answer now (down, overloaded, timing out, refusing the
+    request, or answering something that is not the embeddings it should): nothing
+    stored is lost, lexical search goes on, and embedding resumes by itself when it
+    answers again."""
+
+
 class JobNotFoundError(RiffluxError):
     """No background job has that id (it may have aged out of the bounded history)."""
 

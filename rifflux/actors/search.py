@@ -20,7 +20,7 @@ import anyio
 from ..core.catalog import Allowed, Catalog
 from ..core.fusion import Combined, combine
 from ..core.snippets import Snippets
-from ..errors import RiffluxError
+from ..errors import EmbeddingUnavailableError, RiffluxError
 from ..store.copies import Place
 from ..store.protocols import OpenStore
 from ..types import (
@@ -32,6 +32,7 @@ from ..types import (
     SearchResult,
 )
 from .messages import SearchShape
+from .server_embedder import ServerEmbedder
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     import numpy as np
@@ -78,6 +79,8 @@ class _Asked:
     snippets: Snippets
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
+    #: The embedding server did not make the query's vector: no pass asks it again.
+    no_vector: bool = False
 
 
 class Ranking:
@@ -234,13 +237,22 @@ class Ranking:
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._loaded.embedder, self._loaded.matrix
-        if not _HAS_WORD.search(asked.query) or embedder is None or (
+        if not _HAS_WORD.search(asked.query) or embedder is None or asked.no_vector or (
                 matrix is None and self._semantic_leg is None):
             return []  # no query vector can be made: semantic mode answers nothing
         vector = asked.vector
         if vector is None:
-            vector = asked.vector = await anyio.to_thread.run_sync(
-                embedder.embed_query, asked.query, limiter=self._embed_limiter)
+            if isinstance(embedder, ServerEmbedder):
+                try:
+                    vector = await embedder.aembed_query(asked.query)
+                except EmbeddingUnavailableError:
+                    # the branch answers nothing; the answer's hint says why (its health)
+                    asked.no_vector = True
+                    return []
+            else:
+                vector = await anyio.to_thread.run_sync(
+                    embedder.embed_query, asked.query, limiter=self._embed_limiter)
+            asked.vector = vector
         if self._semantic_leg is not None:  # the store ranks its vectors itself
             return await self._semantic_leg.semantic(
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)

@@ -54,6 +54,8 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"rifflux: {answered.pending}\n")
     if answered.condition is not None:
         sys.stderr.write(f"rifflux: {answered.condition}\n")
+    if answered.semantic is not None:
+        sys.stderr.write(f"rifflux: {answered.semantic}\n")
     if answered.reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{answered.reason}\n")
     return EXIT_OK if results else EXIT_FAILURE

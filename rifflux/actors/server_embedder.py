@@ -1,0 +1,338 @@
+"""An embedding server as the index's model: the client of the OpenAI-compatible
+``/v1/embeddings`` API (``core.embed_api`` makes the requests and reads the answers).
+
+``ServerEmbedder`` is an ``Embedder`` whose vectors come from the server. It is async
+(httpx2, the MCP SDK's HTTP client, on the event loop): the embedder actor and the
+search await ``aembed_documents`` / ``aembed_query`` instead of running a model in a
+worker thread, so a shutdown cancels a request or a wait at once. The synchronous
+methods of the protocol run those from a worker thread (``anyio.from_thread``).
+
+- Batches are sized to the server: a window of texts is sent ``batch`` at a time (at
+  first ``Settings.embed_server_batch``), at most ``concurrency`` requests at once; an
+  answer that a request is too large (413, or a 400/422/500 that says so) halves the
+  batch for good, and a single text still too large is cut to half its length.
+- A request that fails for a while (no connection, a timeout, 429, 5xx, an answer that
+  is not the API's) is sent again after a backoff, or the ``Retry-After`` the server
+  asked for; after a few tries it raises ``EmbeddingUnavailableError``: the embedder
+  actor then waits and tries again later, storing nothing meanwhile, and a search's
+  semantic branch answers nothing (the answer's hint says why).
+- ``health`` says whether the server answered last time, and since when it does not:
+  status and the answers' hints read it.
+
+The index's model identity is the server's model name and dimension
+(``server:NAME:DIM``), learnt by ``connect`` from one request.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+
+from ..errors import EmbeddingError, EmbeddingUnavailableError
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..core.vectors import F32
+    from ..types import EmbeddingServerStatus
+
+__all__ = ["ServerEmbedder", "ServerHealth", "backoff"]
+
+logger = logging.getLogger(__name__)
+
+#: Tries of one request of documents before the embedder actor waits instead ...
+_DOCUMENT_TRIES = 4
+#: ... and of a query's (a search waits for it).
+_QUERY_TRIES = 2
+#: The first wait between two tries (doubled at each), the longest, and the longest a
+#: query waits for a ``Retry-After``.
+_BACKOFF = 0.25
+_MAX_WAIT = 60.0
+_QUERY_MAX_WAIT = 1.0
+#: A query's request gives up sooner than a batch's.
+_QUERY_TIMEOUT = 5.0
+#: A text is cut no shorter than this when the server refuses it as too large.
+_SHORTEST_CUT = 16
+
+
+@dataclass(slots=True)
+class ServerHealth:
+    """Whether the server answered the last request (None: nothing asked yet), what went
+    wrong, and since when (Unix time) it has not answered."""
+
+    reachable: bool | None = None
+    error: str | None = None
+    since: float | None = None
+    checked: float | None = None  # (monotonic) when it last answered or failed
+
+    def answered(self) -> None:
+        if self.reachable is False:
+            logger.warning("the embedding server answers again")
+        self.reachable, self.error, self.since = True, None, None
+        self.checked = time.monotonic()
+
+    def failed(self, why: str) -> None:
+        if self.reachable is not False:
+            self.since = time.time()
+            logger.warning("the embedding server %s", why)
+        self.reachable, self.error = False, why
+        self.checked = time.monotonic()
+
+
+class _TooLarge(Exception):
+    """The server refused a request for its size: send fewer or shorter texts."""
+
+
+class ServerEmbedder:
+    """The vectors of an embedding server. Made unconnected (``health`` is known from
+    then on); ``connect`` learns its model and dimension."""
+
+    backend: Literal["server"] = "server"
+
+    def __init__(self, settings: Settings) -> None:
+        import httpx2
+
+        from ..core.embed_api import embeddings_url, models_url, shown_url
+
+        assert settings.embed_url is not None
+        self._httpx = httpx2
+        self.url = shown_url(settings.embed_url)
+        self._embeddings = embeddings_url(settings.embed_url)
+        self._models = models_url(settings.embed_url)
+        self._asked = settings.embed_model
+        self._model: str | None = settings.embed_model
+        self._timeout = settings.embed_timeout
+        self.batch = settings.embed_server_batch
+        self.concurrency = settings.embed_concurrency
+        self._limiter = anyio.CapacityLimiter(settings.embed_concurrency)
+        headers = {"Accept": "application/json"}
+        if settings.embed_key:
+            headers["Authorization"] = f"Bearer {settings.embed_key}"
+        self._client = httpx2.AsyncClient(
+            headers=headers, timeout=settings.embed_timeout, follow_redirects=True,
+            limits=httpx2.Limits(max_connections=settings.embed_concurrency + 1))
+        self.health = ServerHealth()
+        self._dim: int | None = None
+        self._label: str | None = None
+
+    # ------------------------------------------------------------ the protocol
+
+    @property
+    def label(self) -> str:
+        if self._label is None:
+            raise EmbeddingError("the embedding server is not connected yet")
+        return self._label
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            raise EmbeddingError("the embedding server is not connected yet")
+        return self._dim
+
+    @property
+    def model(self) -> str | None:
+        """The server's model (None until known)."""
+        return self._model
+
+    @property
+    def batch_texts(self) -> int:
+        """How many texts a call of ``aembed_documents`` should get to keep every
+        request slot busy."""
+        return self.batch * self.concurrency
+
+    def embed_documents(self, texts: list[str]) -> F32:
+        """From a worker thread of anyio's (``aembed_documents`` runs on the loop)."""
+        return anyio.from_thread.run(self.aembed_documents, texts)
+
+    def embed_query(self, text: str) -> F32:
+        return anyio.from_thread.run(self.aembed_query, text)
+
+    # ------------------------------------------------------------ connecting
+
+    async def connect(self) -> None:
+        """Learn the server's model (its only one, when none was named) and dimension
+        with one request; ``EmbeddingUnavailableError`` when it does not answer."""
+        if self._asked is None:
+            self._model = await self._only_model()
+        vectors, named = await self._post(["dimension probe"], tries=1, max_wait=0.0,
+                                          timeout=self._timeout)
+        from ..core.embed_api import label
+
+        self._model = named or self._model or "default"
+        self._dim = int(vectors.shape[1])
+        self._label = label(self._model, self._dim)
+        logger.info("embedding server %s: model %s, %d dimensions", self.url, self._model,
+                    self._dim)
+
+    async def _only_model(self) -> str:
+        from ..core.embed_api import parse_models
+
+        try:
+            response = await self._client.get(self._models)
+        except self._httpx.HTTPError as exc:
+            why = f"at {self.url} cannot be reached ({type(exc).__name__}: {exc})"
+            self.health.failed(why)
+            raise EmbeddingUnavailableError(why) from exc
+        models = parse_models(response.content) if response.status_code == 200 else []
+        if len(models) == 1:
+            self.health.answered()
+            return models[0]
+        said = (f"lists {len(models)} models ({', '.join(models[:5])})" if models
+                else f"does not list its models ({response.status_code} from {self._models})")
+        why = (f"at {self.url} {said}: name the one to use with --embed-model or "
+               "RIFFLUX_EMBED_MODEL")
+        self.health.failed(why)
+        raise EmbeddingUnavailableError(why)
+
+    async def check(self) -> None:
+        """Ask the server once (status: whether it answers now); never raises."""
+        try:
+            await self._post(["status check"], tries=1, max_wait=0.0,
+                             timeout=min(self._timeout, 2.0))
+        except EmbeddingError:
+            pass  # (health says why)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def status(self) -> EmbeddingServerStatus:
+        h = self.health
+        return {"url": self.url, "model": self._model, "dim": self._dim,
+                "reachable": h.reachable, "error": h.error, "unreachable_since": h.since,
+                "batch_size": self.batch, "concurrency": self.concurrency}
+
+    # ------------------------------------------------------------ embedding
+
+    async def aembed_query(self, text: str) -> F32:
+        vectors, _ = await self._post([text], tries=_QUERY_TRIES, max_wait=_QUERY_MAX_WAIT,
+                                      timeout=min(self._timeout, _QUERY_TIMEOUT))
+        out: F32 = vectors[0]
+        return out
+
+    async def aembed_documents(self, texts: list[str]) -> F32:
+        """One unit vector per text, in their order: ``batch`` texts a request, at most
+        ``concurrency`` requests at once."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows: list[F32 | None] = [None] * len(texts)
+        try:
+            async with anyio.create_task_group() as tg:
+                for start in range(0, len(texts), self.batch):
+                    tg.start_soon(self._part, texts, start, min(start + self.batch,
+                                                                len(texts)), rows)
+        except ExceptionGroup as group:  # the first of our errors, as one request raises it
+            own = [e for e in group.exceptions if isinstance(e, EmbeddingError)]
+            if not own:
+                raise
+            raise own[0] from group
+        return np.stack([r for r in rows if r is not None]).astype(np.float32)
+
+    async def _part(self, texts: list[str], start: int, end: int,
+                    rows: list[F32 | None]) -> None:
+        part = texts[start:end]
+        try:
+            async with self._limiter:
+                vectors, _ = await self._post(part, tries=_DOCUMENT_TRIES, max_wait=_MAX_WAIT,
+                                              timeout=self._timeout)
+        except _TooLarge:
+            if len(part) > 1:  # fewer texts a request from now on
+                half = len(part) // 2
+                if half < self.batch:
+                    self.batch = half
+                    logger.info("the embedding server refused %d texts at once: sending "
+                                "%d a request from now on", len(part), half)
+                await self._part(texts, start, start + half, rows)
+                await self._part(texts, start + half, end, rows)
+                return
+            rows[start] = await self._cut(part[0])
+            return
+        for offset, row in enumerate(vectors):
+            rows[start + offset] = row
+
+    async def _cut(self, text: str) -> F32:
+        """A text the server refuses as too large, cut to half its length until it takes
+        it (its beginning is what its vector is made of)."""
+        while len(text) > _SHORTEST_CUT:
+            text = text[: len(text) // 2]
+            try:
+                async with self._limiter:
+                    vectors, _ = await self._post([text], tries=_DOCUMENT_TRIES,
+                                                  max_wait=_MAX_WAIT, timeout=self._timeout)
+                row: F32 = vectors[0]
+                return row
+            except _TooLarge:
+                continue
+        raise EmbeddingError(f"the embedding server at {self.url} refuses even "
+                             f"{_SHORTEST_CUT} characters of a text as too large")
+
+    async def _post(self, texts: list[str], *, tries: int, max_wait: float,
+                    timeout: float) -> tuple[F32, str | None]:  # noqa: ASYNC109 - httpx's own
+        """The vectors of ``texts`` and the model the server names, after at most
+        ``tries`` requests; ``_TooLarge`` when the server refuses them for their size."""
+        from ..core.embed_api import (
+            parse_embeddings,
+            request_body,
+            retry_after,
+            says_too_large,
+            verdict,
+        )
+
+        body = request_body(self._model, texts)
+        why = ""
+        for attempt in range(tries):
+            wait: float | None = None
+            try:
+                response = await self._client.post(self._embeddings, json=body,
+                                                   timeout=timeout)
+            except self._httpx.TimeoutException:
+                why = f"at {self.url} did not answer within {timeout:g} s"
+            except self._httpx.HTTPError as exc:
+                why = f"at {self.url} cannot be reached ({type(exc).__name__}: {exc})"
+            else:
+                code = response.status_code
+                said = verdict(code)
+                if said == "ok":
+                    try:
+                        found = parse_embeddings(response.content, len(texts), self._dim)
+                    except EmbeddingUnavailableError as exc:
+                        why = f"at {self.url} {exc}"
+                    else:
+                        self.health.answered()
+                        return found
+                elif said == "smaller" or says_too_large(code, response.text):
+                    self.health.answered()
+                    raise _TooLarge(response.text[:200])
+                else:
+                    why = (f"at {self.url} answered {code} "
+                           f"{_short(response.text) or response.reason_phrase}")
+                    wait = retry_after(response.headers.get("retry-after"))
+                    if said == "refused":  # (sent again as it is, it is refused again)
+                        why += (" (check the URL, --embed-model / RIFFLUX_EMBED_MODEL and "
+                                "RIFFLUX_EMBED_KEY)")
+                        self.health.failed(why)
+                        break
+            self.health.failed(why)
+            if attempt + 1 < tries:
+                delay = wait if wait is not None else _BACKOFF * 2 ** attempt
+                if delay > max_wait:
+                    break  # (longer than this caller may wait: it says why instead)
+                await anyio.sleep(delay)
+        raise EmbeddingUnavailableError(f"the embedding server {why}")
+
+
+def _short(text: str) -> str:
+    """A server's error body, on one line and short."""
+    one = " ".join(text.split())
+    return one if len(one) <= 200 else one[:199] + "…"
+
+
+def backoff(failures: int) -> float:
+    """How long the embedder actor waits after ``failures`` failed drains in a row before
+    it tries the server again: 0.5 s, doubled each time, at most a minute."""
+    return min(_MAX_WAIT, 0.5 * 2 ** max(0, failures - 1)) if failures else 0.0
+
