@@ -61,7 +61,7 @@ class Served:
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
                                 lifespan="off", access_log=False, timeout_graceful_shutdown=1)
         server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        # (uvicorn installs signal handlers only in the main thread: none here)
         thread = threading.Thread(target=server.run, name=f"test-server-{self.port}",
                                   daemon=True)
         thread.start()

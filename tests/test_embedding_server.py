@@ -16,7 +16,7 @@ from rifflux import Rifflux, Settings
 from rifflux.core.embed_api import embeddings_url, parse_embeddings, retry_after
 from rifflux.errors import EmbeddingUnavailableError, InvalidArgumentError
 
-from .helpers import TOPICS, Location, eventually, write, write_all
+from .helpers import TOPICS, Location, cosine, eventually, write, write_all
 from .model_servers import EmbeddingServer, embedding_server
 
 pytestmark = pytest.mark.anyio
@@ -69,8 +69,7 @@ async def test_a_server_makes_the_vectors_and_ranks_as_the_local_model_does(
     assert [h["path"] for h in semantic] == [h["path"] for h in here]
     assert semantic[0]["path"] == "account.md"
     for a, b in zip(semantic, here, strict=True):
-        assert a["score_breakdown"]["cosine"] == pytest.approx(b["score_breakdown"]["cosine"],
-                                                               abs=0.02)
+        assert cosine(a) == pytest.approx(cosine(b), abs=0.02)
     assert status["embedding_backend"] == "server"
     assert status["embeddings"] == status["chunks"] and status["pending_embeddings"] == 0
     said = status["embedding_server"]
@@ -138,10 +137,11 @@ async def test_a_timeout_a_wrong_dimension_and_malformed_json_store_nothing_and_
     async with served(tmp_path / "i.db", server, embed_timeout=0.5) as rf:
         await rf.reindex(root)
         before = (await rf.status())["embeddings"]
-        for n, (fault, said) in enumerate([
-                ({"delay": 2.0}, "did not answer within 0.5 s"),
-                ({"dim": 100}, "100 dimensions"),
-                ({"malformed": True}, "not JSON")]):
+        faults: list[tuple[dict[str, Any], str]] = [
+            ({"delay": 2.0}, "did not answer within 0.5 s"),
+            ({"dim": 100}, "100 dimensions"),
+            ({"malformed": True}, "not JSON")]
+        for n, (fault, said) in enumerate(faults):
             for name, value in fault.items():
                 setattr(server.faults, name, value)
             write(root, f"new{n}.md", f"# New {n}\n\nKingfishers dive for fish {n}.\n")
