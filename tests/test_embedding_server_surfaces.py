@@ -1,0 +1,127 @@
+"""An embedding server (``--embed-url``) through the command line and MCP: a real
+OpenAI-compatible server on a free port (``tests/model_servers.py``), real processes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .helpers import (
+    TOPICS,
+    call,
+    cli_env,
+    eventually,
+    mcp_session,
+    rifflux_cli,
+    server_env,
+    write,
+    write_all,
+)
+from .model_servers import EmbeddingServer, embedding_server
+
+ACCOUNT = ("# Account help\n\n## Resetting your password\n\nIf you forget your credentials, "
+           "open Settings and choose Forgot password to receive a reset link by email.\n")
+PARAPHRASE = "I cannot recall my login secret"
+#: What every surface says while the server does not answer (answers/search.py).
+OFF = "semantic ranking is off"
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingServer]:
+    with embedding_server() as served:
+        yield served
+
+
+def notes(tmp_path: Path) -> Path:
+    root = write_all(tmp_path / "kb", TOPICS)
+    write(root, "account.md", ACCOUNT)
+    return root
+
+
+def test_the_cli_indexes_searches_and_reports_through_an_embedding_server(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    root = notes(tmp_path)
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto", RIFFLUX_EMBED_KEY="sk-cli")
+    flags = ("--db", "index.db", "--embed-url", server.url, "--embed-model", "minilm-served")
+    done = rifflux_cli(tmp_path, *flags, "index", str(root), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "(server:minilm-served:384)" in done.stdout
+    found = rifflux_cli(tmp_path, *flags, "search", "--mode", "semantic", "--json", PARAPHRASE,
+                        env=env)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["path"] == "account.md"
+    status = rifflux_cli(tmp_path, *flags, "status", env=env)
+    assert status.returncode == 0, status.stderr
+    line = next(x for x in status.stdout.splitlines() if x.startswith("server"))
+    assert f"{server.url} (minilm-served) - reachable" in line
+    assert "server:minilm-served:384" in status.stdout
+    assert {a.authorization for a in server.asked} == {"Bearer sk-cli"}
+
+    server.stop()  # the server goes away: lexical answers go on, semantic ones say why
+    hybrid = rifflux_cli(tmp_path, *flags, "search", "--json", "tomato watering", env=env)
+    assert hybrid.returncode == 0, hybrid.stderr
+    answer = json.loads(hybrid.stdout)
+    assert answer["results"][0]["path"] == "garden.md"
+    assert OFF in answer["hint"] and OFF in hybrid.stderr
+    semantic = rifflux_cli(tmp_path, *flags, "search", "--mode", "semantic", PARAPHRASE,
+                           env=env)
+    assert semantic.returncode == 1
+    assert OFF in semantic.stderr and "cannot be reached" in semantic.stderr
+    assert "nothing matched" not in semantic.stderr  # (not a matter of words)
+    down = rifflux_cli(tmp_path, *flags, "status", "--json", env=env)
+    said = json.loads(down.stdout)
+    assert said["embedding_server"]["reachable"] is False
+    assert said["embeddings"] == said["chunks"]  # nothing stored is lost
+
+
+def test_a_bad_embed_url_is_a_usage_error(tmp_path: Path) -> None:
+    done = rifflux_cli(tmp_path, "--db", "index.db", "--embed-url", "localhost:11434",
+                       "status", env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto"))
+    assert done.returncode == 2
+    assert "http:// or https://" in done.stderr and "--embed-url" in done.stderr
+
+
+@pytest.mark.anyio
+async def test_mcp_searches_with_the_server_and_says_why_semantic_is_off_while_it_is_away(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    root = notes(tmp_path)
+    env = server_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto", RIFFLUX_EMBED_URL=server.url)
+    async with mcp_session(tmp_path, env=env) as session:
+        await call(session, "reindex", path=str(root))
+        semantic = await call(session, "search_rifflux", query=PARAPHRASE, mode="semantic")
+        assert semantic["embedding_model"] == "server:minilm-served:384"
+        assert semantic["results"][0]["path"] == "account.md"
+        status = await call(session, "index_status")
+        assert status["embedding_backend"] == "server"
+        assert status["embedding_server"]["reachable"] is True
+
+        server.stop()
+        write(root, "otters.md", "# Otters\n\nSea otters hold hands while they sleep.\n")
+        await call(session, "reindex", path=str(root), background=True)
+        async def found() -> dict[str, Any] | None:
+            answer = await call(session, "search_rifflux", query="otters hold hands")
+            return answer if answer["results"] else None
+
+        hybrid = await eventually(found, within=30)
+        assert hybrid["results"][0]["path"] == "otters.md"
+        assert OFF in hybrid["hint"]
+        off = await call(session, "search_rifflux", query=PARAPHRASE, mode="semantic")
+        assert off["results"] == [] and OFF in off["hint"]
+        status = await call(session, "index_status")
+        assert status["embedding_server"]["reachable"] is False
+        assert status["pending_embeddings"] >= 1
+
+        server.start()  # embedding resumes by itself
+
+        async def embedded() -> bool:
+            now = await call(session, "index_status")
+            return bool(now["pending_embeddings"] == 0 and now["embedder"]["waiting"] is None)
+
+        await eventually(embedded, within=60)
+        back = await call(session, "search_rifflux", query="marine animals resting",
+                          mode="semantic", top_k=1)
+    assert back["results"][0]["path"] == "otters.md" and "hint" not in back
