@@ -73,6 +73,11 @@ class Settings:
     #: The model the server is asked for (``"model"`` of each request); None: the one
     #: model its ``/v1/models`` lists.
     embed_model: str | None = None
+    #: Put before every query / chunk sent to the server (models such as
+    #: nomic-embed-text want ``"search_query: "`` / ``"search_document: "``, e5 models
+    #: ``"query: "`` / ``"passage: "``); part of the index's model identity.
+    embed_query_prefix: str = ""
+    embed_document_prefix: str = ""
     #: Sent as ``Authorization: Bearer KEY`` (never shown in status or logs).
     embed_key: str | None = field(default=None, repr=False)
     #: Seconds a request to the server may take (a query's at most 5 of them).
@@ -223,6 +228,8 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_EMBED_URL": "embed_url",
     "RIFFLUX_EMBED_MODEL": "embed_model",
     "RIFFLUX_EMBED_KEY": "embed_key",
+    "RIFFLUX_EMBED_QUERY_PREFIX": "embed_query_prefix",
+    "RIFFLUX_EMBED_DOCUMENT_PREFIX": "embed_document_prefix",
     "RIFFLUX_EMBED_TIMEOUT": "embed_timeout",
     "RIFFLUX_EMBED_SERVER_BATCH": "embed_server_batch",
     "RIFFLUX_EMBED_CONCURRENCY": "embed_concurrency",

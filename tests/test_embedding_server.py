@@ -308,3 +308,29 @@ def test_the_embeddings_address_and_retry_after_are_read_as_servers_write_them()
     assert model == "m"
     assert vectors.tolist()[0] == pytest.approx([0.6, 0.8])
     assert vectors.tolist()[1] == pytest.approx([0.0, 1.0])
+
+
+async def test_prefixes_go_before_queries_and_chunks_and_are_part_of_the_model_identity(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    root = notes(tmp_path)
+    db = tmp_path / "i.db"
+    async with served(db, server, embed_query_prefix="search_query: ",
+                      embed_document_prefix="search_document: ") as rf:
+        await rf.reindex(root)
+        await rf.search(PARAPHRASE, mode="semantic")
+        status = await rf.status()
+    label = status["embedding_model"]
+    assert label is not None and label.startswith("server:minilm-served:384:")
+    assert (status["embedding_query_prefix"], status["embedding_document_prefix"]) == (
+        "search_query: ", "search_document: ")
+    sent = [t for a in server.asked for t in a.texts if t not in ("dimension probe",
+                                                                 "status check")]
+    assert f"search_query: {PARAPHRASE}" in sent
+    assert sum(t.startswith("search_document: ") for t in sent) == status["chunks"]
+    server.asked.clear()
+    async with served(db, server) as rf:  # no prefixes: other vectors, embedded again
+        await eventually(lambda: fully_embedded(rf, "server:minilm-served:384"), within=60)
+    again = [t for a in server.asked for t in a.texts if t not in ("dimension probe",
+                                                                  "status check")]
+    assert len(again) == status["chunks"]
+    assert not any(t.startswith("search_") for t in again)

@@ -255,6 +255,9 @@ def _how_it_runs(emb: Embedder | None) -> _HowItRuns:
     if emb is None:
         return {"pooling": None, "query_prefix": None, "document_prefix": None,
                 "max_tokens": None}
+    if isinstance(emb, ServerEmbedder):
+        return {"pooling": None, "query_prefix": emb.query_prefix,
+                "document_prefix": emb.document_prefix, "max_tokens": None}
     from ..core.embedders import OnnxEmbedder  # (loaded already: here is an embedder)
 
     if not isinstance(emb, OnnxEmbedder):  # hashing (or a test's fake) has none of these

@@ -105,6 +105,8 @@ class ServerEmbedder:
         self._asked = settings.embed_model
         self._model: str | None = settings.embed_model
         self._timeout = settings.embed_timeout
+        self.query_prefix = settings.embed_query_prefix
+        self.document_prefix = settings.embed_document_prefix
         self.batch = settings.embed_server_batch
         self.concurrency = settings.embed_concurrency
         self._limiter = anyio.CapacityLimiter(settings.embed_concurrency)
@@ -163,7 +165,7 @@ class ServerEmbedder:
 
         self._model = named or self._model or "default"
         self._dim = int(vectors.shape[1])
-        self._label = label(self._model, self._dim)
+        self._label = label(self._model, self._dim, self.query_prefix, self.document_prefix)
         logger.info("embedding server %s: model %s, %d dimensions", self.url, self._model,
                     self._dim)
 
@@ -207,7 +209,8 @@ class ServerEmbedder:
     # ------------------------------------------------------------ embedding
 
     async def aembed_query(self, text: str) -> F32:
-        vectors, _ = await self._post([text], tries=_QUERY_TRIES, max_wait=_QUERY_MAX_WAIT,
+        vectors, _ = await self._post([self.query_prefix + text], tries=_QUERY_TRIES,
+                                      max_wait=_QUERY_MAX_WAIT,
                                       timeout=min(self._timeout, _QUERY_TIMEOUT))
         out: F32 = vectors[0]
         return out
@@ -219,6 +222,8 @@ class ServerEmbedder:
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.document_prefix:
+            texts = [self.document_prefix + t for t in texts]
         rows: list[F32 | None] = [None] * len(texts)
         try:
             async with anyio.create_task_group() as tg:

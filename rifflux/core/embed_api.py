@@ -11,6 +11,7 @@ The client that sends the requests is ``rifflux.actors.server_embedder``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from email.utils import parsedate_to_datetime
@@ -64,10 +65,14 @@ def shown_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def label(model: str, dim: int) -> str:
-    """The index's name for the vectors of ``model`` at ``dim`` dimensions: another name
-    or dimension re-embeds the index, as another local model does."""
-    return f"server:{model}:{dim}"
+def label(model: str, dim: int, query_prefix: str = "", document_prefix: str = "") -> str:
+    """The index's name for the vectors of ``model`` at ``dim`` dimensions (and with these
+    prefixes, when there are any: a hash of them ends it): another name, dimension or
+    prefix re-embeds the index, as another local model does."""
+    if not (query_prefix or document_prefix):
+        return f"server:{model}:{dim}"
+    digest = hashlib.sha256(f"{query_prefix}\0{document_prefix}".encode()).hexdigest()[:8]
+    return f"server:{model}:{dim}:{digest}"
 
 
 def request_body(model: str | None, texts: list[str]) -> dict[str, Any]:
