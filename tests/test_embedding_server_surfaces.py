@@ -125,3 +125,19 @@ async def test_mcp_searches_with_the_server_and_says_why_semantic_is_off_while_i
         back = await call(session, "search_rifflux", query="marine animals resting",
                           mode="semantic", top_k=1)
     assert back["results"][0]["path"] == "otters.md" and "hint" not in back
+
+
+def test_doctor_asks_the_embedding_server_and_says_when_it_is_away(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto", RIFFLUX_EMBED_URL=server.url,
+                  HOME=str(tmp_path / "home"))
+    done = rifflux_cli(tmp_path, "--db", "index.db", "doctor", "--json", env=env)
+    [model] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "model"]
+    assert model["status"] == "ok", model
+    assert model["model"] == "server:minilm-served:384" and model["texts_per_second"] > 0
+    server.stop()
+    done = rifflux_cli(tmp_path, "--db", "index.db", "doctor", "--json", env=env)
+    assert done.returncode == 1
+    [model] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "model"]
+    assert model["status"] == "attention" and "cannot be reached" in model["summary"]
+    assert "RIFFLUX_EMBED_URL" in model["fix"]
