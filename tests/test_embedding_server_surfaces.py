@@ -4,6 +4,9 @@ OpenAI-compatible server on a free port (``tests/model_servers.py``), real proce
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,3 +144,30 @@ def test_doctor_asks_the_embedding_server_and_says_when_it_is_away(
     [model] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "model"]
     assert model["status"] == "attention" and "cannot be reached" in model["summary"]
     assert "RIFFLUX_EMBED_URL" in model["fix"]
+
+
+def test_rifflux_index_waits_for_a_server_that_is_away_says_so_and_ends_when_it_is_back(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    root = notes(tmp_path)
+    server.stop()
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto", RIFFLUX_EMBED_URL=server.url)
+    proc = subprocess.Popen([sys.executable, "-m", "rifflux", "--db", "index.db", "index",
+                             str(root)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        said = []
+        deadline = time.monotonic() + 60
+        for line in proc.stderr:  # (until it says it waits: the process is blocked on it)
+            said.append(line)
+            if "the job waits for its vectors" in line or time.monotonic() > deadline:
+                break
+        assert "the job waits for its vectors" in said[-1], said
+        server.start()
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "(server:minilm-served:384)" in out and "4 embeddings" in out
+    assert "answers again" in err

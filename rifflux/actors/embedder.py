@@ -155,7 +155,8 @@ class EmbedderActor:
         st.waiting = str(exc)
         delay = backoff(st.unanswered)
         st.retry_at = anyio.current_time() + delay
-        logger.warning("embedding waits: %s; asking again in %.1f s", exc, delay)
+        logger.log(logging.WARNING if st.unanswered == 1 else logging.DEBUG,
+                   "embedding waits: %s; asking again in %.1f s", exc, delay)
         tg.start_soon(self._retry, delay, name="rifflux.embedder.retry")
 
     async def _retry(self, delay: float) -> None:

@@ -215,7 +215,8 @@ class ModelLoader:
             except EmbeddingUnavailableError as exc:
                 failures += 1
                 self.unreachable.set()
-                logger.warning("%s; trying again in %.1f s", exc, backoff(failures))
+                logger.log(logging.WARNING if failures == 1 else logging.DEBUG,
+                           "%s; trying again in %.1f s", exc, backoff(failures))
                 await anyio.sleep(backoff(failures))
 
     def _load(self) -> Embedder:

@@ -11,6 +11,7 @@ bounded grace period, then the actors are cancelled and the store closed.
 
     watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
+    embedder's timer --BackoffEnded--> embedder (an embedding server asked again)
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
     other processes --change log--> indexer (Ticked: it looks) --IndexChanged--> query
