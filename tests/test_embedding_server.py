@@ -334,3 +334,21 @@ async def test_prefixes_go_before_queries_and_chunks_and_are_part_of_the_model_i
                                                                   "status check")]
     assert len(again) == status["chunks"]
     assert not any(t.startswith("search_") for t in again)
+
+
+async def test_a_long_retry_after_is_honoured_by_the_embedder_not_retried_sooner(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    async with served(tmp_path / "i.db", server) as rf:
+        await rf.wait_for_model()
+        server.faults.status, server.faults.retry_after = 429, "120"
+        await rf.reindex(notes(tmp_path), background=True)
+
+        async def waiting() -> bool:
+            return (await rf.status())["embedder"]["waiting"] is not None
+
+        await eventually(waiting, within=30)
+        status = await rf.status()
+        retry_in = status["embedder"]["retry_in"]
+        assert retry_in is not None and 60 < retry_in <= 120
+        assert "429" in (status["embedder"]["waiting"] or "")
+        assert [a.answered for a in server.asked].count(429) == 1  # asked once, then waits

@@ -153,7 +153,7 @@ class EmbedderActor:
         st = self._stats
         st.unanswered += 1
         st.waiting = str(exc)
-        delay = backoff(st.unanswered)
+        delay = backoff(st.unanswered, exc.retry_after)
         st.retry_at = anyio.current_time() + delay
         logger.log(logging.WARNING if st.unanswered == 1 else logging.DEBUG,
                    "embedding waits: %s; asking again in %.1f s", exc, delay)

@@ -52,6 +52,8 @@ _QUERY_TRIES = 2
 _BACKOFF = 0.25
 _MAX_WAIT = 60.0
 _QUERY_MAX_WAIT = 1.0
+#: The longest ``Retry-After`` the embedder honours (a longer one: asked again then).
+_MOST_ASKED = 600.0
 #: A query's request gives up sooner than a batch's.
 _QUERY_TIMEOUT = 5.0
 #: A text is cut no shorter than this when the server refuses it as too large.
@@ -115,7 +117,8 @@ class ServerEmbedder:
             headers["Authorization"] = f"Bearer {settings.embed_key}"
         self._client = httpx2.AsyncClient(
             headers=headers, timeout=settings.embed_timeout, follow_redirects=True,
-            limits=httpx2.Limits(max_connections=settings.embed_concurrency + 1))
+            # (room beside the batches' requests for the searches' queries)
+            limits=httpx2.Limits(max_connections=settings.embed_concurrency + 8))
         self.health = ServerHealth()
         self._dim: int | None = None
         self._label: str | None = None
@@ -289,8 +292,9 @@ class ServerEmbedder:
 
         body = request_body(self._model, texts)
         why = ""
+        wait: float | None = None
         for attempt in range(tries):
-            wait: float | None = None
+            wait = None
             try:
                 response = await self._client.post(self._embeddings, json=body,
                                                    timeout=timeout)
@@ -327,7 +331,7 @@ class ServerEmbedder:
                 if delay > max_wait:
                     break  # (longer than this caller may wait: it says why instead)
                 await anyio.sleep(delay)
-        raise EmbeddingUnavailableError(f"the embedding server {why}")
+        raise EmbeddingUnavailableError(f"the embedding server {why}", retry_after=wait)
 
 
 def _short(text: str) -> str:
@@ -336,8 +340,10 @@ def _short(text: str) -> str:
     return one if len(one) <= 200 else one[:199] + "…"
 
 
-def backoff(failures: int) -> float:
-    """How long the embedder actor waits after ``failures`` failed drains in a row before
-    it tries the server again: 0.5 s, doubled each time, at most a minute."""
-    return min(_MAX_WAIT, 0.5 * 2 ** max(0, failures - 1)) if failures else 0.0
+def backoff(failures: int, asked: float | None = None) -> float:
+    """How long to wait after ``failures`` failed tries in a row before asking the server
+    again: 0.5 s, doubled each time, at most a minute; or as long as it asked
+    (``Retry-After``), at most ``_MOST_ASKED``."""
+    mine = min(_MAX_WAIT, 0.5 * 2 ** max(0, failures - 1)) if failures else 0.0
+    return mine if asked is None else max(mine, min(asked, _MOST_ASKED))
 
