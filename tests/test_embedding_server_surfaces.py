@@ -171,3 +171,28 @@ def test_rifflux_index_waits_for_a_server_that_is_away_says_so_and_ends_when_it_
     assert proc.returncode == 0, err
     assert "(server:minilm-served:384)" in out and "4 embeddings" in out
     assert "answers again" in err
+
+
+def test_rifflux_serve_answers_with_the_server_and_says_why_semantic_is_off(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    import httpx2
+
+    from .serving import serving
+
+    root = notes(tmp_path)
+    db = tmp_path / "index.db"
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto")
+    flags = ("--embed-url", server.url, "--embed-model", "minilm-served")
+    assert rifflux_cli(tmp_path, "--db", str(db), *flags, "index", str(root),
+                       env=env).returncode == 0
+    with serving(db, "--backend", "auto", *flags, env=env) as served, \
+            httpx2.Client(base_url=served.url, headers=served.headers(), timeout=30) as http:
+        found = http.get("/api/search", params={"q": PARAPHRASE, "mode": "semantic"}).json()
+        assert found["results"][0]["path"] == "account.md", found
+        assert found["embedding_model"] == "server:minilm-served:384"
+        server.stop()
+        away = http.get("/api/search", params={"q": "tomato watering"}).json()
+        status = http.get("/api/status").json()
+    assert away["results"][0]["path"] == "garden.md" and OFF in away["hint"]
+    assert status["embedding_server"]["reachable"] is False
+    assert status["embedding_server"]["url"] == server.url

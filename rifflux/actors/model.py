@@ -215,9 +215,10 @@ class ModelLoader:
             except EmbeddingUnavailableError as exc:
                 failures += 1
                 self.unreachable.set()
+                delay = backoff(failures, exc.retry_after)
                 logger.log(logging.WARNING if failures == 1 else logging.DEBUG,
-                           "%s; trying again in %.1f s", exc, backoff(failures))
-                await anyio.sleep(backoff(failures))
+                           "%s; trying again in %.1f s", exc, delay)
+                await anyio.sleep(delay)
 
     def _load(self) -> Embedder:
         if callable(self._given):
