@@ -116,8 +116,10 @@ class Faults:
     dim: int | None = None
     #: Answer text that is not JSON.
     malformed: bool = False
-    #: Answer 413 to a request of more texts than this.
+    #: Answer 413 to a request of more texts than this ...
     max_batch: int | None = None
+    #: ... or holding a text longer than this (in characters).
+    max_chars: int | None = None
 
     def clear(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -208,6 +210,10 @@ def embeddings_app(server: EmbeddingServer, embed: Callable[[list[str]], Any]) -
         if f.max_batch is not None and len(texts) > f.max_batch:
             asked.answered = 413
             return JSONResponse({"error": {"message": "payload too large"}}, 413)
+        if f.max_chars is not None and any(len(t) > f.max_chars for t in texts):
+            asked.answered = 400  # (as llama.cpp's server says it)
+            return JSONResponse({"error": {"message": "input is too large to process. "
+                                                      "increase the physical batch size"}}, 400)
         if f.malformed:
             return Response('{"data": [{"embedding": [0.1, ', media_type="application/json")
 

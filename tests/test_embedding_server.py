@@ -352,3 +352,35 @@ async def test_a_long_retry_after_is_honoured_by_the_embedder_not_retried_sooner
         assert retry_in is not None and 60 < retry_in <= 120
         assert "429" in (status["embedder"]["waiting"] or "")
         assert [a.answered for a in server.asked].count(429) == 1  # asked once, then waits
+
+
+async def test_texts_and_queries_too_long_for_the_server_are_cut_until_it_takes_them(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    root = notes(tmp_path)
+    long_note = "# Herons\n\n" + " ".join(["Grey herons stand still in shallow water."] * 30)
+    write(root, "herons.md", long_note)
+    server.faults.max_chars = 300
+    async with served(tmp_path / "i.db", server) as rf:
+        await rf.reindex(root)
+        status = await rf.status()
+        hits = await rf.search("where do grey herons wait for fish " * 20, mode="semantic",
+                               top_k=1)
+    assert status["embeddings"] == status["chunks"] and status["pending_embeddings"] == 0
+    assert status["embedder"]["failures"] == 0  # cut, not a zero vector
+    assert any(a.answered == 400 for a in server.asked)  # (refused first, then cut)
+    assert hits[0]["path"] == "herons.md"
+
+
+async def test_a_server_that_hangs_does_not_hold_up_every_search(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    async with served(tmp_path / "i.db", server, embed_timeout=1.0) as rf:
+        await rf.reindex(notes(tmp_path))
+        server.faults.delay = 30.0
+        first = await rf.search("tomato watering", top_k=2)
+        second = await rf.search("packing light", top_k=2)
+        said = rf.embedding_server()
+    assert first[0]["path"] == "garden.md" and second[0]["path"] == "travel.md"  # lexical
+    assert said is not None and "did not answer within 1 s" in (said["error"] or "")
+    asked = [t for a in server.asked for t in a.texts]
+    assert asked.count("tomato watering") == 1  # (a timeout is not tried again)
+    assert "packing light" not in asked  # (it hangs: not asked again for a while)

@@ -54,8 +54,14 @@ _MAX_WAIT = 60.0
 _QUERY_MAX_WAIT = 1.0
 #: The longest ``Retry-After`` the embedder honours (a longer one: asked again then).
 _MOST_ASKED = 600.0
+#: The first request (its model and dimension) gives up after this long at most, so that
+#: searches stop waiting for a server that hangs (it is asked again after a backoff).
+_PROBE_TIMEOUT = 10.0
 #: A query's request gives up sooner than a batch's.
 _QUERY_TIMEOUT = 5.0
+#: A query does not ask a server that let a request time out this recently (each search
+#: would wait for it): its semantic branch says why instead.
+_HANG_SECONDS = 10.0
 #: A text is cut no shorter than this when the server refuses it as too large.
 _SHORTEST_CUT = 16
 
@@ -69,19 +75,29 @@ class ServerHealth:
     error: str | None = None
     since: float | None = None
     checked: float | None = None  # (monotonic) when it last answered or failed
+    #: (monotonic) when a request last went unanswered within its timeout (None: since
+    #: it answered)
+    timed_out: float | None = None
 
     def answered(self) -> None:
         if self.reachable is False:
             logger.warning("the embedding server answers again")
-        self.reachable, self.error, self.since = True, None, None
+        self.reachable, self.error, self.since, self.timed_out = True, None, None, None
         self.checked = time.monotonic()
 
-    def failed(self, why: str) -> None:
+    def failed(self, why: str, *, timeout: bool = False) -> None:
         if self.reachable is not False:
             self.since = time.time()
             logger.warning("the embedding server %s", why)
         self.reachable, self.error = False, why
         self.checked = time.monotonic()
+        if timeout:
+            self.timed_out = self.checked
+
+    def hangs(self) -> bool:
+        """Whether a request went unanswered within its timeout in the last
+        ``_HANG_SECONDS`` (and none was answered since): a query does not wait for it."""
+        return self.timed_out is not None and time.monotonic() - self.timed_out < _HANG_SECONDS
 
 
 class _TooLarge(Exception):
@@ -163,7 +179,7 @@ class ServerEmbedder:
         if self._asked is None:
             self._model = await self._only_model()
         vectors, named = await self._post(["dimension probe"], tries=1, max_wait=0.0,
-                                          timeout=self._timeout)
+                                          timeout=min(self._timeout, _PROBE_TIMEOUT))
         from ..core.embed_api import label
 
         self._model = named or self._model or "default"
@@ -212,11 +228,24 @@ class ServerEmbedder:
     # ------------------------------------------------------------ embedding
 
     async def aembed_query(self, text: str) -> F32:
-        vectors, _ = await self._post([self.query_prefix + text], tries=_QUERY_TRIES,
-                                      max_wait=_QUERY_MAX_WAIT,
-                                      timeout=min(self._timeout, _QUERY_TIMEOUT))
-        out: F32 = vectors[0]
-        return out
+        if self.health.hangs():
+            raise EmbeddingUnavailableError(f"the embedding server {self.health.error}")
+        text = self.query_prefix + text
+        while True:
+            try:
+                vectors, _ = await self._post([text], tries=_QUERY_TRIES,
+                                              max_wait=_QUERY_MAX_WAIT,
+                                              timeout=min(self._timeout, _QUERY_TIMEOUT),
+                                              again_after_timeout=False)
+            except _TooLarge:  # a query longer than the model takes: its beginning
+                if len(text) <= _SHORTEST_CUT:
+                    why = f"at {self.url} refuses a query of {len(text)} characters as too large"
+                    self.health.failed(why)
+                    raise EmbeddingUnavailableError(f"the embedding server {why}") from None
+                text = text[: len(text) // 2]
+                continue
+            out: F32 = vectors[0]
+            return out
 
     async def aembed_documents(self, texts: list[str]) -> F32:
         """One unit vector per text, in their order: ``batch`` texts a request, at most
@@ -279,7 +308,8 @@ class ServerEmbedder:
                              f"{_SHORTEST_CUT} characters of a text as too large")
 
     async def _post(self, texts: list[str], *, tries: int, max_wait: float,
-                    timeout: float) -> tuple[F32, str | None]:  # noqa: ASYNC109 - httpx's own
+                    timeout: float,  # noqa: ASYNC109 - httpx's own
+                    again_after_timeout: bool = True) -> tuple[F32, str | None]:
         """The vectors of ``texts`` and the model the server names, after at most
         ``tries`` requests; ``_TooLarge`` when the server refuses them for their size."""
         from ..core.embed_api import (
@@ -300,6 +330,9 @@ class ServerEmbedder:
                                                    timeout=timeout)
             except self._httpx.TimeoutException:
                 why = f"at {self.url} did not answer within {timeout:g} s"
+                self.health.failed(why, timeout=True)
+                if not again_after_timeout:
+                    break
             except self._httpx.HTTPError as exc:
                 why = f"at {self.url} cannot be reached ({type(exc).__name__}: {exc})"
             else:
