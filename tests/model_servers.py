@@ -110,8 +110,9 @@ class Faults:
     times: int | None = None
     retry_after: str | None = None
     body: str = '{"error": {"message": "the test server fails on purpose"}}'
-    #: Seconds to wait before answering (a client's timeout).
+    #: Seconds to wait before answering (a client's timeout), and more for each text.
     delay: float = 0.0
+    per_text: float = 0.0
     #: Answer vectors cut to this many dimensions.
     dim: int | None = None
     #: Answer text that is not JSON.
@@ -194,8 +195,8 @@ def embeddings_app(server: EmbeddingServer, embed: Callable[[list[str]], Any]) -
         texts = [texts] if isinstance(texts, str) else list(texts)
         asked = Asked(texts, body.get("model"), request.headers.get("authorization"), 200)
         server.asked.append(asked)
-        if f.delay:
-            await asyncio.sleep(f.delay)
+        if f.delay or f.per_text:
+            await asyncio.sleep(f.delay + f.per_text * len(texts))
         if f.status is not None and (f.times is None or f.times > 0):
             if f.times is not None:
                 f.times -= 1

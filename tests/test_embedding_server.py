@@ -384,3 +384,19 @@ async def test_a_server_that_hangs_does_not_hold_up_every_search(
     asked = [t for a in server.asked for t in a.texts]
     assert asked.count("tomato watering") == 1  # (a timeout is not tried again)
     assert "packing light" not in asked  # (it hangs: not asked again for a while)
+
+
+async def test_a_slow_server_gets_smaller_batches_fewer_at_once_and_is_not_called_away(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    root = tmp_path / "many"
+    for i in range(48):
+        write(root, f"n{i:02}.md", f"# Note {i}\n\nHeron number {i} stands in the reeds.\n")
+    server.faults.per_text = 0.1  # 16 texts: 1.6 s, beyond the timeout; 8: 0.8 s
+    async with served(tmp_path / "i.db", server, embed_timeout=1.2, embed_server_batch=16,
+                      embed_concurrency=4) as rf:
+        await rf.reindex(root)
+        status = await rf.status()
+    said = status["embedding_server"]
+    assert status["embeddings"] == status["chunks"] == 48
+    assert said is not None and said["batch_size"] <= 8 and said["concurrency"] < 4
+    assert said["reachable"] is True and status["embedder"]["waiting"] is None

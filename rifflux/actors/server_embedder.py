@@ -104,6 +104,11 @@ class _TooLarge(Exception):
     """The server refused a request for its size: send fewer or shorter texts."""
 
 
+class _TooSlow(Exception):
+    """A request of several texts went unanswered within the timeout: send fewer at a
+    time, fewer at once (a server busy with the requests before it is not down)."""
+
+
 class ServerEmbedder:
     """The vectors of an embedding server. Made unconnected (``health`` is known from
     then on); ``connect`` learns its model and dimension."""
@@ -136,6 +141,7 @@ class ServerEmbedder:
             # (room beside the batches' requests for the searches' queries)
             limits=httpx2.Limits(max_connections=settings.embed_concurrency + 8))
         self.health = ServerHealth()
+        self._in_flight = 0  # requests sent and not answered yet
         self._dim: int | None = None
         self._label: str | None = None
 
@@ -209,7 +215,11 @@ class ServerEmbedder:
         raise EmbeddingUnavailableError(why)
 
     async def check(self) -> None:
-        """Ask the server once (status: whether it answers now); never raises."""
+        """Ask the server once (status: whether it answers now), unless requests are on
+        their way (their answers will tell, and a busy server is not a server away);
+        never raises."""
+        if self._in_flight:
+            return
         try:
             await self._post(["status check"], tries=1, max_wait=0.0,
                              timeout=min(self._timeout, 2.0))
@@ -275,14 +285,20 @@ class ServerEmbedder:
         try:
             async with self._limiter:
                 vectors, _ = await self._post(part, tries=_DOCUMENT_TRIES, max_wait=_MAX_WAIT,
-                                              timeout=self._timeout)
-        except _TooLarge:
+                                              timeout=self._timeout, split_when_slow=True)
+        except (_TooLarge, _TooSlow) as exc:
             if len(part) > 1:  # fewer texts a request from now on
                 half = len(part) // 2
+                slow = isinstance(exc, _TooSlow)
                 if half < self.batch:
                     self.batch = half
-                    logger.info("the embedding server refused %d texts at once: sending "
-                                "%d a request from now on", len(part), half)
+                    logger.info("the embedding server %s %d texts at once: sending %d a "
+                                "request from now on",
+                                f"did not answer within {self._timeout:g} s to" if slow
+                                else "refused", len(part), half)
+                if slow and self.concurrency > 1:  # (it answers one after the other)
+                    self.concurrency = max(1, self.concurrency // 2)
+                    self._limiter.total_tokens = self.concurrency
                 await self._part(texts, start, start + half, rows)
                 await self._part(texts, start + half, end, rows)
                 return
@@ -309,9 +325,11 @@ class ServerEmbedder:
 
     async def _post(self, texts: list[str], *, tries: int, max_wait: float,
                     timeout: float,  # noqa: ASYNC109 - httpx's own
-                    again_after_timeout: bool = True) -> tuple[F32, str | None]:
+                    again_after_timeout: bool = True,
+                    split_when_slow: bool = False) -> tuple[F32, str | None]:
         """The vectors of ``texts`` and the model the server names, after at most
-        ``tries`` requests; ``_TooLarge`` when the server refuses them for their size."""
+        ``tries`` requests; ``_TooLarge`` when the server refuses them for their size,
+        ``_TooSlow`` (``split_when_slow``) when several went unanswered in time."""
         from ..core.embed_api import (
             parse_embeddings,
             request_body,
@@ -326,9 +344,15 @@ class ServerEmbedder:
         for attempt in range(tries):
             wait = None
             try:
-                response = await self._client.post(self._embeddings, json=body,
-                                                   timeout=timeout)
+                self._in_flight += 1
+                try:
+                    response = await self._client.post(self._embeddings, json=body,
+                                                       timeout=timeout)
+                finally:
+                    self._in_flight -= 1
             except self._httpx.TimeoutException:
+                if split_when_slow and len(texts) > 1:
+                    raise _TooSlow() from None
                 why = f"at {self.url} did not answer within {timeout:g} s"
                 self.health.failed(why, timeout=True)
                 if not again_after_timeout:
