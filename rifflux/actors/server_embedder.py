@@ -10,7 +10,10 @@ methods of the protocol run those from a worker thread (``anyio.from_thread``).
 - Batches are sized to the server: a window of texts is sent ``batch`` at a time (at
   first ``Settings.embed_server_batch``), at most ``concurrency`` requests at once; an
   answer that a request is too large (413, or a 400/422/500 that says so) halves the
-  batch for good, and a single text still too large is cut to half its length.
+  batch for good, and a single text still too large is cut to half its length. A
+  request of several texts unanswered within the timeout halves the batch and the
+  requests in flight (a busy server answers one request after the other: retrying the
+  same ones would only pile more work on it).
 - A request that fails for a while (no connection, a timeout, 429, 5xx, an answer that
   is not the API's) is sent again after a backoff, or the ``Retry-After`` the server
   asked for; after a few tries it raises ``EmbeddingUnavailableError``: the embedder
