@@ -249,7 +249,7 @@ class ServerEmbedder:
                 vectors, _ = await self._post([text], tries=_QUERY_TRIES,
                                               max_wait=_QUERY_MAX_WAIT,
                                               timeout=min(self._timeout, _QUERY_TIMEOUT),
-                                              again_after_timeout=False)
+                                              retry_unreachable=False)
             except _TooLarge:  # a query longer than the model takes: its beginning
                 if len(text) <= _SHORTEST_CUT:
                     why = f"at {self.url} refuses a query of {len(text)} characters as too large"
@@ -328,11 +328,13 @@ class ServerEmbedder:
 
     async def _post(self, texts: list[str], *, tries: int, max_wait: float,
                     timeout: float,  # noqa: ASYNC109 - httpx's own
-                    again_after_timeout: bool = True,
+                    retry_unreachable: bool = True,
                     split_when_slow: bool = False) -> tuple[F32, str | None]:
         """The vectors of ``texts`` and the model the server names, after at most
         ``tries`` requests; ``_TooLarge`` when the server refuses them for their size,
-        ``_TooSlow`` (``split_when_slow``) when several went unanswered in time."""
+        ``_TooSlow`` (``split_when_slow``) when several went unanswered in time. A
+        server away or timing out is asked again only when ``retry_unreachable`` (a
+        query is not: the search goes on without it, and the next search asks)."""
         from ..core.embed_api import (
             parse_embeddings,
             request_body,
@@ -358,10 +360,13 @@ class ServerEmbedder:
                     raise _TooSlow() from None
                 why = f"at {self.url} did not answer within {timeout:g} s"
                 self.health.failed(why, timeout=True)
-                if not again_after_timeout:
+                if not retry_unreachable:
                     break
             except self._httpx.HTTPError as exc:
                 why = f"at {self.url} cannot be reached ({type(exc).__name__}: {exc})"
+                if not retry_unreachable:  # (a query: asked again by the next search)
+                    self.health.failed(why)
+                    break
             else:
                 code = response.status_code
                 said = verdict(code)
