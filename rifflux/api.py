@@ -415,7 +415,8 @@ class Rifflux:
 
     @property
     def embedding_backend(self) -> str | None:
-        """``onnx`` or ``hash``, the backend actually in use; None until loaded."""
+        """``onnx``, ``hash`` or ``server`` (an embedding server, ``embed_url``), the
+        backend actually in use; None until loaded."""
         return self._model_labels()[1]
 
     async def job(self, job_id: str) -> JobInfo:
