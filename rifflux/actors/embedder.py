@@ -47,7 +47,8 @@ from .messages import (
     Receipt,
     VectorsEmbedded,
 )
-from .server_embedder import ServerEmbedder, backoff
+from .server_embedder import ServerEmbedder
+from .server_health import backoff
 
 if TYPE_CHECKING:  # (numpy and the model are loaded with the model)
     from ..core.embedders import Embedder

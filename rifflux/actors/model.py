@@ -32,7 +32,8 @@ from ..errors import EmbeddingUnavailableError
 from ..loading import in_daemon_thread
 from ..types import EmbeddingServerStatus, ModelState
 from .messages import IndexerMessage, ModelLoaded
-from .server_embedder import ServerEmbedder, backoff
+from .server_embedder import ServerEmbedder
+from .server_health import backoff
 
 if TYPE_CHECKING:  # (the embedders' module imports numpy: it loads with the model)
     from ..config import Settings
