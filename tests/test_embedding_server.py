@@ -400,3 +400,17 @@ async def test_a_slow_server_gets_smaller_batches_fewer_at_once_and_is_not_calle
     assert status["embeddings"] == status["chunks"] == 48
     assert said is not None and said["batch_size"] <= 8 and said["concurrency"] < 4
     assert said["reachable"] is True and status["embedder"]["waiting"] is None
+
+
+async def test_a_server_back_is_connected_at_once_when_status_finds_it_answering(
+        tmp_path: Path, server: EmbeddingServer) -> None:
+    server.faults.status, server.faults.retry_after = 503, "600"  # (loading its model)
+    async with served(tmp_path / "i.db", server) as rf:
+        await rf.reindex(notes(tmp_path), background=True)
+        await rf.wait_for_model()  # (it returns once the server has not answered)
+        assert rf.embedding_model is None
+        server.faults.clear()
+        status = await rf.status()  # asks the server: it answers, and the loader goes on
+        assert status["embedding_server"] is not None
+        assert status["embedding_server"]["reachable"] is True
+        await eventually(lambda: fully_embedded(rf, "server:minilm-served:384"), within=30)

@@ -47,7 +47,7 @@ else:
 logger = logging.getLogger(__name__)
 
 #: A status asks the embedding server again when no request said in this many seconds
-#: whether it answers.
+#: that it answers.
 _CHECK_AGE = 5.0
 
 
@@ -138,12 +138,14 @@ class ModelLoader:
         return self._server
 
     async def check_server(self) -> None:
-        """Ask the embedding server whether it answers, unless a request just said so."""
+        """Ask the embedding server whether it answers, unless a request just said it
+        does (one that said it does not is not taken for the last word: it may be back)."""
         server = self.server()
         if server is None:
             return
-        checked = server.health.checked
-        if checked is None or time.monotonic() - checked > _CHECK_AGE:
+        health = server.health
+        if (not health.reachable or health.checked is None
+                or time.monotonic() - health.checked > _CHECK_AGE):
             await server.check()
 
     async def aclose(self) -> None:
@@ -207,7 +209,8 @@ class ModelLoader:
     async def _connect(self, server: ServerEmbedder) -> Embedder:
         """The embedding server, once it has said its model and dimension: until then
         it is asked again and again (after 0.5 s, then twice as long each time, at most
-        a minute); nothing is adopted meanwhile, so no stored vector is dropped."""
+        a minute, or as soon as another request, such as status's, finds it answering);
+        nothing is adopted meanwhile, so no stored vector is dropped."""
         failures = 0
         while True:
             try:
@@ -219,7 +222,13 @@ class ModelLoader:
                 delay = backoff(failures, exc.retry_after)
                 logger.log(logging.WARNING if failures == 1 else logging.DEBUG,
                            "%s; trying again in %.1f s", exc, delay)
-                await anyio.sleep(delay)
+                back = anyio.Event()
+                server.health.on_answer = back.set
+                try:
+                    with anyio.move_on_after(delay):
+                        await back.wait()
+                finally:
+                    server.health.on_answer = None
 
     def _load(self) -> Embedder:
         if callable(self._given):

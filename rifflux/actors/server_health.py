@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["ServerHealth", "backoff"]
@@ -32,10 +33,14 @@ class ServerHealth:
     #: (monotonic) when a request last went unanswered within its timeout (None: since
     #: it answered)
     timed_out: float | None = None
+    #: Called when it answers again after failing (the model loader, waiting to connect).
+    on_answer: Callable[[], None] | None = None
 
     def answered(self) -> None:
         if self.reachable is False:
             logger.warning("the embedding server answers again")
+            if self.on_answer is not None:
+                self.on_answer()
         self.reachable, self.error, self.since, self.timed_out = True, None, None, None
         self.checked = time.monotonic()
 
