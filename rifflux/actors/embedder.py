@@ -48,7 +48,7 @@ from .messages import (
     VectorsEmbedded,
 )
 from .server_embedder import ServerEmbedder
-from .server_health import backoff
+from .server_health import backoff, wait_or_answer
 
 if TYPE_CHECKING:  # (numpy and the model are loaded with the model)
     from ..core.embedders import Embedder
@@ -161,7 +161,11 @@ class EmbedderActor:
         tg.start_soon(self._retry, delay, name="rifflux.embedder.retry")
 
     async def _retry(self, delay: float) -> None:
-        await anyio.sleep(delay)
+        """After ``delay``, or as soon as another request finds the server answering."""
+        if isinstance(self._embedder, ServerEmbedder):
+            await wait_or_answer(self._embedder.health, delay)
+        else:
+            await anyio.sleep(delay)
         if self._wake is not None:
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self._wake.send(BackoffEnded())

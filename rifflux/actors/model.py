@@ -33,7 +33,7 @@ from ..loading import in_daemon_thread
 from ..types import EmbeddingServerStatus, ModelState
 from .messages import IndexerMessage, ModelLoaded
 from .server_embedder import ServerEmbedder
-from .server_health import backoff
+from .server_health import backoff, wait_or_answer
 
 if TYPE_CHECKING:  # (the embedders' module imports numpy: it loads with the model)
     from ..config import Settings
@@ -222,13 +222,7 @@ class ModelLoader:
                 delay = backoff(failures, exc.retry_after)
                 logger.log(logging.WARNING if failures == 1 else logging.DEBUG,
                            "%s; trying again in %.1f s", exc, delay)
-                back = anyio.Event()
-                server.health.on_answer = back.set
-                try:
-                    with anyio.move_on_after(delay):
-                        await back.wait()
-                finally:
-                    server.health.on_answer = None
+                await wait_or_answer(server.health, delay)
 
     def _load(self) -> Embedder:
         if callable(self._given):

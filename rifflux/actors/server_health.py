@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["ServerHealth", "backoff"]
+import anyio
+
+__all__ = ["ServerHealth", "backoff", "wait_or_answer"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,14 +35,15 @@ class ServerHealth:
     #: (monotonic) when a request last went unanswered within its timeout (None: since
     #: it answered)
     timed_out: float | None = None
-    #: Called when it answers again after failing (the model loader, waiting to connect).
-    on_answer: Callable[[], None] | None = None
+    #: Called when it answers again after failing (the model loader waiting to connect,
+    #: the embedder waiting to ask again: neither waits out its backoff then).
+    listeners: list[Callable[[], None]] = field(default_factory=list)
 
     def answered(self) -> None:
         if self.reachable is False:
             logger.warning("the embedding server answers again")
-            if self.on_answer is not None:
-                self.on_answer()
+            for listener in list(self.listeners):
+                listener()
         self.reachable, self.error, self.since, self.timed_out = True, None, None, None
         self.checked = time.monotonic()
 
@@ -57,6 +60,18 @@ class ServerHealth:
         """Whether a request went unanswered within its timeout in the last
         ``_HANG_SECONDS`` (and none was answered since): a query does not wait for it."""
         return self.timed_out is not None and time.monotonic() - self.timed_out < _HANG_SECONDS
+
+
+async def wait_or_answer(health: ServerHealth, delay: float) -> None:
+    """Until ``delay`` seconds have passed, or the server answers again (found by another
+    request: a query, status's check)."""
+    back = anyio.Event()
+    health.listeners.append(back.set)
+    try:
+        with anyio.move_on_after(delay):
+            await back.wait()
+    finally:
+        health.listeners.remove(back.set)
 
 
 def backoff(failures: int, asked: float | None = None) -> float:
