@@ -196,3 +196,15 @@ def test_rifflux_serve_answers_with_the_server_and_says_why_semantic_is_off(
     assert away["results"][0]["path"] == "garden.md" and OFF in away["hint"]
     assert status["embedding_server"]["reachable"] is False
     assert status["embedding_server"]["url"] == server.url
+
+
+def test_setup_writes_the_embedding_server_into_the_entry_but_never_a_key(
+        tmp_path: Path) -> None:
+    env = cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="auto", HOME=str(tmp_path / "home"),
+                  RIFFLUX_EMBED_KEY="sk-never-written")
+    done = rifflux_cli(tmp_path, "setup", "--print", "--embed-url",
+                       "http://localhost:11434/v1", "--embed-model", "bge-m3", env=env)
+    assert done.returncode == 0, done.stderr
+    assert '"--embed-url", "http://localhost:11434/v1", "--embed-model", "bge-m3"' in \
+        " ".join(done.stdout.split())
+    assert "sk-never-written" not in done.stdout
