@@ -111,7 +111,7 @@ class Ranking:
         # file fills them and they go on; so does a search whose copies of one text
         # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
-                       names=named(query) if mode != "semantic" else None)
+                       names=named(query) if mode != "semantic" and self._code() else None)
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
@@ -205,6 +205,12 @@ class Ranking:
             if len(results) == top_k:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
+
+    def _code(self) -> bool:
+        """Whether the index may hold code (a name's definitions: ``core.definitions``);
+        until the catalog is loaded, it may."""
+        loaded = self._loaded
+        return not loaded.catalog_ready.is_set() or "code" in loaded.catalog.kinds()
 
     async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
                         limit: int | None) -> tuple[list[tuple[int, ScoreBreakdown]],
