@@ -19,18 +19,17 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import anyio
 
 from .actors.events import DEFAULT_BUFFER, Event, EventsLost, IndexUpdated, JobChanged, Subscription
-from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
-from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
 from .locate import forget_target, reindex_targets
 from .note_types import NoteChange, RecentNote
 from .notes import NoteDesk, Notes
+from .search.asked import SearchShape, checked_mode, described
 from .status import index_status, job_info, job_result, recovered
 from .types import (
     MODES,
@@ -193,9 +192,7 @@ class Rifflux:
         query mixing CJK and other words first), the stopwords left out, and ``filters``
         as the search applied them (else made from the ``given`` keywords)."""
         applied = make_filters(**given) if filters is None else filters
-        return {"fts_query": build_match(query), "fts_every": build_every(query),
-                "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe(),
-                "lexical": self._open().capabilities.lexical_plan(query)}
+        return described(query, applied, self._open().capabilities.lexical_plan(query))
 
     def search_condition(self) -> str | None:
         """What an answer should say of how the store's lexical branch ranks now (on

@@ -6,24 +6,24 @@ close in meaning), and, within a budget, what was cut and how to read on.
 
 A surface gives only its own words (``Words``): for each ``Why``, a tool to call, a
 route to use or a command to run, and how its callers name the arguments a hint
-mentions. A ``Words`` that lacks a reason cannot be made.
+mentions. A ``Words`` that lacks a reason cannot be made. The index searched is a
+``Searched``: the library's ``Rifflux``, or a one-shot read's ``direct.DirectIndex``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, Protocol, cast, get_args
 
-from ..api import Rifflux
 from ..core.filters import Filters
 from ..core.fts_query import has_sentence
 from ..core.snippets import Snippets
-from ..types import Mode, SearchAnswer, SearchResult
+from ..types import Counts, Mode, SearchAnswer, SearchExplain, SearchResult
 from .budget import Shaped, answer_text, body_size, cut, fit_texts, size, text_size, within
 
-__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Why", "Words", "search_answer",
-           "why"]
+__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Why", "Words",
+           "search_answer", "why"]
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
               "meaning only, sentence"]
@@ -36,6 +36,21 @@ _FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdo
 #: other fields leave, each from 80 to 240 characters wide.
 FIRST_LOOK_CHARS = 4_000
 SNIPPET_WIDTHS = (80, 240)
+
+
+class Searched(Protocol):
+    """What an answer asks of the index that was searched (each as ``Rifflux`` says it)."""
+
+    @property
+    def embedding_model(self) -> str | None: ...
+    @property
+    def recovered(self) -> dict[str, object] | None: ...
+    def pending_embeddings(self) -> int | None: ...
+    def describe_search(self, query: str, filters: Filters | None = None,
+                        **given: Any) -> SearchExplain: ...
+    def search_condition(self) -> str | None: ...
+    def searchable(self, query: str) -> bool: ...
+    async def counts(self) -> Counts: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +89,7 @@ class Answered:
 
 
 async def search_answer(
-    rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+    rf: Searched, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, words: Words, explain: bool = False,
     applied: Filters | None = None, max_chars: int | None = None, first_look: bool = False,
     extra: Mapping[str, object] | None = None,
@@ -124,7 +139,7 @@ async def search_answer(
                     said.condition)
 
 
-async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+async def why(rf: Searched, query: str, mode: Mode, results: list[SearchResult],
               filters: Mapping[str, Any]) -> Why | None:
     """What the answer needs said, if anything: why it is empty, or that a hybrid
     search's hits all come from the semantic branch (no chunk holds the query's words:

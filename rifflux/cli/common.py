@@ -1,5 +1,6 @@
 """What the commands share: the index they need, paths as people type them, counts as
-people read them, and JSON on stdout."""
+people read them, and JSON on stdout. (anyio is imported by the functions that wait:
+a command answered directly, without an event loop, imports none.)"""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from ..config import Settings
 from ..errors import InvalidArgumentError
@@ -20,21 +19,30 @@ if TYPE_CHECKING:
 
 
 async def require_index(settings: Settings) -> None:
+    """``check_index``, in a worker thread."""
+    import anyio
+
+    await anyio.to_thread.run_sync(check_index, settings)
+
+
+def check_index(settings: Settings) -> None:
     """The index file must be there (a command that reads it never creates it; a
     database's opening says whether it holds an index)."""
     if not isinstance(settings.db_path, Path):
         return
-    db = await anyio.to_thread.run_sync(settings.db_path.expanduser().resolve)
-    if await anyio.Path(db).is_dir():
+    db = settings.db_path.expanduser().resolve()
+    if db.is_dir():
         raise CommandError(f"{db} is a folder: give the path of an index file (--db, "
                            "RIFFLUX_DB_PATH)", EXIT_USAGE)
-    if not await anyio.Path(db).is_file():
+    if not db.is_file():
         raise CommandError(f"no index at {db}: run `rifflux index PATH` first, "
                            "or point --db (RIFFLUX_DB_PATH) at an existing index")
 
 
 async def index_exists(settings: Settings) -> bool:
     """Whether there is an index to open already (a database: it is there to be asked)."""
+    import anyio
+
     if not isinstance(settings.db_path, Path):
         return True
     return await (await anyio.Path(settings.db_path).expanduser()).exists()
@@ -47,6 +55,8 @@ async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
     results give it: ``README.md`` of an indexed folder, from a working directory with a
     README.md of its own). A working directory's file the index holds neither way is a
     ``CommandError`` that says both were tried."""
+    import anyio
+
     local = await anyio.Path(path).expanduser()
     if local.is_absolute() or not await local.is_file():
         return path

@@ -9,11 +9,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import aiosqlite
-
 from ..core.filters import FileEntry, tag_levels
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    import aiosqlite
+
     from ..core.chunker import Chunk, FileMetadata, Link
     from ..core.vectors import F32
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Sequence
-
-import aiosqlite
+from typing import TYPE_CHECKING
 
 from ...core.links import fold, note_keys
 from .. import relinking
 from ..written import Edges, FileToWrite
+
+if TYPE_CHECKING:
+    import aiosqlite
 
 LINKS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS links(
