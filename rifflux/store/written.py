@@ -3,7 +3,6 @@ store's driver gives it (``Row``, which ``common`` reads results from too)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -63,6 +62,8 @@ class Written:
 
 
 def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:
+    import hashlib  # (the writer's: a reader never makes an id)
+
     raw = f"{root_id}\0{rel_path}\0{index}\0{content_hash}".encode()
     return hashlib.sha256(raw).hexdigest()[:20]
 

@@ -23,11 +23,10 @@ from collections.abc import Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ...config import Settings
 from ...errors import SchemaVersionError
-from ..link_records import LinkRecords
 from ..records import Records
 from .lexical import Lexical
 from .lexicon_schema import lexicon_built
@@ -35,6 +34,9 @@ from .reader import Reader
 from .recovery import damage, needs_check, refuse_unreadable
 from .schema import database, prepare, settled
 from .sql import OnConnection, mapped_errors
+
+if TYPE_CHECKING:
+    from ..link_records import LinkRecords
 
 __all__ = ["DirectStore", "Immediate", "open_direct", "run_now"]
 
@@ -107,8 +109,15 @@ class DirectStore:
     where: str
     reads: Reader
     records: Records
-    links: LinkRecords
     lexical: Lexical
+    #: The shared statements on the connection (``links`` reads with them).
+    statements: OnConnection
+
+    def links(self) -> LinkRecords:
+        """A note's links, both ways (imported by the commands that read them)."""
+        from ..link_records import LinkRecords
+
+        return LinkRecords(self.statements)
 
 
 @contextmanager
@@ -126,7 +135,7 @@ def open_direct(settings: Settings, db: Path) -> Iterator[DirectStore | None]:
         reader = Reader(immediate, db)
         statements = OnConnection(immediate, db)
         yield DirectStore(where=str(db), reads=reader, records=Records(statements),
-                          links=LinkRecords(statements), lexical=Lexical(reader))
+                          lexical=Lexical(reader), statements=statements)
     finally:
         conn.close()
 

@@ -12,7 +12,7 @@ from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexDatabaseError, SchemaVersionError
 from ..roots import STALE_MTIME  # (the files an upgrade marks to be read again)
 from .lexicon_schema import LEXICON_SCHEMA
-from .link_index import LINKS_SCHEMA
+from .link_schema import LINKS_SCHEMA
 from .recovery import immutable_uri
 from .sql import Connection, is_busy, mapped_errors, transaction
 from .vector_schema import VECTORS_SCHEMA
