@@ -16,17 +16,21 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import Settings
-from .core.catalog import Catalog
-from .core.filters import Filters, make_filters
+from .core.filters import make_filters
 from .errors import InvalidArgumentError
 from .search.asked import SearchShape, checked_mode, described
 from .search.ranking import Loaded, Ranking
-from .store.sqlite.direct import DirectStore, open_direct, run_now
+from .store.sqlite.direct import open_direct, run_now
 from .store.sqlite.lexical import lexical_plan
-from .types import Counts, SearchExplain, SearchResult
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .core.catalog import Catalog
+    from .core.filters import Filters
+    from .store.sqlite.direct import DirectStore
+    from .types import Counts, SearchExplain, SearchResult
 
 __all__ = ["DirectIndex", "open_index", "run_now"]
 

@@ -11,10 +11,10 @@ from typing import Literal, NotRequired, final
 # typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
-Mode = Literal["lexical", "semantic", "hybrid"]
-MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
-ContentMode = Literal["full", "snippet"]
-CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
+from .limits import CONTENT_MODES as CONTENT_MODES
+from .limits import MODES as MODES
+from .limits import ContentMode as ContentMode
+from .limits import Mode as Mode
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto", "note"]

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
-from ..core.filters import Filters
 from ..core.fts_query import has_sentence
 from ..core.snippets import Snippets
-from ..types import Counts, Mode, SearchAnswer, SearchExplain, SearchResult
 from .budget import Shaped, answer_text, body_size, cut, fit_texts, size, text_size, within
+
+if TYPE_CHECKING:
+    from ..core.filters import Filters
+    from ..types import Counts, Mode, SearchAnswer, SearchExplain, SearchResult
 
 __all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Why", "Words",
            "search_answer", "why"]
@@ -135,7 +137,7 @@ async def search_answer(
                       more={"omitted": omitted} if omitted else {})
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
-    return Answered(cast(SearchAnswer, shaped), said.why, said.pending, said.reason,
+    return Answered(cast("SearchAnswer", shaped), said.why, said.pending, said.reason,
                     said.condition)
 
 

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
-from ..limits import MAX_DEPTH
-from ..types import MODES
+from ..limits import MAX_DEPTH, MODES
 from .note_args import add_note_parsers
 from .setup_args import add_setup_parsers
 

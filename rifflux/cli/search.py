@@ -13,19 +13,21 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..answers import Answered, Searched, Words, search_answer
-from ..config import Settings
-from ..core.filters import Filters, make_filters
+from ..answers import Searched, Words, search_answer
+from ..core.filters import make_filters
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from ..types import SearchResult
 from .common import check_index, count, note_path, require_index, write_json
 from .entry import CommandError
 from .remote import frontmatter_pairs
 from .results import print_search
 
 if TYPE_CHECKING:
+    from ..answers import Answered
     from ..api import Rifflux
+    from ..config import Settings
+    from ..core.filters import Filters
     from ..direct import DirectIndex
+    from ..types import SearchResult
 
 __all__ = ["search", "search_directly", "takes_directly"]
 

@@ -5,12 +5,15 @@ answer's ``explain`` reports it (``described``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..core.filters import Filters
 from ..core.fts_query import build_every, build_match, dropped_stopwords
 from ..errors import InvalidArgumentError
-from ..limits import SNIPPET_CHARS
-from ..types import CONTENT_MODES, MODES, ContentMode, LexicalExplain, Mode, SearchExplain
+from ..limits import CONTENT_MODES, MODES, SNIPPET_CHARS
+
+if TYPE_CHECKING:
+    from ..core.filters import Filters
+    from ..types import ContentMode, LexicalExplain, Mode, SearchExplain
 
 __all__ = ["PLAIN", "SearchShape", "checked_mode", "described"]
 

@@ -16,21 +16,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..core.catalog import Allowed, Catalog
+from ..core.catalog import Catalog
 from ..core.fusion import rrf
 from ..core.snippets import Snippets
 from ..errors import RiffluxError
-from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
-from .asked import SearchShape
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     import numpy as np
     import numpy.typing as npt
     from anyio import CapacityLimiter
 
+    from ..core.catalog import Allowed
     from ..core.embedders import Embedder
     from ..core.vectors import F32, I64, GroupRanks, VectorIndex
     from ..store.protocols import LexicalLeg, MatrixStore, ReadStore, SemanticLeg
+    from ..types import ChunkRecord, HitExplain, HybridScores, ScoreBreakdown, SearchResult
+    from .asked import SearchShape
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a search with a per-file cap reads at most.

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.fts_query import build_every, build_match
-from ...types import ChunkRecord, LexicalExplain
 
 if TYPE_CHECKING:
     from ...core.catalog import Allowed
+    from ...types import ChunkRecord, LexicalExplain
     from ..protocols import Ranked
     from .reader import Reader
 

@@ -15,22 +15,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...core.catalog import Allowed
-from ...core.filters import FileEntry
-from ...core.hits import WEIGHTS, Hit, place
+from ...core.hits import WEIGHTS, place
 from ...errors import IndexDatabaseError
-from ...types import ChunkRecord
 from ..common import ROW_COLUMNS, ROW_SQL, Others, PendingText, row_dict, stable_order
 from ..listings import Listings
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .lexicon_schema import lexicon_built
-from .sql import Connection, OnConnection, mapped_errors
+from .sql import OnConnection, mapped_errors
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
+    from ...core.catalog import Allowed
+    from ...core.filters import FileEntry
+    from ...core.hits import Hit
     from ...core.vectors import F32, I64
+    from ...types import ChunkRecord
     from ..protocols import CodeBlocks, VectorBlocks
     from .lexicon import Lexicon
     from .missing import Missing
+    from .sql import Connection
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
