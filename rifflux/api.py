@@ -29,7 +29,7 @@ from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxErr
 from .locate import forget_target, reindex_targets
 from .note_types import NoteChange, RecentNote
 from .notes import NoteDesk, Notes
-from .search.asked import SearchShape, checked_mode, described
+from .query.asked import SearchShape, checked_mode, checked_span, described
 from .status import index_status, job_info, job_result, recovered
 from .types import (
     MODES,
@@ -261,21 +261,12 @@ class Rifflux:
         """
         service = self._open()
         where = None if root is None else os.fspath(root)
-        for name, value in (("start_line", start_line), ("end_line", end_line),
-                            ("page", page), ("end_page", end_page)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidArgumentError(f"{name} must be a {name.rsplit('_')[-1]} number, "
-                                           f"not {value!r}")
-        by_page = page is not None or end_page is not None
-        if by_page and (start_line is not None or end_line is not None):
-            raise InvalidArgumentError("give a range of lines (start_line, end_line) or of "
-                                       "pages (page, end_page), not both")
-        if by_page:  # (one page unless end_page says to which)
-            return await service.lines(os.fspath(path), where, page,
-                                       page if end_page is None else end_page, by_page=True)
-        if start_line is None and end_line is None:
+        span = checked_span(start_line=start_line, end_line=end_line, page=page,
+                            end_page=end_page)
+        if span is None:
             return await service.file(os.fspath(path), where)
-        return await service.lines(os.fspath(path), where, start_line, end_line)
+        first, last, by_page = span
+        return await service.lines(os.fspath(path), where, first, last, by_page=by_page)
 
     async def links(self, path: str | os.PathLike[str], *,
                     root: str | os.PathLike[str] | None = None) -> NoteLinks:

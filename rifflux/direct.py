@@ -1,7 +1,7 @@
 """``DirectIndex``: an SQLite index read in the calling thread, for a one-shot command
 that only reads (``rifflux search --mode lexical`` and the reading commands): the query
 actor's reads and ranking, the same functions (``store.sqlite.direct``'s reads,
-``rifflux.search``'s ranking, the catalog filters are resolved against), with no
+``rifflux.query``'s ranking, the catalog filters are resolved against), with no
 actors, no event loop, no model and no writes. Its coroutines never wait for anything:
 ``run_now`` runs them.
 
@@ -12,16 +12,18 @@ meaning, a PostgreSQL index, an index the store's opening would change first
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.filters import make_filters
 from .errors import InvalidArgumentError
-from .search.asked import SearchShape, checked_mode, described
-from .search.ranking import Loaded, Ranking
+from .query.asked import SearchShape, checked_mode, checked_span, described
+from .query.ranking import Loaded, Ranking
+from .query.reads import IndexReads
 from .store.sqlite.direct import open_direct, run_now
 from .store.sqlite.lexical import lexical_plan
 
@@ -30,7 +32,17 @@ if TYPE_CHECKING:
     from .core.catalog import Catalog
     from .core.filters import Filters
     from .store.sqlite.direct import DirectStore
-    from .types import Counts, SearchExplain, SearchResult
+    from .types import (
+        ChunkDetail,
+        Counts,
+        FileLines,
+        FileRecord,
+        IndexedFile,
+        NoteLinks,
+        SearchExplain,
+        SearchResult,
+        TagCount,
+    )
 
 __all__ = ["DirectIndex", "open_index", "run_now"]
 
@@ -60,6 +72,7 @@ class DirectIndex:
         self._loaded = Loaded(catalog_ready=self._catalog_ready)
         self._ranking = Ranking(rows=store.reads, lexical=store.lexical, loaded=self._loaded,
                                 rrf_k=rrf_k)
+        self._index_reads: IndexReads | None = None
 
     @property
     def where(self) -> str:
@@ -119,6 +132,46 @@ class DirectIndex:
         """None, as while a model loads: a lexical answer does not say it."""
         return None
 
+    # ------------------------------------------------------------ reads
+
+    async def get_file(
+        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
+        start_line: int | None = None, end_line: int | None = None,
+        page: int | None = None, end_page: int | None = None,
+    ) -> FileRecord | FileLines | None:
+        """``Rifflux.get_file``: a stored file whole, or lines (pages) of it from disk."""
+        span = checked_span(start_line=start_line, end_line=end_line, page=page,
+                            end_page=end_page)
+        await self._catalog()
+        where = None if root is None else os.fspath(root)
+        if span is None:
+            return await self._reads().file(os.fspath(path), where)
+        first, last, by_page = span
+        return await self._reads().lines(os.fspath(path), where, first, last, by_page)
+
+    async def get_chunk(self, chunk_id: str) -> ChunkDetail | None:
+        """``Rifflux.get_chunk``."""
+        return await self._store.records.chunk(str(chunk_id))
+
+    async def links(self, path: str | os.PathLike[str], *,
+                    root: str | os.PathLike[str] | None = None) -> NoteLinks:
+        """``Rifflux.links``."""
+        await self._catalog()
+        where = None if root is None else os.fspath(root)
+        return await self._reads().note_links(os.fspath(path), where)
+
+    async def files(self, root: str | os.PathLike[str] | None = None) -> list[IndexedFile]:
+        """``Rifflux.files`` (the catalog is read for ``root`` alone: which folder it
+        names)."""
+        if root is not None:
+            await self._catalog()
+        return await self._reads().files(None if root is None else os.fspath(root))
+
+    async def list_tags(self, paths: Sequence[str] | str | None = None) -> list[TagCount]:
+        """``Rifflux.list_tags``."""
+        await self._catalog()
+        return self._reads().tags(make_filters(paths=paths).paths)
+
     # ------------------------------------------------------------ the catalog
 
     async def _catalog(self) -> Catalog:
@@ -128,3 +181,13 @@ class DirectIndex:
             self._loaded.catalog.replace(roots, files, edges)
             self._catalog_ready.set()
         return self._loaded.catalog
+
+    def _reads(self) -> IndexReads:
+        """The reads that need the catalog (made when a command first reads; the caller
+        loads the catalog first where they use it)."""
+        if self._index_reads is None:
+            store = self._store
+            self._index_reads = IndexReads(reads=store.reads, records=store.records,
+                                           links=store.links, catalog=self._loaded.catalog,
+                                           in_thread=False)
+        return self._index_reads

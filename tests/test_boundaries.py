@@ -337,7 +337,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "rifflux.note_types")),
     ("core", ("rifflux.core",)),
     ("store", ("rifflux.store",)),
-    ("search", ("rifflux.search",)),
+    ("query", ("rifflux.query",)),
     ("actors", ("rifflux.actors",)),
     ("api", ("rifflux", "rifflux.api", "rifflux.direct", "rifflux.status", "rifflux.locate",
              "rifflux.answers", "rifflux.notes")),

@@ -13,7 +13,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..core.filters import NO_FILTERS, FileEntry, Filters
 from ..errors import RiffluxError
 from ..note_types import RecentNote
-from ..search.asked import PLAIN, SearchShape
+from ..query.asked import PLAIN, SearchShape
 from ..types import (
     ChunkDetail,
     Counts,

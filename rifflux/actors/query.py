@@ -5,7 +5,7 @@ of files that filters are resolved against.
 Requests (searches and reads) run side by side, each in its own task, at most
 ``concurrency`` at a time. Filters are resolved to a set of files first and
 applied inside each branch before its top ``top_k * 2`` are taken; the ranking
-itself (both branches side by side, fused by RRF) is ``rifflux.search``'s. Each
+itself (both branches side by side, fused by RRF) is ``rifflux.query``'s. Each
 request is an error boundary: whatever fails inside it is answered to that caller
 as a ``RiffluxError`` and the actor keeps serving.
 
@@ -32,8 +32,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from ..core.catalog import Allowed, Catalog
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import InternalError, RiffluxError
-from ..search.asked import PLAIN, SearchShape
-from ..search.ranking import Loaded, Ranking
+from ..query.asked import PLAIN, SearchShape
+from ..query.ranking import Loaded, Ranking
 from ..store.protocols import OpenStore
 from ..types import SearchResult
 from .messages import (

@@ -18,7 +18,7 @@ from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
 from ..note_types import RecentNote
-from ..search.asked import PLAIN, SearchShape
+from ..query.asked import PLAIN, SearchShape
 from ..store.common import Others, Recovery
 from ..store.protocols import Capabilities
 from ..types import (

@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import Settings
 from ..errors import InvalidArgumentError
 from ..exits import EXIT_USAGE
 from .entry import CommandError
 
 if TYPE_CHECKING:
-    from ..api import Rifflux
+    from ..config import Settings
+    from ..types import FileLines, FileRecord
 
 
 async def require_index(settings: Settings) -> None:
@@ -48,7 +48,7 @@ async def index_exists(settings: Settings) -> bool:
     return await (await anyio.Path(settings.db_path).expanduser()).exists()
 
 
-async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
+async def note_path(rf: Holding, path: str, root: str | None) -> str:
     """The path a command names a note by, as the index takes it. A file in the working
     directory (search prints paths relative to it) is made absolute when the index holds
     it there; else the path is read as given, relative to its indexed folder (as search
@@ -57,10 +57,23 @@ async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
     ``CommandError`` that says both were tried."""
     import anyio
 
-    local = await anyio.Path(path).expanduser()
-    if local.is_absolute() or not await local.is_file():
+    return await named_path(rf, path, root, await anyio.to_thread.run_sync(local_file, path))
+
+
+def local_file(path: str) -> str | None:
+    """The working directory's file ``path`` names, made absolute (None: ``path`` is
+    absolute, or names no file here)."""
+    local = Path(path).expanduser()
+    if local.is_absolute() or not local.is_file():
+        return None
+    return str(local.resolve())
+
+
+async def named_path(rf: Holding, path: str, root: str | None, here: str | None) -> str:
+    """``note_path``, the working directory's file looked up already (``here``:
+    ``local_file``'s answer)."""
+    if here is None:
         return path
-    here = str(await local.resolve())
     if await _holds(rf, here, root, quiet=True):
         return here
     # (a bad --root still says so, from the path as given)
@@ -72,7 +85,14 @@ async def note_path(rf: Rifflux, path: str, root: str | None) -> str:
                        "reads it, or says why it is left out)", EXIT_USAGE)
 
 
-async def _holds(rf: Rifflux, path: str, root: str | None, *, quiet: bool) -> bool:
+class Holding(Protocol):
+    """What finding a note's path asks of the index (``Rifflux``, or ``DirectIndex``)."""
+
+    async def get_file(self, path: str, *, root: str | None = None,
+                       ) -> FileRecord | FileLines | None: ...
+
+
+async def _holds(rf: Holding, path: str, root: str | None, *, quiet: bool) -> bool:
     """Whether the index holds a file at ``path``; ``quiet``: a path it refuses (outside
     every indexed folder, or leaving one) is one it does not hold."""
     try:

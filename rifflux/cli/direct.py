@@ -32,13 +32,22 @@ class _Direct:
 
 
 def _commands() -> dict[str, _Direct]:
+    from .reading import files_directly, links_directly, show_directly, tags_directly
     from .search import search_directly, takes_directly
 
-    return {"search": _Direct(takes_directly, search_directly)}
+    return {"search": _Direct(takes_directly, search_directly),
+            "show": _Direct(_always, show_directly),
+            "links": _Direct(_always, links_directly),
+            "files": _Direct(_always, files_directly),
+            "tags": _Direct(_always, tags_directly)}
+
+
+def _always(args: argparse.Namespace) -> bool:
+    return True
 
 
 #: The commands that may be answered directly (their modules are imported by ``run``).
-NAMES = frozenset({"search"})
+NAMES = frozenset({"search", "show", "links", "files", "tags"})
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int | None:

@@ -19,13 +19,12 @@ ranking runs in worker threads). The caller then takes the full path.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Collection, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ...config import Settings
 from ...errors import SchemaVersionError
 from ..records import Records
 from .lexical import Lexical
@@ -36,7 +35,10 @@ from .schema import database, prepare, settled
 from .sql import OnConnection, mapped_errors
 
 if TYPE_CHECKING:
+    from ...config import Settings
+    from ...types import NoteLinks
     from ..link_records import LinkRecords
+    from ..protocols import LinkStore
 
 __all__ = ["DirectStore", "Immediate", "open_direct", "run_now"]
 
@@ -109,15 +111,30 @@ class DirectStore:
     where: str
     reads: Reader
     records: Records
+    links: LinkStore
     lexical: Lexical
-    #: The shared statements on the connection (``links`` reads with them).
-    statements: OnConnection
 
-    def links(self) -> LinkRecords:
-        """A note's links, both ways (imported by the commands that read them)."""
-        from ..link_records import LinkRecords
 
-        return LinkRecords(self.statements)
+class _Links:
+    """``LinkRecords``, made when first read: its module (and the link syntax it
+    compiles) is imported by the commands that read links alone."""
+
+    def __init__(self, statements: OnConnection) -> None:
+        self._statements = statements
+        self._records: LinkRecords | None = None
+
+    def _made(self) -> LinkRecords:
+        if self._records is None:
+            from ..link_records import LinkRecords
+
+            self._records = LinkRecords(self._statements)
+        return self._records
+
+    async def of(self, file_id: int, path: str, root: str) -> NoteLinks:
+        return await self._made().of(file_id, path, root)
+
+    async def notes(self, file_ids: Collection[int]) -> dict[int, tuple[str, str]]:
+        return await self._made().notes(file_ids)
 
 
 @contextmanager
@@ -135,7 +152,7 @@ def open_direct(settings: Settings, db: Path) -> Iterator[DirectStore | None]:
         reader = Reader(immediate, db)
         statements = OnConnection(immediate, db)
         yield DirectStore(where=str(db), reads=reader, records=Records(statements),
-                          lexical=Lexical(reader), statements=statements)
+                          links=_Links(statements), lexical=Lexical(reader))
     finally:
         conn.close()
 

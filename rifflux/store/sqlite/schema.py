@@ -14,11 +14,13 @@ from ..roots import STALE_MTIME  # (the files an upgrade marks to be read again)
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_schema import LINKS_SCHEMA
 from .recovery import immutable_uri
-from .sql import Connection, is_busy, mapped_errors, transaction
+from .sql import is_busy, mapped_errors, transaction
 from .vector_schema import VECTORS_SCHEMA
 
 if TYPE_CHECKING:  # (aiosqlite and anyio: imported by connect, not by a one-shot read)
     import aiosqlite
+
+    from .sql import Connection
 
 SCHEMA_VERSION = 7
 #: The writer connection's page cache, in KiB (filled only as pages are used).

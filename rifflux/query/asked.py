@@ -5,7 +5,7 @@ answer's ``explain`` reports it (``described``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..core.fts_query import build_every, build_match, dropped_stopwords
 from ..errors import InvalidArgumentError
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..core.filters import Filters
     from ..types import ContentMode, LexicalExplain, Mode, SearchExplain
 
-__all__ = ["PLAIN", "SearchShape", "checked_mode", "described"]
+__all__ = ["PLAIN", "SearchShape", "checked_mode", "checked_span", "described"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,3 +73,26 @@ def described(query: str, filters: Filters, lexical: LexicalExplain | None) -> S
     return {"fts_query": build_match(query), "fts_every": build_every(query),
             "stopwords_dropped": dropped_stopwords(query), "filters": filters.describe(),
             "lexical": lexical}
+
+
+def checked_span(*, start_line: object, end_line: object, page: object,
+                 end_page: object) -> tuple[int | None, int | None, bool] | None:
+    """What part of a file a read asks for: None, the file whole (its metadata and
+    chunks); else the first and last line (or with True beside them, page) to read from
+    disk, one page unless ``end_page`` says to which. Raises ``InvalidArgumentError``
+    saying what to fix."""
+    for name, value in (("start_line", start_line), ("end_line", end_line),
+                        ("page", page), ("end_page", end_page)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidArgumentError(f"{name} must be a {name.rsplit('_')[-1]} number, "
+                                       f"not {value!r}")
+    first, last = cast("int | None", start_line), cast("int | None", end_line)
+    page_one, page_last = cast("int | None", page), cast("int | None", end_page)
+    if page_one is not None or page_last is not None:
+        if first is not None or last is not None:
+            raise InvalidArgumentError("give a range of lines (start_line, end_line) or of "
+                                       "pages (page, end_page), not both")
+        return page_one, page_one if page_last is None else page_last, True
+    if first is None and last is None:
+        return None
+    return first, last, False
