@@ -330,7 +330,7 @@ def _versus_rows(v: dict[str, Any] | None) -> list[list[str]]:
              f"python + sqlite3 FTS5 query {timed('floor')}: x{_ratio(v, 'floor')}",
              "<= 4x the floor"]]
     if "qmd" in v:
-        rows.append([f"  and with qmd {v.get('qmd_version', '')} `qmd search` (same files)",
+        rows.append([f"  and with {v.get('qmd_version') or 'qmd'} `qmd search` (same files)",
                      f"x{_ratio(v, 'qmd')} of qmd's", f"qmd search {timed('qmd')}, peak RSS "
                      f"{v['qmd'].get('peak_rss_mib', '–')} MiB", "<= 0.8x qmd's"])
     else:

@@ -39,7 +39,7 @@ def _versus_note(other: str) -> Callable[[Results], str]:
         if other not in v:
             return str(v.get("qmd_not_run", ""))
         ours, theirs = v["rifflux"], v[other]
-        name = f"qmd {v.get('qmd_version', '')}".strip() if other == "qmd" else "the floor"
+        name = (v.get("qmd_version") or "qmd") if other == "qmd" else "the floor"
         return (f"{ours['median_s'] * 1000:,.0f} ms vs {name} {theirs['median_s'] * 1000:,.0f}"
                 f" ms (CPU x{_versus(other, 'cpu_median_s')(r)}), {v['runs']} rounds taking "
                 "turns")

@@ -6,6 +6,7 @@ stderr and the same exit code. What it cannot answer so is left to the library."
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,7 +64,7 @@ SEARCHES = [
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The notes indexed (hash vectors) into ``tmp_path/i.db``; the working directory
     ``tmp_path``, no RIFFLUX_* setting but the hash backend."""
-    for name in [k for k in __import__("os").environ if k.startswith("RIFFLUX_")]:
+    for name in [k for k in os.environ if k.startswith("RIFFLUX_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("RIFFLUX_EMBEDDING_BACKEND", "hash")
     monkeypatch.setenv("COLUMNS", "200")
@@ -78,22 +79,32 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path / "i.db"
 
 
-def _run(db: Path, argv: list[str], capsys: pytest.CaptureFixture[str], *,
+#: The launcher's direct path, as it is (the tests wrap it to see whether it answered).
+_DIRECT_RUN = direct.run
+
+
+def _cli(db: Path, argv: list[str], capsys: pytest.CaptureFixture[str], *,
          directly: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
-    """``rifflux --db DB search ARGV --no-server``: answered directly, or (``directly``
-    False) by the library, as before; its exit code, stdout and stderr."""
+    """``rifflux --db DB ARGV``: answered directly, or (``directly`` False) by the
+    library, as before; its exit code, stdout and stderr."""
     answered: list[int | None] = []
-    real = direct.run
 
     def spied(*args: Any) -> int | None:
-        answered.append(real(*args) if directly else None)
+        answered.append(_DIRECT_RUN(*args) if directly else None)
         return answered[-1]
 
     monkeypatch.setattr(direct, "run", spied)
-    code = main(["--db", str(db), "search", *argv, "--no-server"])
+    code = main(["--db", str(db), *argv])
     assert answered and (answered[0] is not None) == directly, "not taken as asked"
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def _run(db: Path, argv: list[str], capsys: pytest.CaptureFixture[str], *,
+         directly: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """``rifflux --db DB search ARGV --no-server`` (``_cli``)."""
+    return _cli(db, ["search", *argv, "--no-server"], capsys, directly=directly,
+                monkeypatch=monkeypatch)
 
 
 def _without_backlinks(answer: dict[str, Any]) -> dict[str, Any]:
@@ -174,11 +185,78 @@ def test_a_search_it_cannot_answer_directly_is_the_librarys(
     for argv in (["otter"], ["otter", "--mode", "hybrid"],
                  ["otter", "--mode", "lexical", "--near", "kb/bread.md"]):
         answered: list[int | None] = []
-        real = direct.run
-        monkeypatch.setattr(direct, "run",
-                            lambda *a, real=real, answered=answered:
-                            answered.append(real(*a)) or answered[-1])
+
+        def spied(*args: Any, answered: list[int | None] = answered) -> int | None:
+            answered.append(_DIRECT_RUN(*args))
+            return answered[-1]
+
+        monkeypatch.setattr(direct, "run", spied)
         code = main(["--db", str(index), "search", *argv, "--json", "--no-server"])
         out, err = capsys.readouterr()
         assert answered == [None] and code == 0, err
         assert json.loads(out)["results"]
+
+
+#: Reading commands, each answered directly and by the library: whole files, lines,
+#: pages of a file without any, chunks, links both ways, files of a folder, tags, and
+#: what each says when it cannot.
+READS = [
+    ["show", "kb/otters.md"],
+    ["show", "otters.md", "--json"],
+    ["show", "otters.md:2-4"],
+    ["show", "notes/river.md:3", "--json"],
+    ["show", "otters.md:abc"],
+    ["show", "otters.md:1-2", "--root", "kb"],
+    ["show", "nothere.md"],
+    ["show", "0123456789abcdef0123"],
+    ["show", "0123abcd"],
+    ["links", "otters.md"],
+    ["links", "otters.md", "--json"],
+    ["links", "notes/river.md"],
+    ["links", "nothere.md"],
+    ["links", "otters.md", "--root", "nope"],
+    ["files"],
+    ["files", "--json", "--root", "kb"],
+    ["files", "--root", "elsewhere"],
+    ["tags"],
+    ["tags", "--json"],
+    ["tags", "--path", "notes/**"],
+]
+
+
+@pytest.mark.parametrize("argv", READS, ids=" ".join)
+def test_a_reading_command_answered_directly_says_what_the_library_says(
+    index: Path, argv: list[str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    here = _cli(index, argv, capsys, directly=True, monkeypatch=monkeypatch)
+    assert here == _cli(index, argv, capsys, directly=False, monkeypatch=monkeypatch)
+    code, out, err = here
+    if code == 0:
+        assert out.strip()
+    else:  # (an error, or nothing to list: said on stderr)
+        assert err.startswith("rifflux: ")
+
+
+def test_a_chunk_shown_directly_is_the_librarys(
+    index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, out, _ = _run(index, ["otter", "--mode", "lexical", "--json"], capsys,
+                     directly=True, monkeypatch=monkeypatch)
+    chunk_id = json.loads(out)["results"][0]["chunk_id"]
+    for argv in (["show", chunk_id], ["show", chunk_id, "--json"]):
+        here = _cli(index, argv, capsys, directly=True, monkeypatch=monkeypatch)
+        assert here == _cli(index, argv, capsys, directly=False, monkeypatch=monkeypatch)
+        assert here[0] == 0 and "Otters" in here[1]
+
+
+def test_lines_read_directly_say_the_file_changed_since_it_was_indexed(
+    index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    note = index.parent / "kb" / "bread.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nA new line.\n", encoding="utf-8")
+    asked = ["show", "bread.md", "--json"]
+    here = _cli(index, asked, capsys, directly=True, monkeypatch=monkeypatch)
+    assert here == _cli(index, asked, capsys, directly=False, monkeypatch=monkeypatch)
+    shown = json.loads(here[1])
+    assert shown["changed_since_indexed"] is True and "A new line." in shown["text"]
