@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core.filters import make_filters
+from .core.filters import check_depth, make_filters
 from .errors import InvalidArgumentError
 from .query.asked import SearchShape, checked_mode, checked_span, described
 from .query.ranking import Loaded, Ranking
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         FileLines,
         FileRecord,
         IndexedFile,
+        Neighbor,
         NoteLinks,
         SearchExplain,
         SearchResult,
@@ -159,6 +160,14 @@ class DirectIndex:
         await self._catalog()
         where = None if root is None else os.fspath(root)
         return await self._reads().note_links(os.fspath(path), where)
+
+    async def neighbors(self, path: str | os.PathLike[str], *, depth: int = 1,
+                        root: str | os.PathLike[str] | None = None) -> list[Neighbor]:
+        """``Rifflux.neighbors``."""
+        depth = check_depth(depth)
+        await self._catalog()
+        where = None if root is None else os.fspath(root)
+        return await self._reads().neighbors(os.fspath(path), where, depth)
 
     async def files(self, root: str | os.PathLike[str] | None = None) -> list[IndexedFile]:
         """``Rifflux.files`` (the catalog is read for ``root`` alone: which folder it

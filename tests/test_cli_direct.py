@@ -1,7 +1,8 @@
-"""A one-shot search by words is answered directly (``rifflux.direct``: the store's reads
-and the ranking on sqlite3 in the calling thread, no actors, no event loop), and says
-exactly what the library's answer says: the same JSON, the same lines, the same words on
-stderr and the same exit code. What it cannot answer so is left to the library."""
+"""A one-shot search by words (and ``show``, ``links``, ``neighbors``, ``files``,
+``tags``) is answered directly (``rifflux.direct``: the store's reads, the ranking and the
+reads on sqlite3 in the calling thread, no actors, no event loop), and says exactly what
+the library's answer says: the same JSON, the same lines, the same words on stderr and
+the same exit code. What it cannot answer so is left to the library."""
 
 from __future__ import annotations
 
@@ -215,6 +216,10 @@ READS = [
     ["links", "notes/river.md"],
     ["links", "nothere.md"],
     ["links", "otters.md", "--root", "nope"],
+    ["neighbors", "otters.md"],
+    ["neighbors", "bread.md", "--depth", "2", "--json"],
+    ["neighbors", "notes/holding.md"],
+    ["neighbors", "otters.md", "--depth", "99"],
     ["files"],
     ["files", "--json", "--root", "kb"],
     ["files", "--root", "elsewhere"],

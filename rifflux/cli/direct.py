@@ -32,12 +32,19 @@ class _Direct:
 
 
 def _commands() -> dict[str, _Direct]:
-    from .reading import files_directly, links_directly, show_directly, tags_directly
+    from .reading import (
+        files_directly,
+        links_directly,
+        neighbors_directly,
+        show_directly,
+        tags_directly,
+    )
     from .search import search_directly, takes_directly
 
     return {"search": _Direct(takes_directly, search_directly),
             "show": _Direct(_always, show_directly),
             "links": _Direct(_always, links_directly),
+            "neighbors": _Direct(_always, neighbors_directly),
             "files": _Direct(_always, files_directly),
             "tags": _Direct(_always, tags_directly)}
 
@@ -47,7 +54,7 @@ def _always(args: argparse.Namespace) -> bool:
 
 
 #: The commands that may be answered directly (their modules are imported by ``run``).
-NAMES = frozenset({"search", "show", "links", "files", "tags"})
+NAMES = frozenset({"search", "show", "links", "neighbors", "files", "tags"})
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int | None:

@@ -34,7 +34,15 @@ from .results import out
 if TYPE_CHECKING:
     from ..config import Settings
     from ..direct import DirectIndex
-    from ..types import ChunkDetail, FileLines, FileRecord, IndexedFile, NoteLinks, TagCount
+    from ..types import (
+        ChunkDetail,
+        FileLines,
+        FileRecord,
+        IndexedFile,
+        Neighbor,
+        NoteLinks,
+        TagCount,
+    )
 
 #: PATH:START-END, PATH:LINE.
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
@@ -211,6 +219,20 @@ async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
     async with Rifflux(settings=settings) as rf:
         found = await rf.neighbors(await note_path(rf, args.path, args.root),
                                    depth=args.depth, root=args.root)
+    return _neighbors_said(args, found)
+
+
+async def neighbors_directly(args: argparse.Namespace, settings: Settings,
+                             index: DirectIndex) -> int:
+    """``neighbors``, answered by an index read directly."""
+    check_depth(args.depth)
+    check_index(settings)
+    found = await index.neighbors(await _named_here(index, args.path, args.root),
+                                  depth=args.depth, root=args.root)
+    return _neighbors_said(args, found)
+
+
+def _neighbors_said(args: argparse.Namespace, found: list[Neighbor]) -> int:
     if args.json:
         write_json(found)
     else:
