@@ -265,3 +265,28 @@ def test_lines_read_directly_say_the_file_changed_since_it_was_indexed(
     assert here == _cli(index, asked, capsys, directly=False, monkeypatch=monkeypatch)
     shown = json.loads(here[1])
     assert shown["changed_since_indexed"] is True and "A new line." in shown["text"]
+
+
+@pytest.mark.parametrize("argv", [["search", "otter", "--mode", "lexical"],
+                                  ["search", " ", "--mode", "lexical"], ["files"]],
+                         ids=" ".join)
+def test_a_file_that_is_no_index_is_left_to_the_library_which_says_so_in_its_order(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    foreign = tmp_path / "theirs.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE accounts(id INTEGER PRIMARY KEY)")
+    answered: list[int | None] = []
+
+    def spied(*args: Any) -> int | None:
+        answered.append(_DIRECT_RUN(*args))
+        return answered[-1]
+
+    monkeypatch.setattr(direct, "run", spied)
+    code = main(["--db", str(foreign), *argv])
+    _, err = capsys.readouterr()
+    assert answered == [None] and code == 2, err
+    empty = argv[1:2] == [" "]
+    assert ("query is empty" in err) == empty  # (checked before the index is opened)
+    assert ("did not make" in err) != empty

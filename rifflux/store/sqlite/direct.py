@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ...errors import SchemaVersionError
+from ...errors import RiffluxError
 from ..records import Records
 from .lexical import Lexical
 from .lexicon_schema import lexicon_built
 from .reader import Reader
 from .recovery import damage, needs_check, refuse_unreadable
 from .schema import database, prepare, settled
-from .sql import OnConnection, mapped_errors
+from .sql import OnConnection
 
 if TYPE_CHECKING:
     from ...config import Settings
@@ -141,8 +141,8 @@ class _Links:
 def open_direct(settings: Settings, db: Path) -> Iterator[DirectStore | None]:
     """The index file ``db`` (resolved) open read-only in this thread and closed on the
     way out; None: no index there yet, or one to open with the full path (see the
-    module's docstring). The errors the store's opening reports (someone else's file, an
-    index it cannot share) are raised as it raises them."""
+    module's docstring), which also says what it cannot open and why, at the moment
+    the command would (someone else's file, one it cannot share, a locked one)."""
     conn = _connect(settings, db)
     if conn is None:
         yield None
@@ -162,17 +162,22 @@ def _connect(settings: Settings, db: Path) -> sqlite3.Connection | None:
     is known to be one a reader here can read as the full opening would leave it."""
     if not db.is_file():
         return None  # (a command that reads one says there is none: the full path's words)
-    refuse_unreadable(db, read_only=settings.read_only, read_snapshot=settings.read_snapshot)
-    if needs_check(db) == "now" and damage(db) is not None:
-        return None  # (moved aside by the full opening, or reported when read-only)
-    with mapped_errors(db):
+    try:
+        refuse_unreadable(db, read_only=settings.read_only,
+                          read_snapshot=settings.read_snapshot)
+        if needs_check(db) == "now" and damage(db) is not None:
+            return None  # (moved aside by the full opening, or reported when read-only)
         conn = sqlite3.connect(database(db, readonly=True, snapshot=settings.read_snapshot),
                                uri=True, isolation_level=None)
-        try:
-            readable = run_now(_readable(Immediate(conn), db, settings))
-        except BaseException:
-            conn.close()
-            raise
+    except (RiffluxError, sqlite3.Error):
+        return None  # (the full path says it, after what a command checks before opening)
+    try:
+        readable = run_now(_readable(Immediate(conn), db, settings))
+    except (RiffluxError, sqlite3.Error):
+        readable = False  # (an older schema is upgraded by the full opening; others, said)
+    except BaseException:
+        conn.close()
+        raise
     if not readable:
         conn.close()
         return None
@@ -182,8 +187,5 @@ def _connect(settings: Settings, db: Path) -> sqlite3.Connection | None:
 async def _readable(conn: Immediate, db: Path, settings: Settings) -> bool:
     """The reader's connection set up (``schema.prepare``); whether the index is this
     version's, settled, and ranked by FTS5 alone (no lexicon)."""
-    try:
-        await prepare(conn, db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
-    except SchemaVersionError:
-        return False  # (an older index is upgraded by the full opening; others, refused)
+    await prepare(conn, db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True)
     return await settled(conn) and not await lexicon_built(conn)
