@@ -31,22 +31,19 @@ class _Direct:
     command: Callable[..., Coroutine[Any, Any, int]]
 
 
-def _commands() -> dict[str, _Direct]:
-    from .reading import (
-        files_directly,
-        links_directly,
-        neighbors_directly,
-        show_directly,
-        tags_directly,
-    )
-    from .search import search_directly, takes_directly
+def _direct(name: str) -> _Direct:
+    """The command ``name`` as it is answered directly (its module imported now: a search
+    imports no reading command's, nor they the search's)."""
+    if name == "search":
+        from .search import search_directly, takes_directly
 
-    return {"search": _Direct(takes_directly, search_directly),
-            "show": _Direct(_always, show_directly),
-            "links": _Direct(_always, links_directly),
-            "neighbors": _Direct(_always, neighbors_directly),
-            "files": _Direct(_always, files_directly),
-            "tags": _Direct(_always, tags_directly)}
+        return _Direct(takes_directly, search_directly)
+    from . import reading
+
+    return _Direct(_always, {"show": reading.show_directly, "links": reading.links_directly,
+                             "neighbors": reading.neighbors_directly,
+                             "files": reading.files_directly,
+                             "tags": reading.tags_directly}[name])
 
 
 def _always(args: argparse.Namespace) -> bool:
@@ -62,7 +59,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int | None:
     run with the library (nothing has been printed)."""
     if args.command not in NAMES:
         return None
-    direct = _commands()[args.command]
+    direct = _direct(args.command)
     if not direct.takes(args):
         return None
     from ..direct import open_index, run_now
