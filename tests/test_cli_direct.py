@@ -23,7 +23,7 @@ from rifflux.direct import open_index
 from rifflux.store.sqlite.lexicon_schema import WEIGHTS_TEXT
 from rifflux.store.sqlite.recovery import mark_for_check
 
-from .helpers import downgrade, write_all
+from .helpers import downgrade, write_all, write_pdf
 
 NOTES = {
     "otters.md": "---\ntags: [river, animals]\n---\n# Otters\n\nOtters hold hands while "
@@ -290,3 +290,152 @@ def test_a_file_that_is_no_index_is_left_to_the_library_which_says_so_in_its_ord
     empty = argv[1:2] == [" "]
     assert ("query is empty" in err) == empty  # (checked before the index is opened)
     assert ("did not make" in err) != empty
+
+
+#: A folder of every part a search's answer has now: a note and its copy (each text once,
+#: its other places in ``also_in``), a PDF (hits on a page), source code, and notes
+#: linking to the PDF and to one of its pages.
+MIXED = {
+    "otters.md": "# Otters\n\nThe otter swims in the river at dusk.\n\n## Holts\n\nAn otter "
+                 "rests in its holt by day.\n",
+    "copy/otters.md": "# Otters\n\nThe otter swims in the river at dusk.\n\n## Holts\n\nAn "
+                      "otter rests in its holt by day.\n",
+    "reading.md": "# Reading\n\nThe otter survey is in [[paper.pdf]]; its dens are on "
+                  "[[paper.pdf#page=2]].\n",
+    "tools/otter.py": "def feed_otter(fish):\n    \"\"\"Give the otter its fish.\"\"\"\n"
+                      "    return fish\n",
+}
+PAPER = ["Otter survey\nThe otter was counted on every river of the county.",
+         "Dens\nEach otter holt was mapped beside the water.",
+         "Methods\nSpraints were collected along the banks."]
+
+#: Searches over that folder: each text once (and every copy), a page of a PDF, code,
+#: and the kind and path filters, alone and together.
+MIXED_SEARCHES = [
+    ["otter"],
+    ["otter", "--duplicates", "all"],
+    ["otter", "--top-k", "3", "--explain"],
+    ["holt", "--snippets"],
+    ["otter", "--max-per-file", "1"],
+    ["feed_otter"],
+    ["otter", "--kind", "pdf"],
+    ["otter", "--kind", "code"],
+    ["otter", "--kind", "pdf", "--kind", "markdown", "--explain"],
+    ["otter", "--kind", "docx"],
+    ["otter", "--path", "copy/**"],
+    ["otter", "--path", "*.md", "--duplicates", "all"],
+    ["otter", "--path", "*.pdf", "--kind", "pdf"],
+]
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``MIXED`` and ``PAPER`` (kb/paper.pdf) indexed with code (hash vectors) into
+    ``tmp_path/i.db``, as ``index`` is."""
+    for name in [k for k in os.environ if k.startswith("RIFFLUX_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("RIFFLUX_EMBEDDING_BACKEND", "hash")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    root = write_all(tmp_path / "kb", MIXED)
+    write_pdf(root / "paper.pdf", PAPER, outline=["Otter survey", "Dens", "Methods"])
+
+    async def build() -> None:
+        async with Rifflux(tmp_path / "i.db", embedding_backend="hash",
+                           kinds=["default", "code"]) as rf:
+            result = await rf.reindex(root)
+            assert result["indexed_files"] == 5 and not result["errors"], result
+
+    anyio.run(build)
+    yield tmp_path / "i.db"
+
+
+@pytest.mark.parametrize("argv", MIXED_SEARCHES, ids=" ".join)
+def test_copies_pages_code_and_kinds_answered_directly_are_the_librarys(
+    mixed: Path, argv: list[str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = [*argv, "--mode", "lexical", "--json"]
+    code, out, err = _run(mixed, asked, capsys, directly=True, monkeypatch=monkeypatch)
+    full_code, full_out, full_err = _run(mixed, asked, capsys, directly=False,
+                                         monkeypatch=monkeypatch)
+    assert (code, err) == (full_code, full_err)
+    answer, library = json.loads(out), json.loads(full_out)
+    if any(flag in argv for flag in ("--path", "--kind")):
+        assert answer == library
+    else:
+        assert answer == _without_backlinks(library)
+    hits = answer["results"]
+    kinds = [argv[i + 1] for i, flag in enumerate(argv) if flag == "--kind"]
+    if kinds == ["docx"]:  # (none: the hint says the filters left nothing)
+        assert code == 1 and not hits and "filters" in answer["hint"]
+        return
+    assert code == 0 and hits, err
+    if kinds:
+        assert {h["kind"] for h in hits} <= set(kinds) and hits
+    if "pdf" in kinds or argv == ["otter"]:
+        assert any(h["kind"] == "pdf" and h["page"] >= 1 for h in hits)
+    if argv[0] == "feed_otter" or kinds == ["code"]:
+        assert hits[0]["kind"] == "code" and hits[0]["path"] == "tools/otter.py"
+    texts = [(h["heading_path"], h["snippet"]) for h in hits]
+    copies = [h for h in hits if h.get("also_in")]
+    notes = argv[0] in ("otter", "holt") and (not kinds or "markdown" in kinds)
+    if not notes or "--duplicates" in argv or "copy/**" in argv:
+        assert not copies  # (no note, every copy, or the one copy within the filters)
+    else:  # (each text once, at its first place: the copy's other place named)
+        assert copies and len(texts) == len(set(texts))
+        assert all(h["path"] == "copy/otters.md" and h["also_in_count"] == 1
+                   and [p["path"] for p in h["also_in"]] == ["otters.md"] for h in copies)
+    if "--duplicates" in argv:
+        assert {"copy/otters.md", "otters.md"} <= {h["path"] for h in hits}
+
+
+@pytest.mark.parametrize("argv", [["otter"], ["holt", "--kind", "pdf", "--explain"],
+                                  ["otter", "--path", "*.md"], ["otter", "--duplicates", "all"]],
+                         ids=" ".join)
+def test_copies_and_pages_print_as_the_library_prints_them(
+    mixed: Path, argv: list[str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = [*argv, "--mode", "lexical"]
+    here = _run(mixed, asked, capsys, directly=True, monkeypatch=monkeypatch)
+    assert here == _run(mixed, asked, capsys, directly=False, monkeypatch=monkeypatch)
+    code, out, _ = here
+    notes = "--duplicates" not in argv and "pdf" not in argv
+    assert code == 0 and ("also in: kb/otters.md" in out) == notes
+    # (a PDF's hit on its page, as paper.pdf:2; none among the notes alone)
+    assert ("kb/paper.pdf:2  Dens" in out) == ("*.md" not in argv)
+
+
+#: Reads of a PDF (a page, pages, the file whole), of code, and of the links to the PDF.
+MIXED_READS = [
+    ["show", "paper.pdf:2"],
+    ["show", "paper.pdf:1-2", "--json"],
+    ["show", "paper.pdf", "--json"],
+    ["show", "tools/otter.py:1-2"],
+    ["show", "copy/otters.md", "--json"],
+    ["links", "paper.pdf"],
+    ["links", "paper.pdf", "--json"],
+    ["links", "reading.md", "--json"],
+    ["neighbors", "paper.pdf", "--json"],
+    ["neighbors", "reading.md"],
+    ["files", "--json"],
+    ["files"],
+]
+
+
+@pytest.mark.parametrize("argv", MIXED_READS, ids=" ".join)
+def test_reads_of_a_pdf_code_and_copies_answered_directly_are_the_librarys(
+    mixed: Path, argv: list[str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    here = _cli(mixed, argv, capsys, directly=True, monkeypatch=monkeypatch)
+    assert here == _cli(mixed, argv, capsys, directly=False, monkeypatch=monkeypatch)
+    code, out, err = here
+    assert code == 0 and out.strip(), err
+    if argv[:2] == ["show", "paper.pdf:2"]:
+        assert "holt was mapped" in out and "Spraints" not in out
+    if argv[:2] == ["links", "paper.pdf"]:
+        assert "reading.md" in out
+    if argv[:2] == ["files"]:
+        assert "paper.pdf" in out and "otter.py" in out
