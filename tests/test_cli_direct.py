@@ -293,7 +293,8 @@ def test_a_file_that_is_no_index_is_left_to_the_library_which_says_so_in_its_ord
 
 
 #: A folder of every part a search's answer has now: a note and its copy (each text once,
-#: its other places in ``also_in``), a PDF (hits on a page), source code, and notes
+#: its other places in ``also_in``), a PDF (hits on a page), source code (a function a
+#: note names more often than its definition does: the definition first), and notes
 #: linking to the PDF and to one of its pages.
 MIXED = {
     "otters.md": "# Otters\n\nThe otter swims in the river at dusk.\n\n## Holts\n\nAn otter "
@@ -304,6 +305,8 @@ MIXED = {
                   "[[paper.pdf#page=2]].\n",
     "tools/otter.py": "def feed_otter(fish):\n    \"\"\"Give the otter its fish.\"\"\"\n"
                       "    return fish\n",
+    "feeding.md": "# Feeding\n\nCall feed_otter at dusk: feed_otter twice, feed_otter "
+                  "with fish, never feed_otter at noon.\n",
 }
 PAPER = ["Otter survey\nThe otter was counted on every river of the county.",
          "Dens\nEach otter holt was mapped beside the water.",
@@ -318,6 +321,7 @@ MIXED_SEARCHES = [
     ["holt", "--snippets"],
     ["otter", "--max-per-file", "1"],
     ["feed_otter"],
+    ["feed_otter", "--explain", "--snippets"],
     ["otter", "--kind", "pdf"],
     ["otter", "--kind", "code"],
     ["otter", "--kind", "pdf", "--kind", "markdown", "--explain"],
@@ -344,7 +348,7 @@ def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         async with Rifflux(tmp_path / "i.db", embedding_backend="hash",
                            kinds=["default", "code"]) as rf:
             result = await rf.reindex(root)
-            assert result["indexed_files"] == 5 and not result["errors"], result
+            assert result["indexed_files"] == 6 and not result["errors"], result
 
     anyio.run(build)
     yield tmp_path / "i.db"
@@ -375,8 +379,13 @@ def test_copies_pages_code_and_kinds_answered_directly_are_the_librarys(
         assert {h["kind"] for h in hits} <= set(kinds) and hits
     if "pdf" in kinds or argv == ["otter"]:
         assert any(h["kind"] == "pdf" and h["page"] >= 1 for h in hits)
-    if argv[0] == "feed_otter" or kinds == ["code"]:
+    if argv[0] == "feed_otter" or kinds == ["code"]:  # (its definition, above the note)
         assert hits[0]["kind"] == "code" and hits[0]["path"] == "tools/otter.py"
+    if argv[0] == "feed_otter":
+        assert [h["path"] for h in hits] == ["tools/otter.py", "feeding.md"]
+        if "--explain" in argv:
+            assert hits[0]["explain"]["definition"] is True
+            assert hits[0]["explain"]["lexical_rank"] == 2  # (moved first)
     texts = [(h["heading_path"], h["snippet"]) for h in hits]
     copies = [h for h in hits if h.get("also_in")]
     notes = argv[0] in ("otter", "holt") and (not kinds or "markdown" in kinds)
