@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ._embed_server import render_embed_server
 from ._formats_report import report as formats_report
 from ._memory import render_memory
 from ._postgres import report as postgres_report
@@ -399,7 +400,8 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
                  "formats": lambda f: formats_report(f, _charts(charts, "formats")),
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
                  "vectors": vectors_report, "memory": render_memory, "startup": _startup,
-                 "postgres": postgres_report, "quality": _quality}
+                 "postgres": postgres_report, "quality": _quality,
+                 "embedserver": render_embed_server}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

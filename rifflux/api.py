@@ -36,6 +36,7 @@ from .types import (
     BackgroundReindex,
     ChunkDetail,
     Counts,
+    EmbeddingServerStatus,
     FileLines,
     FileRecord,
     ForgetResult,
@@ -82,6 +83,8 @@ class Rifflux:
         writable: Sequence[str | os.PathLike[str]] = (),
         watch_writable: bool = True,
         kinds: Sequence[str] | None = None,
+        embed_url: str | None = None,
+        embed_model: str | None = None,
         _watch_factory: WatchFactory | None = None,
     ) -> None:
         base = settings or Settings()
@@ -94,6 +97,7 @@ class Rifflux:
             watch_paths=tuple(Path(p) for p in watch_paths) or None,
             model_dir=model_dir, writable=tuple(Path(p) for p in writable) or None,
             kinds=tuple(kinds) if kinds is not None else None,
+            embed_url=embed_url, embed_model=embed_model,
         )
         self._desk = NoteDesk(settings, watch=watch_writable)  # (notes: writable=)
         self.settings = self._desk.settings
@@ -204,6 +208,11 @@ class Rifflux:
         PostgreSQL, without its BM25 index: emptied by a server restart until it is built
         again, never held by a read replica); None: nothing to say."""
         return self._open().condition()
+
+    def embedding_server(self) -> EmbeddingServerStatus | None:
+        """The embedding server making the vectors (``embed_url``): whether it answered
+        the last request, and why not; None when the vectors are made here."""
+        return self._open().model()["server"]
 
     def searchable(self, query: str) -> bool:
         """Whether ``query`` holds a word the store's lexical branch would search."""
@@ -394,7 +403,8 @@ class Rifflux:
 
     @property
     def embedding_backend(self) -> str | None:
-        """``onnx`` or ``hash``, the backend actually in use; None until loaded."""
+        """``onnx``, ``hash`` or ``server`` (an embedding server, ``embed_url``), the
+        backend actually in use; None until loaded."""
         return self._model_labels()[1]
 
     async def job(self, job_id: str) -> JobInfo:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .types import (
         ChunkDetail,
         Counts,
+        EmbeddingServerStatus,
         FileLines,
         FileRecord,
         IndexedFile,
@@ -110,6 +111,10 @@ class DirectIndex:
     def search_condition(self) -> str | None:
         """``Rifflux.search_condition``."""
         return self._store.lexical.condition()
+
+    def embedding_server(self) -> EmbeddingServerStatus | None:
+        """None: no model, nor an embedding server, is asked here (words only)."""
+        return None
 
     def searchable(self, query: str) -> bool:
         """``Rifflux.searchable``."""

@@ -131,7 +131,13 @@ class EmbedWanted:
     """Some chunks lack vectors (a nudge: dropped when one is already waiting)."""
 
 
-EmbedderMessage = ModelAdopted | EmbedWanted
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackoffEnded:
+    """The embedding server did not answer, and the wait before asking it again is over
+    (the embedder's own timer)."""
+
+
+EmbedderMessage = ModelAdopted | EmbedWanted | BackoffEnded
 
 
 # ---------------------------------------------------------------- query inbox

@@ -55,6 +55,7 @@ from .messages import (
     VectorsReset,
     give,
 )
+from .model import until_either
 from .reads import Reads
 
 if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
@@ -86,8 +87,10 @@ class QueryActor:
         feedback_weight: float = 1.0,
         concurrency: int = 8,
         want_model: Callable[[], None] = lambda: None,
+        model_unreachable: anyio.Event | None = None,
     ) -> None:
         self._want_model = want_model
+        self._model_unreachable = model_unreachable
         self._store = store
         self._inbox = inbox
         self._limiter = anyio.CapacityLimiter(concurrency)
@@ -263,8 +266,7 @@ class QueryActor:
         if mode != "lexical" and not self._ready.is_set():
             # before taking a slot: the model may still be loading (or not started yet)
             self._want_model()
-            with anyio.move_on_after(_MODEL_WAIT_SECONDS):
-                await self._ready.wait()
+            await self._until_ready()
         allowed: Allowed | None = None
         if filters.active:
             if not self._catalog_ready.is_set():
@@ -273,6 +275,14 @@ class QueryActor:
         async with _slot(self._limiter):
             self._searches += 1
             return await self._ranking.search(query, top_k, mode, allowed, shape)
+
+    async def _until_ready(self) -> None:
+        """Until the model is adopted and its matrix loaded, or an embedding server it
+        connects to does not answer (the search goes on without a semantic branch, and
+        its answer says why), at most ``_MODEL_WAIT_SECONDS``."""
+        with anyio.move_on_after(_MODEL_WAIT_SECONDS):
+            await until_either(self._ready, self._model_unreachable)
+
 
 @asynccontextmanager
 async def _slot(limiter: anyio.CapacityLimiter) -> AsyncIterator[None]:

@@ -8,7 +8,7 @@ every component from the snapshot each one gives of itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypedDict, TypeVar
 
 import anyio
@@ -60,7 +60,7 @@ from .messages import (
     SearchRequested,
     TagsRequested,
 )
-from .model import ModelSnapshot
+from .model import ModelSnapshot, until_either
 from .query import QuerySnapshot
 
 T = TypeVar("T")
@@ -112,7 +112,12 @@ class Service:
         events: EventHub | None = None,
         counting: Callable[[], anyio.Event | None] | None = None,
         condition: Callable[[], str | None] = lambda: None,
+        check_server: Callable[[], Awaitable[None]] | None = None,
+        model_unreachable: anyio.Event | None = None,
     ) -> None:
+        #: Asks the embedding server (if any) whether it answers now (for status).
+        self.check_server = check_server
+        self._model_unreachable = model_unreachable
         self.events = events or EventHub()
         self.recovery = recovery
         #: Where the index is, as messages and status name it (no password).
@@ -240,9 +245,10 @@ class Service:
         return self._model()
 
     async def wait_for_model(self) -> None:
-        """Until the model has loaded (or failed to); its load starts if it had not."""
+        """Until the model has loaded (or failed to, or its embedding server does not
+        answer: it connects later by itself); its load starts if it had not."""
         self.want_model()
-        await self.model_loaded.wait()
+        await until_either(self.model_loaded, self._model_unreachable)
 
     def pending(self) -> int | None:
         return self._indexer()["pending"]

@@ -12,6 +12,7 @@ mentions. A ``Words`` that lacks a reason cannot be made. The index searched is 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
@@ -23,10 +24,17 @@ from .budget import Shaped, answer_text, body_size, cut, fit_texts, size, text_s
 
 if TYPE_CHECKING:
     from ..core.filters import Filters
-    from ..types import Counts, Mode, SearchAnswer, SearchExplain, SearchResult
+    from ..types import (
+        Counts,
+        EmbeddingServerStatus,
+        Mode,
+        SearchAnswer,
+        SearchExplain,
+        SearchResult,
+    )
 
 __all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Why", "Words",
-           "search_answer", "why"]
+           "search_answer", "semantic_off", "why"]
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
               "meaning only, sentence"]
@@ -52,6 +60,7 @@ class Searched(Protocol):
     def describe_search(self, query: str, filters: Filters | None = None,
                         **given: Any) -> SearchExplain: ...
     def search_condition(self) -> str | None: ...
+    def embedding_server(self) -> EmbeddingServerStatus | None: ...
     def searchable(self, query: str) -> bool: ...
     async def counts(self) -> Counts: ...
     async def search_filtered(self, query: str, filters: Filters, top_k: int = 10,
@@ -94,6 +103,9 @@ class Answered:
     #: How the lexical branch ranks now, when there is something to say (the store's
     #: words, the same on every surface).
     condition: str | None = None
+    #: Why the semantic branch answered nothing: the embedding server does not answer
+    #: (the same words on every surface).
+    semantic: str | None = None
 
 
 async def search_answer(
@@ -119,9 +131,13 @@ async def search_answer(
         cast(dict[str, Any], answer).update(extra)
     reason = await why(rf, query, mode, results, filters, applied)
     condition = rf.search_condition() if mode != "semantic" else None
+    semantic = semantic_off(rf.embedding_server(), mode) if mode != "lexical" else None
+    if semantic is not None and reason == "no match":
+        reason = None  # (not a matter of words: the semantic branch could not search)
     said = Answered(answer, reason, words.pending(pending) if pending else None,
-                    None if reason is None else words.why[reason], condition)
-    hints = [h for h in (said.pending, said.condition, said.reason) if h is not None]
+                    None if reason is None else words.why[reason], condition, semantic)
+    hints = [h for h in (said.pending, said.condition, said.semantic, said.reason)
+             if h is not None]
     if hints:  # (before a first look is sized: its hint counts too)
         answer["hint"] = "; ".join(hints)
     if first_look:  # (sized with the query as fit_results will echo it)
@@ -144,7 +160,21 @@ async def search_answer(
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
     return Answered(cast("SearchAnswer", shaped), said.why, said.pending, said.reason,
-                    said.condition)
+                    said.condition, said.semantic)
+
+
+def semantic_off(server: EmbeddingServerStatus | None, mode: Mode) -> str | None:
+    """Why a search's semantic branch found nothing, when the embedding server that makes
+    query vectors does not answer (None: it answers, or there is none)."""
+    if server is None or server["reachable"] is not False:
+        return None
+    since = server["unreachable_since"]
+    when = "" if since is None else f" since {time.strftime('%H:%M:%S', time.localtime(since))}"
+    then = ("these results are found by their words only" if mode == "hybrid"
+            else "lexical search works meanwhile")
+    return (f"semantic ranking is off{when}: the embedding server "
+            f"{server['error'] or 'does not answer'}; {then}; nothing indexed is lost, and "
+            "embedding resumes by itself when the server answers")
 
 
 async def why(rf: Searched, query: str, mode: Mode, results: list[SearchResult],

@@ -113,6 +113,17 @@ def parser() -> argparse.ArgumentParser:
                    help="your own embedding model: a directory with model.onnx, "
                         "tokenizer.json and optionally rifflux-model.json (see the README) "
                         "[RIFFLUX_MODEL_DIR; default the bundled all-MiniLM-L6-v2]")
+    g.add_argument("--embed-url", metavar="URL", default=argparse.SUPPRESS,
+                   help="make the vectors with an OpenAI-compatible embedding server "
+                        "instead of the local model, e.g. http://localhost:11434/v1 (Ollama) "
+                        "or http://localhost:8080/v1 (llama-server --embedding); its key "
+                        "from RIFFLUX_EMBED_KEY [RIFFLUX_EMBED_URL]")
+    g.add_argument("--embed-model", metavar="NAME", default=argparse.SUPPRESS,
+                   help="the embedding server's model, e.g. nomic-embed-text or bge-m3 "
+                        "[RIFFLUX_EMBED_MODEL; default the one model the server lists]")
+    g.add_argument("--embed-timeout", metavar="SECONDS", type=float, default=argparse.SUPPRESS,
+                   help="how long a request to the embedding server may take "
+                        "[RIFFLUX_EMBED_TIMEOUT; default 30]")
     g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated file globs to index, replacing the defaults; "
                         "repeatable [RIFFLUX_INCLUDE; default: markdown, text, PDF, PPTX "

@@ -117,6 +117,8 @@ def _said(args: argparse.Namespace, results: list[SearchResult], answered: Answe
         sys.stderr.write(f"rifflux: {answered.pending}\n")
     if answered.condition is not None:
         sys.stderr.write(f"rifflux: {answered.condition}\n")
+    if answered.semantic is not None:
+        sys.stderr.write(f"rifflux: {answered.semantic}\n")
     if answered.reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{answered.reason}\n")
     return EXIT_OK if results else EXIT_FAILURE

@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..core.catalog import Catalog
 from ..core.definitions import definitions_first, named
 from ..core.fusion import combine
 from ..core.snippets import Snippets
-from ..errors import RiffluxError
+from ..errors import EmbeddingUnavailableError, RiffluxError
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     import numpy as np
@@ -60,6 +60,15 @@ _ALSO_IN = 100
 _MASKS = 16
 
 
+@runtime_checkable
+class AwaitsQueries(Protocol):
+    """An embedder whose query vectors are awaited rather than made in a worker thread:
+    an embedding server's client (``actors.server_embedder``), which raises
+    ``EmbeddingUnavailableError`` when the server does not answer."""
+
+    async def aembed_query(self, text: str) -> F32: ...
+
+
 class Flag(Protocol):
     """Whether something has happened yet (an ``anyio.Event``, a ``threading.Event``)."""
 
@@ -91,6 +100,8 @@ class _Asked:
     names: tuple[str, ...] | None = None
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
+    #: The embedding server did not make the query's vector: no pass asks it again.
+    no_vector: bool = False
 
 
 class Ranking:
@@ -269,17 +280,26 @@ class Ranking:
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._loaded.embedder, self._loaded.matrix
-        if not _HAS_WORD.search(asked.query) or embedder is None or (
+        if not _HAS_WORD.search(asked.query) or embedder is None or asked.no_vector or (
                 matrix is None and self._semantic_leg is None):
             return []  # no query vector can be made: semantic mode answers nothing
         vector = asked.vector
         if vector is None:
-            import anyio
+            if isinstance(embedder, AwaitsQueries):  # an embedding server: awaited
+                try:
+                    vector = await embedder.aembed_query(asked.query)
+                except EmbeddingUnavailableError:
+                    # the branch answers nothing; the answer's hint says why (its health)
+                    asked.no_vector = True
+                    return []
+            else:
+                import anyio
 
-            if self._embed_limiter is None:
-                self._embed_limiter = anyio.CapacityLimiter(1)
-            vector = asked.vector = await anyio.to_thread.run_sync(
-                embedder.embed_query, asked.query, limiter=self._embed_limiter)
+                if self._embed_limiter is None:
+                    self._embed_limiter = anyio.CapacityLimiter(1)
+                vector = await anyio.to_thread.run_sync(
+                    embedder.embed_query, asked.query, limiter=self._embed_limiter)
+            asked.vector = vector
         if self._semantic_leg is not None:  # the store ranks its vectors itself
             return await self._semantic_leg.semantic(
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
