@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         NotFoundError,
         NotWritableError,
         ReadOnlyError,
+        RerankError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -50,6 +51,7 @@ __all__ = [
     "NotWritableError",
     "NoteConflictError",
     "ReadOnlyError",
+    "RerankError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

@@ -48,6 +48,11 @@ class EmbeddingError(RiffluxError):
     """The embedding model could not be loaded or run."""
 
 
+class RerankError(RiffluxError):
+    """A reranker could not score a search's hits: a search keeps its fused order then
+    (and its answer says why); raised only where a reranker is loaded or asked alone."""
+
+
 class JobNotFoundError(RiffluxError):
     """No background job has that id (it may have aged out of the bounded history)."""
 

@@ -180,10 +180,14 @@ class SearchShape:
     explain: bool = False
     snippet_chars: int = SNIPPET_CHARS[1]
     duplicates: Duplicates = "collapse"
+    #: Rescore the first hits with the reranker (``actors.rerank``; the library checks
+    #: that there is one).
+    rerank: bool = False
 
     @classmethod
     def checked(cls, *, max_per_file: object, content: object, explain: object,
-                snippet_chars: object, duplicates: object = "collapse") -> SearchShape:
+                snippet_chars: object, duplicates: object = "collapse",
+                rerank: bool = False) -> SearchShape:
         """From a caller's values; raises ``InvalidArgumentError`` saying what to fix."""
         if max_per_file is not None and (isinstance(max_per_file, bool)
                                          or not isinstance(max_per_file, int)
@@ -203,7 +207,7 @@ class SearchShape:
                                        f"{', '.join(DUPLICATES)} (collapse: each text once, "
                                        "its other places in also_in; all: every copy)")
         return cls(max_per_file=max_per_file, content=content, explain=bool(explain),
-                   snippet_chars=snippet_chars, duplicates=duplicates)
+                   snippet_chars=snippet_chars, duplicates=duplicates, rerank=rerank)
 
 
 #: Answers as SPEC has them: all hits, whole contents, no explanation.
@@ -241,6 +245,8 @@ class SearchRequested:
     query: str
     top_k: int
     mode: Mode
+    #: What the answer would look like: the semantic branch embeds it (core.hypothesis).
+    hypothesis: str | None = None
     filters: Filters = NO_FILTERS
     shape: SearchShape = PLAIN
     reply: Reply[list[SearchResult]]

@@ -56,6 +56,7 @@ from .messages import (
     give,
 )
 from .reads import Reads
+from .rerank import Reranker
 from .search import Loaded, Ranking
 
 if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
@@ -87,6 +88,7 @@ class QueryActor:
         feedback_weight: float = 1.0,
         concurrency: int = 8,
         want_model: Callable[[], None] = lambda: None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._want_model = want_model
         self._store = store
@@ -102,7 +104,8 @@ class QueryActor:
         self._reads = Reads(reads=store.reads, records=store.records, links=store.links,
                             catalog=self._catalog, catalog_ready=self._catalog_ready)
         self._ranking = Ranking(store=store, loaded=self._loaded, rrf_k=rrf_k,
-                                feedback=feedback, feedback_weight=feedback_weight)
+                                feedback=feedback, feedback_weight=feedback_weight,
+                                reranker=reranker)
         self._searches = 0
         self._failures = 0
 
@@ -236,7 +239,8 @@ class QueryActor:
             try:
                 if isinstance(msg, SearchRequested):
                     give(msg.reply, await self.search(msg.query, msg.top_k, msg.mode,
-                                                      msg.filters, msg.shape))
+                                                      msg.filters, msg.shape,
+                                                      hypothesis=msg.hypothesis))
                 else:
                     async with _slot(self._limiter):
                         await self._reads.answer(msg, self._loaded.embedder)
@@ -257,8 +261,8 @@ class QueryActor:
                 pass  # the caller went away (cancelled); nothing to answer
 
     async def search(self, query: str, top_k: int, mode: str,
-                     filters: Filters = NO_FILTERS,
-                     shape: SearchShape = PLAIN) -> list[SearchResult]:
+                     filters: Filters = NO_FILTERS, shape: SearchShape = PLAIN, *,
+                     hypothesis: str | None = None) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
             # before taking a slot: the model may still be loading (or not started yet)
             self._want_model()
@@ -273,7 +277,8 @@ class QueryActor:
                 return []  # no file passes: nothing to rank
         async with _slot(self._limiter):
             self._searches += 1
-            return await self._ranking.search(query, top_k, mode, allowed, shape)
+            return await self._ranking.search(query, top_k, mode, allowed, shape,
+                                              hypothesis=hypothesis)
 
 @asynccontextmanager
 async def _slot(limiter: anyio.CapacityLimiter) -> AsyncIterator[None]:

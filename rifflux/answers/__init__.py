@@ -10,9 +10,10 @@ from .search import (
     Answered,
     Why,
     Words,
+    not_reranked,
     search_answer,
     why,
 )
 
 __all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Shaped", "Why", "Words",
-           "answer_text", "search_answer", "why", "within"]
+           "answer_text", "not_reranked", "search_answer", "why", "within"]

@@ -22,8 +22,8 @@ from ..core.snippets import Snippets
 from ..types import Mode, SearchAnswer, SearchResult
 from .budget import Shaped, answer_text, body_size, cut, fit_texts, size, text_size, within
 
-__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Why", "Words", "search_answer",
-           "why"]
+__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Why", "Words", "not_reranked",
+           "search_answer", "why"]
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
               "meaning only, sentence"]
@@ -71,34 +71,54 @@ class Answered:
     #: How the lexical branch ranks now, when there is something to say (the store's
     #: words, the same on every surface).
     condition: str | None = None
+    #: That the reranker asked for failed, and why (``not_reranked``: the same words on
+    #: every surface).
+    rerank: str | None = None
+
+
+def not_reranked(failure: str | None) -> str:
+    """What an answer says when its reranker failed (``failure``: why): the hits are as
+    if no reranker had been asked, never an error."""
+    why = failure or "it failed"
+    return (f"not reranked ({why}): the hits are in their fused order, as without a "
+            "reranker")
 
 
 async def search_answer(
     rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, words: Words, explain: bool = False,
     applied: Filters | None = None, max_chars: int | None = None, first_look: bool = False,
-    extra: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None, hypothesis: str | None = None,
+    rerank: bool | None = None,
 ) -> Answered:
     """The answer to a search that gave ``results``: SPEC's fields (with ``extra``, such as
     MCP's ``auto_reindex``), ``pending_embeddings``, ``explain`` (the filters as the search
     applied them: ``applied``, parsed once for the search and this answer, else made from
     ``filters``) and a ``hint`` in ``words``; a first look (``first_look``: compact hits,
-    their snippets sized to ``FIRST_LOOK_CHARS``); within ``max_chars`` when given."""
+    their snippets sized to ``FIRST_LOOK_CHARS``); within ``max_chars`` when given.
+    ``hypothesis`` and ``rerank`` as the search was given them: ``explain`` names the
+    text each branch used and the reranker, and a hint says when the reranker failed."""
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
     pending = rf.pending_embeddings()
     if pending:
         answer["pending_embeddings"] = pending
     if explain:
-        answer["explain"] = (rf.describe_search(query, **filters) if applied is None
-                             else rf.describe_search(query, applied))
+        asked: dict[str, Any] = {"mode": mode, "hypothesis": hypothesis, "rerank": rerank}
+        answer["explain"] = (rf.describe_search(query, **asked, **filters) if applied is None
+                             else rf.describe_search(query, applied, **asked))
     if extra:
         cast(dict[str, Any], answer).update(extra)
     reason = await why(rf, query, mode, results, filters)
     condition = rf.search_condition() if mode != "semantic" else None
+    failed = None
+    if results and rf.reranks(rerank) and not any(
+            "rerank" in r["score_breakdown"] for r in results):
+        failed = not_reranked(rf.rerank_failure())
     said = Answered(answer, reason, words.pending(pending) if pending else None,
-                    None if reason is None else words.why[reason], condition)
-    hints = [h for h in (said.pending, said.condition, said.reason) if h is not None]
+                    None if reason is None else words.why[reason], condition, failed)
+    hints = [h for h in (said.pending, said.condition, said.reason, said.rerank)
+             if h is not None]
     if hints:  # (before a first look is sized: its hint counts too)
         answer["hint"] = "; ".join(hints)
     if first_look:  # (sized with the query as fit_results will echo it)
@@ -121,7 +141,7 @@ async def search_answer(
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
     return Answered(cast(SearchAnswer, shaped), said.why, said.pending, said.reason,
-                    said.condition)
+                    said.condition, said.rerank)
 
 
 async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],

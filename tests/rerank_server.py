@@ -1,0 +1,136 @@
+"""A real rerank server for the tests and the benchmarks: a standard-library HTTP server on
+a free port, in a thread, that speaks the ``/v1/rerank`` API (llama.cpp's server, Jina,
+Cohere: ``{"query", "documents"}`` -> ``{"results": [{"index", "relevance_score"}]}``)
+and text-embeddings-inference's ``/rerank`` (``{"query", "texts"}`` -> ``[{"index",
+"score"}]``).
+
+Its scorer is built from the bundled ONNX model: a document's score is the cosine of its
+vector and the query's (a bi-encoder standing in for a cross-encoder: real vectors, real
+work per request). ``fault`` makes it misbehave: ``"500"`` (an error status),
+``"slow"`` (answers after ``slow_seconds``), ``"malformed"`` (a body that is not JSON),
+``"short"`` (scores one document fewer than sent). Each answer carries the time the
+scorer took (``X-Score-Ms``), and the server counts the requests it was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import numpy as np
+
+from rifflux.core.embedders import OnnxEmbedder, locate_model
+
+Fault = Literal["none", "500", "slow", "malformed", "short"]
+
+_MODEL: OnnxEmbedder | None = None
+_MODEL_LOCK = threading.Lock()
+
+
+def bundled_model() -> OnnxEmbedder:
+    """The bundled model, loaded once per process."""
+    global _MODEL
+    with _MODEL_LOCK:
+        if _MODEL is None:
+            _MODEL = OnnxEmbedder(locate_model())
+        return _MODEL
+
+
+def cosine_scores(query: str, documents: list[str]) -> list[float]:
+    """Each document's cosine to the query, by the bundled model's vectors."""
+    model = bundled_model()
+    q = model.embed_query(query)
+    docs = model.embed_documents(documents)
+    return [float(s) for s in docs @ q]
+
+
+@dataclass
+class RerankServer:
+    url: str  # http://127.0.0.1:PORT (append /v1/rerank or /rerank)
+    fault: Fault = "none"
+    slow_seconds: float = 3.0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    #: The scorer's time in each answer, in milliseconds.
+    score_ms: list[float] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@contextmanager
+def rerank_server() -> Iterator[RerankServer]:
+    """A rerank server on a free port of 127.0.0.1, stopped on exit."""
+    state = RerankServer(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # (quiet: the tests' output stays theirs)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            state.requests.append(body)
+            fault = state.fault
+            if fault == "500":
+                self._send(500, b'{"error": "the model crashed"}')
+                return
+            if fault == "slow":  # (a server that hangs: released when the test ends)
+                state.release.wait(state.slow_seconds)
+            if fault == "malformed":
+                self._send(200, b'{"results": [{"index": 0, "relevance_')
+                return
+            texts = body.get("documents", body.get("texts"))
+            if not isinstance(texts, list) or not isinstance(body.get("query"), str):
+                self._send(422, b'{"error": "query and documents (or texts) are needed"}')
+                return
+            started = time.perf_counter()
+            scores = cosine_scores(body["query"], [str(t) for t in texts])
+            took = (time.perf_counter() - started) * 1000
+            state.score_ms.append(took)
+            order = sorted(range(len(scores)), key=lambda i: -scores[i])
+            if fault == "short":
+                order = order[:-1]
+            if self.path.rstrip("/") == "/rerank" and "texts" in body:  # TEI's shape
+                answer: Any = [{"index": i, "score": scores[i]} for i in order]
+            else:
+                top_n = body.get("top_n") or len(order)
+                answer = {"model": body.get("model", "cosine"), "object": "list",
+                          "results": [{"index": i, "relevance_score": scores[i]}
+                                      for i in order[:top_n]]}
+            self._send(200, json.dumps(answer).encode(), {"X-Score-Ms": f"{took:.3f}"})
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
+                  ) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+    bundled_model()  # (loaded before the first request: a test's timeout is the server's)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, name="rerank-server", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def ordered_by_cosine(query: str, texts: list[str]) -> list[str]:
+    """``texts`` as the server's scorer orders them for ``query``."""
+    scores = np.asarray(cosine_scores(query, texts))
+    return [texts[i] for i in np.argsort(-scores, kind="stable")]
