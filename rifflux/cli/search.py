@@ -38,13 +38,16 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
         results = await rf.search_filtered(query, applied, args.top_k, args.mode,
                                            max_per_file=args.max_per_file, explain=args.explain,
                                            content="snippet" if args.snippets else "full",
-                                           duplicates=args.duplicates)
+                                           duplicates=args.duplicates,
+                                           hypothesis=args.hypothesis,
+                                           rerank=args.rerank_search)
         embedding = rf.pending_embeddings() and next(
             (p["pid"] for p in (await rf.status())["processes"] if "embedder" in p["roles"]),
             None)
         answered = await search_answer(rf, query, args.mode, results, filters,
                                        words=_words(embedding), explain=args.explain,
-                                       applied=applied)
+                                       applied=applied, hypothesis=args.hypothesis,
+                                       rerank=args.rerank_search)
     answer = answered.answer
     if args.json:
         write_json(answer)
@@ -56,6 +59,8 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"rifflux: {answered.condition}\n")
     if answered.reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{answered.reason}\n")
+    if answered.rerank is not None:
+        sys.stderr.write(f"rifflux: {answered.rerank}\n")
     return EXIT_OK if results else EXIT_FAILURE
 
 
