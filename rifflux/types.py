@@ -438,6 +438,19 @@ class ThisProcess(TypedDict):
     roles: list[str]
 
 
+class RerankStatus(TypedDict):
+    """The reranker searches may ask for (``Settings.rerank_url`` or ``rerank_model``)."""
+
+    by: str  # the rerank server's URL, or the cross-encoder's directory
+    api: Literal["jina", "tei", "onnx"]  # how it is asked: a server's API, or the model
+    default: bool  # every search reranks unless it says otherwise (``Settings.rerank``)
+    depth: int  # how many of the first hits it rescores
+    timeout: float  # seconds, after which a search keeps its fused order
+    reranked: int  # searches it reranked since the start
+    failures: int  # searches that kept their fused order because it failed
+    last_failure: str | None  # why it last failed
+
+
 class Status(Counts):
     """``status()`` and the MCP ``index_status`` tool."""
 
@@ -494,3 +507,5 @@ class Status(Counts):
     #: on a replica that has replayed no transaction yet
     replica: bool
     replication_lag_s: float | None
+    #: (added) the configured reranker and how it has done; None: none is configured
+    reranker: RerankStatus | None

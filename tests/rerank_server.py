@@ -15,12 +15,14 @@ scorer took (``X-Score-Ms``), and the server counts the requests it was sent.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -134,3 +136,78 @@ def ordered_by_cosine(query: str, texts: list[str]) -> list[str]:
     """``texts`` as the server's scorer orders them for ``query``."""
     scores = np.asarray(cosine_scores(query, texts))
     return [texts[i] for i in np.argsort(-scores, kind="stable")]
+
+
+# ---------------------------------------------------------------- an ONNX cross-encoder
+
+#: The bundled tokenizer's [CLS] and [SEP].
+_CLS, _SEP = 101, 102
+
+
+def overlap_cross_encoder(where: Path, *, output: str = "logits",
+                          flat: bool = False) -> Path:
+    """A cross-encoder built here with ``onnx``, in a directory with the bundled tokenizer:
+    a (query, text) pair scores the number of the text's tokens that the query holds
+    too (each token of the text counted once per place; [CLS] and [SEP] never). Output
+    ``[batch, 1]`` (``flat``: ``[batch]``) under the name ``output``."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: Any) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.asarray(value, dtype=np.int64), name)
+
+    nodes = [
+        # the query's tokens (type 0, in the mask, not [CLS] or [SEP]) ...
+        helper.make_node("Equal", ["input_ids", "cls"], ["is_cls"]),
+        helper.make_node("Equal", ["input_ids", "sep"], ["is_sep"]),
+        helper.make_node("Or", ["is_cls", "is_sep"], ["special"]),
+        helper.make_node("Not", ["special"], ["plain_b"]),
+        helper.make_node("Cast", ["plain_b"], ["plain"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["attention_mask"], ["mask"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["token_type_ids"], ["second"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["one", "second"], ["first"]),
+        helper.make_node("Mul", ["first", "mask"], ["q0"]),
+        helper.make_node("Mul", ["q0", "plain"], ["query_tokens"]),
+        # ... and the text's (type 1, in the mask, not [SEP])
+        helper.make_node("Mul", ["second", "mask"], ["d0"]),
+        helper.make_node("Mul", ["d0", "plain"], ["text_tokens"]),
+        # same[b, i, j]: text token i is query token j
+        helper.make_node("Unsqueeze", ["input_ids", "axis2"], ["ids_i"]),
+        helper.make_node("Unsqueeze", ["input_ids", "axis1"], ["ids_j"]),
+        helper.make_node("Equal", ["ids_i", "ids_j"], ["same_b"]),
+        helper.make_node("Cast", ["same_b"], ["same"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["text_tokens", "axis2"], ["text_i"]),
+        helper.make_node("Unsqueeze", ["query_tokens", "axis1"], ["query_j"]),
+        helper.make_node("Mul", ["same", "text_i"], ["m0"]),
+        helper.make_node("Mul", ["m0", "query_j"], ["matches"]),
+        helper.make_node("ReduceMax", ["matches"], ["held"], axes=[2], keepdims=0),
+        helper.make_node("ReduceSum", ["held", "axis1"], ["summed"], keepdims=0 if flat else 1),
+        helper.make_node("Identity", ["summed"], [output]),
+    ]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
+              for name in ("input_ids", "attention_mask", "token_type_ids")]
+    graph = helper.make_graph(
+        nodes, "overlap", inputs,
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT,
+                                       ["batch"] if flat else ["batch", 1])],
+        initializer=[const("cls", _CLS), const("sep", _SEP), const("axis1", [1]),
+                     const("axis2", [2]),
+                     numpy_helper.from_array(np.asarray(1.0, dtype=np.float32), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    where.mkdir(parents=True)
+    onnx.save(model, str(where / "model.onnx"))
+    shutil.copy(locate_model().tokenizer, where / "tokenizer.json")
+    return where
+
+
+def overlap(query: str, text: str) -> int:
+    """What ``overlap_cross_encoder`` scores (query, text): computed here in Python."""
+    from tokenizers import Tokenizer
+
+    pair = Tokenizer.from_file(str(locate_model().tokenizer)).encode(query, text)
+    asked = {i for i, t in zip(pair.ids, pair.type_ids, strict=True)
+             if t == 0 and i not in (_CLS, _SEP)}
+    return sum(1 for i, t in zip(pair.ids, pair.type_ids, strict=True)
+               if t == 1 and i != _SEP and i in asked)

@@ -13,36 +13,24 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from ..config import Settings
 from ..core.rerank import endpoint, read_scores, request_body
 from ..errors import RerankError
+from ..types import RerankStatus
 
 if TYPE_CHECKING:  # (loaded with the reranker: the client at its first request)
     from ..core.cross_encoder import OnnxCrossEncoder
 
-__all__ = ["RerankSnapshot", "Reranker"]
+__all__ = ["Reranker", "open_reranker"]
 
 logger = logging.getLogger(__name__)
 
 #: How much of an error answer's body a failure quotes.
 _BODY_CHARS = 200
-
-
-class RerankSnapshot(TypedDict):
-    """The reranker as ``status()`` shows it."""
-
-    by: str  # the server's URL, or the model directory
-    api: str  # jina, tei (a server's), or onnx
-    default: bool  # every search reranks unless it says otherwise
-    depth: int
-    timeout: float
-    reranked: int  # searches reranked
-    failures: int  # searches that kept their fused order because it failed
-    last_failure: str | None
 
 
 class Reranker:
@@ -55,7 +43,7 @@ class Reranker:
         self.default = settings.rerank
         self._model_dir = settings.rerank_model
         self._url: str | None = None
-        self._api = "onnx"
+        self._api: Literal["jina", "tei", "onnx"] = "onnx"
         if settings.rerank_url is not None:
             self._url, self._api = endpoint(settings.rerank_url, settings.rerank_api)
         self._name = settings.rerank_name
@@ -75,7 +63,7 @@ class Reranker:
         """What reranks, as answers and ``status()`` name it."""
         return self._url if self._url is not None else str(self._model_dir)
 
-    def snapshot(self) -> RerankSnapshot:
+    def snapshot(self) -> RerankStatus:
         return {"by": self.by, "api": self._api, "default": self.default, "depth": self.depth,
                 "timeout": self.timeout, "reranked": self.reranked, "failures": self.failures,
                 "last_failure": self.last_failure}
