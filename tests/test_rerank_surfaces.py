@@ -6,6 +6,7 @@ real app in process), each beside a real rerank server on a free port
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,10 @@ def test_the_command_line_takes_a_hypothesis_and_the_rerank_options(
     lexical = rifflux_cli(tmp_path, "--db", str(db), "search", QUERY, "--mode", "lexical",
                           "--hypothesis", HYPOTHESIS, env=env)
     assert lexical.returncode != 0 and "hybrid or semantic" in lexical.stderr
+    status = rifflux_cli(tmp_path, "--db", str(db), "--rerank-url", server.url, "status",
+                         env=env)
+    assert re.search(rf"^reranker +{re.escape(server.url)}/v1/rerank \(jina\), the first 30 "
+                     r"hits of searches that ask", status.stdout, re.M), status.stdout
     unset = rifflux_cli(tmp_path, "--db", str(db), "--rerank", "search", QUERY, env=env)
     assert unset.returncode == 2 and "names no reranker" in unset.stderr
 
