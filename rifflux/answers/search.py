@@ -159,7 +159,7 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
                                    for r in results):
             return None
         if rf.searchable(query) and await rf.search(query, 1, "lexical", content="snippet",
-                                                    duplicates="all", **filters):
+                                                    duplicates="all", rerank=False, **filters):
             return None  # (its words are held, by chunks fused below these hits)
         return "meaning only, sentence" if has_sentence(query) else "meaning only"
     if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")
