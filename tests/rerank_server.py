@@ -58,6 +58,8 @@ class RerankServer:
     fault: Fault = "none"
     slow_seconds: float = 3.0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: Each request's Authorization header ("" without one).
+    authorizations: list[str] = field(default_factory=list)
     #: The scorer's time in each answer, in milliseconds.
     score_ms: list[float] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
@@ -78,6 +80,7 @@ def rerank_server() -> Iterator[RerankServer]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append(body)
+            state.authorizations.append(self.headers.get("Authorization", ""))
             fault = state.fault
             if fault == "500":
                 self._send(500, b'{"error": "the model crashed"}')

@@ -90,7 +90,8 @@ async def test_the_servers_scores_order_the_first_hits_and_the_rest_keep_their_p
 async def test_single_modes_rerank_too_and_a_search_may_opt_out_or_in(
     db: Location, notes: Path, server: RerankServer
 ) -> None:
-    async with _reranking(db, rerank_url=server.url, rerank_depth=3) as rf:  # (not by default)
+    async with _reranking(db, rerank_url=server.url, rerank_depth=3, rerank_name="bge-m3",
+                          rerank_key="s3cret") as rf:  # (not by default)
         await rf.reindex(notes)
         plain = await rf.search(QUERY, mode="lexical")
         asked = await rf.search(QUERY, mode="lexical", rerank=True, top_k=2)
@@ -102,6 +103,8 @@ async def test_single_modes_rerank_too_and_a_search_may_opt_out_or_in(
     assert [h["content"] for h in asked] == ordered_by_cosine(QUERY, lexical_head)[:2]
     assert [("rerank" in h["score_breakdown"]) for h in semantic] == [True] * 3 + [False] * 2
     assert explained["rerank"] == {"by": server.url + "/v1/rerank", "depth": 3}
+    assert server.requests[0]["model"] == "bge-m3"
+    assert set(server.authorizations) == {"Bearer s3cret"}
     assert "rerank" not in quiet
 
 
@@ -201,3 +204,20 @@ async def test_rerank_without_a_reranker_or_with_a_bad_setting_is_an_error(
                       ({"rerank_api": "cohere"}, "auto, jina, tei")):
         with pytest.raises(InvalidArgumentError, match=says):
             Settings(**bad)
+
+
+def test_the_reranker_is_configured_from_the_environment_as_the_other_settings() -> None:
+    from rifflux.config import settings_from_env
+
+    settings = settings_from_env({
+        "RIFFLUX_RERANK": "yes", "RIFFLUX_RERANK_URL": " http://127.0.0.1:8080/rerank ",
+        "RIFFLUX_RERANK_NAME": "bge-reranker-v2-m3", "RIFFLUX_RERANK_KEY": "k",
+        "RIFFLUX_RERANK_API": "TEI", "RIFFLUX_RERANK_DEPTH": "50",
+        "RIFFLUX_RERANK_TIMEOUT": "0.5"})
+    assert (settings.rerank, settings.rerank_url, settings.rerank_name, settings.rerank_key,
+            settings.rerank_api, settings.rerank_depth, settings.rerank_timeout) == (
+        True, "http://127.0.0.1:8080/rerank", "bge-reranker-v2-m3", "k", "tei", 50, 0.5)
+    model = settings_from_env({"RIFFLUX_RERANK_MODEL": "~/models/ce"})
+    assert model.rerank_model == Path.home() / "models" / "ce" and not model.rerank
+    with pytest.raises(InvalidArgumentError, match="rerank_depth"):
+        settings_from_env({"RIFFLUX_RERANK_URL": "http://h", "RIFFLUX_RERANK_DEPTH": "0"})
