@@ -254,7 +254,7 @@ async def _cranfield(state: State) -> dict[str, Any]:
             judged.append((lists, qrels[n]))
         guessed = await hypothesis_figures(rf, queries, qrels,
                                            {docno: title for docno, title, _ in docs})
-    reranked = await rerank_figures(db, queries, qrels, "hash" if cfg.quick else "onnx")
+    reranked = await rerank_figures(db, queries, "hash" if cfg.quick else "onnx")
     return {"docs": len(docs), "chunks": status["chunks"], "model": status["embedding_model"],
             **measure(judged, chunks, _vectors(db)), "hypothesis": guessed,
             "rerank": reranked}

@@ -298,8 +298,8 @@ def _models(m: dict[str, Any]) -> list[str]:
         out += [f"Rerank path through a local server ({reranked['server']}), "
                 f"{reranked['queries']} queries, hybrid top_k 10:", ""]
         keys = ("hybrid_p50_ms", "reranked_p50_ms", "added_p50_ms", "added_p95_ms",
-                "server_scoring_p50_ms", "added_beyond_scoring_p50_ms", "failures",
-                "ndcg@10 (stand-in scorer)")
+                "server_scoring_p50_ms", "added_beyond_scoring_p50_ms",
+                "added_beyond_scoring_p95_ms", "failures")
         out += _table(["N", *keys], [[name, *(f[k] for k in keys)]
                                      for name, f in reranked.items()
                                      if isinstance(f, dict)])

@@ -6,7 +6,9 @@ and text-embeddings-inference's ``/rerank`` (``{"query", "texts"}`` -> ``[{"inde
 
 Its scorer is built from the bundled ONNX model: a document's score is the cosine of its
 vector and the query's (a bi-encoder standing in for a cross-encoder: real vectors, real
-work per request). ``fault`` makes it misbehave: ``"500"`` (an error status),
+work per request); ``scorer="overlap"`` scores the query's words a document holds
+instead (microseconds: what a benchmark of the client's own path wants). ``fault``
+makes it misbehave: ``"500"`` (an error status),
 ``"slow"`` (answers after ``slow_seconds``), ``"malformed"`` (a body that is not JSON),
 ``"short"`` (scores one document fewer than sent). Each answer carries the time the
 scorer took (``X-Score-Ms``), and the server counts the requests it was sent.
@@ -30,6 +32,7 @@ import numpy as np
 from rifflux.core.embedders import OnnxEmbedder, locate_model
 
 Fault = Literal["none", "500", "slow", "malformed", "short"]
+Scorer = Literal["cosine", "overlap"]
 
 _MODEL: OnnxEmbedder | None = None
 _MODEL_LOCK = threading.Lock()
@@ -44,6 +47,12 @@ def bundled_model() -> OnnxEmbedder:
         return _MODEL
 
 
+def overlap_scores(query: str, documents: list[str]) -> list[float]:
+    """How many of the query's words each document holds."""
+    words = set(query.lower().split())
+    return [float(len(words & set(d.lower().split()))) for d in documents]
+
+
 def cosine_scores(query: str, documents: list[str]) -> list[float]:
     """Each document's cosine to the query, by the bundled model's vectors."""
     model = bundled_model()
@@ -56,6 +65,7 @@ def cosine_scores(query: str, documents: list[str]) -> list[float]:
 class RerankServer:
     url: str  # http://127.0.0.1:PORT (append /v1/rerank or /rerank)
     fault: Fault = "none"
+    scorer: Scorer = "cosine"
     slow_seconds: float = 3.0
     requests: list[dict[str, Any]] = field(default_factory=list)
     #: Each request's Authorization header ("" without one).
@@ -66,12 +76,13 @@ class RerankServer:
 
 
 @contextmanager
-def rerank_server() -> Iterator[RerankServer]:
+def rerank_server(scorer: Scorer = "cosine") -> Iterator[RerankServer]:
     """A rerank server on a free port of 127.0.0.1, stopped on exit."""
-    state = RerankServer(url="")
+    state = RerankServer(url="", scorer=scorer)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # (TCP_NODELAY, as servers set it: no 40 ms waits)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # (quiet: the tests' output stays theirs)
@@ -95,7 +106,8 @@ def rerank_server() -> Iterator[RerankServer]:
                 self._send(422, b'{"error": "query and documents (or texts) are needed"}')
                 return
             started = time.perf_counter()
-            scores = cosine_scores(body["query"], [str(t) for t in texts])
+            score = overlap_scores if state.scorer == "overlap" else cosine_scores
+            scores = score(body["query"], [str(t) for t in texts])
             took = (time.perf_counter() - started) * 1000
             state.score_ms.append(took)
             order = sorted(range(len(scores)), key=lambda i: -scores[i])
@@ -120,7 +132,8 @@ def rerank_server() -> Iterator[RerankServer]:
             self.end_headers()
             self.wfile.write(body)
 
-    bundled_model()  # (loaded before the first request: a test's timeout is the server's)
+    if scorer == "cosine":  # (loaded before the first request: a test's timeout is the server's)
+        bundled_model()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
