@@ -2,10 +2,13 @@
 good at it), embedded by the semantic branch in place of the question, while the
 lexical branch keeps the query's words (hypothetical-document search).
 
-``semantic_text`` is the text the semantic branch embeds. Measured on Cranfield
-(``python -m benchmarks --sections quality``, hypotheses made from each query's
-judged-relevant document's title): the hypothesis and the query together rank better
-than the hypothesis alone (README, Performance), so both are embedded.
+``semantic_text`` is the text the semantic branch embeds. Measured on Cranfield's 225
+queries (``python -m benchmarks._quality_models``, each hypothesis the title of a
+judged-relevant document: an upper bound), hypothesis alone -> hypothesis and query:
+semantic nDCG@10 0.519 -> 0.544, recall@100 0.736 -> 0.809; hybrid nDCG@10 0.503 ->
+0.492, recall@100 0.820 -> 0.838 (the query alone: hybrid 0.422 / 0.778). Both are
+embedded: better on three figures of four, and the query keeps a wrong guess from
+leading the semantic branch away alone.
 """
 
 from __future__ import annotations
