@@ -8,6 +8,7 @@ from .search import (
     FIRST_LOOK_CHARS,
     SNIPPET_WIDTHS,
     Answered,
+    Searched,
     Why,
     Words,
     not_reranked,
@@ -15,5 +16,5 @@ from .search import (
     why,
 )
 
-__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Shaped", "Why", "Words",
+__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Shaped", "Why", "Words",
            "answer_text", "not_reranked", "search_answer", "why", "within"]
