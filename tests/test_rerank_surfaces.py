@@ -116,6 +116,11 @@ def test_the_command_line_takes_a_hypothesis_and_the_rerank_options(
     off = rifflux_cli(tmp_path, "--db", str(db), "search", QUERY, "--no-rerank", "--json",
                       env={**env, "RIFFLUX_RERANK": "1", "RIFFLUX_RERANK_URL": server.url})
     assert all("rerank" not in h["score_breakdown"] for h in json.loads(off.stdout)["results"])
+    # (a search by words alone is answered without the library's actors, unless reranked)
+    words = rifflux_cli(tmp_path, "--db", str(db), "search", QUERY, "--mode", "lexical",
+                        "--json", env={**env, "RIFFLUX_RERANK": "1",
+                                       "RIFFLUX_RERANK_URL": server.url})
+    _reranked_as_the_server_orders(json.loads(words.stdout))
     server.fault = "500"
     failed = rifflux_cli(tmp_path, "--db", str(db), "search", QUERY, "--json",
                          env={**env, "RIFFLUX_RERANK": "1", "RIFFLUX_RERANK_URL": server.url})
