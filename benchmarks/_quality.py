@@ -1,6 +1,7 @@
 """Section ``quality``: nDCG@10 and recall@100 per mode and per ranking rule, on every
 judged collection at hand, and how many places of a served top ten repeat a text on the
-corpus (issue 36: rankings a user can trust).
+corpus (issue 36: rankings a user can trust); on Cranfield also a hypothesis's upper
+bound and the rerank path's added latency (issue 35: ``_quality_models``).
 
 The rules are computed here from what the two branches answer alone (``search`` in
 lexical and in semantic mode, 200 deep, every copy: the contract's hybrid is a pure
@@ -61,6 +62,7 @@ from ._context import State
 from ._corpus import chunk_texts
 from ._cranfield import load_docs, load_qrels, load_queries, write_docs
 from ._metrics import dedupe_docs, ndcg_at, recall_at
+from ._quality_models import hypothesis_figures, rerank_figures
 
 #: How deep the branches are read for the rules: as deep as a hybrid search of top_k 100
 #: reads them (a single mode reads top_k deep).
@@ -250,8 +252,12 @@ async def _cranfield(state: State) -> dict[str, Any]:
         for n, text in queries:
             lists = await _lists(rf, text, chunks, lambda hit: Path(hit["path"]).stem)
             judged.append((lists, qrels[n]))
+        guessed = await hypothesis_figures(rf, queries, qrels,
+                                           {docno: title for docno, title, _ in docs})
+    reranked = await rerank_figures(db, queries, "hash" if cfg.quick else "onnx")
     return {"docs": len(docs), "chunks": status["chunks"], "model": status["embedding_model"],
-            **measure(judged, chunks, _vectors(db))}
+            **measure(judged, chunks, _vectors(db)), "hypothesis": guessed,
+            "rerank": reranked}
 
 
 def _known_items(folder: Path, seed: int) -> list[tuple[str, str, str]]:

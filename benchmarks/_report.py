@@ -274,12 +274,36 @@ def _quality(q: dict[str, Any]) -> list[str]:
         out += _table(["mode / hybrid rule", "nDCG@10", "recall@100"], rows)
         out += [f"The library's hybrid answers equal the default rule's on "
                 f"{m['default_agrees']:.0%} of the queries.", ""]
+        out += _models(m)
     corpus = q["corpus"]
     rows = [[rule, f["repeated_places"], f["queries_with_repeats"]]
             for rule, f in corpus["rules"].items()]
     out += [f"#### Repeated texts in the served top ten ({corpus['queries']} corpus queries)",
             ""]
     out += _table(["hybrid rule", "places repeating a text above", "queries with any"], rows)
+    return out
+
+
+def _models(m: dict[str, Any]) -> list[str]:
+    """Issue 35 on a collection: a hypothesis's upper bound, the rerank path's latency."""
+    out: list[str] = []
+    guessed = m.get("hypothesis")
+    if guessed is not None:
+        out += [f"Hypothesis mode: each hypothesis is {guessed['hypothesis_from']}; the "
+                f"library embeds {guessed['library_embeds']}.", ""]
+        out += _table(["mode: semantic text", "nDCG@10", "recall@100"],
+                      [[name, f["ndcg@10"], f["recall@100"]]
+                       for name, f in guessed["table"].items()])
+    reranked = m.get("rerank")
+    if reranked is not None:
+        out += [f"Rerank path through a local server ({reranked['server']}), "
+                f"{reranked['queries']} queries, hybrid top_k 10:", ""]
+        keys = ("hybrid_p50_ms", "reranked_p50_ms", "added_p50_ms", "added_p95_ms",
+                "server_scoring_p50_ms", "added_beyond_scoring_p50_ms",
+                "added_beyond_scoring_p95_ms", "failures")
+        out += _table(["N", *keys], [[name, *(f[k] for k in keys)]
+                                     for name, f in reranked.items()
+                                     if isinstance(f, dict)])
     return out
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         NotFoundError,
         NotWritableError,
         ReadOnlyError,
+        RerankError,
         RiffluxError,
         SchemaVersionError,
     )
@@ -52,6 +53,7 @@ __all__ = [
     "NotWritableError",
     "NoteConflictError",
     "ReadOnlyError",
+    "RerankError",
     "Rifflux",
     "RiffluxError",
     "SchemaVersionError",

@@ -24,6 +24,7 @@ from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
+from .core.hypothesis import checked_hypothesis
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
 from .locate import forget_target, reindex_targets
@@ -156,6 +157,8 @@ class Rifflux:
         explain: bool = False,
         snippet_chars: int = 240,
         duplicates: str = "collapse",
+        hypothesis: str | None = None,
+        rerank: bool | None = None,
     ) -> list[SearchResult]:
         """Ranked chunks for ``query``; see docs/CONTRACT.md for the fields and scores.
 
@@ -168,7 +171,13 @@ class Rifflux:
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
         ``snippet_chars`` is how long snippets are at most (40 to 1,000). Chunks holding
         the same text (copies of a note, a shared section) are one hit, whose ``also_in``
-        names the others; ``duplicates="all"`` gives every copy."""
+        names the others; ``duplicates="all"`` gives every copy.
+
+        ``hypothesis``: what the answer would look like (a sentence or a paragraph
+        written as the notes would say it): the semantic branch embeds it with the query,
+        the lexical branch keeps the query's words. ``rerank``: rescore the first
+        ``rerank_depth`` hits with the configured reranker (None: as ``Settings.rerank``
+        says); a reranker that fails or is too slow leaves them in their fused order."""
         checked_mode(query, top_k, mode)
         filters = make_filters(paths=paths, root=None if root is None else os.fspath(root),
                                tags=tags, frontmatter=frontmatter,
@@ -178,30 +187,64 @@ class Rifflux:
         return await self.search_filtered(query, filters, top_k, mode,
                                           max_per_file=max_per_file, content=content,
                                           explain=explain, snippet_chars=snippet_chars,
-                                          duplicates=duplicates)
+                                          duplicates=duplicates, hypothesis=hypothesis,
+                                          rerank=rerank)
 
     async def search_filtered(
         self, query: str, filters: Filters, top_k: int = 10, mode: str = "hybrid", *,
         max_per_file: int | None = None, content: str = "full", explain: bool = False,
         snippet_chars: int = 240, duplicates: str = "collapse",
+        hypothesis: str | None = None, rerank: bool | None = None,
     ) -> list[SearchResult]:
         """``search`` with its filters made already (``rifflux.core.filters.make_filters``):
         a caller that also reports them (``describe_search``) parses them once for both."""
         checked = checked_mode(query, top_k, mode)
+        guess = checked_hypothesis(hypothesis, checked)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars,
-                                    duplicates=duplicates)
-        return await self._open().search(query, top_k, checked, filters, shape)
+                                    duplicates=duplicates, rerank=self.reranks(rerank))
+        return await self._open().search(query, top_k, checked, filters, shape,
+                                         hypothesis=guess)
 
-    def describe_search(self, query: str, filters: Filters | None = None,
-                        **given: Any) -> SearchExplain:
+    def reranks(self, rerank: bool | None = None) -> bool:
+        """Whether a search given ``rerank`` (None: as ``Settings.rerank`` says) is
+        reranked; True without a reranker configured is an error saying how to give one."""
+        reranker = self._open().reranker
+        if rerank is None:
+            return reranker is not None and reranker.default
+        if not isinstance(rerank, bool):
+            raise InvalidArgumentError(f"rerank must be true, false or left out, not {rerank!r}")
+        if rerank and reranker is None:
+            raise InvalidArgumentError(
+                "rerank asks for a reranker, but none is configured: give a rerank server "
+                "(--rerank-url, RIFFLUX_RERANK_URL, Settings.rerank_url) or an ONNX "
+                "cross-encoder's directory (--rerank-model, RIFFLUX_RERANK_MODEL, "
+                "Settings.rerank_model)")
+        return rerank
+
+    def rerank_failure(self) -> str | None:
+        """Why the reranker last failed (a search then keeps its fused order), or None."""
+        reranker = self._open().reranker
+        return None if reranker is None else reranker.last_failure
+
+    def describe_search(self, query: str, filters: Filters | None = None, *,
+                        mode: str = "hybrid", hypothesis: str | None = None,
+                        rerank: bool | None = None, **given: Any) -> SearchExplain:
         """What a search for ``query`` runs (``explain`` in MCP and JSON answers): the
         query the store's lexical branch runs (``lexical``: on PostgreSQL, its
         ``tsquery``), its FTS5 expressions (``fts_every``: chunks holding every word of a
-        query mixing CJK and other words first), the stopwords left out, and ``filters``
-        as the search applied them (else made from the ``given`` keywords)."""
+        query mixing CJK and other words first), the stopwords left out, ``filters``
+        as the search applied them (else made from the ``given`` keywords), the text each
+        branch searched with (``texts``: the semantic one made from ``hypothesis`` when
+        given) and the reranker asked (``rerank``)."""
         applied = make_filters(**given) if filters is None else filters
-        return described(query, applied, self._open().capabilities.lexical_plan(query))
+        service = self._open()
+        out = described(query, applied, service.capabilities.lexical_plan(query), mode=mode,
+                        hypothesis=hypothesis)
+        reranker = service.reranker
+        if reranker is not None and self.reranks(rerank):
+            out["rerank"] = {"by": reranker.by, "depth": reranker.depth}
+        return out
 
     def search_condition(self) -> str | None:
         """What an answer should say of how the store's lexical branch ranks now (on

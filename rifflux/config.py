@@ -11,10 +11,15 @@ from typing import Any, Literal
 
 from .errors import InvalidArgumentError
 from .kinds import DEFAULT_GLOBS, kind_globs
+from .limits import RERANK_DEPTH
 from .location import IndexLocation, index_location
 
 Backend = Literal["auto", "onnx", "hash"]
 BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
+#: What a rerank server speaks (``core.rerank``): ``auto`` by the URL's path (``/rerank``
+#: alone: text-embeddings-inference's; else the ``/v1/rerank`` of llama.cpp, Jina, Cohere).
+RerankApi = Literal["auto", "jina", "tei"]
+RERANK_APIS: tuple[RerankApi, ...] = ("auto", "jina", "tei")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: What a folder's notes are: markdown, plain text, PDF, PowerPoint and Word files
@@ -121,6 +126,27 @@ class Settings:
     #: best N chunks and rescore the first pass's best 200 (0 turns it off).
     semantic_feedback: int = 3
     semantic_feedback_weight: float = 1.0
+    # reranking (opt-in: ``rerank``, or ``search(..., rerank=True)``), by a rerank server
+    # (``rerank_url``) or an ONNX cross-encoder in a directory (``rerank_model``)
+    #: Rerank every hybrid, lexical or semantic search's first ``rerank_depth`` hits.
+    rerank: bool = False
+    #: A rerank server's endpoint: ``http://127.0.0.1:8012/v1/rerank`` (llama.cpp's
+    #: ``llama-server --reranking``, Jina, Cohere) or ``http://127.0.0.1:8080/rerank``
+    #: (text-embeddings-inference); a URL without a path gets ``/v1/rerank``.
+    rerank_url: str | None = None
+    #: A directory holding an ONNX cross-encoder: ``model.onnx``, ``tokenizer.json`` and
+    #: optionally ``rifflux-model.json`` (``name``, ``max_tokens``, ``input_names``,
+    #: ``output_name``).
+    rerank_model: Path | None = None
+    #: The model name sent to the server (``"model"``: Jina and Cohere need one).
+    rerank_name: str | None = None
+    #: Sent as ``Authorization: Bearer KEY`` (a hosted API); None: no header.
+    rerank_key: str | None = None
+    rerank_api: RerankApi = "auto"
+    rerank_depth: int = RERANK_DEPTH[1]
+    #: A reranker that has not answered after this many seconds is given up on for that
+    #: search: its hits keep their fused order (and the answer says why).
+    rerank_timeout: float = 2.0
     # pipeline
     debounce_seconds: float = 0.05
     embed_batch_size: int = 32
@@ -161,6 +187,8 @@ class Settings:
         object.__setattr__(self, "db_path", index_location(self.db_path))
         if self.model_dir is not None:
             object.__setattr__(self, "model_dir", Path(self.model_dir).expanduser())
+        if self.rerank_model is not None:
+            object.__setattr__(self, "rerank_model", Path(self.rerank_model).expanduser())
         object.__setattr__(self, "watch_paths", tuple(Path(p) for p in self.watch_paths))
         object.__setattr__(self, "writable", tuple(Path(p) for p in self.writable))
         object.__setattr__(self, "include", tuple(self.include))
@@ -201,6 +229,7 @@ class Settings:
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")
+        self._check_rerank()
         if not self.include:
             raise InvalidArgumentError(
                 "include names no glob, so nothing would be indexed (and what is would be "
@@ -214,6 +243,32 @@ class Settings:
             raise InvalidArgumentError("chunk_min_chars must be smaller than chunk_max_chars")
         if self.code_max_chars < self.chunk_max_chars:
             raise InvalidArgumentError("code_max_chars must be at least chunk_max_chars")
+
+    def _check_rerank(self) -> None:
+        if self.rerank_url is not None and self.rerank_model is not None:
+            raise InvalidArgumentError(
+                "give a rerank server (--rerank-url, RIFFLUX_RERANK_URL) or a cross-encoder "
+                "directory (--rerank-model, RIFFLUX_RERANK_MODEL), not both")
+        if self.rerank and self.rerank_url is None and self.rerank_model is None:
+            raise InvalidArgumentError(
+                "rerank is on but names no reranker: give a rerank server's URL "
+                "(--rerank-url http://127.0.0.1:8012/v1/rerank, RIFFLUX_RERANK_URL) or an "
+                "ONNX cross-encoder's directory (--rerank-model DIR, RIFFLUX_RERANK_MODEL)")
+        if self.rerank_url is not None and not self.rerank_url.startswith(
+                ("http://", "https://")):
+            raise InvalidArgumentError(
+                f"rerank_url must be an http:// or https:// URL such as "
+                f"http://127.0.0.1:8012/v1/rerank, not {self.rerank_url!r}")
+        if self.rerank_api not in RERANK_APIS:
+            raise InvalidArgumentError(f"rerank_api must be one of {', '.join(RERANK_APIS)}, "
+                                       f"not {self.rerank_api!r}")
+        least, _, most = RERANK_DEPTH
+        if isinstance(self.rerank_depth, bool) or not least <= self.rerank_depth <= most:
+            raise InvalidArgumentError(f"rerank_depth must be a whole number from {least} to "
+                                       f"{most}, not {self.rerank_depth!r} (--rerank-depth)")
+        if not 0 < self.rerank_timeout <= 600:
+            raise InvalidArgumentError(f"rerank_timeout must be a number of seconds above 0 "
+                                       f"(at most 600), not {self.rerank_timeout!r}")
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy where every override that is not None replaces the field."""
@@ -248,6 +303,14 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_FOLLOW_SECONDS": "follow_seconds",
     "RIFFLUX_EXTRACT_SECONDS": "extract_seconds",
     "RIFFLUX_MAX_TEXT_CHARS": "max_text_chars",
+    "RIFFLUX_RERANK": "rerank",
+    "RIFFLUX_RERANK_URL": "rerank_url",
+    "RIFFLUX_RERANK_MODEL": "rerank_model",
+    "RIFFLUX_RERANK_NAME": "rerank_name",
+    "RIFFLUX_RERANK_KEY": "rerank_key",
+    "RIFFLUX_RERANK_API": "rerank_api",
+    "RIFFLUX_RERANK_DEPTH": "rerank_depth",
+    "RIFFLUX_RERANK_TIMEOUT": "rerank_timeout",
 }
 
 
@@ -303,7 +366,7 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
         try:
             if name == "db_path":
                 value = index_location(value)
-            elif name == "model_dir":
+            elif name in ("model_dir", "rerank_model"):
                 value = Path(value).expanduser()
             elif name in ("watch_paths", "writable"):
                 parts = _split_list(value, os.pathsep) if isinstance(value, str) else value
@@ -312,7 +375,8 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = _split_list(value, ",")
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
-            elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup")
+            elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup",
+                           "rerank")
                   and isinstance(value, str)):
                 value = _flag(value)
             elif name in ("rrf_k",) or (
@@ -321,8 +385,10 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = int(value)
             elif types[name] == "float" and isinstance(value, str):
                 value = float(value)
-            elif name == "embedding_backend":
+            elif name in ("embedding_backend", "rerank_api"):
                 value = str(value).strip().lower()
+            elif name == "rerank_url":
+                value = str(value).strip()
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"setting {name}: cannot use {value!r} ({exc})") from exc
         out[name] = value

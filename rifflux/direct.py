@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.filters import check_depth, make_filters
+from .core.hypothesis import checked_hypothesis
 from .errors import InvalidArgumentError
 from .query.asked import SearchShape, checked_mode, checked_span, described
 from .query.ranking import Loaded, Ranking
@@ -86,15 +87,17 @@ class DirectIndex:
     async def search_filtered(
         self, query: str, filters: Filters, top_k: int = 10, mode: str = "lexical", *,
         max_per_file: int | None = None, content: str = "full", explain: bool = False,
-        snippet_chars: int = 240, duplicates: str = "collapse",
+        snippet_chars: int = 240, duplicates: str = "collapse", hypothesis: str | None = None,
+        rerank: bool | None = None,
     ) -> list[SearchResult]:
         """``Rifflux.search_filtered``, by words only (``mode`` lexical). The files that
         pass ``filters`` come from the catalog, read whole first (as the query actor's
         filtered searches wait for it): its hits then have their ``backlink_count``."""
         checked = checked_mode(query, top_k, mode)
+        checked_hypothesis(hypothesis, checked)  # (a lexical search takes none: says so)
         shape = SearchShape.checked(max_per_file=max_per_file, content=content,
                                     explain=explain, snippet_chars=snippet_chars,
-                                    duplicates=duplicates)
+                                    duplicates=duplicates, rerank=self.reranks(rerank))
         if checked != "lexical":
             raise InvalidArgumentError(f"a direct read searches by words only (lexical), not "
                                        f"{checked}: open the index with Rifflux to search by "
@@ -102,11 +105,25 @@ class DirectIndex:
         allowed = (await self._catalog()).allowed(filters) if filters.active else None
         return await self._ranking.search(query, top_k, checked, allowed, shape)
 
-    def describe_search(self, query: str, filters: Filters | None = None,
-                        **given: Any) -> SearchExplain:
+    def describe_search(self, query: str, filters: Filters | None = None, *,
+                        mode: str = "hybrid", hypothesis: str | None = None,
+                        rerank: bool | None = None, **given: Any) -> SearchExplain:
         """``Rifflux.describe_search``."""
         applied = make_filters(**given) if filters is None else filters
-        return described(query, applied, lexical_plan(query))
+        return described(query, applied, lexical_plan(query), mode=mode,
+                         hypothesis=hypothesis)
+
+    def reranks(self, rerank: bool | None = None) -> bool:
+        """``Rifflux.reranks``: a direct read has no reranker (a command that reranks
+        opens the index with ``Rifflux``)."""
+        if rerank:
+            raise InvalidArgumentError("a direct read has no reranker: open the index with "
+                                       "Rifflux (a reranker configured) to rerank")
+        return False
+
+    def rerank_failure(self) -> str | None:
+        """``Rifflux.rerank_failure``: none, without a reranker."""
+        return None
 
     def search_condition(self) -> str | None:
         """``Rifflux.search_condition``."""

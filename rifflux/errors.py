@@ -60,6 +60,11 @@ class EmbeddingUnavailableError(EmbeddingError):
         self.retry_after = retry_after
 
 
+class RerankError(RiffluxError):
+    """A reranker could not score a search's hits: a search keeps its fused order then
+    (and its answer says why); raised only where a reranker is loaded or asked alone."""
+
+
 class JobNotFoundError(RiffluxError):
     """No background job has that id (it may have aged out of the bounded history)."""
 

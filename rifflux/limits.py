@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["CONTENT_MODES", "DEFAULT_MAX_CHARS", "DUPLICATES", "MAX_DEPTH", "MAX_LIMIT",
-           "MAX_MAX_CHARS", "MAX_QUERY_CHARS", "MAX_TOP_K", "MIN_MAX_CHARS", "MODES",
-           "RESOURCE_PAGE", "SNIPPET_CHARS", "ContentMode", "Duplicates", "Mode"]
+__all__ = ["CONTENT_MODES", "DEFAULT_MAX_CHARS", "DUPLICATES", "MAX_DEPTH",
+           "MAX_HYPOTHESIS_CHARS", "MAX_LIMIT", "MAX_MAX_CHARS", "MAX_QUERY_CHARS", "MAX_TOP_K",
+           "MIN_MAX_CHARS", "MODES", "RERANK_DEPTH", "RESOURCE_PAGE", "SNIPPET_CHARS",
+           "ContentMode", "Duplicates", "Mode"]
 
 #: How a search ranks: by words, by meaning, or both (``rifflux.types`` says them too:
 #: kept here, where a command that only reads the index checks them without importing
@@ -44,3 +45,11 @@ RESOURCE_PAGE = 100
 SNIPPET_CHARS = (40, 240, 1_000)
 #: The longest query the JSON API takes.
 MAX_QUERY_CHARS = 4_000
+#: The longest hypothesis (``search(..., hypothesis=...)``: what the answer would look
+#: like, embedded by the semantic branch instead of the query). The bundled model reads
+#: its first 256 tokens (about 1,000 characters of English); a model of one's own may
+#: read 512. A paragraph is what helps: longer ones are refused, not cut without a word.
+MAX_HYPOTHESIS_CHARS = 2_000
+#: How many of the fused hits a reranker rescores: the least, the default, the most (a
+#: cross-encoder's cost grows with each one: 30-200 ms on a CPU for 10-50 of them).
+RERANK_DEPTH = (1, 30, 100)

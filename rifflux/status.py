@@ -69,6 +69,7 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "lexical_ranking": caps.lexical_ranking,
         "store_note": caps.note,
         "lexical_condition": service.condition(),
+        "reranker": None if service.reranker is None else service.reranker.snapshot(),
     }
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)

@@ -30,11 +30,14 @@ FINISHED: tuple[JobStatus, ...] = ("completed", "failed", "cancelled")
 @final
 class LexicalScores(TypedDict):
     bm25: float
+    #: (added) a reranker's score, on the hits it rescored (the first ``rerank_depth``).
+    rerank: NotRequired[float]
 
 
 @final
 class SemanticScores(TypedDict):
     cosine: float
+    rerank: NotRequired[float]
 
 
 @final
@@ -44,6 +47,8 @@ class HybridScores(TypedDict):
     semantic_rank: int | None
     #: The hybrid score hits are ordered by: (bm25 / best bm25 + cosine / best cosine) / 2.
     fused: float
+    #: (added) a reranker's score, on the hits it rescored: they come first, by it.
+    rerank: NotRequired[float]
 
 
 #: Final, so that ``"rrf" in breakdown`` tells mypy which one it is.
@@ -86,6 +91,8 @@ class HitExplain(TypedDict, total=False):
     cosine: float
     #: (added) moved first as a definition of the name the query is (core.definitions)
     definition: bool
+    #: (added) a reranked hit's place in the list before reranking (1-based).
+    fused_rank: int
 
 
 class AlsoIn(TypedDict):
@@ -143,6 +150,17 @@ class LexicalExplain(TypedDict):
     ranked_by: str | None  # the tokens BM25 ranks by, where the store is given them apart
 
 
+class BranchTexts(TypedDict):
+    lexical: str | None  # None: a semantic search runs no lexical branch
+    semantic: str | None  # None: a lexical search runs no semantic branch
+    hypothesis: bool  # the semantic text was made from a hypothesis
+
+
+class RerankExplain(TypedDict):
+    by: str  # a rerank server's URL, or a cross-encoder's directory
+    depth: int  # how many of the first hits it rescores
+
+
 class SearchExplain(TypedDict):
     fts_query: str | None  # the lexical branch's FTS5 expression (None: no searchable word)
     fts_every: str | None  # what chunks holding every word of a mixed CJK query match
@@ -150,6 +168,11 @@ class SearchExplain(TypedDict):
     filters: dict[str, object]  # as applied
     #: What the store's lexical branch runs (None: no searchable word).
     lexical: NotRequired[LexicalExplain | None]
+    #: (added) the text each branch searched with: the query's words (lexical), and what
+    #: the semantic branch embedded (the query, or a hypothesis with it).
+    texts: NotRequired[BranchTexts]
+    #: (added) the reranker asked to rescore the first hits, when one was.
+    rerank: NotRequired[RerankExplain]
 
 
 class SearchAnswer(TypedDict):
@@ -435,6 +458,19 @@ class ThisProcess(TypedDict):
     roles: list[str]
 
 
+class RerankStatus(TypedDict):
+    """The reranker searches may ask for (``Settings.rerank_url`` or ``rerank_model``)."""
+
+    by: str  # the rerank server's URL, or the cross-encoder's directory
+    api: Literal["jina", "tei", "onnx"]  # how it is asked: a server's API, or the model
+    default: bool  # every search reranks unless it says otherwise (``Settings.rerank``)
+    depth: int  # how many of the first hits it rescores
+    timeout: float  # seconds, after which a search keeps its fused order
+    reranked: int  # searches it reranked since the start
+    failures: int  # searches that kept their fused order because it failed
+    last_failure: str | None  # why it last failed
+
+
 class Status(Counts):
     """``status()`` and the MCP ``index_status`` tool."""
 
@@ -494,3 +530,5 @@ class Status(Counts):
     #: on a replica that has replayed no transaction yet
     replica: bool
     replication_lag_s: float | None
+    #: (added) the configured reranker and how it has done; None: none is configured
+    reranker: RerankStatus | None

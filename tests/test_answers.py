@@ -130,7 +130,9 @@ async def test_explain_gives_each_hits_ranks_and_raw_scores(tmp_path: Path, docs
                          "stopwords_dropped": ["the"],
                          "filters": {"paths": ["docs/**"], "tags": ["x"]},
                          "lexical": {"store": "sqlite", "ranking": "fts5", "every": None,
-                                     "match": '"bench seat" OR "garden"', "ranked_by": None}}
+                                     "match": '"bench seat" OR "garden"', "ranked_by": None},
+                         "texts": {"lexical": 'garden "bench seat" the',
+                                   "semantic": 'garden "bench seat" the', "hypothesis": False}}
 
 
 async def test_explain_shows_both_expressions_of_a_mixed_script_query(

@@ -644,7 +644,9 @@ async def test_an_empty_index_and_an_empty_filter_say_what_to_do(tmp_path: Path)
                                     "filters": {"paths": ["*.md"]},
                                     "lexical": {"store": "sqlite", "ranking": "fts5",
                                                 "match": '"wombat"', "every": None,
-                                                "ranked_by": None}}
+                                                "ranked_by": None},
+                                    "texts": {"lexical": "the wombat", "semantic": "the wombat",
+                                              "hypothesis": False}}
         assert set(found["results"][0]["explain"]) >= {"lexical_rank", "bm25"}
         assert "hint" not in found and "pending_embeddings" not in found
         misspelt = await call(session, "search_rifflux", query="wombta")

@@ -190,6 +190,8 @@ class SearchRequested:
     query: str
     top_k: int
     mode: Mode
+    #: What the answer would look like: the semantic branch embeds it (core.hypothesis).
+    hypothesis: str | None = None
     filters: Filters = NO_FILTERS
     shape: SearchShape = PLAIN
     reply: Reply[list[SearchResult]]

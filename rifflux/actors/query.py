@@ -57,6 +57,7 @@ from .messages import (
 )
 from .model import until_either
 from .reads import Reads
+from .rerank import Reranker
 
 if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
     from ..core.embedders import Embedder
@@ -88,6 +89,7 @@ class QueryActor:
         concurrency: int = 8,
         want_model: Callable[[], None] = lambda: None,
         model_unreachable: anyio.Event | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._want_model = want_model
         self._model_unreachable = model_unreachable
@@ -106,7 +108,7 @@ class QueryActor:
         self._ranking = Ranking(rows=store.reads, copies=store.copies, lexical=store.lexical,
                                 loaded=self._loaded, rrf_k=rrf_k, semantic=store.semantic,
                                 matrix=store.matrix, feedback=feedback,
-                                feedback_weight=feedback_weight)
+                                feedback_weight=feedback_weight, reranker=reranker)
         self._searches = 0
         self._failures = 0
 
@@ -240,7 +242,8 @@ class QueryActor:
             try:
                 if isinstance(msg, SearchRequested):
                     give(msg.reply, await self.search(msg.query, msg.top_k, msg.mode,
-                                                      msg.filters, msg.shape))
+                                                      msg.filters, msg.shape,
+                                                      hypothesis=msg.hypothesis))
                 else:
                     async with _slot(self._limiter):
                         await self._reads.answer(msg, self._loaded.embedder)
@@ -261,8 +264,8 @@ class QueryActor:
                 pass  # the caller went away (cancelled); nothing to answer
 
     async def search(self, query: str, top_k: int, mode: str,
-                     filters: Filters = NO_FILTERS,
-                     shape: SearchShape = PLAIN) -> list[SearchResult]:
+                     filters: Filters = NO_FILTERS, shape: SearchShape = PLAIN, *,
+                     hypothesis: str | None = None) -> list[SearchResult]:
         if mode != "lexical" and not self._ready.is_set():
             # before taking a slot: the model may still be loading (or not started yet)
             self._want_model()
@@ -274,7 +277,8 @@ class QueryActor:
             allowed = self._catalog.allowed(filters)
         async with _slot(self._limiter):
             self._searches += 1
-            return await self._ranking.search(query, top_k, mode, allowed, shape)
+            return await self._ranking.search(query, top_k, mode, allowed, shape,
+                                              hypothesis=hypothesis)
 
     async def _until_ready(self) -> None:
         """Until the model is adopted and its matrix loaded, or an embedding server it

@@ -62,6 +62,7 @@ from .messages import (
 )
 from .model import ModelSnapshot, until_either
 from .query import QuerySnapshot
+from .rerank import Reranker
 
 T = TypeVar("T")
 
@@ -114,6 +115,7 @@ class Service:
         condition: Callable[[], str | None] = lambda: None,
         check_server: Callable[[], Awaitable[None]] | None = None,
         model_unreachable: anyio.Event | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         #: Asks the embedding server (if any) whether it answers now (for status).
         self.check_server = check_server
@@ -125,6 +127,8 @@ class Service:
         self.capabilities = capabilities
         #: What an answer should say of how the store's lexical branch ranks now.
         self.condition = condition
+        #: The reranker searches may ask for (None: none is configured).
+        self.reranker = reranker
         self.model_loaded = model_loaded or anyio.Event()
         #: Something needs the model: it loads now (if it is not loaded or loading).
         self.want_model: Callable[[], None] = want_model or (lambda: None)
@@ -163,11 +167,11 @@ class Service:
         return result
 
     async def search(self, query: str, top_k: int, mode: Mode,
-                     filters: Filters = NO_FILTERS,
-                     shape: SearchShape = PLAIN) -> list[SearchResult]:
+                     filters: Filters = NO_FILTERS, shape: SearchShape = PLAIN, *,
+                     hypothesis: str | None = None) -> list[SearchResult]:
         results: list[SearchResult] = await self._ask(
             lambda reply: SearchRequested(query=query, top_k=top_k, mode=mode, filters=filters,
-                                          shape=shape, reply=reply))
+                                          shape=shape, hypothesis=hypothesis, reply=reply))
         counting = self._counting()
         if mode != "lexical" and self.pending() is None and counting is not None:
             # The matrix can load before the adoption has counted the texts still without

@@ -48,6 +48,7 @@ from .jobs import Job, JobQueue, Target
 from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
 from .model import EmbedderSource, ModelLoader
 from .query import QueryActor
+from .rerank import open_reranker
 from .service import Service
 
 if TYPE_CHECKING:  # (the watch pipeline loads only where folders are watched)
@@ -100,10 +101,14 @@ class Supervisor:
 
             jobs = JobQueue(history=s.job_history, max_queued=s.max_queued_jobs,
                             on_submit=submitted, events=events)
+            reranker = open_reranker(s)
+            if reranker is not None:  # (its client closed after the actors stop)
+                stack.push_async_callback(reranker.aclose)
             query = QueryActor(
                 store=store, inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight, want_model=loader.want,
                 model_unreachable=loader.unreachable,
+                reranker=reranker,
             )
             presence = store.presence
             if presence is not None:  # (before the store closes)
@@ -148,6 +153,8 @@ class Supervisor:
                                name="rifflux.heartbeat")
             await tg.start(embedder.run, name="rifflux.embedder")
             await tg.start(loader.run, name="rifflux.model")
+            if reranker is not None and s.model_warmup:
+                tg.start_soon(reranker.warm, name="rifflux.rerank.warm")
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
             if store.later is not None:  # (never a wait at shutdown: its thread is left)
@@ -166,6 +173,7 @@ class Supervisor:
                 where=store.where, capabilities=store.capabilities, events=events,
                 counting=lambda: indexer.counting, condition=store.lexical.condition,
                 check_server=loader.check_server, model_unreachable=loader.unreachable,
+                reranker=reranker,
             )
             self._exit = stack.pop_all()
         return service

@@ -11,9 +11,10 @@ from .search import (
     Searched,
     Why,
     Words,
+    not_reranked,
     search_answer,
     why,
 )
 
 __all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Shaped", "Why", "Words",
-           "answer_text", "search_answer", "why", "within"]
+           "answer_text", "not_reranked", "search_answer", "why", "within"]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Why", "Words",
-           "search_answer", "semantic_off", "why"]
+           "not_reranked", "search_answer", "semantic_off", "why"]
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
               "meaning only, sentence"]
@@ -57,17 +57,21 @@ class Searched(Protocol):
     @property
     def recovered(self) -> dict[str, object] | None: ...
     def pending_embeddings(self) -> int | None: ...
-    def describe_search(self, query: str, filters: Filters | None = None,
-                        **given: Any) -> SearchExplain: ...
+    def describe_search(self, query: str, filters: Filters | None = None, *,
+                        mode: str = "hybrid", hypothesis: str | None = None,
+                        rerank: bool | None = None, **given: Any) -> SearchExplain: ...
     def search_condition(self) -> str | None: ...
     def embedding_server(self) -> EmbeddingServerStatus | None: ...
+    def reranks(self, rerank: bool | None = None) -> bool: ...
+    def rerank_failure(self) -> str | None: ...
     def searchable(self, query: str) -> bool: ...
     async def counts(self) -> Counts: ...
     async def search_filtered(self, query: str, filters: Filters, top_k: int = 10,
                               mode: str = "hybrid", *, max_per_file: int | None = None,
                               content: str = "full", explain: bool = False,
-                              snippet_chars: int = 240,
-                              duplicates: str = "collapse") -> list[SearchResult]: ...
+                              snippet_chars: int = 240, duplicates: str = "collapse",
+                              hypothesis: str | None = None,
+                              rerank: bool | None = None) -> list[SearchResult]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,27 +110,42 @@ class Answered:
     #: Why the semantic branch answered nothing: the embedding server does not answer
     #: (the same words on every surface).
     semantic: str | None = None
+    #: That the reranker asked for failed, and why (``not_reranked``: the same words on
+    #: every surface).
+    rerank: str | None = None
+
+
+def not_reranked(failure: str | None) -> str:
+    """What an answer says when its reranker failed (``failure``: why): the hits are as
+    if no reranker had been asked, never an error."""
+    why = failure or "it failed"
+    return (f"not reranked ({why}): the hits are in their fused order, as without a "
+            "reranker")
 
 
 async def search_answer(
     rf: Searched, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, words: Words, explain: bool = False,
     applied: Filters | None = None, max_chars: int | None = None, first_look: bool = False,
-    extra: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None, hypothesis: str | None = None,
+    rerank: bool | None = None,
 ) -> Answered:
     """The answer to a search that gave ``results``: SPEC's fields (with ``extra``, such as
     MCP's ``auto_reindex``), ``pending_embeddings``, ``explain`` (the filters as the search
     applied them: ``applied``, parsed once for the search and this answer, else made from
     ``filters``) and a ``hint`` in ``words``; a first look (``first_look``: compact hits,
-    their snippets sized to ``FIRST_LOOK_CHARS``); within ``max_chars`` when given."""
+    their snippets sized to ``FIRST_LOOK_CHARS``); within ``max_chars`` when given.
+    ``hypothesis`` and ``rerank`` as the search was given them: ``explain`` names the
+    text each branch used and the reranker, and a hint says when the reranker failed."""
     answer: SearchAnswer = {"query": query, "mode": mode, "count": len(results),
                             "embedding_model": rf.embedding_model, "results": results}
     pending = rf.pending_embeddings()
     if pending:
         answer["pending_embeddings"] = pending
     if explain:
-        answer["explain"] = (rf.describe_search(query, **filters) if applied is None
-                             else rf.describe_search(query, applied))
+        asked: dict[str, Any] = {"mode": mode, "hypothesis": hypothesis, "rerank": rerank}
+        answer["explain"] = (rf.describe_search(query, **asked, **filters) if applied is None
+                             else rf.describe_search(query, applied, **asked))
     if extra:
         cast(dict[str, Any], answer).update(extra)
     reason = await why(rf, query, mode, results, filters, applied)
@@ -134,9 +153,15 @@ async def search_answer(
     semantic = semantic_off(rf.embedding_server(), mode) if mode != "lexical" else None
     if semantic is not None and reason == "no match":
         reason = None  # (not a matter of words: the semantic branch could not search)
+    failed = None
+    if results and rf.reranks(rerank) and not any(
+            "rerank" in r["score_breakdown"] for r in results):
+        failed = not_reranked(rf.rerank_failure())
     said = Answered(answer, reason, words.pending(pending) if pending else None,
-                    None if reason is None else words.why[reason], condition, semantic)
-    hints = [h for h in (said.pending, said.condition, said.semantic, said.reason)
+                    None if reason is None else words.why[reason], condition, semantic,
+                    failed)
+    hints = [h for h in (said.pending, said.condition, said.semantic, said.reason,
+                         said.rerank)
              if h is not None]
     if hints:  # (before a first look is sized: its hint counts too)
         answer["hint"] = "; ".join(hints)
@@ -160,7 +185,7 @@ async def search_answer(
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
     return Answered(cast("SearchAnswer", shaped), said.why, said.pending, said.reason,
-                    said.condition, said.semantic)
+                    said.condition, said.semantic, said.rerank)
 
 
 def semantic_off(server: EmbeddingServerStatus | None, mode: Mode) -> str | None:
@@ -193,7 +218,7 @@ async def why(rf: Searched, query: str, mode: Mode, results: list[SearchResult],
             return None
         if rf.searchable(query) and await rf.search_filtered(
                 query, make_filters(**filters) if applied is None else applied, 1, "lexical",
-                content="snippet", duplicates="all"):
+                content="snippet", duplicates="all", rerank=False):
             return None  # (its words are held, by chunks fused below these hits)
         return "meaning only, sentence" if has_sentence(query) else "meaning only"
     if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
-from ..limits import DUPLICATES, MAX_DEPTH, MODES
+from ..limits import DUPLICATES, MAX_DEPTH, MODES, RERANK_DEPTH
 from .note_args import add_note_parsers
 from .setup_args import add_setup_parsers
 
@@ -124,6 +124,25 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--embed-timeout", metavar="SECONDS", type=float, default=argparse.SUPPRESS,
                    help="how long a request to the embedding server may take "
                         "[RIFFLUX_EMBED_TIMEOUT; default 30]")
+    g.add_argument("--rerank", action="store_true", default=argparse.SUPPRESS,
+                   help="rescore every search's first hits with the reranker of --rerank-url "
+                        "or --rerank-model (a search's --no-rerank turns it off) "
+                        "[RIFFLUX_RERANK=1]")
+    g.add_argument("--rerank-url", metavar="URL", default=argparse.SUPPRESS,
+                   help="a rerank server: http://127.0.0.1:8012/v1/rerank (llama.cpp's "
+                        "llama-server --reranking, Jina, Cohere) or http://HOST:8080/rerank "
+                        "(text-embeddings-inference) [RIFFLUX_RERANK_URL; the model name "
+                        "sent: RIFFLUX_RERANK_NAME, a key: RIFFLUX_RERANK_KEY]")
+    g.add_argument("--rerank-model", metavar="DIR", default=argparse.SUPPRESS,
+                   help="an ONNX cross-encoder instead: a directory with model.onnx and "
+                        "tokenizer.json (see the README) [RIFFLUX_RERANK_MODEL]")
+    g.add_argument("--rerank-depth", metavar="N", type=int, default=argparse.SUPPRESS,
+                   help=f"how many of the first hits are rescored ({RERANK_DEPTH[0]} to "
+                        f"{RERANK_DEPTH[2]}) [RIFFLUX_RERANK_DEPTH; default {RERANK_DEPTH[1]}]")
+    g.add_argument("--rerank-timeout", metavar="SECONDS", type=float,
+                   default=argparse.SUPPRESS,
+                   help="a reranker slower than this leaves the hits in their fused order "
+                        "[RIFFLUX_RERANK_TIMEOUT; default 2]")
     g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated file globs to index, replacing the defaults; "
                         "repeatable [RIFFLUX_INCLUDE; default: markdown, text, PDF, PPTX "
@@ -195,6 +214,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--duplicates", choices=DUPLICATES, default="collapse",
                    help="collapse (default): a text held by several chunks is one hit, "
                         "naming the other places; all: every copy")
+    p.add_argument("--hypothesis", metavar="TEXT",
+                   help="what the answer would look like, as the notes would say it: the "
+                        "semantic branch embeds it with the query (the words searched stay "
+                        "the query's)")
+    p.add_argument("--no-rerank", dest="rerank_search", action="store_false", default=None,
+                   help="leave this search in its fused order, whatever --rerank says")
     p.add_argument("--json", action="store_true", help="print the search_rifflux JSON object")
     p.add_argument("--no-server", action="store_true",
                    help="search here even when a `rifflux serve` runs on the index (by "

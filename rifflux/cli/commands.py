@@ -21,7 +21,15 @@ from ..core.scan import EXCLUDED, EXCLUDED_BY_DEFAULT, IGNORED, NOT_INCLUDED
 from ..errors import IndexUnreachableError, InvalidArgumentError, RiffluxError
 from ..exits import EXIT_FAILURE, EXIT_OK
 from ..locate import missing_locations, refused_by_a_new_index
-from ..types import FINISHED, ForgetResult, JobInfo, KindCount, ReindexResult, Status
+from ..types import (
+    FINISHED,
+    ForgetResult,
+    JobInfo,
+    KindCount,
+    ReindexResult,
+    RerankStatus,
+    Status,
+)
 from . import reading
 from .common import count, index_exists, require_index, write_json
 from .entry import Command, CommandError
@@ -192,6 +200,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         ("model", model),
         *([("server", _server(status))] if status["embedding_server"] else []),
         *([("vectors", _vectors(status))] if status["embedding_dim"] else []),
+        *([("reranker", _reranker(status["reranker"]))] if status["reranker"] else []),
         ("include", ", ".join(status["include_globs"])),
         ("exclude", ", ".join(status["exclude_globs"])),
     ]
@@ -358,6 +367,13 @@ COMMANDS: dict[str, Command] = {
     "watch": _watch,
     "migrate": _migrate,
 }
+
+
+def _reranker(reranker: RerankStatus) -> str:
+    """The reranker: what reranks, how deep, whether every search asks it."""
+    how = "every search" if reranker["default"] else "searches that ask (--rerank: every one)"
+    return (f"{reranker['by']} ({reranker['api']}), the first {reranker['depth']} hits of "
+            f"{how}, within {reranker['timeout']:g} s")
 
 
 def _kind_line(kind: str, n: KindCount) -> str:

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int | None:
     run with the library (nothing has been printed)."""
     if args.command not in NAMES:
         return None
+    if args.command == "search" and settings.rerank and args.rerank_search is not False:
+        return None  # (a reranked search waits on its reranker: the library asks it)
     direct = _direct(args.command)
     if not direct.takes(args):
         return None

@@ -81,6 +81,11 @@ def _settings(args: argparse.Namespace) -> Settings:
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
         use_ignore_files=getattr(args, "use_ignore_files", None),
         writable=tuple(args.writable) if getattr(args, "writable", None) else None,
+        rerank=getattr(args, "rerank", None),
+        rerank_url=getattr(args, "rerank_url", None),
+        rerank_model=getattr(args, "rerank_model", None),
+        rerank_depth=getattr(args, "rerank_depth", None),
+        rerank_timeout=getattr(args, "rerank_timeout", None),
     )
     more = globs(getattr(args, "exclude", None))
     if more is None:

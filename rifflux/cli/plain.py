@@ -68,8 +68,9 @@ def print_plain(results: list[SearchResult], explain: SearchExplain | None) -> N
 
 
 def explain_lines(explain: SearchExplain) -> list[str]:
-    """What the search ran: its FTS5 expressions, the stopwords it left out and the
-    filters it applied (the last three when there are any)."""
+    """What the search ran: its FTS5 expressions, the stopwords it left out, the
+    filters it applied, the text its semantic branch embedded when a hypothesis made it
+    and the reranker (the last five when there are any)."""
     lines = [f"lexical query: {explain['fts_query'] or '(no searchable word)'}"]
     if explain["fts_every"]:
         lines.append(f"holding every word first: {explain['fts_every']}")
@@ -78,6 +79,12 @@ def explain_lines(explain: SearchExplain) -> list[str]:
     if explain["filters"]:
         lines.append("filters: " + "; ".join(f"{name} {_shown_value(value)}"
                                              for name, value in explain["filters"].items()))
+    texts = explain.get("texts")
+    if texts is not None and texts["hypothesis"]:
+        lines.append(f"semantic text (the hypothesis): {texts['semantic']!r}")
+    rerank = explain.get("rerank")
+    if rerank is not None:
+        lines.append(f"reranked: the first {rerank['depth']} by {rerank['by']}")
     return lines
 
 

@@ -91,7 +91,12 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
     own = [flag for flag, name in (("--backend", "backend"), ("--model-dir", "model_dir"),
                                    ("--embed-url", "embed_url"),
                                    ("--embed-model", "embed_model"),
-                                   ("--rrf-k", "rrf_k")) if getattr(args, name, None) is not None]
+                                   ("--rrf-k", "rrf_k"), ("--rerank", "rerank"),
+                                   ("--rerank-url", "rerank_url"),
+                                   ("--rerank-model", "rerank_model"),
+                                   ("--rerank-depth", "rerank_depth"),
+                                   ("--rerank-timeout", "rerank_timeout"))
+            if getattr(args, name, None) is not None]
     if own:
         _say(args, f"searching here: {', '.join(own)} asks for a model or fusion of its own")
         return None
@@ -146,6 +151,10 @@ def _params(args: argparse.Namespace, query: str, near: str | None) -> list[tupl
         params.append(("explain", "true"))
     if args.duplicates != "collapse":
         params.append(("duplicates", args.duplicates))
+    if args.hypothesis is not None:
+        params.append(("hypothesis", args.hypothesis))
+    if args.rerank_search is not None:
+        params.append(("rerank", "false"))
     for name, value in (("max_per_file", args.max_per_file), ("root", args.root),
                         ("modified_after", args.since), ("modified_before", args.before),
                         ("near", near), ("depth", args.depth)):

@@ -47,8 +47,9 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
 
 def takes_directly(args: argparse.Namespace) -> bool:
     """Whether ``search_directly`` can answer these arguments: by words alone, near no
-    note (which the library finds as a reading command names it)."""
-    return args.mode == "lexical" and not args.near
+    note (which the library finds as a reading command names it), without a hypothesis
+    (which the library refuses for a search by words, saying why)."""
+    return args.mode == "lexical" and not args.near and args.hypothesis is None
 
 
 async def search_directly(args: argparse.Namespace, settings: Settings,
@@ -87,11 +88,14 @@ async def _answered(index: Searched, query: str, args: argparse.Namespace,
     results = await index.search_filtered(query, applied, args.top_k, args.mode,
                                           max_per_file=args.max_per_file, explain=args.explain,
                                           content="snippet" if args.snippets else "full",
-                                          duplicates=args.duplicates)
+                                          duplicates=args.duplicates,
+                                          hypothesis=args.hypothesis,
+                                          rerank=args.rerank_search)
     embedder = await embedding() if index.pending_embeddings() else None
     answered = await search_answer(index, query, args.mode, results, filters,
                                    words=_words(embedder), explain=args.explain,
-                                   applied=applied)
+                                   applied=applied, hypothesis=args.hypothesis,
+                                   rerank=args.rerank_search)
     return results, answered
 
 
@@ -121,6 +125,8 @@ def _said(args: argparse.Namespace, results: list[SearchResult], answered: Answe
         sys.stderr.write(f"rifflux: {answered.semantic}\n")
     if answered.reason is not None:
         sys.stderr.write(f"rifflux: {'no results: ' if not results else ''}{answered.reason}\n")
+    if answered.rerank is not None:
+        sys.stderr.write(f"rifflux: {answered.rerank}\n")
     return EXIT_OK if results else EXIT_FAILURE
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..limits import (
     MAX_DEPTH,
+    MAX_HYPOTHESIS_CHARS,
     MAX_MAX_CHARS,
     MAX_QUERY_CHARS,
     MAX_TOP_K,
@@ -91,6 +92,14 @@ class _SearchFields(BaseModel):
     duplicates: Duplicates = Field(
         "collapse", description="collapse: a text several chunks hold is one hit, its other "
                                 "places in also_in; all: every copy.")
+    hypothesis: Annotated[str | None, Field(
+        min_length=1, max_length=MAX_HYPOTHESIS_CHARS,
+        description="What the answer would look like (a sentence or a paragraph, as the "
+                    "notes would say it): the semantic branch embeds it with q, the lexical "
+                    "branch keeps q's words.")] = None
+    rerank: bool | None = Field(
+        None, description="Rescore the first hits with the server's reranker (true), or "
+                          "not (false); left out: as the server is configured (--rerank).")
 
 
 class SearchQuery(_SearchFields):

@@ -134,9 +134,11 @@ async def _search(rf: Rifflux, p: SearchQuery | SearchBody,
     results = await rf.search_filtered(p.q, applied, p.top_k, p.mode,
                                        max_per_file=p.max_per_file, content=p.content,
                                        explain=p.explain, snippet_chars=p.snippet_chars,
-                                       duplicates=p.duplicates)
+                                       duplicates=p.duplicates, hypothesis=p.hypothesis,
+                                       rerank=p.rerank)
     answered = await search_answer(rf, p.q, p.mode, results, filters, words=WORDS,
-                                   explain=p.explain, applied=applied, max_chars=p.max_chars)
+                                   explain=p.explain, applied=applied, max_chars=p.max_chars,
+                                   hypothesis=p.hypothesis, rerank=p.rerank)
     return answered.answer
 
 

@@ -12,9 +12,18 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..limits import MAX_DEPTH, MAX_LIMIT, MAX_MAX_CHARS, MAX_TOP_K, MIN_MAX_CHARS
+from ..limits import (
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_MAX_CHARS,
+    MAX_TOP_K,
+    MIN_MAX_CHARS,
+)
 
 Query = Annotated[str, Field(description="Words, a phrase, a name or a question.")]
+#: (at most MAX_HYPOTHESIS_CHARS: the library says so; the schema stays light)
+Hypothesis = Annotated[str | None, Field(
+    description="Your guess at the answer, as the notes would word it.")]
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many hits.")]
 SearchMode = Annotated[
     Literal["hybrid", "lexical", "semantic"],
@@ -51,7 +60,7 @@ MaxPerFile = Annotated[int | None, Field(
 Content = Annotated[Literal["full", "snippet"], Field(
     description="snippet: a cheap first look (about 4,000 characters); full: whole texts.")]
 Duplicates = Annotated[Literal["collapse", "all"], Field(
-    description="collapse: a text several files hold once, the others in also_in; all: "
+    description="collapse: a text several files hold once (others in also_in); all: "
                 "every copy.")]
 Explain = Annotated[bool, Field(
     description="Add why: ranks, raw scores, the query and filters that ran.")]

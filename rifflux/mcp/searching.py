@@ -77,7 +77,7 @@ async def search(
     near: str | None = None, depth: int | None = None, kinds: Sequence[str] | None = None,
     max_per_file: int | None = None,
     content: str = "full", explain: bool = False, max_chars: int = DEFAULT_MAX_CHARS,
-    db_path: str | None = None, duplicates: str = "collapse",
+    db_path: str | None = None, duplicates: str = "collapse", hypothesis: str | None = None,
 ) -> dict[str, Any]:
     """A ``search_rifflux`` call's answer (its arguments as the tool's input schema
     declares them, checked already)."""
@@ -90,7 +90,7 @@ async def search(
     if other is None:  # (what the search started, once it has answered: after_search)
         return dict(await _answer(state.rf, query, top_k, mode, filters, max_per_file,
                                   content, explain, max_chars, state.auto.after_search,
-                                  duplicates))
+                                  duplicates, hypothesis))
     enabled = state.auto.enabled
 
     async def auto() -> dict[str, Any] | None:
@@ -106,22 +106,23 @@ async def search(
             "file, or leave db_path out to search the server's own index")
     async with state.others.use(other, file) as rf:
         return dict(await _answer(rf, query, top_k, mode, filters, max_per_file, content,
-                                  explain, max_chars, auto, duplicates))
+                                  explain, max_chars, auto, duplicates, hypothesis))
 
 
 async def _answer(rf: Rifflux, query: str, top_k: int, mode: Mode, filters: dict[str, Any],
                   max_per_file: int | None, content: str, explain: bool, max_chars: int,
                   auto: Callable[[], Awaitable[dict[str, Any] | None]],
-                  duplicates: str) -> SearchAnswer:
+                  duplicates: str, hypothesis: str | None) -> SearchAnswer:
     applied = make_filters(**filters)  # (once: for the search and its explain)
     # contents always: a first look's snippets are sized to its answer (search_answer)
     results = await rf.search_filtered(query, applied, top_k, mode, max_per_file=max_per_file,
-                                       content="full", explain=explain, duplicates=duplicates)
+                                       content="full", explain=explain, duplicates=duplicates,
+                                       hypothesis=hypothesis)
     started = await auto()
     answered = await search_answer(
         rf, query, mode, results, filters, words=WORDS, explain=explain, applied=applied,
         max_chars=max_chars, first_look=content == "snippet",
-        extra=None if started is None else {"auto_reindex": started})
+        extra=None if started is None else {"auto_reindex": started}, hypothesis=hypothesis)
     return answered.answer
 
 

@@ -40,6 +40,7 @@ from .params import (
     ForgetPath,
     ForgetYes,
     Frontmatter,
+    Hypothesis,
     Kinds,
     Limit,
     MaxChars,
@@ -101,18 +102,20 @@ async def search_rifflux(
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
     db_path: DbPath = None,
     duplicates: Duplicates = "collapse",
+    hypothesis: Hypothesis = None,
 ) -> dict[str, Any]:
-    """Search the user's notes and documents (PDFs, slides too); use it first when the
-    answer may be written there. Hits give path, lines or page, heading, snippet, text
-    and scores. First look: content='snippet', max_per_file=1; then read a hit with
-    get_chunk or get_file. An answer's hint says what to try next."""
+    """Search the user's notes and documents (PDFs, slides too) first when the answer
+    may be there: path, lines or page, heading, snippet, text, scores per hit. First look:
+    content='snippet', max_per_file=1, then get_chunk or get_file. For a vague or how/why
+    question, add a hypothesis."""
     with _tool_errors():
         return await searching.search(
             _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,
             frontmatter=frontmatter, modified_after=modified_after,
             modified_before=modified_before, near=near, depth=depth, kinds=kinds,
             max_per_file=max_per_file, content=content, explain=explain,
-            max_chars=max_chars, db_path=db_path, duplicates=duplicates)
+            max_chars=max_chars, db_path=db_path, duplicates=duplicates,
+            hypothesis=hypothesis)
 
 
 async def get_chunk(ctx: Context[ServerState, Any], chunk_id: ChunkId,

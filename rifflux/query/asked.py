@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from ..core.fts_query import build_every, build_match, dropped_stopwords
+from ..core.hypothesis import semantic_text
 from ..errors import InvalidArgumentError
 from ..limits import CONTENT_MODES, DUPLICATES, MODES, SNIPPET_CHARS
 
@@ -28,10 +29,14 @@ class SearchShape:
     explain: bool = False
     snippet_chars: int = SNIPPET_CHARS[1]
     duplicates: Duplicates = "collapse"
+    #: Rescore the first hits with the reranker (``actors.rerank``; the library checks
+    #: that there is one).
+    rerank: bool = False
 
     @classmethod
     def checked(cls, *, max_per_file: object, content: object, explain: object,
-                snippet_chars: object, duplicates: object = "collapse") -> SearchShape:
+                snippet_chars: object, duplicates: object = "collapse",
+                rerank: bool = False) -> SearchShape:
         """From a caller's values; raises ``InvalidArgumentError`` saying what to fix."""
         if max_per_file is not None and (isinstance(max_per_file, bool)
                                          or not isinstance(max_per_file, int)
@@ -51,7 +56,7 @@ class SearchShape:
                                        f"{', '.join(DUPLICATES)} (collapse: each text once, "
                                        "its other places in also_in; all: every copy)")
         return cls(max_per_file=max_per_file, content=content, explain=bool(explain),
-                   snippet_chars=snippet_chars, duplicates=duplicates)
+                   snippet_chars=snippet_chars, duplicates=duplicates, rerank=rerank)
 
 
 #: Answers as SPEC has them: all hits, whole contents, no explanation.
@@ -70,14 +75,21 @@ def checked_mode(query: object, top_k: object, mode: object) -> Mode:
     return mode
 
 
-def described(query: str, filters: Filters, lexical: LexicalExplain | None) -> SearchExplain:
+def described(query: str, filters: Filters, lexical: LexicalExplain | None, *,
+              mode: str = "hybrid", hypothesis: str | None = None) -> SearchExplain:
     """What a search for ``query`` runs: its FTS5 expressions (``fts_every``: chunks
     holding every word of a query mixing CJK and other words first), the stopwords left
-    out, ``filters`` as the search applies them, and the query the store's lexical branch
-    runs (``lexical``: its ``lexical_plan``; on PostgreSQL, a ``tsquery``)."""
+    out, ``filters`` as the search applies them, the query the store's lexical branch
+    runs (``lexical``: its ``lexical_plan``; on PostgreSQL, a ``tsquery``) and the text
+    each branch searched with (``texts``: the semantic one made from ``hypothesis`` when
+    given, ``core.hypothesis``)."""
     return {"fts_query": build_match(query), "fts_every": build_every(query),
             "stopwords_dropped": dropped_stopwords(query), "filters": filters.describe(),
-            "lexical": lexical}
+            "lexical": lexical,
+            "texts": {"lexical": None if mode == "semantic" else query,
+                      "semantic": (None if mode == "lexical"
+                                   else semantic_text(query, hypothesis)),
+                      "hypothesis": hypothesis is not None and mode != "lexical"}}
 
 
 def checked_span(*, start_line: object, end_line: object, page: object,

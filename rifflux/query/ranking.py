@@ -15,13 +15,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from ..core.catalog import Catalog
 from ..core.definitions import definitions_first, named
 from ..core.fusion import combine
+from ..core.hypothesis import semantic_text
+from ..core.rerank import reordered
 from ..core.snippets import Snippets
-from ..errors import EmbeddingUnavailableError, RiffluxError
+from ..errors import EmbeddingUnavailableError, RerankError, RiffluxError
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     import numpy as np
@@ -69,6 +71,17 @@ class AwaitsQueries(Protocol):
     async def aembed_query(self, text: str) -> F32: ...
 
 
+class Rescorer(Protocol):
+    """What reranks a search's first ``depth`` hits (``actors.rerank.Reranker``): one
+    score per text, higher more relevant to the query; a ``RerankError`` when it cannot
+    (the hits keep their fused order)."""
+
+    @property
+    def depth(self) -> int: ...
+
+    async def scores(self, query: str, texts: list[str]) -> list[float]: ...
+
+
 class Flag(Protocol):
     """Whether something has happened yet (an ``anyio.Event``, a ``threading.Event``)."""
 
@@ -90,18 +103,21 @@ class Loaded:
 @dataclass(slots=True)
 class _Asked:
     """What one search makes once, however many passes a per-file cap reads: whether it
-    has a lexical branch, the snippet maker, the query's vector and the rows read so
-    far."""
+    has a lexical branch, the text the semantic branch embeds (``meaning``: the query,
+    or a hypothesis with it), the snippet maker, the query's vector, the rows read so
+    far, and the reranker's scores (``rerank``: None, no reranking; a failure ends it)."""
 
     query: str
     lexical: bool
     snippets: Snippets
     #: the names the query is when it is one name (``core.definitions``), else None
     names: tuple[str, ...] | None = None
+    meaning: str = ""
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
     #: The embedding server did not make the query's vector: no pass asks it again.
     no_vector: bool = False
+    rerank: dict[int, float] | None = None
 
 
 class Ranking:
@@ -113,7 +129,7 @@ class Ranking:
     def __init__(self, *, rows: ReadStore, copies: CopyStore, lexical: LexicalLeg,
                  loaded: Loaded, rrf_k: int, semantic: SemanticLeg | None = None,
                  matrix: MatrixStore | None = None, feedback: int = 0,
-                 feedback_weight: float = 1.0) -> None:
+                 feedback_weight: float = 1.0, reranker: Rescorer | None = None) -> None:
         self._reader = rows
         self._copies = copies
         self._lexical = lexical
@@ -123,15 +139,18 @@ class Ranking:
         self._rrf_k = rrf_k
         self._feedback = feedback
         self._feedback_weight = feedback_weight
+        self._reranker = reranker
         self._embed_limiter: CapacityLimiter | None = None  # one query embedding at a time
         self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
         #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
         self._group_ranks: tuple[dict[int, int], GroupRanks] | None = None
 
     async def search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
-                      shape: SearchShape) -> list[SearchResult]:
+                     shape: SearchShape, *, hypothesis: str | None = None,
+                     ) -> list[SearchResult]:
         """The results of a search for ``query`` among the ``allowed`` files (None: every
-        file; their ids are the catalog's answer to the search's filters)."""
+        file; their ids are the catalog's answer to the search's filters); the semantic
+        branch embeds ``hypothesis`` with the query when given (``core.hypothesis``)."""
         if allowed is not None and not allowed.ids:
             return []  # no file passes: nothing to rank
         # The contract: a hybrid search's branches read max(POOL, top_k * 2) each. A
@@ -140,7 +159,8 @@ class Ranking:
         # file fills them and they go on; so does a search whose copies of one text
         # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
-                       names=named(query) if mode != "semantic" and self._code() else None)
+                       names=named(query) if mode != "semantic" and self._code() else None,
+                       meaning=semantic_text(query, hypothesis))
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
@@ -150,6 +170,9 @@ class Ranking:
                      else max(POOL, top_k) if asked.names else top_k)
         else:
             depth = min(top_k * 10, _MAX_DEPTH)
+        if shape.rerank and self._reranker is not None:
+            asked.rerank = {}  # (the reranker's first hits are read, whatever top_k)
+            depth = max(depth, self._reranker.depth)
         while True:
             results, exhausted = await self._ranked(asked, top_k, mode, allowed, shape, depth)
             if len(results) >= top_k or exhausted or depth >= _MAX_DEPTH:
@@ -203,16 +226,22 @@ class Ranking:
         if asked.names:  # a name's definitions first, in both modes that read words
             ranked, defined = definitions_first(ranked, rows, asked.names)
         also: dict[int, list[Place]] = {}
+        head = top_k  # (the hits the answer keeps, or the reranker's more)
+        if asked.rerank is not None and self._reranker is not None:
+            head = max(top_k, self._reranker.depth)
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
             ranked, also = await self._distinct(
-                ranked, allowed, top_k if shape.max_per_file is None else None)
+                ranked, allowed, head if shape.max_per_file is None else None)
+        fused_places: dict[int, int] = {}
+        if asked.rerank is not None:
+            ranked, fused_places = await self._reranked(asked, ranked)
         # rows of hits beyond the lexical list are read in one go (more than top_k with a
         # cap: some of them will be passed over)
         wanted = ranked[: top_k if shape.max_per_file is None else len(ranked)]
         missing = [cid for cid, _ in wanted if cid not in rows]
         if missing:
             rows.update(await self._reader.rows(missing))
-        why = _Explainer(lexical, semantic, defined) if shape.explain else None
+        why = _Explainer(lexical, semantic, defined, fused_places) if shape.explain else None
         snippets = asked.snippets
         per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
@@ -236,6 +265,36 @@ class Ranking:
             if len(results) == top_k:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
+
+    async def _reranked(self, asked: _Asked, ranked: list[tuple[int, ScoreBreakdown]],
+                        ) -> tuple[list[tuple[int, ScoreBreakdown]], dict[int, int]]:
+        """``ranked`` with its first ``rerank_depth`` hits in the reranker's order, each
+        with its ``rerank`` score (those below keep their order), and the fused place of
+        each reranked hit (1-based); as it was when the reranker fails (which ends the
+        reranking of this search: ``asked.rerank`` None)."""
+        reranker, scored = self._reranker, asked.rerank
+        assert reranker is not None and scored is not None
+        rows = asked.rows
+        missing = [cid for cid, _ in ranked[:reranker.depth] if cid not in rows]
+        if missing:
+            rows.update(await self._reader.rows(missing))
+        # (a hit deleted since it was ranked is passed over, as the answer would)
+        head = [(cid, b) for cid, b in ranked[:reranker.depth] if cid in rows]
+        todo = [cid for cid, _ in head if cid not in scored]
+        if todo:  # (a later pass of a capped search: only the hits new to the head)
+            try:
+                found = await reranker.scores(asked.query, [rows[cid]["content"]
+                                                            for cid in todo])
+            except RerankError:  # (said: the reranker keeps it for the answer's hint)
+                asked.rerank = None
+                return ranked, {}
+            scored.update(zip(todo, found, strict=True))
+        order = reordered(head, [scored[cid] for cid, _ in head])
+        out: list[tuple[int, ScoreBreakdown]] = [
+            (cid, cast("ScoreBreakdown", {**breakdown, "rerank": score}))
+            for _, (cid, breakdown), score in order]
+        places = {cid: place + 1 for place, (cid, _), _ in order}
+        return out + ranked[reranker.depth:], places
 
     def _code(self) -> bool:
         """Whether the index may hold code (a name's definitions: ``core.definitions``);
@@ -280,14 +339,14 @@ class Ranking:
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._loaded.embedder, self._loaded.matrix
-        if not _HAS_WORD.search(asked.query) or embedder is None or asked.no_vector or (
+        if not _HAS_WORD.search(asked.meaning) or embedder is None or asked.no_vector or (
                 matrix is None and self._semantic_leg is None):
             return []  # no query vector can be made: semantic mode answers nothing
         vector = asked.vector
         if vector is None:
             if isinstance(embedder, AwaitsQueries):  # an embedding server: awaited
                 try:
-                    vector = await embedder.aembed_query(asked.query)
+                    vector = await embedder.aembed_query(asked.meaning)
                 except EmbeddingUnavailableError:
                     # the branch answers nothing; the answer's hint says why (its health)
                     asked.no_vector = True
@@ -298,7 +357,7 @@ class Ranking:
                 if self._embed_limiter is None:
                     self._embed_limiter = anyio.CapacityLimiter(1)
                 vector = await anyio.to_thread.run_sync(
-                    embedder.embed_query, asked.query, limiter=self._embed_limiter)
+                    embedder.embed_query, asked.meaning, limiter=self._embed_limiter)
             asked.vector = vector
         if self._semantic_leg is not None:  # the store ranks its vectors itself
             return await self._semantic_leg.semantic(
@@ -343,10 +402,12 @@ class _Explainer:
     """Each hit's rank and raw score in each branch that found it."""
 
     def __init__(self, lexical: list[tuple[int, float]],
-                 semantic: list[tuple[int, float]], defined: set[int]) -> None:
+                 semantic: list[tuple[int, float]], defined: set[int],
+                 fused_places: dict[int, int] | None = None) -> None:
         self._lexical = {cid: (rank, score) for rank, (cid, score) in enumerate(lexical, 1)}
         self._semantic = {cid: (rank, score) for rank, (cid, score) in enumerate(semantic, 1)}
         self._defined = defined
+        self._fused = fused_places or {}
 
     def of(self, cid: int) -> HitExplain:
         out: HitExplain = {}
@@ -356,6 +417,8 @@ class _Explainer:
             out["semantic_rank"], out["cosine"] = self._semantic[cid]
         if cid in self._defined:
             out["definition"] = True
+        if cid in self._fused:
+            out["fused_rank"] = self._fused[cid]
         return out
 
 
