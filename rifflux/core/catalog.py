@@ -108,6 +108,11 @@ class Catalog:
             self._places = {entry.id: place for place, entry in enumerate(ordered)}
         return self._places
 
+    def places_made(self) -> dict[int, int] | None:
+        """``places`` when it is made already (None: not since the catalog changed): safe
+        from a worker thread, since a made one is never changed, only replaced."""
+        return self._places
+
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""
         root_id = next((rid for rid, path in self.roots.items() if path == root), None)
