@@ -134,6 +134,13 @@ async def serve(db: Path, backend: str, queries: dict[str, list[str]]) -> dict[s
     async with Rifflux(db, embedding_backend=backend) as rf:
         lexical_hits = len(await rf.search(warmup[0], mode="lexical"))
         lexical_ready_s = time.perf_counter() - opened
+        await rf.search(warmup[1], mode="semantic")  # waits for the model and the matrix
+        semantic_ready_s = time.perf_counter() - opened
+        # (all the process's threads: the matrix's load, the catalog's, the model's)
+        semantic_ready_cpu_s = _cpu(resource.RUSAGE_SELF) - opened_cpu
+        # Then checked, not timed (the status counts a million chunks: a second of work
+        # that is the harness's, not the load's): every vector was in memory by then. A
+        # load that outlasted the search's wait for it is timed until it is.
         status = await rf.status()
         chunks = int(status["chunks"])
 
@@ -141,11 +148,10 @@ async def serve(db: Path, backend: str, queries: dict[str, list[str]]) -> dict[s
             st = await rf.status()
             return bool(st["embedding_model_ready"]) and st["vectors_in_memory"] >= chunks
 
-        await rf.search(warmup[1], mode="semantic")  # waits for the model and the matrix
-        await poll_until(loaded, within=600.0, interval=0.05)
-        semantic_ready_s = time.perf_counter() - opened
-        # (all the process's threads: the matrix's load, the catalog's, the model's)
-        semantic_ready_cpu_s = _cpu(resource.RUSAGE_SELF) - opened_cpu
+        if not await loaded():
+            await poll_until(loaded, within=600.0, interval=0.05)
+            semantic_ready_s = time.perf_counter() - opened
+            semantic_ready_cpu_s = _cpu(resource.RUSAGE_SELF) - opened_cpu
         after_load = rss()
         for q in warmup[2:]:
             await rf.search(q, mode="hybrid")
