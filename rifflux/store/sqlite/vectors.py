@@ -162,7 +162,9 @@ def _hand(rows: Sequence[Sequence[Any]], served: _Served, dim: int, into: Vector
     else:
         codes, scales = quantise(normalise(
             np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)))
-    into_codes(chunks, codes[at], scales[at], files)
+    if len(at) != len(rows) or not bool((at == np.arange(len(rows))).all()):
+        codes, scales = codes[at], scales[at]  # (else each row serves one chunk: no copy)
+    into_codes(chunks, codes, scales, files)
     return len(chunks)
 
 
