@@ -9,21 +9,10 @@ from ._embed_server import render_embed_server
 from ._formats_report import report as formats_report
 from ._memory import render_memory
 from ._postgres import report as postgres_report
+from ._scale_report import report as scale_report
+from ._tables import fmt as _fmt
+from ._tables import table as _table
 from ._vectors import report as vectors_report
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) < 1 else f"{value:,.{max(digits - 2, 1)}f}"
-    return str(value)
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
-    return out + [""]
 
 
 def _targets(targets: list[dict[str, Any]]) -> list[str]:
@@ -184,60 +173,6 @@ def _links(k: dict[str, Any]) -> list[str]:
     note = [f"Notes within {k['depth']} links: min {found['min']}, median "
             f"{found['median']}, max {found['max']}.", ""]
     return head + _table(["call", "p50 ms", "p95 ms", "max ms"], rows) + note
-
-
-def _scale_rows(p: dict[str, Any]) -> list[Any]:
-    """One point of the curve, as a column (what it measured, where it got to)."""
-    g, ix, sv = p.get("growth", {}), p.get("index") or {}, p.get("serve") or {}
-    modes = sv.get("modes", {})
-
-    def mode(m: str) -> str:
-        return (f"{modes[m]['p50_ms']:.1f} / {modes[m]['p95_ms']:.1f}" if m in modes else "–")
-
-    return [
-        f"{ix.get('chunks', 0):,}" if ix else "–",
-        f"{g.get('files', 0):,}" + (" (reused)" if g.get("reused") else ""),
-        f"{ix['lexically_searchable_s']} s" if ix else "–",
-        _fmt(ix.get("lexical_chunks_per_s")),
-        (f"{ix['cpu_lexical_s']} + {ix['cpu_parse_workers_s']} s" if "cpu_lexical_s" in ix
-         else "–"),
-        f"{ix['fully_embedded_s']} s" if ix else "–",
-        (f"{ix['noop_median_s']} s (CPU {_fmt(ix.get('noop_cpu_median_s'))} s)"
-         if ix else "–"),
-        f"{ix['peak_rss_lexical_mib']} / {ix['peak_rss_mib']}" if ix else "–",
-        (f"{sv['lexical_ready_s']} / {sv['semantic_ready_s']} s (CPU "
-         f"{_fmt(sv.get('semantic_ready_cpu_s'))} s)") if sv else "–",
-        mode("hybrid"), mode("lexical"), mode("semantic"),
-        (f"{sv['semantic_without_query_embedding']['p50_ms']:.1f} "
-         f"({sv['query_embedding']['p50_ms']:.2f})") if sv else "–",
-        f"{sv['rss_after_load_mib']} / {sv['peak_rss_lifetime_mib']}" if sv else "–",
-        _fmt(p.get("db_size_mib")),
-        " ".join(p.get("error", "").split()).replace("|", "/")[:300] or "done",
-    ]
-
-
-_SCALE_MEASURES = [
-    "chunks indexed", "files", "lexically searchable", "cold lexical rate (chunks/s)",
-    "CPU until lexically searchable: indexing process + parse workers",
-    "fully embedded", "no-op reindex (median; its CPU)",
-    "indexing peak RSS MiB (lexical / all)",
-    "open-to-ready: lexical / semantic (CPU until semantic ready, all threads)",
-    "hybrid p50 / p95 ms", "lexical p50 / p95 ms",
-    "semantic p50 / p95 ms", "semantic p50 without query embedding (embedding) ms",
-    "serving RSS MiB (after load / peak)", "database MiB", "outcome",
-]
-
-
-def _scale(s: dict[str, Any], charts: list[tuple[str, str]]) -> list[str]:
-    points = s.get("points", {})
-    sizes = sorted(points, key=int)
-    columns = [_scale_rows(points[size]) for size in sizes]
-    rows = [[measure, *(col[i] for col in columns)] for i, measure in enumerate(_SCALE_MEASURES)]
-    head = [f"### Scale curve ({s.get('backend')} vectors; each size grown, indexed in one "
-            "process, served from another)", ""]
-    body = _table(["measure", *(f"{int(size):,} aimed" for size in sizes)], rows)
-    drawn = [f"![{title}]({name})" for title, name in charts]
-    return head + body + ([*drawn, ""] if drawn else [])
 
 
 def _cranfield(c: dict[str, Any]) -> list[str]:
@@ -420,7 +355,7 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
     lines += ["## Targets", ""] + _targets(run["targets"])
     lines += ["## Sections", ""]
     renderers = {"cold": _cold, "noop": _noop, "watch": _watch, "filters": _filters,
-                 "links": _links, "scale": lambda s: _scale(s, _charts(charts, "scale")),
+                 "links": _links, "scale": lambda s: scale_report(s, _charts(charts, "scale")),
                  "formats": lambda f: formats_report(f, _charts(charts, "formats")),
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
                  "vectors": vectors_report, "memory": render_memory, "startup": _startup,

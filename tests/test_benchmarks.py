@@ -16,6 +16,8 @@ from benchmarks._check import check_all
 from benchmarks._corpus import chunk_texts
 from benchmarks._grow import grown_corpus
 from benchmarks._report import render
+from benchmarks._scale import ratios
+from benchmarks._scale_report import report as scale_report
 
 from .helpers import pdf_of, write
 from .postgres import PostgresServer
@@ -158,6 +160,37 @@ def test_a_target_over_a_failed_point_fails_with_why_even_with_figures() -> None
         assert checked[name]["status"] == "FAIL", name
         assert checked[name]["measured"] is None and "holds 0 chunks" in checked[name]["note"]
     assert checked["hybrid p50 at 100,000 chunks"]["status"] == "not run"  # never aimed for
+
+
+def test_the_million_chunk_targets_are_ratios_to_the_scan_measured_in_the_same_run() -> None:
+    # The same milliseconds pass beside a slow scan and fail beside a fast one: the
+    # targets of issue 39 follow the machine, the absolute ones stay as they were.
+    point = _point(1_000_000, 40.0)
+    served = point["serve"]
+    served["modes"]["hybrid"]["p95_ms"] = 60.0
+    served["steps"] = {"semantic": {"scan": {"p50_ms": 17.0, "mean_ms": 17.5}}}
+    checked = {}
+    for scan in (20.0, 10.0):
+        floors = {"scan_p50_ms": scan, "scan_p50_before_after_ms": [scan, scan],
+                  "read_s": 1.0, "read_mib": 370.0}
+        point["floor"], point["ratios"] = floors, ratios(served, floors)
+        results = {"scale": {"sizes": [1_000_000], "points": {"1000000": point}}}
+        checked[scan] = {t["name"]: t for t in check_all(results, {})}
+    semantic = "semantic p50, query embedding excluded / int8 scan at 1,000,000 chunks"
+    hybrid, p95 = "hybrid p50 / int8 scan", "hybrid p95 / int8 scan"
+    slow, fast = checked[20.0], checked[10.0]
+    assert slow[semantic]["measured"] == 2.0 and slow[semantic]["status"] == "FAIL"
+    assert slow[f"{hybrid} at 1,000,000 chunks"]["measured"] == 2.0
+    assert slow[f"{hybrid} at 1,000,000 chunks"]["status"] == "pass"
+    assert slow[f"{p95} at 1,000,000 chunks"]["measured"] == 3.0
+    assert slow[f"{p95} at 1,000,000 chunks"]["status"] == "pass"
+    assert fast[f"{hybrid} at 1,000,000 chunks"]["status"] == "FAIL"
+    assert fast[f"{p95} at 1,000,000 chunks"]["status"] == "FAIL"
+    for found in (slow, fast):  # the milliseconds alone, as before
+        assert found["hybrid p50 at 1,000,000 chunks"]["status"] == "pass"
+    markdown = "\n".join(scale_report(results["scale"], []))
+    assert "| hybrid p50 / p95 over the scan floor | 4.00× / 6.00× |" in markdown
+    assert "| semantic | scan | 17.00 | 17.50 |" in markdown
 
 
 def test_the_scale_curve_is_drawn_beside_the_report_and_linked_from_it(tmp_path: Path) -> None:

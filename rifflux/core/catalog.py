@@ -117,6 +117,11 @@ class Catalog:
             self._kinds = frozenset(entry.kind for entry in self._files.values())
         return self._kinds
 
+    def places_made(self) -> dict[int, int] | None:
+        """``places`` when it is made already (None: not since the catalog changed): safe
+        from a worker thread, since a made one is never changed, only replaced."""
+        return self._places
+
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""
         root_id = next((rid for rid, path in self.roots.items() if path == root), None)

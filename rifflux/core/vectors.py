@@ -27,8 +27,11 @@ scan never loops in Python.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +41,7 @@ from .codes import normalise, quantise
 from .ranking import I64 as I64
 from .ranking import rank
 from .rowids import RowIds
+from .steps import OFF_CLOCK, Clock
 
 #: (ids, their float32 vectors): the exact vectors of the rows of these ids that still
 #: exist, in any order (``VectorIndex.top_k``'s source of exact vectors).
@@ -61,6 +65,52 @@ _MARGIN = 32
 #: ids): a query that shares no word with most of a million hash vectors ties them all
 #: at 0.0, and their exact vectors are read back.
 _TIED = 1024
+#: Row masks of filtered searches kept (per matrix version: ``candidates``' ``groups``).
+_MASKS = 16
+#: A filter's groups and the key its mask is kept under (``candidates``).
+Groups = tuple[str, I64]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class _Shared:
+    """Searches read the matrix side by side (each in a worker thread: the scan releases
+    the GIL), and a change waits for those in progress; searches begun meanwhile wait
+    for it. A change runs on the event loop and is over in milliseconds; so is a scan."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()  # (an RLock: a change may call another)
+        self._readers = 0
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._state:
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._readers -= 1
+                if not self._readers:
+                    self._state.notify_all()
+
+    @contextmanager
+    def changing(self) -> Iterator[None]:
+        with self._state:
+            while self._readers:
+                self._state.wait()
+            yield
+
+
+def _changes(method: Callable[Concatenate[VectorIndex, _P], _R],
+             ) -> Callable[Concatenate[VectorIndex, _P], _R]:
+    """A method that changes the matrix: once no search is reading it."""
+    @wraps(method)
+    def changing(self: VectorIndex, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._shared.changing():
+            return method(self, *args, **kwargs)
+    return changing
 
 
 def _pool(k: int, feedback: int, pool: int) -> int:
@@ -82,6 +132,11 @@ class VectorIndex:
         self._n = 0
         #: Bumped by every change, so that a cached row mask knows when it is stale.
         self.version = 0
+        self._shared = _Shared()
+        self._masks: dict[tuple[int, str], npt.NDArray[np.bool_]] = {}
+        self._masks_lock = threading.Lock()
+        #: Score buffers of finished scans, for the next (a fresh one costs page faults).
+        self._buffers: list[F32] = []
 
     def __len__(self) -> int:
         return self._n
@@ -112,6 +167,7 @@ class VectorIndex:
         self._ids = _grown(self._ids, new_cap, self._n)
         self._groups = _grown(self._groups, new_cap, self._n)
 
+    @_changes
     def upsert(self, ids: Sequence[int] | I64, vectors: F32,
                groups: Sequence[int] | I64 | None = None) -> None:
         """Set these rows (a repeated id: the last one wins; no groups: group 0)."""
@@ -150,6 +206,7 @@ class VectorIndex:
         ``seal`` finds them all at once after the last block; searches wait for it."""
         self.append_codes(ids, *quantise(normalise(vectors)), groups)
 
+    @_changes
     def append_codes(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32,
                      groups: I64) -> None:
         """``append`` of rows already compact (``packed`` rows read back, as ``unpack``
@@ -160,6 +217,7 @@ class VectorIndex:
         self._ids[at], self._groups[at] = ids, groups
         self._n += len(ids)
 
+    @_changes
     def seal(self) -> None:
         """After ``append``: every row's id found (an id appended twice: the last wins).
         One sort of the ids finds both the repeats and every row's place."""
@@ -178,6 +236,7 @@ class VectorIndex:
         self._where.set(keys, order.astype(np.int64))
         self.version += 1
 
+    @_changes
     def remove(self, ids: Iterable[int] | I64) -> None:
         """Drop these rows (absent ids are ignored): the last rows move into the holes."""
         self.version += 1
@@ -194,12 +253,14 @@ class VectorIndex:
         self._where.set(self._ids[holes], holes)
         self._n = n
 
+    @_changes
     def remove_groups(self, groups: Sequence[int]) -> None:
         """Remove every row of these groups (files)."""
         hit = self.mask(np.asarray(groups, dtype=np.int64))
         if hit.any():
             self.remove(self._ids[: self._n][hit])
 
+    @_changes
     def clear(self) -> None:
         self._where.clear()
         self._n = 0
@@ -210,9 +271,21 @@ class VectorIndex:
         mask: npt.NDArray[np.bool_] = np.isin(self._groups[: self._n], groups)
         return mask
 
+    def _mask_of(self, groups: Groups) -> npt.NDArray[np.bool_]:
+        """``mask`` of a filter's groups, kept while the matrix does not change."""
+        key = (self.version, groups[0])
+        with self._masks_lock:  # (searches side by side make them)
+            mask = self._masks.get(key)
+            if mask is None:
+                mask = self.mask(groups[1])
+                while len(self._masks) >= _MASKS:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = mask
+        return mask
+
     def candidates(self, query: F32, k: int, *, feedback: int = 0, pool: int = 200,
-                   mask: npt.NDArray[np.bool_] | None = None,
-                   ranks: GroupRanks | None = None) -> I64:
+                   mask: npt.NDArray[np.bool_] | None = None, groups: Groups | None = None,
+                   ranks: GroupRanks | None = None, clock: Clock = OFF_CLOCK) -> I64:
         """The ids whose exact vectors ``rank`` needs to answer ``top_k`` with these
         arguments: the best rows of the compact scan, more than ``k`` (and than
         ``pool`` with feedback), every row tied with the last of them too (up to
@@ -223,7 +296,21 @@ class VectorIndex:
         last group taken: so two indexes of the same files, whose row ids differ, take
         the same rows), else those of the smallest ids.
 
-        With ``mask`` (from :meth:`mask`), only those rows are candidates."""
+        With ``mask`` (from :meth:`mask`), only those rows are candidates; with
+        ``groups`` (a key, the groups), those of these groups (their mask kept under
+        the key while the matrix does not change). ``clock`` times the scan and the
+        selection (``core.steps``).
+
+        Safe in a worker thread while the event loop goes on: a change of the matrix
+        waits for the searches reading it."""
+        with self._shared.reading():
+            if groups is not None:
+                mask = self._mask_of(groups)
+            return self._candidates(query, k, feedback, pool, mask, ranks, clock)
+
+    def _candidates(self, query: F32, k: int, feedback: int, pool: int,
+                    mask: npt.NDArray[np.bool_] | None, ranks: GroupRanks | None,
+                    clock: Clock) -> I64:
         n = self._n
         if mask is not None and len(mask) != n:
             raise ValueError(f"the mask has {len(mask)} rows, the matrix {n}: make it again")
@@ -240,27 +327,38 @@ class VectorIndex:
             by = (ids[first],) if ranks is None else (ids[first], ranks(groups[first]))
             # (a file's rows by id: its chunks were written in their order)
             return np.sort(ids[first[np.lexsort(by)[:k]]])
-        scores = self._scan(quantise((q / norm)[None, :])[0][0], rows)
-        take = min(_pool(k, feedback, pool), live)
-        if take < live:
-            part = _top(scores, take)
-            cut = scores[part].min()
-            if np.count_nonzero(scores >= cut) > take:  # rows tied with the last one left
-                above = np.flatnonzero(scores > cut)
-                tied = np.flatnonzero(scores == cut)
-                keep = take - len(above) + _TIED
-                if len(tied) > keep:  # those that come first (by their files' paths)
-                    tied = tied[_first(ids[tied], groups[tied], keep, ranks)]
-                part = np.concatenate([above, tied])
-        else:
-            part = np.arange(live)
-        order = np.lexsort((ids[part], -scores[part]))
-        best: I64 = ids[part[order]]
+        buffer = self._buffers.pop() if self._buffers else None
+        scores, buffer = self._scan(quantise((q / norm)[None, :])[0][0], rows, buffer)
+        try:
+            clock.lap("scan")
+            take = min(_pool(k, feedback, pool), live)
+            if take < live:
+                part, among = _top(scores, take)
+                cut = scores[part].min()
+                # (every score at or above the cut is among ``among``: no more passes
+                # over a million scores)
+                at = among if among is not None else np.arange(live)
+                near = scores[at]
+                if np.count_nonzero(near >= cut) > take:  # rows tied with the last one left
+                    above = at[near > cut]
+                    tied = at[near == cut]
+                    keep = take - len(above) + _TIED
+                    if len(tied) > keep:  # those that come first (by their files' paths)
+                        tied = tied[_first(ids[tied], groups[tied], keep, ranks)]
+                    part = np.concatenate([above, tied])
+            else:
+                part = np.arange(live)
+            order = np.lexsort((ids[part], -scores[part]))
+            best: I64 = ids[part[order]]
+        finally:
+            self._buffers.append(buffer)
+        clock.lap("select")
         return best
 
-    def _scan(self, q8: npt.NDArray[np.int8], rows: npt.NDArray[np.intp] | None) -> F32:
+    def _scan(self, q8: npt.NDArray[np.int8], rows: npt.NDArray[np.intp] | None,
+              buffer: F32 | None) -> tuple[F32, F32]:
         """The approximate cosine (up to the query's own scale) of every live row, or of
-        ``rows`` only."""
+        ``rows`` only; and the buffer written (``buffer`` when it is large enough)."""
         import numkong  # (here: a lexical search never loads it)
 
         gathered = rows is not None and len(rows) <= self._n * _GATHER
@@ -268,13 +366,14 @@ class VectorIndex:
             codes, scales = self._codes[rows], self._scales[rows]
         else:
             codes, scales = self._codes[: self._n], self._scales[: self._n]
-        out = np.empty((1, len(codes)), dtype=np.float32)  # int32 dots: exact in float32
-        numkong.cdist(q8[None, :], codes, metric="dot", out=out)
-        scores: F32 = out[0]
-        scores *= scales
-        if rows is not None and not gathered:
-            scores = scores[rows]
-        return scores
+        if buffer is None or len(buffer) < len(codes):
+            buffer = np.empty(len(self._scales), dtype=np.float32)  # (the capacity)
+        out = buffer[: len(codes)]
+        # (int32 dots: exact in float32)
+        numkong.cdist(q8[None, :], codes, metric="dot", out=out.reshape(1, -1))
+        out *= scales
+        scores: F32 = out[rows] if rows is not None and not gathered else out
+        return scores, buffer
 
     def top_k(
         self, query: F32, k: int, *, exact: Exact, feedback: int = 0, weight: float = 1.0,
@@ -288,8 +387,9 @@ class VectorIndex:
                     ties=ties)
 
 
-def _top(scores: F32, take: int) -> npt.NDArray[np.intp]:
-    """Positions of ``take`` of the largest ``scores`` (of equal ones at the cut: any).
+def _top(scores: F32, take: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None]:
+    """Positions of ``take`` of the largest ``scores`` (of equal ones at the cut: any),
+    and the positions of every score at least the lowest of them (None: look at all).
 
     ``argpartition`` alone degrades on many equal values: a hash-vector query scores half
     of a million rows 0.0 and takes 31 ms instead of 1.2. So the cut is first estimated
@@ -301,8 +401,8 @@ def _top(scores: F32, take: int) -> npt.NDArray[np.intp]:
         floor = np.partition(sample, len(sample) - rank)[len(sample) - rank]
         above = np.flatnonzero(scores >= floor)
         if take <= len(above) <= 64 * take:
-            return above[_distinct_top(scores[above], take)]
-    return _distinct_top(scores, take)
+            return above[_distinct_top(scores[above], take)], above
+    return _distinct_top(scores, take), None
 
 
 def _distinct_top(scores: F32, take: int) -> npt.NDArray[np.intp]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from ..core.catalog import Catalog
@@ -23,11 +24,10 @@ from ..core.fusion import combine
 from ..core.hypothesis import semantic_text
 from ..core.rerank import reordered
 from ..core.snippets import Snippets
+from ..core.steps import Steps, begin
 from ..errors import EmbeddingUnavailableError, RerankError, RiffluxError
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
-    import numpy as np
-    import numpy.typing as npt
     from anyio import CapacityLimiter
 
     from ..core.catalog import Allowed
@@ -58,8 +58,10 @@ POOL = 100
 _MAX_DEPTH = 1000
 #: The most other places of a text a hit lists (``also_in``; ``also_in_count`` counts all).
 _ALSO_IN = 100
-#: Row masks of filtered searches kept (per matrix version).
-_MASKS = 16
+
+
+class _Unranked(Exception):
+    """The files' places by path are needed and not made (``Ranking._ranks_made``)."""
 
 
 @runtime_checkable
@@ -113,6 +115,8 @@ class _Asked:
     #: the names the query is when it is one name (``core.definitions``), else None
     names: tuple[str, ...] | None = None
     meaning: str = ""
+    #: Where the search's time goes (``core.steps``: recorded for the benchmarks only).
+    steps: Steps = field(default_factory=begin)
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
     #: The embedding server did not make the query's vector: no pass asks it again.
@@ -141,7 +145,6 @@ class Ranking:
         self._feedback_weight = feedback_weight
         self._reranker = reranker
         self._embed_limiter: CapacityLimiter | None = None  # one query embedding at a time
-        self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
         #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
         self._group_ranks: tuple[dict[int, int], GroupRanks] | None = None
 
@@ -160,7 +163,7 @@ class Ranking:
         # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
                        names=named(query) if mode != "semantic" and self._code() else None,
-                       meaning=semantic_text(query, hypothesis))
+                       meaning=semantic_text(query, hypothesis), steps=begin())
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
@@ -186,12 +189,15 @@ class Ranking:
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         rows = asked.rows
+        clock = asked.steps.clock()
 
         async def run_lexical() -> None:
             nonlocal lexical
             if asked.lexical:
+                lexical_clock = asked.steps.clock()
                 lexical, found = await self._lexical.lexical(asked.query, depth, allowed)
                 rows.update(found)
+                lexical_clock.lap("lexical")
 
         async def run_semantic() -> None:
             nonlocal semantic
@@ -213,6 +219,7 @@ class Ranking:
             await run_lexical()
         else:
             await run_semantic()
+        clock.lap("branches")
 
         ranked: list[tuple[int, ScoreBreakdown]]
         if mode == "lexical":
@@ -222,6 +229,7 @@ class Ranking:
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
             ranked = [(f.key, _hybrid(f)) for f in fused]
+        clock.lap("fusion")
         defined: set[int] = set()
         if asked.names:  # a name's definitions first, in both modes that read words
             ranked, defined = definitions_first(ranked, rows, asked.names)
@@ -232,6 +240,7 @@ class Ranking:
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
             ranked, also = await self._distinct(
                 ranked, allowed, head if shape.max_per_file is None else None)
+            clock.lap("copies")
         fused_places: dict[int, int] = {}
         if asked.rerank is not None:
             ranked, fused_places = await self._reranked(asked, ranked)
@@ -241,6 +250,7 @@ class Ranking:
         missing = [cid for cid, _ in wanted if cid not in rows]
         if missing:
             rows.update(await self._reader.rows(missing))
+        clock.lap("rows")
         why = _Explainer(lexical, semantic, defined, fused_places) if shape.explain else None
         snippets = asked.snippets
         per_file: Counter[tuple[str, str]] = Counter()
@@ -264,6 +274,7 @@ class Ranking:
             results.append(result)
             if len(results) == top_k:
                 break
+        clock.lap("answer")
         return results, len(lexical) < depth and len(semantic) < depth
 
     async def _reranked(self, asked: _Asked, ranked: list[tuple[int, ScoreBreakdown]],
@@ -342,6 +353,7 @@ class Ranking:
         if not _HAS_WORD.search(asked.meaning) or embedder is None or asked.no_vector or (
                 matrix is None and self._semantic_leg is None):
             return []  # no query vector can be made: semantic mode answers nothing
+        clock = asked.steps.clock()
         vector = asked.vector
         if vector is None:
             if isinstance(embedder, AwaitsQueries):  # an embedding server: awaited
@@ -359,43 +371,56 @@ class Ranking:
                 vector = await anyio.to_thread.run_sync(
                     embedder.embed_query, asked.meaning, limiter=self._embed_limiter)
             asked.vector = vector
+        clock.lap("embed")
         if self._semantic_leg is not None:  # the store ranks its vectors itself
             return await self._semantic_leg.semantic(
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
         assert matrix is not None and self._matrix_store is not None
-        mask = None if allowed is None else self._mask(matrix, allowed)
         # the compact matrix's best rows, ranked exactly on their float32 vectors (of rows
-        # tied at the cut, those of the files first by path: never by row id)
-        candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask,
-                                       ranks=self._ranks)
+        # tied at the cut, those of the files first by path: never by row id). The scan
+        # runs in a worker thread (numkong releases the GIL): a hybrid search's lexical
+        # branch goes on meanwhile, on the other core
+        scan = partial(matrix.candidates, vector, depth, feedback=self._feedback,
+                       groups=None if allowed is None else (allowed.json, allowed.array),
+                       clock=clock)
+        import anyio  # (loaded already: a semantic branch runs under an event loop)
+
+        try:
+            candidates = await anyio.to_thread.run_sync(partial(scan, ranks=self._ranks_made))
+        except _Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
+            candidates = scan(ranks=self._ranks)
         found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
                                                               candidates)
+        clock.lap("exact reads")
         from ..core.ranking import rank  # (loaded already, with the matrix)
 
         ranked = rank(vector, found, exact, depth, feedback=self._feedback,
                       weight=self._feedback_weight, ties=True)
-        return await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path
+        clock.lap("re-rank")
+        ordered = await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path
+        clock.lap("ties by path")
+        return ordered
 
     def _ranks(self, groups: I64) -> I64:
         """Each file's place by path (``Catalog.places``), for the matrix's rows tied at
-        its cut; made again only when the catalog has changed."""
+        its cut; made again only when the catalog has changed. On the event loop."""
+        return self._ranks_of(self._loaded.catalog.places(), groups)
+
+    def _ranks_made(self, groups: I64) -> I64:
+        """``_ranks`` from a worker thread: raises ``_Unranked`` when the places are not
+        made (the catalog is the event loop's: making them is ``_ranks``')."""
+        places = self._loaded.catalog.places_made()
+        if places is None:
+            raise _Unranked
+        return self._ranks_of(places, groups)
+
+    def _ranks_of(self, places: dict[int, int], groups: I64) -> I64:
         from ..core.vectors import group_ranks
 
-        places = self._loaded.catalog.places()
-        if self._group_ranks is None or self._group_ranks[0] is not places:
-            self._group_ranks = (places, group_ranks(places))
-        return self._group_ranks[1](groups)
-
-    def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
-        """The matrix rows of the allowed files, kept while neither changes."""
-        key = (id(matrix), matrix.version, allowed.json)
-        mask = self._masks.get(key)
-        if mask is None:
-            mask = matrix.mask(allowed.array)
-            if len(self._masks) >= _MASKS:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = mask
-        return mask
+        made = self._group_ranks
+        if made is None or made[0] is not places:
+            made = self._group_ranks = (places, group_ranks(places))
+        return made[1](groups)
 
 
 class _Explainer:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -358,3 +359,55 @@ def test_rows_tied_at_the_cut_are_taken_by_their_files_order_not_their_ids(
     assert chosen[0] == chosen[1]
     assert len(chosen[0][0]) > 5 + 32 + 8  # (a file's rows all kept: more than asked)
     assert chosen[0][1] == set(chunks[:6])  # a zero query: the first files' first chunks
+
+
+def test_the_sampled_selection_picks_what_looking_at_every_score_picks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 40,000 rows of 2,000 distinct vectors: groups of equal scores everywhere, at the
+    # cut too. The selection estimates its cut on a sample and looks only at the scores
+    # above it; looking at every score (a sample too small to estimate on) picks alike.
+    rng = np.random.default_rng(5)
+    dim, n = 16, 40_000
+    distinct = normalise(rng.normal(size=(2_000, dim)).astype(np.float32))
+    index = VectorIndex(dim)
+    index.upsert(rng.permutation(n * 3)[:n] + 1, distinct[rng.integers(0, 2_000, n)],
+                 rng.integers(0, 300, n))
+    queries = [distinct[0], distinct[1] + distinct[2],
+               *normalise(rng.normal(size=(4, dim)).astype(np.float32))]
+    asked = [(q, k, feedback) for q in queries for k, feedback in ((5, 0), (10, 3), (100, 3))]
+    groups = ("some files", np.arange(0, 300, 2, dtype=np.int64))
+    sampled = [(index.candidates(q, k, feedback=fb), index.candidates(q, k, groups=groups))
+               for q, k, fb in asked]
+    monkeypatch.setattr(vectors_module, "_STRIDE", 10 * n)
+    for (q, k, fb), (alone, filtered) in zip(asked, sampled, strict=True):
+        assert len(alone) > k
+        assert np.array_equal(alone, index.candidates(q, k, feedback=fb))
+        assert np.array_equal(filtered, index.candidates(q, k, mask=index.mask(groups[1])))
+
+
+def test_a_change_waits_for_the_search_reading_the_matrix() -> None:
+    # A search reads the matrix in a worker thread while the event loop goes on: a change
+    # arriving meanwhile waits until the search is done, which sees the matrix whole.
+    index = VectorIndex(2)
+    index.upsert([1, 2, 3], np.stack([unit(1, 0), unit(0, 1), unit(1, 1)]), [10, 20, 30])
+    entered, release = threading.Event(), threading.Event()
+
+    def ranks(groups: np.ndarray) -> np.ndarray:  # (a zero query asks for the files' order)
+        entered.set()
+        assert release.wait(10)
+        return groups
+
+    found: list[np.ndarray] = []
+    search = threading.Thread(target=lambda: found.append(
+        index.candidates(np.zeros(2, dtype=np.float32), 3, ranks=ranks)))
+    search.start()
+    assert entered.wait(10)
+    change = threading.Thread(target=lambda: index.remove([1, 2]))
+    change.start()
+    change.join(0.2)
+    assert change.is_alive() and len(index) == 3  # waiting for the search
+    release.set()
+    search.join(10)
+    change.join(10)
+    assert list(found[0]) == [1, 2, 3] and len(index) == 1
