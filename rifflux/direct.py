@@ -23,7 +23,8 @@ from .core.filters import check_depth, make_filters
 from .core.hypothesis import checked_hypothesis
 from .errors import InvalidArgumentError
 from .query.asked import SearchShape, checked_mode, checked_span, described
-from .query.ranking import Loaded, Ranking
+from .query.loaded import Loaded
+from .query.ranking import Ranking
 from .query.reads import IndexReads
 from .store.sqlite.direct import open_direct, run_now
 from .store.sqlite.lexical import lexical_plan

@@ -33,7 +33,8 @@ from ..core.catalog import Allowed, Catalog
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import InternalError, RiffluxError
 from ..query.asked import PLAIN, SearchShape
-from ..query.ranking import Loaded, Ranking
+from ..query.loaded import Loaded
+from ..query.ranking import Ranking
 from ..store.protocols import OpenStore
 from ..types import SearchResult
 from .messages import (

@@ -16,9 +16,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, cast
 
-from ..core.catalog import Catalog
 from ..core.definitions import definitions_first, named
 from ..core.fusion import combine
 from ..core.hypothesis import semantic_text
@@ -26,21 +25,18 @@ from ..core.rerank import reordered
 from ..core.snippets import Snippets
 from ..core.steps import Steps, begin
 from ..errors import EmbeddingUnavailableError, RerankError, RiffluxError
+from .loaded import AwaitsQueries, Loaded, Rescorer
+from .results import Explainer, also_in, hybrid_scores, result_of
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     from anyio import CapacityLimiter
 
     from ..core.catalog import Allowed
-    from ..core.embedders import Embedder
-    from ..core.fusion import Combined
-    from ..core.vectors import F32, I64, GroupRanks, VectorIndex
+    from ..core.vectors import F32, I64, GroupRanks
     from ..store.copies import Place
     from ..store.protocols import CopyStore, LexicalLeg, MatrixStore, ReadStore, SemanticLeg
     from ..types import (
-        AlsoIn,
         ChunkRecord,
-        HitExplain,
-        HybridScores,
         ScoreBreakdown,
         SearchResult,
     )
@@ -62,44 +58,6 @@ _ALSO_IN = 100
 
 class _Unranked(Exception):
     """The files' places by path are needed and not made (``Ranking._ranks_made``)."""
-
-
-@runtime_checkable
-class AwaitsQueries(Protocol):
-    """An embedder whose query vectors are awaited rather than made in a worker thread:
-    an embedding server's client (``actors.server_embedder``), which raises
-    ``EmbeddingUnavailableError`` when the server does not answer."""
-
-    async def aembed_query(self, text: str) -> F32: ...
-
-
-class Rescorer(Protocol):
-    """What reranks a search's first ``depth`` hits (``actors.rerank.Reranker``): one
-    score per text, higher more relevant to the query; a ``RerankError`` when it cannot
-    (the hits keep their fused order)."""
-
-    @property
-    def depth(self) -> int: ...
-
-    async def scores(self, query: str, texts: list[str]) -> list[float]: ...
-
-
-class Flag(Protocol):
-    """Whether something has happened yet (an ``anyio.Event``, a ``threading.Event``)."""
-
-    def is_set(self) -> bool: ...
-
-
-@dataclass(slots=True, kw_only=True)
-class Loaded:
-    """What a search reads in memory: the catalog of files (``catalog_ready`` is set once
-    it is loaded: until then, hits have no ``backlink_count``), the model's embedder and
-    the vector matrix (None: none yet)."""
-
-    catalog_ready: Flag
-    catalog: Catalog = field(default_factory=Catalog)
-    embedder: Embedder | None = None
-    matrix: VectorIndex | None = None
 
 
 @dataclass(slots=True)
@@ -228,7 +186,7 @@ class Ranking:
             ranked = [(cid, {"cosine": score}) for cid, score in semantic]
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
-            ranked = [(f.key, _hybrid(f)) for f in fused]
+            ranked = [(f.key, hybrid_scores(f)) for f in fused]
         clock.lap("fusion")
         defined: set[int] = set()
         if asked.names:  # a name's definitions first, in both modes that read words
@@ -251,7 +209,7 @@ class Ranking:
         if missing:
             rows.update(await self._reader.rows(missing))
         clock.lap("rows")
-        why = _Explainer(lexical, semantic, defined, fused_places) if shape.explain else None
+        why = Explainer(lexical, semantic, defined, fused_places) if shape.explain else None
         snippets = asked.snippets
         per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
@@ -264,12 +222,12 @@ class Ranking:
                 if per_file[where] >= shape.max_per_file:
                     continue
                 per_file[where] += 1
-            result = _result(row, breakdown, snippets, shape, why, cid)
+            result = result_of(row, breakdown, snippets, shape, why, cid)
             if self._loaded.catalog_ready.is_set():  # until then, no count rather than a wrong one
                 result["backlink_count"] = self._loaded.catalog.backlink_count(row["root"],
                                                                         row["path"])
             if cid in also:
-                result["also_in"] = [_also_in(p) for p in also[cid][:_ALSO_IN]]
+                result["also_in"] = [also_in(p) for p in also[cid][:_ALSO_IN]]
                 result["also_in_count"] = len(also[cid])
             results.append(result)
             if len(results) == top_k:
@@ -415,65 +373,12 @@ class Ranking:
         return self._ranks_of(places, groups)
 
     def _ranks_of(self, places: dict[int, int], groups: I64) -> I64:
-        from ..core.vectors import group_ranks
+        from ..core.selection import group_ranks
 
         made = self._group_ranks
         if made is None or made[0] is not places:
             made = self._group_ranks = (places, group_ranks(places))
         return made[1](groups)
-
-
-class _Explainer:
-    """Each hit's rank and raw score in each branch that found it."""
-
-    def __init__(self, lexical: list[tuple[int, float]],
-                 semantic: list[tuple[int, float]], defined: set[int],
-                 fused_places: dict[int, int] | None = None) -> None:
-        self._lexical = {cid: (rank, score) for rank, (cid, score) in enumerate(lexical, 1)}
-        self._semantic = {cid: (rank, score) for rank, (cid, score) in enumerate(semantic, 1)}
-        self._defined = defined
-        self._fused = fused_places or {}
-
-    def of(self, cid: int) -> HitExplain:
-        out: HitExplain = {}
-        if cid in self._lexical:
-            out["lexical_rank"], out["bm25"] = self._lexical[cid]
-        if cid in self._semantic:
-            out["semantic_rank"], out["cosine"] = self._semantic[cid]
-        if cid in self._defined:
-            out["definition"] = True
-        if cid in self._fused:
-            out["fused_rank"] = self._fused[cid]
-        return out
-
-
-def _result(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
-            shape: SearchShape, why: _Explainer | None, cid: int) -> SearchResult:
-    result: SearchResult = {
-        "chunk_id": row["chunk_id"], "path": row["path"], "heading_path": row["heading_path"],
-        "chunk_index": row["chunk_index"], "root": row["root"], "title": row["title"],
-        "tags": row["tags"], "modified": row["modified"], "line_start": row["line_start"],
-        "line_end": row["line_end"], "score_breakdown": breakdown,
-        "snippet": snippets.make(row["content"]), "kind": row["kind"],
-    }
-    if "page" in row:
-        result["page"] = row["page"]
-    elif "slide" in row:
-        result["slide"] = row["slide"]
-    if shape.content == "full":
-        result["content"] = row["content"]
-    if why is not None:
-        result["explain"] = why.of(cid)
-    return result
-
-
-def _hybrid(fused: Combined[int]) -> HybridScores:
-    return {"rrf": fused.rrf, "lexical_rank": fused.ranks[0], "semantic_rank": fused.ranks[1],
-            "fused": fused.score}
-
-
-def _also_in(place: Place) -> AlsoIn:
-    return {"path": place.path, "root": place.root, "line_start": place.line_start}
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

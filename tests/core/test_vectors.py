@@ -10,7 +10,8 @@ from rifflux.core import vectors as vectors_module
 from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
 from rifflux.core.ranking import rank
-from rifflux.core.vectors import VectorIndex, group_ranks
+from rifflux.core.selection import group_ranks
+from rifflux.core.vectors import VectorIndex
 
 from ..helpers import ExactVectors, brute_force
 
