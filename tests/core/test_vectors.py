@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rifflux.core import selection
 from rifflux.core import vectors as vectors_module
 from rifflux.core.codes import normalise
 from rifflux.core.embedders import HashEmbedder, OnnxEmbedder, locate_model
@@ -380,7 +381,7 @@ def test_the_sampled_selection_picks_what_looking_at_every_score_picks(
     groups = ("some files", np.arange(0, 300, 2, dtype=np.int64))
     sampled = [(index.candidates(q, k, feedback=fb), index.candidates(q, k, groups=groups))
                for q, k, fb in asked]
-    monkeypatch.setattr(vectors_module, "_STRIDE", 10 * n)
+    monkeypatch.setattr(selection, "_STRIDE", 10 * n)
     for (q, k, fb), (alone, filtered) in zip(asked, sampled, strict=True):
         assert len(alone) > k
         assert np.array_equal(alone, index.candidates(q, k, feedback=fb))
