@@ -134,6 +134,12 @@ class Settings:
     #: only when a semantic or hybrid search or an embedding job first needs it (the
     #: one-shot commands). Lexical searches never wait for it either way.
     model_warmup: bool = True
+    #: Index and search the git history of the repositories holding the indexed folders
+    #: (``--no-history``, ``RIFFLUX_HISTORY=0`` turn it off).
+    history: bool = True
+    #: A commit's change is kept (and searched) up to this many characters: its files'
+    #: hunk headers and the lines added and removed, each line cut at 240.
+    history_diff_chars: int = 4_000
 
     def __post_init__(self) -> None:
         # Accept str paths from callers building Settings directly.
@@ -166,7 +172,8 @@ class Settings:
             raise InvalidArgumentError(f"follow_seconds must be from 0.01 to 60, not "
                                        f"{self.follow_seconds!r}")
         for name, least in (("max_file_bytes", 1), ("max_root_files", 1),
-                            ("semantic_feedback", 0), ("max_text_chars", 1)):
+                            ("semantic_feedback", 0), ("max_text_chars", 1),
+                            ("history_diff_chars", 0)):
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")
@@ -209,6 +216,8 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_FOLLOW_SECONDS": "follow_seconds",
     "RIFFLUX_EXTRACT_SECONDS": "extract_seconds",
     "RIFFLUX_MAX_TEXT_CHARS": "max_text_chars",
+    "RIFFLUX_HISTORY": "history",
+    "RIFFLUX_HISTORY_DIFF_CHARS": "history_diff_chars",
 }
 
 
@@ -260,7 +269,8 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = _split_list(value, ",")
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
-            elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup")
+            elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup",
+                           "history")
                   and isinstance(value, str)):
                 value = _flag(value)
             elif name in ("rrf_k",) or (

@@ -39,6 +39,7 @@ from ..types import (
 )
 from .embedder import EmbedderSnapshot
 from .events import EventHub
+from .history import HistoryActor
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
     PLAIN,
@@ -113,7 +114,10 @@ class Service:
         events: EventHub | None = None,
         counting: Callable[[], anyio.Event | None] | None = None,
         condition: Callable[[], str | None] = lambda: None,
+        history: HistoryActor | None = None,
     ) -> None:
+        #: The git history's actor (None: turned off).
+        self.history = history
         self.events = events or EventHub()
         self.recovery = recovery
         #: Where the index is, as messages and status name it (no password).

@@ -13,6 +13,7 @@ import anyio
 from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexDatabaseError, SchemaVersionError
 from ..roots import STALE_MTIME  # (the files an upgrade marks to be read again)
+from .history_schema import HISTORY_SCHEMA
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_index import LINKS_SCHEMA
 from .recovery import immutable_uri
@@ -101,6 +102,7 @@ END;
 {VECTORS_SCHEMA}
 {LINKS_SCHEMA}
 {LEXICON_SCHEMA}
+{HISTORY_SCHEMA}
 -- Written by every writing process, read by the others (store/sqlite/changes.py,
 -- store/sqlite/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(

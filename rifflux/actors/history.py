@@ -1,0 +1,249 @@
+"""The history actor: keeps the commits of the repositories that hold the indexed
+folders in the store, and embeds them.
+
+Its inbox is told when the history may have changed (``HistoryWanted``: at start,
+when a reindex job ends, when a watched repository's refs move) and when the model
+has loaded (``HistoryModelReady``). It coalesces what is queued (a ``git pull`` moves
+several refs at once: one read), finds the repositories (``history.repos``), reads
+only what is new in each (``history.sync``), then embeds the commits without a
+vector a batch at a time, looking at its inbox between batches so that a new commit
+is searchable lexically without waiting for a backlog of vectors.
+
+It writes on a connection of its own (the history's tables and the commits'
+vectors, never a chunk: the indexer stays the only writer of the notes; SQLite
+serialises the two, each transaction short). Searches run on a reader connection
+(``history.search``), never through this inbox, so a long first read of a large
+history never holds one up. SQLite only, for now: on PostgreSQL the history is off
+and its answers say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from ..config import Settings
+from ..history.repos import Repository, find_repositories, ref_files
+from ..history.search import HistorySearch
+from ..history.sync import Synced, sync_repository
+from ..location import DatabaseUrl
+from ..store.sqlite.history import HistoryRows
+from .events import EventHub, JobChanged
+from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from ..core.embedders import Embedder
+
+logger = logging.getLogger(__name__)
+
+#: Commits embedded per batch.
+EMBED_BATCH = 32
+
+
+class HistorySnapshot(TypedDict):
+    enabled: bool
+    syncing: bool
+    repositories: int
+    commits_read: int
+    commits_dropped: int
+    commits_embedded: int
+    last_read_seconds: float | None
+    problems: list[str]
+
+
+class HistoryActor:
+    def __init__(self, *, settings: Settings, events: EventHub,
+                 model: Callable[[], Embedder | None], model_loaded: anyio.Event,
+                 watch: bool) -> None:
+        self._settings = settings
+        self._events = events
+        self._model = model
+        self._model_loaded = model_loaded
+        self._watch = watch
+        self._send, self._inbox = anyio.create_memory_object_stream[HistoryMessage](8)
+        self.search: HistorySearch | None = None
+        self._writer: HistoryRows | None = None
+        self._watching: dict[Path, anyio.CancelScope] = {}
+        self._repos: list[Repository] = []
+        self._problems: list[str] = []
+        self._stats = {"read": 0, "dropped": 0, "embedded": 0}
+        self._syncing = False
+        self._last: float | None = None
+        #: Set after each read of the repositories (then made anew).
+        self._synced = anyio.Event()
+        self._asked = 0  # reads asked for ...
+        self._done = 0  # ... and the last one a finished read began after
+
+    def snapshot(self) -> HistorySnapshot:
+        return {"enabled": self.search is not None, "syncing": self._syncing,
+                "repositories": len(self._repos), "commits_read": self._stats["read"],
+                "commits_dropped": self._stats["dropped"],
+                "commits_embedded": self._stats["embedded"],
+                "last_read_seconds": self._last, "problems": list(self._problems)}
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the history may hold less than it should (repositories git cannot read)."""
+        return list(self._problems)
+
+    def want(self, why: str) -> None:
+        """Read what is new (a message; dropped when one is queued already)."""
+        self._asked += 1
+        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
+                                 anyio.BrokenResourceError):
+            self._send.send_nowait(HistoryWanted(why=why))
+
+    async def caught_up(self) -> None:
+        """Return once a read has begun and finished since the last ``want``."""
+        if self._writer is None:
+            return  # (nothing is read: a read-only index, or PostgreSQL)
+        target = self._asked
+        while self._done < target:
+            await self._synced.wait()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        where = self._settings.db_path
+        if isinstance(where, DatabaseUrl):
+            task_status.started()  # (the history is kept on SQLite only, for now)
+            return
+        from ..store.sqlite.schema import connect
+
+        db = where.expanduser().resolve()
+        s = self._settings
+        conns: list[aiosqlite.Connection] = []
+        try:
+            reader = await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True,
+                                   snapshot=s.read_snapshot)
+            conns.append(reader)
+            self.search = HistorySearch(HistoryRows(reader, db), model=self._model)
+            if not s.read_only:
+                writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
+                conns.append(writer)
+                self._writer = HistoryRows(writer, db)
+            async with self._inbox, anyio.create_task_group() as tg:
+                task_status.started()
+                if self._writer is None:
+                    return
+                tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
+                tg.start_soon(self._wait_for_model, name="rifflux.history.model")
+                self.want("start")
+                await self._serve(tg)
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                for conn in conns:
+                    await conn.close()
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def _serve(self, tg: TaskGroup) -> None:
+        assert self._writer is not None
+        async for message in self._inbox:
+            wanted = isinstance(message, HistoryWanted)
+            await anyio.sleep(self._settings.debounce_seconds)  # (a burst of ref moves)
+            while True:  # what else is queued comes with it
+                try:
+                    more = self._inbox.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+                wanted = wanted or isinstance(more, HistoryWanted)
+            try:
+                if wanted:
+                    await self._read(tg)
+                await self._embed()
+            except Exception:  # the boundary: a failure must not end the service
+                logger.exception("reading the git history failed; it is tried again at the "
+                                 "next change")
+
+    async def _read(self, tg: TaskGroup) -> None:
+        assert self._writer is not None and self.search is not None
+        self._syncing = True
+        began = self._asked
+        try:
+            roots = await self._writer.roots()
+            repos, problems = await anyio.to_thread.run_sync(find_repositories, roots)
+            await self._writer.keep_repos([r.git_dir for r in repos])
+            self._repos = repos
+            found: list[Synced] = []
+            for repo in repos:
+                found.append(await sync_repository(
+                    self._writer, repo, budget=self._settings.history_diff_chars,
+                    on_batch=lambda n: self.search.changed() if self.search else None))
+            self._problems = problems + [s.problem for s in found if s.problem]
+            self._stats["read"] += sum(s.added for s in found)
+            self._stats["dropped"] += sum(s.dropped for s in found)
+            if any(s.added or s.dropped for s in found):
+                self.search.changed()
+                self._last = sum(s.seconds for s in found)
+            if self._watch:
+                for repo in repos:
+                    if repo.git_dir not in self._watching:
+                        tg.start_soon(self._watch_refs, repo, name="rifflux.history.refs")
+        finally:
+            self._syncing = False
+            self._done = max(self._done, began)
+            self._synced.set()
+            self._synced = anyio.Event()
+
+    async def _embed(self) -> None:
+        """Embed commits without a vector until none is left or a message arrives."""
+        assert self._writer is not None and self.search is not None
+        import numpy as np
+
+        limiter = anyio.CapacityLimiter(1)
+        while (embedder := self._model()) is not None:
+            if self._inbox.statistics().current_buffer_used:
+                return  # (a read first: the new commits are searchable sooner)
+            pending = await self._writer.lacking(embedder.label, EMBED_BATCH)
+            if not pending:
+                return
+            vectors = await anyio.to_thread.run_sync(
+                embedder.embed_documents, [text for _, text in pending], limiter=limiter)
+            vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+            await self._writer.store_vectors(embedder.label, [h for h, _ in pending],
+                                             [v.tobytes() for v in vecs], vecs.shape[1])
+            self._stats["embedded"] += len(pending)
+            self.search.changed()
+
+    async def _follow_jobs(self) -> None:
+        """A reindex that ends may have added or removed an indexed folder."""
+        async with self._events.subscribe() as events:
+            async for event in events:
+                if isinstance(event, JobChanged) and event.job["status"] == "completed":
+                    self.want("a reindex ended")
+
+    async def _wait_for_model(self) -> None:
+        await self._model_loaded.wait()
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._send.send(HistoryModelReady())
+
+    async def _watch_refs(self, repo: Repository) -> None:
+        """The repository's refs (HEAD, refs/, packed-refs), watched: a move is a read."""
+        from watchfiles import awatch
+
+        git_dir = repo.git_dir
+        watched = {str(p) for p in ref_files(repo)}
+
+        def is_ref(_change: object, path: str) -> bool:
+            return path in watched or path.startswith(str(git_dir / "refs") + "/") or (
+                path.startswith(str(git_dir / "worktrees") + "/") and path.endswith("/HEAD"))
+
+        with anyio.CancelScope() as scope:
+            self._watching[git_dir] = scope
+            try:
+                async for _ in awatch(git_dir, watch_filter=is_ref, debounce=50, step=20,
+                                      recursive=True, ignore_permission_denied=True):
+                    self.want(f"the refs of {repo.worktree} moved")
+            except Exception as exc:  # (the repository went away: its next read says so)
+                logger.info("stopped watching the refs of %s: %s", repo.worktree, exc)
+            finally:
+                self._watching.pop(git_dir, None)
