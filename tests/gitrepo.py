@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 #: A fixed identity and no user configuration: the tests make the same repositories
@@ -30,7 +31,7 @@ def init(repo: Path) -> Path:
     return repo
 
 
-def commit(repo: Path, message: str | bytes, files: dict[str, str | bytes] | None = None, *,
+def commit(repo: Path, message: str | bytes, files: Mapping[str, str | bytes] | None = None, *,
            author: str | None = None, date: str | None = None,
            remove: tuple[str, ...] = ()) -> str:
     """Write ``files``, remove ``remove``, commit everything; the new commit's hash."""
