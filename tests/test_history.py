@@ -13,7 +13,7 @@ from rifflux import InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
 from rifflux.config import Settings
 
 from .gitrepo import commit, git, init
-from .helpers import CountingEmbedder, eventually, index_rows
+from .helpers import CountingEmbedder, eventually, index_rows, watcher_started, watching
 
 pytestmark = pytest.mark.anyio
 
@@ -279,3 +279,28 @@ async def test_a_folder_outside_any_repository_has_no_history(tmp_path: Path) ->
     assert answer["results"] == [] and answer["repositories"] == []
     assert answer["problems"] == [
         "no indexed folder is in a git repository: there is no history to search"]
+
+
+async def test_a_watch_follows_a_commit_a_branch_switch_and_a_rebase(tmp_path: Path) -> None:
+    repo = handbook(tmp_path)
+    async with watching(tmp_path, repo) as rf:
+        await watcher_started(rf)
+        await rf.wait_for_history()
+
+        async def titles(query: str) -> list[str]:
+            answer = await rf.search_history(query, mode="lexical")
+            return [h["title"] for h in answer["results"]]
+
+        commit(repo, "Describe the rollback drill", {"docs/rollback.md": "# Rollback\n"})
+        await eventually(lambda: titles("rollback drill"))  # (no wait_for_history)
+        git(repo, "switch", "-q", "-c", "experiment")
+        commit(repo, "Try a canary release", {"docs/canary.md": "# Canary\n"})
+        await eventually(lambda: titles("canary release"))
+        # both branches back to the onboarding guide: the canary and the drill are gone
+        git(repo, "reset", "-q", "--hard", "HEAD~2")
+        git(repo, "branch", "-q", "-f", "main", "HEAD")
+
+        async def gone() -> bool:
+            return not await titles("canary rollback")
+
+        await eventually(gone)
