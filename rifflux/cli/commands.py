@@ -25,6 +25,7 @@ from ..types import FINISHED, ForgetResult, JobInfo, KindCount, ReindexResult, S
 from . import reading
 from .common import count, index_exists, require_index, write_json
 from .entry import Command, CommandError
+from .history import history
 from .plain import on_terminal
 from .results import out
 from .search import search
@@ -332,6 +333,7 @@ COMMANDS: dict[str, Command] = {
     "forget": _forget,
     "search": search,
     "show": reading.show,
+    "history": history,
     "links": reading.links,
     "neighbors": reading.neighbors,
     "tags": reading.tags,

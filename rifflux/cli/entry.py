@@ -77,6 +77,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         auto_reindex_on_search=getattr(args, "auto_reindex", None),
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
         use_ignore_files=getattr(args, "use_ignore_files", None),
+        history=getattr(args, "history", None),
         writable=tuple(args.writable) if getattr(args, "writable", None) else None,
     )
     more = globs(getattr(args, "exclude", None))
