@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .errors import (
         ClosedError,
         EmbeddingError,
+        HistoryOffError,
         IndexBusyError,
         IndexDamagedError,
         IndexDatabaseError,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ClosedError",
     "EmbeddingError",
+    "HistoryOffError",
     "IndexBusyError",
     "IndexDamagedError",
     "IndexDatabaseError",

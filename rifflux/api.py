@@ -27,7 +27,13 @@ from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
 from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
-from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
+from .errors import (
+    ClosedError,
+    HistoryOffError,
+    InvalidArgumentError,
+    ReadOnlyError,
+    RiffluxError,
+)
 from .history.queries import file_history, search_history, show_commit
 from .history_types import CommitDetail, FileHistory, HistoryAnswer
 from .locate import forget_target, reindex_targets
@@ -508,11 +514,11 @@ class Rifflux:
     def _history(self) -> HistoryActor:
         history = self._open().history
         if history is None:
-            raise RiffluxError("the git history is turned off (--no-history, "
+            raise HistoryOffError("the git history is turned off (--no-history, "
                                "RIFFLUX_HISTORY=0, Settings(history=False)): turn it on to "
                                "search commits")
         if history.search is None:
-            raise RiffluxError("the git history is kept in SQLite indexes only, for now: "
+            raise HistoryOffError("the git history is kept in SQLite indexes only, for now: "
                                f"{self.settings.db_path} is a PostgreSQL database")
         return history
 

@@ -48,6 +48,11 @@ class EmbeddingError(RiffluxError):
     """The embedding model could not be loaded or run."""
 
 
+class HistoryOffError(RiffluxError):
+    """The git history is not kept here: turned off (``--no-history``), or the index is a
+    PostgreSQL database (it is kept in SQLite indexes only, for now)."""
+
+
 class JobNotFoundError(RiffluxError):
     """No background job has that id (it may have aged out of the bounded history)."""
 

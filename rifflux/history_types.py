@@ -3,7 +3,8 @@ commit hit, a commit shown whole, a file's history, the repositories known."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+# typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
+from typing_extensions import TypedDict
 
 
 class CommitPath(TypedDict):

@@ -7,8 +7,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import pytest
+
 from .gitrepo import git
-from .helpers import rifflux_cli
+from .helpers import call, eventually, mcp_session, rifflux_cli
+from .serving import serving, until
 from .test_history import handbook
 
 
@@ -73,3 +77,52 @@ def test_no_history_leaves_the_history_out(tmp_path: Path) -> None:
     assert "history is turned off" in searched.stderr
     with sqlite3.connect(tmp_path / "index.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM commits").fetchone() == (0,)
+
+
+@pytest.mark.anyio
+async def test_mcp_searches_the_history_and_reads_a_commit_and_a_file_history(
+        tmp_path: Path) -> None:
+    repo = handbook(tmp_path)
+    head = git(repo, "rev-parse", "HEAD~1")
+    async with mcp_session(tmp_path) as session:
+        await call(session, "reindex", path=str(repo))
+
+        async def found() -> Any:
+            out = await call(session, "search_history", query="retry policy", mode="lexical")
+            return out["results"]
+
+        hits = await eventually(found)
+        commit = await call(session, "get_commit", commit=hits[0]["short"])
+        lines = await call(session, "get_history", path="docs/deploy.md", start_line=4)
+        small = await call(session, "search_history", query="deploy onboarding retry",
+                           mode="lexical", max_chars=1_000)
+        tools = {t.name: t.description or "" for t in (await session.list_tools()).tools}
+    assert hits[0]["hash"] == head and hits[0]["title"].startswith("Introduce a retry")
+    assert commit["hash"] == head and "+Retry uploads three times." in commit["change"]
+    assert [c["hash"] for c in lines["commits"]] == [head]
+    assert small["truncated"] and len(small["results"]) < small["count"]
+    assert "search_rifflux answers what is written now" in tools["search_history"]
+    assert "get_history(path, start_line, end_line)" in tools["search_rifflux"]
+
+
+def test_the_json_api_searches_the_history(tmp_path: Path) -> None:
+    repo = handbook(tmp_path)
+    head = git(repo, "rev-parse", "HEAD~1")
+    with serving(tmp_path / "index.db", "--watch", str(repo)) as served, \
+            httpx2.Client(base_url=served.url, timeout=30) as client:
+        def found() -> Any:
+            answer = client.get("/api/history", params={"query": "retry policy",
+                                                        "mode": "lexical"}).json()
+            return answer.get("results")
+
+        hits = until(found)
+        shown = client.get(f"/api/commits/{head[:8]}")
+        missing = client.get("/api/commits/00000000")
+        history = client.get("/api/history/file", params={"path": "docs/deploy.md"})
+        bad = client.get("/api/history", params={"query": "x", "since": "someday"})
+    assert hits[0]["hash"] == head
+    assert shown.status_code == 200 and shown.json()["title"].startswith("Introduce a retry")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+    assert [c["title"] for c in history.json()["commits"]] == [
+        "Introduce a retry policy for uploads", "Add the deployment notes"]
+    assert bad.status_code == 400 and "since" in bad.json()["error"]["message"]
