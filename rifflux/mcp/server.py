@@ -32,8 +32,8 @@ from ..errors import RiffluxError
 from ..limits import MAX_TOP_K
 from . import sdk
 from .auto_reindex import AutoReindex
-from .instructions import BASE, NOTES, joined
 from .history_tools import HISTORY_TOOLS
+from .instructions import BASE, NOTES, joined
 from .note_tools import WRITE_TOOLS, recent
 from .other_indexes import OtherIndexes
 from .prompts import PROMPTS
