@@ -92,7 +92,7 @@ async def test_mcp_searches_the_history_and_reads_a_commit_and_a_file_history(
             return out["results"]
 
         hits = await eventually(found)
-        commit = await call(session, "get_commit", commit=hits[0]["short"])
+        commit = await call(session, "get_history", commit=hits[0]["short"])
         lines = await call(session, "get_history", path="docs/deploy.md", start_line=4)
         small = await call(session, "search_history", query="deploy onboarding retry",
                            mode="lexical", max_chars=1_000)
@@ -101,8 +101,8 @@ async def test_mcp_searches_the_history_and_reads_a_commit_and_a_file_history(
     assert commit["hash"] == head and "+Retry uploads three times." in commit["change"]
     assert [c["hash"] for c in lines["commits"]] == [head]
     assert small["truncated"] and len(small["results"]) < small["count"]
-    assert "search_rifflux answers what is written now" in tools["search_history"]
-    assert "get_history(path, start_line, end_line)" in tools["search_rifflux"]
+    assert "search_rifflux finds what is written now" in tools["search_history"]
+    assert "history with get_history" in tools["search_rifflux"]
 
 
 def test_the_json_api_searches_the_history(tmp_path: Path) -> None:

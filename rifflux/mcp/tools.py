@@ -105,8 +105,7 @@ async def search_rifflux(
     """Search the user's notes and documents (PDFs, slides too); use it first when the
     answer may be written there. Hits give path, lines or page, heading, snippet, text
     and scores. First look: content='snippet', max_per_file=1; then read a hit with
-    get_chunk or get_file. An answer's hint says what to try next. Why a hit's lines
-    are as they are: get_history(path, start_line, end_line)."""
+    get_chunk or get_file, its history with get_history. A hint says what next."""
     with _tool_errors():
         return await searching.search(
             _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,
