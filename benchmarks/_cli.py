@@ -29,6 +29,7 @@ from ._cranfield import quality
 from ._filters import filtered
 from ._formats import formats_section
 from ._freshness import watch_edit
+from ._history import history_section
 from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
 from ._links import links_section
@@ -86,6 +87,10 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                                  "a 1,000-page PDF's peak RSS, PDF phrases found on their "
                                  "page, a repository's code beside markdown of the same "
                                  "bytes, markdown beside the checkout before extractors"),
+    "history": (history_section, "a real repository's git history (the pdf.js mirror's "
+                                 "23,000 commits) beside git log --numstat -p: searchable "
+                                 "and embedded rates, a new commit's freshness, "
+                                 "search_history and line history latency, titles found"),
 }
 
 
@@ -207,7 +212,8 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
                       cranfield_queries=40)
     if args.quick:
         cfg = replace(cfg, formats_pages=200, formats_phrases=50, formats_functions=50,
-                      formats_queries=20, formats_rounds=1, markdown_rounds=1)
+                      formats_queries=20, formats_rounds=1, markdown_rounds=1,
+                      history_embed_seconds=60.0)
     if args.queries:
         cfg = replace(cfg, latency_queries=args.queries)
     if args.section_timeout or args.quick:

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ._formats_report import report as formats_report
+from ._history_report import report as history_report
 from ._memory import render_memory
 from ._postgres import report as postgres_report
 from ._vectors import report as vectors_report
@@ -370,7 +371,8 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
                  "formats": lambda f: formats_report(f, _charts(charts, "formats")),
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
                  "vectors": vectors_report, "memory": render_memory, "startup": _startup,
-                 "postgres": postgres_report, "quality": _quality}
+                 "postgres": postgres_report, "quality": _quality,
+                 "history": history_report}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):
