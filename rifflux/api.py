@@ -543,9 +543,7 @@ class Rifflux:
         answer = await search_history(history.search, query, top_k=top_k, mode=checked,
                                       paths=paths, author=author, since=since,
                                       before=before, repo=repo, problems=history.problems)
-        model = self.embedding_model
-        if checked != "lexical" and model is not None:
-            answer["pending_embeddings"] = await history.search.rows.count_lacking(model)
+        answer["pending_embeddings"] = history.pending
         return answer
 
     async def show_commit(self, commit: str, *, repo: str | None = None,
@@ -563,7 +561,8 @@ class Rifflux:
         commits that last changed those lines (as ``git blame``)."""
         history = self._history()
         assert history.search is not None
-        return await file_history(history.search.rows, path, start_line, end_line)
+        return await file_history(history.search.rows, history.search.blames, path,
+                                  start_line, end_line)
 
     async def wait_for_history(self) -> None:
         """Wait until the history actor has read the repositories once more (a test's or

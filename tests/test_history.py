@@ -304,3 +304,22 @@ async def test_a_watch_follows_a_commit_a_branch_switch_and_a_rebase(tmp_path: P
             return not await titles("canary rollback")
 
         await eventually(gone)
+
+
+async def test_line_history_follows_new_commits_and_leaves_out_uncommitted_lines(
+        tmp_path: Path) -> None:
+    repo = init(tmp_path / "notes")
+    commit(repo, "First draft", {"plan.md": "# Plan\n\none\ntwo\n"},
+           date="2024-01-01T10:00:00Z")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        before = await rf.history("plan.md", 3, 4)
+        commit(repo, "Second thoughts", {"plan.md": "# Plan\n\none\nTWO\n"},
+               date="2024-02-01T10:00:00Z")
+        after = await rf.history("plan.md", 3, 4)
+        (repo / "plan.md").write_text("# Plan\n\nONE\nTWO\n")  # (not committed)
+        dirty = await rf.history("plan.md", 3, 4)
+    assert [(c["title"], c["lines"]) for c in before["commits"]] == [("First draft", [3, 4])]
+    assert [(c["title"], c["lines"]) for c in after["commits"]] == [
+        ("Second thoughts", [4]), ("First draft", [3])]
+    assert [(c["title"], c["lines"]) for c in dirty["commits"]] == [("Second thoughts", [4])]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -77,6 +78,10 @@ class HistoryActor:
         self._stats = {"read": 0, "dropped": 0, "embedded": 0}
         self._syncing = False
         self._last: float | None = None
+        #: The commit texts without a vector, oldest first, and for which model and read.
+        self._lacking: dict[str, None] = {}
+        self._lacking_for: tuple[str, int] | None = None
+        self._read_count = 0
         #: Set after each read of the repositories (then made anew).
         self._synced = anyio.Event()
         self._asked = 0  # reads asked for ...
@@ -183,6 +188,7 @@ class HistoryActor:
             self._stats["dropped"] += sum(s.dropped for s in found)
             if any(s.added or s.dropped for s in found):
                 self.search.changed()
+                self._read_count += 1
                 self._last = sum(s.seconds for s in found)
             if self._watch:
                 for repo in repos:
@@ -194,24 +200,41 @@ class HistoryActor:
             self._synced.set()
             self._synced = anyio.Event()
 
+    @property
+    def pending(self) -> int:
+        """Commit texts without a vector of the model (0 before it is known)."""
+        return len(self._lacking)
+
     async def _embed(self) -> None:
-        """Embed commits without a vector until none is left or a message arrives."""
+        """Embed commits without a vector, newest first, until none is left or a message
+        arrives. Which lack one is read once per read of the history (a batch costs what
+        it holds, never the history's size)."""
         assert self._writer is not None and self.search is not None
         import numpy as np
 
         limiter = anyio.CapacityLimiter(1)
         while (embedder := self._model()) is not None:
-            if self._inbox.statistics().current_buffer_used:
-                return  # (a read first: the new commits are searchable sooner)
-            pending = await self._writer.lacking(embedder.label, EMBED_BATCH)
-            if not pending:
-                return
+            if self._lacking_for != (embedder.label, self._read_count):
+                self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
+                self._lacking_for = (embedder.label, self._read_count)
+            if not self._lacking or self._inbox.statistics().current_buffer_used:
+                return  # (done, or a read first: new commits are searchable sooner)
+            batch = list(islice(reversed(self._lacking), EMBED_BATCH))
+            texts = await self._writer.texts(batch)
+            for h in batch:
+                if h not in texts:  # (its commits were dropped meanwhile)
+                    del self._lacking[h]
+            hashes = [h for h in batch if h in texts]
+            if not hashes:
+                continue
             vectors = await anyio.to_thread.run_sync(
-                embedder.embed_documents, [text for _, text in pending], limiter=limiter)
+                embedder.embed_documents, [texts[h] for h in hashes], limiter=limiter)
             vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-            await self._writer.store_vectors(embedder.label, [h for h, _ in pending],
+            await self._writer.store_vectors(embedder.label, hashes,
                                              [v.tobytes() for v in vecs], vecs.shape[1])
-            self._stats["embedded"] += len(pending)
+            for h in hashes:
+                self._lacking.pop(h, None)
+            self._stats["embedded"] += len(hashes)
             self.search.changed()
 
     async def _follow_jobs(self) -> None:

@@ -23,7 +23,7 @@ from ..history_types import (
 )
 from ..store.sqlite.history import HistoryFilters, HistoryRows
 from .git import GitError
-from .lines import blame, where
+from .lines import Blames, where
 from .search import HistorySearch, commit_path, iso, ref
 
 #: The most commits a file's history lists.
@@ -132,7 +132,7 @@ async def show_commit(rows: HistoryRows, commit: str, *, repo: str | None = None
             "cut": bool(row[13]), "truncated": truncated}
 
 
-async def file_history(rows: HistoryRows, path: str | os.PathLike[str],
+async def file_history(rows: HistoryRows, blames: Blames, path: str | os.PathLike[str],
                        start_line: int | None, end_line: int | None,
                        *, limit: int = MAX_FILE_COMMITS) -> FileHistory:
     full = await _file(rows, path)
@@ -151,7 +151,7 @@ async def file_history(rows: HistoryRows, path: str | os.PathLike[str],
                 "problems": [f"{full} is not in a git repository: it has no history"]}
     if ranged:
         try:
-            blamed = await anyio.to_thread.run_sync(blame, top, rel, start, end)
+            blamed = await anyio.to_thread.run_sync(blames.range, top, rel, start, end)
         except GitError as exc:
             raise InvalidArgumentError(f"cannot read the history of lines {start}..{end} "
                                        f"of {full}: {exc}") from exc

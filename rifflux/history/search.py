@@ -6,6 +6,7 @@ after the commits or their vectors change) and the two fused as chunks' are
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from ..core.fts_query import build_match
 from ..core.fusion import combine
 from ..history_types import CommitHit, CommitPath, CommitRef
 from ..store.sqlite.history import HistoryFilters, HistoryRows
+from .lines import Blames
 from .matching import best_hunk, shown
 
 if TYPE_CHECKING:
@@ -28,6 +30,20 @@ if TYPE_CHECKING:
 POOL = 100
 #: The changed paths a hit lists, at most.
 HIT_PATHS = 20
+_WORD = re.compile(r"\w+")
+#: The longest phrase a query makes of its words.
+_PHRASE_WORDS = 32
+
+
+def history_match(query: str) -> str | None:
+    """The FTS5 expression for ``query`` over commits: its words (``build_match``), or
+    its words as one phrase in a title, which ranks a commit whose title the query is
+    above the merge whose body repeats it."""
+    match = build_match(query)
+    words = _WORD.findall(query)[:_PHRASE_WORDS]
+    if match is None or len(words) < 2:
+        return match
+    return f'({match}) OR (title : "{" ".join(words)}")'
 
 
 def iso(seconds: int) -> str:
@@ -57,6 +73,8 @@ class HistorySearch:
             = None
         self._loading = anyio.Lock()
         self._limiter = anyio.CapacityLimiter(1)
+        #: Files blamed whole, for line history.
+        self.blames = Blames()
 
     def changed(self) -> None:
         """Commits or their vectors were written: the matrix is loaded again when needed."""
@@ -68,7 +86,7 @@ class HistorySearch:
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         if mode in ("lexical", "hybrid"):
-            match = build_match(query)
+            match = history_match(query)
             if match is not None:
                 lexical = await self.rows.lexical(match, depth, filters)
         if mode in ("semantic", "hybrid"):

@@ -19,8 +19,10 @@ from ..statements import like_prefix
 from ..written import batches, marks
 from .sql import mapped_errors, transaction
 
-#: bm25's weights of the full-text columns: title, body, paths, change.
-WEIGHTS = (10.0, 4.0, 2.0, 1.0)
+#: bm25's weights of the full-text columns: title, body, paths, change. (The body
+#: weighs little: a merge's body repeats its branch's title, and ranked a commit's own
+#: title below it; 200 pdf.js titles: 139 first at 4, 161 at 2 with the title phrase.)
+WEIGHTS = (10.0, 2.0, 1.0, 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,27 +201,27 @@ class HistoryRows:
 
     # ------------------------------------------------------------ vectors
 
-    async def lacking(self, model: str, limit: int) -> list[tuple[str, str]]:
-        """Commit texts without a vector of ``model``, newest commits first: (hash, text)."""
+    async def lacking(self, model: str) -> list[str]:
+        """The commit texts without a vector of ``model``, oldest commits first (the
+        embedder takes the newest from the end): one read, then kept by the actor."""
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
-                "SELECT c.content_hash, c.title, c.body, c.paths, c.summary FROM commits c "
-                "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = "
-                "c.content_hash AND e.model = ?) GROUP BY c.content_hash "
-                "ORDER BY MAX(c.commit_time) DESC LIMIT ?", (model, limit))
-        return [(str(r[0]), embed_text(str(r[1]), str(r[2]), str(r[3]), str(r[4])))
-                for r in rows]
+                "SELECT c.content_hash FROM commits c WHERE NOT EXISTS (SELECT 1 FROM "
+                "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?) "
+                "GROUP BY c.content_hash ORDER BY MAX(c.commit_time)", (model,))
+        return [str(r[0]) for r in rows]
 
-    async def count_lacking(self, model: str | None) -> int:
+    async def texts(self, hashes: Sequence[str]) -> dict[str, str]:
+        """The texts the vectors of these commit texts are made of, by their hashes."""
+        out: dict[str, str] = {}
         with mapped_errors(self.db_path):
-            if model is None:
-                rows = await self.conn.execute_fetchall("SELECT COUNT(*) FROM commits")
-            else:
+            for part in batches(hashes):
                 rows = await self.conn.execute_fetchall(
-                    "SELECT COUNT(*) FROM commits c WHERE NOT EXISTS (SELECT 1 FROM "
-                    "embeddings e WHERE e.content_hash = c.content_hash AND e.model = ?)",
-                    (model,))
-        return int(next(iter(rows))[0])
+                    "SELECT content_hash, title, body, paths, summary FROM commits WHERE "
+                    f"content_hash IN ({marks(len(part))})", tuple(part))
+                out.update((str(r[0]), embed_text(str(r[1]), str(r[2]), str(r[3]),
+                                                  str(r[4]))) for r in rows)
+        return out
 
     async def store_vectors(self, model: str, hashes: Sequence[str], blobs: Sequence[bytes],
                             dim: int) -> None:
@@ -242,14 +244,20 @@ class HistoryRows:
 
     async def lexical(self, match: str, limit: int,
                       filters: HistoryFilters) -> list[tuple[int, float]]:
-        clause, args = filters.clause()
+        """FTS5's best for ``match``: without filters, ranked by FTS5 alone (no commit
+        row read: 2x faster on 23,000 commits); equal scores, newest read first."""
         w = ", ".join(str(x) for x in WEIGHTS)
         with mapped_errors(self.db_path):
-            rows = await self.conn.execute_fetchall(
-                f"SELECT c.id, bm25(commits_fts, {w}) AS s FROM commits_fts "
-                f"JOIN commits c ON c.id = commits_fts.rowid WHERE commits_fts MATCH ? "
-                f"AND {clause} ORDER BY s, c.commit_time DESC LIMIT ?",
-                (match, *args, limit))
+            if not filters.any():
+                rows = await self.conn.execute_fetchall(
+                    f"SELECT rowid, bm25(commits_fts, {w}) AS s FROM commits_fts "
+                    "WHERE commits_fts MATCH ? ORDER BY s, rowid LIMIT ?", (match, limit))
+            else:
+                clause, args = filters.clause()
+                rows = await self.conn.execute_fetchall(
+                    f"SELECT c.id, bm25(commits_fts, {w}) AS s FROM commits_fts "
+                    f"JOIN commits c ON c.id = commits_fts.rowid WHERE commits_fts MATCH ? "
+                    f"AND {clause} ORDER BY s, c.id LIMIT ?", (match, *args, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
 
     async def allowed(self, filters: HistoryFilters) -> set[int]:
