@@ -117,7 +117,7 @@ async def history_section(state: State) -> dict[str, Any]:
     db = cfg.work / "history.db"
     settings = Settings(db_path=db, embedding_backend=backend,  # type: ignore[arg-type]
                         model_warmup=False)
-    root = repo / ROOT
+    root = repo / ROOT if (repo / ROOT).is_dir() else repo
     async with Rifflux(settings=settings) as rf:
         await rf.reindex(root)
         started = time.perf_counter()

@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks import main
 from benchmarks._charts import copied, write_charts
 from benchmarks._check import check_all
@@ -17,6 +19,7 @@ from benchmarks._corpus import chunk_texts
 from benchmarks._grow import grown_corpus
 from benchmarks._report import render
 
+from .gitrepo import commit, init
 from .helpers import pdf_of, write
 from .postgres import PostgresServer
 
@@ -227,3 +230,23 @@ def test_the_formats_section_measures_each_part_or_says_what_it_lacked(tmp_path:
     assert phrases["phrases"] == 50 and phrases["share_first"] == 1.0
     assert checked["PDF phrase -> first lexical hit on its page"]["status"] == "pass"
     assert (out / "latest-formats-pdf-rates.png").is_file()
+
+
+def test_the_history_section_measures_a_repository_beside_git_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init(tmp_path / "repo")
+    for i in range(40):
+        commit(repo, f"Write note {i} about herons", {f"notes/n{i % 7}.md": f"# N\n\n{i}\n"})
+    monkeypatch.setenv("RIFFLUX_BENCH_HISTORY_REPO", str(repo))
+    out = tmp_path / "out"
+    main(["--sections", "history", "--backend", "hash", "--quick", "--out", str(out)])
+    markdown, run = report(out)
+    history = run["results"]["history"]
+    assert history["git_log"]["commits"] == 40 and history["index"]["commits"] == 40
+    assert history["fresh"]["max_s"] < 30 and history["titles"]["titles"] == 40
+    assert history["lines"]["commits"] < 500  # (so its target is not run, never passed)
+    checked = {t["name"]: t for t in run["targets"] if "history" in t["name"]
+               or "title" in t["name"] or "commit" in t["name"]}
+    assert checked["line history p50 (history(path, a, b)), the file's blame kept"][
+        "status"] == "not run"
+    assert "### History (a real repository's commits)" in markdown
