@@ -97,14 +97,24 @@ def _reference(repo: Path) -> dict[str, Any]:
 
 
 def _file_of(repo: Path, least: int) -> tuple[str, int]:
-    """The file (in HEAD) with the fewest commits of at least ``least``, else the most."""
+    """Of the files (in HEAD) with at least ``least`` commits, the one with the fewest
+    commits among those of 1,000 lines or more (blame's cost grows with both), else the
+    one with the fewest commits."""
     names = Counter(line for line in _git(repo, "log", "--format=", "--name-only",
                                           "HEAD").splitlines() if line)
     there = [(n, name) for name, n in names.items() if (repo / name).is_file()]
     if not there:
         raise Incomplete("no file of the repository has commits")
     enough = sorted(x for x in there if x[0] >= least)
-    n, name = enough[0] if enough else max(there)
+    if not enough:
+        n, name = max(there)
+        return name, n
+
+    def lines(name: str) -> int:
+        return (repo / name).read_bytes().count(b"\n")
+
+    long = [x for x in enough if lines(x[1]) >= 1000]
+    n, name = (long or enough)[0]
     return name, n
 
 
@@ -143,29 +153,36 @@ async def history_section(state: State) -> dict[str, Any]:
 
 
 async def _embedded(rf: Rifflux, db: Path, backend: str, budget: float) -> dict[str, Any]:
-    """The commits embedded, and how fast, beside the model on 256 of the same texts."""
-    await rf.wait_for_model()
+    """The commits embedded by the history actor (its own count and time in the model
+    and the store), beside the model alone on 256 of the same texts."""
     started = time.perf_counter()
+    await rf.search_history("x", mode="semantic", top_k=1)  # (the model is wanted)
+    await rf.wait_for_model()
 
-    async def pending() -> int:
-        return (await rf.search_history("x", mode="semantic", top_k=1))["pending_embeddings"]
+    async def history() -> dict[str, Any]:
+        status = await rf.status()
+        return dict(status.get("history") or {})
 
-    first = left = await pending()
+    async def begun() -> bool:
+        h = await history()
+        return bool(h["pending_embeddings"] or h["commits_embedded"])
 
     async def done() -> bool:
-        nonlocal left
-        left = await pending()
-        return left == 0
+        return bool((await history())["pending_embeddings"] == 0)
 
     try:
+        await poll_until(begun, within=60, interval=0.1)
         await poll_until(done, within=budget, interval=0.5)
     except TimeoutError:
         pass
     seconds = time.perf_counter() - started
+    h = await history()
     texts = await anyio.to_thread.run_sync(_texts, db, 256)
     raw = await anyio.to_thread.run_sync(_model_rate, backend, texts)
-    return {"embedded": first - left, "left": left, "seconds": round(seconds, 1),
-            "commits_per_s": round((first - left) / seconds, 1),
+    embedded, busy = h["commits_embedded"], h["embed_seconds"]
+    return {"embedded": embedded, "left": h["pending_embeddings"],
+            "seconds": round(seconds, 1), "embed_seconds": busy,
+            "commits_per_s": round(embedded / busy, 1) if busy else None,
             "model_texts_per_s": raw, "model": rf.embedding_model}
 
 

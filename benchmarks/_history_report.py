@@ -61,9 +61,11 @@ def report(h: dict[str, Any]) -> list[str]:
                   f"commits/s, {i['vs_git_log']}x git log's rate), {i['db_mib']} MiB.", ""]
     e = h.get("embedded")
     if e:
-        lines += [f"Embedded ({e['model']}): {e['embedded']:,} commits in {e['seconds']} s "
-                  f"({e['commits_per_s']} commits/s; {e['left']:,} left), the model alone "
-                  f"on 256 of the same texts: {e['model_texts_per_s']} texts/s.", ""]
+        lines += [f"Embedded ({e['model']}): {e['embedded']:,} commit texts, "
+                  f"{e['commits_per_s']} a second in the model and the store "
+                  f"({e['embed_seconds']} s; {e['left']:,} left after {e['seconds']} s); "
+                  f"the model alone on 256 of the same texts: {e['model_texts_per_s']} "
+                  "texts/s.", ""]
     s = h.get("search")
     if s:
         lines += ["| mode | p50 ms | p95 ms |", "|---|---|---|"]

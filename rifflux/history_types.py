@@ -98,3 +98,17 @@ class FileHistory(TypedDict):
     end_line: int | None
     commits: list[PathCommit]
     problems: list[str]
+
+
+class HistoryStatus(TypedDict):
+    """``status()``'s ``history`` (when it is on): what this process's history actor did."""
+
+    syncing: bool  # reading a repository now
+    repositories: int
+    commits_read: int  # (by this process, since it started)
+    commits_dropped: int
+    commits_embedded: int
+    embed_seconds: float  # (in the model and storing its vectors)
+    pending_embeddings: int  # commit texts without a vector of the model (once it loaded)
+    last_read_seconds: float | None  # the last read that found something new
+    problems: list[str]

@@ -38,6 +38,9 @@ async def test_a_commit_is_found_by_its_message_lexically(tmp_path: Path) -> Non
         await rf.reindex(repo)
         await rf.wait_for_history()
         answer = await rf.search_history("retry policy", mode="lexical")
+        status = await rf.status()
+    assert status["history"]["repositories"] == 1
+    assert status["history"]["commits_read"] == 3 and status["history"]["problems"] == []
     hits = answer["results"]
     assert hits and hits[0]["title"] == "Introduce a retry policy for uploads"
     assert hits[0]["author"] == "Grace Hopper"

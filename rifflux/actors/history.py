@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -33,6 +33,7 @@ from ..config import Settings
 from ..history.repos import Repository, find_repositories, ref_files
 from ..history.search import HistorySearch
 from ..history.sync import Synced, sync_repository
+from ..history_types import HistoryStatus
 from ..location import DatabaseUrl
 from ..store.sqlite.history import HistoryRows
 from .events import EventHub, JobChanged
@@ -47,17 +48,8 @@ logger = logging.getLogger(__name__)
 
 #: Commits embedded per batch.
 EMBED_BATCH = 32
-
-
-class HistorySnapshot(TypedDict):
-    enabled: bool
-    syncing: bool
-    repositories: int
-    commits_read: int
-    commits_dropped: int
-    commits_embedded: int
-    last_read_seconds: float | None
-    problems: list[str]
+#: While a backlog is embedded, semantic search sees its new vectors this often (s).
+_SHOW_EVERY = 5.0
 
 
 class HistoryActor:
@@ -82,17 +74,21 @@ class HistoryActor:
         self._lacking: dict[str, None] = {}
         self._lacking_for: tuple[str, int] | None = None
         self._read_count = 0
+        self._embed_seconds = 0.0
+        self._shown = 0.0  # (when the matrix was last told of new vectors)
         #: Set after each read of the repositories (then made anew).
         self._synced = anyio.Event()
         self._asked = 0  # reads asked for ...
         self._done = 0  # ... and the last one a finished read began after
 
-    def snapshot(self) -> HistorySnapshot:
-        return {"enabled": self.search is not None, "syncing": self._syncing,
-                "repositories": len(self._repos), "commits_read": self._stats["read"],
-                "commits_dropped": self._stats["dropped"],
+    def snapshot(self) -> HistoryStatus:
+        return {"syncing": self._syncing, "repositories": len(self._repos),
+                "commits_read": self._stats["read"], "commits_dropped": self._stats["dropped"],
                 "commits_embedded": self._stats["embedded"],
-                "last_read_seconds": self._last, "problems": list(self._problems)}
+                "embed_seconds": round(self._embed_seconds, 3),
+                "pending_embeddings": self.pending,
+                "last_read_seconds": None if self._last is None else round(self._last, 3),
+                "problems": list(self._problems)}
 
     @property
     def problems(self) -> list[str]:
@@ -189,6 +185,11 @@ class HistoryActor:
             if any(s.added or s.dropped for s in found):
                 self.search.changed()
                 self._read_count += 1
+            embedder = self._model()
+            if embedder is not None and self._lacking_for != (embedder.label,
+                                                              self._read_count):
+                self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
+                self._lacking_for = (embedder.label, self._read_count)
                 self._last = sum(s.seconds for s in found)
             if self._watch:
                 for repo in repos:
@@ -227,6 +228,7 @@ class HistoryActor:
             hashes = [h for h in batch if h in texts]
             if not hashes:
                 continue
+            started = anyio.current_time()
             vectors = await anyio.to_thread.run_sync(
                 embedder.embed_documents, [texts[h] for h in hashes], limiter=limiter)
             vecs = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -235,7 +237,12 @@ class HistoryActor:
             for h in hashes:
                 self._lacking.pop(h, None)
             self._stats["embedded"] += len(hashes)
-            self.search.changed()
+            self._embed_seconds += anyio.current_time() - started
+            # the matrix is loaded again once the backlog is done, or every few seconds
+            # meanwhile (not after every batch: a load reads every commit's vector)
+            if not self._lacking or anyio.current_time() - self._shown > _SHOW_EVERY:
+                self._shown = anyio.current_time()
+                self.search.changed()
 
     async def _follow_jobs(self) -> None:
         """A reindex that ends may have added or removed an indexed folder."""
