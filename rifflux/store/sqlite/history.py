@@ -115,9 +115,10 @@ class HistoryRows:
             async with transaction(self.conn):
                 if tips is not None:
                     await self.conn.execute(
-                        "UPDATE history_repos SET tips = ?, problem = ?, read_at = ? "
+                        "UPDATE history_repos SET tips = ?, problem = ?, read_at = ?, "
+                        "commits = (SELECT COUNT(*) FROM commits WHERE repo_id = ?) "
                         "WHERE id = ?", (json.dumps(list(tips)), problem, time.time(),
-                                         repo_id))
+                                         repo_id, repo_id))
                 else:
                     await self.conn.execute(
                         "UPDATE history_repos SET problem = ? WHERE id = ?", (problem, repo_id))
@@ -135,8 +136,7 @@ class HistoryRows:
     async def repositories(self) -> list[dict[str, Any]]:
         with mapped_errors(self.db_path):
             rows = await self.conn.execute_fetchall(
-                "SELECT r.id, r.worktree, r.git_dir, r.shallow, r.problem, "
-                "(SELECT COUNT(*) FROM commits c WHERE c.repo_id = r.id) "
+                "SELECT r.id, r.worktree, r.git_dir, r.shallow, r.problem, r.commits "
                 "FROM history_repos r ORDER BY r.worktree")
         return [{"id": int(r[0]), "path": str(r[1]), "git_dir": str(r[2]),
                  "shallow": bool(r[3]), "problem": r[4], "commits": int(r[5])} for r in rows]

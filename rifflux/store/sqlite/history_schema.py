@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS history_repos(
     tips TEXT NOT NULL DEFAULT '[]',
     shallow INTEGER NOT NULL DEFAULT 0,
     problem TEXT,
-    read_at REAL
+    read_at REAL,
+    commits INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS commits(
     id INTEGER PRIMARY KEY,
