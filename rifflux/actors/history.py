@@ -50,6 +50,8 @@ logger = logging.getLogger(__name__)
 EMBED_BATCH = 32
 #: While a backlog is embedded, semantic search sees its new vectors this often (s).
 _SHOW_EVERY = 5.0
+#: A read that failed is tried again after this long (s).
+_RETRY_SECONDS = 10.0
 
 
 class HistoryActor:
@@ -75,6 +77,7 @@ class HistoryActor:
         self._lacking_for: tuple[str, int] | None = None
         self._read_count = 0
         self._embed_seconds = 0.0
+        self._retrying = False
         self._shown = 0.0  # (when the matrix was last told of new vectors)
         #: Set after each read of the repositories (then made anew).
         self._synced = anyio.Event()
@@ -162,8 +165,11 @@ class HistoryActor:
                     await self._read(tg)
                 await self._embed()
             except Exception:  # the boundary: a failure must not end the service
-                logger.exception("reading the git history failed; it is tried again at the "
-                                 "next change")
+                logger.exception("reading the git history failed; it is tried again in "
+                                 "%.0f s (or at the next change)", _RETRY_SECONDS)
+                if not self._retrying:
+                    self._retrying = True
+                    tg.start_soon(self._retry, name="rifflux.history.retry")
 
     async def _read(self, tg: TaskGroup) -> None:
         assert self._writer is not None and self.search is not None
@@ -243,6 +249,13 @@ class HistoryActor:
             if not self._lacking or anyio.current_time() - self._shown > _SHOW_EVERY:
                 self._shown = anyio.current_time()
                 self.search.changed()
+
+    async def _retry(self) -> None:
+        """A read that failed (the index locked by a long write, a full disk) is tried
+        again later, even when nothing else moves."""
+        await anyio.sleep(_RETRY_SECONDS)
+        self._retrying = False
+        self.want("a failed read is tried again")
 
     async def _follow_jobs(self) -> None:
         """A reindex that ends may have added or removed an indexed folder."""
