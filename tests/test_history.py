@@ -91,7 +91,11 @@ async def test_semantic_and_hybrid_search_rank_commits_by_meaning(tmp_path: Path
         await eventually(embedded)
         semantic = await rf.search_history("retry policy uploads", mode="semantic")
         hybrid = await rf.search_history("retry policy uploads", mode="hybrid")
+        by_ada = await rf.search_history("retry policy uploads", mode="semantic",
+                                         author="ada")
     assert semantic["results"][0]["title"] == "Introduce a retry policy for uploads"
+    assert sorted(h["title"] for h in by_ada["results"]) == [
+        "Add the deployment notes", "Write the onboarding guide"]
     assert semantic["results"][0]["scores"]["cosine"] is not None
     top = hybrid["results"][0]
     assert top["title"] == "Introduce a retry policy for uploads"

@@ -1,6 +1,7 @@
 """Searching commits: the lexical leg (FTS5, in the store), the semantic leg (the query's
-vector against every commit's, held in memory as one float32 matrix, loaded again
-after the commits or their vectors change) and the two fused as chunks' are
+vector against every commit's, held in memory as chunks' are: an int8 matrix scanned
+for candidates ranked exactly on their float32 vectors; loaded again after the
+commits or their vectors change) and the two fused as chunks' are
 (``core.fusion.combine``); each hit with its changed paths and the hunk it matches best.
 """
 
@@ -21,10 +22,8 @@ from .lines import Blames
 from .matching import best_hunk, shown
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from ..core.embedders import Embedder
+    from ..core.vectors import F32, I64, Exact, VectorIndex
 
 #: How deep each leg is read for a hybrid search (as chunks' ``POOL``).
 POOL = 100
@@ -69,8 +68,7 @@ class HistorySearch:
         self.rows = rows
         self._model = model
         self._generation = 0
-        self._loaded: tuple[int, str, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None \
-            = None
+        self._loaded: tuple[int, str, VectorIndex, Exact] | None = None
         self._loading = anyio.Lock()
         self._limiter = anyio.CapacityLimiter(1)
         #: Files blamed whole, for line history.
@@ -129,31 +127,36 @@ class HistorySearch:
 
     async def _semantic(self, query: str, depth: int,
                         filters: HistoryFilters) -> list[tuple[int, float]]:
+        """The query's vector against every commit's: the int8 matrix's scan (numkong,
+        as chunks' ``core.vectors``) for candidates, their float32 vectors ranked
+        exactly (``core.ranking``)."""
         embedder = self._model()
         if embedder is None:
             return []
         import numpy as np
 
-        ids, matrix = await self._matrix(embedder)
-        if not len(ids):
+        matrix, exact = await self._matrix(embedder)
+        if not len(matrix):
             return []
         vector = await anyio.to_thread.run_sync(embedder.embed_query, query,
                                                 limiter=self._limiter)
-        v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        v /= float(np.linalg.norm(v)) or 1.0
-        scores = matrix @ v
+        mask = None
         if filters.any():
             allowed = await self.rows.allowed(filters)
-            keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-            scores = np.where(keep, scores, -np.inf)
-        n = min(depth, len(ids))
-        top = np.argpartition(-scores, n - 1)[:n]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+            mask = np.isin(matrix.ids(), np.fromiter(allowed, dtype=np.int64,
+                                                     count=len(allowed)))
+            if not mask.any():
+                return []
+        found = matrix.top_k(np.asarray(vector, dtype=np.float32), depth, exact=exact,
+                             mask=mask)
+        return [(int(i), float(score)) for i, score in found]
 
-    async def _matrix(self, embedder: Embedder
-                      ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    async def _matrix(self, embedder: Embedder) -> tuple[VectorIndex, Exact]:
+        """Every commit's vector of the model: compact for the scan, float32 (by commit
+        id) for the exact ranking; loaded again after commits or vectors changed."""
         import numpy as np
+
+        from ..core.vectors import VectorIndex
 
         async with self._loading:
             loaded = self._loaded
@@ -161,14 +164,21 @@ class HistorySearch:
                     and loaded[1] == embedder.label:
                 return loaded[2], loaded[3]
             generation = self._generation
-            pairs = await self.rows.vectors(embedder.label)
+            pairs = sorted(await self.rows.vectors(embedder.label))
             ids = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
             if pairs:
-                matrix = np.frombuffer(b"".join(p[1] for p in pairs), dtype=np.float32)
-                matrix = matrix.reshape(len(pairs), -1).copy()
-                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                matrix /= np.where(norms > 0, norms, 1.0)
+                vectors = np.frombuffer(b"".join(p[1] for p in pairs), dtype=np.float32)
+                vectors = vectors.reshape(len(pairs), -1)
             else:
-                matrix = np.zeros((0, embedder.dim), dtype=np.float32)
-            self._loaded = (generation, embedder.label, ids, matrix)
-            return ids, matrix
+                vectors = np.zeros((0, embedder.dim), dtype=np.float32)
+            matrix = VectorIndex(vectors.shape[1], capacity=len(pairs))
+            matrix.append(ids, vectors, np.zeros(len(ids), dtype=np.int64))
+            matrix.seal()
+
+            def exact(wanted: I64) -> tuple[I64, F32]:
+                at = np.searchsorted(ids, wanted)
+                at = at[(at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == wanted)]
+                return ids[at], vectors[at]
+
+            self._loaded = (generation, embedder.label, matrix, exact)
+            return matrix, exact
