@@ -565,9 +565,12 @@ class Rifflux:
                                   start_line, end_line)
 
     async def wait_for_history(self) -> None:
-        """Wait until the history actor has read the repositories once more (a test's or
-        a benchmark's wait: a commit just made is searchable when it returns)."""
-        history = self._history()
+        """Wait until the history has been read once more, from a read begun after this
+        call: a commit just made is searchable when it returns (at once when no history
+        is kept: turned off, or a PostgreSQL index)."""
+        history = self._open().history
+        if history is None or history.search is None:
+            return
         history.want("asked")
         await history.caught_up()
 

@@ -140,6 +140,10 @@ class Settings:
     #: A commit's change is kept (and searched) up to this many characters: its files'
     #: hunk headers and the lines added and removed, each line cut at 240.
     history_diff_chars: int = 4_000
+    #: Read what is new in the history unasked: at start and after every reindex (a
+    #: long-lived process); False: only when asked (``wait_for_history``: a one-shot
+    #: command, which would end before a large history's first read does).
+    history_unasked: bool = True
 
     def __post_init__(self) -> None:
         # Accept str paths from callers building Settings directly.

@@ -136,9 +136,10 @@ class HistoryActor:
                 task_status.started()
                 if self._writer is None:
                     return
-                tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
                 tg.start_soon(self._wait_for_model, name="rifflux.history.model")
-                self.want("start")
+                if s.history_unasked:
+                    tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
+                    self.want("start")
                 await self._serve(tg)
                 tg.cancel_scope.cancel()
         finally:

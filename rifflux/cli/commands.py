@@ -61,6 +61,8 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
             with anyio.move_on_after(2, shield=True):  # (a read of the job's state)
                 await _say_interrupted(rf, job_id, err)
             raise
+        if settings.history and job["status"] == "completed":
+            await rf.wait_for_history()  # (what is new in the folders' git history)
         status = await _reachable_status(rf)
     if job["status"] != "completed":
         raise CommandError(f"indexing {job['status']}: {job.get('error') or 'no reason given'}")
