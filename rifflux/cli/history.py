@@ -11,6 +11,7 @@ import sys
 
 from ..api import Rifflux
 from ..config import Settings
+from ..errors import NotFoundError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..history_types import CommitDetail, CommitHit, PathCommit
 from .common import require_index, write_json
@@ -60,10 +61,18 @@ async def history(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK if listed else EXIT_FAILURE
 
 
-async def show_commit(commit: str, settings: Settings, *, as_json: bool) -> int:
+async def show_commit(commit: str, settings: Settings, *, as_json: bool,
+                      missing_ok: bool = False) -> int | None:
+    """Print the commit; None when no indexed commit starts so and ``missing_ok`` (the
+    hash-like word may name a file or a chunk instead)."""
     async with Rifflux(settings=settings) as rf:
         await rf.wait_for_history()
-        found = await rf.show_commit(commit)
+        try:
+            found = await rf.show_commit(commit)
+        except NotFoundError:
+            if missing_ok:
+                return None
+            raise
     if as_json:
         write_json(found)
     else:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ from ..api import Rifflux
 from ..config import Settings
 from ..core.extract.reading import unit_of
 from ..core.filters import check_depth
-from ..errors import NotFoundError
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ..types import FileLines, FileRecord
 from .common import count, note_path, require_index, write_json
@@ -41,8 +39,9 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     if _CHUNK_ID.match(target) and not on_disk:
         return await _show_chunk(target, settings, as_json=args.json)
     if _PART_OF_AN_ID.match(target) and not on_disk and settings.history:
-        with contextlib.suppress(NotFoundError):  # (else: a file with a name like it?)
-            return await show_commit(target, settings, as_json=args.json)
+        done = await show_commit(target, settings, as_json=args.json, missing_ok=True)
+        if done is not None:  # (else: a file with a name like it?)
+            return done
     path, start, end, ranged = target, 1, None, False
     if (m := _LOCATION.match(target)) and not on_disk:
         path, start, ranged = m.group("path"), int(m.group("start")), True
@@ -106,8 +105,9 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
     async with Rifflux(settings=settings) as rf:
         chunk = await rf.get_chunk(chunk_id)
     if chunk is None and settings.history:  # (or 20 digits of a commit's hash)
-        with contextlib.suppress(NotFoundError):
-            return await show_commit(chunk_id, settings, as_json=as_json)
+        done = await show_commit(chunk_id, settings, as_json=as_json, missing_ok=True)
+        if done is not None:
+            return done
     if chunk is None:
         raise CommandError(f"no chunk {chunk_id!r} in the index (ids change when a file is "
                            "edited: search again)")
