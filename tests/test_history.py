@@ -5,11 +5,12 @@ worktree, a submodule, a truncated pack)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from rifflux import InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
+from rifflux import HistoryOffError, InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
 from rifflux.config import Settings
 
 from .gitrepo import commit, git, init
@@ -330,3 +331,15 @@ async def test_line_history_follows_new_commits_and_leaves_out_uncommitted_lines
     assert [(c["title"], c["lines"]) for c in after["commits"]] == [
         ("Second thoughts", [4]), ("First draft", [3])]
     assert [(c["title"], c["lines"]) for c in dirty["commits"]] == [("Second thoughts", [4])]
+
+
+async def test_a_postgresql_index_says_it_keeps_no_history(
+        tmp_path: Path, new_postgres_index: Callable[[], str]) -> None:
+    repo = handbook(tmp_path)
+    async with Rifflux(new_postgres_index(), embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()  # (nothing to wait for)
+        with pytest.raises(HistoryOffError, match="SQLite indexes only"):
+            await rf.search_history("retry")
+        assert "history" not in await rf.status()
+        assert await rf.search("pipeline", mode="lexical")

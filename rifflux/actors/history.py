@@ -116,6 +116,7 @@ class HistoryActor:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         where = self._settings.db_path
         if isinstance(where, DatabaseUrl):
+            self._inbox.close()
             task_status.started()  # (the history is kept on SQLite only, for now)
             return
         from ..store.sqlite.schema import connect
@@ -143,6 +144,7 @@ class HistoryActor:
                 await self._serve(tg)
                 tg.cancel_scope.cancel()
         finally:
+            self._inbox.close()  # (also when the index could not be opened)
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                 for conn in conns:
                     await conn.close()
