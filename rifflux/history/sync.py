@@ -46,7 +46,8 @@ async def sync_repository(rows: HistoryRows, repo: Repository, *, budget: int,
     try:
         now = await anyio.to_thread.run_sync(tips, repo)
         if set(now) == set(state.tips):
-            await rows.read(state.id, tips=None, problem=None)
+            if state.problem is not None:
+                await rows.read(state.id, tips=None, problem=None)
             return Synced(repo=repo)
         old = await anyio.to_thread.run_sync(_present, repo, state.tips)
         if len(old) == len(state.tips):

@@ -29,6 +29,7 @@ WEIGHTS = (10.0, 2.0, 1.0, 1.0)
 class RepoState:
     id: int
     tips: list[str]
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,16 +98,25 @@ class HistoryRows:
         return [Path(str(r[0])) for r in rows]
 
     async def repo(self, git_dir: Path, worktree: Path, shallow: bool) -> RepoState:
+        """The repository's row (made when new), and what was read of it last. Written only
+        when it changes: a read that finds nothing new writes nothing."""
         with mapped_errors(self.db_path):
-            async with transaction(self.conn):
-                await self.conn.execute(
-                    "INSERT INTO history_repos(git_dir, worktree, shallow) VALUES (?,?,?) "
-                    "ON CONFLICT(git_dir) DO UPDATE SET shallow = excluded.shallow",
-                    (str(git_dir), str(worktree), int(shallow)))
             rows = await self.conn.execute_fetchall(
-                "SELECT id, tips FROM history_repos WHERE git_dir = ?", (str(git_dir),))
-        row = next(iter(rows))
-        return RepoState(id=int(row[0]), tips=list(json.loads(str(row[1]))))
+                "SELECT id, tips, shallow, problem FROM history_repos WHERE git_dir = ?",
+                (str(git_dir),))
+            row = next(iter(rows), None)
+            if row is None or bool(row[2]) != shallow:
+                async with transaction(self.conn):
+                    await self.conn.execute(
+                        "INSERT INTO history_repos(git_dir, worktree, shallow) VALUES (?,?,?) "
+                        "ON CONFLICT(git_dir) DO UPDATE SET shallow = excluded.shallow",
+                        (str(git_dir), str(worktree), int(shallow)))
+                rows = await self.conn.execute_fetchall(
+                    "SELECT id, tips, shallow, problem FROM history_repos WHERE git_dir = ?",
+                    (str(git_dir),))
+                row = next(iter(rows))
+        return RepoState(id=int(row[0]), tips=list(json.loads(str(row[1]))),
+                         problem=None if row[3] is None else str(row[3]))
 
     async def read(self, repo_id: int, *, tips: Sequence[str] | None,
                    problem: str | None) -> None:
@@ -127,6 +137,11 @@ class HistoryRows:
         """Forget the repositories no indexed folder is in any more (their commits go)."""
         keep = [str(g) for g in git_dirs]
         with mapped_errors(self.db_path):
+            rows = await self.conn.execute_fetchall(
+                f"SELECT 1 FROM history_repos WHERE git_dir NOT IN ({marks(len(keep))}) "
+                "LIMIT 1", keep)
+            if not rows:
+                return 0  # (nothing to forget: nothing written)
             async with transaction(self.conn):
                 cur = await self.conn.execute(
                     f"DELETE FROM history_repos WHERE git_dir NOT IN ({marks(len(keep))})",
