@@ -5,6 +5,7 @@ worktree, a submodule, a truncated pack)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -343,3 +344,18 @@ async def test_a_postgresql_index_says_it_keeps_no_history(
             await rf.search_history("retry")
         assert "history" not in await rf.status()
         assert await rf.search("pipeline", mode="lexical")
+
+
+async def test_a_path_not_in_utf8_is_read_with_replacement_characters(tmp_path: Path) -> None:
+    repo = init(tmp_path / "repo")
+    # (a .dat file, which the notes leave out: a note so named fails the reindex itself)
+    commit(repo, "Add the tasting notes", {
+        "README.md": "# Readme\n",
+        os.fsdecode(b"caf\xe9 notes.dat"): b"# Caf\xc3\xa9\n\nespresso tasting\n"})
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+        hits = (await rf.search_history("tasting", mode="lexical"))["results"]
+    assert [p["path"] for p in hits[0]["paths"]] == ["README.md", "caf\ufffd notes.dat"]
+    match = hits[0]["match"]
+    assert match is not None and "+espresso tasting" in match["text"].replace("**", "")
