@@ -26,6 +26,7 @@ from ._common import Incomplete, Skipped
 from ._context import Config, State
 from ._corpus import DEFAULT_CORPUS, DEFAULT_CRANFIELD, REPO_ROOT, copy_corpus, resolve_folder
 from ._cranfield import quality
+from ._embed_server import embed_server_section
 from ._filters import filtered
 from ._formats import formats_section
 from ._freshness import watch_edit
@@ -87,6 +88,9 @@ SECTIONS: dict[str, tuple[Section, str]] = {
                                  "a 1,000-page PDF's peak RSS, PDF phrases found on their "
                                  "page, a repository's code beside markdown of the same "
                                  "bytes, markdown beside the checkout before extractors"),
+    "embedserver": (embed_server_section, "an embedding server (a local one answering with "
+                                          "the bundled model) beside the model in process: "
+                                          "indexing, semantic latency, an outage"),
     "history": (history_section, "a real repository's git history (the pdf.js mirror's "
                                  "23,000 commits) beside git log --numstat -p: searchable "
                                  "and embedded rates, a new commit's freshness, "

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .errors import (
         ClosedError,
         EmbeddingError,
+        EmbeddingUnavailableError,
         HistoryOffError,
         IndexBusyError,
         IndexDamagedError,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ClosedError",
     "EmbeddingError",
+    "EmbeddingUnavailableError",
     "HistoryOffError",
     "IndexBusyError",
     "IndexDamagedError",

@@ -65,6 +65,27 @@ class Settings:
     #: A directory holding ``model.onnx``, ``tokenizer.json`` and optionally
     #: ``rifflux-model.json`` (how to run it); None = the bundled model.
     model_dir: Path | None = None
+    #: An OpenAI-compatible embedding server (``http://localhost:11434/v1``: Ollama,
+    #: llama.cpp's ``llama-server --embedding``, ...) that makes the vectors instead of
+    #: the local model; None = the local model. The index's model is then the server's
+    #: model name and dimension (``server:NAME:DIM``): another one re-embeds the index.
+    embed_url: str | None = None
+    #: The model the server is asked for (``"model"`` of each request); None: the one
+    #: model its ``/v1/models`` lists.
+    embed_model: str | None = None
+    #: Put before every query / chunk sent to the server (models such as
+    #: nomic-embed-text want ``"search_query: "`` / ``"search_document: "``, e5 models
+    #: ``"query: "`` / ``"passage: "``); part of the index's model identity.
+    embed_query_prefix: str = ""
+    embed_document_prefix: str = ""
+    #: Sent as ``Authorization: Bearer KEY`` (never shown in status or logs).
+    embed_key: str | None = field(default=None, repr=False)
+    #: Seconds a request to the server may take (a query's at most 5 of them).
+    embed_timeout: float = 30.0
+    #: Texts per request at first (fewer once the server says a request is too large) ...
+    embed_server_batch: int = 64
+    #: ... and requests in flight at once.
+    embed_concurrency: int = 4
     #: The constant of each hybrid hit's Reciprocal Rank Fusion score (``rrf``, reported
     #: beside the fused score that orders the hits).
     rrf_k: int = 60
@@ -164,6 +185,15 @@ class Settings:
                 f"embedding_backend must be one of {', '.join(BACKENDS)}, "
                 f"not {self.embedding_backend!r}"
             )
+        if self.embed_url is not None:
+            object.__setattr__(self, "embed_url", _checked_url(self.embed_url))
+            if self.embedding_backend == "hash":
+                raise InvalidArgumentError(
+                    "embedding_backend 'hash' makes no use of the embedding server embed_url "
+                    "names: drop one of them (--backend, --embed-url, RIFFLUX_EMBED_URL)")
+        if not 0 < self.embed_timeout < math.inf:
+            raise InvalidArgumentError(f"embed_timeout must be a number of seconds above 0, "
+                                       f"not {self.embed_timeout!r}")
         if self.rrf_k < 1:
             raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
         if self.log_level.upper() not in LOG_LEVELS:
@@ -177,6 +207,7 @@ class Settings:
                                        f"{self.follow_seconds!r}")
         for name, least in (("max_file_bytes", 1), ("max_root_files", 1),
                             ("semantic_feedback", 0), ("max_text_chars", 1),
+                            ("embed_server_batch", 1), ("embed_concurrency", 1),
                             ("history_diff_chars", 0)):
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
@@ -205,6 +236,14 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_DB_PATH": "db_path",
     "RIFFLUX_EMBEDDING_BACKEND": "embedding_backend",
     "RIFFLUX_MODEL_DIR": "model_dir",
+    "RIFFLUX_EMBED_URL": "embed_url",
+    "RIFFLUX_EMBED_MODEL": "embed_model",
+    "RIFFLUX_EMBED_KEY": "embed_key",
+    "RIFFLUX_EMBED_QUERY_PREFIX": "embed_query_prefix",
+    "RIFFLUX_EMBED_DOCUMENT_PREFIX": "embed_document_prefix",
+    "RIFFLUX_EMBED_TIMEOUT": "embed_timeout",
+    "RIFFLUX_EMBED_SERVER_BATCH": "embed_server_batch",
+    "RIFFLUX_EMBED_CONCURRENCY": "embed_concurrency",
     "RIFFLUX_RRF_K": "rrf_k",
     "RIFFLUX_INCLUDE": "include",
     "RIFFLUX_KINDS": "kinds",
@@ -237,6 +276,19 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any
     # one step, so that a flag replaces a bad environment value before it is checked
     given = {k: v for k, v in overrides.items() if v is not None}
     return Settings().with_overrides(**{**from_env, **given})
+
+
+def _checked_url(url: str) -> str:
+    """``url``, or an error that says what an embedding server's URL looks like."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(url).strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidArgumentError(
+            "embed_url must be the http:// or https:// URL of an OpenAI-compatible embedding "
+            "server, such as http://localhost:11434/v1 (Ollama) or http://localhost:8080/v1 "
+            f"(llama-server --embedding), not {url!r} (--embed-url, RIFFLUX_EMBED_URL)")
+    return str(url).strip()
 
 
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -48,6 +48,18 @@ class EmbeddingError(RiffluxError):
     """The embedding model could not be loaded or run."""
 
 
+class EmbeddingUnavailableError(EmbeddingError):
+    """The embedding server cannot answer now (down, overloaded, timing out, refusing the
+    request, or answering something that is not the embeddings it should): nothing
+    stored is lost, lexical search goes on, and embedding resumes by itself when it
+    answers again. ``retry_after``: the seconds the server asked to wait (``Retry-After``),
+    when it said."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class HistoryOffError(RiffluxError):
     """The git history is not kept here: turned off (``--no-history``), or the index is a
     PostgreSQL database (it is kept in SQLite indexes only, for now)."""

@@ -19,6 +19,8 @@ Labels = tuple[str | None, str | None]
 
 
 async def index_status(service: Service, settings: Settings) -> Status:
+    if service.check_server is not None:  # (whether the embedding server answers now)
+        await service.check_server()
     counts, counted_for = await service.counts()
     process, others = await service.processes()
     snap = service.snapshot()
@@ -45,6 +47,7 @@ async def index_status(service: Service, settings: Settings) -> Status:
         "embedding_query_prefix": model["query_prefix"],
         "embedding_document_prefix": model["document_prefix"],
         "embedding_max_tokens": model["max_tokens"],
+        "embedding_server": model["server"],
         "vectors_in_memory": snap["query"]["vectors_in_memory"],
         "catalog_state": snap["query"]["catalog_state"],
         "include_globs": list(settings.include),

@@ -12,15 +12,12 @@ from typing import Literal, NotRequired, final
 from typing_extensions import TypedDict
 
 from .history_types import HistoryStatus
-
-Mode = Literal["lexical", "semantic", "hybrid"]
-MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
-ContentMode = Literal["full", "snippet"]
-CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
-#: What a search does with chunks holding the same text: gives it once (``collapse``,
-#: its other places in ``also_in``) or gives every copy (``all``).
-Duplicates = Literal["collapse", "all"]
-DUPLICATES: tuple[Duplicates, ...] = ("collapse", "all")
+from .limits import CONTENT_MODES as CONTENT_MODES
+from .limits import DUPLICATES as DUPLICATES
+from .limits import MODES as MODES
+from .limits import ContentMode as ContentMode
+from .limits import Duplicates as Duplicates
+from .limits import Mode as Mode
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto", "note"]
@@ -88,6 +85,8 @@ class HitExplain(TypedDict, total=False):
     bm25: float
     semantic_rank: int
     cosine: float
+    #: (added) moved first as a definition of the name the query is (core.definitions)
+    definition: bool
 
 
 class AlsoIn(TypedDict):
@@ -361,6 +360,26 @@ class EmbedderStatus(TypedDict):
     texts_embedded: int
     busy: bool
     failures: int
+    #: (added) Why embedding waits, when it does: the embedding server does not answer
+    #: (it is asked again by itself, after a backoff: ``retry_in`` seconds). None: it
+    #: does not wait.
+    waiting: str | None
+    retry_in: float | None
+
+
+class EmbeddingServerStatus(TypedDict):
+    """(added) The embedding server that makes the index's vectors (``--embed-url``)."""
+
+    url: str  # without a user name or password; the key is never shown
+    model: str | None  # the server's model (None until it has answered)
+    dim: int | None
+    #: Whether it answered the last request (None: not asked yet), what went wrong, and
+    #: since when (Unix time) it has not answered.
+    reachable: bool | None
+    error: str | None
+    unreachable_since: float | None
+    batch_size: int  # texts a request (smaller once the server said one was too large)
+    concurrency: int  # requests in flight at most
 
 
 class Counts(TypedDict):
@@ -442,6 +461,9 @@ class Status(Counts):
     embedding_query_prefix: str | None
     embedding_document_prefix: str | None
     embedding_max_tokens: int | None
+    #: (added) The embedding server making the vectors (``--embed-url``), whether it
+    #: answers now and why not; None: the vectors are made here (the local model).
+    embedding_server: EmbeddingServerStatus | None
     vectors_in_memory: int
     catalog_state: Literal["loading", "ready"]  # (added) the catalog that filters use
     include_globs: list[str]

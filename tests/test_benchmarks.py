@@ -232,6 +232,25 @@ def test_the_formats_section_measures_each_part_or_says_what_it_lacked(tmp_path:
     assert (out / "latest-formats-pdf-rates.png").is_file()
 
 
+def test_the_embedserver_section_indexes_through_a_server_and_rides_out_its_outage(
+        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    status = main(["--quick", "--sections", "embedserver", "--section-timeout", "600",
+                   "--corpus", str(sections_of_notes(tmp_path / "corpus", files=6,
+                                                     sections=5)),
+                   "--out", str(out)])
+    markdown, run = report(out)
+    assert status == 0, run["errors"]
+    e = run["results"]["embedserver"]
+    assert e["files"] == 6 and e["index_local"]["chunks"] == e["index_server"]["chunks"] >= 30
+    assert e["index_server"]["model"] == "server:minilm-served:384"
+    assert e["index_server"]["requests"] >= 1 and e["semantic_server"]["n"] > 0
+    outage = e["outage"]
+    assert outage["answers_with_hint"] == outage["searches"]
+    assert outage["embeddings_kept"] and outage["all_embedded"]
+    assert "### embedserver" in markdown and "through the server" in markdown
+
+
 def test_the_history_section_measures_a_repository_beside_git_log(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = init(tmp_path / "repo")

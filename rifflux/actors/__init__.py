@@ -3,6 +3,7 @@ with it. ``supervisor`` wires them:
 
     watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
+    embedder's timer --BackoffEnded--> embedder (an embedding server asked again)
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
     timer --Ticked--> indexer (it looks at the change log: other processes' commits)

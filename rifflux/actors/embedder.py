@@ -14,6 +14,11 @@ nothing, so the embedder pauses after at most one batch and the job's files
 become searchable as early as the cores allow (lexical first); it also never
 reads a text again that it has already embedded.
 
+An embedding server (``server_embedder``) is awaited rather than run in a thread, a
+window of its batches a call; when it does not answer (``EmbeddingUnavailableError``)
+nothing is stored for the texts it was asked for: they stay pending, and the embedder
+asks again after a backoff (0.5 s, doubled each time, at most a minute), by itself.
+
 Of all the processes on one index, only the one holding the embedding lease
 (``store.protocols.LeaseStore``) embeds: the others leave the pending texts to it and try to
 take the lease every second, so when its holder dies another finishes the work.
@@ -30,9 +35,11 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..errors import EmbeddingUnavailableError
 from ..store.common import PendingText
 from ..store.protocols import LeaseStore, PendingStore
 from .messages import (
+    BackoffEnded,
     EmbedderMessage,
     EmbedWanted,
     IndexerMessage,
@@ -40,6 +47,8 @@ from .messages import (
     Receipt,
     VectorsEmbedded,
 )
+from .server_embedder import ServerEmbedder
+from .server_health import backoff, wait_or_answer
 
 if TYPE_CHECKING:  # (numpy and the model are loaded with the model)
     from ..core.embedders import Embedder
@@ -55,6 +64,8 @@ class EmbedderSnapshot(TypedDict):
     texts_embedded: int
     busy: bool
     failures: int
+    waiting: str | None  # why embedding waits (the embedding server does not answer)
+    retry_in: float | None  # seconds until it asks again
 
 
 @dataclass(slots=True)
@@ -64,6 +75,11 @@ class EmbedderStats:
     seconds_in_model: float = 0.0
     failures: int = 0
     busy: bool = False
+    #: The embedding server's failures in a row, why it failed last, and when (the
+    #: event loop's clock) the embedder asks it again.
+    unanswered: int = 0
+    waiting: str | None = None
+    retry_at: float | None = None
 
 
 class EmbedderActor:
@@ -94,7 +110,10 @@ class EmbedderActor:
 
     def snapshot(self) -> EmbedderSnapshot:
         st = self._stats
-        return {"texts_embedded": st.texts_embedded, "busy": st.busy, "failures": st.failures}
+        retry_in = None if st.retry_at is None else max(
+            0.0, round(st.retry_at - anyio.current_time(), 1))
+        return {"texts_embedded": st.texts_embedded, "busy": st.busy, "failures": st.failures,
+                "waiting": st.waiting, "retry_in": retry_in}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -105,10 +124,16 @@ class EmbedderActor:
                         self._embedder = msg.embedder
                     if self._embedder is None or not await self._claim(tg):
                         continue  # nothing can embed, or another process embeds
+                    if self._stats.retry_at is not None and not isinstance(msg, BackoffEnded):
+                        continue  # the server is asked again when its backoff ends
+                    self._stats.retry_at = None
                     try:
                         await self._drain(self._embedder)
+                        self._answered()
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                         break  # the indexer has stopped: we are shutting down
+                    except EmbeddingUnavailableError as exc:  # (stored: nothing of it)
+                        self._unanswered(exc, tg)
                     except Exception:  # the boundary: a failure must not stop the service
                         logger.exception("embedding stopped; it resumes at the next change")
                 tg.cancel_scope.cancel()
@@ -118,6 +143,32 @@ class EmbedderActor:
             if self.lease is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                     await self.lease.give_back()
+
+    def _answered(self) -> None:
+        if self._stats.unanswered:
+            logger.warning("the embedding server answers again: embedding resumed")
+        self._stats.unanswered, self._stats.waiting = 0, None
+
+    def _unanswered(self, exc: EmbeddingUnavailableError, tg: TaskGroup) -> None:
+        """The server did not answer: ask it again after a backoff, by itself."""
+        st = self._stats
+        st.unanswered += 1
+        st.waiting = str(exc)
+        delay = backoff(st.unanswered, exc.retry_after)
+        st.retry_at = anyio.current_time() + delay
+        logger.log(logging.WARNING if st.unanswered == 1 else logging.DEBUG,
+                   "embedding waits: %s; asking again in %.1f s", exc, delay)
+        tg.start_soon(self._retry, delay, name="rifflux.embedder.retry")
+
+    async def _retry(self, delay: float) -> None:
+        """After ``delay``, or as soon as another request finds the server answering."""
+        if isinstance(self._embedder, ServerEmbedder):
+            await wait_or_answer(self._embedder.health, delay)
+        else:
+            await anyio.sleep(delay)
+        if self._wake is not None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._wake.send(BackoffEnded())
 
     async def _claim(self, tg: TaskGroup) -> bool:
         """Whether this process embeds: it holds the lease, or takes it now; if not, a
@@ -152,14 +203,23 @@ class EmbedderActor:
             while (self.lease is None or self.lease.held) and (
                     pending := await self._reader.pending(embedder.label, self._window)):
                 pending.sort(key=lambda p: len(p.text))
-                for part in batches(pending, self._batch, self._batch_chars):
+                size, chars = self._batch, self._batch_chars
+                if isinstance(embedder, ServerEmbedder):  # (its requests, all at once)
+                    size = embedder.batch_texts
+                    chars = size * _TEXT_CHARS_CAP
+                for part in batches(pending, size, chars):
                     # the lease confirmed by its keeper before each batch (a server
                     # restart ends it unseen: another process may embed these now)
                     if self.lease is not None and not await self.lease.confirm():
                         logger.info("the embedding lease (%s) was lost: another process "
                                     "embeds the rest", self.lease.where)
                         return
-                    vectors = await self._embed(embedder, [p.text for p in part])
+                    try:
+                        vectors = await self._embed(embedder, [p.text for p in part])
+                    except EmbeddingUnavailableError:
+                        if previous is not None:  # (read again only once it is stored)
+                            await _stored(previous)
+                        raise
                     if previous is not None and not await _stored(previous):
                         return
                     previous = Receipt()
@@ -173,12 +233,21 @@ class EmbedderActor:
         finally:
             self._stats.busy = False
 
+    async def _documents(self, embedder: Embedder, texts: list[str]) -> F32:
+        if isinstance(embedder, ServerEmbedder):
+            return await embedder.aembed_documents(texts)
+        return await anyio.to_thread.run_sync(embedder.embed_documents, texts,
+                                              limiter=self._limiter)
+
     async def _embed(self, embedder: Embedder, texts: list[str]) -> F32:
+        """The texts' vectors; a text the model cannot embed gets a zero vector (counted
+        in ``failures``), but when the embedding server does not answer, nothing does:
+        ``EmbeddingUnavailableError``."""
         started = anyio.current_time()
         try:
-            vectors = await anyio.to_thread.run_sync(
-                embedder.embed_documents, texts, limiter=self._limiter
-            )
+            vectors = await self._documents(embedder, texts)
+        except EmbeddingUnavailableError:
+            raise
         except Exception:  # a model failure on one batch must not stop the pipeline
             import numpy as np
 
@@ -186,10 +255,10 @@ class EmbedderActor:
             rows = []
             for text in texts:
                 try:
-                    one = await anyio.to_thread.run_sync(
-                        embedder.embed_documents, [text], limiter=self._limiter
-                    )
+                    one = await self._documents(embedder, [text])
                     rows.append(one[0])
+                except EmbeddingUnavailableError:
+                    raise
                 except Exception:
                     logger.exception("cannot embed one chunk; storing a zero vector for it")
                     self._stats.failures += 1

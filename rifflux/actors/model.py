@@ -28,11 +28,15 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..errors import EmbeddingUnavailableError
 from ..loading import in_daemon_thread
-from ..types import ModelState
+from ..types import EmbeddingServerStatus, ModelState
 from .messages import IndexerMessage, ModelLoaded
+from .server_embedder import ServerEmbedder
+from .server_health import backoff, wait_or_answer
 
 if TYPE_CHECKING:  # (the embedders' module imports numpy: it loads with the model)
+    from ..config import Settings
     from ..core.embedders import Embedder
 
     #: An embedder, or a function that makes one (called in the loading thread).
@@ -41,6 +45,10 @@ else:
     EmbedderSource = object
 
 logger = logging.getLogger(__name__)
+
+#: A status asks the embedding server again when no request said in this many seconds
+#: that it answers.
+_CHECK_AGE = 5.0
 
 
 class ModelSnapshot(TypedDict):
@@ -58,6 +66,8 @@ class ModelSnapshot(TypedDict):
     query_prefix: str | None
     document_prefix: str | None
     max_tokens: int | None
+    #: The embedding server that makes the vectors (None: a model here).
+    server: EmbeddingServerStatus | None
 
 
 class ModelLoader:
@@ -69,8 +79,15 @@ class ModelLoader:
         out: MemoryObjectSendStream[IndexerMessage],
         given: EmbedderSource | None = None,
         warm: bool = True,
+        server: Settings | None = None,
     ) -> None:
         self._requested = backend
+        #: The settings of an embedding server (``embed_url``) that makes the vectors.
+        self._server_settings = server if given is None else None
+        self._server: ServerEmbedder | None = None
+        #: Set once a connection to the embedding server has failed: searches stop
+        #: waiting for the model then (their semantic branch says why it is off).
+        self.unreachable = anyio.Event()
         self._model_dir = model_dir
         self._out = out
         self._given = given
@@ -116,10 +133,39 @@ class ModelLoader:
             "query_prefix": how["query_prefix"],
             "document_prefix": how["document_prefix"],
             "max_tokens": how["max_tokens"],
+            "server": None if self._server is None else self._server.status(),
         }
+
+    def server(self) -> ServerEmbedder | None:
+        """The embedding server's client (made at the first need), or None: a model here."""
+        if self._server is None and self._server_settings is not None:
+            self._server = ServerEmbedder(self._server_settings)
+        return self._server
+
+    async def check_server(self) -> None:
+        """Ask the embedding server whether it answers, unless a request just said it
+        does (one that said it does not is not taken for the last word: it may be back)."""
+        server = self.server()
+        if server is None:
+            return
+        health = server.health
+        if (not health.reachable or health.checked is None
+                or time.monotonic() - health.checked > _CHECK_AGE):
+            await server.check()
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await self._server.aclose()
 
     def _state(self) -> tuple[ModelState, str | None]:
         if not self._ready:
+            server = self._server
+            if server is not None and server.health.reachable is False:
+                return "loading", (
+                    f"waiting for the embedding server: {server.health.error}; lexical "
+                    "searches answer now, semantic ones say so; it connects by itself "
+                    "when the server answers")
             what = "the embedding model" if callable(self._given) else (
                 f"the embedding model ({self._requested} backend)")
             if self._started is None:
@@ -142,8 +188,14 @@ class ModelLoader:
                 await self._wanted.wait()
                 self._started = time.monotonic()
                 try:
-                    # a shutdown never waits for a model to load, nor does the process's exit
-                    self._embedder = await in_daemon_thread(self._load, "rifflux-model-load")
+                    server = self.server()
+                    if server is not None:
+                        self._embedder = await self._connect(server)
+                    else:
+                        # a shutdown never waits for a model to load, nor does the
+                        # process's exit
+                        self._embedder = await in_daemon_thread(self._load,
+                                                                "rifflux-model-load")
                 except Exception as exc:  # the boundary: no model is a state, not a crash
                     self._error = (
                         f"embedding backend {self._requested!r} could not load "
@@ -159,6 +211,24 @@ class ModelLoader:
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await self._out.send(ModelLoaded(embedder=self._embedder))  # (or shut down)
 
+    async def _connect(self, server: ServerEmbedder) -> Embedder:
+        """The embedding server, once it has said its model and dimension: until then
+        it is asked again and again (after 0.5 s, then twice as long each time, at most
+        a minute, or as soon as another request, such as status's, finds it answering);
+        nothing is adopted meanwhile, so no stored vector is dropped."""
+        failures = 0
+        while True:
+            try:
+                await server.connect()
+                return server
+            except EmbeddingUnavailableError as exc:
+                failures += 1
+                self.unreachable.set()
+                delay = backoff(failures, exc.retry_after)
+                logger.log(logging.WARNING if failures == 1 else logging.DEBUG,
+                           "%s; trying again in %.1f s", exc, delay)
+                await wait_or_answer(server.health, delay)
+
     def _load(self) -> Embedder:
         if callable(self._given):
             return self._given()
@@ -169,6 +239,20 @@ class ModelLoader:
             self._fallback_reason = loaded.fallback_reason
             logger.warning("%s", loaded.fallback_reason)
         return loaded.embedder
+
+
+async def until_either(first: anyio.Event, second: anyio.Event | None) -> None:
+    """Until ``first`` or ``second`` (None: never) is set."""
+    if second is None:
+        await first.wait()
+        return
+    async with anyio.create_task_group() as tg:
+        async def ended(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(ended, first)
+        tg.start_soon(ended, second)
 
 
 class _HowItRuns(TypedDict):
@@ -182,6 +266,9 @@ def _how_it_runs(emb: Embedder | None) -> _HowItRuns:
     if emb is None:
         return {"pooling": None, "query_prefix": None, "document_prefix": None,
                 "max_tokens": None}
+    if isinstance(emb, ServerEmbedder):
+        return {"pooling": None, "query_prefix": emb.query_prefix,
+                "document_prefix": emb.document_prefix, "max_tokens": None}
     from ..core.embedders import OnnxEmbedder  # (loaded already: here is an embedder)
 
     if not isinstance(emb, OnnxEmbedder):  # hashing (or a test's fake) has none of these

@@ -8,7 +8,7 @@ every component from the snapshot each one gives of itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypedDict, TypeVar
 
 import anyio
@@ -18,6 +18,7 @@ from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
 from ..note_types import RecentNote
+from ..query.asked import PLAIN, SearchShape
 from ..store.common import Others, Recovery
 from ..store.protocols import Capabilities
 from ..types import (
@@ -42,7 +43,6 @@ from .events import EventHub
 from .history import HistoryActor
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
-    PLAIN,
     ChunkRequested,
     CountsRequested,
     FileRequested,
@@ -59,10 +59,9 @@ from .messages import (
     RootCountsRequested,
     RootsRequested,
     SearchRequested,
-    SearchShape,
     TagsRequested,
 )
-from .model import ModelSnapshot
+from .model import ModelSnapshot, until_either
 from .query import QuerySnapshot
 
 T = TypeVar("T")
@@ -114,10 +113,15 @@ class Service:
         events: EventHub | None = None,
         counting: Callable[[], anyio.Event | None] | None = None,
         condition: Callable[[], str | None] = lambda: None,
+        check_server: Callable[[], Awaitable[None]] | None = None,
+        model_unreachable: anyio.Event | None = None,
         history: HistoryActor | None = None,
     ) -> None:
         #: The git history's actor (None: turned off).
         self.history = history
+        #: Asks the embedding server (if any) whether it answers now (for status).
+        self.check_server = check_server
+        self._model_unreachable = model_unreachable
         self.events = events or EventHub()
         self.recovery = recovery
         #: Where the index is, as messages and status name it (no password).
@@ -245,9 +249,10 @@ class Service:
         return self._model()
 
     async def wait_for_model(self) -> None:
-        """Until the model has loaded (or failed to); its load starts if it had not."""
+        """Until the model has loaded (or failed to, or its embedding server does not
+        answer: it connects later by itself); its load starts if it had not."""
         self.want_model()
-        await self.model_loaded.wait()
+        await until_either(self.model_loaded, self._model_unreachable)
 
     def pending(self) -> int | None:
         return self._indexer()["pending"]

@@ -11,6 +11,7 @@ bounded grace period, then the actors are cancelled and the store closed.
 
     watcher -> debouncer -> feeder -> JobQueue --JobsQueued--> indexer
     model loader --ModelLoaded--> indexer --ModelAdopted / EmbedWanted--> embedder
+    embedder's timer --BackoffEnded--> embedder (an embedding server asked again)
     embedder --VectorsEmbedded--> indexer (the only writer)
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
     other processes --change log--> indexer (Ticked: it looks) --IndexChanged--> query
@@ -91,7 +92,9 @@ class Supervisor:
             stack.callback(events.close)  # (after the actors stop: their last events go out)
             loader = ModelLoader(backend=s.embedding_backend, model_dir=s.model_dir,
                                  out=indexer_send.clone(), given=self._embedder,
-                                 warm=s.model_warmup)
+                                 warm=s.model_warmup,
+                                 server=s if s.embed_url is not None else None)
+            stack.push_async_callback(loader.aclose)  # (the embedding server's connections)
 
             def submitted() -> None:  # (a job's texts need vectors: the model loads)
                 loader.want()
@@ -102,6 +105,7 @@ class Supervisor:
             query = QueryActor(
                 store=store, inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
                 feedback_weight=s.semantic_feedback_weight, want_model=loader.want,
+                model_unreachable=loader.unreachable,
             )
             presence = store.presence
             if presence is not None:  # (before the store closes)
@@ -171,6 +175,7 @@ class Supervisor:
                 origin=origin, roles=roles, model_loaded=loader.loaded, want_model=loader.want,
                 where=store.where, capabilities=store.capabilities, events=events,
                 counting=lambda: indexer.counting, condition=store.lexical.condition,
+                check_server=loader.check_server, model_unreachable=loader.unreachable,
                 history=history,
             )
             self._exit = stack.pop_all()

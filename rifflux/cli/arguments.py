@@ -7,7 +7,6 @@ MCP front starts).
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import re
 import sys
@@ -15,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
-from ..limits import MAX_DEPTH
-from ..types import DUPLICATES, MODES
+from ..limits import DUPLICATES, MAX_DEPTH, MODES
 from .note_args import add_note_parsers
 from .setup_args import add_setup_parsers
 
@@ -31,6 +29,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     top = parser()
     args, extra = top.parse_known_args(_ages_joined(argv))
     if extra:
+        import difflib  # (a mistake's answer: the closest option)
+
         command = _subcommands(top).get(getattr(args, "command", ""), top)
         close = [match for arg in extra if arg.startswith("-") for match in
                  difflib.get_close_matches(arg.split("=", 1)[0],
@@ -47,6 +47,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         wrong = _UNKNOWN_COMMAND.match(message)
         if wrong is not None:
+            import difflib  # (a mistyped command's answer: the closest one)
+
             close = difflib.get_close_matches(wrong["name"], list(_subcommands(self)), n=1)
             message = (f"unknown command {wrong['name']!r}"
                        + (f": did you mean {close[0]}?" if close else "")
@@ -111,6 +113,17 @@ def parser() -> argparse.ArgumentParser:
                    help="your own embedding model: a directory with model.onnx, "
                         "tokenizer.json and optionally rifflux-model.json (see the README) "
                         "[RIFFLUX_MODEL_DIR; default the bundled all-MiniLM-L6-v2]")
+    g.add_argument("--embed-url", metavar="URL", default=argparse.SUPPRESS,
+                   help="make the vectors with an OpenAI-compatible embedding server "
+                        "instead of the local model, e.g. http://localhost:11434/v1 (Ollama) "
+                        "or http://localhost:8080/v1 (llama-server --embedding); its key "
+                        "from RIFFLUX_EMBED_KEY [RIFFLUX_EMBED_URL]")
+    g.add_argument("--embed-model", metavar="NAME", default=argparse.SUPPRESS,
+                   help="the embedding server's model, e.g. nomic-embed-text or bge-m3 "
+                        "[RIFFLUX_EMBED_MODEL; default the one model the server lists]")
+    g.add_argument("--embed-timeout", metavar="SECONDS", type=float, default=argparse.SUPPRESS,
+                   help="how long a request to the embedding server may take "
+                        "[RIFFLUX_EMBED_TIMEOUT; default 30]")
     g.add_argument("--include", metavar="GLOBS", action="append", default=argparse.SUPPRESS,
                    help="comma-separated file globs to index, replacing the defaults; "
                         "repeatable [RIFFLUX_INCLUDE; default: markdown, text, PDF, PPTX "

@@ -193,6 +193,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         ("embeddings", f"{status['embeddings']:,} ({status['pending_embeddings']:,} pending)"),
         ("links", f"{status['links']:,} ({status['unresolved_links']:,} unresolved)"),
         ("model", model),
+        *([("server", _server(status))] if status["embedding_server"] else []),
         *([("vectors", _vectors(status))] if status["embedding_dim"] else []),
         ("include", ", ".join(status["include_globs"])),
         ("exclude", ", ".join(status["exclude_globs"])),
@@ -216,6 +217,23 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(key, value)
     stdout_console(soft_wrap=False).print(table)
     return EXIT_OK
+
+
+def _server(status: Status) -> str:
+    """The embedding server's line: where, which model, and whether it answers."""
+    server = status["embedding_server"]
+    assert server is not None
+    model = f" ({server['model']})" if server["model"] else ""
+    if server["reachable"] is False:
+        since = server["unreachable_since"]
+        when = "" if since is None else f" since {time.strftime('%H:%M:%S', time.localtime(since))}"
+        said = f"unreachable{when}: {server['error']}"
+        waiting = status["embedder"]["waiting"]
+        if waiting is not None and status["embedder"]["retry_in"] is not None:
+            said += f"; embedding asks again in {status['embedder']['retry_in']:.0f} s"
+    else:
+        said = "reachable" if server["reachable"] else "not asked yet"
+    return f"{server['url']}{model} - {said}"
 
 
 async def _migrate(args: argparse.Namespace, settings: Settings) -> int:

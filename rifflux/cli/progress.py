@@ -46,6 +46,7 @@ class ProgressView:
         self._rf, self._job_id, self._console = rf, job_id, console
         self._counts: Counts | None = None  # the last counts read
         self._away = False  # the index's server cannot be reached now (said once)
+        self._unanswered = False  # the embedding server does not answer now (said once)
 
     async def run(self) -> JobInfo:
         first = await self._counted()
@@ -99,7 +100,25 @@ class ProgressView:
         """Wait up to 0.25 s for the job to end, then read its state."""
         with anyio.move_on_after(0.25):
             await self._rf.wait_for_job(self._job_id)
+        self._embedding_server()
         return await self._rf.job(self._job_id), await self._counted()
+
+    def _embedding_server(self) -> None:
+        """Says once that the embedding server does not answer (the job waits for its
+        vectors and goes on by itself), and once that it answers again."""
+        server = self._rf.embedding_server()
+        if server is None:
+            return
+        if server["reachable"] is False and not self._unanswered:
+            self._console.print(
+                f"rifflux: the embedding server {server['error']}; the job waits for its "
+                "vectors and goes on by itself once it answers (what is written is kept, "
+                "and searchable by its words; Ctrl-C stops here)", markup=False)
+            self._unanswered = True
+        elif server["reachable"] and self._unanswered:
+            self._console.print("rifflux: the embedding server answers again; going on",
+                                markup=False)
+            self._unanswered = False
 
     async def _counted(self) -> Counts:
         """The index's counts; while its server (PostgreSQL) cannot be reached, the last

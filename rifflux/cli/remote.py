@@ -6,11 +6,11 @@ search --json``) takes a few milliseconds, where opening the index here and
 loading the model takes a second. The server is found as ``rifflux mcp --connect
 auto`` finds it (``rifflux.discovery``: the file beside the index, a stale
 one ignored). ``--no-server`` searches here; so does a search that names its own
-model (``--backend``, ``--model-dir``) or fusion (``--rrf-k``), since the server
-ranks with its own. When the server cannot answer (it stopped, another token),
-the search runs here instead, and so does one whose arguments it does not take (its
-bounds are the API's: ``top_k`` at most 100, where the command has none; an argument
-wrong here too is then refused in the command's words); ``--verbose`` says which
+model (``--backend``, ``--model-dir``, ``--embed-url``, ``--embed-model``) or fusion
+(``--rrf-k``), since the server ranks with its own. When the server cannot answer (it
+stopped, another token), the search runs here instead, and so does one whose arguments
+it does not take (its bounds are the API's: ``top_k`` at most 100, where the command has
+none; an argument wrong here too is then refused in the command's words); ``--verbose`` says which
 happened.
 
 Standard library only, like ``entry``: nothing of the library is imported on this
@@ -89,6 +89,8 @@ def _ask(args: argparse.Namespace, settings: Settings, query: str,
         _say(args, "searching here (--no-server)")
         return None
     own = [flag for flag, name in (("--backend", "backend"), ("--model-dir", "model_dir"),
+                                   ("--embed-url", "embed_url"),
+                                   ("--embed-model", "embed_model"),
                                    ("--rrf-k", "rrf_k")) if getattr(args, name, None) is not None]
     if own:
         _say(args, f"searching here: {', '.join(own)} asks for a model or fusion of its own")

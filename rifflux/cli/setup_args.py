@@ -22,7 +22,8 @@ def add_setup_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                     "running this installation's rifflux by absolute path; every other "
                     "entry, its key order and comments are kept, the previous file is kept "
                     "beside it (NAME.rifflux.bak), and a second run changes nothing. "
-                    "--global options --db and --writable are written into the entry.",
+                    "--global options --db, --writable, --embed-url and --embed-model are "
+                    "written into the entry.",
         epilog="Clients: " + ", ".join(SETUP_CLIENTS) + "; `setup skill` installs the "
                "skill file (Claude Code: ~/.claude/skills/rifflux/SKILL.md).")
     p.add_argument("client", nargs="?", choices=[*SETUP_CLIENTS, "skill"], metavar="CLIENT",

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError, NotFoundError
-from .filters import CompiledFilters, FileEntry, Filters
+from .filters import CompiledFilters
 from .graph import LinkGraph
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from .filters import FileEntry, Filters
 
 _CACHED = 64
 
@@ -55,6 +57,7 @@ class Catalog:
         self._by_path: dict[tuple[int, str], int] = {}  # (root id, relative path) -> id
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
         self._places: dict[int, int] | None = None
+        self._kinds: frozenset[str] | None = None
         self.links = LinkGraph()
 
     def __len__(self) -> int:
@@ -70,7 +73,7 @@ class Catalog:
         self._write(files)
         self.links.replace(edges)
         self._cache.clear()
-        self._places = None
+        self._places = self._kinds = None
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -87,7 +90,7 @@ class Catalog:
         self.links.remove(removed)
         self.links.update(links)
         self._cache.clear()
-        self._places = None
+        self._places = self._kinds = None
 
     def _write(self, entries: Iterable[FileEntry]) -> None:
         for entry in entries:
@@ -107,6 +110,12 @@ class Catalog:
                              key=lambda f: (f.rel_path, self.roots.get(f.root_id, "")))
             self._places = {entry.id: place for place, entry in enumerate(ordered)}
         return self._places
+
+    def kinds(self) -> frozenset[str]:
+        """The kinds of file the index holds (made on first use after a change)."""
+        if self._kinds is None:
+            self._kinds = frozenset(entry.kind for entry in self._files.values())
+        return self._kinds
 
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""

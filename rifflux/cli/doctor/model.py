@@ -18,11 +18,41 @@ _SAMPLE = [f"Note {i}: the watcher reindexes a changed file after a short deboun
 
 async def check_model(settings: Settings) -> Check:
     backend = settings.embedding_backend
+    if settings.embed_url is not None:
+        return await _ask_the_server(settings)
     if backend == "hash":
         return note("model", "the hash embedder (no model: RIFFLUX_EMBEDDING_BACKEND or "
                     "--backend says hash): semantic search matches words, not meaning",
                     fix="leave the backend at auto (or onnx) to use the model")
     return await anyio.to_thread.run_sync(_load_and_time, settings)
+
+
+async def _ask_the_server(settings: Settings) -> Check:
+    """An embedding server: whether it answers, its model, and how fast it embeds."""
+    from ...actors.server_embedder import ServerEmbedder
+    from ...errors import EmbeddingError
+
+    server = ServerEmbedder(settings)
+    try:
+        started = time.perf_counter()
+        try:
+            await server.connect()
+            await server.aembed_documents(_SAMPLE[:2])
+            started = time.perf_counter()
+            await server.aembed_documents(_SAMPLE)
+        except EmbeddingError as exc:
+            return attention(
+                "model", f"{exc}",
+                "lexical search works; semantic and hybrid answers say the server is away, "
+                "and embedding waits for it",
+                fix="start the server, or check --embed-url / RIFFLUX_EMBED_URL, "
+                    "--embed-model / RIFFLUX_EMBED_MODEL and RIFFLUX_EMBED_KEY")
+        rate = len(_SAMPLE) / max(time.perf_counter() - started, 1e-9)
+        return ok("model", f"{server.label} from the embedding server {server.url} embeds "
+                  f"{rate:,.0f} texts/s", f"{server.dim} dimensions, server",
+                  model=server.label, texts_per_second=round(rate, 1))
+    finally:
+        await server.aclose()
 
 
 def _load_and_time(settings: Settings) -> Check:

@@ -62,7 +62,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.dir:
         raise _Usage("--dir is for `rifflux setup skill`")
     how = launch(db=getattr(args, "db", None), writable=getattr(args, "writable", None) or (),
-                 connect=args.connect, url=args.url)
+                 connect=args.connect, url=args.url, embed_url=getattr(args, "embed_url", None),
+                 embed_model=getattr(args, "embed_model", None))
     if args.print:
         return _print(None if args.client is None else client_named(args.client), how)
     client = client_named(args.client)

@@ -48,16 +48,23 @@ def this_rifflux() -> tuple[str, tuple[str, ...]]:
 
 
 def launch(*, db: str | None = None, writable: Sequence[str] = (), connect: str | None = None,
-           url: str | None = None) -> Launch:
-    """The server's command line: ``rifflux mcp`` with ``--db``, ``--writable`` and
-    ``--connect`` when given (paths made absolute: a client starts servers in a folder
-    of its choosing); ``url``: the endpoint of a running ``rifflux serve``."""
+           url: str | None = None, embed_url: str | None = None,
+           embed_model: str | None = None) -> Launch:
+    """The server's command line: ``rifflux mcp`` with ``--db``, ``--writable``,
+    ``--embed-url``, ``--embed-model`` and ``--connect`` when given (paths made absolute:
+    a client starts servers in a folder of its choosing; an embedding server's key is
+    never written: it stays in ``RIFFLUX_EMBED_KEY``); ``url``: the endpoint of a running
+    ``rifflux serve``."""
     command, prefix = this_rifflux()
     args = [*prefix, "mcp"]
     if db:
         args += ["--db", db if "://" in db else str(Path(db).expanduser().absolute())]
     for folder in writable:
         args += ["--writable", str(Path(folder).expanduser().absolute())]
+    if embed_url:
+        args += ["--embed-url", embed_url]
+    if embed_model:
+        args += ["--embed-model", embed_model]
     if url:  # (a client that only starts commands reaches it through the bridge)
         connect = url
     if connect:

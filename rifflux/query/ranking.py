@@ -1,11 +1,13 @@
-"""A search's ranking, for the query actor: the lexical and the semantic branch side
-by side, each read at least ``POOL`` deep in a hybrid search and fused
-(``core.fusion.combine``), each text once (its other places named), read as deep as a
-per-file cap or collapsed copies need, and turned into results (snippets, scores, and
-why each hit ranks where it does).
+"""A search's ranking: the lexical and the semantic branch side by side, each read at
+least ``POOL`` deep in a hybrid search and fused (``core.fusion.combine``), each text
+once (its other places named), read as deep as a per-file cap or collapsed copies need,
+and turned into results (snippets, scores, and why each hit ranks where it does).
 
-It reads what the query actor holds in memory (``Loaded``) as it is at each pass;
-the actor changes it only between awaits, so a pass sees one consistent state.
+The query actor runs it on what it holds in memory (``Loaded``) as it is at each pass
+(the actor changes it only between awaits, so a pass sees one consistent state); a
+one-shot read (``rifflux.direct``) runs the same lexical ranking on a store whose
+awaits answer at once, with no event loop: anyio is imported only by the branches
+that wait (a hybrid search's two legs side by side, a query's embedding).
 """
 
 from __future__ import annotations
@@ -13,32 +15,34 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import anyio
-
-from ..core.catalog import Allowed, Catalog
-from ..core.fusion import Combined, combine
+from ..core.catalog import Catalog
+from ..core.definitions import definitions_first, named
+from ..core.fusion import combine
 from ..core.snippets import Snippets
-from ..errors import RiffluxError
-from ..store.copies import Place
-from ..store.protocols import OpenStore
-from ..types import (
-    AlsoIn,
-    ChunkRecord,
-    HitExplain,
-    HybridScores,
-    ScoreBreakdown,
-    SearchResult,
-)
-from .messages import SearchShape
+from ..errors import EmbeddingUnavailableError, RiffluxError
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     import numpy as np
     import numpy.typing as npt
+    from anyio import CapacityLimiter
 
+    from ..core.catalog import Allowed
     from ..core.embedders import Embedder
+    from ..core.fusion import Combined
     from ..core.vectors import F32, I64, GroupRanks, VectorIndex
+    from ..store.copies import Place
+    from ..store.protocols import CopyStore, LexicalLeg, MatrixStore, ReadStore, SemanticLeg
+    from ..types import (
+        AlsoIn,
+        ChunkRecord,
+        HitExplain,
+        HybridScores,
+        ScoreBreakdown,
+        SearchResult,
+    )
+    from .asked import SearchShape
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a hybrid search reads at least (``top_k * 2`` when more): so
@@ -56,13 +60,29 @@ _ALSO_IN = 100
 _MASKS = 16
 
 
-@dataclass(slots=True)
-class Loaded:
-    """What the query actor holds in memory: the catalog of files (set ``catalog_ready``
-    once it is loaded), the model's embedder and the vector matrix (None: none yet)."""
+@runtime_checkable
+class AwaitsQueries(Protocol):
+    """An embedder whose query vectors are awaited rather than made in a worker thread:
+    an embedding server's client (``actors.server_embedder``), which raises
+    ``EmbeddingUnavailableError`` when the server does not answer."""
 
+    async def aembed_query(self, text: str) -> F32: ...
+
+
+class Flag(Protocol):
+    """Whether something has happened yet (an ``anyio.Event``, a ``threading.Event``)."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(slots=True, kw_only=True)
+class Loaded:
+    """What a search reads in memory: the catalog of files (``catalog_ready`` is set once
+    it is loaded: until then, hits have no ``backlink_count``), the model's embedder and
+    the vector matrix (None: none yet)."""
+
+    catalog_ready: Flag
     catalog: Catalog = field(default_factory=Catalog)
-    catalog_ready: anyio.Event = field(default_factory=anyio.Event)
     embedder: Embedder | None = None
     matrix: VectorIndex | None = None
 
@@ -76,43 +96,58 @@ class _Asked:
     query: str
     lexical: bool
     snippets: Snippets
+    #: the names the query is when it is one name (``core.definitions``), else None
+    names: tuple[str, ...] | None = None
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
+    #: The embedding server did not make the query's vector: no pass asks it again.
+    no_vector: bool = False
 
 
 class Ranking:
-    """Searches over ``store``'s legs and ``loaded``: the semantic leg is the store's, or
-    the in-memory matrix when the store keeps none (``Capabilities``)."""
+    """Searches over a store's legs and ``loaded``: the semantic leg is the store's
+    (``semantic``), or the in-memory matrix when the store keeps none (``matrix``: its
+    float32 vectors and stable order; ``Capabilities``); ``rows`` reads the hits' rows.
+    Without either, a search has its lexical branch alone."""
 
-    def __init__(self, *, store: OpenStore, loaded: Loaded, rrf_k: int, feedback: int = 0,
+    def __init__(self, *, rows: ReadStore, copies: CopyStore, lexical: LexicalLeg,
+                 loaded: Loaded, rrf_k: int, semantic: SemanticLeg | None = None,
+                 matrix: MatrixStore | None = None, feedback: int = 0,
                  feedback_weight: float = 1.0) -> None:
-        self._reader = store.reads
-        self._copies = store.copies
-        self._lexical = store.lexical
-        self._semantic_leg = store.semantic
-        self._matrix_store = store.matrix
+        self._reader = rows
+        self._copies = copies
+        self._lexical = lexical
+        self._semantic_leg = semantic
+        self._matrix_store = matrix
         self._loaded = loaded
         self._rrf_k = rrf_k
         self._feedback = feedback
         self._feedback_weight = feedback_weight
-        self._embed_limiter = anyio.CapacityLimiter(1)  # one query embedding at a time
+        self._embed_limiter: CapacityLimiter | None = None  # one query embedding at a time
         self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
         #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
         self._group_ranks: tuple[dict[int, int], GroupRanks] | None = None
 
     async def search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
                       shape: SearchShape) -> list[SearchResult]:
+        """The results of a search for ``query`` among the ``allowed`` files (None: every
+        file; their ids are the catalog's answer to the search's filters)."""
+        if allowed is not None and not allowed.ids:
+            return []  # no file passes: nothing to rank
         # The contract: a hybrid search's branches read max(POOL, top_k * 2) each. A
         # per-file cap reads further down both lists, so that capped files leave room for
         # the next ones, and further again (four times as far each time) while one long
         # file fills them and they go on; so does a search whose copies of one text
         # collapsed into fewer hits than asked for.
-        asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars))
+        asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
+                       names=named(query) if mode != "semantic" and self._code() else None)
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
-            # deep: the lists fused can be had from the single modes)
-            depth = max(POOL, top_k * 2) if mode == "hybrid" else top_k
+            # deep: the lists fused can be had from the single modes); but a name's
+            # definition may rank below its first top_k uses (core.definitions)
+            depth = (max(POOL, top_k * 2) if mode == "hybrid"
+                     else max(POOL, top_k) if asked.names else top_k)
         else:
             depth = min(top_k * 10, _MAX_DEPTH)
         while True:
@@ -140,6 +175,8 @@ class Ranking:
             semantic = await self._semantic(asked, depth, allowed)
 
         if mode == "hybrid":
+            import anyio  # (a lexical search waits for nothing: it runs without a loop)
+
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(run_lexical)
@@ -162,6 +199,9 @@ class Ranking:
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
             ranked = [(f.key, _hybrid(f)) for f in fused]
+        defined: set[int] = set()
+        if asked.names:  # a name's definitions first, in both modes that read words
+            ranked, defined = definitions_first(ranked, rows, asked.names)
         also: dict[int, list[Place]] = {}
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
             ranked, also = await self._distinct(
@@ -172,7 +212,7 @@ class Ranking:
         missing = [cid for cid, _ in wanted if cid not in rows]
         if missing:
             rows.update(await self._reader.rows(missing))
-        why = _Explainer(lexical, semantic) if shape.explain else None
+        why = _Explainer(lexical, semantic, defined) if shape.explain else None
         snippets = asked.snippets
         per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
@@ -196,6 +236,12 @@ class Ranking:
             if len(results) == top_k:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
+
+    def _code(self) -> bool:
+        """Whether the index may hold code (a name's definitions: ``core.definitions``);
+        until the catalog is loaded, it may."""
+        loaded = self._loaded
+        return not loaded.catalog_ready.is_set() or "code" in loaded.catalog.kinds()
 
     async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
                         limit: int | None) -> tuple[list[tuple[int, ScoreBreakdown]],
@@ -234,13 +280,26 @@ class Ranking:
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
         embedder, matrix = self._loaded.embedder, self._loaded.matrix
-        if not _HAS_WORD.search(asked.query) or embedder is None or (
+        if not _HAS_WORD.search(asked.query) or embedder is None or asked.no_vector or (
                 matrix is None and self._semantic_leg is None):
             return []  # no query vector can be made: semantic mode answers nothing
         vector = asked.vector
         if vector is None:
-            vector = asked.vector = await anyio.to_thread.run_sync(
-                embedder.embed_query, asked.query, limiter=self._embed_limiter)
+            if isinstance(embedder, AwaitsQueries):  # an embedding server: awaited
+                try:
+                    vector = await embedder.aembed_query(asked.query)
+                except EmbeddingUnavailableError:
+                    # the branch answers nothing; the answer's hint says why (its health)
+                    asked.no_vector = True
+                    return []
+            else:
+                import anyio
+
+                if self._embed_limiter is None:
+                    self._embed_limiter = anyio.CapacityLimiter(1)
+                vector = await anyio.to_thread.run_sync(
+                    embedder.embed_query, asked.query, limiter=self._embed_limiter)
+            asked.vector = vector
         if self._semantic_leg is not None:  # the store ranks its vectors itself
             return await self._semantic_leg.semantic(
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
@@ -284,9 +343,10 @@ class _Explainer:
     """Each hit's rank and raw score in each branch that found it."""
 
     def __init__(self, lexical: list[tuple[int, float]],
-                 semantic: list[tuple[int, float]]) -> None:
+                 semantic: list[tuple[int, float]], defined: set[int]) -> None:
         self._lexical = {cid: (rank, score) for rank, (cid, score) in enumerate(lexical, 1)}
         self._semantic = {cid: (rank, score) for rank, (cid, score) in enumerate(semantic, 1)}
+        self._defined = defined
 
     def of(self, cid: int) -> HitExplain:
         out: HitExplain = {}
@@ -294,6 +354,8 @@ class _Explainer:
             out["lexical_rank"], out["bm25"] = self._lexical[cid]
         if cid in self._semantic:
             out["semantic_rank"], out["cosine"] = self._semantic[cid]
+        if cid in self._defined:
+            out["definition"] = True
         return out
 
 
