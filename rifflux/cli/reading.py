@@ -97,10 +97,15 @@ async def show_directly(args: argparse.Namespace, settings: Settings,
                         index: DirectIndex) -> int:
     """``show``, answered by an index read directly."""
     check_index(settings)
-    on_disk = _exists(args.target)
-    if (done := await _commit(args, settings, on_disk)) is not None:
-        return done
-    return await _show(args, on_disk, lambda: nullcontext(index), _named_here)
+    return await _show(args, _exists(args.target), lambda: nullcontext(index), _named_here)
+
+
+def show_takes_directly(args: argparse.Namespace) -> bool:
+    """Whether ``show`` is answered directly: not for what may be a commit's hash (the
+    history is read by the library), a word of hex digits that is no chunk id or file."""
+    target = args.target
+    return not (_PART_OF_AN_ID.match(target) and not _CHUNK_ID.match(target)
+                and not _exists(target))
 
 
 def _exists(target: str) -> bool:
