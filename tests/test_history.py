@@ -9,13 +9,21 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rifflux import HistoryOffError, InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
 from rifflux.config import Settings
 
 from .gitrepo import commit, git, init
-from .helpers import CountingEmbedder, eventually, index_rows, watcher_started, watching
+from .helpers import (
+    CountingEmbedder,
+    GatedEmbedder,
+    eventually,
+    index_rows,
+    watcher_started,
+    watching,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -359,3 +367,20 @@ async def test_a_path_not_in_utf8_is_read_with_replacement_characters(tmp_path: 
     assert [p["path"] for p in hits[0]["paths"]] == ["README.md", "caf\ufffd notes.dat"]
     match = hits[0]["match"]
     assert match is not None and "+espresso tasting" in match["text"].replace("**", "")
+
+
+async def test_a_new_commit_is_searchable_while_a_backlog_waits_for_vectors(
+        tmp_path: Path) -> None:
+    repo = handbook(tmp_path)
+    embedder = GatedEmbedder()  # (embeds nothing until its gate opens)
+    async with Rifflux(tmp_path / "i.db", embedder=embedder) as rf:
+        await rf.reindex(repo, background=True)
+        await rf.wait_for_history()
+        await anyio.to_thread.run_sync(embedder.entered.wait, 10)
+        commit(repo, "Describe the rollback drill", {"docs/rollback.md": "# Rollback\n"})
+        with anyio.fail_after(10):
+            await rf.wait_for_history()
+        found = await rf.search_history("rollback drill", mode="lexical")
+        assert (await rf.status())["history"]["pending_embeddings"] >= 3
+        embedder.gate.set()
+    assert found["results"][0]["title"] == "Describe the rollback drill"

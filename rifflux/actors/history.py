@@ -4,10 +4,10 @@ folders in the store, and embeds them.
 Its inbox is told when the history may have changed (``HistoryWanted``: at start,
 when a reindex job ends, when a watched repository's refs move) and when the model
 has loaded (``HistoryModelReady``). It coalesces what is queued (a ``git pull`` moves
-several refs at once: one read), finds the repositories (``history.repos``), reads
-only what is new in each (``history.sync``), then embeds the commits without a
-vector a batch at a time, looking at its inbox between batches so that a new commit
-is searchable lexically without waiting for a backlog of vectors.
+several refs at once: one read), finds the repositories (``history.repos``) and reads
+only what is new in each (``history.sync``); a task beside it embeds the commits
+without a vector, newest first, so that a new commit is searchable lexically without
+waiting for a backlog of vectors.
 
 It writes on a connection of its own (the history's tables and the commits'
 vectors, never a chunk: the indexer stays the only writer of the notes; SQLite
@@ -78,6 +78,8 @@ class HistoryActor:
         self._read_count = 0
         self._embed_seconds = 0.0
         self._retrying = False
+        #: Set when commits may lack vectors (after a read, once the model has loaded).
+        self._embedding = anyio.Event()
         self._shown = 0.0  # (when the matrix was last told of new vectors)
         #: Set after each read of the repositories (then made anew).
         self._synced = anyio.Event()
@@ -138,6 +140,7 @@ class HistoryActor:
                 if self._writer is None:
                     return
                 tg.start_soon(self._wait_for_model, name="rifflux.history.model")
+                tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
                 if s.history_unasked:
                     tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
                     self.want("start")
@@ -166,7 +169,7 @@ class HistoryActor:
             try:
                 if wanted:
                     await self._read(tg)
-                await self._embed()
+                self._embedding.set()  # (the embedding task takes what lacks a vector)
             except Exception:  # the boundary: a failure must not end the service
                 logger.exception("reading the git history failed; it is tried again in "
                                  "%.0f s (or at the next change)", _RETRY_SECONDS)
@@ -215,6 +218,18 @@ class HistoryActor:
         """Commit texts without a vector of the model (0 before it is known)."""
         return len(self._lacking)
 
+    async def _embed_when_wanted(self) -> None:
+        """The embedding task: beside the reads, never before one (a batch takes seconds
+        on a busy machine; a new commit is searchable lexically without waiting for it)."""
+        while True:
+            await self._embedding.wait()
+            self._embedding = anyio.Event()
+            try:
+                await self._embed()
+            except Exception:  # the boundary: a failure must not end the service
+                logger.exception("embedding commits failed; it is tried again at the next "
+                                 "read of the history")
+
     async def _embed(self) -> None:
         """Embed commits without a vector, newest first, until none is left or a message
         arrives. Which lack one is read once per read of the history (a batch costs what
@@ -227,13 +242,13 @@ class HistoryActor:
             if self._lacking_for != (embedder.label, self._read_count):
                 self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
                 self._lacking_for = (embedder.label, self._read_count)
-            if not self._lacking or self._inbox.statistics().current_buffer_used:
-                return  # (done, or a read first: new commits are searchable sooner)
+            if not self._lacking:
+                return
             batch = list(islice(reversed(self._lacking), EMBED_BATCH))
             texts = await self._writer.texts(batch)
             for h in batch:
                 if h not in texts:  # (its commits were dropped meanwhile)
-                    del self._lacking[h]
+                    self._lacking.pop(h, None)
             hashes = [h for h in batch if h in texts]
             if not hashes:
                 continue
