@@ -30,6 +30,7 @@ from ._embed_server import embed_server_section
 from ._filters import filtered
 from ._formats import formats_section
 from ._freshness import watch_edit
+from ._history import history_section
 from ._indexing import cold_index, noop_reindex
 from ._latency import in_process
 from ._links import links_section
@@ -90,6 +91,10 @@ SECTIONS: dict[str, tuple[Section, str]] = {
     "embedserver": (embed_server_section, "an embedding server (a local one answering with "
                                           "the bundled model) beside the model in process: "
                                           "indexing, semantic latency, an outage"),
+    "history": (history_section, "a real repository's git history (the pdf.js mirror's "
+                                 "23,000 commits) beside git log --numstat -p: searchable "
+                                 "and embedded rates, a new commit's freshness, "
+                                 "search_history and line history latency, titles found"),
 }
 
 
@@ -211,7 +216,8 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
                       cranfield_queries=40)
     if args.quick:
         cfg = replace(cfg, formats_pages=200, formats_phrases=50, formats_functions=50,
-                      formats_queries=20, formats_rounds=1, markdown_rounds=1)
+                      formats_queries=20, formats_rounds=1, markdown_rounds=1,
+                      history_embed_seconds=60.0)
     if args.queries:
         cfg = replace(cfg, latency_queries=args.queries)
     if args.section_timeout or args.quick:

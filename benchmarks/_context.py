@@ -50,6 +50,8 @@ class Config:
     formats_queries: int = 200  # lexical queries per markdown run
     formats_rounds: int = 3  # rounds of each PDF reader over the files
     markdown_rounds: int = 5  # runs of each checkout on the markdown, taking turns
+    #: The history section waits at most this long for the commits' vectors.
+    history_embed_seconds: float = 1800.0
 
     @property
     def scale_chunks(self) -> int:

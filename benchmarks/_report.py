@@ -7,6 +7,7 @@ from typing import Any
 
 from ._embed_server import render_embed_server
 from ._formats_report import report as formats_report
+from ._history_report import report as history_report
 from ._memory import render_memory
 from ._postgres import report as postgres_report
 from ._scale_report import report as scale_report
@@ -360,7 +361,8 @@ def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> 
                  "cranfield": _cranfield, "processes": _processes, "serve": _serve,
                  "vectors": vectors_report, "memory": render_memory, "startup": _startup,
                  "postgres": postgres_report, "quality": _quality,
-                 "embedserver": render_embed_server}
+                 "embedserver": render_embed_server,
+                 "history": history_report}
     for name in run["order"]:
         if name in ("latency", "mcp", "ripgrep"):
             if name == next(n for n in run["order"] if n in ("latency", "mcp", "ripgrep")):

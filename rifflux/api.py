@@ -26,7 +26,15 @@ from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
 from .core.hypothesis import checked_hypothesis
 from .core.locations import reindex_locations
-from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
+from .errors import (
+    ClosedError,
+    HistoryOffError,
+    InvalidArgumentError,
+    ReadOnlyError,
+    RiffluxError,
+)
+from .history.queries import file_history, search_history, show_commit
+from .history_types import CommitDetail, FileHistory, HistoryAnswer
 from .locate import forget_target, reindex_targets
 from .note_types import NoteChange, RecentNote
 from .notes import NoteDesk, Notes
@@ -53,6 +61,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:  # (the watcher loads only where folders are watched)
+    from .actors.history import HistoryActor
     from .actors.watcher import WatchFactory
 
 __all__ = ["MODES", "Event", "EventsLost", "IndexUpdated", "JobChanged", "Rifflux",
@@ -540,6 +549,71 @@ class Rifflux:
         return await self._notes.recent(limit, since, root=root)
 
     # ------------------------------------------------------------ status
+
+    # ------------------------------------------------------------ the git history
+
+    def _history(self) -> HistoryActor:
+        history = self._open().history
+        if history is None:
+            raise HistoryOffError("the git history is turned off (--no-history, "
+                               "RIFFLUX_HISTORY=0, Settings(history=False)): turn it on to "
+                               "search commits")
+        if history.search is None:
+            raise HistoryOffError("the git history is kept in SQLite indexes only, for now: "
+                               f"{self.settings.db_path} is a PostgreSQL database")
+        return history
+
+    async def search_history(
+        self, query: str, *, top_k: int = 10, mode: str = "hybrid",
+        paths: Sequence[str] | str | None = None, author: str | None = None,
+        since: str | date | None = None, before: str | date | None = None,
+        repo: str | os.PathLike[str] | None = None,
+    ) -> HistoryAnswer:
+        """The commits of the repositories holding the indexed folders that match
+        ``query`` (their message, the paths they changed and their change): ``paths``
+        keeps commits that changed one of these files or folders, ``author`` those whose
+        author's name or email holds it, ``since`` (inclusive) and ``before`` (exclusive)
+        bound the commit date (an ISO date or an age such as ``7d``), ``repo`` one
+        repository (its work tree). Each hit gives its hash, title, author, dates, the
+        paths it changed, the hunk that matches best and its scores."""
+        checked = checked_mode(query, top_k, mode)
+        history = self._history()
+        if checked != "lexical":
+            self._open().want_model()
+        assert history.search is not None
+        answer = await search_history(history.search, query, top_k=top_k, mode=checked,
+                                      paths=paths, author=author, since=since,
+                                      before=before, repo=repo, problems=history.problems)
+        answer["pending_embeddings"] = history.pending
+        return answer
+
+    async def show_commit(self, commit: str, *, repo: str | None = None,
+                          max_chars: int | None = None) -> CommitDetail:
+        """One indexed commit (its hash or at least its first 4 digits): its message, the
+        paths it changed and its change as kept (``change``, cut at ``max_chars``)."""
+        history = self._history()
+        assert history.search is not None
+        return await show_commit(history.search.rows, commit, repo=repo, max_chars=max_chars)
+
+    async def history(self, path: str | os.PathLike[str], start_line: int | None = None,
+                      end_line: int | None = None) -> FileHistory:
+        """The commits that changed an indexed file (relative to its folder, or absolute),
+        newest first, following its renames; with ``start_line`` (and ``end_line``), the
+        commits that last changed those lines (as ``git blame``)."""
+        history = self._history()
+        assert history.search is not None
+        return await file_history(history.search.rows, history.search.blames, path,
+                                  start_line, end_line)
+
+    async def wait_for_history(self) -> None:
+        """Wait until the history has been read once more, from a read begun after this
+        call: a commit just made is searchable when it returns (at once when no history
+        is kept: turned off, or a PostgreSQL index)."""
+        history = self._open().history
+        if history is None or history.search is None:
+            return
+        history.want("asked")
+        await history.caught_up()
 
     async def status(self) -> Status:
         """The ``index_status`` object of SPEC.md."""

@@ -181,6 +181,16 @@ class Settings:
     #: only when a semantic or hybrid search or an embedding job first needs it (the
     #: one-shot commands). Lexical searches never wait for it either way.
     model_warmup: bool = True
+    #: Index and search the git history of the repositories holding the indexed folders
+    #: (``--no-history``, ``RIFFLUX_HISTORY=0`` turn it off).
+    history: bool = True
+    #: A commit's change is kept (and searched) up to this many characters: its files'
+    #: hunk headers and the lines added and removed, each line cut at 240.
+    history_diff_chars: int = 4_000
+    #: Read what is new in the history unasked: at start and after every reindex (a
+    #: long-lived process); False: only when asked (``wait_for_history``: a one-shot
+    #: command, which would end before a large history's first read does).
+    history_unasked: bool = True
 
     def __post_init__(self) -> None:
         # Accept str paths from callers building Settings directly.
@@ -225,7 +235,8 @@ class Settings:
                                        f"{self.follow_seconds!r}")
         for name, least in (("max_file_bytes", 1), ("max_root_files", 1),
                             ("semantic_feedback", 0), ("max_text_chars", 1),
-                            ("embed_server_batch", 1), ("embed_concurrency", 1)):
+                            ("embed_server_batch", 1), ("embed_concurrency", 1),
+                            ("history_diff_chars", 0)):
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")
@@ -311,6 +322,8 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_RERANK_API": "rerank_api",
     "RIFFLUX_RERANK_DEPTH": "rerank_depth",
     "RIFFLUX_RERANK_TIMEOUT": "rerank_timeout",
+    "RIFFLUX_HISTORY": "history",
+    "RIFFLUX_HISTORY_DIFF_CHARS": "history_diff_chars",
 }
 
 
@@ -376,7 +389,7 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
             elif name == "retry_delays":
                 value = tuple(float(v) for v in value)
             elif (name in ("auto_reindex_on_search", "use_ignore_files", "model_warmup",
-                           "rerank")
+                           "rerank", "history")
                   and isinstance(value, str)):
                 value = _flag(value)
             elif name in ("rrf_k",) or (

@@ -65,6 +65,11 @@ class RerankError(RiffluxError):
     (and its answer says why); raised only where a reranker is loaded or asked alone."""
 
 
+class HistoryOffError(RiffluxError):
+    """The git history is not kept here: turned off (``--no-history``), or the index is a
+    PostgreSQL database (it is kept in SQLite indexes only, for now)."""
+
+
 class JobNotFoundError(RiffluxError):
     """No background job has that id (it may have aged out of the bounded history)."""
 

@@ -73,6 +73,8 @@ async def index_status(service: Service, settings: Settings) -> Status:
     }
     if service.recovery is not None:
         status["recovered"] = recovered(service.recovery)
+    if service.history is not None and service.history.search is not None:
+        status["history"] = service.history.snapshot()
     return status
 
 

@@ -11,6 +11,7 @@ from typing import Literal, NotRequired, final
 # typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
+from .history_types import HistoryStatus
 from .limits import CONTENT_MODES as CONTENT_MODES
 from .limits import DUPLICATES as DUPLICATES
 from .limits import MODES as MODES
@@ -513,6 +514,8 @@ class Status(Counts):
     embedder: EmbedderStatus
     #: The index was damaged and rebuilt at this open: where the old file went, and why.
     recovered: NotRequired[dict[str, object]]
+    #: (added) The git history's reading and embedding, when the history is kept.
+    history: NotRequired[HistoryStatus]
     #: This process, the others with the index open (seen in the last minute), and the
     #: index's change sequence number (every process's writes advance it).
     process: ThisProcess

@@ -712,4 +712,5 @@ async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str
 
 #: The tools every MCP server lists (stdio, HTTP, through the bridge).
 TOOLS = {"search_rifflux", "reindex", "reindex_many", "index_status", "get_chunk", "get_file",
-         "get_links", "get_neighbors", "list_tags", "forget", "recent"}
+         "get_links", "get_neighbors", "list_tags", "forget", "recent", "search_history",
+         "get_history"}

@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks import main
 from benchmarks._charts import copied, write_charts
 from benchmarks._check import check_all
@@ -19,6 +21,7 @@ from benchmarks._report import render
 from benchmarks._scale import ratios
 from benchmarks._scale_report import report as scale_report
 
+from .gitrepo import commit, init
 from .helpers import pdf_of, write
 from .postgres import PostgresServer
 
@@ -279,3 +282,23 @@ def test_the_embedserver_section_indexes_through_a_server_and_rides_out_its_outa
     assert outage["answers_with_hint"] == outage["searches"]
     assert outage["embeddings_kept"] and outage["all_embedded"]
     assert "### embedserver" in markdown and "through the server" in markdown
+
+
+def test_the_history_section_measures_a_repository_beside_git_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init(tmp_path / "repo")
+    for i in range(40):
+        commit(repo, f"Write note {i} about herons", {f"notes/n{i % 7}.md": f"# N\n\n{i}\n"})
+    monkeypatch.setenv("RIFFLUX_BENCH_HISTORY_REPO", str(repo))
+    out = tmp_path / "out"
+    main(["--sections", "history", "--backend", "hash", "--quick", "--out", str(out)])
+    markdown, run = report(out)
+    history = run["results"]["history"]
+    assert history["git_log"]["commits"] == 40 and history["index"]["commits"] == 40
+    assert history["fresh"]["max_s"] < 30 and history["titles"]["titles"] == 40
+    assert history["lines"]["commits"] < 500  # (so its target is not run, never passed)
+    checked = {t["name"]: t for t in run["targets"] if "history" in t["name"]
+               or "title" in t["name"] or "commit" in t["name"]}
+    assert checked["line history p50 (history(path, a, b)), the file's blame kept"][
+        "status"] == "not run"
+    assert "### History (a real repository's commits)" in markdown

@@ -329,18 +329,20 @@ ONE_THING = {
 #: standard-library-only helpers that processes start with); ``note_types`` is part of
 #: it as ``types`` is (the note operations' shapes: the actors' messages carry them).
 #: The surfaces are layered too: the HTTP server serves the MCP server, the command
-#: line starts either.
+#: line starts either. The history's room spans layers as chunks' do: reading git and
+#: making documents (core), following and searching commits (actors), its answers (api).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("rifflux.config", "rifflux.types", "rifflux.errors", "rifflux.limits",
                 "rifflux.location", "rifflux.kinds",
                 "rifflux.exits", "rifflux.discovery", "rifflux.loading", "rifflux.native",
-                "rifflux.note_types")),
-    ("core", ("rifflux.core",)),
+                "rifflux.note_types", "rifflux.history_types")),
+    ("core", ("rifflux.core", "rifflux.history.git", "rifflux.history.document",
+              "rifflux.history.repos", "rifflux.history.lines", "rifflux.history.matching")),
     ("store", ("rifflux.store",)),
     ("query", ("rifflux.query",)),
-    ("actors", ("rifflux.actors",)),
+    ("actors", ("rifflux.actors", "rifflux.history.sync", "rifflux.history.search")),
     ("api", ("rifflux", "rifflux.api", "rifflux.direct", "rifflux.status", "rifflux.locate",
-             "rifflux.answers", "rifflux.notes")),
+             "rifflux.answers", "rifflux.notes", "rifflux.history")),
     ("mcp", ("rifflux.mcp",)),
     ("http", ("rifflux.http",)),
     ("cli", ("rifflux.cli", "rifflux.__main__")),

@@ -18,6 +18,7 @@ import pytest
 
 from rifflux import Rifflux
 
+from .gitrepo import commit, init
 from .helpers import CountingEmbedder, write, write_pdf
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -53,6 +54,8 @@ PRINTS: dict[str, list[str]] = {
     'rf.links("projects/alpha.md")': [r"3 adr-007 -> docs/adr-007\.md$", r"7 Beta -> None$",
                                       r"1$"],
     'kinds=["pdf"]': [r"pdf 2 Falcons$", r"2 2 Falcons$"],
+    "rf.search_history(": [r"[0-9a-f]{10} Grace Hopper Adopt the retry policy$",
+                           r"docs/adr-007\.md @@ -0,0 \+1,6 @@$", r"1 \[4, 5, 6\]$"],
 }
 
 
@@ -69,11 +72,17 @@ def _printed(source: str, out: str) -> None:
 
 
 def _folder(root: Path) -> Path:
+    """The folder, a git repository: its decision record committed by Grace Hopper (the
+    history's example), the rest by Ada Lovelace."""
+    init(root)
     for rel, text in FOLDER.items():
         write(root, rel, text)
+        if rel == "docs/adr-007.md":
+            commit(root, "Adopt the retry policy", author="Grace Hopper <grace@example.org>")
     write_pdf(root / "papers/birds.pdf", ["Owls\nThe barn owl hunts at dusk.",
                                           "Falcons\nThe kestrel hovers over the verge."],
               outline=["Owls", "Falcons"])
+    commit(root, "Add the notes")
     return root
 
 

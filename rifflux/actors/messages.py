@@ -140,6 +140,25 @@ class BackoffEnded:
 EmbedderMessage = ModelAdopted | EmbedWanted | BackoffEnded
 
 
+# ---------------------------------------------------------------- history actor
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryWanted:
+    """The branches of a repository may have moved, or the indexed folders changed:
+    the history actor reads what is new (``why`` is logged)."""
+
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryModelReady:
+    """The embedding model has loaded: commits without a vector can be embedded."""
+
+
+HistoryMessage = HistoryWanted | HistoryModelReady
+
+
 # ---------------------------------------------------------------- query inbox
 
 

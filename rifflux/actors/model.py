@@ -106,6 +106,11 @@ class ModelLoader:
         if warm:
             self._wanted.set()
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The model, once loaded (None before, or when it failed)."""
+        return self._embedder if self._ready else None
+
     def want(self) -> None:
         """Something needs a vector: load the model now, if it is not loading already."""
         self._wanted.set()

@@ -40,6 +40,7 @@ from ..types import (
 )
 from .embedder import EmbedderSnapshot
 from .events import EventHub
+from .history import HistoryActor
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
     ChunkRequested,
@@ -116,7 +117,10 @@ class Service:
         check_server: Callable[[], Awaitable[None]] | None = None,
         model_unreachable: anyio.Event | None = None,
         reranker: Reranker | None = None,
+        history: HistoryActor | None = None,
     ) -> None:
+        #: The git history's actor (None: turned off).
+        self.history = history
         #: Asks the embedding server (if any) whether it answers now (for status).
         self.check_server = check_server
         self._model_unreachable = model_unreachable

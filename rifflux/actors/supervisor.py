@@ -16,6 +16,7 @@ bounded grace period, then the actors are cancelled and the store closed.
     indexer --IndexChanged / VectorsReset--> query <--SearchRequested / ChunkRequested ...-- api
     other processes --change log--> indexer (Ticked: it looks) --IndexChanged--> query
     heartbeat (a connection of its own): this process's row among the others
+    history (connections of its own): the repositories' commits, read as their refs move
 
 Several processes may open one index: each follows the others' commits through
 the change log, and only the holder of the embedding lease embeds. The actors know
@@ -43,6 +44,7 @@ from ..store.protocols import PresenceStore
 from .embedder import EmbedderActor
 from .events import EventHub
 from .heartbeat import Heartbeat
+from .history import HistoryActor
 from .indexer import Indexer
 from .jobs import Job, JobQueue, Target
 from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
@@ -129,6 +131,11 @@ class Supervisor:
                                      out=indexer_send.clone(), batch_size=s.embed_batch_size,
                                      batch_chars=s.embed_batch_chars, lease=lease,
                                      wake=embed_send.clone())
+            history: HistoryActor | None = None
+            if s.history:
+                history = HistoryActor(settings=s, events=events,
+                                       model=lambda: loader.embedder,
+                                       model_loaded=loader.loaded, watch=bool(roots))
             pipeline: WatchPipeline | None = None
             if roots:
                 from .watch import WatchPipeline
@@ -155,6 +162,9 @@ class Supervisor:
             await tg.start(loader.run, name="rifflux.model")
             if reranker is not None and s.model_warmup:
                 tg.start_soon(reranker.warm, name="rifflux.rerank.warm")
+            if history is not None:
+                await tg.start(history.run, name="rifflux.history")
+                stack.callback(history.close)
             if pipeline is not None:
                 await tg.start(pipeline.run, name="rifflux.watch")
             if store.later is not None:  # (never a wait at shutdown: its thread is left)
@@ -174,6 +184,7 @@ class Supervisor:
                 counting=lambda: indexer.counting, condition=store.lexical.condition,
                 check_server=loader.check_server, model_unreachable=loader.unreachable,
                 reranker=reranker,
+                history=history,
             )
             self._exit = stack.pop_all()
         return service

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
 from ..limits import DUPLICATES, MAX_DEPTH, MODES, RERANK_DEPTH
+from .history_args import add_history
 from .note_args import add_note_parsers
 from .setup_args import add_setup_parsers
 
@@ -159,6 +160,10 @@ def parser() -> argparse.ArgumentParser:
                    default=argparse.SUPPRESS,
                    help="index files that .gitignore, .ignore or .riffluxignore leave out "
                         "[RIFFLUX_USE_IGNORE_FILES=0]")
+    g.add_argument("--no-history", dest="history", action="store_false",
+                   default=argparse.SUPPRESS,
+                   help="do not index or search the git history of the indexed folders "
+                        "[RIFFLUX_HISTORY=0]")
     g.add_argument("--rrf-k", metavar="K", type=int, default=argparse.SUPPRESS,
                    help="the constant of the rrf score hybrid hits report beside their "
                         "fused score [RIFFLUX_RRF_K; default 60]")
@@ -252,13 +257,16 @@ def parser() -> argparse.ArgumentParser:
                    help=f"with --near: up to N links away, either way (1 to {MAX_DEPTH}; "
                         "default 1)")
 
+    add_history(sub, common, _positive_int)
+
     p = sub.add_parser("show", parents=[common], help="print lines of a file, or a chunk",
                        description="Print an indexed file's lines with line numbers "
                                    "(PATH:START-END as search prints it, PATH:LINE, or PATH; "
                                    "a PDF's or a deck's range is of pages or slides: "
-                                   "paper.pdf:14), or a chunk by its CHUNK_ID with where it "
-                                   "is.")
-    p.add_argument("target", metavar="PATH[:START[-END]] | CHUNK_ID")
+                                   "paper.pdf:14), a chunk by its CHUNK_ID with where it "
+                                   "is, or a commit of the history by its hash (at least "
+                                   "its first 4 digits).")
+    p.add_argument("target", metavar="PATH[:START[-END]] | CHUNK_ID | COMMIT")
     p.add_argument("--root", metavar="DIR", help="the indexed folder PATH is relative to, "
                                                  "when several hold it")
     p.add_argument("--json", action="store_true",

@@ -33,6 +33,7 @@ from ..types import (
 from . import reading
 from .common import count, index_exists, require_index, write_json
 from .entry import Command, CommandError
+from .history import history
 from .plain import on_terminal
 from .results import out
 from .search import search
@@ -68,6 +69,8 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
             with anyio.move_on_after(2, shield=True):  # (a read of the job's state)
                 await _say_interrupted(rf, job_id, err)
             raise
+        if settings.history and job["status"] == "completed":
+            await rf.wait_for_history()  # (what is new in the folders' git history)
         status = await _reachable_status(rf)
     if job["status"] != "completed":
         raise CommandError(f"indexing {job['status']}: {job.get('error') or 'no reason given'}")
@@ -359,6 +362,7 @@ COMMANDS: dict[str, Command] = {
     "forget": _forget,
     "search": search,
     "show": reading.show,
+    "history": history,
     "links": reading.links,
     "neighbors": reading.neighbors,
     "tags": reading.tags,

@@ -40,7 +40,9 @@ def _direct(name: str) -> _Direct:
         return _Direct(takes_directly, search_directly)
     from . import reading
 
-    return _Direct(_always, {"show": reading.show_directly, "links": reading.links_directly,
+    if name == "show":
+        return _Direct(reading.show_takes_directly, reading.show_directly)
+    return _Direct(_always, {"links": reading.links_directly,
                              "neighbors": reading.neighbors_directly,
                              "files": reading.files_directly,
                              "tags": reading.tags_directly}[name])

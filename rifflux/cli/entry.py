@@ -80,6 +80,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         auto_reindex_on_search=getattr(args, "auto_reindex", None),
         auto_reindex_min_interval=getattr(args, "auto_reindex_interval", None),
         use_ignore_files=getattr(args, "use_ignore_files", None),
+        history=getattr(args, "history", None),
         writable=tuple(args.writable) if getattr(args, "writable", None) else None,
         rerank=getattr(args, "rerank", None),
         rerank_url=getattr(args, "rerank_url", None),

@@ -66,6 +66,9 @@ def _main(argv: list[str]) -> int:
     if args.command not in _LONG_LIVED and getattr(args, "mode", None) in (None, "lexical"):
         # (a semantic or hybrid search needs the model: it loads while the index opens)
         settings = settings.with_overrides(model_warmup=False)
+    if args.command not in _LONG_LIVED:
+        # (a one-shot command reads the history only where it asks: index, history, show)
+        settings = settings.with_overrides(history_unasked=False)
     if settings.writable and args.command not in _LONG_LIVED and not _notes(args.command):
         # (RIFFLUX_WRITABLE set for the servers: a one-shot read neither watches the
         # writable folders nor indexes them, so a lexical search still loads no model)

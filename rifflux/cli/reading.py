@@ -1,4 +1,5 @@
-"""The commands that read the index: ``show`` (lines of a file, or a chunk), ``links``,
+"""The commands that read the index: ``show`` (lines of a file, a chunk, or a commit:
+``cli.history``), ``links``,
 ``neighbors``, ``tags`` and ``files``.
 
 ``tags`` and ``files`` on an SQLite index are answered directly (``tags_directly``,
@@ -75,7 +76,21 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
 
     await require_index(settings)
     on_disk = await anyio.Path(args.target).exists()
+    if (done := await _commit(args, settings, on_disk)) is not None:
+        return done
     return await _show(args, on_disk, lambda: Rifflux(settings=settings), note_path)
+
+
+async def _commit(args: argparse.Namespace, settings: Settings, on_disk: bool) -> int | None:
+    """A commit of the history, when the target is a hash's digits that are no chunk id
+    and no file, and a commit starts so (``cli.history``); else None."""
+    target = args.target
+    if (on_disk or not settings.history or not _PART_OF_AN_ID.match(target)
+            or _CHUNK_ID.match(target)):
+        return None
+    from .history import show_commit
+
+    return await show_commit(target, settings, as_json=args.json, missing_ok=True)
 
 
 async def show_directly(args: argparse.Namespace, settings: Settings,
@@ -83,6 +98,14 @@ async def show_directly(args: argparse.Namespace, settings: Settings,
     """``show``, answered by an index read directly."""
     check_index(settings)
     return await _show(args, _exists(args.target), lambda: nullcontext(index), _named_here)
+
+
+def show_takes_directly(args: argparse.Namespace) -> bool:
+    """Whether ``show`` is answered directly: not for what may be a commit's hash (the
+    history is read by the library), a word of hex digits that is no chunk id or file."""
+    target = args.target
+    return not (_PART_OF_AN_ID.match(target) and not _CHUNK_ID.match(target)
+                and not _exists(target))
 
 
 def _exists(target: str) -> bool:

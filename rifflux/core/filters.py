@@ -391,3 +391,10 @@ def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value).strip().lower()
+
+
+def bound_seconds(name: str, value: str | date | None) -> float | None:
+    """A bound as the filters read it (an ISO date or datetime, local time without a
+    zone, or an age such as ``7d``), in seconds since the epoch; None for none. For
+    the history's ``since`` and ``before``."""
+    return _when(name, value, None)

@@ -27,7 +27,7 @@ from ..api import Rifflux
 from ..errors import RiffluxError
 from ..mcp.instructions import folders_of
 from ..mcp.server import build_server
-from . import errors, events, page, routes
+from . import errors, events, history_routes, page, routes
 from .errors import ApiError, error_response
 from .options import ServeOptions
 from .security import AccessLog, Guard
@@ -62,6 +62,7 @@ def create_app(rf: Rifflux, options: ServeOptions) -> FastAPI:
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.rifflux, app.state.options, app.state.serving = rf, options, False
     app.include_router(routes.router)
+    app.include_router(history_routes.router)
     app.include_router(events.router)
     app.include_router(page.router)
     app.mount("/static", page.static_files(), name="static")

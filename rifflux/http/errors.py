@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from ..errors import (
     ClosedError,
     EmbeddingError,
+    HistoryOffError,
     IndexBusyError,
     IndexDatabaseError,
     InvalidArgumentError,
@@ -49,6 +50,7 @@ def error_response(status: int, type_: str, message: str,
 _STATUS: tuple[tuple[type[RiffluxError], int, str], ...] = (
     (NotFoundError, 404, "not_found"),
     (JobNotFoundError, 404, "not_found"),
+    (HistoryOffError, 404, "history_off"),
     (InvalidArgumentError, 400, "invalid_argument"),
     (ReadOnlyError, 403, "read_only"),
     (IndexBusyError, 503, "index_busy"),

@@ -32,6 +32,7 @@ from ..errors import RiffluxError
 from ..limits import MAX_TOP_K
 from . import sdk
 from .auto_reindex import AutoReindex
+from .history_tools import HISTORY_TOOLS
 from .instructions import BASE, NOTES, joined
 from .note_tools import WRITE_TOOLS, recent
 from .other_indexes import OtherIndexes
@@ -253,7 +254,8 @@ def build_server(
         (search_rifflux, _READS), (index_status, _READS), (get_chunk, _READS),
         (get_file, _READS), (get_links, _READS), (get_neighbors, _READS),
         (list_tags, _READS), (reindex, _WRITES), (reindex_many, _WRITES),
-        (forget, _REMOVES), (recent, _READS)]
+        (forget, _REMOVES), (recent, _READS),
+        *((tool, _READS) for tool in HISTORY_TOOLS)]
     if writes:  # (overwriting, editing and deleting destroy what was there; not moving)
         tools += [(tool, _CHANGES if tool.__name__ in _DESTRUCTIVE else _EDITS)
                   for tool in WRITE_TOOLS]

@@ -106,8 +106,8 @@ async def search_rifflux(
 ) -> dict[str, Any]:
     """Search the user's notes and documents (PDFs, slides too) first when the answer
     may be there: path, lines or page, heading, snippet, text, scores per hit. First look:
-    content='snippet', max_per_file=1, then get_chunk or get_file. For a vague or how/why
-    question, add a hypothesis."""
+    content='snippet', max_per_file=1, then get_chunk or get_file; a hit's history with
+    get_history. For a vague or how/why question, add a hypothesis."""
     with _tool_errors():
         return await searching.search(
             _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,

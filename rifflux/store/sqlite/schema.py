@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexDatabaseError, SchemaVersionError
 from ..roots import STALE_MTIME  # (the files an upgrade marks to be read again)
+from .history_schema import HISTORY_SCHEMA
 from .lexicon_schema import LEXICON_SCHEMA
 from .link_schema import LINKS_SCHEMA
 from .recovery import immutable_uri
@@ -104,6 +105,7 @@ END;
 {VECTORS_SCHEMA}
 {LINKS_SCHEMA}
 {LEXICON_SCHEMA}
+{HISTORY_SCHEMA}
 -- Written by every writing process, read by the others (store/sqlite/changes.py,
 -- store/sqlite/presence.py): added to older indexes as they are opened, no upgrade needed.
 CREATE TABLE IF NOT EXISTS changes(

@@ -274,11 +274,13 @@ class Writer:
                        added_files=tuple(u[2] for u in users), added_vectors=vecs[rows_of])
 
     async def prune_orphan_vectors(self) -> int:
-        """Vectors no chunk uses any more (their texts were edited or deleted away)."""
+        """Vectors no chunk or commit uses any more (their texts were edited or deleted
+        away)."""
         with mapped_errors(self.db_path):
             cur = await self.conn.execute(
                 "DELETE FROM embeddings WHERE content_hash NOT IN "
-                "(SELECT content_hash FROM chunks)"
+                "(SELECT content_hash FROM chunks) AND content_hash NOT IN "
+                "(SELECT content_hash FROM commits)"
             )
             return cur.rowcount
 

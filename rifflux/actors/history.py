@@ -1,0 +1,310 @@
+"""The history actor: keeps the commits of the repositories that hold the indexed
+folders in the store, and embeds them.
+
+Its inbox is told when the history may have changed (``HistoryWanted``: at start,
+when a reindex job ends, when a watched repository's refs move) and when the model
+has loaded (``HistoryModelReady``). It coalesces what is queued (a ``git pull`` moves
+several refs at once: one read), finds the repositories (``history.repos``) and reads
+only what is new in each (``history.sync``); a task beside it embeds the commits
+without a vector, newest first, so that a new commit is searchable lexically without
+waiting for a backlog of vectors.
+
+It writes on a connection of its own (the history's tables and the commits'
+vectors, never a chunk: the indexer stays the only writer of the notes; SQLite
+serialises the two, each transaction short). Searches run on a reader connection
+(``history.search``), never through this inbox, so a long first read of a large
+history never holds one up. SQLite only, for now: on PostgreSQL the history is off
+and its answers say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from ..config import Settings
+from ..history.repos import Repository, find_repositories, ref_files
+from ..history.search import HistorySearch
+from ..history.sync import Synced, sync_repository
+from ..history_types import HistoryStatus
+from ..location import DatabaseUrl
+from ..store.sqlite.history import HistoryRows
+from .events import EventHub, JobChanged
+from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from ..core.embedders import Embedder
+
+logger = logging.getLogger(__name__)
+
+#: Commits embedded per batch.
+EMBED_BATCH = 32
+#: While a backlog is embedded, semantic search sees its new vectors this often (s).
+_SHOW_EVERY = 5.0
+#: A read that failed is tried again after this long (s).
+_RETRY_SECONDS = 10.0
+
+
+class HistoryActor:
+    def __init__(self, *, settings: Settings, events: EventHub,
+                 model: Callable[[], Embedder | None], model_loaded: anyio.Event,
+                 watch: bool) -> None:
+        self._settings = settings
+        self._events = events
+        self._model = model
+        self._model_loaded = model_loaded
+        self._watch = watch
+        self._send, self._inbox = anyio.create_memory_object_stream[HistoryMessage](8)
+        self.search: HistorySearch | None = None
+        self._writer: HistoryRows | None = None
+        self._watching: dict[Path, anyio.CancelScope] = {}
+        self._repos: list[Repository] = []
+        self._problems: list[str] = []
+        self._stats = {"read": 0, "dropped": 0, "embedded": 0}
+        self._syncing = False
+        self._last: float | None = None
+        #: The commit texts without a vector, oldest first, and for which model and read.
+        self._lacking: dict[str, None] = {}
+        self._lacking_for: tuple[str, int] | None = None
+        self._read_count = 0
+        self._embed_seconds = 0.0
+        self._retrying = False
+        #: Set when commits may lack vectors (after a read, once the model has loaded).
+        self._embedding = anyio.Event()
+        self._shown = 0.0  # (when the matrix was last told of new vectors)
+        #: Set after each read of the repositories (then made anew).
+        self._synced = anyio.Event()
+        self._asked = 0  # reads asked for ...
+        self._done = 0  # ... and the last one a finished read began after
+
+    def snapshot(self) -> HistoryStatus:
+        return {"syncing": self._syncing, "repositories": len(self._repos),
+                "commits_read": self._stats["read"], "commits_dropped": self._stats["dropped"],
+                "commits_embedded": self._stats["embedded"],
+                "embed_seconds": round(self._embed_seconds, 3),
+                "pending_embeddings": self.pending,
+                "last_read_seconds": None if self._last is None else round(self._last, 3),
+                "problems": list(self._problems)}
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the history may hold less than it should (repositories git cannot read)."""
+        return list(self._problems)
+
+    def want(self, why: str) -> None:
+        """Read what is new (a message; dropped when one is queued already)."""
+        self._asked += 1
+        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
+                                 anyio.BrokenResourceError):
+            self._send.send_nowait(HistoryWanted(why=why))
+
+    async def caught_up(self) -> None:
+        """Return once a read has begun and finished since the last ``want``."""
+        if self._writer is None:
+            return  # (nothing is read: a read-only index, or PostgreSQL)
+        target = self._asked
+        while self._done < target:
+            await self._synced.wait()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        where = self._settings.db_path
+        if isinstance(where, DatabaseUrl):
+            self._inbox.close()
+            task_status.started()  # (the history is kept on SQLite only, for now)
+            return
+        from ..store.sqlite.schema import connect
+
+        db = where.expanduser().resolve()
+        s = self._settings
+        conns: list[aiosqlite.Connection] = []
+        try:
+            reader = await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True,
+                                   snapshot=s.read_snapshot)
+            conns.append(reader)
+            self.search = HistorySearch(HistoryRows(reader, db), model=self._model)
+            if not s.read_only:
+                writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
+                conns.append(writer)
+                self._writer = HistoryRows(writer, db)
+            async with self._inbox, anyio.create_task_group() as tg:
+                task_status.started()
+                if self._writer is None:
+                    return
+                tg.start_soon(self._wait_for_model, name="rifflux.history.model")
+                tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
+                if s.history_unasked:
+                    tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
+                    self.want("start")
+                await self._serve(tg)
+                tg.cancel_scope.cancel()
+        finally:
+            self._inbox.close()  # (also when the index could not be opened)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                for conn in conns:
+                    await conn.close()
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def _serve(self, tg: TaskGroup) -> None:
+        assert self._writer is not None
+        async for message in self._inbox:
+            wanted = isinstance(message, HistoryWanted)
+            await anyio.sleep(self._settings.debounce_seconds)  # (a burst of ref moves)
+            while True:  # what else is queued comes with it
+                try:
+                    more = self._inbox.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+                wanted = wanted or isinstance(more, HistoryWanted)
+            try:
+                if wanted:
+                    await self._read(tg)
+                self._embedding.set()  # (the embedding task takes what lacks a vector)
+            except Exception:  # the boundary: a failure must not end the service
+                logger.exception("reading the git history failed; it is tried again in "
+                                 "%.0f s (or at the next change)", _RETRY_SECONDS)
+                if not self._retrying:
+                    self._retrying = True
+                    tg.start_soon(self._retry, name="rifflux.history.retry")
+
+    async def _read(self, tg: TaskGroup) -> None:
+        assert self._writer is not None and self.search is not None
+        self._syncing = True
+        began = self._asked
+        try:
+            roots = await self._writer.roots()
+            repos, problems = await anyio.to_thread.run_sync(find_repositories, roots)
+            await self._writer.keep_repos([r.git_dir for r in repos])
+            self._repos = repos
+            found: list[Synced] = []
+            for repo in repos:
+                found.append(await sync_repository(
+                    self._writer, repo, budget=self._settings.history_diff_chars,
+                    on_batch=lambda n: self.search.changed() if self.search else None))
+            self._problems = problems + [s.problem for s in found if s.problem]
+            self._stats["read"] += sum(s.added for s in found)
+            self._stats["dropped"] += sum(s.dropped for s in found)
+            if any(s.added or s.dropped for s in found):
+                self.search.changed()
+                self._read_count += 1
+            embedder = self._model()
+            if embedder is not None and self._lacking_for != (embedder.label,
+                                                              self._read_count):
+                self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
+                self._lacking_for = (embedder.label, self._read_count)
+                self._last = sum(s.seconds for s in found)
+            if self._watch:
+                for repo in repos:
+                    if repo.git_dir not in self._watching:
+                        tg.start_soon(self._watch_refs, repo, name="rifflux.history.refs")
+        finally:
+            self._syncing = False
+            self._done = max(self._done, began)
+            self._synced.set()
+            self._synced = anyio.Event()
+
+    @property
+    def pending(self) -> int:
+        """Commit texts without a vector of the model (0 before it is known)."""
+        return len(self._lacking)
+
+    async def _embed_when_wanted(self) -> None:
+        """The embedding task: beside the reads, never before one (a batch takes seconds
+        on a busy machine; a new commit is searchable lexically without waiting for it)."""
+        while True:
+            await self._embedding.wait()
+            self._embedding = anyio.Event()
+            try:
+                await self._embed()
+            except Exception:  # the boundary: a failure must not end the service
+                logger.exception("embedding commits failed; it is tried again at the next "
+                                 "read of the history")
+
+    async def _embed(self) -> None:
+        """Embed commits without a vector, newest first, until none is left or a message
+        arrives. Which lack one is read once per read of the history (a batch costs what
+        it holds, never the history's size)."""
+        assert self._writer is not None and self.search is not None
+        import numpy as np
+
+        limiter = anyio.CapacityLimiter(1)
+        while (embedder := self._model()) is not None:
+            if self._lacking_for != (embedder.label, self._read_count):
+                self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
+                self._lacking_for = (embedder.label, self._read_count)
+            if not self._lacking:
+                return
+            batch = list(islice(reversed(self._lacking), EMBED_BATCH))
+            texts = await self._writer.texts(batch)
+            for h in batch:
+                if h not in texts:  # (its commits were dropped meanwhile)
+                    self._lacking.pop(h, None)
+            hashes = [h for h in batch if h in texts]
+            if not hashes:
+                continue
+            started = anyio.current_time()
+            vectors = await anyio.to_thread.run_sync(
+                embedder.embed_documents, [texts[h] for h in hashes], limiter=limiter)
+            vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+            await self._writer.store_vectors(embedder.label, hashes,
+                                             [v.tobytes() for v in vecs], vecs.shape[1])
+            for h in hashes:
+                self._lacking.pop(h, None)
+            self._stats["embedded"] += len(hashes)
+            self._embed_seconds += anyio.current_time() - started
+            # the matrix is loaded again once the backlog is done, or every few seconds
+            # meanwhile (not after every batch: a load reads every commit's vector)
+            if not self._lacking or anyio.current_time() - self._shown > _SHOW_EVERY:
+                self._shown = anyio.current_time()
+                self.search.changed()
+
+    async def _retry(self) -> None:
+        """A read that failed (the index locked by a long write, a full disk) is tried
+        again later, even when nothing else moves."""
+        await anyio.sleep(_RETRY_SECONDS)
+        self._retrying = False
+        self.want("a failed read is tried again")
+
+    async def _follow_jobs(self) -> None:
+        """A reindex that ends may have added or removed an indexed folder."""
+        async with self._events.subscribe() as events:
+            async for event in events:
+                if isinstance(event, JobChanged) and event.job["status"] == "completed":
+                    self.want("a reindex ended")
+
+    async def _wait_for_model(self) -> None:
+        await self._model_loaded.wait()
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._send.send(HistoryModelReady())
+
+    async def _watch_refs(self, repo: Repository) -> None:
+        """The repository's refs (HEAD, refs/, packed-refs), watched: a move is a read."""
+        from watchfiles import awatch
+
+        git_dir = repo.git_dir
+        watched = {str(p) for p in ref_files(repo)}
+
+        def is_ref(_change: object, path: str) -> bool:
+            return path in watched or path.startswith(str(git_dir / "refs") + "/") or (
+                path.startswith(str(git_dir / "worktrees") + "/") and path.endswith("/HEAD"))
+
+        with anyio.CancelScope() as scope:
+            self._watching[git_dir] = scope
+            try:
+                async for _ in awatch(git_dir, watch_filter=is_ref, debounce=50, step=20,
+                                      recursive=True, ignore_permission_denied=True):
+                    self.want(f"the refs of {repo.worktree} moved")
+            except Exception as exc:  # (the repository went away: its next read says so)
+                logger.info("stopped watching the refs of %s: %s", repo.worktree, exc)
+            finally:
+                self._watching.pop(git_dir, None)

@@ -1,0 +1,184 @@
+"""Searching commits: the lexical leg (FTS5, in the store), the semantic leg (the query's
+vector against every commit's, held in memory as chunks' are: an int8 matrix scanned
+for candidates ranked exactly on their float32 vectors; loaded again after the
+commits or their vectors change) and the two fused as chunks' are
+(``core.fusion.combine``); each hit with its changed paths and the hunk it matches best.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..core.fts_query import build_match
+from ..core.fusion import combine
+from ..history_types import CommitHit, CommitPath, CommitRef
+from ..store.sqlite.history import HistoryFilters, HistoryRows
+from .lines import Blames
+from .matching import best_hunk, shown
+
+if TYPE_CHECKING:
+    from ..core.embedders import Embedder
+    from ..core.vectors import F32, I64, Exact, VectorIndex
+
+#: How deep each leg is read for a hybrid search (as chunks' ``POOL``).
+POOL = 100
+#: The changed paths a hit lists, at most.
+HIT_PATHS = 20
+_WORD = re.compile(r"\w+")
+#: The longest phrase a query makes of its words.
+_PHRASE_WORDS = 32
+
+
+def history_match(query: str) -> str | None:
+    """The FTS5 expression for ``query`` over commits: its words (``build_match``), or
+    its words as one phrase in a title, which ranks a commit whose title the query is
+    above the merge whose body repeats it."""
+    match = build_match(query)
+    words = _WORD.findall(query)[:_PHRASE_WORDS]
+    if match is None or len(words) < 2:
+        return match
+    return f'({match}) OR (title : "{" ".join(words)}")'
+
+
+def iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def ref(row: Sequence[Any]) -> CommitRef:
+    """A commit's row (``_ROW``) as an answer names it."""
+    return {"hash": str(row[1]), "short": str(row[1])[:10], "repo": str(row[2]),
+            "title": str(row[3]), "author": str(row[4]), "author_email": str(row[5]),
+            "date": iso(int(row[6])), "committed": iso(int(row[7]))}
+
+
+def commit_path(p: Sequence[Any]) -> CommitPath:
+    return {"path": str(p[0]), "change": str(p[1]), "old_path": p[2], "added": int(p[3]),
+            "removed": int(p[4]), "binary": bool(p[5])}
+
+
+class HistorySearch:
+    """The searches of one process, on a reader's connection."""
+
+    def __init__(self, rows: HistoryRows, *, model: Callable[[], Embedder | None]) -> None:
+        self.rows = rows
+        self._model = model
+        self._generation = 0
+        self._loaded: tuple[int, str, VectorIndex, Exact] | None = None
+        self._loading = anyio.Lock()
+        self._limiter = anyio.CapacityLimiter(1)
+        #: Files blamed whole, for line history.
+        self.blames = Blames()
+
+    def changed(self) -> None:
+        """Commits or their vectors were written: the matrix is loaded again when needed."""
+        self._generation += 1
+
+    async def search(self, query: str, top_k: int, mode: str,
+                     filters: HistoryFilters) -> list[CommitHit]:
+        depth = max(top_k, POOL) if mode == "hybrid" else top_k
+        lexical: list[tuple[int, float]] = []
+        semantic: list[tuple[int, float]] = []
+        if mode in ("lexical", "hybrid"):
+            match = history_match(query)
+            if match is not None:
+                lexical = await self.rows.lexical(match, depth, filters)
+        if mode in ("semantic", "hybrid"):
+            semantic = await self._semantic(query, depth, filters)
+        ranked: list[tuple[int, float, int | None, int | None]]
+        if mode == "lexical":
+            ranked = [(cid, -score, i + 1, None) for i, (cid, score) in enumerate(lexical)]
+        elif mode == "semantic":
+            ranked = [(cid, score, None, i + 1) for i, (cid, score) in enumerate(semantic)]
+        else:
+            ranked = [(c.key, c.score, c.ranks[0], c.ranks[1])
+                      for c in combine(lexical, semantic, depth=depth)]
+        ranked = ranked[:top_k]
+        ids = [r[0] for r in ranked]
+        rows = await self.rows.rows(ids)
+        paths = await self.rows.paths(ids)
+        bm25 = dict(lexical)
+        cosine = dict(semantic)
+        hits: list[CommitHit] = []
+        for cid, score, lrank, srank in ranked:
+            row = rows.get(cid)
+            if row is None:
+                continue  # (dropped meanwhile)
+            best = best_hunk(str(row[8]), query)
+            changed = paths.get(cid, [])
+            hit: CommitHit = {
+                **ref(row),
+                "paths": [commit_path(p) for p in changed[:HIT_PATHS]],
+                "paths_total": len(changed),
+                "match": None if best is None else {
+                    "path": best[0].path or None, "hunk": best[0].header,
+                    "text": shown(best[0], best[1])},
+                "scores": {"score": round(float(score), 6), "lexical_rank": lrank,
+                           "semantic_rank": srank,
+                           "bm25": None if cid not in bm25 else round(bm25[cid], 6),
+                           "cosine": None if cid not in cosine else round(cosine[cid], 6)},
+            }
+            hits.append(hit)
+        return hits
+
+    async def _semantic(self, query: str, depth: int,
+                        filters: HistoryFilters) -> list[tuple[int, float]]:
+        """The query's vector against every commit's: the int8 matrix's scan (numkong,
+        as chunks' ``core.vectors``) for candidates, their float32 vectors ranked
+        exactly (``core.ranking``)."""
+        embedder = self._model()
+        if embedder is None:
+            return []
+        import numpy as np
+
+        matrix, exact = await self._matrix(embedder)
+        if not len(matrix):
+            return []
+        vector = await anyio.to_thread.run_sync(embedder.embed_query, query,
+                                                limiter=self._limiter)
+        mask = None
+        if filters.any():
+            allowed = await self.rows.allowed(filters)
+            mask = np.isin(matrix.ids(), np.fromiter(allowed, dtype=np.int64,
+                                                     count=len(allowed)))
+            if not mask.any():
+                return []
+        found = matrix.top_k(np.asarray(vector, dtype=np.float32), depth, exact=exact,
+                             mask=mask)
+        return [(int(i), float(score)) for i, score in found]
+
+    async def _matrix(self, embedder: Embedder) -> tuple[VectorIndex, Exact]:
+        """Every commit's vector of the model: compact for the scan, float32 (by commit
+        id) for the exact ranking; loaded again after commits or vectors changed."""
+        import numpy as np
+
+        from ..core.vectors import VectorIndex
+
+        async with self._loading:
+            loaded = self._loaded
+            if loaded is not None and loaded[0] == self._generation \
+                    and loaded[1] == embedder.label:
+                return loaded[2], loaded[3]
+            generation = self._generation
+            pairs = sorted(await self.rows.vectors(embedder.label))
+            ids = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+            if pairs:
+                vectors = np.frombuffer(b"".join(p[1] for p in pairs), dtype=np.float32)
+                vectors = vectors.reshape(len(pairs), -1)
+            else:
+                vectors = np.zeros((0, embedder.dim), dtype=np.float32)
+            matrix = VectorIndex(vectors.shape[1], capacity=len(pairs))
+            matrix.append(ids, vectors, np.zeros(len(ids), dtype=np.int64))
+            matrix.seal()
+
+            def exact(wanted: I64) -> tuple[I64, F32]:
+                at = np.searchsorted(ids, wanted)
+                at = at[(at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == wanted)]
+                return ids[at], vectors[at]
+
+            self._loaded = (generation, embedder.label, matrix, exact)
+            return matrix, exact
