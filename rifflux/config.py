@@ -13,13 +13,11 @@ from .errors import InvalidArgumentError
 from .kinds import DEFAULT_GLOBS, kind_globs
 from .limits import RERANK_DEPTH
 from .location import IndexLocation, index_location
+from .model_servers import RERANK_APIS as RERANK_APIS
+from .model_servers import RerankApi, check_model_servers, checked_embed_url
 
 Backend = Literal["auto", "onnx", "hash"]
 BACKENDS: tuple[Backend, ...] = ("auto", "onnx", "hash")
-#: What a rerank server speaks (``core.rerank``): ``auto`` by the URL's path (``/rerank``
-#: alone: text-embeddings-inference's; else the ``/v1/rerank`` of llama.cpp, Jina, Cohere).
-RerankApi = Literal["auto", "jina", "tei"]
-RERANK_APIS: tuple[RerankApi, ...] = ("auto", "jina", "tei")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: What a folder's notes are: markdown, plain text, PDF, PowerPoint and Word files
@@ -214,14 +212,8 @@ class Settings:
                 f"not {self.embedding_backend!r}"
             )
         if self.embed_url is not None:
-            object.__setattr__(self, "embed_url", _checked_url(self.embed_url))
-            if self.embedding_backend == "hash":
-                raise InvalidArgumentError(
-                    "embedding_backend 'hash' makes no use of the embedding server embed_url "
-                    "names: drop one of them (--backend, --embed-url, RIFFLUX_EMBED_URL)")
-        if not 0 < self.embed_timeout < math.inf:
-            raise InvalidArgumentError(f"embed_timeout must be a number of seconds above 0, "
-                                       f"not {self.embed_timeout!r}")
+            object.__setattr__(self, "embed_url", checked_embed_url(self.embed_url))
+        check_model_servers(self)
         if self.rrf_k < 1:
             raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
         if self.log_level.upper() not in LOG_LEVELS:
@@ -240,7 +232,6 @@ class Settings:
             if getattr(self, name) < least:
                 raise InvalidArgumentError(f"{name} must be a whole number of at least {least}, "
                                            f"not {getattr(self, name)}")
-        self._check_rerank()
         if not self.include:
             raise InvalidArgumentError(
                 "include names no glob, so nothing would be indexed (and what is would be "
@@ -254,32 +245,6 @@ class Settings:
             raise InvalidArgumentError("chunk_min_chars must be smaller than chunk_max_chars")
         if self.code_max_chars < self.chunk_max_chars:
             raise InvalidArgumentError("code_max_chars must be at least chunk_max_chars")
-
-    def _check_rerank(self) -> None:
-        if self.rerank_url is not None and self.rerank_model is not None:
-            raise InvalidArgumentError(
-                "give a rerank server (--rerank-url, RIFFLUX_RERANK_URL) or a cross-encoder "
-                "directory (--rerank-model, RIFFLUX_RERANK_MODEL), not both")
-        if self.rerank and self.rerank_url is None and self.rerank_model is None:
-            raise InvalidArgumentError(
-                "rerank is on but names no reranker: give a rerank server's URL "
-                "(--rerank-url http://127.0.0.1:8012/v1/rerank, RIFFLUX_RERANK_URL) or an "
-                "ONNX cross-encoder's directory (--rerank-model DIR, RIFFLUX_RERANK_MODEL)")
-        if self.rerank_url is not None and not self.rerank_url.startswith(
-                ("http://", "https://")):
-            raise InvalidArgumentError(
-                f"rerank_url must be an http:// or https:// URL such as "
-                f"http://127.0.0.1:8012/v1/rerank, not {self.rerank_url!r}")
-        if self.rerank_api not in RERANK_APIS:
-            raise InvalidArgumentError(f"rerank_api must be one of {', '.join(RERANK_APIS)}, "
-                                       f"not {self.rerank_api!r}")
-        least, _, most = RERANK_DEPTH
-        if isinstance(self.rerank_depth, bool) or not least <= self.rerank_depth <= most:
-            raise InvalidArgumentError(f"rerank_depth must be a whole number from {least} to "
-                                       f"{most}, not {self.rerank_depth!r} (--rerank-depth)")
-        if not 0 < self.rerank_timeout <= 600:
-            raise InvalidArgumentError(f"rerank_timeout must be a number of seconds above 0 "
-                                       f"(at most 600), not {self.rerank_timeout!r}")
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy where every override that is not None replaces the field."""
@@ -339,19 +304,6 @@ def settings_from_env(environ: Mapping[str, str] | None = None, **overrides: Any
     # one step, so that a flag replaces a bad environment value before it is checked
     given = {k: v for k, v in overrides.items() if v is not None}
     return Settings().with_overrides(**{**from_env, **given})
-
-
-def _checked_url(url: str) -> str:
-    """``url``, or an error that says what an embedding server's URL looks like."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(str(url).strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidArgumentError(
-            "embed_url must be the http:// or https:// URL of an OpenAI-compatible embedding "
-            "server, such as http://localhost:11434/v1 (Ollama) or http://localhost:8080/v1 "
-            f"(llama-server --embedding), not {url!r} (--embed-url, RIFFLUX_EMBED_URL)")
-    return str(url).strip()
 
 
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -333,7 +333,7 @@ ONE_THING = {
 #: making documents (core), following and searching commits (actors), its answers (api).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("rifflux.config", "rifflux.types", "rifflux.errors", "rifflux.limits",
-                "rifflux.location", "rifflux.kinds",
+                "rifflux.location", "rifflux.kinds", "rifflux.model_servers",
                 "rifflux.exits", "rifflux.discovery", "rifflux.loading", "rifflux.native",
                 "rifflux.note_types", "rifflux.history_types")),
     ("core", ("rifflux.core", "rifflux.history.git", "rifflux.history.document",
