@@ -5,13 +5,13 @@ when ``Settings`` is made, with an error that says what to give instead."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .errors import InvalidArgumentError
 from .limits import RERANK_DEPTH
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from pathlib import Path
 
 #: What a rerank server speaks (``core.rerank``): ``auto`` by the URL's path (``/rerank``
 #: alone: text-embeddings-inference's; else the ``/v1/rerank`` of llama.cpp, Jina, Cohere).
@@ -32,7 +32,30 @@ def checked_embed_url(url: str) -> str:
     return str(url).strip()
 
 
-def check_model_servers(settings: Settings) -> None:
+class ModelServers(Protocol):
+    """The settings checked here (``config.Settings`` has them)."""
+
+    @property
+    def embed_url(self) -> str | None: ...
+    @property
+    def embed_timeout(self) -> float: ...
+    @property
+    def embedding_backend(self) -> str: ...
+    @property
+    def rerank(self) -> bool: ...
+    @property
+    def rerank_url(self) -> str | None: ...
+    @property
+    def rerank_model(self) -> Path | None: ...
+    @property
+    def rerank_api(self) -> str: ...
+    @property
+    def rerank_depth(self) -> int: ...
+    @property
+    def rerank_timeout(self) -> float: ...
+
+
+def check_model_servers(settings: ModelServers) -> None:
     """An error naming the first setting of the model servers that cannot be used."""
     if settings.embed_url is not None and settings.embedding_backend == "hash":
         raise InvalidArgumentError(
