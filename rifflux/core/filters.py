@@ -53,6 +53,7 @@ class FileEntry:
     tags: frozenset[str]  # as the filter sees them: nested tags with every parent level
     frontmatter: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     kind: str = "markdown"  # which extractor read it (core.extract: markdown, text, pdf...)
+    langs: frozenset[str] = frozenset()  # the languages of its chunks (core.language)
 
 
 def tag_levels(tags: Sequence[str]) -> frozenset[str]:
