@@ -1,8 +1,10 @@
 """A search's ranking, for the query actor: the lexical and the semantic branch side
 by side, each read at least ``POOL`` deep in a hybrid search and fused
-(``core.fusion.combine``), each text once (its other places named), read as deep as a
-per-file cap or collapsed copies need, and turned into results (snippets, scores, and
-why each hit ranks where it does).
+(``core.fusion.combine``; where the index mixes languages and the question's can be
+told, chunks in the question's language preferred: ``core.fusion.prefer``), each text
+once (its other places named), read as deep as a per-file cap or collapsed copies
+need, and turned into results (snippets, scores, and why each hit ranks where it
+does).
 
 It reads what the query actor holds in memory (``Loaded``) as it is at each pass;
 the actor changes it only between awaits, so a pass sees one consistent state.
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..core.catalog import Allowed, Catalog
-from ..core.fusion import Combined, combine
+from ..core.fusion import Combined, combine, prefer
 from ..core.snippets import Snippets
 from ..errors import RiffluxError
 from ..store.copies import Place
@@ -78,6 +80,8 @@ class _Asked:
     snippets: Snippets
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
+    #: The question's language, preferred in the hybrid ranking (None: nothing is).
+    prefer: str | None = None
 
 
 class Ranking:
@@ -88,6 +92,7 @@ class Ranking:
                  feedback_weight: float = 1.0) -> None:
         self._reader = store.reads
         self._copies = store.copies
+        self._languages = store.languages
         self._lexical = store.lexical
         self._semantic_leg = store.semantic
         self._matrix_store = store.matrix
@@ -108,6 +113,8 @@ class Ranking:
         # file fills them and they go on; so does a search whose copies of one text
         # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars))
+        if mode == "hybrid":
+            asked.prefer = self._preferred(query, allowed)
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
@@ -161,6 +168,9 @@ class Ranking:
             ranked = [(cid, {"cosine": score}) for cid, score in semantic]
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
+            if asked.prefer is not None:
+                langs = await self._languages.of([f.key for f in fused])
+                fused = prefer(fused, langs, asked.prefer)
             ranked = [(f.key, _hybrid(f)) for f in fused]
         also: dict[int, list[Place]] = {}
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
@@ -196,6 +206,19 @@ class Ranking:
             if len(results) == top_k:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
+
+    def _preferred(self, query: str, allowed: Allowed | None) -> str | None:
+        """The question's language, when it is to be preferred: it can be told, the index
+        holds chunks in it and in other languages, and no ``lang`` filter chose them."""
+        if allowed is not None and allowed.langs:
+            return None
+        languages = self._loaded.catalog.languages()
+        if len(languages) < 2:
+            return None  # (one language, or none: the detector is not even loaded)
+        from ..core.language import query_language
+
+        lang = query_language(query)
+        return lang if lang in languages else None
 
     async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
                         limit: int | None) -> tuple[list[tuple[int, ScoreBreakdown]],
@@ -245,7 +268,7 @@ class Ranking:
             return await self._semantic_leg.semantic(
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
         assert matrix is not None and self._matrix_store is not None
-        mask = None if allowed is None else self._mask(matrix, allowed)
+        mask = None if allowed is None else await self._mask(matrix, allowed)
         # the compact matrix's best rows, ranked exactly on their float32 vectors (of rows
         # tied at the cut, those of the files first by path: never by row id)
         candidates = matrix.candidates(vector, depth, feedback=self._feedback, mask=mask,
@@ -268,15 +291,24 @@ class Ranking:
             self._group_ranks = (places, group_ranks(places))
         return self._group_ranks[1](groups)
 
-    def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
-        """The matrix rows of the allowed files, kept while neither changes."""
-        key = (id(matrix), matrix.version, allowed.json)
+    async def _mask(self, matrix: VectorIndex, allowed: Allowed) -> npt.NDArray[np.bool_]:
+        """The matrix rows of the allowed files (of their chunks in ``allowed.langs``,
+        when given), kept while neither changes."""
+        key = (id(matrix), matrix.version, allowed.json + allowed.langs_json)
         mask = self._masks.get(key)
-        if mask is None:
-            mask = matrix.mask(allowed.array)
-            if len(self._masks) >= _MASKS:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = mask
+        if mask is not None:
+            return mask
+        left_out = await self._languages.left_out(allowed) if allowed.langs else []
+        # (made after the read, from the matrix as it is now, and kept for that version)
+        key = (id(matrix), matrix.version, allowed.json + allowed.langs_json)
+        mask = matrix.mask(allowed.array)
+        if left_out:
+            import numpy as np
+
+            mask &= ~np.isin(matrix.ids(), np.asarray(left_out, dtype=np.int64))
+        if len(self._masks) >= _MASKS:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[key] = mask
         return mask
 
 

@@ -30,7 +30,8 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
     filters: dict[str, Any] = {"paths": args.path_globs, "root": args.root, "tags": args.tags,
                                "frontmatter": frontmatter_pairs(args.frontmatter),
                                "modified_after": args.since, "modified_before": args.before,
-                               "near": args.near, "depth": args.depth, "kinds": args.kinds}
+                               "near": args.near, "depth": args.depth, "kinds": args.kinds,
+                               "lang": args.lang}
     async with Rifflux(settings=settings) as rf:
         if args.near:
             filters["near"] = await note_path(rf, args.near, args.root)

@@ -34,11 +34,20 @@ class Allowed:
     ids: frozenset[int]
     ordered: tuple[int, ...]  # sorted
     json: str  # for SQLite's json_each
+    #: Of those files' chunks, only those in these languages (none: every chunk); each
+    #: branch keeps them alone, as it keeps the files.
+    langs: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, ids: Iterable[int]) -> Allowed:
+    def of(cls, ids: Iterable[int], langs: tuple[str, ...] = ()) -> Allowed:
         ordered = sorted(set(ids))
-        return cls(frozenset(ordered), tuple(ordered), "[" + ",".join(map(str, ordered)) + "]")
+        return cls(frozenset(ordered), tuple(ordered),
+                   "[" + ",".join(map(str, ordered)) + "]", langs)
+
+    @property
+    def langs_json(self) -> str:
+        """``langs`` for SQLite's json_each."""
+        return "[" + ",".join(f'"{code}"' for code in self.langs) + "]"
 
     @property
     def array(self) -> npt.NDArray[np.int64]:
@@ -55,6 +64,7 @@ class Catalog:
         self._by_path: dict[tuple[int, str], int] = {}  # (root id, relative path) -> id
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
         self._places: dict[int, int] | None = None
+        self._languages: frozenset[str] | None = None
         self.links = LinkGraph()
 
     def __len__(self) -> int:
@@ -71,6 +81,7 @@ class Catalog:
         self.links.replace(edges)
         self._cache.clear()
         self._places = None
+        self._languages = None
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -88,6 +99,7 @@ class Catalog:
         self.links.update(links)
         self._cache.clear()
         self._places = None
+        self._languages = None
 
     def _write(self, entries: Iterable[FileEntry]) -> None:
         for entry in entries:
@@ -107,6 +119,13 @@ class Catalog:
                              key=lambda f: (f.rel_path, self.roots.get(f.root_id, "")))
             self._places = {entry.id: place for place, entry in enumerate(ordered)}
         return self._places
+
+    def languages(self) -> frozenset[str]:
+        """The languages the stored chunks are written in (made on first use after a
+        change)."""
+        if self._languages is None:
+            self._languages = frozenset().union(*(f.langs for f in self._files.values()))
+        return self._languages
 
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""
@@ -164,7 +183,8 @@ class Catalog:
             note = self.locate(filters.near, root_id)
             near = frozenset([note.id, *self.links.within(note.id, filters.depth)])
         compiled = CompiledFilters.compile(filters, root_id, near)
-        result = Allowed.of(f.id for f in self._files.values() if compiled.matches(f))
+        result = Allowed.of((f.id for f in self._files.values() if compiled.matches(f)),
+                            filters.langs)
         self._cache[filters] = result
         if len(self._cache) > _CACHED:
             self._cache.popitem(last=False)

@@ -19,6 +19,10 @@ to fix), and ``FileEntry.matches`` tests one stored file.
   ``2w``, ``3m`` (months, 30 days), ``1y`` (365 days) before now.
 - ``near`` and ``depth``: a note (its indexed path) and the notes at most ``depth``
   links away from it, either way (``core.graph``); the catalog resolves them.
+- ``kinds``: files of these kinds (``pdf``, ``code``: results' ``kind``).
+- ``langs``: chunks written in these languages (ISO 639-1 codes, as results' ``lang``;
+  ``core.language``): the files holding any such chunk pass here, and each branch keeps
+  those chunks alone (``core.catalog.Allowed.langs``).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ class Filters:
     near: str | None = None  # a note's path: it and its neighbours ...
     depth: int = 1  # ... at most this many links away
     kinds: tuple[str, ...] = ()  # files of these kinds only (pdf, code, ...)
+    langs: tuple[str, ...] = ()  # chunks in these languages only (en, de, ...)
 
     @property
     def active(self) -> bool:
@@ -101,6 +106,8 @@ class Filters:
             out["near"], out["depth"] = self.near, self.depth
         if self.kinds:
             out["kinds"] = list(self.kinds)
+        if self.langs:
+            out["lang"] = list(self.langs)
         return out
 
 
@@ -118,6 +125,7 @@ def make_filters(
     near: str | None = None,
     depth: int | None = None,
     kinds: Sequence[str] | str | None = None,
+    lang: Sequence[str] | str | None = None,
     now: datetime | None = None,
 ) -> Filters:
     """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
@@ -131,7 +139,19 @@ def make_filters(
         near=_near(near, depth),
         depth=check_depth(depth),
         kinds=_kinds(kinds),
+        langs=_langs(lang),
     )
+
+
+def _langs(lang: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Language codes (``en``, ``de``; ``de-DE`` reads as ``de``): one the detector does
+    not know is an error that says what codes look like."""
+    given = _strings("lang", lang)
+    if not given:
+        return ()
+    from .language import check_languages  # (loads the model: only for this filter)
+
+    return check_languages("lang", given)
 
 
 def _kinds(kinds: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -345,6 +365,8 @@ class CompiledFilters:
         if f.tags and not all(t in entry.tags for t in f.tags):
             return False
         if f.kinds and entry.kind not in f.kinds:
+            return False
+        if f.langs and entry.langs.isdisjoint(f.langs):
             return False
         mtime = entry.mtime_ns / 1e9
         if f.modified_after is not None and mtime < f.modified_after:

@@ -31,6 +31,8 @@ Root = Annotated[str | None, Field(description="Only this indexed folder (path o
 Tags = Annotated[list[str] | None, Field(description="Only notes with all these tags.")]
 Kinds = Annotated[list[str] | None, Field(
     description="Only files of these kinds: markdown, text, pdf, pptx, docx, code.")]
+Lang = Annotated[list[str] | None, Field(
+    description="Only text in these languages: en, de, ja (ISO 639-1, as hits' lang).")]
 FrontmatterValue = str | int | float | bool | list[str | int | float | bool]
 Frontmatter = Annotated[dict[str, FrontmatterValue] | None, Field(
     description="Only notes with these front matter values: {\"status\": \"draft\"}.")]
