@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .core.fusion import OTHER_LANGUAGE
 from .errors import InvalidArgumentError
 from .kinds import DEFAULT_GLOBS, kind_globs
 from .location import IndexLocation, index_location
@@ -68,6 +69,9 @@ class Settings:
     #: The constant of each hybrid hit's Reciprocal Rank Fusion score (``rrf``, reported
     #: beside the fused score that orders the hits).
     rrf_k: int = 60
+    #: Where the index mixes languages, the share of its hybrid score a chunk in another
+    #: language than the question's keeps (``core.fusion.prefer``); 1 turns it off.
+    other_language_share: float = OTHER_LANGUAGE
     include: tuple[str, ...] = DEFAULT_INCLUDE
     #: Kinds of file to index, by name (``markdown``, ``text``, ``pdf``, ``pptx``,
     #: ``docx``, ``code``, an installed extractor's; ``default``: the first five): their
@@ -156,6 +160,10 @@ class Settings:
             )
         if self.rrf_k < 1:
             raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
+        if not 0 < self.other_language_share <= 1:
+            raise InvalidArgumentError(
+                f"other_language_share must be above 0 and at most 1 (1: no preference "
+                f"for the question's language), not {self.other_language_share!r}")
         if self.log_level.upper() not in LOG_LEVELS:
             raise InvalidArgumentError(
                 f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
@@ -195,6 +203,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_EMBEDDING_BACKEND": "embedding_backend",
     "RIFFLUX_MODEL_DIR": "model_dir",
     "RIFFLUX_RRF_K": "rrf_k",
+    "RIFFLUX_OTHER_LANGUAGE_SHARE": "other_language_share",
     "RIFFLUX_INCLUDE": "include",
     "RIFFLUX_KINDS": "kinds",
     "RIFFLUX_EXCLUDE": "exclude",

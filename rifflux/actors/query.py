@@ -85,6 +85,7 @@ class QueryActor:
         rrf_k: int,
         feedback: int = 0,
         feedback_weight: float = 1.0,
+        other_language_share: float = 1.0,
         concurrency: int = 8,
         want_model: Callable[[], None] = lambda: None,
     ) -> None:
@@ -102,7 +103,8 @@ class QueryActor:
         self._reads = Reads(reads=store.reads, records=store.records, links=store.links,
                             catalog=self._catalog, catalog_ready=self._catalog_ready)
         self._ranking = Ranking(store=store, loaded=self._loaded, rrf_k=rrf_k,
-                                feedback=feedback, feedback_weight=feedback_weight)
+                                feedback=feedback, feedback_weight=feedback_weight,
+                                other_language_share=other_language_share)
         self._searches = 0
         self._failures = 0
 

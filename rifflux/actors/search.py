@@ -89,7 +89,7 @@ class Ranking:
     the in-memory matrix when the store keeps none (``Capabilities``)."""
 
     def __init__(self, *, store: OpenStore, loaded: Loaded, rrf_k: int, feedback: int = 0,
-                 feedback_weight: float = 1.0) -> None:
+                 feedback_weight: float = 1.0, other_language_share: float = 1.0) -> None:
         self._reader = store.reads
         self._copies = store.copies
         self._languages = store.languages
@@ -100,6 +100,7 @@ class Ranking:
         self._rrf_k = rrf_k
         self._feedback = feedback
         self._feedback_weight = feedback_weight
+        self._other_language = other_language_share  # (1: no language preferred)
         self._embed_limiter = anyio.CapacityLimiter(1)  # one query embedding at a time
         self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
         #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
@@ -170,7 +171,7 @@ class Ranking:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
             if asked.prefer is not None:
                 langs = await self._languages.of([f.key for f in fused])
-                fused = prefer(fused, langs, asked.prefer)
+                fused = prefer(fused, langs, asked.prefer, factor=self._other_language)
             ranked = [(f.key, _hybrid(f)) for f in fused]
         also: dict[int, list[Place]] = {}
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
@@ -210,7 +211,7 @@ class Ranking:
     def _preferred(self, query: str, allowed: Allowed | None) -> str | None:
         """The question's language, when it is to be preferred: it can be told, the index
         holds chunks in it and in other languages, and no ``lang`` filter chose them."""
-        if allowed is not None and allowed.langs:
+        if self._other_language >= 1 or (allowed is not None and allowed.langs):
             return None
         languages = self._loaded.catalog.languages()
         if len(languages) < 2:

@@ -99,7 +99,8 @@ class Supervisor:
                             on_submit=submitted, events=events)
             query = QueryActor(
                 store=store, inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
-                feedback_weight=s.semantic_feedback_weight, want_model=loader.want,
+                feedback_weight=s.semantic_feedback_weight,
+                other_language_share=s.other_language_share, want_model=loader.want,
             )
             presence = store.presence
             if presence is not None:  # (before the store closes)

@@ -12,9 +12,9 @@ from typing import Generic, TypeVar
 K = TypeVar("K", bound=Hashable)
 
 #: What share of its hybrid score a chunk in another language than the question's keeps
-#: (``prefer``). Measured on the Obsidian help vault's pages in English, German, Spanish,
-#: Italian, French and Portuguese (``python -m benchmarks --sections quality``): see
-#: the README's "Languages".
+#: (``prefer``; the setting ``other_language_share``). Measured on the Obsidian help
+#: vault's pages in English, German, Spanish, Italian, French and Portuguese (``python -m
+#: benchmarks --sections quality``): see the README's "Languages".
 OTHER_LANGUAGE = 0.5
 
 
