@@ -63,6 +63,10 @@ def test_languages_are_told_for_chunks_and_only_for_questions_long_enough() -> N
     assert chunk_language("Vault", "Ein Vault ist ein Ordner auf deinem Computer.") == "de"
     assert chunk_language("Notes", "A vault is a folder on your computer.") == "en"
     assert chunk_language("2026", "1234 5678 -- 42") is None  # no letters to tell by
+    # Han characters without kana are Chinese (the model alone says Japanese here)
+    assert chunk_language("部署", "- 说明创建容器的步骤。\n- 介绍持续集成的配置方法。\n"
+                          "- 说明如何部署到云端。") == "zh"
+    assert chunk_language("デプロイ", "- コンテナーを作成する手順を説明します。") == "ja"
     assert query_language("what is a vault") == "en"
     assert query_language("Was ist ein Vault?") == "de"
     assert query_language("ボールトとは何ですか") == "ja"

@@ -46,6 +46,8 @@ _QUERY_CJK = 4
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _SPACES = re.compile(r"\s+")
 _LABEL = re.compile(r"^[a-z]{2,3}$")
 
@@ -85,7 +87,14 @@ def _predict(text: str) -> tuple[str, float] | None:
     labels, probs = _model().predict(flat, k=1)
     if not labels:
         return None
-    return labels[0].removeprefix("__label__"), float(probs[0])
+    lang = labels[0].removeprefix("__label__")
+    # Japanese prose is never without kana, and short Chinese text (a list of a few
+    # words) is often taken for Japanese: Han characters alone are Chinese, kana Japanese
+    if lang == "ja" and not _KANA.search(flat) and _HAN.search(flat):
+        lang = "zh"
+    elif lang == "zh" and _KANA.search(flat):
+        lang = "ja"
+    return lang, float(probs[0])
 
 
 def chunk_language(heading_path: str, content: str) -> str | None:
