@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core.fusion import OTHER_LANGUAGE
 from .errors import InvalidArgumentError
 from .kinds import DEFAULT_GLOBS, kind_globs
 from .location import IndexLocation, index_location
@@ -71,7 +70,7 @@ class Settings:
     rrf_k: int = 60
     #: Where the index mixes languages, the share of its hybrid score a chunk in another
     #: language than the question's keeps (``core.fusion.prefer``); 1 turns it off.
-    other_language_share: float = OTHER_LANGUAGE
+    other_language_share: float = 0.5  # (core.fusion.OTHER_LANGUAGE)
     include: tuple[str, ...] = DEFAULT_INCLUDE
     #: Kinds of file to index, by name (``markdown``, ``text``, ``pdf``, ``pptx``,
     #: ``docx``, ``code``, an installed extractor's; ``default``: the first five): their

@@ -14,7 +14,7 @@ import pytest
 
 from rifflux import Rifflux
 from rifflux.config import Settings
-from rifflux.core.fusion import Combined, prefer
+from rifflux.core.fusion import OTHER_LANGUAGE, Combined, prefer
 from rifflux.core.language import chunk_language, query_language
 from rifflux.errors import InvalidArgumentError
 
@@ -75,6 +75,7 @@ def test_languages_are_told_for_chunks_and_only_for_questions_long_enough() -> N
 
 
 def test_prefer_lowers_other_languages_and_keeps_unknown_ones() -> None:
+    assert Settings().other_language_share == OTHER_LANGUAGE  # (the default, measured)
     fused = [Combined("de", 1.0, 0.0, (1, 1)), Combined("en", 0.8, 0.0, (2, 2)),
              Combined("none", 0.7, 0.0, (3, 3)), Combined("fr", 0.1, 0.0, (4, 4))]
     langs = {"de": "de", "en": "en", "fr": "fr"}

@@ -19,10 +19,7 @@ to fix), and ``FileEntry.matches`` tests one stored file.
   ``2w``, ``3m`` (months, 30 days), ``1y`` (365 days) before now.
 - ``near`` and ``depth``: a note (its indexed path) and the notes at most ``depth``
   links away from it, either way (``core.graph``); the catalog resolves them.
-- ``kinds``: files of these kinds (``pdf``, ``code``: results' ``kind``).
-- ``langs``: chunks written in these languages (ISO 639-1 codes, as results' ``lang``;
-  ``core.language``): the files holding any such chunk pass here, and each branch keeps
-  those chunks alone (``core.catalog.Allowed.langs``).
+- ``langs``: chunks in these languages (``core.language``; ``catalog.Allowed.langs``).
 """
 
 from __future__ import annotations
@@ -37,6 +34,7 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from ..limits import MAX_DEPTH
 from .frontmatter import normalise_tag
+from .language import check_languages
 
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]
@@ -104,10 +102,7 @@ class Filters:
                 out[name] = datetime.fromtimestamp(when, UTC).isoformat()
         if self.near is not None:
             out["near"], out["depth"] = self.near, self.depth
-        if self.kinds:
-            out["kinds"] = list(self.kinds)
-        if self.langs:
-            out["lang"] = list(self.langs)
+        out.update({k: list(v) for k, v in (("kinds", self.kinds), ("lang", self.langs)) if v})
         return out
 
 
@@ -139,19 +134,9 @@ def make_filters(
         near=_near(near, depth),
         depth=check_depth(depth),
         kinds=_kinds(kinds),
-        langs=_langs(lang),
+        langs=check_languages("lang", _strings("lang", lang)),
     )
 
-
-def _langs(lang: Sequence[str] | str | None) -> tuple[str, ...]:
-    """Language codes (``en``, ``de``; ``de-DE`` reads as ``de``): one the detector does
-    not know is an error that says what codes look like."""
-    given = _strings("lang", lang)
-    if not given:
-        return ()
-    from .language import check_languages  # (loads the model: only for this filter)
-
-    return check_languages("lang", given)
 
 
 def _kinds(kinds: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -364,9 +349,8 @@ class CompiledFilters:
             return False
         if f.tags and not all(t in entry.tags for t in f.tags):
             return False
-        if f.kinds and entry.kind not in f.kinds:
-            return False
-        if f.langs and entry.langs.isdisjoint(f.langs):
+        if (f.kinds and entry.kind not in f.kinds) or (
+                f.langs and entry.langs.isdisjoint(f.langs)):  # (a file holding any)
             return False
         mtime = entry.mtime_ns / 1e9
         if f.modified_after is not None and mtime < f.modified_after:

@@ -130,7 +130,8 @@ def known_languages() -> frozenset[str]:
 
 def check_languages(name: str, given: tuple[str, ...]) -> tuple[str, ...]:
     """Language codes as a filter takes them: lower case, each one the model knows (a
-    misspelt code would match nothing, and say nothing)."""
+    misspelt code would match nothing, and say nothing); the model is loaded only for
+    codes to check."""
     out = tuple(dict.fromkeys(code.lower().replace("_", "-").split("-")[0] for code in given))
     for code in out:
         if not _LABEL.match(code) or code not in known_languages():
