@@ -10,7 +10,10 @@ known across languages by its front matter's ``permalink``), copied into one fol
 - ``sentences``: the page's first sentence of prose (at most 12 words, links and
   markup taken out): a reader's words for what the page is about;
 - ``titles``: the page's title (its file name): short, so that its language often
-  cannot be told (then nothing is preferred).
+  cannot be told (then nothing is preferred);
+- ``links``: a sentence of another page that links to the page (``[[name]]``, resolved
+  by file name in the same language), the link's text in it: words about the page that
+  are not its own, as a question is (at most ``_LINKS`` per language, seeded).
 
 The same rules as every collection (``_quality.rules``), the language preference among
 them, are scored on both sets.
@@ -18,6 +21,7 @@ them, are scored on both sets.
 
 from __future__ import annotations
 
+import random
 import re
 import shutil
 from pathlib import Path
@@ -38,6 +42,7 @@ _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[*_`~=]+|<[^>]+>")
 _SENTENCE = re.compile(r"(?<=[.!?。])\s")
 _WORDS = 12
+_LINKS = 60
 
 
 def pages(vault: Path) -> dict[str, dict[str, Path]]:
@@ -68,6 +73,37 @@ def first_sentence(text: str) -> str | None:
     return None
 
 
+def _plain(prose: str) -> str:
+    prose = _WIKI.sub(lambda m: m.group(2) or m.group(1), prose)
+    return " ".join(_MARKS.sub("", _LINK.sub(r"\1", prose)).split())
+
+
+def linking(vault: Path, found: dict[str, dict[str, Path]], seed: int,
+            ) -> list[tuple[str, str]]:
+    """(a sentence linking to a page, that page), in every language: the sentences of
+    the measured pages that link to another of them by name (``_LINKS`` per language)."""
+    rng = random.Random(seed)
+    out: list[tuple[str, str]] = []
+    for lang in LANGUAGES:
+        by_name = {by[lang].stem.lower(): by[lang] for by in found.values()}
+        taken: list[tuple[str, str]] = []
+        for by in found.values():
+            body = _FRONT.sub("", (vault / by[lang]).read_text("utf-8", errors="replace"))
+            for line in body.splitlines():
+                if line.lstrip().startswith(("#", "|", "!", "```")):
+                    continue
+                for sentence in _SENTENCE.split(line):
+                    for link in _WIKI.finditer(sentence):
+                        target = by_name.get(link.group(1).strip().lower())
+                        words = _plain(sentence.lstrip("-*> ")).split()
+                        if (target is not None and target != by[lang] and 5 <= len(words)
+                                and not link.group(0).startswith("!")):
+                            taken.append((" ".join(words[:20]), target.as_posix()))
+        rng.shuffle(taken)
+        out += list(dict.fromkeys(taken))[:_LINKS]
+    return out
+
+
 async def translated(state: State, vault: Path) -> dict[str, Any]:
     cfg = state.config
     found = pages(vault)
@@ -87,6 +123,7 @@ async def translated(state: State, vault: Path) -> dict[str, Any]:
             if sentence is not None:
                 sets["sentences"].append((sentence, note))
             sets["titles"].append((rel.stem, note))
+    sets["links"] = linking(vault, found, cfg.seed)
     db = folder.with_suffix(".db")
     chunks = Chunks({}, {})
     judged: dict[str, list[tuple[Lists, dict[str, int]]]] = {}
