@@ -89,6 +89,8 @@ class HitExplain(TypedDict, total=False):
     bm25: float
     semantic_rank: int
     cosine: float
+    #: (added) moved first as a definition of the name the query is (core.definitions)
+    definition: bool
 
 
 class AlsoIn(TypedDict):

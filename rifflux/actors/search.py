@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..core.catalog import Allowed, Catalog
+from ..core.definitions import definitions_first, named
 from ..core.fusion import Combined, combine, prefer
 from ..core.snippets import Snippets
 from ..errors import RiffluxError
@@ -78,6 +79,8 @@ class _Asked:
     query: str
     lexical: bool
     snippets: Snippets
+    #: the names the query is when it is one name (``core.definitions``), else None
+    names: tuple[str, ...] | None = None
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
     #: The question's language, preferred in the hybrid ranking (None: nothing is).
@@ -113,14 +116,17 @@ class Ranking:
         # the next ones, and further again (four times as far each time) while one long
         # file fills them and they go on; so does a search whose copies of one text
         # collapsed into fewer hits than asked for.
-        asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars))
+        asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
+                       names=named(query) if mode != "semantic" and self._code() else None)
         if mode == "hybrid":
             asked.prefer = self._preferred(query, allowed)
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
-            # deep: the lists fused can be had from the single modes)
-            depth = max(POOL, top_k * 2) if mode == "hybrid" else top_k
+            # deep: the lists fused can be had from the single modes); but a name's
+            # definition may rank below its first top_k uses (core.definitions)
+            depth = (max(POOL, top_k * 2) if mode == "hybrid"
+                     else max(POOL, top_k) if asked.names else top_k)
         else:
             depth = min(top_k * 10, _MAX_DEPTH)
         while True:
@@ -173,6 +179,9 @@ class Ranking:
                 langs = await self._languages.of([f.key for f in fused])
                 fused = prefer(fused, langs, asked.prefer, factor=self._other_language)
             ranked = [(f.key, _hybrid(f)) for f in fused]
+        defined: set[int] = set()
+        if asked.names:  # a name's definitions first, in both modes that read words
+            ranked, defined = definitions_first(ranked, rows, asked.names)
         also: dict[int, list[Place]] = {}
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
             ranked, also = await self._distinct(
@@ -183,7 +192,7 @@ class Ranking:
         missing = [cid for cid, _ in wanted if cid not in rows]
         if missing:
             rows.update(await self._reader.rows(missing))
-        why = _Explainer(lexical, semantic) if shape.explain else None
+        why = _Explainer(lexical, semantic, defined) if shape.explain else None
         snippets = asked.snippets
         per_file: Counter[tuple[str, str]] = Counter()
         results: list[SearchResult] = []
@@ -207,6 +216,12 @@ class Ranking:
             if len(results) == top_k:
                 break
         return results, len(lexical) < depth and len(semantic) < depth
+
+    def _code(self) -> bool:
+        """Whether the index may hold code (a name's definitions: ``core.definitions``);
+        until the catalog is loaded, it may."""
+        loaded = self._loaded
+        return not loaded.catalog_ready.is_set() or "code" in loaded.catalog.kinds()
 
     def _preferred(self, query: str, allowed: Allowed | None) -> str | None:
         """The question's language, when it is to be preferred: it can be told, the index
@@ -317,9 +332,10 @@ class _Explainer:
     """Each hit's rank and raw score in each branch that found it."""
 
     def __init__(self, lexical: list[tuple[int, float]],
-                 semantic: list[tuple[int, float]]) -> None:
+                 semantic: list[tuple[int, float]], defined: set[int]) -> None:
         self._lexical = {cid: (rank, score) for rank, (cid, score) in enumerate(lexical, 1)}
         self._semantic = {cid: (rank, score) for rank, (cid, score) in enumerate(semantic, 1)}
+        self._defined = defined
 
     def of(self, cid: int) -> HitExplain:
         out: HitExplain = {}
@@ -327,6 +343,8 @@ class _Explainer:
             out["lexical_rank"], out["bm25"] = self._lexical[cid]
         if cid in self._semantic:
             out["semantic_rank"], out["cosine"] = self._semantic[cid]
+        if cid in self._defined:
+            out["definition"] = True
         return out
 
 

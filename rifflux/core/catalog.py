@@ -65,6 +65,7 @@ class Catalog:
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
         self._places: dict[int, int] | None = None
         self._languages: frozenset[str] | None = None
+        self._kinds: frozenset[str] | None = None
         self.links = LinkGraph()
 
     def __len__(self) -> int:
@@ -80,8 +81,7 @@ class Catalog:
         self._write(files)
         self.links.replace(edges)
         self._cache.clear()
-        self._places = None
-        self._languages = None
+        self._places = self._kinds = self._languages = None
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -98,8 +98,7 @@ class Catalog:
         self.links.remove(removed)
         self.links.update(links)
         self._cache.clear()
-        self._places = None
-        self._languages = None
+        self._places = self._kinds = self._languages = None
 
     def _write(self, entries: Iterable[FileEntry]) -> None:
         for entry in entries:
@@ -119,6 +118,12 @@ class Catalog:
                              key=lambda f: (f.rel_path, self.roots.get(f.root_id, "")))
             self._places = {entry.id: place for place, entry in enumerate(ordered)}
         return self._places
+
+    def kinds(self) -> frozenset[str]:
+        """The kinds of file the index holds (made on first use after a change)."""
+        if self._kinds is None:
+            self._kinds = frozenset(entry.kind for entry in self._files.values())
+        return self._kinds
 
     def languages(self) -> frozenset[str]:
         """The languages the stored chunks are written in (made on first use after a
