@@ -42,7 +42,8 @@ NOTE = ("# parse_config\n\nThe notes on parse_config: parse_config reads the set
 
 
 def index_of(db: Location) -> Rifflux:
-    settings = Settings(db_path=db, embedding_backend="hash", kinds=("default", "code"))
+    settings = Settings().with_overrides(db_path=db, embedding_backend="hash",
+                                         kinds=("default", "code"))
     return Rifflux(settings=settings, embedder=CountingEmbedder())
 
 
