@@ -22,6 +22,7 @@ from .helpers import (
     CountingEmbedder,
     Location,
     call,
+    eventually,
     indexed_then_downgraded,
     mcp_session,
     rifflux_cli,
@@ -160,9 +161,10 @@ async def test_an_index_of_version_7_learns_its_chunks_languages_when_opened(
     db = tmp_path / "i.db"
     embedder, embedded = await indexed_then_downgraded(db, root, 7)
     async with Rifflux(db, embedder=embedder) as rf:
-        jobs = (await rf.status())["jobs"]
-        await rf.wait_for_job(jobs[0]["id"])
-        hits = await rf.search("Vault", mode="lexical", lang="de")
+        # (the files are read again in the background, at start)
+        hits = await eventually(lambda: rf.search("Vault", mode="lexical", lang="de"), 60)
+        for job in (await rf.status())["jobs"]:
+            await rf.wait_for_job(job["id"])
     assert [(h["path"], h.get("lang")) for h in hits] == [("de/glossar.md", "de")]
     assert len(embedder.embedded) == embedded  # the vectors are kept
     with sqlite3.connect(db) as conn:
