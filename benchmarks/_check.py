@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._formats_report import FORMATS_TARGETS
-from ._targets import STARTUP_TARGETS, TARGETS, Results
+from ._startup_targets import STARTUP_TARGETS
+from ._targets import TARGETS, Results
 
 
 def check_all(results: Results, errors: dict[str, str] | None = None) -> list[dict[str, Any]]:

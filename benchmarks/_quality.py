@@ -61,10 +61,10 @@ from typing import Any
 import numpy as np
 
 from rifflux import Rifflux
-from rifflux.actors.search import POOL
 from rifflux.core.chunker import embed_text
 from rifflux.core.fusion import OTHER_LANGUAGE, combine, prefer, rrf
 from rifflux.core.language import query_language
+from rifflux.query.ranking import POOL
 from rifflux.types import SearchResult
 
 from ._common import ENOUGH, Incomplete

@@ -310,6 +310,7 @@ def _startup(s: dict[str, Any]) -> list[str]:
          f"python + sqlite3 FTS5 query {timed(f['sqlite_fts_s'])}", "<= 250 ms"],
         ["  its peak RSS", f"{s['lexical_cli']['peak_rss_mib']} MiB",
          f"python + sqlite3 {f['sqlite_fts_s']['peak_rss_mib']} MiB", "<= 100 MiB"],
+        *_versus_rows(s.get("versus")),
         ["search (hybrid), one-shot, no server", timed(s["hybrid_cli"]),
          f"model {ms(model)} (numpy {ms(m['import_numpy_s'])}, onnxruntime "
          f"{ms(m['import_onnxruntime_s'])}, tokenizer {ms(m['tokenizer_s'])}, session "
@@ -348,6 +349,34 @@ def _startup(s: dict[str, Any]) -> list[str]:
 def _charts(charts: list[tuple[str, str]] | None, section: str) -> list[tuple[str, str]]:
     """The charts of one section (``<stem>-<section>-<name>.png``)."""
     return [c for c in charts or [] if f"-{section}-" in c[1]]
+
+
+def _versus_rows(v: dict[str, Any] | None) -> list[list[str]]:
+    """The one-shot lexical search, its floor and qmd, taking turns (``_qmd.paired``)."""
+    if not v:
+        return []
+
+    def timed(name: str) -> str:
+        return (f"{v[name]['median_s'] * 1000:,.0f} ms (cpu "
+                f"{v[name]['cpu_median_s'] * 1000:,.0f} ms)")
+
+    rows = [[f"  taking turns with its floor ({v['runs']} rounds)", timed("rifflux"),
+             f"python + sqlite3 FTS5 query {timed('floor')}: x{_ratio(v, 'floor')}",
+             "<= 4x the floor"]]
+    if "qmd" in v:
+        rows.append([f"  and with {v.get('qmd_version') or 'qmd'} `qmd search` (same files)",
+                     f"x{_ratio(v, 'qmd')} of qmd's", f"qmd search {timed('qmd')}, peak RSS "
+                     f"{v['qmd'].get('peak_rss_mib', '–')} MiB", "<= 0.8x qmd's"])
+    else:
+        rows.append(["  and with qmd `qmd search`", "not run", v.get("qmd_not_run", ""),
+                     "<= 0.8x qmd's"])
+    return rows
+
+
+def _ratio(v: dict[str, Any], other: str) -> str:
+    """rifflux's median over ``other``'s, wall and CPU."""
+    return (f"{v['rifflux']['median_s'] / v[other]['median_s']:.2f} (cpu x"
+            f"{v['rifflux']['cpu_median_s'] / v[other]['cpu_median_s']:.2f})")
 
 
 def render(run: dict[str, Any], charts: list[tuple[str, str]] | None = None) -> str:

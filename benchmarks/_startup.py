@@ -31,6 +31,7 @@ import rifflux
 
 from ._common import Skipped
 from ._context import State
+from ._qmd import paired, prepare_qmd
 
 _RUNS = 5
 _QUERY = "docker compose"
@@ -52,7 +53,8 @@ def _spawn(args: list[str], cwd: Path) -> tuple[float, bytes, bytes, int]:
     return wall, out, err, code
 
 
-def _spawn_cpu(args: list[str], cwd: Path) -> tuple[float, float, bytes, bytes, int]:
+def _spawn_cpu(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
+               ) -> tuple[float, float, bytes, bytes, int]:
     """Run ``args`` to its end: wall seconds, CPU seconds (user + system, all its
     threads: what the machine's load inflates far less than the wall time), stdout,
     stderr, exit code. (No other child of this process ends meanwhile: the section runs
@@ -64,7 +66,8 @@ def _spawn_cpu(args: list[str], cwd: Path) -> tuple[float, float, bytes, bytes, 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=env)
         hung = threading.Timer(300, proc.kill)
         hung.start()
         try:
@@ -79,9 +82,9 @@ def _spawn_cpu(args: list[str], cwd: Path) -> tuple[float, float, bytes, bytes, 
         return wall, cpu, out.read(), err.read(), code
 
 
-def _peak_rss(args: list[str], cwd: Path) -> float:
+def _peak_rss(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     """``args``' own peak RSS in MiB (one more run)."""
-    _, _, err, code = _spawn([sys.executable, "-c", _PEAK, *args], cwd)
+    _, _, _, err, code = _spawn_cpu([sys.executable, "-c", _PEAK, *args], cwd, env=env)
     line = err.decode(errors="replace").rstrip().rsplit("\n", 1)[-1]
     if code != 0 or not line.startswith("PEAK_RSS_KIB "):
         raise RuntimeError(f"{' '.join(args[:6])}... exited {code}: {err.decode()[-300:]}")
@@ -131,13 +134,19 @@ print(json.dumps(t))
 """
 
 
+def _fts_floor(db: Path) -> list[str]:
+    """A Python process that opens the index with sqlite3 and runs the FTS5 query: the
+    floor under a one-shot lexical search (it prints how many rows it found)."""
+    return [sys.executable, "-c",
+            f"import sqlite3; c = sqlite3.connect('file:{db}?mode=ro', uri=True); "
+            f"rows = c.execute(\"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"ORDER BY rank LIMIT 10\", ({_FTS!r},)).fetchall(); print(len(rows))"]
+
+
 def _floors(db: Path, cwd: Path) -> dict[str, Any]:
     py = sys.executable
-    fts = (f"import sqlite3; c = sqlite3.connect('file:{db}?mode=ro', uri=True); "
-           f"rows = c.execute(\"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-           f"ORDER BY rank LIMIT 10\", ({_FTS!r},)).fetchall(); print(len(rows))")
     floors = {"python_s": _runs([py, "-c", "pass"], cwd),
-              "sqlite_fts_s": _runs([py, "-c", fts], cwd),
+              "sqlite_fts_s": _runs(_fts_floor(db), cwd),
               "import_library_s": _runs([py, "-c", "import rifflux.api"], cwd),
               "import_mcp_sdk_s": _runs([py, "-c", "import mcp.server"], cwd, runs=3)}
     pieces: dict[str, list[float]] = {}
@@ -244,7 +253,29 @@ anyio.run(main)
 """
 
 
-def _measure(db: Path, work: Path, backend: str) -> dict[str, Any]:
+#: Rounds of the one-shot lexical search, its floor and qmd, taking turns.
+_PAIRED_RUNS = 7
+
+
+def _versus(db: Path, lexical: list[str], corpus: Path, work: Path) -> dict[str, Any]:
+    """``rifflux search --mode lexical`` beside its floor and ``qmd search`` on the same
+    folder (where qmd is found: ``_qmd``), paired run by run."""
+    commands: dict[str, tuple[list[str], dict[str, str] | None, str]] = {
+        "rifflux": (lexical, None, ":"), "floor": (_fts_floor(db), None, "")}
+    prepared = prepare_qmd(corpus, work)
+    if not isinstance(prepared, str):
+        qmd, env, version = prepared
+        commands["qmd"] = ([str(qmd), "search", *_QUERY.split()], env, "qmd://")
+    out = paired(commands, work, _spawn_cpu, _PAIRED_RUNS)
+    if isinstance(prepared, str):
+        out["qmd_not_run"] = prepared
+    else:
+        out["qmd_version"] = version
+        out["qmd"]["peak_rss_mib"] = _peak_rss(commands["qmd"][0], work, env)
+    return out
+
+
+def _measure(db: Path, work: Path, backend: str, corpus: Path) -> dict[str, Any]:
     py, rf = sys.executable, [sys.executable, "-m", "rifflux", "--db", str(db)]
     # The package's bytecode is written first, as `pip install` (or the first import in
     # an editable install) does: with PYTHONDONTWRITEBYTECODE set, every fresh process
@@ -256,6 +287,7 @@ def _measure(db: Path, work: Path, backend: str) -> dict[str, Any]:
     out["help"] = _runs([*rf, "--help"], work, check="usage")
     lexical = [*rf, "search", *_QUERY.split(), "--mode", "lexical", "--no-server"]
     out["lexical_cli"] = _runs(lexical, work, check=":")
+    out["versus"] = _versus(db, lexical, corpus, work)
     hybrid = [*rf, "--backend", backend, "search", *_QUERY.split(), "--no-server"]
     out["hybrid_cli"] = _runs(hybrid, work, check=":")
     served = work / "startup-served.db"  # a copy: the server and this run share nothing
@@ -305,4 +337,4 @@ async def startup_section(state: State) -> dict[str, Any]:
     if cfg.backend == "hash" and not cfg.quick:
         raise Skipped("the startup figures are of the ONNX model: run with --backend onnx")
     db = await state.ensure_corpus_db()
-    return await anyio.to_thread.run_sync(_measure, db, cfg.work, cfg.backend)
+    return await anyio.to_thread.run_sync(_measure, db, cfg.work, cfg.backend, cfg.corpus)

@@ -8,7 +8,7 @@ it is FAIL with the reason.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ._memory import lost_or_torn
@@ -347,46 +347,3 @@ TARGETS: tuple[Target, ...] = (
                      f"{_dig(r, 'postgres', 'sqlite', 'rss_after_queries_mib')} MiB at "
                      f"{_dig(r, 'postgres', 'chunks')} chunks", section="postgres"),
 )
-
-
-def _startup(*keys: str, scale: float = 1000.0) -> Callable[[Results], float | None]:
-    def value(r: Results) -> float | None:
-        found = _dig(r, "startup", *keys)
-        return None if found is None else round(float(found) * scale, 1)
-    return value
-
-
-def _startup_floor(*keys: str) -> Callable[[Results], str]:
-    def note(r: Results) -> str:
-        floor = _dig(r, "startup", "floors", *keys)
-        return "" if floor is None else f"floor in this run: {float(floor) * 1000:,.0f} ms"
-    return note
-
-
-STARTUP_TARGETS: tuple[Target, ...] = (
-    Target("startup: import rifflux (median)", "<=", 150, " ms",
-           _startup("import_rifflux", "median_s"), _startup_floor("python_s", "median_s")),
-    Target("startup: rifflux --help (median)", "<=", 150, " ms",
-           _startup("help", "median_s"), _startup_floor("python_s", "median_s")),
-    Target("startup: rifflux search --mode lexical, one-shot (median)", "<=", 250, " ms",
-           _startup("lexical_cli", "median_s"), _startup_floor("sqlite_fts_s", "median_s")),
-    Target("startup: rifflux search --mode lexical, peak RSS", "<=", 100, " MiB",
-           _startup("lexical_cli", "peak_rss_mib", scale=1.0)),
-    Target("startup: rifflux search hybrid, one-shot, no server (median)", "<=", 1000, " ms",
-           _startup("hybrid_cli", "median_s"), _startup_floor("model", "total_s")),
-    Target("startup: rifflux search hybrid, a server running (median)", "<=", 150, " ms",
-           _startup("hybrid_cli_server", "median_s"), _startup_floor("python_s", "median_s")),
-    Target("startup: rifflux mcp first lexical call after initialize", "<=", 100, " ms",
-           _startup("mcp", "first_lexical_s"),
-           _startup_floor("import_library_s", "median_s")),
-    Target("startup: rifflux mcp first hybrid call", "<=", 1000, " ms",
-           _startup("mcp", "first_hybrid_s"), _startup_floor("model", "total_s")),
-    Target("startup: rifflux mcp lexical p50 while the model loads / warm p50", "<=", 2, "x",
-           _startup("mcp", "during_load_vs_warm", scale=1.0),
-           lambda r: f"{_dig(r, 'startup', 'mcp', 'lexical_during_load_calls')} calls during "
-                     "the load"),
-    Target("startup: library first lexical search after open", "<=", 50, " ms",
-           _startup("library", "first_lexical_s"), _startup_floor("sqlite_fts_s", "median_s")),
-)
-#: (FAIL with why when the startup section failed, never pass)
-STARTUP_TARGETS = tuple(replace(t, section="startup") for t in STARTUP_TARGETS)

@@ -19,18 +19,17 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import anyio
 
 from .actors.events import DEFAULT_BUFFER, Event, EventsLost, IndexUpdated, JobChanged, Subscription
-from .actors.messages import SearchShape, checked_mode
 from .actors.model import EmbedderSource
 from .actors.service import Service
 from .actors.supervisor import Supervisor
 from .config import Settings
 from .core.filters import Filters, check_depth, make_filters
-from .core.fts_query import build_every, build_match, dropped_stopwords
 from .core.locations import reindex_locations
 from .errors import ClosedError, InvalidArgumentError, ReadOnlyError, RiffluxError
 from .locate import forget_target, reindex_targets
 from .note_types import NoteChange, RecentNote
 from .notes import NoteDesk, Notes
+from .query.asked import SearchShape, checked_mode, checked_span, described
 from .status import index_status, job_info, job_result, recovered
 from .types import (
     MODES,
@@ -200,9 +199,7 @@ class Rifflux:
         query mixing CJK and other words first), the stopwords left out, and ``filters``
         as the search applied them (else made from the ``given`` keywords)."""
         applied = make_filters(**given) if filters is None else filters
-        return {"fts_query": build_match(query), "fts_every": build_every(query),
-                "stopwords_dropped": dropped_stopwords(query), "filters": applied.describe(),
-                "lexical": self._open().capabilities.lexical_plan(query)}
+        return described(query, applied, self._open().capabilities.lexical_plan(query))
 
     def search_condition(self) -> str | None:
         """What an answer should say of how the store's lexical branch ranks now (on
@@ -271,21 +268,12 @@ class Rifflux:
         """
         service = self._open()
         where = None if root is None else os.fspath(root)
-        for name, value in (("start_line", start_line), ("end_line", end_line),
-                            ("page", page), ("end_page", end_page)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidArgumentError(f"{name} must be a {name.rsplit('_')[-1]} number, "
-                                           f"not {value!r}")
-        by_page = page is not None or end_page is not None
-        if by_page and (start_line is not None or end_line is not None):
-            raise InvalidArgumentError("give a range of lines (start_line, end_line) or of "
-                                       "pages (page, end_page), not both")
-        if by_page:  # (one page unless end_page says to which)
-            return await service.lines(os.fspath(path), where, page,
-                                       page if end_page is None else end_page, by_page=True)
-        if start_line is None and end_line is None:
+        span = checked_span(start_line=start_line, end_line=end_line, page=page,
+                            end_page=end_page)
+        if span is None:
             return await service.file(os.fspath(path), where)
-        return await service.lines(os.fspath(path), where, start_line, end_line)
+        first, last, by_page = span
+        return await service.lines(os.fspath(path), where, first, last, by_page=by_page)
 
     async def links(self, path: str | os.PathLike[str], *,
                     root: str | os.PathLike[str] | None = None) -> NoteLinks:

@@ -5,8 +5,24 @@ schema these bounds were published in, not against this module)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_CHARS", "MAX_DEPTH", "MAX_LIMIT", "MAX_MAX_CHARS", "MAX_QUERY_CHARS",
-           "MAX_TOP_K", "MIN_MAX_CHARS", "RESOURCE_PAGE", "SNIPPET_CHARS"]
+from typing import Literal
+
+__all__ = ["CONTENT_MODES", "DEFAULT_MAX_CHARS", "DUPLICATES", "MAX_DEPTH", "MAX_LIMIT",
+           "MAX_MAX_CHARS", "MAX_QUERY_CHARS", "MAX_TOP_K", "MIN_MAX_CHARS", "MODES",
+           "RESOURCE_PAGE", "SNIPPET_CHARS", "ContentMode", "Duplicates", "Mode"]
+
+#: How a search ranks: by words, by meaning, or both (``rifflux.types`` says them too:
+#: kept here, where a command that only reads the index checks them without importing
+#: the contract's shapes).
+Mode = Literal["lexical", "semantic", "hybrid"]
+MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
+#: What a hit carries: its whole text, or only its snippet.
+ContentMode = Literal["full", "snippet"]
+CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
+#: What a search does with chunks holding the same text: gives it once (``collapse``,
+#: its other places in ``also_in``) or gives every copy (``all``).
+Duplicates = Literal["collapse", "all"]
+DUPLICATES: tuple[Duplicates, ...] = ("collapse", "all")
 
 #: The most hits one search returns over MCP and HTTP (the library and the command line
 #: take any number).

@@ -11,14 +11,12 @@ from typing import Literal, NotRequired, final
 # typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
-Mode = Literal["lexical", "semantic", "hybrid"]
-MODES: tuple[Mode, ...] = ("lexical", "semantic", "hybrid")
-ContentMode = Literal["full", "snippet"]
-CONTENT_MODES: tuple[ContentMode, ...] = ("full", "snippet")
-#: What a search does with chunks holding the same text: gives it once (``collapse``,
-#: its other places in ``also_in``) or gives every copy (``all``).
-Duplicates = Literal["collapse", "all"]
-DUPLICATES: tuple[Duplicates, ...] = ("collapse", "all")
+from .limits import CONTENT_MODES as CONTENT_MODES
+from .limits import DUPLICATES as DUPLICATES
+from .limits import MODES as MODES
+from .limits import ContentMode as ContentMode
+from .limits import Duplicates as Duplicates
+from .limits import Mode as Mode
 
 JobStatus = Literal["queued", "running", "retry_wait", "completed", "failed", "cancelled"]
 JobSource = Literal["api", "watcher", "startup", "auto", "note"]

@@ -246,17 +246,17 @@ async def test_a_hint_reads_the_counts_and_the_hits_and_searches_little_more(
         assert await why(rf, "compost", "hybrid", [], {}) == "no match"
         # hits all found by meaning: one lexical search of one hit says whether any chunk
         # holds the words (they may rank below the hits: core.fusion.combine)
+        # (asked of search_filtered, which a one-shot read's DirectIndex answers too)
         searched: list[tuple[object, ...]] = []
-        search = Rifflux.search.__get__(rf)
+        search = Rifflux.search_filtered.__get__(rf)
 
         async def counted(*args: object, **kwargs: object) -> object:
-            searched.append((*args, kwargs.get("mode"), kwargs.get("top_k")))
+            searched.append(args)
             return await search(*args, **kwargs)
 
-        monkeypatch.setattr(rf, "search", counted)
-        monkeypatch.setattr(rf, "search_filtered", Rifflux.search_filtered.__get__(rf))
+        monkeypatch.setattr(rf, "search_filtered", counted)
         assert misspelt and await why(rf, "cmopost", "hybrid", misspelt, {}) == "meaning only"
-        assert searched == [("cmopost", 1, "lexical", None, None)]
+        assert searched == [("cmopost", make_filters(), 1, "lexical")]
 
 
 def test_every_surface_has_words_for_every_reason_an_answer_gives() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from rifflux import Rifflux, Settings
 from rifflux.core.definitions import named
+from rifflux.location import index_location
 from rifflux.types import SearchResult
 
 from .helpers import CountingEmbedder, Location, write
@@ -42,8 +43,8 @@ NOTE = ("# parse_config\n\nThe notes on parse_config: parse_config reads the set
 
 
 def index_of(db: Location) -> Rifflux:
-    settings = Settings().with_overrides(db_path=db, embedding_backend="hash",
-                                         kinds=("default", "code"))
+    settings = Settings(db_path=index_location(db), embedding_backend="hash",
+                        kinds=("default", "code"))
     return Rifflux(settings=settings, embedder=CountingEmbedder())
 
 

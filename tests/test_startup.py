@@ -21,7 +21,14 @@ from rifflux.core.embedders import HashEmbedder
 from rifflux.store.sqlite.reader import Reader
 from rifflux.types import SearchResult
 
-from .helpers import CountingEmbedder, cli_env, cli_then, eventually, otters_and_bread
+from .helpers import (
+    CountingEmbedder,
+    cli_env,
+    cli_then,
+    eventually,
+    modules_loaded,
+    otters_and_bread,
+)
 from .serving import serving
 
 pytestmark = pytest.mark.anyio
@@ -91,6 +98,38 @@ async def test_a_lexical_search_and_reads_into_a_pipe_import_no_model_numpy_or_r
         assert "otters.md" in done.stdout
     if command[0] in ("status", "show", "files", "links"):  # results, in plain lines
         assert done.stdout.strip() and "\x1b[" not in done.stdout
+
+
+#: What a one-shot search by words, ``show``, ``links``, ``files`` and ``tags`` never
+#: import: they are answered directly (``rifflux.direct``: the store's reads and the
+#: ranking on sqlite3 in this thread), without the library's actors, an event loop or
+#: aiosqlite (about 200 ms of imports, for one read).
+_NOT_DIRECTLY = ("rifflux.api", "rifflux.actors", "rifflux.actors.supervisor",
+                 "rifflux.actors.service", "rifflux.actors.events", "rifflux.actors.messages",
+                 "rifflux.actors.query", "rifflux.status", "rifflux.store.opening",
+                 "rifflux.store.protocols", "anyio", "asyncio", "aiosqlite", "sniffio")
+_DIRECTLY = cli_then((*_HEAVY, *_NOT_FOR_READS, *_NOT_DIRECTLY, "rich", *_NOT_FOR_SEARCHES))
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "otter", "--mode", "lexical"],
+    ["search", "otter", "--mode", "lexical", "--json", "--explain", "--snippets"],
+    ["search", "otter", "--mode", "lexical", "--json", "--path", "otters.md", "--since", "1d"],
+    ["show", "otters.md"], ["show", "otters.md:1-2", "--json"], ["links", "otters.md"],
+    ["neighbors", "otters.md"], ["files"], ["files", "--json"], ["tags"],
+])
+async def test_a_one_shot_search_by_words_or_read_imports_no_actor_event_loop_or_aiosqlite(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = await _indexed(tmp_path)
+    done = await _python(tmp_path, _DIRECTLY, "--db", str(db), *command,
+                         env=cli_env(tmp_path, RIFFLUX_EMBEDDING_BACKEND="onnx"))
+    # (1: an empty list: these notes have no tags and no links)
+    assert done.returncode == (1 if command[0] in ("tags", "neighbors") else 0), done.stderr
+    if command[0] not in ("tags", "neighbors"):
+        assert "otters.md" in done.stdout
+    allowed = {"pathspec"} if "--path" in command else set()
+    assert set(modules_loaded(done.stderr)) <= allowed, done.stderr
 
 
 #: ``rifflux mcp``'s first searches, as it answers them before the MCP SDK has loaded: the

@@ -11,17 +11,12 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.filters import NO_FILTERS, FileEntry, Filters
-from ..errors import InvalidArgumentError, RiffluxError
-from ..limits import SNIPPET_CHARS
+from ..errors import RiffluxError
 from ..note_types import RecentNote
+from ..query.asked import PLAIN, SearchShape
 from ..types import (
-    CONTENT_MODES,
-    DUPLICATES,
-    MODES,
     ChunkDetail,
-    ContentMode,
     Counts,
-    Duplicates,
     FileLines,
     FileRecord,
     IndexedFile,
@@ -168,58 +163,6 @@ class VectorsReset:
     #: Also read the catalog of files again (another process changed more than the
     #: change log still tells).
     catalog: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SearchShape:
-    """How a search's answer is shaped: a cap of hits per file, content or only the
-    snippet, why each hit ranks where it does, and each text once or every copy."""
-
-    max_per_file: int | None = None
-    content: ContentMode = "full"
-    explain: bool = False
-    snippet_chars: int = SNIPPET_CHARS[1]
-    duplicates: Duplicates = "collapse"
-
-    @classmethod
-    def checked(cls, *, max_per_file: object, content: object, explain: object,
-                snippet_chars: object, duplicates: object = "collapse") -> SearchShape:
-        """From a caller's values; raises ``InvalidArgumentError`` saying what to fix."""
-        if max_per_file is not None and (isinstance(max_per_file, bool)
-                                         or not isinstance(max_per_file, int)
-                                         or max_per_file < 1):
-            raise InvalidArgumentError(
-                f"max_per_file must be an integer of at least 1, or None, not {max_per_file!r}")
-        if content not in CONTENT_MODES:
-            raise InvalidArgumentError(
-                f"unknown content {content!r}: use one of {', '.join(CONTENT_MODES)}")
-        least, _, most = SNIPPET_CHARS
-        if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) \
-                or not least <= snippet_chars <= most:
-            raise InvalidArgumentError(f"snippet_chars must be a whole number from {least} to "
-                                       f"{most}, not {snippet_chars!r}")
-        if duplicates not in DUPLICATES:
-            raise InvalidArgumentError(f"unknown duplicates {duplicates!r}: use one of "
-                                       f"{', '.join(DUPLICATES)} (collapse: each text once, "
-                                       "its other places in also_in; all: every copy)")
-        return cls(max_per_file=max_per_file, content=content, explain=bool(explain),
-                   snippet_chars=snippet_chars, duplicates=duplicates)
-
-
-#: Answers as SPEC has them: all hits, whole contents, no explanation.
-PLAIN = SearchShape()
-
-
-def checked_mode(query: object, top_k: object, mode: object) -> Mode:
-    """A search's mode, once the query, ``top_k`` and mode are known to be good; raises
-    ``InvalidArgumentError`` saying what to fix."""
-    if mode not in MODES:
-        raise InvalidArgumentError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InvalidArgumentError(f"top_k must be an integer of at least 1, not {top_k!r}")
-    if not isinstance(query, str):
-        raise InvalidArgumentError("query must be a string")
-    return mode
 
 
 #: The one answer to a request, sent back once: the value asked for, or the

@@ -5,7 +5,7 @@ of files that filters are resolved against.
 Requests (searches and reads) run side by side, each in its own task, at most
 ``concurrency`` at a time. Filters are resolved to a set of files first and
 applied inside each branch before its top ``top_k * 2`` are taken; the ranking
-itself (both branches side by side, fused by RRF) is ``search.Ranking``'s. Each
+itself (both branches side by side, fused) is ``rifflux.query``'s. Each
 request is an error boundary: whatever fails inside it is answered to that caller
 as a ``RiffluxError`` and the actor keeps serving.
 
@@ -32,10 +32,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from ..core.catalog import Allowed, Catalog
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import InternalError, RiffluxError
+from ..query.asked import PLAIN, SearchShape
+from ..query.ranking import Loaded, Ranking
 from ..store.protocols import OpenStore
 from ..types import SearchResult
 from .messages import (
-    PLAIN,
     ChunkRequested,
     CountsRequested,
     FileRequested,
@@ -50,13 +51,11 @@ from .messages import (
     RootCountsRequested,
     RootsRequested,
     SearchRequested,
-    SearchShape,
     TagsRequested,
     VectorsReset,
     give,
 )
 from .reads import Reads
-from .search import Loaded, Ranking
 
 if TYPE_CHECKING:  # (numpy and the model load with the semantic path: _load)
     from ..core.embedders import Embedder
@@ -93,17 +92,19 @@ class QueryActor:
         self._store = store
         self._inbox = inbox
         self._limiter = anyio.CapacityLimiter(concurrency)
-        self._loaded = Loaded()
+        self._catalog_ready = anyio.Event()
+        self._loaded = Loaded(catalog_ready=self._catalog_ready)
         self._ready = anyio.Event()  # the model is adopted and the matrix loaded (or none)
         self._replay: list[IndexChanged] | None = None  # changes seen while a load runs
         self._loads = 0  # loads begun: a load ends without effect when a later one began
         self._catalog = self._loaded.catalog
-        self._catalog_ready = self._loaded.catalog_ready
         self._catalog_replay: list[IndexChanged] | None = []
         self._reads = Reads(reads=store.reads, records=store.records, links=store.links,
                             catalog=self._catalog, catalog_ready=self._catalog_ready)
-        self._ranking = Ranking(store=store, loaded=self._loaded, rrf_k=rrf_k,
-                                feedback=feedback, feedback_weight=feedback_weight,
+        self._ranking = Ranking(rows=store.reads, copies=store.copies, lexical=store.lexical,
+                                loaded=self._loaded, rrf_k=rrf_k, semantic=store.semantic,
+                                matrix=store.matrix, feedback=feedback,
+                                feedback_weight=feedback_weight, languages=store.languages,
                                 other_language_share=other_language_share)
         self._searches = 0
         self._failures = 0
@@ -271,8 +272,6 @@ class QueryActor:
             if not self._catalog_ready.is_set():
                 await self._catalog_ready.wait()
             allowed = self._catalog.allowed(filters)
-            if allowed is not None and not allowed.ids:
-                return []  # no file passes: nothing to rank
         async with _slot(self._limiter):
             self._searches += 1
             return await self._ranking.search(query, top_k, mode, allowed, shape)

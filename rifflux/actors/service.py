@@ -18,6 +18,7 @@ from ..config import Settings
 from ..core.filters import NO_FILTERS, Filters
 from ..errors import ClosedError, RiffluxError
 from ..note_types import RecentNote
+from ..query.asked import PLAIN, SearchShape
 from ..store.common import Others, Recovery
 from ..store.protocols import Capabilities
 from ..types import (
@@ -41,7 +42,6 @@ from .embedder import EmbedderSnapshot
 from .events import EventHub
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
-    PLAIN,
     ChunkRequested,
     CountsRequested,
     FileRequested,
@@ -58,7 +58,6 @@ from .messages import (
     RootCountsRequested,
     RootsRequested,
     SearchRequested,
-    SearchShape,
     TagsRequested,
 )
 from .model import ModelSnapshot

@@ -8,11 +8,12 @@ from .search import (
     FIRST_LOOK_CHARS,
     SNIPPET_WIDTHS,
     Answered,
+    Searched,
     Why,
     Words,
     search_answer,
     why,
 )
 
-__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Shaped", "Why", "Words",
+__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Shaped", "Why", "Words",
            "answer_text", "search_answer", "why", "within"]

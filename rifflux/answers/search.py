@@ -6,24 +6,27 @@ close in meaning), and, within a budget, what was cut and how to read on.
 
 A surface gives only its own words (``Words``): for each ``Why``, a tool to call, a
 route to use or a command to run, and how its callers name the arguments a hint
-mentions. A ``Words`` that lacks a reason cannot be made.
+mentions. A ``Words`` that lacks a reason cannot be made. The index searched is a
+``Searched``: the library's ``Rifflux``, or a one-shot read's ``direct.DirectIndex``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
-from ..api import Rifflux
-from ..core.filters import Filters
+from ..core.filters import make_filters
 from ..core.fts_query import has_sentence
 from ..core.snippets import Snippets
-from ..types import Mode, SearchAnswer, SearchResult
 from .budget import Shaped, answer_text, body_size, cut, fit_texts, size, text_size, within
 
-__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Why", "Words", "search_answer",
-           "why"]
+if TYPE_CHECKING:
+    from ..core.filters import Filters
+    from ..types import Counts, Mode, SearchAnswer, SearchExplain, SearchResult
+
+__all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Why", "Words",
+           "search_answer", "why"]
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
               "meaning only, sentence"]
@@ -36,6 +39,26 @@ _FIRST_LOOK = ("chunk_id", "path", "heading_path", "chunk_index", "score_breakdo
 #: other fields leave, each from 80 to 240 characters wide.
 FIRST_LOOK_CHARS = 4_000
 SNIPPET_WIDTHS = (80, 240)
+
+
+class Searched(Protocol):
+    """What an answer asks of the index that was searched (each as ``Rifflux`` says it)."""
+
+    @property
+    def embedding_model(self) -> str | None: ...
+    @property
+    def recovered(self) -> dict[str, object] | None: ...
+    def pending_embeddings(self) -> int | None: ...
+    def describe_search(self, query: str, filters: Filters | None = None,
+                        **given: Any) -> SearchExplain: ...
+    def search_condition(self) -> str | None: ...
+    def searchable(self, query: str) -> bool: ...
+    async def counts(self) -> Counts: ...
+    async def search_filtered(self, query: str, filters: Filters, top_k: int = 10,
+                              mode: str = "hybrid", *, max_per_file: int | None = None,
+                              content: str = "full", explain: bool = False,
+                              snippet_chars: int = 240,
+                              duplicates: str = "collapse") -> list[SearchResult]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +97,7 @@ class Answered:
 
 
 async def search_answer(
-    rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
+    rf: Searched, query: str, mode: Mode, results: list[SearchResult],
     filters: dict[str, Any], *, words: Words, explain: bool = False,
     applied: Filters | None = None, max_chars: int | None = None, first_look: bool = False,
     extra: Mapping[str, object] | None = None,
@@ -94,7 +117,7 @@ async def search_answer(
                              else rf.describe_search(query, applied))
     if extra:
         cast(dict[str, Any], answer).update(extra)
-    reason = await why(rf, query, mode, results, filters)
+    reason = await why(rf, query, mode, results, filters, applied)
     condition = rf.search_condition() if mode != "semantic" else None
     said = Answered(answer, reason, words.pending(pending) if pending else None,
                     None if reason is None else words.why[reason], condition)
@@ -120,12 +143,12 @@ async def search_answer(
                       more={"omitted": omitted} if omitted else {})
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
-    return Answered(cast(SearchAnswer, shaped), said.why, said.pending, said.reason,
+    return Answered(cast("SearchAnswer", shaped), said.why, said.pending, said.reason,
                     said.condition)
 
 
-async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
-              filters: Mapping[str, Any]) -> Why | None:
+async def why(rf: Searched, query: str, mode: Mode, results: list[SearchResult],
+              filters: Mapping[str, Any], applied: Filters | None = None) -> Why | None:
     """What the answer needs said, if anything: why it is empty, or that a hybrid
     search's hits all come from the semantic branch (no chunk holds the query's words:
     a misspelling, or a subject the notes do not cover; for a CJK question typed as a
@@ -138,8 +161,9 @@ async def why(rf: Rifflux, query: str, mode: Mode, results: list[SearchResult],
         if mode != "hybrid" or any(r["score_breakdown"].get("lexical_rank") is not None
                                    for r in results):
             return None
-        if rf.searchable(query) and await rf.search(query, 1, "lexical", content="snippet",
-                                                    duplicates="all", **filters):
+        if rf.searchable(query) and await rf.search_filtered(
+                query, make_filters(**filters) if applied is None else applied, 1, "lexical",
+                content="snippet", duplicates="all"):
             return None  # (its words are held, by chunks fused below these hits)
         return "meaning only, sentence" if has_sentence(query) else "meaning only"
     if (await rf.counts())["files"] == 0:  # (a damaged index moved aside: not "empty")

@@ -7,7 +7,6 @@ MCP front starts).
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import re
 import sys
@@ -15,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..config import BACKENDS, LOG_LEVELS, default_db_path
-from ..limits import MAX_DEPTH
-from ..types import DUPLICATES, MODES
+from ..limits import DUPLICATES, MAX_DEPTH, MODES
 from .note_args import add_note_parsers
 from .setup_args import add_setup_parsers
 
@@ -31,6 +29,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     top = parser()
     args, extra = top.parse_known_args(_ages_joined(argv))
     if extra:
+        import difflib  # (a mistake's answer: the closest option)
+
         command = _subcommands(top).get(getattr(args, "command", ""), top)
         close = [match for arg in extra if arg.startswith("-") for match in
                  difflib.get_close_matches(arg.split("=", 1)[0],
@@ -47,6 +47,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         wrong = _UNKNOWN_COMMAND.match(message)
         if wrong is not None:
+            import difflib  # (a mistyped command's answer: the closest one)
+
             close = difflib.get_close_matches(wrong["name"], list(_subcommands(self)), n=1)
             message = (f"unknown command {wrong['name']!r}"
                        + (f": did you mean {close[0]}?" if close else "")

@@ -100,29 +100,36 @@ def run(command: Command, args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BaseException as exc:  # the boundary: every failure becomes one line
-        leaf = innermost(exc)
-        if isinstance(leaf, KeyboardInterrupt):
-            return EXIT_INTERRUPTED
-        if isinstance(leaf, BrokenPipeError):  # the reader left (`| head -1`): done
-            stdout_gone()
-            return EXIT_OK
-        if isinstance(leaf, CommandError):
-            return fail(str(leaf), leaf.code)
-        if isinstance(leaf, NotFoundError):  # (a note the index does not hold: as `show`)
-            return fail(str(leaf))
-        if isinstance(leaf, InvalidArgumentError | NotAnIndexError | ReadOnlyError):
-            # (--db: not an index; a mistake in the command, as a bad argument is)
-            return fail(as_flags(str(leaf)), EXIT_USAGE)
-        if isinstance(leaf, OSError) and leaf.filename:
-            return fail(f"{leaf.strerror or leaf}: {leaf.filename} (check the paths given, "
-                        "--db and RIFFLUX_DB_PATH)")
-        if isinstance(leaf, RiffluxError | OSError):
-            return fail(str(leaf))
-        if not isinstance(leaf, Exception):
-            raise
-        logger.debug("unexpected error", exc_info=leaf)
-        return fail(f"unexpected {type(leaf).__name__}: {leaf} "
-                    "(run with --log-level DEBUG to see where; please report it)")
+        return failed(exc)
+
+
+def failed(exc: BaseException) -> int:
+    """The exit code of a command that raised ``exc``, its failure said in one line on
+    stderr (what is no failure, a KeyboardInterrupt or SystemExit inside no group, is
+    raised again)."""
+    leaf = innermost(exc)
+    if isinstance(leaf, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(leaf, BrokenPipeError):  # the reader left (`| head -1`): done
+        stdout_gone()
+        return EXIT_OK
+    if isinstance(leaf, CommandError):
+        return fail(str(leaf), leaf.code)
+    if isinstance(leaf, NotFoundError):  # (a note the index does not hold: as `show`)
+        return fail(str(leaf))
+    if isinstance(leaf, InvalidArgumentError | NotAnIndexError | ReadOnlyError):
+        # (--db: not an index; a mistake in the command, as a bad argument is)
+        return fail(as_flags(str(leaf)), EXIT_USAGE)
+    if isinstance(leaf, OSError) and leaf.filename:
+        return fail(f"{leaf.strerror or leaf}: {leaf.filename} (check the paths given, "
+                    "--db and RIFFLUX_DB_PATH)")
+    if isinstance(leaf, RiffluxError | OSError):
+        return fail(str(leaf))
+    if not isinstance(leaf, Exception):
+        raise exc
+    logger.debug("unexpected error", exc_info=leaf)
+    return fail(f"unexpected {type(leaf).__name__}: {leaf} "
+                "(run with --log-level DEBUG to see where; please report it)")
 
 
 async def _until_terminated(command: Command, args: argparse.Namespace,

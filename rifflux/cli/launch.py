@@ -107,6 +107,12 @@ def _main(argv: list[str]) -> int:
             check_model_dir(settings.model_dir.absolute())
         except EmbeddingError as exc:
             return exits.fail(str(exc), exits.EXIT_USAGE)
+    from . import direct
+
+    # a one-shot read of an SQLite index, answered in this thread (no actors, no loop)
+    code = direct.run(args, settings)
+    if code is not None:
+        return code
     from .commands import COMMANDS  # the slow imports (rich, numpy, aiosqlite) start here
     from .note_commands import NOTE_COMMANDS
 

@@ -10,18 +10,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..types import (
-    ChunkDetail,
-    IndexedFile,
-    LinkPlace,
-    NoteLinks,
-    ScoreBreakdown,
-    SearchExplain,
-    SearchResult,
-)
-
 if TYPE_CHECKING:
     from rich.style import Style
+
+    from ..types import (
+        ChunkDetail,
+        IndexedFile,
+        LinkPlace,
+        NoteLinks,
+        ScoreBreakdown,
+        SearchExplain,
+        SearchResult,
+    )
 
 __all__ = ["Lines", "Out", "display_path", "explain_lines", "link_lines", "on_terminal",
            "print_files", "print_plain", "score", "shown", "why_line"]

@@ -1,25 +1,48 @@
 """The commands that read the index: ``show`` (lines of a file, or a chunk), ``links``,
-``neighbors``, ``tags`` and ``files``."""
+``neighbors``, ``tags`` and ``files``.
+
+``tags`` and ``files`` on an SQLite index are answered directly (``tags_directly``,
+``files_directly``: ``rifflux.direct``, no actors, no event loop), with the same words;
+the library (``Rifflux``) and anyio are imported by the commands that open it."""
 
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-import anyio
-
-from ..api import Rifflux
-from ..config import Settings
-from ..core.extract.reading import unit_of
 from ..core.filters import check_depth
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from ..types import FileLines, FileRecord
-from .common import count, note_path, require_index, write_json
+from .common import (
+    Holding,
+    check_index,
+    count,
+    local_file,
+    named_path,
+    note_path,
+    require_index,
+    write_json,
+)
 from .entry import CommandError
 from .plain import display_path, link_lines, on_terminal, print_files, shown
 from .results import out
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..direct import DirectIndex
+    from ..types import (
+        ChunkDetail,
+        FileLines,
+        FileRecord,
+        IndexedFile,
+        Neighbor,
+        NoteLinks,
+        TagCount,
+    )
 
 #: PATH:START-END, PATH:LINE.
 _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
@@ -30,26 +53,66 @@ _CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
 _PART_OF_AN_ID = re.compile(r"^[0-9a-f]{6,40}$")
 
 
+class _Showing(Holding, Protocol):
+    """What ``show`` asks of the index (``Rifflux``, or ``DirectIndex``)."""
+
+    async def get_file(self, path: str, *, root: str | None = None,
+                       start_line: int | None = None, end_line: int | None = None,
+                       page: int | None = None, end_page: int | None = None,
+                       ) -> FileRecord | FileLines | None: ...
+    async def get_chunk(self, chunk_id: str) -> ChunkDetail | None: ...
+
+
+#: How a command opens the index it reads, and finds a note's path in it.
+_Opened = Callable[[], AbstractAsyncContextManager[_Showing]]
+_Named = Callable[[Holding, str, str | None], Awaitable[str]]
+
+
 async def show(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
+    from ..api import Rifflux
+
     await require_index(settings)
+    on_disk = await anyio.Path(args.target).exists()
+    return await _show(args, on_disk, lambda: Rifflux(settings=settings), note_path)
+
+
+async def show_directly(args: argparse.Namespace, settings: Settings,
+                        index: DirectIndex) -> int:
+    """``show``, answered by an index read directly."""
+    check_index(settings)
+    return await _show(args, _exists(args.target), lambda: nullcontext(index), _named_here)
+
+
+def _exists(target: str) -> bool:
+    return Path(target).exists()
+
+
+async def _named_here(rf: Holding, path: str, root: str | None) -> str:
+    """``note_path``, the working directory looked at in this thread."""
+    return await named_path(rf, path, root, local_file(path))
+
+
+async def _show(args: argparse.Namespace, on_disk: bool, opened: _Opened,
+                named: _Named) -> int:
     target = args.target
-    on_disk = await anyio.Path(target).exists()
     if _CHUNK_ID.match(target) and not on_disk:
-        return await _show_chunk(target, settings, as_json=args.json)
+        return await _show_chunk(target, opened, as_json=args.json)
     path, start, end, ranged = target, 1, None, False
     if (m := _LOCATION.match(target)) and not on_disk:
         path, start, ranged = m.group("path"), int(m.group("start")), True
         end = int(m.group("end")) if m.group("end") else start
-    async with Rifflux(settings=settings) as rf:
-        path = await note_path(rf, path, args.root)
+    async with opened() as rf:
+        path = await named(rf, path, args.root)
         found: FileRecord | FileLines | None
-        if ranged and unit_of(path) != "line":  # paper.pdf:14 is page 14
+        if ranged and _unit_of(path) != "line":  # paper.pdf:14 is page 14
             found = await rf.get_file(path, root=args.root, page=start, end_page=end)
         else:
             found = await rf.get_file(path, root=args.root, start_line=start, end_line=end)
         if found is None and not on_disk and (asked := _NOT_A_RANGE.match(target)):
             file = asked["path"]
-            if await _known(rf, file, args.root):
+            if await _known(rf, file, args.root, named):
                 raise CommandError(f"{asked['range']!r} is not a range of lines: write "
                                    f"{file}:START-END, {file}:LINE or {file} (lines count "
                                    "from 1)", EXIT_USAGE)
@@ -87,16 +150,22 @@ async def show(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def _known(rf: Rifflux, path: str, root: str | None) -> bool:
+def _unit_of(path: str) -> str:
+    from ..core.extract.reading import unit_of  # (a file read by lines or by pages)
+
+    return unit_of(path)
+
+
+async def _known(rf: Holding, path: str, root: str | None, named: _Named) -> bool:
     """Whether ``path`` names an indexed file (as ``note_path`` reads it)."""
     try:
-        return await rf.get_file(await note_path(rf, path, root), root=root) is not None
+        return await rf.get_file(await named(rf, path, root), root=root) is not None
     except CommandError:
         return False
 
 
-async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> int:
-    async with Rifflux(settings=settings) as rf:
+async def _show_chunk(chunk_id: str, opened: _Opened, *, as_json: bool) -> int:
+    async with opened() as rf:
         chunk = await rf.get_chunk(chunk_id)
     if chunk is None:
         raise CommandError(f"no chunk {chunk_id!r} in the index (ids change when a file is "
@@ -112,9 +181,23 @@ async def _show_chunk(chunk_id: str, settings: Settings, *, as_json: bool) -> in
 
 
 async def links(args: argparse.Namespace, settings: Settings) -> int:
+    from ..api import Rifflux
+
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
         found = await rf.links(await note_path(rf, args.path, args.root), root=args.root)
+    return _links_said(args, found)
+
+
+async def links_directly(args: argparse.Namespace, settings: Settings,
+                         index: DirectIndex) -> int:
+    """``links``, answered by an index read directly."""
+    check_index(settings)
+    found = await index.links(await _named_here(index, args.path, args.root), root=args.root)
+    return _links_said(args, found)
+
+
+def _links_said(args: argparse.Namespace, found: NoteLinks) -> int:
     if args.json:
         write_json(found)
     elif on_terminal():
@@ -129,11 +212,27 @@ async def links(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
+    from ..api import Rifflux
+
     check_depth(args.depth)  # (before anything is opened: exit 2, whichever side it is)
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
         found = await rf.neighbors(await note_path(rf, args.path, args.root),
                                    depth=args.depth, root=args.root)
+    return _neighbors_said(args, found)
+
+
+async def neighbors_directly(args: argparse.Namespace, settings: Settings,
+                             index: DirectIndex) -> int:
+    """``neighbors``, answered by an index read directly."""
+    check_depth(args.depth)
+    check_index(settings)
+    found = await index.neighbors(await _named_here(index, args.path, args.root),
+                                  depth=args.depth, root=args.root)
+    return _neighbors_said(args, found)
+
+
+def _neighbors_said(args: argparse.Namespace, found: list[Neighbor]) -> int:
     if args.json:
         write_json(found)
     else:
@@ -149,9 +248,22 @@ async def neighbors(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def tags(args: argparse.Namespace, settings: Settings) -> int:
+    from ..api import Rifflux
+
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
         found = await rf.list_tags(args.path_globs)
+    return _tags_said(args, found)
+
+
+async def tags_directly(args: argparse.Namespace, settings: Settings,
+                        index: DirectIndex) -> int:
+    """``tags``, answered by an index read directly."""
+    check_index(settings)
+    return _tags_said(args, await index.list_tags(args.path_globs))
+
+
+def _tags_said(args: argparse.Namespace, found: list[TagCount]) -> int:
     if args.json:
         write_json(found)
     else:
@@ -168,9 +280,22 @@ async def tags(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def files(args: argparse.Namespace, settings: Settings) -> int:
+    from ..api import Rifflux
+
     await require_index(settings)
     async with Rifflux(settings=settings) as rf:
         found = await rf.files(args.root)
+    return _files_said(args, found)
+
+
+async def files_directly(args: argparse.Namespace, settings: Settings,
+                         index: DirectIndex) -> int:
+    """``files``, answered by an index read directly."""
+    check_index(settings)
+    return _files_said(args, await index.files(args.root))
+
+
+def _files_said(args: argparse.Namespace, found: list[IndexedFile]) -> int:
     if args.json:
         write_json(found)
     else:

@@ -3,8 +3,13 @@ elsewhere (``plain``, without rich, whose import costs a one-shot command about 
 
 from __future__ import annotations
 
-from ..types import SearchExplain, SearchResult
-from .plain import Lines, Out, on_terminal, print_plain
+from typing import TYPE_CHECKING
+
+from .plain import Lines, on_terminal, print_plain
+
+if TYPE_CHECKING:
+    from ..types import SearchExplain, SearchResult
+    from .plain import Out
 
 __all__ = ["out", "print_search"]
 

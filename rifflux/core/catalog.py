@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError, NotFoundError
-from .filters import CompiledFilters, FileEntry, Filters
+from .filters import CompiledFilters
 from .graph import LinkGraph
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from .filters import FileEntry, Filters
 
 _CACHED = 64
 

@@ -12,7 +12,7 @@ one long definition together and in the file's order (its first part holds its
 signature); everything else keeps its order below them.
 
 Only the chunks the lexical branch found can move (a definition holds its own name, so
-it is found whenever its name is searched); ``actors.search`` reads that branch a pool
+it is found whenever its name is searched); ``query.ranking`` reads that branch a pool
 deep for such a query so that a definition ranked below the first ``top_k`` still comes
 up. A question of several words, a markdown heading that happens to equal the name and
 a name nothing defines change nothing.
@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ..types import ChunkRecord
+if TYPE_CHECKING:  # (the contract's shapes: a one-shot search imports none of them)
+    from ..types import ChunkRecord
 
 T = TypeVar("T")
 

@@ -281,7 +281,7 @@ class VectorIndex:
         pool: int = 200, mask: npt.NDArray[np.bool_] | None = None, ties: bool = False,
     ) -> list[tuple[int, float]]:
         """``rank`` over ``candidates``, their exact vectors from ``exact`` (the query
-        actor does the same with the database in between: see ``actors/search.py``)."""
+        actor does the same with the database in between: see ``query/ranking.py``)."""
         found, vectors = exact(self.candidates(query, k, feedback=feedback, pool=pool,
                                                mask=mask))
         return rank(query, found, vectors, k, feedback=feedback, weight=weight, pool=pool,

@@ -13,11 +13,14 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ..core.filters import tag_levels
 from ..kinds import MARKDOWN_SUFFIXES, UNITS
-from ..types import ChunkRecord, ProcessInfo
-from .written import Row, Written
+
+if TYPE_CHECKING:
+    from ..types import ChunkRecord, ProcessInfo
+    from .written import Row, Written
 
 #: The columns of a result row, in the order ``row_dict`` reads them (``c``: chunks,
 #: ``f``: files, ``r``: roots).

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from ..core.links import anchor_matches, target_parts
-from ..types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
 from .common import title_of
-from .statements import Statements
-from .written import Row
+
+if TYPE_CHECKING:
+    from ..types import Backlink, LinkKind, LinkPlace, NoteLinks, OutgoingLink
+    from .statements import Statements
+    from .written import Row
 
 #: What a link says and where it is (``_place`` reads them), then its chunk's id: ``l``
 #: is the link, ``c`` its chunk (``_SOURCE_CHUNK``).

@@ -6,9 +6,13 @@ catalog, the other processes) is its own; its reader is a ``Listings``.
 
 from __future__ import annotations
 
-from ..types import Counts, IndexedFile, RootCount
+from typing import TYPE_CHECKING
+
 from .common import iso_utc, title_of
-from .statements import Statements
+
+if TYPE_CHECKING:
+    from ..types import Counts, IndexedFile, RootCount
+    from .statements import Statements
 
 
 class Listings:

@@ -10,12 +10,15 @@ relative path, the first root indexed wins and the others are named.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from ..core.catalog import path_candidates
 from ..core.filters import tag_levels
-from ..types import ChunkDetail, FileRecord
 from .common import ROW_SQL, Located, iso_utc, row_dict, title_of
-from .statements import Statements
+
+if TYPE_CHECKING:
+    from ..types import ChunkDetail, FileRecord
+    from .statements import Statements
 
 
 class Records:

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from .written import Row
+if TYPE_CHECKING:
+    from .written import Row
 
 T = TypeVar("T")
 

@@ -3,17 +3,16 @@ store's driver gives it (``Row``, which ``common`` reads results from too)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import aiosqlite
-
 from ..core.filters import FileEntry, tag_levels
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
+    import aiosqlite
+
     from ..core.chunker import Chunk, FileMetadata, Link
     from ..core.vectors import F32
 
@@ -74,6 +73,8 @@ class Written:
 
 
 def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> str:
+    import hashlib  # (the writer's: a reader never makes an id)
+
     raw = f"{root_id}\0{rel_path}\0{index}\0{content_hash}".encode()
     return hashlib.sha256(raw).hexdigest()[:20]
 

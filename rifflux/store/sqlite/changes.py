@@ -30,7 +30,7 @@ from ..common import Foreign
 from ..protocols import RootsStore
 from ..written import Written, batches, file_entries, marks
 from .link_index import edges_of
-from .sql import mapped_errors
+from .sql import Connection, mapped_errors
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
     from ...core.vectors import F32
@@ -77,7 +77,7 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-async def prune(conn: aiosqlite.Connection, db_path: Path) -> None:
+async def prune(conn: Connection, db_path: Path) -> None:
     """Keep the last ``KEEP`` rows of the log (a follower further behind reloads
     everything)."""
     with mapped_errors(db_path):
@@ -85,7 +85,7 @@ async def prune(conn: aiosqlite.Connection, db_path: Path) -> None:
             "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?", (KEEP,))
 
 
-async def sequence(conn: aiosqlite.Connection) -> int:
+async def sequence(conn: Connection) -> int:
     """The index's change sequence number (0 before any write)."""
     rows = await conn.execute_fetchall("SELECT COALESCE(MAX(seq), 0) FROM changes")
     return int(next(iter(rows))[0])

@@ -5,11 +5,15 @@ large indexes (``lexicon``: the same scores); equal scores by path, chunk index,
 
 from __future__ import annotations
 
-from ...core.catalog import Allowed
+from typing import TYPE_CHECKING
+
 from ...core.fts_query import build_every, build_match
-from ...types import ChunkRecord, LexicalExplain
-from ..protocols import Ranked
-from .reader import Reader
+
+if TYPE_CHECKING:
+    from ...core.catalog import Allowed
+    from ...types import ChunkRecord, LexicalExplain
+    from ..protocols import Ranked
+    from .reader import Reader
 
 
 def lexical_plan(query: str) -> LexicalExplain | None:

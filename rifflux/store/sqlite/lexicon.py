@@ -37,7 +37,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import cast
 
-import aiosqlite
 import anyio
 import numpy as np
 
@@ -48,6 +47,7 @@ from ...core.fts_query import clauses
 from .lexicon_schema import WEIGHTS_TEXT as WEIGHTS_TEXT
 from .lexicon_schema import lexicon_built
 from .schema import TOKENIZER
+from .sql import Connection
 
 Ranked = list[bm25.Hit]
 #: Ranks the chunks above ``after`` by FTS5 alone (the whole query: match, limit,
@@ -106,7 +106,7 @@ class _Part:
 class Lexicon:
     """The lexicon as one read connection sees it, with what it has decoded so far."""
 
-    def __init__(self, conn: aiosqlite.Connection, *, cache_bytes: int = 96 << 20) -> None:
+    def __init__(self, conn: Connection, *, cache_bytes: int = 96 << 20) -> None:
         self._conn = conn
         self._lock = anyio.Lock()  # one read transaction at a time on the connection
         self._prepared = False

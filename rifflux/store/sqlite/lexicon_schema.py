@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import sqlite3
 
-import aiosqlite
-
 from ...core.hits import WEIGHTS
+from .sql import Connection
 
 #: The weights as the lexicon records them; another set means it cannot serve.
 WEIGHTS_TEXT = ",".join(repr(w) for w in WEIGHTS)
 
 
-async def lexicon_built(conn: aiosqlite.Connection) -> bool:
+async def lexicon_built(conn: Connection) -> bool:
     """Whether a lexicon is built for these weights (``Lexicon.usable``; numpy-free, so
     that a search on an index without one never imports the lexicon's module)."""
     try:

@@ -37,8 +37,7 @@ from .recovery import (
     damage,
     move_aside,
     needs_check,
-    refuse_foreign,
-    unshared,
+    refuse_unreadable,
 )
 from .schema import connect
 from .sql import OnConnection
@@ -72,14 +71,7 @@ def _check(db: Path, settings: Settings) -> tuple[Recovery | None, bool]:
     damaged index is moved aside (a read-only open reports the damage instead). True
     beside: the routine check of a large index is due, to run once it is open."""
     read_only = settings.read_only
-    refuse_foreign(db)
-    if read_only and not settings.read_snapshot and db.exists() and unshared(db):
-        raise IndexDatabaseError(
-            f"cannot follow the index {db}: SQLite needs to make {db.name}-shm beside it "
-            f"to read it while others write it, and this process cannot write "
-            f"{db.parent}; make that folder writable for this user, or copy the index "
-            "somewhere writable (`rifflux search` and the other reading commands read it "
-            "as it is now)")
+    refuse_unreadable(db, read_only=read_only, read_snapshot=settings.read_snapshot)
     when = needs_check(db)
     if when != "now":
         return None, when == "later"

@@ -9,19 +9,17 @@ import os
 import time
 from pathlib import Path
 
-import aiosqlite
-
 from ...errors import IndexDatabaseError
 from ...types import ProcessInfo
 from .changes import prune
-from .sql import mapped_errors
+from .sql import Connection, mapped_errors
 
 #: A process not seen for this long is no longer listed.
 SEEN_WITHIN = 60.0
 
 
 class Presence:
-    def __init__(self, conn: aiosqlite.Connection, db_path: Path, origin: str) -> None:
+    def __init__(self, conn: Connection, db_path: Path, origin: str) -> None:
         self.conn = conn
         self.db_path = db_path
         self.origin = origin

@@ -1,7 +1,11 @@
 """Read-side statements, on a connection of the reader's own (WAL lets it read while
 the writer writes): the lexical ranking (FTS5's, or the lexicon's), chunk rows and
 their stable order, the vectors (``vectors``), texts to embed, the catalog and the
-other processes; the counts and lists are ``store.listings``'."""
+other processes; the counts and lists are ``store.listings``'.
+
+On any ``Connection``: aiosqlite's in a process with an event loop, or a one-shot read's
+(``direct``), whose statements are answered at once in the calling thread; neither
+aiosqlite nor anyio is imported here."""
 
 from __future__ import annotations
 
@@ -11,27 +15,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-import anyio
-
-from ...core.catalog import Allowed
-from ...core.filters import FileEntry
-from ...core.hits import WEIGHTS, Hit, place
+from ...core.hits import WEIGHTS, place
 from ...errors import IndexDatabaseError
-from ...types import ChunkRecord
 from ..common import ROW_COLUMNS, ROW_SQL, Others, PendingText, row_dict, stable_order
 from ..listings import Listings
-from ..protocols import CodeBlocks, VectorBlocks
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
-from .changes import sequence
 from .lexicon_schema import lexicon_built
-from .presence import Presence
 from .sql import OnConnection, mapped_errors
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone)
+    from ...core.catalog import Allowed
+    from ...core.filters import FileEntry
+    from ...core.hits import Hit
     from ...core.vectors import F32, I64
+    from ...types import ChunkRecord
+    from ..protocols import CodeBlocks, VectorBlocks
     from .lexicon import Lexicon
     from .missing import Missing
+    from .sql import Connection
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
 BM25_WEIGHTS = WEIGHTS  # heading_path, content, cjk (characters alone)
@@ -85,7 +86,7 @@ class Reader(Listings):
     """``ReadStore`` (its counts and lists: ``Listings``), the lexical leg's ranking and
     ``MatrixStore``."""
 
-    def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
+    def __init__(self, conn: Connection, db_path: Path) -> None:
         super().__init__(OnConnection(conn, db_path))
         self.conn = conn
         self.db_path = db_path
@@ -265,9 +266,11 @@ class Reader(Listings):
 
         return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
-    async def catalog(self) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
+    async def catalog(self, *, in_thread: bool = True,
+                      ) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
         """Every root, every file as filters see it, and every link between two files
-        (linking file, linked file)."""
+        (linking file, linked file). ``in_thread``: the files' JSON is read in a worker
+        thread (a one-shot read, which has nothing else to do meanwhile, reads it here)."""
         with mapped_errors(self.db_path):
             roots = await self.conn.execute_fetchall("SELECT id, path FROM roots")
             files = await self.conn.execute_fetchall(f"SELECT {FILE_ENTRY_COLUMNS} FROM files")
@@ -276,12 +279,20 @@ class Reader(Listings):
                 "WHERE target_file_id IS NOT NULL AND target_file_id != file_id")
         # (off the event loop: 73,000 files' tags and front matter are 0.6 s of JSON that
         # the searches of a process just opened would otherwise wait behind)
-        entries = await anyio.to_thread.run_sync(lambda: [file_entry(f) for f in files])
+        if in_thread:
+            import anyio
+
+            entries = await anyio.to_thread.run_sync(lambda: [file_entry(f) for f in files])
+        else:
+            entries = [file_entry(f) for f in files]
         return ({int(r[0]): str(r[1]) for r in roots}, entries,
                 [(int(e[0]), int(e[1])) for e in edges])
 
     async def processes(self, origin: str) -> Others:
         """The other processes with the index open, and the change sequence number."""
+        from .changes import sequence  # (the reads of a process among the others)
+        from .presence import Presence
+
         others = await Presence(self.conn, self.db_path, origin).others()
         try:
             with mapped_errors(self.db_path):

@@ -113,6 +113,20 @@ def refuse_foreign(db: Path) -> None:
             "point --db (RIFFLUX_DB_PATH) at an index file, or at a new file to create one")
 
 
+def refuse_unreadable(db: Path, *, read_only: bool, read_snapshot: bool) -> None:
+    """Before opening: someone else's file is refused untouched (``refuse_foreign``), and
+    so is one that can be read only as it is now by a reader that would follow it
+    (``unshared``; ``read_snapshot``: a one-shot read, which reads it as it is now)."""
+    refuse_foreign(db)
+    if read_only and not read_snapshot and db.exists() and unshared(db):
+        raise IndexDatabaseError(
+            f"cannot follow the index {db}: SQLite needs to make {db.name}-shm beside it "
+            f"to read it while others write it, and this process cannot write "
+            f"{db.parent}; make that folder writable for this user, or copy the index "
+            "somewhere writable (`rifflux search` and the other reading commands read it "
+            "as it is now)")
+
+
 def needs_check(db: Path) -> Literal["now", "later"] | None:
     """Whether ``db`` is checked before it is opened (``now``: it may be damaged, or its
     routine check is due and quick), after (``later``: a routine check of a large index),

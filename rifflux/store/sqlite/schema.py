@@ -6,18 +6,21 @@ import re
 import sqlite3
 import time
 from pathlib import Path
-
-import aiosqlite
-import anyio
+from typing import TYPE_CHECKING
 
 from ...core.cjk import characters, has_cjk, index_text
 from ...errors import IndexDatabaseError, SchemaVersionError
 from ..roots import STALE_MTIME  # (the files an upgrade marks to be read again)
 from .lexicon_schema import LEXICON_SCHEMA
-from .link_index import LINKS_SCHEMA
+from .link_schema import LINKS_SCHEMA
 from .recovery import immutable_uri
 from .sql import is_busy, mapped_errors, transaction
 from .vector_schema import VECTORS_SCHEMA
+
+if TYPE_CHECKING:  # (aiosqlite and anyio: imported by connect, not by a one-shot read)
+    import aiosqlite
+
+    from .sql import Connection
 
 SCHEMA_VERSION = 8
 #: The writer connection's page cache, in KiB (filled only as pages are used).
@@ -135,6 +138,9 @@ async def connect(
     """A configured connection; the writer also creates or checks the schema.
     ``snapshot``: a reader that may read an index it cannot share as it is now
     (``recovery.immutable_uri``)."""
+    import aiosqlite
+    import anyio
+
     if not readonly:
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,22 +152,11 @@ async def connect(
         # Shielded (it takes milliseconds): cancelled half-way, the connection's
         # thread would be left running with no one to close it.
         with anyio.CancelScope(shield=True):
-            immutable = immutable_uri(db_path) if readonly and snapshot else None
-            conn = await aiosqlite.connect(immutable or str(db_path), uri=True,
-                                           isolation_level=None)
+            conn = await aiosqlite.connect(database(db_path, readonly=readonly,
+                                                    snapshot=snapshot),
+                                           uri=True, isolation_level=None)
         try:
-            await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            await conn.execute("PRAGMA foreign_keys=ON")
-            if not readonly:
-                await _wal(conn, busy_timeout_ms)
-                await conn.execute("PRAGMA synchronous=NORMAL")
-                # The writer's page cache: a bulk index inserts into b-trees keyed by
-                # hashes (chunk ids, content hashes), which touch pages all over them;
-                # SQLite's default 2 MB re-reads them from the OS at every write.
-                await conn.execute(f"PRAGMA cache_size={-WRITER_CACHE_KIB}")
-                await _ensure_schema(conn, db_path)
-            else:
-                await check_version(conn, db_path)
+            await prepare(conn, db_path, busy_timeout_ms=busy_timeout_ms, readonly=readonly)
         except BaseException:
             with anyio.CancelScope(shield=True):  # also when cancelled: its thread must end
                 await conn.close()
@@ -169,7 +164,51 @@ async def connect(
     return conn
 
 
-async def _wal(conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+def database(db_path: Path, *, readonly: bool, snapshot: bool) -> str:
+    """What a connection to ``db_path`` opens: the file, or for a reader that may read an
+    index it cannot share as it is now (``snapshot``), the immutable file's URI when it
+    cannot share it (``recovery.immutable_uri``)."""
+    immutable = immutable_uri(db_path) if readonly and snapshot else None
+    return immutable or str(db_path)
+
+
+async def prepare(conn: Connection, db_path: Path, *, busy_timeout_ms: int,
+                  readonly: bool) -> None:
+    """A new connection to ``db_path`` set up: the writer's makes, upgrades or checks the
+    schema; a reader's checks that it is this version's (a one-shot read's too:
+    ``direct``)."""
+    await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    if readonly:
+        await check_version(conn, db_path)
+        return
+    await _wal(conn, busy_timeout_ms)
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    # The writer's page cache: a bulk index inserts into b-trees keyed by
+    # hashes (chunk ids, content hashes), which touch pages all over them;
+    # SQLite's default 2 MB re-reads them from the OS at every write.
+    await conn.execute(f"PRAGMA cache_size={-WRITER_CACHE_KIB}")
+    await _ensure_schema(conn, db_path)
+
+
+async def settled(conn: Connection) -> bool:
+    """Whether a writer opening the index (already of this version: ``prepare``) finds
+    nothing to do to it first: every object of the schema made, no full-text index to
+    fill. A one-shot read of an index that is not settled takes the full path."""
+    return not await _missing_objects(conn) and not await _fts_to_fill(conn)
+
+
+async def _missing_objects(conn: Connection) -> bool:
+    names = {str(r[0]) for r in await conn.execute_fetchall("SELECT name FROM sqlite_master")}
+    return not _OBJECTS <= names
+
+
+async def _fts_to_fill(conn: Connection) -> bool:
+    cur = await conn.execute("SELECT 1 FROM meta WHERE key = 'fill_fts'")
+    return await cur.fetchone() is not None
+
+
+async def _wal(conn: Connection, busy_timeout_ms: int) -> None:
     """Switch to WAL. Two processes opening a new index at the same moment race for
     this switch, and SQLite answers "database is locked" at once rather than waiting;
     the loser tries again, within the busy timeout."""
@@ -182,11 +221,13 @@ async def _wal(conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
         except sqlite3.OperationalError as exc:
             if not is_busy(exc) or time.monotonic() > deadline:
                 raise
+        import anyio  # (only a writer's connection waits: with an event loop)
+
         await anyio.sleep(delay)
         delay = min(delay * 2, 0.2)
 
 
-async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
+async def _ensure_schema(conn: Connection, db_path: Path) -> None:
     cur = await conn.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
     )
@@ -195,9 +236,7 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
         await _upgrade(conn)
     if exists:
         await check_version(conn, db_path)
-        names = {str(r[0]) for r in await conn.execute_fetchall(
-            "SELECT name FROM sqlite_master")}
-        if not _OBJECTS <= names:
+        if await _missing_objects(conn):
             await conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
         await _fill_fts(conn)
         return
@@ -207,18 +246,17 @@ async def _ensure_schema(conn: aiosqlite.Connection, db_path: Path) -> None:
                        (str(time.time()),))
 
 
-async def _fill_fts(conn: aiosqlite.Connection) -> None:
+async def _fill_fts(conn: Connection) -> None:
     """After an upgrade that recreated the full-text index, build it from the stored
     chunks (an interrupted build is redone at the next open)."""
-    cur = await conn.execute("SELECT 1 FROM meta WHERE key = 'fill_fts'")
-    if await cur.fetchone() is None:
+    if not await _fts_to_fill(conn):
         return
     async with transaction(conn):
         await conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
         await conn.execute("DELETE FROM meta WHERE key = 'fill_fts'")
 
 
-async def _fill_cjk_columns(conn: aiosqlite.Connection) -> None:
+async def _fill_cjk_columns(conn: Connection) -> None:
     """What FTS5 indexes for the stored chunks with CJK text (upgrade to version 5, while
     the full-text index and its triggers are gone)."""
     rows = await conn.execute_fetchall("SELECT id, heading_path, content FROM chunks")
@@ -270,7 +308,7 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
 }
 
 
-async def _upgrade(conn: aiosqlite.Connection) -> None:
+async def _upgrade(conn: Connection) -> None:
     """Bring an older index to this version, in one transaction: what it lacks is read
     from the files again (stale files are reindexed at start), vectors are kept."""
     async with transaction(conn):
@@ -291,13 +329,13 @@ async def _upgrade(conn: aiosqlite.Connection) -> None:
                            (str(version),))
 
 
-async def _version(conn: aiosqlite.Connection) -> int:
+async def _version(conn: Connection) -> int:
     cur = await conn.execute("SELECT value FROM meta WHERE key='schema_version'")
     row = await cur.fetchone()
     return int(row[0]) if row else 0
 
 
-async def check_version(conn: aiosqlite.Connection, db_path: Path) -> None:
+async def check_version(conn: Connection, db_path: Path) -> None:
     try:
         cur = await conn.execute("SELECT value FROM meta WHERE key='schema_version'")
         row = await cur.fetchone()

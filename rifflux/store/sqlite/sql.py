@@ -1,28 +1,53 @@
-"""An index connection's statements as Rifflux sees them: sqlite3's errors translated
-into Rifflux errors that say what to do (``mapped_errors``), the two ways a
-connection holds the database still: a write transaction (``transaction``) and a
-snapshot for reads (``snapshot``), and the statements both stores share
-(``store.statements``) run on a connection (``OnConnection``, in SQLite's
-``DIALECT``)."""
+"""An index connection's statements as Rifflux sees them: what the store asks of a
+connection (``Connection``: aiosqlite's, or a one-shot read's, answered at once in the
+calling thread: ``direct``), sqlite3's errors translated into Rifflux errors that say
+what to do (``mapped_errors``), the two ways a connection holds the database still: a
+write transaction (``transaction``) and a snapshot for reads (``snapshot``), and the
+statements both stores share (``store.statements``) run on a connection
+(``OnConnection``, in SQLite's ``DIALECT``).
+
+Neither aiosqlite nor anyio is imported here: a one-shot read runs these statements
+without them."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TypeVar
-
-import aiosqlite
-import anyio
+from typing import Any, Protocol, TypeVar
 
 from ...errors import IndexBusyError, IndexDamagedError, IndexDatabaseError
 from ..statements import Dialect
 from .recovery import is_damage, mark_for_check
 
 T = TypeVar("T")
+
+
+class Cursor(Protocol):
+    """A statement's rows, as ``Connection.execute`` gives them."""
+
+    def fetchone(self) -> Awaitable[sqlite3.Row | None]: ...
+    def fetchall(self) -> Awaitable[Iterable[sqlite3.Row]]: ...
+    def fetchmany(self, size: int, /) -> Awaitable[Iterable[sqlite3.Row]]: ...
+    def close(self) -> Awaitable[None]: ...
+
+
+class Connection(Protocol):
+    """What the store's statements ask of a connection to the index file: aiosqlite's
+    (each statement on the connection's thread, awaited by the event loop), or
+    ``direct.Immediate`` (sqlite3's, each statement answered at once in the calling
+    thread: a one-shot read's, run without an event loop). Rows are tuples."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Awaitable[Cursor]: ...
+    def execute_fetchall(self, sql: str, parameters: Any = ...,
+                         /) -> Awaitable[Iterable[sqlite3.Row]]: ...
+    def executemany(self, sql: str, parameters: Iterable[Iterable[Any]],
+                    /) -> Awaitable[Cursor]: ...
+    def executescript(self, sql_script: str, /) -> Awaitable[Cursor]: ...
+    def close(self) -> Awaitable[None]: ...
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
@@ -71,12 +96,14 @@ def translate(exc: sqlite3.Error, db_path: Path | str) -> IndexDatabaseError:
 
 
 @asynccontextmanager
-async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
+async def transaction(conn: Connection) -> AsyncIterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception, cancellation included, rolls it
     back. The ``BEGIN`` is inside: cancelled while it waits for another process's lock,
     aiosqlite still runs it later on its thread, and only the ``ROLLBACK`` queued after
     it (shielded, so that it is queued at all) leaves the connection out of the
     transaction for its next write."""
+    import anyio  # (a transaction runs with an event loop: never in a one-shot read)
+
     try:
         await conn.execute("BEGIN IMMEDIATE")
         yield
@@ -88,10 +115,12 @@ async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def snapshot(conn: aiosqlite.Connection, db_path: Path) -> AsyncIterator[None]:
+async def snapshot(conn: Connection, db_path: Path) -> AsyncIterator[None]:
     """``BEGIN`` … ``COMMIT`` around reads only: every read inside sees the database as the
     first one found it (WAL), whatever other connections commit meanwhile. Ended as
     ``transaction`` ends, so a cancelled ``BEGIN`` never leaves the connection inside."""
+    import anyio  # (as transaction's)
+
     try:
         with mapped_errors(db_path):
             await conn.execute("BEGIN")
@@ -129,7 +158,7 @@ class OnConnection:
 
     dialect = DIALECT
 
-    def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
+    def __init__(self, conn: Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
 

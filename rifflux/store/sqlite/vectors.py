@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-import aiosqlite
 import anyio
 import anyio.lowlevel
 import numpy as np
@@ -21,7 +20,7 @@ import numpy.typing as npt
 from ...core.codes import normalise, quantise, unpack
 from ...core.vectors import F32, I64
 from ..protocols import CodeBlocks, VectorBlocks
-from .sql import mapped_errors, snapshot
+from .sql import Connection, Cursor, mapped_errors, snapshot
 
 #: Rows per block of a load: 4,096 x 384 float32 is 6 MiB (a block costs about six
 #: times that while it is converted).
@@ -44,14 +43,14 @@ _THESE_VECTORS = ("SELECT id, vector FROM embeddings WHERE id IN "
 _Row = TypeVar("_Row", bound=Sequence[Any])
 
 
-async def upper_bound(conn: aiosqlite.Connection, db_path: Path) -> int:
+async def upper_bound(conn: Connection, db_path: Path) -> int:
     """At least as many as the chunks with a vector (the chunks, counted fast)."""
     with mapped_errors(db_path):
         rows = await conn.execute_fetchall("SELECT COUNT(*) FROM chunks")
     return int(next(iter(rows))[0])
 
 
-async def stream(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int,
+async def stream(conn: Connection, db_path: Path, model: str, dim: int,
                  into: VectorBlocks, block: int = BLOCK,
                  into_codes: CodeBlocks | None = None) -> int:
     """Every chunk with a vector of ``model``, handed to ``into`` (row ids, float32
@@ -81,7 +80,7 @@ async def stream(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int
     return count
 
 
-async def _blocks(conn: aiosqlite.Connection, db_path: Path, sql: str,
+async def _blocks(conn: Connection, db_path: Path, sql: str,
                   args: tuple[Any, ...], block: int, take: Callable[[list[Any]], int]) -> int:
     """``take`` of each block of ``sql``'s rows; returns the sum of what it returns."""
     count = 0
@@ -106,7 +105,7 @@ async def _blocks(conn: aiosqlite.Connection, db_path: Path, sql: str,
     return count
 
 
-async def _has_codes(conn: aiosqlite.Connection, db_path: Path) -> bool:
+async def _has_codes(conn: Connection, db_path: Path) -> bool:
     """False in an index made before ``embedding_codes``, opened read-only."""
     with mapped_errors(db_path):
         rows = await conn.execute_fetchall(
@@ -123,7 +122,7 @@ class _Served(NamedTuple):
     taken: npt.NDArray[np.bool_]
 
 
-async def _served(conn: aiosqlite.Connection, db_path: Path, model: str) -> _Served:
+async def _served(conn: Connection, db_path: Path, model: str) -> _Served:
     with mapped_errors(db_path):
         rows = await conn.execute_fetchall(_SERVED, (model,))
     lists = next(iter(rows))
@@ -166,11 +165,11 @@ def _hand(rows: Sequence[Sequence[Any]], served: _Served, dim: int, into: Vector
     return len(chunks)
 
 
-async def _fetch(cursor: aiosqlite.Cursor, block: int, into: list[Any]) -> None:
+async def _fetch(cursor: Cursor, block: int, into: list[Any]) -> None:
     into.extend(await cursor.fetchmany(block))
 
 
-async def exact(conn: aiosqlite.Connection, db_path: Path, model: str, dim: int,
+async def exact(conn: Connection, db_path: Path, model: str, dim: int,
                 rowids: I64) -> tuple[I64, F32]:
     """The float32 vectors of ``model`` of these chunks (those that still have one),
     in no particular order."""

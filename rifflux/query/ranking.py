@@ -1,13 +1,15 @@
-"""A search's ranking, for the query actor: the lexical and the semantic branch side
-by side, each read at least ``POOL`` deep in a hybrid search and fused
-(``core.fusion.combine``; where the index mixes languages and the question's can be
-told, chunks in the question's language preferred: ``core.fusion.prefer``), each text
-once (its other places named), read as deep as a per-file cap or collapsed copies
-need, and turned into results (snippets, scores, and why each hit ranks where it
-does).
+"""A search's ranking: the lexical and the semantic branch side by side, each read at
+least ``POOL`` deep in a hybrid search and fused (``core.fusion.combine``; where the
+index mixes languages and the question's can be told, chunks in the question's language
+preferred: ``core.fusion.prefer``), each text once (its other places named), read as
+deep as a per-file cap or collapsed copies need, and turned into results (snippets,
+scores, and why each hit ranks where it does).
 
-It reads what the query actor holds in memory (``Loaded``) as it is at each pass;
-the actor changes it only between awaits, so a pass sees one consistent state.
+The query actor runs it on what it holds in memory (``Loaded``) as it is at each pass
+(the actor changes it only between awaits, so a pass sees one consistent state); a
+one-shot read (``rifflux.direct``) runs the same lexical ranking on a store whose
+awaits answer at once, with no event loop: anyio is imported only by the branches
+that wait (a hybrid search's two legs side by side, a query's embedding).
 """
 
 from __future__ import annotations
@@ -15,33 +17,41 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-import anyio
-
-from ..core.catalog import Allowed, Catalog
+from ..core.catalog import Catalog
 from ..core.definitions import definitions_first, named
-from ..core.fusion import Combined, combine, prefer
+from ..core.fusion import combine, prefer
 from ..core.snippets import Snippets
 from ..errors import RiffluxError
-from ..store.copies import Place
-from ..store.protocols import OpenStore
-from ..types import (
-    AlsoIn,
-    ChunkRecord,
-    HitExplain,
-    HybridScores,
-    ScoreBreakdown,
-    SearchResult,
-)
-from .messages import SearchShape
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     import numpy as np
     import numpy.typing as npt
+    from anyio import CapacityLimiter
 
+    from ..core.catalog import Allowed
     from ..core.embedders import Embedder
+    from ..core.fusion import Combined
     from ..core.vectors import F32, I64, GroupRanks, VectorIndex
+    from ..store.copies import Place
+    from ..store.protocols import (
+        CopyStore,
+        LanguageStore,
+        LexicalLeg,
+        MatrixStore,
+        ReadStore,
+        SemanticLeg,
+    )
+    from ..types import (
+        AlsoIn,
+        ChunkRecord,
+        HitExplain,
+        HybridScores,
+        ScoreBreakdown,
+        SearchResult,
+    )
+    from .asked import SearchShape
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a hybrid search reads at least (``top_k * 2`` when more): so
@@ -59,13 +69,20 @@ _ALSO_IN = 100
 _MASKS = 16
 
 
-@dataclass(slots=True)
-class Loaded:
-    """What the query actor holds in memory: the catalog of files (set ``catalog_ready``
-    once it is loaded), the model's embedder and the vector matrix (None: none yet)."""
+class Flag(Protocol):
+    """Whether something has happened yet (an ``anyio.Event``, a ``threading.Event``)."""
 
+    def is_set(self) -> bool: ...
+
+
+@dataclass(slots=True, kw_only=True)
+class Loaded:
+    """What a search reads in memory: the catalog of files (``catalog_ready`` is set once
+    it is loaded: until then, hits have no ``backlink_count``), the model's embedder and
+    the vector matrix (None: none yet)."""
+
+    catalog_ready: Flag
     catalog: Catalog = field(default_factory=Catalog)
-    catalog_ready: anyio.Event = field(default_factory=anyio.Event)
     embedder: Embedder | None = None
     matrix: VectorIndex | None = None
 
@@ -88,29 +105,38 @@ class _Asked:
 
 
 class Ranking:
-    """Searches over ``store``'s legs and ``loaded``: the semantic leg is the store's, or
-    the in-memory matrix when the store keeps none (``Capabilities``)."""
+    """Searches over a store's legs and ``loaded``: the semantic leg is the store's
+    (``semantic``), or the in-memory matrix when the store keeps none (``matrix``: its
+    float32 vectors and stable order; ``Capabilities``); ``rows`` reads the hits' rows.
+    Without either, a search has its lexical branch alone."""
 
-    def __init__(self, *, store: OpenStore, loaded: Loaded, rrf_k: int, feedback: int = 0,
-                 feedback_weight: float = 1.0, other_language_share: float = 1.0) -> None:
-        self._reader = store.reads
-        self._copies = store.copies
-        self._languages = store.languages
-        self._lexical = store.lexical
-        self._semantic_leg = store.semantic
-        self._matrix_store = store.matrix
+    def __init__(self, *, rows: ReadStore, copies: CopyStore, lexical: LexicalLeg,
+                 loaded: Loaded, rrf_k: int, semantic: SemanticLeg | None = None,
+                 matrix: MatrixStore | None = None, feedback: int = 0,
+                 feedback_weight: float = 1.0, languages: LanguageStore | None = None,
+                 other_language_share: float = 1.0) -> None:
+        self._reader = rows
+        self._copies = copies
+        self._languages = languages  # (None: no language is told or filtered)
+        self._lexical = lexical
+        self._semantic_leg = semantic
+        self._matrix_store = matrix
         self._loaded = loaded
         self._rrf_k = rrf_k
         self._feedback = feedback
         self._feedback_weight = feedback_weight
         self._other_language = other_language_share  # (1: no language preferred)
-        self._embed_limiter = anyio.CapacityLimiter(1)  # one query embedding at a time
+        self._embed_limiter: CapacityLimiter | None = None  # one query embedding at a time
         self._masks: dict[tuple[int, int, str], npt.NDArray[np.bool_]] = {}
         #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
         self._group_ranks: tuple[dict[int, int], GroupRanks] | None = None
 
     async def search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
                       shape: SearchShape) -> list[SearchResult]:
+        """The results of a search for ``query`` among the ``allowed`` files (None: every
+        file; their ids are the catalog's answer to the search's filters)."""
+        if allowed is not None and not allowed.ids:
+            return []  # no file passes: nothing to rank
         # The contract: a hybrid search's branches read max(POOL, top_k * 2) each. A
         # per-file cap reads further down both lists, so that capped files leave room for
         # the next ones, and further again (four times as far each time) while one long
@@ -154,6 +180,8 @@ class Ranking:
             semantic = await self._semantic(asked, depth, allowed)
 
         if mode == "hybrid":
+            import anyio  # (a lexical search waits for nothing: it runs without a loop)
+
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(run_lexical)
@@ -175,7 +203,7 @@ class Ranking:
             ranked = [(cid, {"cosine": score}) for cid, score in semantic]
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
-            if asked.prefer is not None:
+            if asked.prefer is not None and self._languages is not None:
                 langs = await self._languages.of([f.key for f in fused])
                 fused = prefer(fused, langs, asked.prefer, factor=self._other_language)
             ranked = [(f.key, _hybrid(f)) for f in fused]
@@ -226,7 +254,8 @@ class Ranking:
     def _preferred(self, query: str, allowed: Allowed | None) -> str | None:
         """The question's language, when it is to be preferred: it can be told, the index
         holds chunks in it and in other languages, and no ``lang`` filter chose them."""
-        if self._other_language >= 1 or (allowed is not None and allowed.langs):
+        if self._languages is None or self._other_language >= 1 or (
+                allowed is not None and allowed.langs):
             return None
         languages = self._loaded.catalog.languages()
         if len(languages) < 2:
@@ -278,6 +307,10 @@ class Ranking:
             return []  # no query vector can be made: semantic mode answers nothing
         vector = asked.vector
         if vector is None:
+            import anyio
+
+            if self._embed_limiter is None:
+                self._embed_limiter = anyio.CapacityLimiter(1)
             vector = asked.vector = await anyio.to_thread.run_sync(
                 embedder.embed_query, asked.query, limiter=self._embed_limiter)
         if self._semantic_leg is not None:  # the store ranks its vectors itself
@@ -314,7 +347,8 @@ class Ranking:
         mask = self._masks.get(key)
         if mask is not None:
             return mask
-        left_out = await self._languages.left_out(allowed) if allowed.langs else []
+        left_out = (await self._languages.left_out(allowed)
+                    if allowed.langs and self._languages is not None else [])
         # (made after the read, from the matrix as it is now, and kept for that version)
         key = (id(matrix), matrix.version, allowed.json + allowed.langs_json)
         mask = matrix.mask(allowed.array)
