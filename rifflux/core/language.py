@@ -121,6 +121,15 @@ def query_language(query: str) -> str | None:
     return found[0]
 
 
+def preferred_language(query: str, languages: frozenset[str]) -> str | None:
+    """The question's language where a hybrid search prefers it: it can be told, and the
+    index holds chunks in it and in other ``languages`` (else None)."""
+    if len(languages) < 2:
+        return None  # (one language, or none: the model is not even loaded)
+    lang = query_language(query)
+    return lang if lang in languages else None
+
+
 @lru_cache(maxsize=1)
 def known_languages() -> frozenset[str]:
     """The codes the model names."""

@@ -205,9 +205,13 @@ class VectorIndex:
         self._n = 0
         self.version += 1
 
-    def mask(self, groups: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        """Which rows belong to ``groups`` (valid until ``version`` changes)."""
+    def mask(self, groups: npt.NDArray[np.int64],
+             without: Sequence[int] = ()) -> npt.NDArray[np.bool_]:
+        """Which rows belong to ``groups``, but for the ids ``without`` (valid until
+        ``version`` changes)."""
         mask: npt.NDArray[np.bool_] = np.isin(self._groups[: self._n], groups)
+        if len(without):
+            mask &= ~np.isin(self._ids[: self._n], np.asarray(without, dtype=np.int64))
         return mask
 
     def candidates(self, query: F32, k: int, *, feedback: int = 0, pool: int = 200,

@@ -1,9 +1,8 @@
 """A search's ranking: the lexical and the semantic branch side by side, each read at
-least ``POOL`` deep in a hybrid search and fused (``core.fusion.combine``; where the
-index mixes languages and the question's can be told, chunks in the question's language
-preferred: ``core.fusion.prefer``), each text once (its other places named), read as
-deep as a per-file cap or collapsed copies need, and turned into results (snippets,
-scores, and why each hit ranks where it does).
+least ``POOL`` deep in a hybrid search and fused (``core.fusion.combine``, the question's
+language preferred: ``prefer``), each text once (its other places named), read as deep
+as a per-file cap or collapsed copies need, and turned into results (snippets, scores,
+and why each hit ranks where it does).
 
 The query actor runs it on what it holds in memory (``Loaded``) as it is at each pass
 (the actor changes it only between awaits, so a pass sees one consistent state); a
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..core.catalog import Catalog
 from ..core.definitions import definitions_first, named
 from ..core.fusion import combine, prefer
+from ..core.language import preferred_language
 from ..core.snippets import Snippets
 from ..errors import RiffluxError
 
@@ -100,8 +100,7 @@ class _Asked:
     names: tuple[str, ...] | None = None
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
-    #: The question's language, preferred in the hybrid ranking (None: nothing is).
-    prefer: str | None = None
+    prefer: str | None = None  # the question's language, preferred (None: none is)
 
 
 class Ranking:
@@ -144,8 +143,9 @@ class Ranking:
         # collapsed into fewer hits than asked for.
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
                        names=named(query) if mode != "semantic" and self._code() else None)
-        if mode == "hybrid":
-            asked.prefer = self._preferred(query, allowed)
+        if mode == "hybrid" and self._languages is not None and self._other_language < 1 \
+                and not (allowed and allowed.langs):  # (else a lang filter chose them)
+            asked.prefer = preferred_language(query, self._loaded.catalog.languages())
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
@@ -204,8 +204,8 @@ class Ranking:
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
             if asked.prefer is not None and self._languages is not None:
-                langs = await self._languages.of([f.key for f in fused])
-                fused = prefer(fused, langs, asked.prefer, factor=self._other_language)
+                fused = prefer(fused, await self._languages.of([f.key for f in fused]),
+                               asked.prefer, factor=self._other_language)
             ranked = [(f.key, _hybrid(f)) for f in fused]
         defined: set[int] = set()
         if asked.names:  # a name's definitions first, in both modes that read words
@@ -250,20 +250,6 @@ class Ranking:
         until the catalog is loaded, it may."""
         loaded = self._loaded
         return not loaded.catalog_ready.is_set() or "code" in loaded.catalog.kinds()
-
-    def _preferred(self, query: str, allowed: Allowed | None) -> str | None:
-        """The question's language, when it is to be preferred: it can be told, the index
-        holds chunks in it and in other languages, and no ``lang`` filter chose them."""
-        if self._languages is None or self._other_language >= 1 or (
-                allowed is not None and allowed.langs):
-            return None
-        languages = self._loaded.catalog.languages()
-        if len(languages) < 2:
-            return None  # (one language, or none: the detector is not even loaded)
-        from ..core.language import query_language
-
-        lang = query_language(query)
-        return lang if lang in languages else None
 
     async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
                         limit: int | None) -> tuple[list[tuple[int, ScoreBreakdown]],
@@ -347,15 +333,10 @@ class Ranking:
         mask = self._masks.get(key)
         if mask is not None:
             return mask
-        left_out = (await self._languages.left_out(allowed)
-                    if allowed.langs and self._languages is not None else [])
+        left_out = await self._languages.left_out(allowed) if self._languages else []
         # (made after the read, from the matrix as it is now, and kept for that version)
         key = (id(matrix), matrix.version, allowed.json + allowed.langs_json)
-        mask = matrix.mask(allowed.array)
-        if left_out:
-            import numpy as np
-
-            mask &= ~np.isin(matrix.ids(), np.asarray(left_out, dtype=np.int64))
+        mask = matrix.mask(allowed.array, without=left_out)
         if len(self._masks) >= _MASKS:
             self._masks.pop(next(iter(self._masks)))
         self._masks[key] = mask
