@@ -17,9 +17,15 @@ same lists:
   that close to a chunk kept above it (the vectors read from the SQLite index file: the
   only figure that reads past the public API);
 - ``fused, pool``: the score fusion (``core.fusion.combine``), every copy;
-- ``fused, pool, exact copies once``: the default now. The library's own hybrid answers
-  are checked against it (``default_agrees``: the share of queries whose served top ten
-  and top hundred are the same, in order).
+- ``fused, pool, exact copies once``: the default before the language preference;
+- ``..., question's language preferred (x f)``: then, where the index holds chunks in
+  the question's language (when it can be told: ``core.language.query_language``) and
+  in others, each chunk in another language at ``f`` of its score (``core.fusion.prefer``;
+  the chunks' languages as hits give them, the index's read from its SQLite file);
+- ``..., question's language preferred (default)``: the default now, at
+  ``core.fusion.OTHER_LANGUAGE``. The library's own hybrid answers are checked against it
+  (``default_agrees``: the share of queries whose served top ten and top hundred are the
+  same, in order).
 
 Lexical and semantic are what those modes answer (each text once, as by default).
 Results map to documents by file name (Cranfield: one file per document), each
@@ -30,7 +36,10 @@ Collections: Cranfield (``shared/eval/cranfield``); and, given ``--obsidian-help
 PATH`` (a copy of the Obsidian help vault, github.com/obsidianmd/obsidian-help: its
 en, ja and zh folders are indexed), 28 Chinese and Japanese questions typed as
 sentences with the note that answers each, and known-item queries (a run of a random
-chunk's text, the note it came from relevant; 60 per language, seeded). No other
+chunk's text, the note it came from relevant; 60 per language, seeded); and the same
+vault's pages translated into six languages (``_quality_languages``: the same pages in
+English, German, Spanish, Italian, French and Portuguese, each question's own language's
+page the one relevant). No other
 public test collection can be had from a package registry on this machine (BEIR and
 ir_datasets download their data at run time), so without the vault only Cranfield runs.
 """
@@ -44,8 +53,9 @@ import re
 import shutil
 import sqlite3
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +63,8 @@ import numpy as np
 
 from rifflux import Rifflux
 from rifflux.core.chunker import embed_text
-from rifflux.core.fusion import combine, rrf
+from rifflux.core.fusion import OTHER_LANGUAGE, combine, prefer, rrf
+from rifflux.core.language import query_language
 from rifflux.query.ranking import POOL
 from rifflux.types import SearchResult
 
@@ -68,6 +79,10 @@ from ._quality_models import hypothesis_figures, rerank_figures
 #: reads them (a single mode reads top_k deep).
 _DEEP = 200
 _NEAR = (0.98, 0.95)
+#: The shares of its score a chunk in another language keeps, measured beside the default.
+_OTHER = (0.75, 0.25)
+#: The rule the library follows.
+DEFAULT = "fused, pool, exact copies once, question's language preferred (default)"
 #: (question, the note that answers it), in the Obsidian help vault's ja and zh folders.
 QUESTIONS = json.loads((Path(__file__).parent / "quality_questions.json").read_text("utf-8"))
 
@@ -82,12 +97,14 @@ class Lists:
     semantic: Ranked
     served: dict[int, list[str]]  # the library's hybrid chunk ids, by top_k
     modes: dict[str, dict[int, list[str]]]  # lexical and semantic as served, by top_k
+    prefer: str | None = None  # the question's language, where the index mixes languages
 
 
 @dataclass(frozen=True, slots=True)
 class Chunks:
     doc: dict[str, str]  # chunk id -> document
     text: dict[str, str]  # chunk id -> text key (content_hash)
+    lang: dict[str, str] = field(default_factory=dict)  # chunk id -> its language, if known
 
 
 Rule = Callable[[Lists, int], list[str]]
@@ -98,8 +115,23 @@ def _key(hit: SearchResult) -> str:
                           .encode("utf-8")).hexdigest()
 
 
-async def _lists(rf: Rifflux, query: str, chunks: Chunks,
-                 doc_of: Callable[[SearchResult], str]) -> Lists:
+def languages(db: Path) -> frozenset[str]:
+    """The languages of an index's chunks (read from its SQLite file)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return frozenset(str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT lang FROM chunks WHERE lang IS NOT NULL"))
+
+
+def _preferred(query: str, langs: frozenset[str]) -> str | None:
+    """The question's language where the library prefers it (``actors.search``)."""
+    if len(langs) < 2:
+        return None
+    lang = query_language(query)
+    return lang if lang in langs else None
+
+
+async def lists_of(rf: Rifflux, query: str, chunks: Chunks,
+                   doc_of: Callable[[SearchResult], str], langs: frozenset[str]) -> Lists:
     lexical = await rf.search(query, top_k=_DEEP, mode="lexical", duplicates="all")
     semantic = await rf.search(query, top_k=_DEEP, mode="semantic", duplicates="all")
     served = {k: await rf.search(query, top_k=k) for k in (10, 100)}
@@ -108,6 +140,8 @@ async def _lists(rf: Rifflux, query: str, chunks: Chunks,
     for hit in [*lexical, *semantic, *served[10], *served[100]]:
         chunks.doc[hit["chunk_id"]] = doc_of(hit)
         chunks.text[hit["chunk_id"]] = _key(hit)
+        if "lang" in hit:
+            chunks.lang[hit["chunk_id"]] = hit["lang"]
     scores = [h["score_breakdown"] for h in lexical], [h["score_breakdown"] for h in semantic]
     return Lists(
         [(h["chunk_id"], float(s["bm25"])) for h, s in zip(lexical, scores[0], strict=True)
@@ -116,7 +150,7 @@ async def _lists(rf: Rifflux, query: str, chunks: Chunks,
          if "cosine" in s],
         {k: [h["chunk_id"] for h in hits] for k, hits in served.items()},
         {m: {k: [h["chunk_id"] for h in hits] for k, hits in by.items()}
-         for m, by in modes.items()})
+         for m, by in modes.items()}, _preferred(query, langs))
 
 
 def _rrf(lists: Lists, depth: int) -> list[str]:
@@ -126,6 +160,17 @@ def _rrf(lists: Lists, depth: int) -> list[str]:
 
 def _fused(lists: Lists, depth: int) -> list[str]:
     return [c.key for c in combine(lists.lexical[:depth], lists.semantic[:depth], depth=depth)]
+
+
+def _preferring(chunks: Chunks, factor: float) -> Callable[[Lists, int], list[str]]:
+    """The score fusion, then the question's language preferred (each chunk in another
+    at ``factor`` of its score), as the library ranks a hybrid search."""
+    def fused(lists: Lists, depth: int) -> list[str]:
+        ranked = combine(lists.lexical[:depth], lists.semantic[:depth], depth=depth)
+        if lists.prefer is not None:
+            ranked = prefer(ranked, chunks.lang, lists.prefer, factor=factor)
+        return [c.key for c in ranked]
+    return fused
 
 
 def _exact(chunks: Chunks) -> Callable[[list[str]], list[str]]:
@@ -174,9 +219,20 @@ def rules(chunks: Chunks, vectors: dict[str, np.ndarray] | None) -> dict[str, Ru
         out[f"rrf, pool, near copies once (cosine >= {at})"] = _near_rule(
             _near(chunks, vectors or {}, at), pool)
     out["fused, pool"] = lambda lists, k: _fused(lists, pool(k))[:k]
-    out["fused, pool, exact copies once (default)"] = (
-        lambda lists, k: exact(_fused(lists, pool(k)))[:k])
+    out["fused, pool, exact copies once"] = lambda lists, k: exact(_fused(lists, pool(k)))[:k]
+    for factor in (*_OTHER, OTHER_LANGUAGE):
+        name = (DEFAULT if factor == OTHER_LANGUAGE else
+                f"fused, pool, exact copies once, question's language preferred (x {factor})")
+        out[name] = _copies_once(exact, _preferring(chunks, factor), pool)
     return out
+
+
+def _copies_once(exact: Callable[[list[str]], list[str]],
+                 fused: Callable[[Lists, int], list[str]],
+                 pool: Callable[[int], int]) -> Rule:
+    def rank(lists: Lists, k: int) -> list[str]:
+        return exact(fused(lists, pool(k)))[:k]
+    return rank
 
 
 def _near_rule(near: Callable[[list[str]], list[str]], pool: Callable[[int], int]) -> Rule:
@@ -191,7 +247,7 @@ def _served(mode: str) -> Rule:
     return rank
 
 
-def _vectors(db: Path) -> dict[str, np.ndarray]:
+def stored_vectors(db: Path) -> dict[str, np.ndarray]:
     """Every stored vector by text key, normalised (read from the SQLite index file)."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         rows = conn.execute("SELECT content_hash, vector FROM embeddings").fetchall()
@@ -213,12 +269,20 @@ def _score(queries: Sequence[tuple[Lists, dict[str, int]]], chunks: Chunks,
             "recall@100": round(statistics.fmean(recall), 4), "queries": len(queries)}
 
 
+def spoken(queries: Sequence[tuple[Lists, Any]], chunks: Chunks) -> dict[str, Any]:
+    """The languages of the chunks the searches met (by how many), and how many questions
+    had their language preferred, by language."""
+    return {"chunk_languages": dict(Counter(chunks.lang.values()).most_common()),
+            "preferred": dict(Counter(lists.prefer for lists, _ in queries
+                                      if lists.prefer is not None).most_common())}
+
+
 def measure(queries: Sequence[tuple[Lists, dict[str, int]]], chunks: Chunks,
             vectors: dict[str, np.ndarray] | None) -> dict[str, Any]:
     """Each mode's and each rule's figures on one set of judged queries."""
     table: dict[str, dict[str, float]] = {
         mode: _score(queries, chunks, _served(mode)) for mode in ("lexical", "semantic")}
-    default = rules(chunks, vectors)["fused, pool, exact copies once (default)"]
+    default = rules(chunks, vectors)[DEFAULT]
     for name, rule in rules(chunks, vectors).items():
         table[f"hybrid: {name}"] = _score(queries, chunks, rule)
     agree = [all(default(lists, k) == lists.served[k] for k in (10, 100))
@@ -249,15 +313,16 @@ async def _cranfield(state: State) -> dict[str, Any]:
         if int(status["files"]) < ENOUGH * len(docs) or not queries:
             raise Incomplete(f"the Cranfield index holds {status['files']} of {len(docs)} "
                              "documents: its figures would measure work not done")
+        langs = languages(db)
         for n, text in queries:
-            lists = await _lists(rf, text, chunks, lambda hit: Path(hit["path"]).stem)
+            lists = await lists_of(rf, text, chunks, lambda hit: Path(hit["path"]).stem, langs)
             judged.append((lists, qrels[n]))
         guessed = await hypothesis_figures(rf, queries, qrels,
                                            {docno: title for docno, title, _ in docs})
     reranked = await rerank_figures(db, queries, "hash" if cfg.quick else "onnx")
     return {"docs": len(docs), "chunks": status["chunks"], "model": status["embedding_model"],
-            **measure(judged, chunks, _vectors(db)), "hypothesis": guessed,
-            "rerank": reranked}
+            **spoken(judged, chunks), **measure(judged, chunks, stored_vectors(db)),
+            "hypothesis": guessed, "rerank": reranked}
 
 
 def _known_items(folder: Path, seed: int) -> list[tuple[str, str, str]]:
@@ -313,11 +378,13 @@ async def _obsidian(state: State, vault: Path) -> dict[str, Any]:
     async with Rifflux(db, embedding_backend="hash" if cfg.quick else "onnx") as rf:
         await rf.reindex(folder)
         status = await rf.status()
+        langs = languages(db)
         for name, queries in sets.items():
-            judged[name] = [(await _lists(rf, query, chunks, lambda hit: hit["path"]),
+            judged[name] = [(await lists_of(rf, query, chunks, lambda hit: hit["path"], langs),
                              {note: 1}) for query, note in queries]
-    vectors = _vectors(db)
+    vectors = stored_vectors(db)
     return {"chunks": status["chunks"], "model": status["embedding_model"],
+            **spoken([q for qs in judged.values() for q in qs], chunks),
             "sets": {name: measure(q, chunks, vectors) for name, q in judged.items()}}
 
 
@@ -327,10 +394,11 @@ async def _copies_served(state: State) -> dict[str, Any]:
     queries = state.queries.take(200)
     chunks = Chunks({}, {})
     listed = []
+    langs = languages(db)
     async with Rifflux(db, embedding_backend=state.config.backend) as rf:
         for query in queries:
-            listed.append(await _lists(rf, query, chunks, lambda hit: hit["path"]))
-    vectors = _vectors(db)
+            listed.append(await lists_of(rf, query, chunks, lambda hit: hit["path"], langs))
+    vectors = stored_vectors(db)
     out = {}
     for name, rule in rules(chunks, vectors).items():
         tops = [rule(lists, 10) for lists in listed]
@@ -345,6 +413,9 @@ async def quality(state: State) -> dict[str, Any]:
     collections: dict[str, Any] = {"cranfield": await _cranfield(state)}
     if cfg.obsidian_help is not None:
         collections["obsidian-help"] = await _obsidian(state, cfg.obsidian_help)
+        from ._quality_languages import translated  # (it builds on this module)
+
+        collections["obsidian-help, translated"] = await translated(state, cfg.obsidian_help)
     else:
         collections["obsidian-help"] = {"not_run": "pass --obsidian-help PATH (a copy of the "
                                                    "Obsidian help vault) to measure it"}

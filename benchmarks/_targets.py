@@ -48,7 +48,8 @@ def _gain(r: Results, metric: str) -> float | None:
     table = _dig(r, "quality", "collections", "cranfield", "table")
     if not table:
         return None
-    return round(float(table["hybrid: fused, pool, exact copies once (default)"][metric]
+    return round(float(table["hybrid: fused, pool, exact copies once, question's language "
+                             "preferred (default)"][metric]
                        - table["hybrid: rrf, 2 x top_k (before)"][metric]), 4)
 
 

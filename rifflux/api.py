@@ -161,6 +161,7 @@ class Rifflux:
         near: str | os.PathLike[str] | None = None,
         depth: int | None = None,
         kinds: Sequence[str] | str | None = None,
+        lang: Sequence[str] | str | None = None,
         max_per_file: int | None = None,
         content: str = "full",
         explain: bool = False,
@@ -174,7 +175,8 @@ class Rifflux:
         The filters narrow the search to files before either branch ranks anything
         (``rifflux.core.filters`` says exactly how each one matches); ``near`` (a note's
         path) keeps that note and the notes at most ``depth`` (1) links away; ``kinds`` keeps
-        files of these kinds (``pdf``, ``code``: results' ``kind``). ``max_per_file``
+        files of these kinds (``pdf``, ``code``: results' ``kind``); ``lang`` keeps chunks
+        written in these languages (``en``, ``de``: results' ``lang``). ``max_per_file``
         passes over further chunks of a file that already has that many hits;
         ``content="snippet"`` leaves ``content`` out (each hit has its ``snippet``);
         ``explain`` adds each hit's ranks and raw scores in the branches that found it;
@@ -192,7 +194,7 @@ class Rifflux:
                                tags=tags, frontmatter=frontmatter,
                                modified_after=modified_after, modified_before=modified_before,
                                near=None if near is None else os.fspath(near), depth=depth,
-                               kinds=kinds)
+                               kinds=kinds, lang=lang)
         return await self.search_filtered(query, filters, top_k, mode,
                                           max_per_file=max_per_file, content=content,
                                           explain=explain, snippet_chars=snippet_chars,

@@ -92,6 +92,9 @@ class Settings:
     #: The constant of each hybrid hit's Reciprocal Rank Fusion score (``rrf``, reported
     #: beside the fused score that orders the hits).
     rrf_k: int = 60
+    #: Where the index mixes languages, the share of its hybrid score a chunk in another
+    #: language than the question's keeps (``core.fusion.prefer``); 1 turns it off.
+    other_language_share: float = 0.5  # (core.fusion.OTHER_LANGUAGE)
     include: tuple[str, ...] = DEFAULT_INCLUDE
     #: Kinds of file to index, by name (``markdown``, ``text``, ``pdf``, ``pptx``,
     #: ``docx``, ``code``, an installed extractor's; ``default``: the first five): their
@@ -216,6 +219,10 @@ class Settings:
         check_model_servers(self)
         if self.rrf_k < 1:
             raise InvalidArgumentError(f"rrf_k must be a positive integer, not {self.rrf_k}")
+        if not 0 < self.other_language_share <= 1:
+            raise InvalidArgumentError(
+                f"other_language_share must be above 0 and at most 1 (1: no preference "
+                f"for the question's language), not {self.other_language_share!r}")
         if self.log_level.upper() not in LOG_LEVELS:
             raise InvalidArgumentError(
                 f"log_level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}")
@@ -265,6 +272,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIFFLUX_EMBED_SERVER_BATCH": "embed_server_batch",
     "RIFFLUX_EMBED_CONCURRENCY": "embed_concurrency",
     "RIFFLUX_RRF_K": "rrf_k",
+    "RIFFLUX_OTHER_LANGUAGE_SHARE": "other_language_share",
     "RIFFLUX_INCLUDE": "include",
     "RIFFLUX_KINDS": "kinds",
     "RIFFLUX_EXCLUDE": "exclude",

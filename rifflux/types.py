@@ -74,6 +74,9 @@ class ChunkRecord(TypedDict):
     kind: str
     page: NotRequired[int]  # (added) a PDF's page the text is on, 1-based
     slide: NotRequired[int]  # (added) a deck's slide the text is on, 1-based
+    #: (added) the language of the text (ISO 639-1, core.language); absent when it
+    #: cannot be told (too few letters) or the index has not read the file again yet
+    lang: NotRequired[str]
 
 
 class ChunkDetail(ChunkRecord):
@@ -122,6 +125,7 @@ class SearchResult(TypedDict):
     kind: str  # (added) markdown, text, pdf, pptx, docx, code
     page: NotRequired[int]  # (added) the PDF page the hit is on
     slide: NotRequired[int]  # (added) the deck's slide the hit is on
+    lang: NotRequired[str]  # (added) the language of the hit's text (ISO 639-1), when known
     score_breakdown: ScoreBreakdown
     snippet: str  # ~240 characters around the query's terms, matches marked **...**
     explain: NotRequired[HitExplain]

@@ -531,9 +531,13 @@ async def indexed_then_downgraded(db: Path, root: Path,
 
 
 def downgrade(db: Path, version: int) -> None:
-    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 6) wrote."""
+    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 7) wrote."""
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        conn.executescript("ALTER TABLE files DROP COLUMN langs; "
+                           "ALTER TABLE chunks DROP COLUMN lang;")
+        if version == 7:
+            return
         conn.executescript("ALTER TABLE files DROP COLUMN kind; "
                            "ALTER TABLE chunks DROP COLUMN page;")
         if version == 6:

@@ -87,6 +87,7 @@ class QueryActor:
         rrf_k: int,
         feedback: int = 0,
         feedback_weight: float = 1.0,
+        other_language_share: float = 1.0,
         concurrency: int = 8,
         want_model: Callable[[], None] = lambda: None,
         model_unreachable: anyio.Event | None = None,
@@ -109,7 +110,9 @@ class QueryActor:
         self._ranking = Ranking(rows=store.reads, copies=store.copies, lexical=store.lexical,
                                 loaded=self._loaded, rrf_k=rrf_k, semantic=store.semantic,
                                 matrix=store.matrix, feedback=feedback,
-                                feedback_weight=feedback_weight, reranker=reranker)
+                                feedback_weight=feedback_weight, reranker=reranker,
+                                languages=store.languages,
+                                other_language_share=other_language_share)
         self._searches = 0
         self._failures = 0
 

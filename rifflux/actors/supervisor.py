@@ -108,7 +108,8 @@ class Supervisor:
                 stack.push_async_callback(reranker.aclose)
             query = QueryActor(
                 store=store, inbox=query_recv, rrf_k=s.rrf_k, feedback=s.semantic_feedback,
-                feedback_weight=s.semantic_feedback_weight, want_model=loader.want,
+                feedback_weight=s.semantic_feedback_weight,
+                other_language_share=s.other_language_share, want_model=loader.want,
                 model_unreachable=loader.unreachable,
                 reranker=reranker,
             )

@@ -210,6 +210,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--kind", action="append", metavar="KIND", dest="kinds",
                    help="only files of this kind: markdown, text, pdf, pptx, docx, code; "
                         "repeatable, any may match")
+    f.add_argument("--lang", action="append", metavar="LANG", dest="lang",
+                   help="only text written in this language: en, de, ja (ISO 639-1, as "
+                        "hits' lang); repeatable, any may match")
     f.add_argument("--since", metavar="WHEN",
                    help="only files modified at or after WHEN: 2026-11-01, "
                         "2026-11-01T09:30, or an age: 7d (or -7d), 2w, 3m, 1y")

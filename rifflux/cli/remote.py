@@ -163,6 +163,7 @@ def _params(args: argparse.Namespace, query: str, near: str | None) -> list[tupl
     params += [("paths", glob) for glob in args.path_globs or ()]
     params += [("tags", tag) for tag in args.tags or ()]
     params += [("kinds", kind) for kind in args.kinds or ()]
+    params += [("lang", code) for code in args.lang or ()]
     if args.frontmatter:
         params.append(("frontmatter", json.dumps(frontmatter_pairs(args.frontmatter))))
     return params

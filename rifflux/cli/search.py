@@ -75,7 +75,7 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {"paths": args.path_globs, "root": args.root, "tags": args.tags,
             "frontmatter": frontmatter_pairs(args.frontmatter),
             "modified_after": args.since, "modified_before": args.before,
-            "near": args.near, "depth": args.depth, "kinds": args.kinds}
+            "near": args.near, "depth": args.depth, "kinds": args.kinds, "lang": args.lang}
 
 
 async def _answered(index: Searched, query: str, args: argparse.Namespace,

@@ -36,11 +36,20 @@ class Allowed:
     ids: frozenset[int]
     ordered: tuple[int, ...]  # sorted
     json: str  # for SQLite's json_each
+    #: Of those files' chunks, only those in these languages (none: every chunk); each
+    #: branch keeps them alone, as it keeps the files.
+    langs: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, ids: Iterable[int]) -> Allowed:
+    def of(cls, ids: Iterable[int], langs: tuple[str, ...] = ()) -> Allowed:
         ordered = sorted(set(ids))
-        return cls(frozenset(ordered), tuple(ordered), "[" + ",".join(map(str, ordered)) + "]")
+        return cls(frozenset(ordered), tuple(ordered),
+                   "[" + ",".join(map(str, ordered)) + "]", langs)
+
+    @property
+    def langs_json(self) -> str:
+        """``langs`` for SQLite's json_each."""
+        return "[" + ",".join(f'"{code}"' for code in self.langs) + "]"
 
     @property
     def array(self) -> npt.NDArray[np.int64]:
@@ -57,6 +66,7 @@ class Catalog:
         self._by_path: dict[tuple[int, str], int] = {}  # (root id, relative path) -> id
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
         self._places: dict[int, int] | None = None
+        self._languages: frozenset[str] | None = None
         self._kinds: frozenset[str] | None = None
         self.links = LinkGraph()
 
@@ -73,7 +83,7 @@ class Catalog:
         self._write(files)
         self.links.replace(edges)
         self._cache.clear()
-        self._places = self._kinds = None
+        self._places = self._kinds = self._languages = None
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -90,7 +100,7 @@ class Catalog:
         self.links.remove(removed)
         self.links.update(links)
         self._cache.clear()
-        self._places = self._kinds = None
+        self._places = self._kinds = self._languages = None
 
     def _write(self, entries: Iterable[FileEntry]) -> None:
         for entry in entries:
@@ -121,6 +131,13 @@ class Catalog:
         """``places`` when it is made already (None: not since the catalog changed): safe
         from a worker thread, since a made one is never changed, only replaced."""
         return self._places
+
+    def languages(self) -> frozenset[str]:
+        """The languages the stored chunks are written in (made on first use after a
+        change)."""
+        if self._languages is None:
+            self._languages = frozenset().union(*(f.langs for f in self._files.values()))
+        return self._languages
 
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""
@@ -178,7 +195,8 @@ class Catalog:
             note = self.locate(filters.near, root_id)
             near = frozenset([note.id, *self.links.within(note.id, filters.depth)])
         compiled = CompiledFilters.compile(filters, root_id, near)
-        result = Allowed.of(f.id for f in self._files.values() if compiled.matches(f))
+        result = Allowed.of((f.id for f in self._files.values() if compiled.matches(f)),
+                            filters.langs)
         self._cache[filters] = result
         if len(self._cache) > _CACHED:
             self._cache.popitem(last=False)

@@ -58,6 +58,9 @@ class Chunk:
     #: The page (a PDF's) or slide (a deck's) the text is on, 1-based; None: the file's
     #: units are lines.
     page: int | None = None
+    #: The language its text is written in (``core.language``: ISO 639-1), None when it
+    #: cannot be told; found in the parse worker (``core.document``).
+    lang: str | None = None
 
 
 def embed_text(heading_path: str, content: str) -> str:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .chunker import ChunkLimits, ParsedDocument
 from .cjk import has_cjk
 from .extract import Refused, Source, extractor_for
 from .extract.sections import chunked, cut_to
+from .language import chunk_language
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ def prepare_file(
         if extracted.document is None:
             extracted = cut_to(extracted, limits.max_text_chars)
         document = chunked(extracted, limits)
+        document = replace(document, chunks=tuple(
+            replace(c, lang=chunk_language(c.heading_path, c.content)) for c in document.chunks))
     except Refused as exc:
         return Skipped(rel_path, str(exc))
     except Exception as exc:  # noqa: BLE001 (a hostile file costs that file alone)

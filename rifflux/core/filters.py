@@ -19,6 +19,7 @@ to fix), and ``FileEntry.matches`` tests one stored file.
   ``2w``, ``3m`` (months, 30 days), ``1y`` (365 days) before now.
 - ``near`` and ``depth``: a note (its indexed path) and the notes at most ``depth``
   links away from it, either way (``core.graph``); the catalog resolves them.
+- ``langs``: chunks in these languages (``core.language``; ``catalog.Allowed.langs``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from ..limits import MAX_DEPTH
 from .frontmatter import normalise_tag
+from .language import check_languages
 
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]
@@ -53,6 +55,7 @@ class FileEntry:
     tags: frozenset[str]  # as the filter sees them: nested tags with every parent level
     frontmatter: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     kind: str = "markdown"  # which extractor read it (core.extract: markdown, text, pdf...)
+    langs: frozenset[str] = frozenset()  # the languages of its chunks (core.language)
 
 
 def tag_levels(tags: Sequence[str]) -> frozenset[str]:
@@ -75,6 +78,7 @@ class Filters:
     near: str | None = None  # a note's path: it and its neighbours ...
     depth: int = 1  # ... at most this many links away
     kinds: tuple[str, ...] = ()  # files of these kinds only (pdf, code, ...)
+    langs: tuple[str, ...] = ()  # chunks in these languages only (en, de, ...)
 
     @property
     def active(self) -> bool:
@@ -98,8 +102,7 @@ class Filters:
                 out[name] = datetime.fromtimestamp(when, UTC).isoformat()
         if self.near is not None:
             out["near"], out["depth"] = self.near, self.depth
-        if self.kinds:
-            out["kinds"] = list(self.kinds)
+        out.update({k: list(v) for k, v in (("kinds", self.kinds), ("lang", self.langs)) if v})
         return out
 
 
@@ -117,6 +120,7 @@ def make_filters(
     near: str | None = None,
     depth: int | None = None,
     kinds: Sequence[str] | str | None = None,
+    lang: Sequence[str] | str | None = None,
     now: datetime | None = None,
 ) -> Filters:
     """Check what a caller passed; raises ``InvalidArgumentError`` saying what to fix."""
@@ -130,7 +134,9 @@ def make_filters(
         near=_near(near, depth),
         depth=check_depth(depth),
         kinds=_kinds(kinds),
+        langs=check_languages("lang", _strings("lang", lang)),
     )
+
 
 
 def _kinds(kinds: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -343,7 +349,8 @@ class CompiledFilters:
             return False
         if f.tags and not all(t in entry.tags for t in f.tags):
             return False
-        if f.kinds and entry.kind not in f.kinds:
+        if (f.kinds and entry.kind not in f.kinds) or (
+                f.langs and entry.langs.isdisjoint(f.langs)):  # (a file holding any)
             return False
         mtime = entry.mtime_ns / 1e9
         if f.modified_after is not None and mtime < f.modified_after:

@@ -62,8 +62,9 @@ _MARGIN = 32
 _TIED = 1024
 #: Row masks of filtered searches kept (per matrix version: ``candidates``' ``groups``).
 _MASKS = 16
-#: A filter's groups and the key its mask is kept under (``candidates``).
-Groups = tuple[str, I64]
+#: A filter's groups and the key its mask is kept under (``candidates``), and the ids of
+#: rows of those groups it leaves out (a language filter's other chunks).
+Groups = tuple[str, I64] | tuple[str, I64, Sequence[int]]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -261,9 +262,13 @@ class VectorIndex:
         self._n = 0
         self.version += 1
 
-    def mask(self, groups: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        """Which rows belong to ``groups`` (valid until ``version`` changes)."""
+    def mask(self, groups: npt.NDArray[np.int64],
+             without: Sequence[int] = ()) -> npt.NDArray[np.bool_]:
+        """Which rows belong to ``groups``, but for the ids ``without`` (valid until
+        ``version`` changes)."""
         mask: npt.NDArray[np.bool_] = np.isin(self._groups[: self._n], groups)
+        if len(without):
+            mask &= ~np.isin(self._ids[: self._n], np.asarray(without, dtype=np.int64))
         return mask
 
     def _mask_of(self, groups: Groups) -> npt.NDArray[np.bool_]:
@@ -272,7 +277,7 @@ class VectorIndex:
         with self._masks_lock:  # (searches side by side make them)
             mask = self._masks.get(key)
             if mask is None:
-                mask = self.mask(groups[1])
+                mask = self.mask(groups[1], groups[2] if len(groups) > 2 else ())
                 while len(self._masks) >= _MASKS:
                     self._masks.pop(next(iter(self._masks)))
                 self._masks[key] = mask

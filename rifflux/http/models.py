@@ -34,6 +34,9 @@ Tags = Annotated[list[str] | None, Field(
 Kinds = Annotated[list[str] | None, Field(
     description="Only files of these kinds: markdown, text, pdf, pptx, docx, code (as hits' "
                 "kind says).")]
+Lang = Annotated[list[str] | None, Field(
+    description="Only text written in these languages: en, de, ja (ISO 639-1 codes, as "
+                "hits' lang says).")]
 When = Annotated[str | None, Field(
     description="An ISO date or datetime (2026-11-01, 2026-11-01T09:30) or an age: 7d, 2w, "
                 "3m, 1y.")]
@@ -68,6 +71,7 @@ class _SearchFields(BaseModel):
                                                   "name when unique).")] = None
     tags: Tags = None
     kinds: Kinds = None
+    lang: Lang = None
     modified_after: When = None
     modified_before: When = None
     near: Annotated[str | None, Field(description="Only this note and the notes and files "

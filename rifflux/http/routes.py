@@ -129,7 +129,7 @@ async def _search(rf: Rifflux, p: SearchQuery | SearchBody,
     filters: dict[str, Any] = {
         "paths": p.paths, "root": p.root, "tags": p.tags, "frontmatter": frontmatter,
         "modified_after": p.modified_after, "modified_before": p.modified_before,
-        "near": p.near, "depth": p.depth, "kinds": p.kinds}
+        "near": p.near, "depth": p.depth, "kinds": p.kinds, "lang": p.lang}
     applied = make_filters(**filters)  # (once: for the search and its explain)
     results = await rf.search_filtered(p.q, applied, p.top_k, p.mode,
                                        max_per_file=p.max_per_file, content=p.content,

@@ -20,7 +20,7 @@ from .searching import ServerState
 from .tools import _state, _tool_errors
 
 HistoryPaths = Annotated[list[str] | None, Field(
-    description="Only commits that changed these files or folders.")]
+    description="Only commits changing these paths.")]
 Author = Annotated[str | None, Field(description="Only commits by this name or email (part).")]
 Since = Annotated[str | None, Field(description="Only commits since: 2026-11-01, or 7d.")]
 Before = Annotated[str | None, Field(description="Only commits before it.")]
@@ -36,9 +36,8 @@ async def search_history(
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
     """Search the git history of the indexed folders (messages, paths, diffs) when asked
-    when, why or by whom something changed; search_rifflux finds what is written now.
-    Hits give hash, title, author, date, paths and the matching hunk; read one with
-    get_history(commit)."""
+    when, why or by whom something changed. Hits give hash, title, author, date, paths,
+    the matching hunk; read one with get_history(commit)."""
     with _tool_errors():
         found = await _state(ctx).rf.search_history(
             query, top_k=top_k, mode=mode, paths=paths, author=author, since=since,

@@ -39,16 +39,18 @@ Paths = Annotated[list[str] | None, Field(
 Root = Annotated[str | None, Field(description="Only this indexed folder (path or name).")]
 Tags = Annotated[list[str] | None, Field(description="Only notes with all these tags.")]
 Kinds = Annotated[list[str] | None, Field(
-    description="Only files of these kinds: markdown, text, pdf, pptx, docx, code.")]
+    description="Only these kinds: markdown, text, pdf, pptx, docx, code.")]
+Lang = Annotated[list[str] | None, Field(
+    description="Only these languages: en, de.")]
 FrontmatterValue = str | int | float | bool | list[str | int | float | bool]
 Frontmatter = Annotated[dict[str, FrontmatterValue] | None, Field(
-    description="Only notes with these front matter values: {\"status\": \"draft\"}.")]
+    description="Only notes whose front matter has: {\"status\": \"draft\"}.")]
 ModifiedAfter = Annotated[str | None, Field(
-    description="Only files modified since: 2026-11-01, or an age: 7d, 2w, 3m, 1y.")]
+    description="Only files modified since: 2026-11-01, or 7d, 2w, 3m, 1y.")]
 ModifiedBefore = Annotated[str | None, Field(description="Only files modified before it.")]
 
 Near = Annotated[str | None, Field(
-    description="Only this note's path and the notes and files linked to or from it.")]
+    description="Only this note and the files linked to or from it.")]
 Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH, description="How many links away.")]
 NearDepth = Annotated[int | None, Field(
     ge=1, le=MAX_DEPTH, description="With near: how many links away (default 1).")]

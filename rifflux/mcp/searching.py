@@ -75,7 +75,7 @@ async def search(
     tags: Sequence[str] | None = None, frontmatter: Mapping[str, Any] | None = None,
     modified_after: str | None = None, modified_before: str | None = None,
     near: str | None = None, depth: int | None = None, kinds: Sequence[str] | None = None,
-    max_per_file: int | None = None,
+    lang: Sequence[str] | None = None, max_per_file: int | None = None,
     content: str = "full", explain: bool = False, max_chars: int = DEFAULT_MAX_CHARS,
     db_path: str | None = None, duplicates: str = "collapse", hypothesis: str | None = None,
 ) -> dict[str, Any]:
@@ -84,7 +84,7 @@ async def search(
     filters: dict[str, Any] = {
         "paths": paths, "root": root, "tags": tags, "frontmatter": frontmatter,
         "modified_after": modified_after, "modified_before": modified_before,
-        "near": near, "depth": depth, "kinds": kinds}
+        "near": near, "depth": depth, "kinds": kinds, "lang": lang}
     other = (await anyio.to_thread.run_sync(_other_db, db_path, state.settings.db_path)
              if db_path else None)
     if other is None:  # (what the search started, once it has answered: after_search)

@@ -42,6 +42,7 @@ from .params import (
     Frontmatter,
     Hypothesis,
     Kinds,
+    Lang,
     Limit,
     MaxChars,
     MaxPerFile,
@@ -96,6 +97,7 @@ async def search_rifflux(
     near: Near = None,
     depth: NearDepth = None,
     kinds: Kinds = None,
+    lang: Lang = None,
     max_per_file: MaxPerFile = None,
     content: Content = "full",
     explain: Explain = False,
@@ -113,7 +115,7 @@ async def search_rifflux(
             _state(ctx), query, top_k, mode, paths=paths, root=root, tags=tags,
             frontmatter=frontmatter, modified_after=modified_after,
             modified_before=modified_before, near=near, depth=depth, kinds=kinds,
-            max_per_file=max_per_file, content=content, explain=explain,
+            lang=lang, max_per_file=max_per_file, content=content, explain=explain,
             max_chars=max_chars, db_path=db_path, duplicates=duplicates,
             hypothesis=hypothesis)
 

@@ -12,7 +12,7 @@ from ..core.catalog import Catalog
 
 if TYPE_CHECKING:
     from ..core.embedders import Embedder
-    from ..core.vectors import F32, VectorIndex
+    from ..core.vectors import F32, I64, GroupRanks, VectorIndex
 
 
 @runtime_checkable
@@ -51,3 +51,37 @@ class Loaded:
     catalog: Catalog = field(default_factory=Catalog)
     embedder: Embedder | None = None
     matrix: VectorIndex | None = None
+
+
+class Unranked(Exception):
+    """The files' places by path are needed and not made (``TieRanks.made``)."""
+
+
+class TieRanks:
+    """Each file's place by path (``Catalog.places``), for the matrix's rows tied at its
+    cut (``core.selection.group_ranks``); made again only when the catalog has changed."""
+
+    def __init__(self, loaded: Loaded) -> None:
+        self._loaded = loaded
+        #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
+        self._made: tuple[dict[int, int], GroupRanks] | None = None
+
+    def on_loop(self, groups: I64) -> I64:
+        """The places of ``groups``, on the event loop (which owns the catalog)."""
+        return self._of(self._loaded.catalog.places(), groups)
+
+    def made(self, groups: I64) -> I64:
+        """``on_loop`` from a worker thread: raises ``Unranked`` when the places are not
+        made (the catalog is the event loop's: making them is ``on_loop``'s)."""
+        places = self._loaded.catalog.places_made()
+        if places is None:
+            raise Unranked
+        return self._of(places, groups)
+
+    def _of(self, places: dict[int, int], groups: I64) -> I64:
+        from ..core.selection import group_ranks
+
+        made = self._made
+        if made is None or made[0] is not places:
+            made = self._made = (places, group_ranks(places))
+        return made[1](groups)

@@ -1,7 +1,8 @@
 """A search's ranking: the lexical and the semantic branch side by side, each read at
-least ``POOL`` deep in a hybrid search and fused (``core.fusion.combine``), each text
-once (its other places named), read as deep as a per-file cap or collapsed copies need,
-and turned into results (snippets, scores, and why each hit ranks where it does).
+least ``POOL`` deep in a hybrid search and fused (``core.fusion.combine``, the question's
+language preferred: ``prefer``), each text once (its other places named), read as deep
+as a per-file cap or collapsed copies need, and turned into results (snippets, scores,
+and why each hit ranks where it does).
 
 The query actor runs it on what it holds in memory (``Loaded``) as it is at each pass
 (the actor changes it only between awaits, so a pass sees one consistent state); a
@@ -19,22 +20,30 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from ..core.definitions import definitions_first, named
-from ..core.fusion import combine
+from ..core.fusion import combine, prefer
 from ..core.hypothesis import semantic_text
+from ..core.language import preferred_language
 from ..core.rerank import reordered
 from ..core.snippets import Snippets
 from ..core.steps import Steps, begin
 from ..errors import EmbeddingUnavailableError, RerankError, RiffluxError
-from .loaded import AwaitsQueries, Loaded, Rescorer
+from .loaded import AwaitsQueries, Loaded, Rescorer, TieRanks, Unranked
 from .results import Explainer, also_in, hybrid_scores, result_of
 
 if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with them)
     from anyio import CapacityLimiter
 
     from ..core.catalog import Allowed
-    from ..core.vectors import F32, I64, GroupRanks
+    from ..core.vectors import F32, Groups
     from ..store.copies import Place
-    from ..store.protocols import CopyStore, LexicalLeg, MatrixStore, ReadStore, SemanticLeg
+    from ..store.protocols import (
+        CopyStore,
+        LanguageStore,
+        LexicalLeg,
+        MatrixStore,
+        ReadStore,
+        SemanticLeg,
+    )
     from ..types import (
         ChunkRecord,
         ScoreBreakdown,
@@ -54,10 +63,6 @@ POOL = 100
 _MAX_DEPTH = 1000
 #: The most other places of a text a hit lists (``also_in``; ``also_in_count`` counts all).
 _ALSO_IN = 100
-
-
-class _Unranked(Exception):
-    """The files' places by path are needed and not made (``Ranking._ranks_made``)."""
 
 
 @dataclass(slots=True)
@@ -80,6 +85,7 @@ class _Asked:
     #: The embedding server did not make the query's vector: no pass asks it again.
     no_vector: bool = False
     rerank: dict[int, float] | None = None
+    prefer: str | None = None  # the question's language, preferred (None: none is)
 
 
 class Ranking:
@@ -91,9 +97,12 @@ class Ranking:
     def __init__(self, *, rows: ReadStore, copies: CopyStore, lexical: LexicalLeg,
                  loaded: Loaded, rrf_k: int, semantic: SemanticLeg | None = None,
                  matrix: MatrixStore | None = None, feedback: int = 0,
-                 feedback_weight: float = 1.0, reranker: Rescorer | None = None) -> None:
+                 feedback_weight: float = 1.0, reranker: Rescorer | None = None,
+                 languages: LanguageStore | None = None,
+                 other_language_share: float = 1.0) -> None:
         self._reader = rows
         self._copies = copies
+        self._languages = languages  # (None: no language is told or filtered)
         self._lexical = lexical
         self._semantic_leg = semantic
         self._matrix_store = matrix
@@ -102,9 +111,9 @@ class Ranking:
         self._feedback = feedback
         self._feedback_weight = feedback_weight
         self._reranker = reranker
+        self._other_language = other_language_share  # (1: no language preferred)
         self._embed_limiter: CapacityLimiter | None = None  # one query embedding at a time
-        #: ``Catalog.places`` and its ``GroupRanks``, made again when the catalog changes.
-        self._group_ranks: tuple[dict[int, int], GroupRanks] | None = None
+        self._ties = TieRanks(loaded)  # (of rows tied at the matrix's cut: files by path)
 
     async def search(self, query: str, top_k: int, mode: str, allowed: Allowed | None,
                      shape: SearchShape, *, hypothesis: str | None = None,
@@ -122,6 +131,9 @@ class Ranking:
         asked = _Asked(query, mode != "semantic", Snippets(query, shape.snippet_chars),
                        names=named(query) if mode != "semantic" and self._code() else None,
                        meaning=semantic_text(query, hypothesis), steps=begin())
+        if mode == "hybrid" and self._languages is not None and self._other_language < 1 \
+                and not (allowed and allowed.langs):  # (else a lang filter chose them)
+            asked.prefer = preferred_language(query, self._loaded.catalog.languages())
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
             # (and a semantic branch read top_k deep is the one a hybrid search reads as
@@ -186,6 +198,9 @@ class Ranking:
             ranked = [(cid, {"cosine": score}) for cid, score in semantic]
         else:
             fused = combine(lexical, semantic, depth=depth, k=self._rrf_k)
+            if asked.prefer is not None and self._languages is not None:
+                fused = prefer(fused, await self._languages.of([f.key for f in fused]),
+                               asked.prefer, factor=self._other_language)
             ranked = [(f.key, hybrid_scores(f)) for f in fused]
         clock.lap("fusion")
         defined: set[int] = set()
@@ -334,19 +349,24 @@ class Ranking:
             return await self._semantic_leg.semantic(
                 vector, depth, allowed, feedback=self._feedback, weight=self._feedback_weight)
         assert matrix is not None and self._matrix_store is not None
+        groups: Groups | None = None
+        if allowed is not None:  # (a language filter leaves the other chunks out)
+            left_out = (await self._languages.left_out(allowed)
+                        if self._languages is not None and allowed.langs else [])
+            groups = (allowed.json + allowed.langs_json, allowed.array, left_out)
         # the compact matrix's best rows, ranked exactly on their float32 vectors (of rows
         # tied at the cut, those of the files first by path: never by row id). The scan
         # runs in a worker thread (numkong releases the GIL): a hybrid search's lexical
         # branch goes on meanwhile, on the other core
         scan = partial(matrix.candidates, vector, depth, feedback=self._feedback,
-                       groups=None if allowed is None else (allowed.json, allowed.array),
+                       groups=groups,
                        clock=clock)
         import anyio  # (loaded already: a semantic branch runs under an event loop)
 
         try:
-            candidates = await anyio.to_thread.run_sync(partial(scan, ranks=self._ranks_made))
-        except _Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
-            candidates = scan(ranks=self._ranks)
+            candidates = await anyio.to_thread.run_sync(partial(scan, ranks=self._ties.made))
+        except Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
+            candidates = scan(ranks=self._ties.on_loop)
         found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
                                                               candidates)
         clock.lap("exact reads")
@@ -358,27 +378,6 @@ class Ranking:
         ordered = await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path
         clock.lap("ties by path")
         return ordered
-
-    def _ranks(self, groups: I64) -> I64:
-        """Each file's place by path (``Catalog.places``), for the matrix's rows tied at
-        its cut; made again only when the catalog has changed. On the event loop."""
-        return self._ranks_of(self._loaded.catalog.places(), groups)
-
-    def _ranks_made(self, groups: I64) -> I64:
-        """``_ranks`` from a worker thread: raises ``_Unranked`` when the places are not
-        made (the catalog is the event loop's: making them is ``_ranks``')."""
-        places = self._loaded.catalog.places_made()
-        if places is None:
-            raise _Unranked
-        return self._ranks_of(places, groups)
-
-    def _ranks_of(self, places: dict[int, int], groups: I64) -> I64:
-        from ..core.selection import group_ranks
-
-        made = self._group_ranks
-        if made is None or made[0] is not places:
-            made = self._group_ranks = (places, group_ranks(places))
-        return made[1](groups)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

@@ -59,6 +59,8 @@ def result_of(row: ChunkRecord, breakdown: ScoreBreakdown, snippets: Snippets,
         result["page"] = row["page"]
     elif "slide" in row:
         result["slide"] = row["slide"]
+    if "lang" in row:
+        result["lang"] = row["lang"]
     if shape.content == "full":
         result["content"] = row["content"]
     if why is not None:

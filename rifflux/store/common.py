@@ -4,7 +4,7 @@ processes committed, a damaged index moved aside.
 
 The row helpers read a chunk row in the column order both stores select
 (``ROW_COLUMNS``: row id, chunk id, chunk index, heading path, content, path,
-root, title, tags, mtime_ns, line start, line end, file id, kind, page).
+root, title, tags, mtime_ns, line start, line end, file id, kind, page, language).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 #: ``f``: files, ``r``: roots).
 ROW_COLUMNS = (
     "c.id, c.chunk_id, c.chunk_index, c.heading_path, c.content, f.rel_path, r.path, "
-    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id, f.kind, c.page"
+    "f.title, f.tags, f.mtime_ns, c.line_start, c.line_end, c.file_id, f.kind, c.page, "
+    "c.lang"
 )
 #: A statement of chunk rows (``ROW_COLUMNS``), to be ended by its ``WHERE``.
 ROW_SQL = (f"SELECT {ROW_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
@@ -59,6 +60,8 @@ def row_dict(row: Row) -> ChunkRecord:
     }
     if row[14] is not None:  # a page, or a deck's slide (an installed kind's: a page)
         record["slide" if UNITS.get(record["kind"]) == "slide" else "page"] = int(row[14])
+    if row[15] is not None:
+        record["lang"] = str(row[15])
     return record
 
 

@@ -103,12 +103,13 @@ class Source:
         chunks: dict[int, list[Chunk]] = {i: [] for i in ids}
         for r in await self._sql.fetch(
                 "SELECT file_id, chunk_index, heading_path, content, content_hash, "
-                f"line_start, line_end, page FROM chunks WHERE file_id {among} "
+                f"line_start, line_end, page, lang FROM chunks WHERE file_id {among} "
                 "ORDER BY file_id, chunk_index", listed):
             chunks[int(r[0])].append(Chunk(
                 chunk_index=int(r[1]), heading_path=str(r[2]), content=str(r[3]),
                 content_hash=str(r[4]), line_start=int(r[5]), line_end=int(r[6]),
-                page=None if r[7] is None else int(r[7])))
+                page=None if r[7] is None else int(r[7]),
+                lang=None if r[8] is None else str(r[8])))
         links: dict[int, list[Link]] = {i: [] for i in ids}
         for r in await self._sql.fetch(
                 "SELECT file_id, kind, embed, target, text, line, heading, chunk_index, "

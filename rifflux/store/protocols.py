@@ -226,6 +226,13 @@ class CopyStore(Protocol):
     async def places(self, keys: Collection[str]) -> dict[str, list[Place]]: ...
 
 
+class LanguageStore(Protocol):
+    """The languages of chunks (``store.languages``, one for both stores)."""
+
+    async def of(self, rowids: Sequence[int]) -> dict[int, str]: ...
+    async def left_out(self, allowed: Allowed) -> list[int]: ...
+
+
 class RecordStore(Protocol):
     async def locate(self, path: str, roots: dict[int, str],
                      root_id: int | None = None) -> Located | None: ...
@@ -313,6 +320,8 @@ class OpenStore:
     links: LinkStore
     #: The text keys of a search's candidates and the places of a text held more than once.
     copies: CopyStore
+    #: The languages of a search's candidates, and the chunks a ``lang`` filter leaves out.
+    languages: LanguageStore
     lexical: LexicalLeg
     #: The store's semantic leg (``capabilities.vectors_in_memory`` is False) ...
     semantic: SemanticLeg | None

@@ -37,6 +37,17 @@ class FileToWrite:
     cjk: bool = True  # False: no chunk holds CJK text (nothing to cut for FTS5)
     kind: str = "markdown"  # which extractor read it (core.extract)
 
+    @property
+    def langs(self) -> str:
+        """The languages of its chunks, as the ``files.langs`` column holds them."""
+        return json.dumps(sorted({c.lang for c in self.chunks if c.lang}))
+
+    def entry(self, file_id: int, root_id: int) -> FileEntry:
+        """The file as the catalog sees it, once written."""
+        return FileEntry(file_id, root_id, self.rel_path, self.mtime_ns,
+                         tag_levels(self.metadata.tags), self.metadata.frontmatter, self.kind,
+                         frozenset(c.lang for c in self.chunks if c.lang))
+
 
 #: Files whose outgoing links changed, each with every file it links to now (file ids).
 Edges = tuple[tuple[int, tuple[int, ...]], ...]
@@ -71,13 +82,14 @@ def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> 
 
 
 #: The ``files`` columns a catalog entry is read from, in ``file_entry``'s order.
-FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter, kind"
+FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter, kind, langs"
 
 
 def file_entry(row: Row) -> FileEntry:
     """A catalog entry from a row of ``FILE_ENTRY_COLUMNS``."""
     return FileEntry(int(row[0]), int(row[1]), str(row[2]), int(row[3]),
-                     tag_levels(json.loads(row[4])), json.loads(row[5]), str(row[6]))
+                     tag_levels(json.loads(row[4])), json.loads(row[5]), str(row[6]),
+                     frozenset(json.loads(row[7])))
 
 
 #: Host parameters per ``IN (...)`` list.

@@ -214,6 +214,9 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
         await rf.reindex(tmp_path / "docs")
     counted = [await index_rows(url, sql) for sql in _WORD_COUNTS]
     assert counted[1][0][0] == len(counted[2]) > 0
+    told = "SELECT lang, count(*) FROM chunks WHERE lang IS NOT NULL GROUP BY lang"
+    languages = await index_rows(url, told)
+    assert languages
     await index_rows(url, "DROP TRIGGER changes_notified ON changes")  # as version 1 was
     await index_rows(url, "DROP FUNCTION rifflux_notify()")
     await index_rows(url, "DROP TRIGGER chunks_words_in ON chunks")  # (version 3's counts)
@@ -224,6 +227,8 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     await index_rows(url, "ALTER TABLE lexicon DROP COLUMN chunks")
     await index_rows(url, "ALTER TABLE files DROP COLUMN kind")  # (version 4's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN page")
+    await index_rows(url, "ALTER TABLE files DROP COLUMN langs")  # (version 5's)
+    await index_rows(url, "ALTER TABLE chunks DROP COLUMN lang")
     await index_rows(url, "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="older Rifflux.*without read_only"):
         async with Rifflux(settings=Settings(db_path=DatabaseUrl(url), read_only=True)):
@@ -244,6 +249,11 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     assert await index_rows(url, "SELECT count(*) FROM pg_trigger WHERE tgname = "
                             "'changes_notified'") == [(1,)]
     assert [await index_rows(url, sql) for sql in _WORD_COUNTS] == counted
+    # the files are read again at start, and each chunk learns its language
+    async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+        for job in (await rf.status())["jobs"]:  # (one that the first opens left unfinished)
+            await rf.wait_for_job(job["id"])
+    assert await index_rows(url, told) == languages
 
 
 async def test_two_instances_on_one_database_follow_each_other_and_embed_each_text_once(

@@ -269,6 +269,8 @@ def _filters(p: _Params, q: LexicalQuery, allowed: Allowed | None, *, exact: boo
     out = [] if exact else [f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)})"]
     if allowed is not None:
         out.append(f"c.file_id = ANY({p(list(allowed.ids))})")
+        if allowed.langs:
+            out.append(f"c.lang = ANY({p(list(allowed.langs))})")
     return out
 
 

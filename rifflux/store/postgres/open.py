@@ -22,6 +22,7 @@ from pgvector.asyncpg import register_vector
 from ...config import Settings
 from ...location import DatabaseUrl
 from ..copies import Copies
+from ..languages import Languages
 from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
 from ..records import Records
@@ -94,7 +95,8 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
                 note=None if ranking == "bm25" else _FALLBACK_NOTE),
             writer=Writer(session, read_only=read_only), follow=follow,
             reads=reads, records=Records(statements), links=LinkRecords(statements),
-            copies=Copies(statements), lexical=Lexical(pool, where, ranking),
+            copies=Copies(statements), languages=Languages(statements),
+            lexical=Lexical(pool, where, ranking),
             semantic=Semantic(pool, where),
             matrix=None, open_matrix=None, pending=reads,
             presence=presence,

@@ -47,7 +47,7 @@ from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
@@ -71,14 +71,14 @@ CREATE TABLE files(
     aliases text NOT NULL DEFAULT '[]', indexed_at double precision NOT NULL,
     frontmatter text NOT NULL DEFAULT '{{}}', line_count integer NOT NULL DEFAULT 0,
     encoding text NOT NULL DEFAULT 'utf-8', kind text NOT NULL DEFAULT 'markdown',
-    UNIQUE(root_id, rel_path));
+    langs text NOT NULL DEFAULT '[]', UNIQUE(root_id, rel_path));
 CREATE TABLE chunks(
     id bigserial PRIMARY KEY, chunk_id text NOT NULL UNIQUE,
     file_id bigint NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     chunk_index integer NOT NULL, heading_path text NOT NULL, content text NOT NULL,
     content_hash text NOT NULL, line_start integer NOT NULL DEFAULT 0,
     line_end integer NOT NULL DEFAULT 0, page integer, lexemes text NOT NULL,
-    length integer GENERATED ALWAYS AS ({_LENGTH}) STORED);
+    lang text, length integer GENERATED ALWAYS AS ({_LENGTH}) STORED);
 CREATE INDEX chunks_file ON chunks(file_id, chunk_index);
 CREATE INDEX chunks_hash ON chunks(content_hash);
 CREATE INDEX chunks_words ON chunks USING gin (to_tsvector('simple'::regconfig, lexemes));
@@ -174,7 +174,15 @@ ALTER TABLE chunks ADD COLUMN page integer;
 UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
 """
 
-_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS}
+#: Version 5: each chunk's language (``core.language``) and its file's languages, found
+#: as every file is read again at start (its vectors are kept).
+_LANGUAGES = f"""
+ALTER TABLE files ADD COLUMN langs text NOT NULL DEFAULT '[]';
+ALTER TABLE chunks ADD COLUMN lang text;
+UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
+"""
+
+_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS, 4: _LANGUAGES}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).

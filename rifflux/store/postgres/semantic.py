@@ -41,6 +41,10 @@ _MARGIN = 20
 #: pgvector's ceiling for ``hnsw.ef_search``.
 _EF_MOST = 1000
 
+#: A vector's chunk is in one of the languages ``${n}`` (``Allowed.langs``).
+_IN_LANGS = ("EXISTS (SELECT 1 FROM chunks l WHERE l.id = {v}.chunk_id "
+             "AND l.lang = ANY(${n}))")
+
 _KEYS = ("SELECT n.id, n.d, f.rel_path, c.chunk_index, r.path, n.embedding FROM ({nearest}) n "
          "JOIN chunks c ON c.id = n.id JOIN files f ON f.id = c.file_id "
          "JOIN roots r ON r.id = f.root_id")
@@ -79,9 +83,11 @@ class Semantic:
         rows = await self._pool.fetch(
             "SELECT v.chunk_id FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
             "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
-            "WHERE $2::bigint[] IS NULL OR v.file_id = ANY($2) "
+            "WHERE ($2::bigint[] IS NULL OR v.file_id = ANY($2)) "
+            "AND ($3::text[] IS NULL OR c.lang = ANY($3)) "
             'ORDER BY f.rel_path COLLATE "C", c.chunk_index, r.path COLLATE "C" LIMIT $1',
-            limit, None if allowed is None else list(allowed.ids))
+            limit, None if allowed is None else list(allowed.ids),
+            list(allowed.langs) if allowed is not None and allowed.langs else None)
         return [(int(r[0]), 0.0) for r in rows]
 
     async def _nearest(self, q: F32, want: int, allowed: Allowed | None) -> list[Any]:
@@ -90,24 +96,29 @@ class Semantic:
         dim = len(q)
         async with self._pool.acquire() as conn, conn.transaction(readonly=True):
             files = None if allowed is None else list(allowed.ids)
+            langs = list(allowed.langs) if allowed is not None and allowed.langs else None
             exact = int(await conn.fetchval(  # (at most EXACT_MOST + 1 rows read)
-                "SELECT count(*) FROM (SELECT 1 FROM chunk_vectors WHERE $1::bigint[] IS "
-                "NULL OR file_id = ANY($1) LIMIT $2) few", files, EXACT_MOST + 1)) <= EXACT_MOST
+                "SELECT count(*) FROM (SELECT 1 FROM chunk_vectors v WHERE ($1::bigint[] IS "
+                "NULL OR file_id = ANY($1)) AND ($3::text[] IS NULL OR "
+                f"{_IN_LANGS.format(v='v', n=3)}) LIMIT $2) few", files, EXACT_MOST + 1,
+                langs)) <= EXACT_MOST
+            where = "" if files is None else "WHERE v.file_id = ANY($3) " + (
+                "" if langs is None else f"AND {_IN_LANGS.format(v='v', n=4)} ")
             if exact:  # every allowed vector compared (the order is not the index's)
                 nearest = ("SELECT v.chunk_id AS id, v.embedding <=> $1 AS d, v.embedding "
-                           "FROM chunk_vectors v "
-                           + ("" if files is None else "WHERE v.file_id = ANY($3) ")
+                           "FROM chunk_vectors v " + where
                            + "ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
             else:
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(40, want), _EF_MOST)}")
                 await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
                 cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"
                 nearest = (f"SELECT v.chunk_id AS id, {cast} AS d, v.embedding "
-                           "FROM chunk_vectors v "
-                           + ("" if files is None else "WHERE v.file_id = ANY($3) ")
+                           "FROM chunk_vectors v " + where
                            + f"ORDER BY {cast} FETCH FIRST ($2) ROWS WITH TIES")
             args: list[Any] = [Vector(q), want]
             if files is not None:
                 args.append(files)
+                if langs is not None:
+                    args.append(langs)
             return list(await conn.fetch(_KEYS.format(nearest=nearest), *args))
 

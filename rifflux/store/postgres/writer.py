@@ -15,7 +15,6 @@ from dataclasses import replace
 import numpy as np
 from pgvector import Vector
 
-from ...core.filters import FileEntry, tag_levels
 from ...core.lexemes import indexed_text
 from ...core.plan import StoredState
 from ...core.vectors import F32
@@ -95,16 +94,18 @@ class Writer:
             async with transaction(self.conn):
                 ids = {str(r[1]): int(r[0]) for r in await self.conn.fetch(
                     "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, tags, "
-                    "aliases, indexed_at, frontmatter, line_count, encoding, kind) "
+                    "aliases, indexed_at, frontmatter, line_count, encoding, kind, langs) "
                     "SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], "
                     "$5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::text[], "
-                    "$11::int[], $12::text[], $13::text[]) ON CONFLICT (root_id, rel_path) DO "
+                    "$11::int[], $12::text[], $13::text[], $14::text[]) "
+                    "ON CONFLICT (root_id, rel_path) DO "
                     "UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size, "
                     "sha256 = excluded.sha256, title = excluded.title, tags = excluded.tags, "
                     "aliases = excluded.aliases, indexed_at = excluded.indexed_at, "
                     "frontmatter = excluded.frontmatter, line_count = excluded.line_count, "
-                    "encoding = excluded.encoding, kind = excluded.kind RETURNING id, rel_path",
-                    root_id, *_columns([_file_row(f, now) for f in files], 12))}
+                    "encoding = excluded.encoding, kind = excluded.kind, langs = excluded.langs "
+                    "RETURNING id, rel_path",
+                    root_id, *_columns([_file_row(f, now) for f in files], 13))}
                 file_ids = [ids[f.rel_path] for f in files]
                 removed = [(int(r[0]), str(r[1])) for r in await self.conn.fetch(
                     "DELETE FROM chunks WHERE file_id = ANY($1) RETURNING id, content_hash",
@@ -112,13 +113,13 @@ class Writer:
                 rows = [(chunk_id_for(root_id, files[fi].rel_path, c.chunk_index,
                                       c.content_hash), file_ids[fi], c.chunk_index,
                          c.heading_path, c.content, c.content_hash, c.line_start, c.line_end,
-                         c.page, lexemes) for fi, c, lexemes in chunks]
+                         c.page, lexemes, c.lang) for fi, c, lexemes in chunks]
                 added = [(int(r[0]), str(r[1]), int(r[2])) for r in await self.conn.fetch(
                     "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, content, "
-                    "content_hash, line_start, line_end, page, lexemes) SELECT * FROM unnest("
-                    "$1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], "
-                    "$7::int[], $8::int[], $9::int[], $10::text[]) "
-                    "RETURNING id, content_hash, file_id", *_columns(rows, 10))]
+                    "content_hash, line_start, line_end, page, lexemes, lang) SELECT * FROM "
+                    "unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[], "
+                    "$6::text[], $7::int[], $8::int[], $9::int[], $10::text[], $11::text[]) "
+                    "RETURNING id, content_hash, file_id", *_columns(rows, 11))]
                 if self.missing.model is not None:
                     await self.conn.execute(
                         "INSERT INTO chunk_vectors(chunk_id, file_id, embedding) "
@@ -128,10 +129,7 @@ class Writer:
                 change = await self.missing.inspect(removed, added)
                 edges = await write_links(self.conn, root_id,
                                           list(zip(file_ids, files, strict=True)))
-        entries = tuple(
-            FileEntry(fid, root_id, f.rel_path, f.mtime_ns, tag_levels(f.metadata.tags),
-                      f.metadata.frontmatter, f.kind)
-            for f, fid in zip(files, file_ids, strict=True))
+        entries = tuple(f.entry(fid, root_id) for f, fid in zip(files, file_ids, strict=True))
         return replace(self.missing.committed(change), files=entries,
                        roots=self.roots.entry(root_id), links=edges)
 
@@ -225,4 +223,4 @@ def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:
     m = f.metadata
     return (f.rel_path, f.mtime_ns, f.size, f.sha256, m.title, json.dumps(m.tags),
             json.dumps(m.aliases), now, json.dumps(m.frontmatter, ensure_ascii=False),
-            f.line_count, f.encoding, f.kind)
+            f.line_count, f.encoding, f.kind, f.langs)

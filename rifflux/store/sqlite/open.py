@@ -23,6 +23,7 @@ from ...config import Settings
 from ...errors import IndexDamagedError, IndexDatabaseError
 from ..common import Recovery
 from ..copies import Copies
+from ..languages import Languages
 from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
 from ..records import Records
@@ -124,7 +125,7 @@ async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | 
     return stack, OpenStore(
         where=str(db), capabilities=CAPABILITIES, writer=writer, follow=follow,
         reads=reader, records=Records(statements), links=LinkRecords(statements),
-        copies=Copies(statements),
+        copies=Copies(statements), languages=Languages(statements),
         lexical=Lexical(reader), semantic=None, matrix=reader,
         open_matrix=lambda: _reading(db, settings),
         pending=Pending(writer.missing, Reader(embed_conn, db)),

@@ -67,6 +67,8 @@ def _matching(every: str | None, allowed: Allowed | None, above: int | None) -> 
     sql += "WHERE chunks_fts MATCH :match"
     if allowed is not None:
         sql += " AND k.file_id IN (SELECT value FROM json_each(:allowed))"
+        if allowed.langs:
+            sql += " AND k.lang IN (SELECT value FROM json_each(:langs))"
     return sql if above is None else sql + " AND t.rowid > :above"
 
 
@@ -111,7 +113,9 @@ class Reader(Listings):
         bm25 straddle the limit)."""
         with mapped_errors(self.db_path):
             try:
-                if await lexicon_built(self.conn):
+                # (the lexicon knows chunks by file, not by language: a search kept to
+                # some languages is ranked by FTS5)
+                if await lexicon_built(self.conn) and not (allowed and allowed.langs):
                     lexicon = self._lexicon_of()
                     async with lexicon.snapshot():
                         best = await lexicon.ranked(match, limit, allowed, every,
@@ -132,7 +136,8 @@ class Reader(Listings):
         """FTS5 ranks every row that matches, and the rows come in the same statement."""
         matching = _matching(every, allowed, None)
         params = _params(matching, match=match, every=every,
-                         allowed=None if allowed is None else allowed.json)
+                         allowed=None if allowed is None else allowed.json,
+                         langs=None if allowed is None else allowed.langs_json)
         rows = list(await self.conn.execute_fetchall(
             _with_rows(f"{matching} ORDER BY tier DESC, score LIMIT :limit"),
             {**params, "limit": limit + 1}))
@@ -160,7 +165,8 @@ class Reader(Listings):
         tier) best first: the first ``limit`` and every chunk tied with the last."""
         matching = _matching(every, allowed, above)
         params = _params(matching, match=match, every=every, above=above,
-                         allowed=None if allowed is None else allowed.json)
+                         allowed=None if allowed is None else allowed.json,
+                         langs=None if allowed is None else allowed.langs_json)
         rows = await self.conn.execute_fetchall(
             f"{matching} ORDER BY tier DESC, score LIMIT :limit", {**params, "limit": limit + 1})
         hits = [(int(r[0]), float(r[1]), int(r[2])) for r in rows]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # (aiosqlite and anyio: imported by connect, not by a one-sho
 
     from .sql import Connection
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The writer connection's page cache, in KiB (filled only as pages are used).
 WRITER_CACHE_KIB = 32 * 1024
 #: How FTS5 cuts text into terms (the lexicon cuts query words the same way).
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS files(
     line_count INTEGER NOT NULL DEFAULT 0,
     encoding TEXT NOT NULL DEFAULT 'utf-8',
     kind TEXT NOT NULL DEFAULT 'markdown',
+    langs TEXT NOT NULL DEFAULT '[]',
     UNIQUE(root_id, rel_path)
 );
 -- fts_heading, fts_content, cjk: what FTS5 indexes instead for text with CJK in it
@@ -67,7 +68,8 @@ CREATE TABLE IF NOT EXISTS chunks(
     page INTEGER,
     fts_heading TEXT,
     fts_content TEXT,
-    cjk TEXT
+    cjk TEXT,
+    lang TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, chunk_index);
 -- By text; with the file, so that a load of the vector matrix (every vector, its chunk
@@ -301,6 +303,10 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     ALTER TABLE files ADD COLUMN kind TEXT NOT NULL DEFAULT 'markdown';
     ALTER TABLE chunks ADD COLUMN page INTEGER;
     """, True),  # every file so far was a note: read again for its links to other kinds
+    7: ("""
+    ALTER TABLE files ADD COLUMN langs TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE chunks ADD COLUMN lang TEXT;
+    """, True),  # each chunk's language (core.language): found as the files are read again
 }
 
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import aiosqlite
 
-from ...core.filters import FileEntry, tag_levels
 from ...core.plan import StoredState
 from ...errors import IndexBusyError
 from ..written import (
@@ -142,18 +141,18 @@ class Writer:
                 # trip to the connection's thread per file is what a bulk index paid)
                 await self.conn.executemany(
                     "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
-                    "tags, aliases, indexed_at, frontmatter, line_count, encoding, kind) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                    "tags, aliases, indexed_at, frontmatter, line_count, encoding, kind, "
+                    "langs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                     "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
                     "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
                     "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
                     "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
                     "line_count=excluded.line_count, encoding=excluded.encoding, "
-                    "kind=excluded.kind",
+                    "kind=excluded.kind, langs=excluded.langs",
                     [(root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, f.metadata.title,
                       json.dumps(f.metadata.tags), json.dumps(f.metadata.aliases), now,
                       json.dumps(f.metadata.frontmatter, ensure_ascii=False), f.line_count,
-                      f.encoding, f.kind) for f in files],
+                      f.encoding, f.kind, f.langs) for f in files],
                 )
                 id_of: dict[str, int] = {}
                 for part in batches([f.rel_path for f in files]):
@@ -171,12 +170,13 @@ class Writer:
                 await self.conn.executemany(
                     "INSERT INTO chunks(chunk_id, file_id, chunk_index, heading_path, "
                     "content, content_hash, line_start, line_end, page, fts_heading, "
-                    "fts_content, cjk) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "fts_content, cjk, lang) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [
                         (chunk_id_for(root_id, f.rel_path, c.chunk_index, c.content_hash),
                          fid, c.chunk_index, c.heading_path, c.content, c.content_hash,
                          c.line_start, c.line_end, c.page,
-                         *(cjk_columns(c.heading_path, c.content) if f.cjk else _NO_CJK))
+                         *(cjk_columns(c.heading_path, c.content) if f.cjk else _NO_CJK),
+                         c.lang)
                         for f, fid in zip(files, file_ids, strict=True)
                         for c in f.chunks
                     ],
@@ -190,11 +190,7 @@ class Writer:
                 change = await self.missing.inspect(removed, added)
                 edges = await write_links(self.conn, root_id, list(zip(file_ids, files,
                                                                        strict=True)))
-        entries = tuple(
-            FileEntry(fid, root_id, f.rel_path, f.mtime_ns, tag_levels(f.metadata.tags),
-                      f.metadata.frontmatter, f.kind)
-            for f, fid in zip(files, file_ids, strict=True)
-        )
+        entries = tuple(f.entry(fid, root_id) for f, fid in zip(files, file_ids, strict=True))
         return replace(self.missing.committed(change), files=entries,
                        roots=self.roots.entry(root_id), links=edges)
 
