@@ -6,6 +6,7 @@ the same exit code. What it cannot answer so is left to the library."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ import pytest
 from rifflux import Rifflux, Settings
 from rifflux.cli import direct
 from rifflux.cli.launch import main
+from rifflux.cli.reading import show_takes_directly
 from rifflux.direct import open_index
 from rifflux.store.sqlite.lexicon_schema import WEIGHTS_TEXT
 from rifflux.store.sqlite.recovery import mark_for_check
@@ -210,7 +212,6 @@ READS = [
     ["show", "otters.md:1-2", "--root", "kb"],
     ["show", "nothere.md"],
     ["show", "0123456789abcdef0123"],
-    ["show", "0123abcd"],
     ["links", "otters.md"],
     ["links", "otters.md", "--json"],
     ["links", "notes/river.md"],
@@ -241,6 +242,18 @@ def test_a_reading_command_answered_directly_says_what_the_library_says(
         assert out.strip()
     else:  # (an error, or nothing to list: said on stderr)
         assert err.startswith("rifflux: ")
+
+
+def test_a_word_of_hex_digits_is_shown_by_the_library_as_it_may_be_a_commit(
+    index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (no chunk id, no file: the history may hold a commit starting so, and the library
+    # reads the history)
+    code, out, err = _cli(index, ["show", "0123abcd"], capsys, directly=False,
+                          monkeypatch=monkeypatch)
+    assert code != 0 and not out and err.startswith("rifflux: ")
+    assert not show_takes_directly(argparse.Namespace(target="0123abcd"))
+    assert show_takes_directly(argparse.Namespace(target="otters.md"))
 
 
 def test_a_chunk_shown_directly_is_the_librarys(

@@ -36,7 +36,8 @@ async def test_the_note_tools_are_described_as_tersely_as_the_others() -> None:
     captured = await capture_handshake(build_server(Settings(writable=(Path("notes"),))))
     for answers in captured["results"].values():
         listed = answers["tools/list"]
-        assert len(json.dumps(listed, ensure_ascii=False)) < 16_000
+        # 17,634 with the history's two tools (2,575 of it: the bound rose with them)
+        assert len(json.dumps(listed, ensure_ascii=False)) < 18_000
     for tool in listed["tools"]:
         assert 60 < len(tool["description"]) <= 320, tool["name"]
         schema = tool["inputSchema"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError, NotFoundError
-from .filters import CompiledFilters
+from .filter_match import CompiledFilters
 from .graph import LinkGraph
 
 if TYPE_CHECKING:

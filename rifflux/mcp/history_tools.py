@@ -35,9 +35,9 @@ async def search_history(
     since: Since = None, before: Before = None, repo: Repo = None,
     max_chars: MaxChars = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
-    """Search the git history of the indexed folders (messages, paths, diffs) when asked
-    when, why or by whom something changed. Hits give hash, title, author, date, paths,
-    the matching hunk; read one with get_history(commit)."""
+    """Search the git history of the indexed folders when asked when, why or by whom
+    something changed; search_rifflux finds what is written now. Hits give hash, title,
+    author, date, paths, best hunk; read one with get_history(commit)."""
     with _tool_errors():
         found = await _state(ctx).rf.search_history(
             query, top_k=top_k, mode=mode, paths=paths, author=author, since=since,

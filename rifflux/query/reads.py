@@ -15,7 +15,8 @@ import heapq
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..core.filters import CompiledFilters, make_filters
+from ..core.filter_match import CompiledFilters
+from ..core.filters import make_filters
 from ..store.common import iso_utc
 
 if TYPE_CHECKING:
