@@ -26,6 +26,7 @@ import importlib.util
 import re
 import threading
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -97,12 +98,18 @@ def _predict(text: str) -> tuple[str, float] | None:
     return lang, float(probs[0])
 
 
+def _letters(text: str) -> bool:
+    """Whether the part of ``text`` read holds ``_CHUNK_LETTERS`` letters (counted up to
+    there only: a quarter of the time of detecting a chunk went to counting them all)."""
+    return sum(1 for _ in islice(_LETTER.finditer(text, 0, _READ), _CHUNK_LETTERS)) \
+        >= _CHUNK_LETTERS
+
+
 def chunk_language(heading_path: str, content: str) -> str | None:
     """The language of a chunk's text (its breadcrumb when the text has too few letters),
     None when it cannot be told."""
-    text = content if len(_LETTER.findall(content[:_READ])) >= _CHUNK_LETTERS else (
-        f"{heading_path} {content}")
-    if len(_LETTER.findall(text[:_READ])) < _CHUNK_LETTERS:
+    text = content if _letters(content) else f"{heading_path} {content}"
+    if not _letters(text):
         return None
     found = _predict(text)
     if found is None or found[1] < _CHUNK_CONFIDENCE:
