@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..types import MODES
+from ..limits import MODES
 
 
 def add_history(sub: Any, common: argparse.ArgumentParser,

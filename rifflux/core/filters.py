@@ -34,7 +34,6 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from ..limits import MAX_DEPTH
 from .frontmatter import normalise_tag
-from .language import check_languages
 
 Scalar = str | int | float | bool
 FrontmatterValue = Scalar | tuple[Scalar, ...]
@@ -134,7 +133,7 @@ def make_filters(
         near=_near(near, depth),
         depth=check_depth(depth),
         kinds=_kinds(kinds),
-        langs=check_languages("lang", _strings("lang", lang)),
+        langs=_langs(lang),
     )
 
 
@@ -154,6 +153,15 @@ def _kinds(kinds: Sequence[str] | str | None) -> tuple[str, ...]:
                 raise InvalidArgumentError(f"kinds: no kind of file is called {kind!r}; "
                                            f"give some of {', '.join(known)}")
     return given
+
+
+def _langs(lang: Sequence[str] | str | None) -> tuple[str, ...]:
+    given = _strings("lang", lang)
+    if not given:
+        return ()
+    from .language import check_languages  # (the model's labels: only when filtered)
+
+    return check_languages("lang", given)
 
 
 def _strings(name: str, value: Sequence[str] | str | None) -> tuple[str, ...]:
