@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, cast
 from ..core.definitions import definitions_first, named
 from ..core.fusion import combine, prefer
 from ..core.hypothesis import semantic_text
-from ..core.language import preferred_language
 from ..core.rerank import reordered
 from ..core.snippets import Snippets
 from ..core.steps import Steps, begin
@@ -133,6 +132,8 @@ class Ranking:
                        meaning=semantic_text(query, hypothesis), steps=begin())
         if mode == "hybrid" and self._languages is not None and self._other_language < 1 \
                 and not (allowed and allowed.langs):  # (else a lang filter chose them)
+            from ..core.language import preferred_language  # (hybrid only)
+
             asked.prefer = preferred_language(query, self._loaded.catalog.languages())
         if shape.max_per_file is None:
             # a branch alone keeps its first top_k: reading further changes nothing above
