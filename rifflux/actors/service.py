@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -40,7 +40,6 @@ from ..types import (
 )
 from .embedder import EmbedderSnapshot
 from .events import EventHub
-from .history import HistoryActor
 from .jobs import Job, JobHandle, JobQueue, Target
 from .messages import (
     ChunkRequested,
@@ -63,7 +62,11 @@ from .messages import (
 )
 from .model import ModelSnapshot, until_either
 from .query import QuerySnapshot
-from .rerank import Reranker
+
+if TYPE_CHECKING:  # (the history's actor and the reranker load with the supervisor:
+    # the MCP front's first search imports this module and neither)
+    from .history import HistoryActor
+    from .rerank import Reranker
 
 T = TypeVar("T")
 
