@@ -10,8 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rifflux import InvalidArgumentError, Rifflux
+from rifflux import InvalidArgumentError, Rifflux, Settings
 from rifflux.core.fusion import combine
+from rifflux.location import index_location
 from rifflux.store.sqlite.schema import SCHEMA_VERSION
 
 from .helpers import (
@@ -130,7 +131,10 @@ async def test_search_near_a_note_filters_both_branches_before_ranking(
 ) -> None:
     for i in range(40):  # decoys about the garden, linked to nothing
         write(linked_vault, f"decoys/d{i}.md", f"# Decoy {i}\n\n" + "garden path note " * 20)
-    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+    # (the question's language preferred would reorder the fused lists once the catalog
+    # has loaded: this test compares hybrid with their fusion, so it asks for none)
+    settings = Settings(db_path=index_location(db), other_language_share=1.0)
+    async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
         await rf.reindex(linked_vault)
         unfiltered = await rf.search("garden path note", top_k=5, mode="lexical")
         assert all(r["path"].startswith("decoys/") for r in unfiltered)
