@@ -374,14 +374,7 @@ async def _obsidian(state: State, vault: Path) -> dict[str, Any]:
     for query, note, lang in _known_items(folder, cfg.seed):
         sets.setdefault(f"known items ({lang})", []).append((query, note))
     chunks = Chunks({}, {})
-    judged: dict[str, list[tuple[Lists, dict[str, int]]]] = {}
-    async with Rifflux(db, embedding_backend="hash" if cfg.quick else "onnx") as rf:
-        await rf.reindex(folder)
-        status = await rf.status()
-        langs = languages(db)
-        for name, queries in sets.items():
-            judged[name] = [(await lists_of(rf, query, chunks, lambda hit: hit["path"], langs),
-                             {note: 1}) for query, note in queries]
+    judged, status = await judged_sets(folder, db, sets, chunks, quick=cfg.quick)
     vectors = stored_vectors(db)
     return {"chunks": status["chunks"], "model": status["embedding_model"],
             **spoken([q for qs in judged.values() for q in qs], chunks),
@@ -420,3 +413,19 @@ async def quality(state: State) -> dict[str, Any]:
         collections["obsidian-help"] = {"not_run": "pass --obsidian-help PATH (a copy of the "
                                                    "Obsidian help vault) to measure it"}
     return {"pool": POOL, "collections": collections, "corpus": await _copies_served(state)}
+
+
+async def judged_sets(folder: Path, db: Path, sets: dict[str, list[tuple[str, str]]],
+                      chunks: Chunks, *, quick: bool,
+                      ) -> tuple[dict[str, list[tuple[Lists, dict[str, int]]]], Any]:
+    """``folder`` indexed into ``db`` and each set's questions asked of it, each judged
+    by the one note it should find; and the index's status."""
+    judged: dict[str, list[tuple[Lists, dict[str, int]]]] = {}
+    async with Rifflux(db, embedding_backend="hash" if quick else "onnx") as rf:
+        await rf.reindex(folder)
+        status = await rf.status()
+        langs = languages(db)
+        for name, queries in sets.items():
+            judged[name] = [(await lists_of(rf, query, chunks, lambda hit: hit["path"], langs),
+                             {note: 1}) for query, note in queries]
+    return judged, status

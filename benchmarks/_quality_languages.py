@@ -27,11 +27,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rifflux import Rifflux
-
 from ._common import Incomplete
 from ._context import State
-from ._quality import Chunks, Lists, languages, lists_of, measure, spoken, stored_vectors
+from ._quality import Chunks, judged_sets, measure, spoken, stored_vectors
 
 #: The vault's languages whose pages are measured (those it translates most pages into).
 LANGUAGES = ("en", "de", "es", "it", "fr", "pt")
@@ -126,14 +124,7 @@ async def translated(state: State, vault: Path) -> dict[str, Any]:
     sets["links"] = linking(vault, found, cfg.seed)
     db = folder.with_suffix(".db")
     chunks = Chunks({}, {})
-    judged: dict[str, list[tuple[Lists, dict[str, int]]]] = {}
-    async with Rifflux(db, embedding_backend="hash" if cfg.quick else "onnx") as rf:
-        await rf.reindex(folder)
-        status = await rf.status()
-        langs = languages(db)
-        for name, queries in sets.items():
-            judged[name] = [(await lists_of(rf, query, chunks, lambda hit: hit["path"], langs),
-                             {note: 1}) for query, note in queries]
+    judged, status = await judged_sets(folder, db, sets, chunks, quick=cfg.quick)
     vectors = stored_vectors(db)
     return {"pages": len(found), "languages": list(LANGUAGES), "chunks": status["chunks"],
             "model": status["embedding_model"],
