@@ -44,6 +44,27 @@ class ScanProblem:
     #: Whether the path could not be looked at (its stored files are then kept); a
     #: broken link was looked at: what it pointed to is gone.
     unseen: bool = True
+    #: Left out on purpose, with the reason in ``error`` (a warning, not a failure).
+    skipped: bool = False
+
+
+#: Why a file or folder whose name is not valid UTF-8 is left out.
+_NOT_UTF8 = ("skipped: its name is not valid UTF-8 (the index, and every answer in JSON, "
+             "holds names as text); rename it, for example with `convmv -f latin1 -t utf8`, "
+             "to index it")
+
+
+def unnamable(rel: str) -> ScanProblem | None:
+    """A problem when ``rel`` (as ``os`` decodes a name: bad bytes as surrogates) is not
+    valid UTF-8, which the index cannot hold; the path shown with its bad bytes escaped."""
+    if rel.isascii():
+        return None
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+        return ScanProblem(shown, _NOT_UTF8, unseen=False, skipped=True)
+    return None
 
 
 def _unlisted(rel_dir: str, exc: OSError) -> ScanProblem:
@@ -185,6 +206,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
             listing = chain(head, listing)
         for entry in listing:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not entry.name.isascii() and (bad := unnamable(entry.name)) is not None:
+                result.problems.append(unnamable(rel) or bad)  # (a folder: said once)
+                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -261,6 +285,8 @@ def stat_file(
 ) -> FileState | ScanProblem | None:
     """The state of one file; None when it should not be indexed (gone, or a link
     to a file inside the same root)."""
+    if (bad := unnamable(rel)) is not None:
+        return bad
     path = root / rel
     try:
         if is_link is None:

@@ -20,7 +20,14 @@ from rifflux import Rifflux, Settings
 from rifflux.core.decode import Binary, Decoded, decode
 from rifflux.core.scan import Globs, scan_root
 
-from ..helpers import CountingEmbedder, rifflux_cli, without_root_powers, write
+from ..helpers import (
+    CountingEmbedder,
+    eventually,
+    rifflux_cli,
+    watcher_started,
+    without_root_powers,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -124,6 +131,50 @@ async def test_a_fifo_is_never_opened_but_skipped_with_a_reason(tmp_path: Path) 
             argument = await rf.reindex(tmp_path / "argument.md")
     assert folder["indexed_files"] == 1
     assert "not a regular file or folder" in argument["errors"][0]["error"]
+
+
+async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
+        tmp_path: Path) -> None:
+    """A file (or folder) named with bytes that are not UTF-8 (a Latin-1 name copied from
+    an old disk) cannot be held by the index; it is said and left out, every other file
+    is indexed, in a reindex, through the watcher and in ``rifflux index``'s output."""
+    root = tmp_path / "notes"
+    write(root, "real.md", "# Real\n\nkestrel words\n")
+    bad = os.fsencode(root) + b"/caf\xe9.md"
+    with open(bad, "wb") as f:
+        f.write(b"# Cafe\n\nfalcon words\n")
+    os.mkdir(os.fsencode(root) + b"/\xffold")
+    with open(os.fsencode(root) + b"/\xffold/inside.md", "wb") as f:
+        f.write(b"# Inside\n\nhawk words\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(),
+                       watch_paths=[root]) as rf:
+        await watcher_started(rf)
+        result = await rf.reindex(root, force=True)
+        assert result["indexed_files"] == 1 and result["errors"] == []
+        reasons = {w["path"]: w["reason"] for w in result["warnings"]}
+        assert set(reasons) == {str(root / "caf\\xe9.md"), str(root / "\\xffold")}
+        assert all("not valid UTF-8" in r and "rename it" in r for r in reasons.values())
+        assert (await rf.search("kestrel", mode="lexical"))[0]["path"] == "real.md"
+        with open(os.fsencode(root) + b"/new\xfe.md", "wb") as f:  # the watcher's turn
+            f.write(b"# New\n\nowl words\n")
+        write(root, "later.md", "# Later\n\nowl words\n")
+
+        async def later_indexed() -> bool:
+            return bool(await rf.search("owl", mode="lexical"))
+
+        await eventually(later_indexed)
+        status = await rf.status()
+        assert status["files"] == 2
+        assert all(j["status"] == "completed" for j in status["jobs"]), status["jobs"]
+        warned = [w["path"] for j in status["jobs"] if j.get("result")
+                  for w in (j["result"] or {}).get("warnings", [])]
+        assert str(root / "new\\xfe.md") in warned
+    done = rifflux_cli(tmp_path, "index", str(root), "--db", str(tmp_path / "cli.db"),
+                       "--backend", "hash")
+    assert done.returncode == 0, done.stderr
+    assert "Indexed 2 files" in done.stdout + done.stderr
+    assert f"{root}/caf\\xe9.md: skipped: its name is not valid UTF-8" in done.stderr + \
+        done.stdout
 
 
 async def test_files_over_the_size_limit_are_skipped_with_a_reason(tmp_path: Path) -> None:
