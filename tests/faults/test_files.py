@@ -133,6 +133,12 @@ async def test_a_fifo_is_never_opened_but_skipped_with_a_reason(tmp_path: Path) 
     assert "not a regular file or folder" in argument["errors"][0]["error"]
 
 
+def _write_bytes_named(name: bytes, data: bytes) -> None:
+    """A file at a path given as bytes (a name no ``str`` path spells as UTF-8)."""
+    with open(name, "wb") as f:
+        f.write(data)
+
+
 async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
         tmp_path: Path) -> None:
     """A file (or folder) named with bytes that are not UTF-8 (a Latin-1 name copied from
@@ -140,12 +146,9 @@ async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
     is indexed, in a reindex, through the watcher and in ``rifflux index``'s output."""
     root = tmp_path / "notes"
     write(root, "real.md", "# Real\n\nkestrel words\n")
-    bad = os.fsencode(root) + b"/caf\xe9.md"
-    with open(bad, "wb") as f:
-        f.write(b"# Cafe\n\nfalcon words\n")
+    _write_bytes_named(os.fsencode(root) + b"/caf\xe9.md", b"# Cafe\n\nfalcon words\n")
     os.mkdir(os.fsencode(root) + b"/\xffold")
-    with open(os.fsencode(root) + b"/\xffold/inside.md", "wb") as f:
-        f.write(b"# Inside\n\nhawk words\n")
+    _write_bytes_named(os.fsencode(root) + b"/\xffold/inside.md", b"# Inside\n\nhawk\n")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(),
                        watch_paths=[root]) as rf:
         await watcher_started(rf)
@@ -155,8 +158,7 @@ async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
         assert set(reasons) == {str(root / "caf\\xe9.md"), str(root / "\\xffold")}
         assert all("not valid UTF-8" in r and "rename it" in r for r in reasons.values())
         assert (await rf.search("kestrel", mode="lexical"))[0]["path"] == "real.md"
-        with open(os.fsencode(root) + b"/new\xfe.md", "wb") as f:  # the watcher's turn
-            f.write(b"# New\n\nowl words\n")
+        _write_bytes_named(os.fsencode(root) + b"/new\xfe.md", b"# New\n\nowl words\n")
         write(root, "later.md", "# Later\n\nowl words\n")
 
         async def later_indexed() -> bool:
@@ -166,8 +168,8 @@ async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
         status = await rf.status()
         assert status["files"] == 2
         assert all(j["status"] == "completed" for j in status["jobs"]), status["jobs"]
-        warned = [w["path"] for j in status["jobs"] if j.get("result")
-                  for w in (j["result"] or {}).get("warnings", [])]
+        warned = [w["path"] for j in status["jobs"] if j["result"] is not None
+                  for w in j["result"]["warnings"]]
         assert str(root / "new\\xfe.md") in warned
     done = rifflux_cli(tmp_path, "index", str(root), "--db", str(tmp_path / "cli.db"),
                        "--backend", "hash")
