@@ -6,9 +6,11 @@ a repository found for an indexed folder:
 - a repository whose folder the exclude globs or the ignore files leave out (a
   submodule or a repository nested in an indexed folder, under ``vendor/`` in a
   ``.gitignore``, say) has none of its files indexed, and so none of its history;
-- a repository whose ``.git`` an ignore file names (``.git`` or ``/.git`` in a
-  ``.riffluxignore``: git never tracks ``.git``, so the pattern means nothing else)
-  keeps its notes indexed and its history out. The ignore files asked are those of
+- a repository whose ``.git`` an ignore file names (``/.git`` in a
+  ``.riffluxignore``: that folder's repository; ``.git``: every repository at or below
+  it, submodules included, as git reads a pattern without a slash; git never tracks
+  ``.git``, so the pattern means nothing else) keeps its notes indexed and its history
+  out. The ignore files asked are those of
   the indexed folder and of the folders between it and the ``.git``; for a repository
   holding the indexed folder (its ``.git`` above the folder) the folder's own ignore
   files are asked about ``.git``: a ``.riffluxignore`` with ``.git`` at the top of an
