@@ -198,6 +198,8 @@ async def _file(rows: HistoryRows, path: str | os.PathLike[str]) -> Path:
 
 def _locate(path: str, roots: list[Path]) -> Path | None:
     given = Path(path).expanduser()
-    if given.is_absolute():
-        return given if given.exists() else None
+    if given.is_absolute():  # (inside an indexed folder: the history of any other file on
+        # the machine is not this index's to tell, and a page's request may ask for it)
+        inside = any(given.resolve().is_relative_to(root) for root in roots)
+        return given if inside and given.exists() else None
     return next((root / given for root in roots if (root / given).exists()), None)
