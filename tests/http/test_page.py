@@ -353,7 +353,9 @@ def test_the_history_view_searches_commits_with_filters_and_opens_one(
     _titles(page, {"Introduce a retry policy for uploads"})
     assert page.locator("#hsince").input_value() == "2024-01-03"
 
-    page.locator(".commit-hit").first.click()  # the commit, whole
+    page.locator("#hq").focus()  # the commit, whole: keyboard first, as the notes' hits
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
     head = page.locator("#commit-head h2")
     head.get_by_text("Introduce a retry policy for uploads").wait_for()
     assert "Grace Hopper <grace@example.org>" in page.locator("#commit-head").inner_text()

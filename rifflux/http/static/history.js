@@ -6,14 +6,14 @@
 
 const HISTORY_FIELDS = { hmode: "mode", hpaths: "paths", hauthor: "author", hsince: "since",
                          hbefore: "before" };
-const historyState = { seq: 0, commits: [] };
+const historyState = { seq: 0, commits: [] };  // (the commits shown, as state.hits)
 
 function historyView() {
   return $("view-history").getAttribute("aria-pressed") === "true";
 }
 
 // The notes or the history: which form shows, and what the results and the side say.
-function showView(history, { keep } = {}) {
+function showView(history) {
   $("view-history").setAttribute("aria-pressed", String(history));
   $("view-notes").setAttribute("aria-pressed", String(!history));
   $("search").hidden = history;
@@ -24,7 +24,7 @@ function showView(history, { keep } = {}) {
   $("commit").hidden = true;
   state.hits = [];
   state.selected = -1;
-  if (keep) return;
+  historyState.commits = [];
   if (history) { searchHistory(); $("hq").focus(); } else { search(); $("q").focus(); }
 }
 
@@ -45,6 +45,7 @@ async function searchHistory() {
   if (q) params.set("q", q);
   for (const [key, value] of Object.entries(historyFilters())) params.set(key, value);
   history.replaceState(null, "", "?" + params);
+  historyState.commits = [];
   if (!q) {
     $("results").replaceChildren(el("p", "hint", "Search the git history of the indexed " +
       "folders: what changed, when, by whom, and why."));
@@ -82,6 +83,7 @@ function showCommits(answer) {
   const results = $("results");
   results.replaceChildren();
   historyState.commits = answer.results;
+  state.selected = -1;
   const said = answer.problems || [];
   if (said.length) results.append(el("p", "notice", "⚠ " + escapeHtml(said.join("; "))));
   if (!answer.results.length) {
@@ -105,14 +107,34 @@ function showCommits(answer) {
       item.append(el("div", "match", where + marked(hit.match.text)));
     }
     item.append(el("div", "scores", escapeHtml(scoreLine(hit.scores))));
-    item.addEventListener("click", () => {
-      document.querySelectorAll(".hit").forEach((n, k) =>
-        n.classList.toggle("selected", k === i));
-      showCommit(hit.short, hit.repo);
-    });
+    item.addEventListener("click", () => { select(i); showCommit(hit.short, hit.repo); });
     results.append(item);
   });
+  select(0);
 }
+
+function openSelectedCommit() {
+  const hit = historyState.commits[state.selected];
+  if (hit) showCommit(hit.short, hit.repo);
+}
+
+// Keyboard first, as the notes' hits: ↑ ↓ move, Enter opens (app.js's Esc and / too).
+document.addEventListener("keydown", (event) => {
+  if (!historyView() || !historyState.commits.length) return;
+  const inForm = event.target.closest && event.target.closest("form");
+  if (event.key === "ArrowDown") {
+    event.preventDefault();
+    if (event.target === $("hq")) $("results").focus();
+    select(state.selected + 1);
+  } else if (event.key === "ArrowUp") {
+    event.preventDefault();
+    if (state.selected <= 0) { $("hq").focus(); return; }
+    select(state.selected - 1);
+  } else if (event.key === "Enter" && state.selected >= 0 && !inForm) {
+    event.preventDefault();
+    openSelectedCommit();
+  }
+});
 
 // One commit, whole: its message, the paths it changed and its change as kept.
 async function showCommit(commit, repo, { keepList } = {}) {
@@ -219,7 +241,9 @@ function initHistory() {
   $("view-history").addEventListener("click", () => showView(true));
   $("history").addEventListener("submit", (event) => {
     event.preventDefault();
-    searchHistory();
+    searchHistory().then(() => {
+      if (historyState.commits.length) { $("results").focus(); openSelectedCommit(); }
+    });
   });
   let typingHistory = null;
   $("hq").addEventListener("input", () => {
