@@ -206,9 +206,6 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
             listing = chain(head, listing)
         for entry in listing:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if not entry.name.isascii() and (bad := unnamable(entry.name)) is not None:
-                result.problems.append(unnamable(rel) or bad)  # (a folder: said once)
-                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -227,6 +224,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                     if count_left_out:
                         left_out[_IGNORED] = left_out.get(_IGNORED, 0) + _count_files(entry.path)
                     continue
+                if not entry.name.isascii() and (bad := unnamable(rel)) is not None:
+                    result.problems.append(bad)  # (a folder: said once, for all inside)
+                    continue
                 stack.append((entry.path, rel, levels, linked or is_link))
                 continue
             if not globs.wanted_name(rel, entry.name):  # its folders passed on the way down
@@ -237,6 +237,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
             if levels and ignored(levels, rel):
                 if count_left_out:
                     left_out[_IGNORED] = left_out.get(_IGNORED, 0) + 1
+                continue
+            if not entry.name.isascii() and (bad := unnamable(rel)) is not None:
+                result.problems.append(bad)  # (a file the globs and ignore files want)
                 continue
             state = stat_file(root, rel, is_link=True) if is_link else _entry_state(entry, rel)
             if isinstance(state, ScanProblem):

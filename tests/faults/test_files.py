@@ -149,6 +149,10 @@ async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
     _write_bytes_named(os.fsencode(root) + b"/caf\xe9.md", b"# Cafe\n\nfalcon words\n")
     os.mkdir(os.fsencode(root) + b"/\xffold")
     _write_bytes_named(os.fsencode(root) + b"/\xffold/inside.md", b"# Inside\n\nhawk\n")
+    _write_bytes_named(os.fsencode(root) + b"/photo\xe9.png", b"\x89PNG")  # (not wanted:
+    (root / ".gitignore").write_bytes(b"drafts\n")  # nor an ignored folder: no word)
+    os.mkdir(os.fsencode(root) + b"/drafts")
+    _write_bytes_named(os.fsencode(root) + b"/drafts/\xe9bauche.md", b"# Draft\n")
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(),
                        watch_paths=[root]) as rf:
         await watcher_started(rf)
