@@ -394,7 +394,11 @@ async def test_the_history_of_a_file_outside_the_indexed_folders_is_refused(
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
         await rf.reindex(indexed / "docs")
         await rf.wait_for_history()
-        with pytest.raises(NotFoundError, match="not a file in an indexed folder"):
+        with pytest.raises(NotFoundError, match="not a file in an indexed folder or rep"):
             await rf.history(other / "plans.md", 1, 3)
         lines = await rf.history(indexed / "docs" / "deploy.md", 4, 4)  # (absolute, inside)
+        (indexed / "top.md").write_text("# Top\n")  # (in the repository, not the folder)
+        commit(indexed, "Add a top note", {"top.md": "# Top\n\nabove the docs\n"})
+        top = await rf.history(indexed / "top.md", 3, 3)
     assert [c["title"] for c in lines["commits"]] == ["Introduce a retry policy for uploads"]
+    assert [c["title"] for c in top["commits"]] == ["Add a top note"]
