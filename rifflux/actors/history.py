@@ -143,17 +143,20 @@ class HistoryActor:
             reader = await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True,
                                    snapshot=s.read_snapshot)
             conns.append(reader)
-            self.search = HistorySearch(HistoryRows(reader, db), model=self._model,
-                                        follow=HistoryFollow(reader, db, self._origin))
+            self.search = HistorySearch(HistoryRows(reader, db), model=self._model)
+            follow = HistoryFollow(reader, db, self._origin)
+            await follow.others_wrote()  # (from now: before any search loads the matrix)
             if not s.read_only:
                 writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
                 conns.append(writer)
                 self._writer = HistoryRows(writer, db)
             async with self._inbox, anyio.create_task_group() as tg:
                 task_status.started()
+                tg.start_soon(self._follow_others, follow, name="rifflux.history.follow")
                 if self._writer is None:  # (read-only: searches on the reader until closed)
                     async for _ in self._inbox:
                         pass
+                    tg.cancel_scope.cancel()
                     return
                 tg.start_soon(self._wait_for_model, name="rifflux.history.model")
                 tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
@@ -299,6 +302,17 @@ class HistoryActor:
             self._untold = False
         except RiffluxError as exc:  # (told with the next write, or the next read)
             logger.info("cannot tell other processes of the history's changes: %s", exc)
+
+    async def _follow_others(self, follow: HistoryFollow) -> None:
+        """Other processes' reads and embeddings, looked for as the indexer looks for their
+        files (every ``follow_seconds``, one pragma a look): the commit matrix is loaded
+        again at the next semantic search after one wrote (lexical search reads the
+        store, and sees their commits at once)."""
+        assert self.search is not None
+        while True:
+            await anyio.sleep(self._settings.follow_seconds)
+            if await follow.others_wrote():
+                self.search.changed()
 
     async def _retry(self) -> None:
         """A read that failed (the index locked by a long write, a full disk) is tried

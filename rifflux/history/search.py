@@ -24,7 +24,6 @@ from .matching import best_hunk, shown
 if TYPE_CHECKING:
     from ..core.embedders import Embedder
     from ..core.vectors import F32, I64, Exact, VectorIndex
-    from ..store.sqlite.history_changes import HistoryFollow
 
 #: How deep each leg is read for a hybrid search (as chunks' ``POOL``).
 POOL = 100
@@ -65,12 +64,9 @@ def commit_path(p: Sequence[Any]) -> CommitPath:
 class HistorySearch:
     """The searches of one process, on a reader's connection."""
 
-    def __init__(self, rows: HistoryRows, *, model: Callable[[], Embedder | None],
-                 follow: HistoryFollow | None = None) -> None:
+    def __init__(self, rows: HistoryRows, *, model: Callable[[], Embedder | None]) -> None:
         self.rows = rows
         self._model = model
-        #: Other processes' writes of commits and vectors, looked for before a load.
-        self._follow = follow
         self._generation = 0
         self._loaded: tuple[int, str, VectorIndex, Exact] | None = None
         self._loading = anyio.Lock()
@@ -163,8 +159,6 @@ class HistorySearch:
         from ..core.vectors import VectorIndex
 
         async with self._loading:
-            if self._follow is not None and await self._follow.others_wrote():
-                self.changed()  # (another process read commits or embedded them)
             loaded = self._loaded
             if loaded is not None and loaded[0] == self._generation \
                     and loaded[1] == embedder.label:

@@ -8,9 +8,10 @@ its own) logs one row of kind ``history`` under its origin after each write that
 changed commits or their vectors (one row a read or an embedded batch, never one a
 commit: a first read of 20,000 commits must not push the other processes' followers
 past the log's ``KEEP``). A process notices that another connection committed by
-``PRAGMA data_version`` on its reader connection (one cheap pragma per search) and
-then looks for such rows of other origins after the last it saw. The chunks'
-follower (``changes.Follow``) leaves these rows alone.
+``PRAGMA data_version`` on its history's reader connection (one pragma every
+``follow_seconds``, as the indexer looks for the files others wrote; never in a
+search's path) and then looks for such rows of other origins after the last it saw.
+The chunks' follower (``changes.Follow``) leaves these rows alone.
 """
 
 from __future__ import annotations
