@@ -61,6 +61,11 @@ async def serve(rf: Rifflux, embedder: Counting) -> None:
                 answer = await rf.status()
             elif op == "embedded":
                 answer = len(embedder.embedded)
+            elif op == "history":  # (the titles of the hits)
+                answer = [h["title"] for h in (await rf.search_history(**command))["results"]]
+            elif op == "wait_for_history":
+                await rf.wait_for_history()
+                answer = None
             elif op in ("links", "neighbors"):
                 answer = await getattr(rf, op)(**command)
             else:

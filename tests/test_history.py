@@ -384,3 +384,21 @@ async def test_a_new_commit_is_searchable_while_a_backlog_waits_for_vectors(
         assert (await rf.status())["history"]["pending_embeddings"] >= 3
         embedder.gate.set()
     assert found["results"][0]["title"] == "Describe the rollback drill"
+
+
+async def test_the_history_of_a_file_outside_the_indexed_folders_is_refused(
+        tmp_path: Path) -> None:
+    indexed = handbook(tmp_path)
+    other = init(tmp_path / "private")
+    commit(other, "Secret plans", {"plans.md": "# Plans\n\nnone of your business\n"})
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        await rf.reindex(indexed / "docs")
+        await rf.wait_for_history()
+        with pytest.raises(NotFoundError, match="not a file in an indexed folder or rep"):
+            await rf.history(other / "plans.md", 1, 3)
+        lines = await rf.history(indexed / "docs" / "deploy.md", 4, 4)  # (absolute, inside)
+        (indexed / "top.md").write_text("# Top\n")  # (in the repository, not the folder)
+        commit(indexed, "Add a top note", {"top.md": "# Top\n\nabove the docs\n"})
+        top = await rf.history(indexed / "top.md", 3, 3)
+    assert [c["title"] for c in lines["commits"]] == ["Introduce a retry policy for uploads"]
+    assert [c["title"] for c in top["commits"]] == ["Add a top note"]

@@ -30,12 +30,16 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..config import Settings
+from ..core.scan import Globs
+from ..errors import RiffluxError
+from ..history.ignored import left_out
 from ..history.repos import Repository, find_repositories, ref_files
 from ..history.search import HistorySearch
 from ..history.sync import Synced, sync_repository
 from ..history_types import HistoryStatus
 from ..location import DatabaseUrl
 from ..store.sqlite.history import HistoryRows
+from ..store.sqlite.history_changes import HistoryFollow, note
 from .events import EventHub, JobChanged
 from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
 
@@ -57,8 +61,12 @@ _RETRY_SECONDS = 10.0
 class HistoryActor:
     def __init__(self, *, settings: Settings, events: EventHub,
                  model: Callable[[], Embedder | None], model_loaded: anyio.Event,
-                 watch: bool) -> None:
+                 watch: bool, origin: str = "") -> None:
         self._settings = settings
+        self._globs = Globs(settings.include, settings.exclude)
+        #: This process in the change log: the others learn of its writes under it.
+        self._origin = origin or f"history-{id(self)}"
+        self._untold = False  # (a write the others were not told of yet)
         self._events = events
         self._model = model
         self._model_loaded = model_loaded
@@ -85,6 +93,11 @@ class HistoryActor:
         self._synced = anyio.Event()
         self._asked = 0  # reads asked for ...
         self._done = 0  # ... and the last one a finished read began after
+
+    def _left_out(self, root: Path, worktree: Path) -> bool:
+        """Whether the ignore rules leave a repository's history out (``history.ignored``)."""
+        s = self._settings
+        return left_out(root, worktree, self._globs, use_ignore_files=s.use_ignore_files)
 
     def snapshot(self) -> HistoryStatus:
         return {"syncing": self._syncing, "repositories": len(self._repos),
@@ -131,13 +144,19 @@ class HistoryActor:
                                    snapshot=s.read_snapshot)
             conns.append(reader)
             self.search = HistorySearch(HistoryRows(reader, db), model=self._model)
+            follow = HistoryFollow(reader, db, self._origin)
+            await follow.others_wrote()  # (from now: before any search loads the matrix)
             if not s.read_only:
                 writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
                 conns.append(writer)
                 self._writer = HistoryRows(writer, db)
             async with self._inbox, anyio.create_task_group() as tg:
                 task_status.started()
-                if self._writer is None:
+                tg.start_soon(self._follow_others, follow, name="rifflux.history.follow")
+                if self._writer is None:  # (read-only: searches on the reader until closed)
+                    async for _ in self._inbox:
+                        pass
+                    tg.cancel_scope.cancel()
                     return
                 tg.start_soon(self._wait_for_model, name="rifflux.history.model")
                 tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
@@ -183,7 +202,8 @@ class HistoryActor:
         began = self._asked
         try:
             roots = await self._writer.roots()
-            repos, problems = await anyio.to_thread.run_sync(find_repositories, roots)
+            repos, problems = await anyio.to_thread.run_sync(
+                find_repositories, roots, self._left_out)
             await self._writer.keep_repos([r.git_dir for r in repos])
             self._repos = repos
             found: list[Synced] = []
@@ -197,6 +217,8 @@ class HistoryActor:
             if any(s.added or s.dropped for s in found):
                 self.search.changed()
                 self._read_count += 1
+                self._untold = True
+            await self._tell_others()
             embedder = self._model()
             if embedder is not None and self._lacking_for != (embedder.label,
                                                               self._read_count):
@@ -264,8 +286,32 @@ class HistoryActor:
             self._embed_seconds += anyio.current_time() - started
             # the matrix is loaded again once the backlog is done, or every few seconds
             # meanwhile (not after every batch: a load reads every commit's vector)
+            self._untold = True
             if not self._lacking or anyio.current_time() - self._shown > _SHOW_EVERY:
                 self._shown = anyio.current_time()
+                self.search.changed()
+                await self._tell_others()
+
+    async def _tell_others(self) -> None:
+        """Other processes on the index learn that commits or their vectors changed (their
+        matrices are loaded again: ``store.sqlite.history_changes``)."""
+        if not self._untold or self._writer is None:
+            return
+        try:
+            await note(self._writer.conn, self._writer.db_path, self._origin)
+            self._untold = False
+        except RiffluxError as exc:  # (told with the next write, or the next read)
+            logger.info("cannot tell other processes of the history's changes: %s", exc)
+
+    async def _follow_others(self, follow: HistoryFollow) -> None:
+        """Other processes' reads and embeddings, looked for as the indexer looks for their
+        files (every ``follow_seconds``, one pragma a look): the commit matrix is loaded
+        again at the next semantic search after one wrote (lexical search reads the
+        store, and sees their commits at once)."""
+        assert self.search is not None
+        while True:
+            await anyio.sleep(self._settings.follow_seconds)
+            if await follow.others_wrote():
                 self.search.changed()
 
     async def _retry(self) -> None:

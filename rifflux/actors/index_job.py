@@ -171,7 +171,10 @@ class IndexRun:
 
     def _report(self, root: Path, problems: Sequence[ScanProblem]) -> None:
         for p in problems:
-            self._problem(str(root / p.path), p.error)
+            if p.skipped:
+                self._warn(str(root / p.path), p.error)  # (its name shown escaped)
+            else:
+                self._problem(str(root / p.path), p.error)
 
     async def _scan(self, target: Target) -> ScanResult:
         scan = await anyio.to_thread.run_sync(

@@ -136,7 +136,8 @@ class Supervisor:
             if s.history:
                 history = HistoryActor(settings=s, events=events,
                                        model=lambda: loader.embedder,
-                                       model_loaded=loader.loaded, watch=bool(roots))
+                                       model_loaded=loader.loaded, watch=bool(roots),
+                                       origin=origin)
             pipeline: WatchPipeline | None = None
             if roots:
                 from .watch import WatchPipeline

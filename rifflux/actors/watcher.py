@@ -126,7 +126,16 @@ class Watcher:
                     backoff = 0.5
                 except Exception as exc:  # the boundary: the watcher restarts, never crashes
                     self.stats.last_error = f"{type(exc).__name__}: {exc}"
-                    logger.exception("watcher crashed; restarting in %.1fs", backoff)
+                    if (name := _undecodable(exc)) is not None:  # (said, not a traceback)
+                        self.stats.last_error = (
+                            f"cannot watch {name}: its name is not valid UTF-8, which the "
+                            "watcher (watchfiles) cannot decode; rename it (convmv -f latin1 "
+                            "-t utf8). Meanwhile the folders are scanned again at each of "
+                            "the watcher's restarts")
+                        logger.warning("%s; restarting in %.1fs", self.stats.last_error,
+                                       backoff)
+                    else:
+                        logger.exception("watcher crashed; restarting in %.1fs", backoff)
                     await self._pause(backoff)
                     backoff = min(backoff * 2, self._max_backoff)
                 finally:
@@ -196,3 +205,19 @@ class Watcher:
 
 class _RootsChanged(Exception):
     pass
+
+
+def _undecodable(exc: BaseException) -> str | None:
+    """The path watchfiles could not decode (a name not in UTF-8: its Rust side fails on
+    any event about it, such as its own walk opening that folder), when that is what
+    ``exc``, or an error in its group, is."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        error = seen.pop()
+        text = str(error)
+        if "Unable to decode path" in text:
+            name = text.split("Unable to decode path", 1)[1].strip()
+            return name.removesuffix("to string").strip()
+        if isinstance(error, BaseExceptionGroup):
+            seen += error.exceptions
+    return None

@@ -44,6 +44,27 @@ class ScanProblem:
     #: Whether the path could not be looked at (its stored files are then kept); a
     #: broken link was looked at: what it pointed to is gone.
     unseen: bool = True
+    #: Left out on purpose, with the reason in ``error`` (a warning, not a failure).
+    skipped: bool = False
+
+
+#: Why a file or folder whose name is not valid UTF-8 is left out.
+_NOT_UTF8 = ("skipped: its name is not valid UTF-8 (the index, and every answer in JSON, "
+             "holds names as text); rename it, for example with `convmv -f latin1 -t utf8`, "
+             "to index it")
+
+
+def unnamable(rel: str) -> ScanProblem | None:
+    """A problem when ``rel`` (as ``os`` decodes a name: bad bytes as surrogates) is not
+    valid UTF-8, which the index cannot hold; the path shown with its bad bytes escaped."""
+    if rel.isascii():
+        return None
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+        return ScanProblem(shown, _NOT_UTF8, unseen=False, skipped=True)
+    return None
 
 
 def _unlisted(rel_dir: str, exc: OSError) -> ScanProblem:
@@ -203,6 +224,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
                     if count_left_out:
                         left_out[_IGNORED] = left_out.get(_IGNORED, 0) + _count_files(entry.path)
                     continue
+                if not entry.name.isascii() and (bad := unnamable(rel)) is not None:
+                    result.problems.append(bad)  # (a folder: said once, for all inside)
+                    continue
                 stack.append((entry.path, rel, levels, linked or is_link))
                 continue
             if not globs.wanted_name(rel, entry.name):  # its folders passed on the way down
@@ -213,6 +237,9 @@ def scan_root(root: Path, globs: Globs, *, count_left_out: bool = False,
             if levels and ignored(levels, rel):
                 if count_left_out:
                     left_out[_IGNORED] = left_out.get(_IGNORED, 0) + 1
+                continue
+            if not entry.name.isascii() and (bad := unnamable(rel)) is not None:
+                result.problems.append(bad)  # (a file the globs and ignore files want)
                 continue
             state = stat_file(root, rel, is_link=True) if is_link else _entry_state(entry, rel)
             if isinstance(state, ScanProblem):
@@ -261,6 +288,8 @@ def stat_file(
 ) -> FileState | ScanProblem | None:
     """The state of one file; None when it should not be indexed (gone, or a link
     to a file inside the same root)."""
+    if (bad := unnamable(rel)) is not None:
+        return bad
     path = root / rel
     try:
         if is_link is None:

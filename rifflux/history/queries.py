@@ -187,17 +187,22 @@ def _common_dir(top: Path) -> str:
 
 
 async def _file(rows: HistoryRows, path: str | os.PathLike[str]) -> Path:
-    """An indexed file's path on disk: absolute, or relative to an indexed folder."""
-    found = await anyio.to_thread.run_sync(_locate, os.fspath(path), await rows.roots())
+    """An indexed file's path on disk: absolute (in an indexed folder, or in a repository
+    whose history is indexed), or relative to an indexed folder."""
+    roots = await rows.roots()
+    trees = [Path(r["path"]) for r in await rows.repositories()]
+    found = await anyio.to_thread.run_sync(_locate, os.fspath(path), roots, trees)
     if found is None:
-        raise NotFoundError(f"{os.fspath(path)} is not a file in an indexed folder: give "
-                            "its path as a search hit names it (relative to its folder) or "
-                            "absolute")
+        raise NotFoundError(f"{os.fspath(path)} is not a file in an indexed folder or "
+                            "repository: give its path as a search hit names it (relative "
+                            "to its folder) or absolute")
     return found
 
 
-def _locate(path: str, roots: list[Path]) -> Path | None:
+def _locate(path: str, roots: list[Path], trees: list[Path]) -> Path | None:
     given = Path(path).expanduser()
-    if given.is_absolute():
-        return given if given.exists() else None
+    if given.is_absolute():  # (the history of any other file on the machine is not this
+        # index's to tell, and a page's request may ask for it)
+        inside = any(given.resolve().is_relative_to(top) for top in (*roots, *trees))
+        return given if inside and given.exists() else None
     return next((root / given for root in roots if (root / given).exists()), None)

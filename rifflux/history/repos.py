@@ -10,7 +10,7 @@ worker thread).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,9 +26,11 @@ class Repository:
     shallow: bool
 
 
-def find_repositories(roots: Iterable[Path]) -> tuple[list[Repository], list[str]]:
+def find_repositories(roots: Iterable[Path], left_out: Callable[[Path, Path], bool] | None
+                      = None) -> tuple[list[Repository], list[str]]:
     """The repositories holding ``roots`` and the submodules inside them, each once;
-    and a problem line for each root whose repository git cannot read."""
+    and a problem line for each root whose repository git cannot read. ``left_out(root,
+    worktree)``: whether the ignore rules leave a repository out (``history.ignored``)."""
     found: dict[Path, Repository] = {}
     problems: list[str] = []
     for root in roots:
@@ -39,8 +41,11 @@ def find_repositories(roots: Iterable[Path]) -> tuple[list[Repository], list[str
         except GitError as exc:
             problems.append(f"history of {root}: git cannot read its repository ({exc})")
             continue
-        found.setdefault(repo.git_dir, repo)
+        if left_out is None or not left_out(root, repo.worktree):
+            found.setdefault(repo.git_dir, repo)
         for sub in _submodules(repo.worktree, root):
+            if left_out is not None and left_out(root, sub):
+                continue
             try:
                 subrepo = _repository(sub)
             except GitError as exc:

@@ -20,7 +20,14 @@ from rifflux import Rifflux, Settings
 from rifflux.core.decode import Binary, Decoded, decode
 from rifflux.core.scan import Globs, scan_root
 
-from ..helpers import CountingEmbedder, rifflux_cli, without_root_powers, write
+from ..helpers import (
+    CountingEmbedder,
+    eventually,
+    rifflux_cli,
+    watcher_started,
+    without_root_powers,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -124,6 +131,82 @@ async def test_a_fifo_is_never_opened_but_skipped_with_a_reason(tmp_path: Path) 
             argument = await rf.reindex(tmp_path / "argument.md")
     assert folder["indexed_files"] == 1
     assert "not a regular file or folder" in argument["errors"][0]["error"]
+
+
+def _write_bytes_named(name: bytes, data: bytes) -> None:
+    """A file at a path given as bytes (a name no ``str`` path spells as UTF-8)."""
+    with open(name, "wb") as f:
+        f.write(data)
+
+
+async def test_a_name_that_is_not_utf8_skips_that_file_alone_with_a_warning(
+        tmp_path: Path) -> None:
+    """A file (or folder) named with bytes that are not UTF-8 (a Latin-1 name copied from
+    an old disk) cannot be held by the index; it is said and left out, every other file
+    is indexed, in a reindex and in ``rifflux index``'s output."""
+    root = tmp_path / "notes"
+    write(root, "real.md", "# Real\n\nkestrel words\n")
+    _write_bytes_named(os.fsencode(root) + b"/caf\xe9.md", b"# Cafe\n\nfalcon words\n")
+    os.mkdir(os.fsencode(root) + b"/\xffold")
+    _write_bytes_named(os.fsencode(root) + b"/\xffold/inside.md", b"# Inside\n\nhawk\n")
+    _write_bytes_named(os.fsencode(root) + b"/photo\xe9.png", b"\x89PNG")  # (not wanted:
+    (root / ".gitignore").write_bytes(b"drafts\n")  # nor an ignored folder: no word)
+    os.mkdir(os.fsencode(root) + b"/drafts")
+    _write_bytes_named(os.fsencode(root) + b"/drafts/\xe9bauche.md", b"# Draft\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+        result = await rf.reindex(root)
+        hits = await rf.search("kestrel", mode="lexical")
+    assert result["indexed_files"] == 1 and result["errors"] == []
+    reasons = {w["path"]: w["reason"] for w in result["warnings"]}
+    assert set(reasons) == {str(root / "caf\\xe9.md"), str(root / "\\xffold")}
+    assert all("not valid UTF-8" in r and "rename it" in r for r in reasons.values())
+    assert hits[0]["path"] == "real.md"
+    done = rifflux_cli(tmp_path, "index", str(root), "--db", str(tmp_path / "cli.db"),
+                       "--backend", "hash")
+    assert done.returncode == 0, done.stderr
+    assert "Indexed 2 files" not in done.stdout and "Indexed 1 file" in done.stdout
+    assert f"{root}/caf\\xe9.md: skipped: its name is not valid UTF-8" in done.stderr + \
+        done.stdout
+
+
+async def test_the_watcher_skips_a_name_not_in_utf8_and_says_why_it_cannot_watch_a_folder(
+        tmp_path: Path) -> None:
+    """A file with such a name made while a folder is watched is left out with a warning;
+    a folder with such a name cannot be watched (watchfiles cannot decode it): the
+    watcher's status says which and what to do, and edits are still indexed (the
+    folders are scanned again at each of its restarts)."""
+    root = tmp_path / "notes"
+    write(root, "real.md", "# Real\n\nkestrel words\n")
+    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(),
+                       watch_paths=[root]) as rf:
+        await watcher_started(rf)
+        _write_bytes_named(os.fsencode(root) + b"/new\xfe.md", b"# New\n\nowl words\n")
+        write(root, "later.md", "# Later\n\nowl words\n")
+
+        async def settled() -> bool:
+            jobs = (await rf.status())["jobs"]
+            return bool(await rf.search("owl", mode="lexical")) and all(
+                j["status"] == "completed" for j in jobs)
+
+        await eventually(settled, within=30)
+        status = await rf.status()
+        warned = [w["path"] for j in status["jobs"] if j["result"] is not None
+                  for w in j["result"]["warnings"]]
+        assert str(root / "new\\xfe.md") in warned and status["files"] == 2
+
+        os.mkdir(os.fsencode(root) + b"/\xffold")  # (the watcher cannot decode it)
+
+        async def said() -> bool:
+            error = (await rf.status())["watcher"]["last_error"] or ""
+            return "xFFold" in error and "not valid UTF-8" in error and "rename it" in error
+
+        await eventually(said, within=30)
+        write(root, "edit.md", "# Edit\n\nheron words\n")
+
+        async def indexed() -> bool:
+            return bool(await rf.search("heron", mode="lexical"))
+
+        await eventually(indexed, within=60)  # (at a restart: backoff up to 30 s)
 
 
 async def test_files_over_the_size_limit_are_skipped_with_a_reason(tmp_path: Path) -> None:

@@ -263,3 +263,134 @@ def test_what_an_answer_says_of_itself_is_shown_above_its_hits_and_nothing_is_mi
     with httpx2.Client(base_url=server.url) as http:
         icon = http.get("/favicon.ico")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
+
+
+# ---------------------------------------------------------------- the git history
+
+
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``rifflux serve`` watching a real git repository: three commits by two authors."""
+    from ..gitrepo import commit, init
+
+    root = tmp_path_factory.mktemp("history")
+    repo = init(root / "handbook")
+    commit(repo, "Add the deployment notes\n\nHow we ship to production.",
+           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\n"}, date="2024-01-02T10:00:00Z")
+    commit(repo, "Introduce a retry policy for uploads\n\nUploads failed on flaky links; "
+           "retry three times with backoff.",
+           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\nRetry uploads three times.\n"},
+           author="Grace Hopper <grace@example.org>", date="2024-03-05T10:00:00Z")
+    commit(repo, "Write the onboarding guide",
+           {"docs/onboarding.md": "# Onboarding\n\nWelcome aboard.\n"},
+           date="2024-06-01T10:00:00Z")
+    with serving(root / "index.db", "--watch", str(repo)) as served:
+        with httpx2.Client(base_url=served.url) as http:
+            until(lambda: len(http.get("/api/history", params={
+                "query": "deployment retry onboarding", "mode": "lexical"}).json()[
+                    "results"]) == 3)
+        yield served
+
+
+def _titles(page: Any, titles: set[str]) -> None:
+    """Waits until the commits shown are those titled ``titles``."""
+    script = """(want) => {
+        const shown = [...document.querySelectorAll('.commit-hit .title')]
+            .map((n) => n.lastChild.textContent).sort();
+        return JSON.stringify(shown) === JSON.stringify(want);
+    }"""
+    from playwright.sync_api import TimeoutError as NotShown
+
+    try:
+        page.wait_for_function(script, arg=sorted(titles))
+    except NotShown:
+        shown = page.locator(".commit-hit .title").all_inner_texts()
+        raise AssertionError(f"shown {shown}, expected {sorted(titles)}") from None
+
+
+ALL = {"Add the deployment notes", "Introduce a retry policy for uploads",
+       "Write the onboarding guide"}
+
+
+def test_the_history_view_searches_commits_with_filters_and_opens_one(
+        page: Any, handbook: Served) -> None:
+    page.goto(handbook.url)
+    page.locator("#view-history").click()
+    assert page.locator("#history").is_visible() and not page.locator("#search").is_visible()
+    page.locator("#hmode").select_option("lexical")
+    page.locator("#hq").fill("retry policy")
+    first = page.locator(".commit-hit").first
+    first.wait_for()
+    assert first.locator(".title").inner_text().endswith("Introduce a retry policy for uploads")
+    short = first.locator(".hash").inner_text()
+    assert len(short) == 10 and all(c in "0123456789abcdef" for c in short)
+    assert first.locator(".who").inner_text() == "Grace Hopper · 2024-03-05"
+    assert "M docs/deploy.md +1 −0" in first.locator(".paths").inner_text()
+    match = first.locator(".match")
+    assert match.locator(".file").inner_text().startswith("docs/deploy.md @@ ")
+    assert "Retry" in match.locator("mark").first.inner_text()
+    assert first.locator(".scores").inner_text().startswith("score ")
+    assert "words #1 (bm25 " in first.locator(".scores").inner_text()
+
+    page.locator("#hq").fill("deployment onboarding retry notes guide")  # (every commit)
+    _titles(page, ALL)
+    page.locator("#hauthor").fill("grace")
+    page.locator("#hauthor").press("Tab")  # (a filter applies when it changes)
+    _titles(page, {"Introduce a retry policy for uploads"})
+    page.locator("#hauthor").fill("")
+    page.locator("#hpaths").fill("docs/onboarding.md")
+    page.locator("#hpaths").press("Tab")
+    _titles(page, {"Write the onboarding guide"})
+    page.locator("#hpaths").fill("")
+    page.locator("#hsince").fill("2024-01-03")
+    page.locator("#hbefore").fill("2024-05-01")
+    page.locator("#hbefore").press("Tab")
+    _titles(page, {"Introduce a retry policy for uploads"})
+    assert parse_qs(urlsplit(page.url).query) == {
+        "view": ["history"], "q": ["deployment onboarding retry notes guide"],
+        "mode": ["lexical"], "since": ["2024-01-03"], "before": ["2024-05-01"]}
+    page.reload()  # the address holds the history's search and its filters
+    _titles(page, {"Introduce a retry policy for uploads"})
+    assert page.locator("#hsince").input_value() == "2024-01-03"
+
+    page.locator("#hq").focus()  # the commit, whole: keyboard first, as the notes' hits
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    head = page.locator("#commit-head h2")
+    head.get_by_text("Introduce a retry policy for uploads").wait_for()
+    assert "Grace Hopper <grace@example.org>" in page.locator("#commit-head").inner_text()
+    body = page.locator("#commit-body")
+    assert "Uploads failed on flaky links" in body.locator(".body").inner_text()
+    assert "docs/deploy.md" in body.locator(".paths").inner_text()
+    assert page.locator("#change .add").first.inner_text().strip() == \
+        "+Retry uploads three times."
+    assert page.locator("#change .hunk").count() == 1
+
+    page.locator("#hsince").fill("next tuesday")  # a bad filter says what to give
+    page.locator("#hsince").press("Tab")
+    page.locator("#results .empty").get_by_text("since").wait_for()
+
+
+def test_a_note_hit_shows_the_commits_that_last_changed_its_lines(
+        page: Any, handbook: Served) -> None:
+    page.goto(handbook.url + "?q=retry+uploads&mode=lexical")
+    hit = page.locator(".hit").first
+    hit.wait_for()
+    assert hit.locator(".where").inner_text().startswith("docs/deploy.md:")
+    hit.locator("button.lines-history").click()
+    items = page.locator("#commit .line-history li")
+    items.first.wait_for()
+    assert page.locator("#commit-head h2").inner_text().startswith("History of docs/deploy.md:")
+    shown = {items.nth(i).locator("a").inner_text(): items.nth(i).inner_text()
+             for i in range(items.count())}
+    retry = next(text for title, text in shown.items() if "retry policy" in title)
+    first = next(text for title, text in shown.items() if "deployment notes" in title)
+    assert "Grace Hopper · 2024-03-05 · lines 4" in retry  # (the line it added)
+    assert "lines 1, 2, 3" in first
+    page.locator("#commit .line-history a", has_text="retry policy").click()
+    page.locator("#commit-head h2").get_by_text("Introduce a retry policy").wait_for()
+    assert page.locator("#change .add").first.inner_text().strip() == \
+        "+Retry uploads three times."
+    assert page.locator("#commit .line-history li").count() == len(shown)  # (still there)
+    page.locator("#view-history").click()  # the notes' search left for the history's
+    assert page.locator("#hq").is_visible() and page.locator("#commit").is_hidden()

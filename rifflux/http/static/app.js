@@ -332,8 +332,9 @@ document.addEventListener("keydown", (event) => {
   const inForm = event.target.closest && event.target.closest("form");
   if (event.key === "/" && !inForm) {
     event.preventDefault();
-    $("q").focus();
-    $("q").select();
+    const box = historyView() ? $("hq") : $("q");  // (history.js)
+    box.focus();
+    box.select();
   } else if (event.key === "ArrowDown" && state.hits.length) {
     event.preventDefault();
     if (event.target === $("q")) $("results").focus();
@@ -347,14 +348,15 @@ document.addEventListener("keydown", (event) => {
     event.preventDefault();
     open(state.selected);
   } else if (event.key === "Escape") {
-    if (!$("reader").hidden) { $("reader").hidden = true; $("results").focus(); }
-    else $("q").focus();
+    const side = ["reader", "commit"].map($).find((panel) => !panel.hidden);
+    if (side) { side.hidden = true; $("results").focus(); }
+    else (historyView() ? $("hq") : $("q")).focus();  // (history.js)
   }
 });
 
 function init() {
   const params = new URLSearchParams(location.search);
-  $("q").value = params.get("q") || "";
+  $("q").value = params.get("view") === "history" ? "" : params.get("q") || "";
   $("mode").value = params.get("mode") || "hybrid";
   $("paths").value = params.get("paths") || "";
   $("tag").value = params.get("tags") || "";
@@ -369,6 +371,7 @@ function init() {
   refreshStatus();
   loadTags();
   follow();
+  if (params.get("view") === "history") return;  // (history.js searches the commits)
   if ($("q").value) search(); else $("q").focus();
 }
 

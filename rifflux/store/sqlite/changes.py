@@ -13,7 +13,8 @@ writer connection (which changes only when another connection commits: in one
 process, only the writer writes) and reads the rows after the last it has seen
 that are not its own. ``Follow.read`` turns them into one ``Written`` the
 indexer handles like its own commits: the files' catalog entries and matrix
-rows, the vectors stored. Rows are pruned once there are more than ``KEEP``; a
+rows, the vectors stored (rows of kind ``history`` are the history's to follow:
+``history_changes``). Rows are pruned once there are more than ``KEEP``; a
 process that fell further behind than that reloads everything.
 """
 
@@ -29,6 +30,7 @@ import aiosqlite
 from ..common import Foreign
 from ..protocols import RootsStore
 from ..written import Written, batches, file_entries, marks
+from .history_changes import KIND as HISTORY
 from .link_index import edges_of
 from .sql import Connection, mapped_errors
 
@@ -150,9 +152,10 @@ class Follow:
             upto = int(high)
             if int(low) > self.seen + 1 and await self._pruned_past():
                 return Foreign(Written(), reload=True, upto=upto)
-            theirs = list(await self.conn.execute_fetchall(  # (this process's own left out)
+            theirs = list(await self.conn.execute_fetchall(  # (this process's own left out,
                 "SELECT seq, origin, kind, ref, hash FROM changes WHERE seq > ? AND seq <= ? "
-                "AND origin != ? ORDER BY seq", (self.seen, upto, self.origin)))
+                "AND origin != ? AND kind != ? ORDER BY seq",  # and the history's: its own)
+                (self.seen, upto, self.origin, HISTORY)))
             if not theirs:
                 self.seen = upto  # only this process's own
                 return None
