@@ -28,10 +28,8 @@ scan never loops in Python.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from functools import wraps
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +41,7 @@ from .ranking import rank
 from .rowids import RowIds
 from .selection import GroupRanks as GroupRanks
 from .selection import first_by_group, last_of_each, top
+from .shared import Shared, changes
 from .steps import OFF_CLOCK, Clock
 
 #: (ids, their float32 vectors): the exact vectors of the rows of these ids that still
@@ -66,49 +65,6 @@ _MASKS = 16
 #: rows of those groups it leaves out (a language filter's other chunks).
 Groups = tuple[str, I64] | tuple[str, I64, Sequence[int]]
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-class _Shared:
-    """Searches read the matrix side by side (each in a worker thread: the scan releases
-    the GIL), and a change waits for those in progress; searches begun meanwhile wait
-    for it. A change runs on the event loop and is over in milliseconds; so is a scan."""
-
-    def __init__(self) -> None:
-        self._state = threading.Condition()  # (an RLock: a change may call another)
-        self._readers = 0
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        with self._state:
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._state:
-                self._readers -= 1
-                if not self._readers:
-                    self._state.notify_all()
-
-    @contextmanager
-    def changing(self) -> Iterator[None]:
-        with self._state:
-            while self._readers:
-                self._state.wait()
-            yield
-
-
-def _changes(method: Callable[Concatenate[VectorIndex, _P], _R],
-             ) -> Callable[Concatenate[VectorIndex, _P], _R]:
-    """A method that changes the matrix: once no search is reading it."""
-    @wraps(method)
-    def changing(self: VectorIndex, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._shared.changing():
-            return method(self, *args, **kwargs)
-    return changing
-
-
 def _pool(k: int, feedback: int, pool: int) -> int:
     """How many rows of the compact scan are ranked exactly."""
     wanted = max(pool, k) if feedback > 0 else k
@@ -124,11 +80,15 @@ class VectorIndex:
         self._ids: I64 = np.zeros(cap, dtype=np.int64)
         #: Each row's group (the chunk's file), so that a search can be limited to files.
         self._groups: I64 = np.zeros(cap, dtype=np.int64)
+        #: Each row's vector's own row in the store (its ``embeddings`` id), by which the
+        #: exact vectors of a search's candidates are read (``query.exact``); -1: not
+        #: known (a row upserted since the load: read through its chunk).
+        self._sources: I64 = np.full(cap, -1, dtype=np.int64)
         self._where = RowIds(cap)
         self._n = 0
         #: Bumped by every change, so that a cached row mask knows when it is stale.
         self.version = 0
-        self._shared = _Shared()
+        self.shared = Shared()  # (searches read side by side: ``core.shared``)
         self._masks: dict[tuple[int, str], npt.NDArray[np.bool_]] = {}
         self._masks_lock = threading.Lock()
         #: Score buffers of finished scans, for the next (a fresh one costs page faults).
@@ -143,7 +103,8 @@ class VectorIndex:
     @property
     def nbytes(self) -> int:
         """What the matrix holds in memory (its spare capacity is not touched)."""
-        per_row = self.dim + self._scales.itemsize + self._ids.itemsize + self._groups.itemsize
+        per_row = (self.dim + self._scales.itemsize + self._ids.itemsize
+                   + self._groups.itemsize + self._sources.itemsize)
         return int(self._n * per_row + self._where.nbytes)
 
     def ids(self) -> I64:
@@ -162,11 +123,13 @@ class VectorIndex:
         self._scales = _grown(self._scales, new_cap, self._n)
         self._ids = _grown(self._ids, new_cap, self._n)
         self._groups = _grown(self._groups, new_cap, self._n)
+        self._sources = _grown(self._sources, new_cap, self._n)
 
-    @_changes
+    @changes
     def upsert(self, ids: Sequence[int] | I64, vectors: F32,
                groups: Sequence[int] | I64 | None = None) -> None:
-        """Set these rows (a repeated id: the last one wins; no groups: group 0)."""
+        """Set these rows (a repeated id: the last one wins; no groups: group 0; their
+        vectors' rows in the store not known: ``sources`` says -1)."""
         if len(ids) == 0:
             return
         keys = np.asarray(ids, dtype=np.int64).reshape(-1)
@@ -194,26 +157,29 @@ class VectorIndex:
         self._codes[at] = codes
         self._scales[at] = scales
         self._groups[at] = group
+        self._sources[at] = -1
         self.version += 1
 
-    def append(self, ids: I64, vectors: F32, groups: I64) -> None:
+    def append(self, ids: I64, vectors: F32, groups: I64, sources: I64 | None = None) -> None:
         """A block of a load: rows appended, their ids not looked up (a block's ids
         inserted among those held cost a copy of them all: 2 s of a million-row load).
-        ``seal`` finds them all at once after the last block; searches wait for it."""
-        self.append_codes(ids, *quantise(normalise(vectors)), groups)
+        ``seal`` finds them all at once after the last block; searches wait for it.
+        ``sources``: each vector's row in the store (None: not known)."""
+        self.append_codes(ids, *quantise(normalise(vectors)), groups, sources)
 
-    @_changes
+    @changes
     def append_codes(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32,
-                     groups: I64) -> None:
+                     groups: I64, sources: I64 | None = None) -> None:
         """``append`` of rows already compact (``packed`` rows read back, as ``unpack``
         gives them): nothing to convert."""
         self._grow(self._n + len(ids))
         at = slice(self._n, self._n + len(ids))
         self._codes[at], self._scales[at] = codes, scales
         self._ids[at], self._groups[at] = ids, groups
+        self._sources[at] = -1 if sources is None else sources
         self._n += len(ids)
 
-    @_changes
+    @changes
     def seal(self) -> None:
         """After ``append``: every row's id found (an id appended twice: the last wins).
         One sort of the ids finds both the repeats and every row's place."""
@@ -223,7 +189,7 @@ class VectorIndex:
         repeated = keys[1:] == keys[:-1]
         if repeated.any():  # the last of each run of equal ids, in row order
             last = np.sort(order[np.append(~repeated, True)])
-            for array in (self._codes, self._scales, self._ids, self._groups):
+            for array in (self._codes, self._scales, self._ids, self._groups, self._sources):
                 array[: len(last)] = array[last]
             n = self._n = len(last)
             order = np.argsort(self._ids[:n], kind="stable")
@@ -232,7 +198,7 @@ class VectorIndex:
         self._where.set(keys, order.astype(np.int64))
         self.version += 1
 
-    @_changes
+    @changes
     def remove(self, ids: Iterable[int] | I64) -> None:
         """Drop these rows (absent ids are ignored): the last rows move into the holes."""
         self.version += 1
@@ -244,23 +210,48 @@ class VectorIndex:
         holes = np.sort(rows[rows < n])
         tail = np.arange(n, self._n)
         movers = tail[~np.isin(tail, rows)]  # as many as there are holes
-        for array in (self._codes, self._scales, self._ids, self._groups):
+        for array in (self._codes, self._scales, self._ids, self._groups, self._sources):
             array[holes] = array[movers]
         self._where.set(self._ids[holes], holes)
         self._n = n
 
-    @_changes
+    @changes
     def remove_groups(self, groups: Sequence[int]) -> None:
         """Remove every row of these groups (files)."""
         hit = self.mask(np.asarray(groups, dtype=np.int64))
         if hit.any():
             self.remove(self._ids[: self._n][hit])
 
-    @_changes
+    @changes
     def clear(self) -> None:
         self._where.clear()
         self._n = 0
         self.version += 1
+
+    def sources(self, ids: I64) -> I64:
+        """Each id's vector's row in the store (``append``'s ``sources``), -1 where it is
+        not known or the id is not held."""
+        with self.shared.reading():
+            rows = self._where.get(np.asarray(ids, dtype=np.int64))
+            out: I64 = np.full(len(rows), -1, dtype=np.int64)
+            held = rows >= 0
+            out[held] = self._sources[rows[held]]
+            return out
+
+    def holds(self, ids: I64, vectors: F32) -> npt.NDArray[np.bool_]:
+        """Whether each of these float32 vectors is the one held for its id: its compact
+        row is the one the matrix holds (a vector read back by its row in the store is
+        that id's only so: the row may have been deleted since, and taken by another
+        text's vector)."""
+        with self.shared.reading():
+            rows = self._where.get(np.asarray(ids, dtype=np.int64))
+            same = np.zeros(len(rows), dtype=np.bool_)
+            held = rows >= 0
+            if held.any():
+                codes, scales = quantise(normalise(np.asarray(vectors, dtype=np.float32)[held]))
+                at = rows[held]
+                same[held] = (self._scales[at] == scales) & (self._codes[at] == codes).all(axis=1)
+            return same
 
     def mask(self, groups: npt.NDArray[np.int64],
              without: Sequence[int] = ()) -> npt.NDArray[np.bool_]:
@@ -303,7 +294,7 @@ class VectorIndex:
 
         Safe in a worker thread while the event loop goes on: a change of the matrix
         waits for the searches reading it."""
-        with self._shared.reading():
+        with self.shared.reading():
             if groups is not None:
                 mask = self._mask_of(groups)
             return self._candidates(query, k, feedback, pool, mask, ranks, clock)

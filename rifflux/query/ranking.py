@@ -368,8 +368,10 @@ class Ranking:
             candidates = await anyio.to_thread.run_sync(partial(scan, ranks=self._ties.made))
         except Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
             candidates = scan(ranks=self._ties.on_loop)
-        found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
-                                                              candidates)
+        from .exact import exact_vectors  # (with the matrix: a semantic branch's)
+
+        found, exact = await exact_vectors(matrix, self._matrix_store, embedder.label,
+                                           embedder.dim, candidates)
         clock.lap("exact reads")
         from ..core.ranking import rank  # (loaded already, with the matrix)
 

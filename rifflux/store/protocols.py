@@ -60,10 +60,19 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one
 
     #: Takes a block of a matrix's load: the chunks' row ids, their vectors, their files.
     VectorBlocks: TypeAlias = Callable[[I64, F32, I64], None]
-    #: The same, already compact: row ids, int8 codes, scales, files (core/codes.py).
-    CodeBlocks: TypeAlias = Callable[[I64, npt.NDArray[np.int8], F32, I64], None]
-else:
-    VectorBlocks = CodeBlocks = Callable
+
+
+class CodeBlocks(Protocol):
+    """Takes a block of a matrix's load, already compact: the chunks' row ids, int8
+    codes, scales (``core/codes.py``), files, and each vector's own row in the store
+    (``MatrixStore.vectors_at`` reads it back; several chunks may share one)."""
+
+    def __call__(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32, groups: I64, /,
+                  sources: I64 | None = None) -> None: ...
+
+
+if not TYPE_CHECKING:
+    VectorBlocks = Callable
 
 #: (chunk row id, score) best first.
 Ranked = list[tuple[int, float]]
@@ -204,6 +213,10 @@ class MatrixStore(Protocol):
         ...
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
+        ...
+    async def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
+        """The float32 vectors stored at these rows of the store's vectors (the
+        ``sources`` of a load: those still there, of any model), ascending."""
         ...
     async def in_stable_order(self, ranked: Ranked, limit: int) -> Ranked: ...
 

@@ -266,6 +266,13 @@ class Reader(Listings):
 
         return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
+    async def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
+        """The float32 vectors stored at these rows of ``embeddings`` (those still
+        there), ascending."""
+        from . import vectors
+
+        return await vectors.at_rows(self.conn, self.db_path, dim, sources)
+
     async def catalog(self, *, in_thread: bool = True,
                       ) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
         """Every root, every file as filters see it, and every link between two files
