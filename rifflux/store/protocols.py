@@ -176,13 +176,14 @@ class LexicalLeg(Protocol):
         None: nothing to say."""
         ...
 
-    async def lexical(self, query: str, limit: int, allowed: Allowed | None,
-                      ) -> tuple[Ranked, dict[int, ChunkRecord]]:
+    async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
+                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
         """The best ``limit`` chunks for the words of ``query`` by BM25 (as the contract
         reads a query: OR-ed words, phrases, prefixes, stopwords, CJK words), only
         chunks of ``allowed`` files when given (before the limit), equal scores in
-        ``common.stable_order``; with the rows of those chunks. Nothing searchable in
-        the query: nothing found."""
+        ``common.stable_order``; with the rows of (at least) the first ``rows`` of those
+        chunks (None: of all; a hybrid search reads the rows of the hits it keeps
+        once, after fusion). Nothing searchable in the query: nothing found."""
         ...
 
 
