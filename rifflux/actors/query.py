@@ -216,9 +216,12 @@ class QueryActor:
             async with self._store.open_matrix() as reader:
                 rows = await reader.vector_capacity()
                 matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
-                # a block at a time, straight into the compact matrix
+                # a block at a time, straight into the compact matrix (the chunks each
+                # row serves found beside the read: a change committed between the two
+                # is among those replayed below)
                 count = await reader.stream_vectors(embedder.label, embedder.dim,
-                                                    matrix.append, matrix.append_codes)
+                                                    matrix.append, matrix.append_codes,
+                                                    matrix.assign)
             matrix.seal()
             if load != self._loads:
                 return  # superseded: the later reset's answer stands

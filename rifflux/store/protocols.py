@@ -60,6 +60,10 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one
 
     #: Takes a block of a matrix's load: the chunks' row ids, their vectors, their files.
     VectorBlocks: TypeAlias = Callable[[I64, F32, I64], None]
+    #: Gives rows appended by their vectors alone the chunks each serves (vector rows
+    #: ascending, chunks, files); returns which vectors had a row
+    #: (``VectorIndex.assign``).
+    Assign: TypeAlias = Callable[[I64, I64, I64], npt.NDArray[np.bool_]]
 
 
 class CodeBlocks(Protocol):
@@ -72,7 +76,7 @@ class CodeBlocks(Protocol):
 
 
 if not TYPE_CHECKING:
-    VectorBlocks = Callable
+    VectorBlocks = Assign = Callable
 
 #: (chunk row id, score) best first.
 Ranked = list[tuple[int, float]]
@@ -207,10 +211,15 @@ class MatrixStore(Protocol):
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
         ...
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
-                             into_codes: CodeBlocks | None = None) -> int:
+                             into_codes: CodeBlocks | None = None,
+                             assign: Assign | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` a block at a time
         from one snapshot (given ``into_codes``, all of them to it, compact); returns
-        how many."""
+        how many. Given ``assign`` too, the compact rows may be handed on by their
+        vectors alone (ids -1) while the chunks they serve are found beside them, then
+        given those by ``assign`` (the rows read, and the chunks found, each in a
+        snapshot of its own: what changed between is in the changes the query actor
+        replays after a load)."""
         ...
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""

@@ -443,3 +443,42 @@ async def test_a_vectors_row_deleted_or_taken_by_another_text_is_read_through_th
         await conn.close()
     assert got == want == {c: stored[c].tobytes() for c in (2, 3, 4, 5, 11, 20)}
     assert reader.through_texts == 6  # (2, 3: their row taken; 4, 5, 10, 11: theirs gone)
+
+
+async def test_a_load_finding_the_chunks_beside_the_rows_holds_what_a_load_in_one_read_holds(
+    tmp_path: Path,
+) -> None:
+    # texts two chunks share (a row copied), texts without a compact row (converted),
+    # a vector no chunk uses any more (its row dropped), chunks not embedded yet
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 300, codes=lambda text: text % 5 != 0)
+    orphan = np.random.default_rng(9).normal(size=(1, DIM)).astype(np.float32)
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT INTO embeddings(content_hash, model, dim, vector) "
+                    "VALUES ('unused', ?, ?, ?)", (MODEL, DIM, orphan.tobytes()))
+        con.execute("INSERT INTO embedding_codes(id, model, codes) SELECT id, model, ? FROM "
+                    "embeddings WHERE content_hash = 'unused'", (packed(orphan)[0],))
+    opened: list[object] = []
+
+    async def beside() -> object:
+        other = await connect(db, busy_timeout_ms=1000, readonly=True)
+        opened.append(other)
+        return other
+
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        at_once, found_beside = VectorIndex(DIM, capacity=4), VectorIndex(DIM, capacity=4)
+        one = await Reader(conn, db).stream_vectors(MODEL, DIM, at_once.append,
+                                                    at_once.append_codes, at_once.assign)
+        two = await Reader(conn, db, beside=beside).stream_vectors(  # type: ignore[arg-type]
+            MODEL, DIM, found_beside.append, found_beside.append_codes, found_beside.assign)
+    finally:
+        await conn.close()
+    at_once.seal()
+    found_beside.seal()
+    assert len(opened) == 1  # (the second load found the chunks on another connection)
+    assert one == two == len(at_once) == len(found_beside) == len(stored)
+    assert same_rows(found_beside, at_once)
+    ids = np.asarray(sorted(stored), dtype=np.int64)
+    assert np.array_equal(found_beside.sources(ids), at_once.sources(ids))
+    assert (at_once.sources(ids) > 0).all()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone
     from ...core.hits import Hit
     from ...core.vectors import F32, I64
     from ...types import ChunkRecord
-    from ..protocols import CodeBlocks, VectorBlocks
+    from ..protocols import Assign, CodeBlocks, VectorBlocks
     from .lexicon import Lexicon
     from .missing import Missing
     from .sql import Connection
@@ -86,10 +86,13 @@ class Reader(Listings):
     """``ReadStore`` (its counts and lists: ``Listings``), the lexical leg's ranking and
     ``MatrixStore``."""
 
-    def __init__(self, conn: Connection, db_path: Path) -> None:
+    def __init__(self, conn: Connection, db_path: Path, *,
+                 beside: Callable[[], Awaitable[Connection]] | None = None) -> None:
         super().__init__(OnConnection(conn, db_path))
         self.conn = conn
         self.db_path = db_path
+        #: Opens another read connection, for what a load reads beside this one.
+        self._beside = beside
         self._lexicon: Lexicon | None = None  # (its module imports numpy: made when used)
 
     def _lexicon_of(self) -> Lexicon:
@@ -258,14 +261,19 @@ class Reader(Listings):
         return await vectors.upper_bound(self.conn, self.db_path)
 
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
-                             into_codes: CodeBlocks | None = None) -> int:
+                             into_codes: CodeBlocks | None = None,
+                             assign: Assign | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
         files) a block at a time from one snapshot, or, given ``into_codes``, all of them
-        to it compact (row ids, codes, scales, files); returns how many."""
+        to it compact (row ids, codes, scales, files); returns how many. Given
+        ``assign`` and a connection beside this one, the chunks the compact rows serve
+        are found on that one while the rows are read (``vectors.stream``)."""
         from . import vectors
 
         return await vectors.stream(self.conn, self.db_path, model, dim, into,
-                                    into_codes=into_codes)
+                                    into_codes=into_codes,
+                                    beside=None if assign is None else self._beside,
+                                    assign=assign)
 
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
