@@ -135,8 +135,9 @@ class Lexical:
                 else:
                     ranked = await _as_fts5(conn, q, await self._found(conn, q, limit, allowed),
                                             limit)
+                wanted = [rowid for rowid, _ in ranked[:rows]]
                 read = await conn.fetch(ROW_SQL + "WHERE c.id = ANY($1)",
-                                        [rowid for rowid, _ in ranked[:rows]])
+                                        wanted) if wanted else []
         return ranked, {int(r[0]): row_dict(r) for r in read}
 
     async def _found(self, conn: Connection, q: LexicalQuery, limit: int,
