@@ -62,6 +62,15 @@ class Rows:
         out: I64 = self._ids[: self._n].copy()
         return out
 
+    def populate(self, rows: int) -> bool:
+        """Fault in the pages of the first ``rows`` rows' codes ahead of a load's writes
+        (``core.pages``; in a worker thread beside the load, which may write them
+        meanwhile: nothing held changes). False where the system cannot."""
+        from .pages import populate
+
+        codes = self._codes  # (kept alive here, should the load grow the matrix meanwhile)
+        return populate(codes, rows * self.dim)
+
     def _grow(self, needed: int) -> None:
         cap = len(self._ids)
         if needed <= cap:
