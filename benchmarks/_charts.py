@@ -107,7 +107,9 @@ def _scale_charts(run: dict[str, Any], out: Path, stem: str, charts: list[Chart]
               ("serving, peak", "serve", "peak_rss_lifetime_mib"),
               ("indexing, peak", "index", "peak_rss_mib"))
     for label, process, figure in series:
-        ax.plot(sizes, [p[process][figure] for _, p in done], "-o", label=label)
+        values = [p[process].get(figure) for _, p in done]
+        if None not in values:  # (an index reused from an earlier run: no indexing peak)
+            ax.plot(sizes, values, "-o", label=label)
     _log_sizes(ax, sizes)
     ax.set_ylabel("RSS (MiB)")
     ax.set_ylim(bottom=0)

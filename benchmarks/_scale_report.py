@@ -22,17 +22,24 @@ def _rows(p: dict[str, Any]) -> list[Any]:
         found = [ratio.get(k) for k in keys]
         return " / ".join(f"{x:.2f}×" for x in found if x is not None) or "–"
 
+    if ix.get("reused_from"):  # (--scale-index: nothing indexed, nothing timed here)
+        indexing = [f"not measured: the index of an earlier run, {ix['reused_from']}",
+                    *["–"] * 5]
+    else:
+        indexing = [
+            f"{ix['lexically_searchable_s']} s" if ix else "–",
+            fmt(ix.get("lexical_chunks_per_s")),
+            (f"{ix['cpu_lexical_s']} + {ix['cpu_parse_workers_s']} s"
+             if "cpu_lexical_s" in ix else "–"),
+            f"{ix['fully_embedded_s']} s" if ix else "–",
+            (f"{ix['noop_median_s']} s (CPU {fmt(ix.get('noop_cpu_median_s'))} s)"
+             if ix else "–"),
+            f"{ix['peak_rss_lexical_mib']} / {ix['peak_rss_mib']}" if ix else "–",
+        ]
     return [
         f"{ix.get('chunks', 0):,}" if ix else "–",
         f"{g.get('files', 0):,}" + (" (reused)" if g.get("reused") else ""),
-        f"{ix['lexically_searchable_s']} s" if ix else "–",
-        fmt(ix.get("lexical_chunks_per_s")),
-        (f"{ix['cpu_lexical_s']} + {ix['cpu_parse_workers_s']} s" if "cpu_lexical_s" in ix
-         else "–"),
-        f"{ix['fully_embedded_s']} s" if ix else "–",
-        (f"{ix['noop_median_s']} s (CPU {fmt(ix.get('noop_cpu_median_s'))} s)"
-         if ix else "–"),
-        f"{ix['peak_rss_lexical_mib']} / {ix['peak_rss_mib']}" if ix else "–",
+        *indexing,
         (f"{sv['lexical_ready_s']} / {sv['semantic_ready_s']} s (CPU "
          f"{fmt(sv.get('semantic_ready_cpu_s'))} s)") if sv else "–",
         (f"{fl['read_s']} s ({fl['read_mib']} MiB); semantic ready "

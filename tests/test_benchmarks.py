@@ -126,6 +126,46 @@ def test_the_postgres_section_copies_the_index_the_scale_section_made(
     assert copied["chunks"] == copied["ingest"]["chunks"] == scaled["index"]["chunks"]
 
 
+def test_a_scale_run_serves_the_index_an_earlier_run_kept_and_times_no_indexing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import re
+
+    corpus = varied_notes(tmp_path / "corpus")
+    args = ["--sections", "scale", "--scale-chunks", "600", "--corpus", str(corpus),
+            "--backend", "hash", "--queries", "5", "--scale-corpora", str(tmp_path / "grown")]
+    assert main([*args, "--out", str(tmp_path / "first"), "--keep-work"]) == 0
+    found = re.search(r"work folder kept: (\S+)", capsys.readouterr().err)
+    assert found is not None
+    kept = Path(found.group(1))
+    try:
+        status = main([*args, "--out", str(tmp_path / "again"), "--scale-index", str(kept)])
+        markdown, run = report(tmp_path / "again")
+        assert status == 0, run["errors"]
+        _, first = report(tmp_path / "first")
+        point = run["results"]["scale"]["points"]["600"]
+        indexed = first["results"]["scale"]["points"]["600"]["index"]
+        assert point["index"]["reused_from"] == str(kept / "scale-600-hash" / "index.db")
+        assert point["index"]["chunks"] == indexed["chunks"] > 0
+        assert "peak_rss_mib" not in point["index"]  # (nothing indexed, nothing timed)
+        assert point["serve"]["vectors_in_memory"] >= point["serve"]["chunks"] > 0
+        assert "not measured: the index of an earlier run" in markdown
+        # a folder without the index: the point fails, it is not indexed anew
+        assert main([*args, "--out", str(tmp_path / "none"), "--scale-index",
+                     str(tmp_path / "grown")]) == 1
+        _, missing = report(tmp_path / "none")
+        assert "no index at" in missing["results"]["scale"]["points"]["600"]["error"]
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    reused = _point(1_000_000, 40.0)  # (a reused index's targets on indexing: not run)
+    reused["index"] = {"reused_from": "kept", "chunks": 1_000_000, "backend": "hash"}
+    checked = {t["name"]: t for t in check_all(
+        {"scale": {"sizes": [1_000_000], "points": {"1000000": reused}}}, {})}
+    for name in ("indexing peak RSS", "cold lexical indexing rate", "no-op reindex (median)"):
+        assert checked[f"{name} at 1,000,000 chunks"]["status"] == "not run", name
+    assert checked["hybrid p50 at 1,000,000 chunks"]["status"] == "pass"
+
+
 def _point(chunks: int, hybrid_p50: float, *, error: str | None = None) -> dict[str, Any]:
     modes = {m: {"n": 3, "p50_ms": hybrid_p50, "p95_ms": 2 * hybrid_p50, "empty_results": 0}
              for m in ("lexical", "semantic", "hybrid")}

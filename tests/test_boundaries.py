@@ -135,10 +135,10 @@ async def test_a_slow_vector_load_holds_up_neither_lexical_search_nor_status(
     loading = anyio.Event()
     real_load = Reader.stream_vectors
 
-    async def slow_load(self: Reader, model: str, dim: int, into: Any, codes: Any) -> Any:
+    async def slow_load(self: Reader, model: str, dim: int, *into: Any) -> Any:
         loading.set()
         await release.wait()
-        return await real_load(self, model, dim, into, codes)
+        return await real_load(self, model, dim, *into)
 
     monkeypatch.setattr(Reader, "stream_vectors", slow_load)
     async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:

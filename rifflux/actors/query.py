@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 import anyio
@@ -216,9 +217,19 @@ class QueryActor:
             async with self._store.open_matrix() as reader:
                 rows = await reader.vector_capacity()
                 matrix = VectorIndex(embedder.dim, capacity=rows + max(1024, rows // 8))
-                # a block at a time, straight into the compact matrix
-                count = await reader.stream_vectors(embedder.label, embedder.dim,
-                                                    matrix.append, matrix.append_codes)
+                # a block at a time, straight into the compact matrix (the chunks each
+                # row serves found beside the read: a change committed between the two
+                # is among those replayed below), its pages faulted in meanwhile by a
+                # worker thread (core.pages: not a trap per page on this one)
+                try:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(partial(anyio.to_thread.run_sync, matrix.populate, rows),
+                                      name="rifflux.query.pages")
+                        count = await reader.stream_vectors(
+                            embedder.label, embedder.dim, matrix.append, matrix.append_codes,
+                            matrix.assign)
+                except ExceptionGroup as group:  # the load's own error, as it was raised
+                    raise group.exceptions[0] from None
             matrix.seal()
             if load != self._loads:
                 return  # superseded: the later reset's answer stands

@@ -20,29 +20,25 @@ int8. numkong is a kernel library: the rows, their ids and the swap-on-remove st
 so an upsert or a removal costs what it changes. Rows of a filter (``mask``) are scanned
 alone when they are few (a file or a folder: 0.3 ms for 5,000 rows).
 
-Rows are chunk row ids (found through ``RowIds``, 12 bytes an id where a dict takes
-110); removal moves the last rows into the holes, so the live rows stay contiguous and a
-scan never loops in Python.
+The rows, their ids and their changes are ``core.rows``'; this module scans them.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from functools import wraps
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from .codes import F32 as F32  # (the types the modules around the matrix import here)
-from .codes import normalise, quantise
+from .codes import quantise
 from .ranking import I64 as I64
 from .ranking import rank
-from .rowids import RowIds
+from .rows import Rows
 from .selection import GroupRanks as GroupRanks
-from .selection import first_by_group, last_of_each, top
+from .selection import first_by_group, top
+from .shared import changes
 from .steps import OFF_CLOCK, Clock
 
 #: (ids, their float32 vectors): the exact vectors of the rows of these ids that still
@@ -66,201 +62,28 @@ _MASKS = 16
 #: rows of those groups it leaves out (a language filter's other chunks).
 Groups = tuple[str, I64] | tuple[str, I64, Sequence[int]]
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-class _Shared:
-    """Searches read the matrix side by side (each in a worker thread: the scan releases
-    the GIL), and a change waits for those in progress; searches begun meanwhile wait
-    for it. A change runs on the event loop and is over in milliseconds; so is a scan."""
-
-    def __init__(self) -> None:
-        self._state = threading.Condition()  # (an RLock: a change may call another)
-        self._readers = 0
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        with self._state:
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._state:
-                self._readers -= 1
-                if not self._readers:
-                    self._state.notify_all()
-
-    @contextmanager
-    def changing(self) -> Iterator[None]:
-        with self._state:
-            while self._readers:
-                self._state.wait()
-            yield
-
-
-def _changes(method: Callable[Concatenate[VectorIndex, _P], _R],
-             ) -> Callable[Concatenate[VectorIndex, _P], _R]:
-    """A method that changes the matrix: once no search is reading it."""
-    @wraps(method)
-    def changing(self: VectorIndex, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._shared.changing():
-            return method(self, *args, **kwargs)
-    return changing
-
-
 def _pool(k: int, feedback: int, pool: int) -> int:
     """How many rows of the compact scan are ranked exactly."""
     wanted = max(pool, k) if feedback > 0 else k
     return wanted + max(wanted // 4, _MARGIN)
 
 
-class VectorIndex:
+class VectorIndex(Rows):
+    """The compact rows (``core.rows``) and the candidates of a search among them."""
+
     def __init__(self, dim: int, capacity: int = 1024) -> None:
-        self.dim = dim
-        cap = max(capacity, 16)
-        self._codes: npt.NDArray[np.int8] = np.zeros((cap, dim), dtype=np.int8)
-        self._scales: F32 = np.zeros(cap, dtype=np.float32)
-        self._ids: I64 = np.zeros(cap, dtype=np.int64)
-        #: Each row's group (the chunk's file), so that a search can be limited to files.
-        self._groups: I64 = np.zeros(cap, dtype=np.int64)
-        self._where = RowIds(cap)
-        self._n = 0
-        #: Bumped by every change, so that a cached row mask knows when it is stale.
-        self.version = 0
-        self._shared = _Shared()
+        super().__init__(dim, capacity)
         self._masks: dict[tuple[int, str], npt.NDArray[np.bool_]] = {}
         self._masks_lock = threading.Lock()
         #: Score buffers of finished scans, for the next (a fresh one costs page faults).
         self._buffers: list[F32] = []
 
-    def __len__(self) -> int:
-        return self._n
-
-    def __contains__(self, key: int) -> bool:
-        return bool(self._where.get(np.asarray([key], dtype=np.int64))[0] >= 0)
-
-    @property
-    def nbytes(self) -> int:
-        """What the matrix holds in memory (its spare capacity is not touched)."""
-        per_row = self.dim + self._scales.itemsize + self._ids.itemsize + self._groups.itemsize
-        return int(self._n * per_row + self._where.nbytes)
-
-    def ids(self) -> I64:
-        """The ids held, in row order."""
-        out: I64 = self._ids[: self._n].copy()
-        return out
-
-    def _grow(self, needed: int) -> None:
-        cap = len(self._ids)
-        if needed <= cap:
-            return
-        new_cap = max(needed, cap + cap // 4)  # (a doubling would hold 3x the rows)
-        codes = np.zeros((new_cap, self.dim), dtype=np.int8)
-        codes[: self._n] = self._codes[: self._n]
-        self._codes = codes
-        self._scales = _grown(self._scales, new_cap, self._n)
-        self._ids = _grown(self._ids, new_cap, self._n)
-        self._groups = _grown(self._groups, new_cap, self._n)
-
-    @_changes
-    def upsert(self, ids: Sequence[int] | I64, vectors: F32,
-               groups: Sequence[int] | I64 | None = None) -> None:
-        """Set these rows (a repeated id: the last one wins; no groups: group 0)."""
-        if len(ids) == 0:
-            return
-        keys = np.asarray(ids, dtype=np.int64).reshape(-1)
-        if vectors.shape != (len(keys), self.dim):
-            raise ValueError(f"expected {(len(keys), self.dim)} vectors, got {vectors.shape}")
-        if groups is not None and len(groups) != len(keys):
-            raise ValueError(f"expected {len(keys)} groups, got {len(groups)}")
-        group = (np.zeros(len(keys), dtype=np.int64) if groups is None
-                 else np.asarray(groups, dtype=np.int64).reshape(-1))
-        codes, scales = quantise(normalise(np.asarray(vectors, dtype=np.float32)))
-        last = last_of_each(keys)
-        if last is not None:
-            keys, codes, scales, group = keys[last], codes[last], scales[last], group[last]
-        rows = self._where.get(keys)
-        new = rows < 0
-        added = int(np.count_nonzero(new))
-        self._grow(self._n + added)
-        rows[new] = np.arange(self._n, self._n + added)
-        self._where.set(keys[new], rows[new])
-        first = self._n
-        self._n += added
-        # all new (a load, a new file): the next rows in order, written as one slice
-        at: slice | npt.NDArray[np.int64] = slice(first, self._n) if added == len(keys) else rows
-        self._ids[at] = keys
-        self._codes[at] = codes
-        self._scales[at] = scales
-        self._groups[at] = group
-        self.version += 1
-
-    def append(self, ids: I64, vectors: F32, groups: I64) -> None:
-        """A block of a load: rows appended, their ids not looked up (a block's ids
-        inserted among those held cost a copy of them all: 2 s of a million-row load).
-        ``seal`` finds them all at once after the last block; searches wait for it."""
-        self.append_codes(ids, *quantise(normalise(vectors)), groups)
-
-    @_changes
-    def append_codes(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32,
-                     groups: I64) -> None:
-        """``append`` of rows already compact (``packed`` rows read back, as ``unpack``
-        gives them): nothing to convert."""
-        self._grow(self._n + len(ids))
-        at = slice(self._n, self._n + len(ids))
-        self._codes[at], self._scales[at] = codes, scales
-        self._ids[at], self._groups[at] = ids, groups
-        self._n += len(ids)
-
-    @_changes
-    def seal(self) -> None:
-        """After ``append``: every row's id found (an id appended twice: the last wins).
-        One sort of the ids finds both the repeats and every row's place."""
-        n = self._n
-        order = np.argsort(self._ids[:n], kind="stable")
-        keys = self._ids[:n][order]
-        repeated = keys[1:] == keys[:-1]
-        if repeated.any():  # the last of each run of equal ids, in row order
-            last = np.sort(order[np.append(~repeated, True)])
-            for array in (self._codes, self._scales, self._ids, self._groups):
-                array[: len(last)] = array[last]
-            n = self._n = len(last)
-            order = np.argsort(self._ids[:n], kind="stable")
-            keys = self._ids[:n][order]
-        self._where.clear()
-        self._where.set(keys, order.astype(np.int64))
-        self.version += 1
-
-    @_changes
-    def remove(self, ids: Iterable[int] | I64) -> None:
-        """Drop these rows (absent ids are ignored): the last rows move into the holes."""
-        self.version += 1
-        given = ids if isinstance(ids, np.ndarray | list | tuple) else list(ids)
-        _, rows = self._where.drop(np.unique(np.asarray(given, dtype=np.int64).reshape(-1)))
-        if len(rows) == 0:
-            return
-        n = self._n - len(rows)
-        holes = np.sort(rows[rows < n])
-        tail = np.arange(n, self._n)
-        movers = tail[~np.isin(tail, rows)]  # as many as there are holes
-        for array in (self._codes, self._scales, self._ids, self._groups):
-            array[holes] = array[movers]
-        self._where.set(self._ids[holes], holes)
-        self._n = n
-
-    @_changes
+    @changes
     def remove_groups(self, groups: Sequence[int]) -> None:
         """Remove every row of these groups (files)."""
         hit = self.mask(np.asarray(groups, dtype=np.int64))
         if hit.any():
             self.remove(self._ids[: self._n][hit])
-
-    @_changes
-    def clear(self) -> None:
-        self._where.clear()
-        self._n = 0
-        self.version += 1
 
     def mask(self, groups: npt.NDArray[np.int64],
              without: Sequence[int] = ()) -> npt.NDArray[np.bool_]:
@@ -303,7 +126,7 @@ class VectorIndex:
 
         Safe in a worker thread while the event loop goes on: a change of the matrix
         waits for the searches reading it."""
-        with self._shared.reading():
+        with self.shared.reading():
             if groups is not None:
                 mask = self._mask_of(groups)
             return self._candidates(query, k, feedback, pool, mask, ranks, clock)
@@ -385,9 +208,3 @@ class VectorIndex:
                                                mask=mask))
         return rank(query, found, vectors, k, feedback=feedback, weight=weight, pool=pool,
                     ties=ties)
-
-
-def _grown(array: npt.NDArray[Any], size: int, keep: int) -> npt.NDArray[Any]:
-    out = np.zeros(size, dtype=array.dtype)
-    out[:keep] = array[:keep]
-    return out

@@ -161,12 +161,18 @@ class Ranking:
         semantic: list[tuple[int, float]] = []
         rows = asked.rows
         clock = asked.steps.clock()
+        # the rows the lexical branch reads with its hits: all of them where a name's
+        # definitions or a per-file cap look at them; else those a lexical answer keeps
+        # (a hybrid search reads the rows of the hits it keeps once, after fusion)
+        with_rows = (None if asked.names or shape.max_per_file is not None
+                     else top_k if mode == "lexical" else 0)
 
         async def run_lexical() -> None:
             nonlocal lexical
             if asked.lexical:
                 lexical_clock = asked.steps.clock()
-                lexical, found = await self._lexical.lexical(asked.query, depth, allowed)
+                lexical, found = await self._lexical.lexical(asked.query, depth, allowed,
+                                                             rows=with_rows)
                 rows.update(found)
                 lexical_clock.lap("lexical")
 
@@ -368,8 +374,10 @@ class Ranking:
             candidates = await anyio.to_thread.run_sync(partial(scan, ranks=self._ties.made))
         except Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
             candidates = scan(ranks=self._ties.on_loop)
-        found, exact = await self._matrix_store.exact_vectors(embedder.label, embedder.dim,
-                                                              candidates)
+        from .exact import exact_vectors  # (with the matrix: a semantic branch's)
+
+        found, exact = await exact_vectors(matrix, self._matrix_store, embedder.label,
+                                           embedder.dim, candidates)
         clock.lap("exact reads")
         from ..core.ranking import rank  # (loaded already, with the matrix)
 

@@ -60,10 +60,23 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one
 
     #: Takes a block of a matrix's load: the chunks' row ids, their vectors, their files.
     VectorBlocks: TypeAlias = Callable[[I64, F32, I64], None]
-    #: The same, already compact: row ids, int8 codes, scales, files (core/codes.py).
-    CodeBlocks: TypeAlias = Callable[[I64, npt.NDArray[np.int8], F32, I64], None]
-else:
-    VectorBlocks = CodeBlocks = Callable
+    #: Gives rows appended by their vectors alone the chunks each serves (vector rows
+    #: ascending, chunks, files); returns which vectors had a row
+    #: (``VectorIndex.assign``).
+    Assign: TypeAlias = Callable[[I64, I64, I64], npt.NDArray[np.bool_]]
+
+
+class CodeBlocks(Protocol):
+    """Takes a block of a matrix's load, already compact: the chunks' row ids, int8
+    codes, scales (``core/codes.py``), files, and each vector's own row in the store
+    (``MatrixStore.vectors_at`` reads it back; several chunks may share one)."""
+
+    def __call__(self, ids: I64, codes: npt.NDArray[np.int8], scales: F32, groups: I64, /,
+                  sources: I64 | None = None) -> None: ...
+
+
+if not TYPE_CHECKING:
+    VectorBlocks = Assign = Callable
 
 #: (chunk row id, score) best first.
 Ranked = list[tuple[int, float]]
@@ -167,13 +180,14 @@ class LexicalLeg(Protocol):
         None: nothing to say."""
         ...
 
-    async def lexical(self, query: str, limit: int, allowed: Allowed | None,
-                      ) -> tuple[Ranked, dict[int, ChunkRecord]]:
+    async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
+                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
         """The best ``limit`` chunks for the words of ``query`` by BM25 (as the contract
         reads a query: OR-ed words, phrases, prefixes, stopwords, CJK words), only
         chunks of ``allowed`` files when given (before the limit), equal scores in
-        ``common.stable_order``; with the rows of those chunks. Nothing searchable in
-        the query: nothing found."""
+        ``common.stable_order``; with the rows of (at least) the first ``rows`` of those
+        chunks (None: of all; a hybrid search reads the rows of the hits it keeps
+        once, after fusion). Nothing searchable in the query: nothing found."""
         ...
 
 
@@ -197,13 +211,22 @@ class MatrixStore(Protocol):
         """At least as many as the chunks with a vector (to size a matrix before a load)."""
         ...
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
-                             into_codes: CodeBlocks | None = None) -> int:
+                             into_codes: CodeBlocks | None = None,
+                             assign: Assign | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` a block at a time
         from one snapshot (given ``into_codes``, all of them to it, compact); returns
-        how many."""
+        how many. Given ``assign`` too, the compact rows may be handed on by their
+        vectors alone (ids -1) while the chunks they serve are found beside them, then
+        given those by ``assign`` (the rows read, and the chunks found, each in a
+        snapshot of its own: what changed between is in the changes the query actor
+        replays after a load)."""
         ...
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
+        ...
+    async def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
+        """The float32 vectors stored at these rows of the store's vectors (the
+        ``sources`` of a load: those still there, of any model), ascending."""
         ...
     async def in_stable_order(self, ranked: Ranked, limit: int) -> Ranked: ...
 

@@ -413,3 +413,26 @@ def test_a_change_waits_for_the_search_reading_the_matrix() -> None:
     search.join(10)
     change.join(10)
     assert list(found[0]) == [1, 2, 3] and len(index) == 1
+
+
+def _resident_bytes() -> int:
+    import os
+
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="Linux's /proc")
+def test_a_matrixs_pages_are_faulted_in_before_a_load_writes_them_and_its_rows_stay() -> None:
+    rng = np.random.default_rng(3)
+    matrix = VectorIndex(384, capacity=200_000)  # (77 MB of codes, none touched yet)
+    ids = np.arange(1, 1001, dtype=np.int64)
+    matrix.append(ids, rng.normal(size=(1000, 384)).astype(np.float32), ids % 7)
+    matrix.seal()
+    query = rng.normal(size=384).astype(np.float32)
+    before, resident = matrix.candidates(query, 50), _resident_bytes()
+    assert matrix.populate(150_000)
+    faulted = _resident_bytes() - resident
+    assert faulted >= 0.9 * 149_000 * 384  # (the pages the first 150,000 rows' codes fill)
+    assert faulted < 200_000 * 384  # (not the spare rows beyond them)
+    assert np.array_equal(matrix.candidates(query, 50), before)

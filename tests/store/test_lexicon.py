@@ -128,9 +128,14 @@ async def test_equal_scores_rank_by_path_whichever_side_of_the_watermark_they_ar
         path = dict(conn.execute("SELECT c.id, f.rel_path FROM chunks c JOIN files f "
                                  "ON f.id = c.file_id WHERE c.content = 'zebra stripes'"))
     for limit in range(1, 7):
-        ranked, _ = await index.reader.lexical(match, limit)
+        ranked, rows = await index.reader.lexical(match, limit)
         assert_same_ranking(ranked, index.db, match, limit)
         assert [path[c] for c, _ in ranked] == sorted(path.values())[:limit]
+        assert set(rows) == {c for c, _ in ranked}
+        # ordered by path without the tied chunks' rows: only the first ones' are read
+        fewer, first = await index.reader.lexical(match, limit, rows=1)
+        assert fewer == ranked and set(first) == {ranked[0][0]}
+        assert first[ranked[0][0]] == rows[ranked[0][0]]
 
 
 async def test_the_lexicon_is_built_again_once_enough_chunks_changed(index: Index) -> None:

@@ -223,9 +223,9 @@ async def test_a_load_of_the_stored_compact_rows_holds_what_a_load_of_float32_ho
             compact.append(ids, rows, files)
 
         def codes(ids: np.ndarray, codes: np.ndarray, scales: np.ndarray,
-                  files: np.ndarray) -> None:
+                  files: np.ndarray, sources: np.ndarray | None = None) -> None:
             taken["compact"] += len(ids)
-            compact.append_codes(ids, codes, scales, files)
+            compact.append_codes(ids, codes, scales, files, sources)
 
         assert await vectors.stream(conn, db, MODEL, DIM, converted.append, block=7) == len(
             stored)
@@ -352,3 +352,133 @@ async def test_a_text_thousands_of_chunks_share_is_converted_once_not_per_chunk(
     want = VectorIndex(DIM)
     want.upsert(list(range(1, n + 1)), np.tile(vector, (n, 1)), [1] * n)
     assert same_rows(matrix, want)
+
+
+class _Counting(Reader):
+    """The real reader, counting the chunks it reads through their texts."""
+
+    through_texts: int = 0
+
+    async def exact_vectors(self, model: str, dim: int,
+                            rowids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.through_texts += len(rowids)
+        return await super().exact_vectors(model, dim, rowids)
+
+
+def _by_id(ids: np.ndarray, vectors: np.ndarray) -> dict[int, bytes]:
+    return {int(i): v.tobytes() for i, v in zip(ids, vectors, strict=True)}
+
+
+async def _loaded(db: Path) -> VectorIndex:
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        matrix = VectorIndex(DIM)
+        await vectors.stream(conn, db, MODEL, DIM, matrix.append, block=16,
+                             into_codes=matrix.append_codes)
+    finally:
+        await conn.close()
+    matrix.seal()
+    return matrix
+
+
+async def test_a_searchs_candidates_are_read_by_their_vectors_rows_as_the_texts_give_them(
+    tmp_path: Path,
+) -> None:
+    from rifflux.query.exact import exact_vectors
+
+    # (every other text without a compact row: converted as it loads, its row known too)
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 400, codes=lambda text: text % 2 == 0)
+    matrix = await _loaded(db)
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        reader = _Counting(conn, db)
+        rng = np.random.default_rng(6)
+        for _ in range(5):
+            found = matrix.candidates(rng.normal(size=DIM).astype(np.float32), 40)
+            want = _by_id(*await Reader(conn, db).exact_vectors(MODEL, DIM, found))
+            assert _by_id(*await exact_vectors(matrix, reader, MODEL, DIM, found)) == want
+            assert len(want) == len(found)
+        assert reader.through_texts == 0  # every one by its row
+        matrix.upsert([2], stored[2][None, :] * 2, [1])  # (since the load: its row not known)
+        got = _by_id(*await exact_vectors(matrix, reader, MODEL, DIM,
+                                          np.asarray([2, 3], dtype=np.int64)))
+        assert got == {2: stored[2].tobytes(), 3: stored[3].tobytes()}
+        assert reader.through_texts == 1
+    finally:
+        await conn.close()
+
+
+async def test_a_vectors_row_deleted_or_taken_by_another_text_is_read_through_the_text(
+    tmp_path: Path,
+) -> None:
+    from rifflux.query.exact import exact_vectors
+
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 100, codes=lambda text: True)
+    matrix = await _loaded(db)
+    asked = np.asarray([2, 3, 4, 5, 10, 11, 20], dtype=np.int64)
+    sources = dict(zip(asked.tolist(), matrix.sources(asked).tolist(), strict=True))
+    assert sources[2] == sources[3] and min(sources.values()) > 0  # (one text, one row)
+    other = np.random.default_rng(8).normal(size=DIM).astype(np.float32)
+    with sqlite3.connect(db) as con:
+        # text 1 (chunks 2, 3) embedded again: its old row deleted, then taken by another
+        # text's vector; text 2 (chunks 4, 5): its new row elsewhere, the old one empty;
+        # chunk 10 deleted with its text's vector (text 5: chunk 11 kept, re-embedded)
+        con.execute("DELETE FROM embeddings WHERE id IN (?, ?, ?)",
+                    (sources[2], sources[4], sources[10]))
+        con.execute("INSERT INTO embeddings(id, content_hash, model, dim, vector) "
+                    "VALUES (?, 'h-other', ?, ?, ?)", (sources[2], MODEL, DIM, other.tobytes()))
+        con.execute("DELETE FROM chunks WHERE id = 10")
+        con.executemany("INSERT INTO embeddings(content_hash, model, dim, vector) "
+                        "VALUES (?, ?, ?, ?)",
+                        [(f"h{t}", MODEL, DIM, stored[c].tobytes())
+                         for t, c in ((1, 2), (2, 4), (5, 11))])
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        reader = _Counting(conn, db)
+        got = _by_id(*await exact_vectors(matrix, reader, MODEL, DIM, asked))
+        want = _by_id(*await Reader(conn, db).exact_vectors(MODEL, DIM, asked))
+    finally:
+        await conn.close()
+    assert got == want == {c: stored[c].tobytes() for c in (2, 3, 4, 5, 11, 20)}
+    assert reader.through_texts == 6  # (2, 3: their row taken; 4, 5, 10, 11: theirs gone)
+
+
+async def test_a_load_finding_the_chunks_beside_the_rows_holds_what_a_load_in_one_read_holds(
+    tmp_path: Path,
+) -> None:
+    # texts two chunks share (a row copied), texts without a compact row (converted),
+    # a vector no chunk uses any more (its row dropped), chunks not embedded yet
+    db = tmp_path / "i.db"
+    stored = await vectors_db(db, 300, codes=lambda text: text % 5 != 0)
+    orphan = np.random.default_rng(9).normal(size=(1, DIM)).astype(np.float32)
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT INTO embeddings(content_hash, model, dim, vector) "
+                    "VALUES ('unused', ?, ?, ?)", (MODEL, DIM, orphan.tobytes()))
+        con.execute("INSERT INTO embedding_codes(id, model, codes) SELECT id, model, ? FROM "
+                    "embeddings WHERE content_hash = 'unused'", (packed(orphan)[0],))
+    opened: list[object] = []
+
+    async def beside() -> object:
+        other = await connect(db, busy_timeout_ms=1000, readonly=True)
+        opened.append(other)
+        return other
+
+    conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    try:
+        at_once, found_beside = VectorIndex(DIM, capacity=4), VectorIndex(DIM, capacity=4)
+        one = await Reader(conn, db).stream_vectors(MODEL, DIM, at_once.append,
+                                                    at_once.append_codes, at_once.assign)
+        two = await Reader(conn, db, beside=beside).stream_vectors(  # type: ignore[arg-type]
+            MODEL, DIM, found_beside.append, found_beside.append_codes, found_beside.assign)
+    finally:
+        await conn.close()
+    at_once.seal()
+    found_beside.seal()
+    assert len(opened) == 1  # (the second load found the chunks on another connection)
+    assert one == two == len(at_once) == len(found_beside) == len(stored)
+    assert same_rows(found_beside, at_once)
+    ids = np.asarray(sorted(stored), dtype=np.int64)
+    assert np.array_equal(found_beside.sources(ids), at_once.sources(ids))
+    assert (at_once.sources(ids) > 0).all()

@@ -121,8 +121,8 @@ class Lexical:
                 "builds it again after a server restart or a restore; a read replica never "
                 "holds it): the same answers, slower")
 
-    async def lexical(self, query: str, limit: int, allowed: Allowed | None,
-                      ) -> tuple[Ranked, dict[int, ChunkRecord]]:
+    async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
+                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
         q = lexical_query(query)
         if q is None:
             return [], {}
@@ -135,9 +135,10 @@ class Lexical:
                 else:
                     ranked = await _as_fts5(conn, q, await self._found(conn, q, limit, allowed),
                                             limit)
-                rows = await conn.fetch(ROW_SQL + "WHERE c.id = ANY($1)",
-                                        [rowid for rowid, _ in ranked])
-        return ranked, {int(r[0]): row_dict(r) for r in rows}
+                wanted = [rowid for rowid, _ in ranked[:rows]]
+                read = await conn.fetch(ROW_SQL + "WHERE c.id = ANY($1)",
+                                        wanted) if wanted else []
+        return ranked, {int(r[0]): row_dict(r) for r in read}
 
     async def _found(self, conn: Connection, q: LexicalQuery, limit: int,
                      allowed: Allowed | None) -> list[Any]:

@@ -33,9 +33,10 @@ class Lexical:
         """Nothing to say: FTS5's index is the file's own."""
         return None
 
-    async def lexical(self, query: str, limit: int, allowed: Allowed | None,
-                      ) -> tuple[Ranked, dict[int, ChunkRecord]]:
+    async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
+                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
         plan = lexical_plan(query)
         if plan is None:
             return [], {}  # no word to look for
-        return await self._reader.lexical(plan["match"], limit, allowed, plan["every"])
+        return await self._reader.lexical(plan["match"], limit, allowed, plan["every"],
+                                          rows=rows)

@@ -179,28 +179,28 @@ class Lexicon:
     # ------------------------------------------------------------ state
 
     async def _count(self, sql: str, params: Sequence[object] = ()) -> int:
-        cur = await self._conn.execute(sql, params)
-        row = await cur.fetchone()
+        row = next(iter(await self._conn.execute_fetchall(sql, params)), None)
         return 0 if row is None else int(row[0])
 
     async def _state(self) -> tuple[_Build, int, int, int, int, float] | None:
         """The build; its effective watermark (chunks at or below it are as they were
         at the build, or gone); the newest chunk id; how many chunks of the build are
         gone; FTS5's row count and tokens per row. None without a usable build."""
-        cur = await self._conn.execute(
+        # (each statement in one trip to the connection's thread: a search makes several,
+        # and on a busy machine each trip is a thread's wake-up)
+        row = next(iter(await self._conn.execute_fetchall(
             "SELECT build, upto, fresh_from, weights, "
             "(SELECT block FROM chunks_fts_data WHERE id = 1), "
             "(SELECT max(id) FROM chunks), (SELECT count(*) FROM lexicon_gone) "
-            "FROM lexicon WHERE id = 1")
-        row = await cur.fetchone()
+            "FROM lexicon WHERE id = 1")), None)
         if row is None or row[3] != WEIGHTS_TEXT:
             return None
         number, upto = int(row[0]), int(row[1])
         if row[2] is not None:
             upto = min(upto, int(row[2]) - 1)
         if self._build is None or self._build.number != number:
-            cur = await self._conn.execute("SELECT lengths, files FROM lexicon WHERE id = 1")
-            blobs = await cur.fetchone()
+            blobs = next(iter(await self._conn.execute_fetchall(
+                "SELECT lengths, files FROM lexicon WHERE id = 1")), None)
             assert blobs is not None
             lengths = bm25.decode_counts(blobs[0])
             self._build = _Build(number, lengths, bm25.decode_counts(blobs[1]).astype(np.int64),
@@ -213,10 +213,9 @@ class Lexicon:
 
     async def _every(self, every: str, build: _Build, upto: int) -> Mask:
         """The chunks at or below the watermark that match ``every``, by chunk id."""
-        cur = await self._conn.execute(
+        found = [int(r[0]) for r in await self._conn.execute_fetchall(
             "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid <= ?",
-            (every, upto))
-        found = [int(r[0]) for r in await cur.fetchall()]
+            (every, upto))]
         mask = np.zeros(len(build.lengths), dtype=np.bool_)
         mask[np.asarray(found, dtype=np.int64)] = True
         return mask
@@ -227,8 +226,8 @@ class Lexicon:
         if count == 0:
             return None
         if self._dead is None or self._dead[0] != count:
-            cur = await self._conn.execute("SELECT id FROM lexicon_gone")
-            gone = np.fromiter((int(r[0]) for r in await cur.fetchall()), dtype=np.int64)
+            gone = np.fromiter((int(r[0]) for r in await self._conn.execute_fetchall(
+                "SELECT id FROM lexicon_gone")), dtype=np.int64)
             mask = np.zeros(len(build.lengths), dtype=np.bool_)
             mask[gone[gone < len(mask)]] = True
             self._dead = (count, mask)
@@ -244,10 +243,9 @@ class Lexicon:
             await self._conn.executemany(
                 "INSERT INTO lexicon_words(rowid, word) VALUES (?, ?)",
                 list(enumerate(todo, 1)))
-            cur = await self._conn.execute(
-                "SELECT doc, term FROM lexicon_word_tokens ORDER BY doc, offset")
             tokens: dict[int, list[str]] = {}
-            for doc, term in await cur.fetchall():
+            for doc, term in await self._conn.execute_fetchall(
+                    "SELECT doc, term FROM lexicon_word_tokens ORDER BY doc, offset"):
                 tokens.setdefault(int(doc), []).append(str(term))
             await self._conn.execute(clear)
             for i, text in enumerate(todo, 1):
@@ -260,10 +258,10 @@ class Lexicon:
         """The build's lists of these terms (None for a term without one)."""
         todo = sorted(t for t in terms if t not in self._lists)
         if todo:
-            cur = await self._conn.execute(
-                f"SELECT term, ids, counts FROM lexicon_terms WHERE term IN "
-                f"({','.join('?' * len(todo))})", todo)
-            found = {str(r[0]): (bytes(r[1]), bytes(r[2])) for r in await cur.fetchall()}
+            found = {str(r[0]): (bytes(r[1]), bytes(r[2]))
+                     for r in await self._conn.execute_fetchall(
+                         f"SELECT term, ids, counts FROM lexicon_terms WHERE term IN "
+                         f"({','.join('?' * len(todo))})", todo)}
             for term in todo:
                 blobs = found.get(term)
                 if blobs is None:
@@ -301,10 +299,9 @@ class Lexicon:
     async def _unlisted(self, term: str) -> _Part:
         """A term without a list: its instances from FTS5's index (every chunk that
         holds it now), weighed in numpy."""
-        cur = await self._conn.execute(
+        found = next(iter(await self._conn.execute_fetchall(
             f"SELECT json_group_array(doc), json_group_array({INSTANCE_WEIGHT}) "
-            "FROM lexicon_instances WHERE term = ?", (term,))
-        found = await cur.fetchone()
+            "FROM lexicon_instances WHERE term = ?", (term,))), None)
         assert found is not None
         docs, weights = str(found[0]), str(found[1])
 
@@ -322,10 +319,9 @@ class Lexicon:
         """A phrase, a prefix, a lone CJK character: FTS5's bm25 of it alone is exactly
         its part of the query's score."""
         w = ", ".join(repr(x) for x in bm25.WEIGHTS)
-        cur = await self._conn.execute(
+        found = list(await self._conn.execute_fetchall(
             f"SELECT rowid, bm25(chunks_fts, {w}) FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? AND rowid <= ?", (clause, upto))
-        found = list(await cur.fetchall())
+            "WHERE chunks_fts MATCH ? AND rowid <= ?", (clause, upto)))
         ids = np.fromiter((int(r[0]) for r in found), dtype=np.int64, count=len(found))
         adds = np.fromiter((-float(r[1]) for r in found), dtype=np.float64, count=len(found))
         return _Part(len(ids), lambda _: (ids, adds))

@@ -11,7 +11,7 @@ file (``recovery.CHECK_AT_OPEN_MOST``) runs once the index serves (``OpenStore.l
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -144,9 +144,12 @@ async def _close(conn: aiosqlite.Connection) -> None:
 @asynccontextmanager
 async def _reading(db: Path, settings: Settings) -> AsyncIterator[Reader]:
     """A short-lived read connection (for loading the vector matrix, or the catalog)."""
-    conn = await connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True,
-                         snapshot=settings.read_snapshot)
+    def beside() -> Awaitable[aiosqlite.Connection]:  # (a load reads on two at once)
+        return connect(db, busy_timeout_ms=settings.busy_timeout_ms, readonly=True,
+                       snapshot=settings.read_snapshot)
+
+    conn = await beside()
     try:
-        yield Reader(conn, db)
+        yield Reader(conn, db, beside=beside)
     finally:
         await _close(conn)

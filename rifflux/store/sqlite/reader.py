@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone
     from ...core.hits import Hit
     from ...core.vectors import F32, I64
     from ...types import ChunkRecord
-    from ..protocols import CodeBlocks, VectorBlocks
+    from ..protocols import Assign, CodeBlocks, VectorBlocks
     from .lexicon import Lexicon
     from .missing import Missing
     from .sql import Connection
@@ -86,10 +86,13 @@ class Reader(Listings):
     """``ReadStore`` (its counts and lists: ``Listings``), the lexical leg's ranking and
     ``MatrixStore``."""
 
-    def __init__(self, conn: Connection, db_path: Path) -> None:
+    def __init__(self, conn: Connection, db_path: Path, *,
+                 beside: Callable[[], Awaitable[Connection]] | None = None) -> None:
         super().__init__(OnConnection(conn, db_path))
         self.conn = conn
         self.db_path = db_path
+        #: Opens another read connection, for what a load reads beside this one.
+        self._beside = beside
         self._lexicon: Lexicon | None = None  # (its module imports numpy: made when used)
 
     def _lexicon_of(self) -> Lexicon:
@@ -101,8 +104,10 @@ class Reader(Listings):
 
     async def lexical(
         self, match: str, limit: int, allowed: Allowed | None = None, every: str | None = None,
+        *, rows: int | None = None,
     ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
-        """(chunk rowid, bm25) best first, and those chunks' rows. ``match`` must come
+        """(chunk rowid, bm25) best first, and the rows of (at least) the first ``rows``
+        of those chunks (None: all; ties are ordered without them). ``match`` must come
         from ``build_match`` and ``every`` from ``build_every``: the chunks that match it
         (that hold every word of the query) come first, each group by bm25. With
         ``allowed``, only chunks of those files are ranked (before the limit). Equal
@@ -115,13 +120,16 @@ class Reader(Listings):
             try:
                 # (the lexicon knows chunks by file, not by language: a search kept to
                 # some languages is ranked by FTS5)
-                if await lexicon_built(self.conn) and not (allowed and allowed.langs):
+                # (once a lexicon was seen, its state, read in the snapshot, says whether
+                # it can serve: no look before it)
+                if (self._lexicon is not None or await lexicon_built(self.conn)) and not (
+                        allowed and allowed.langs):
                     lexicon = self._lexicon_of()
                     async with lexicon.snapshot():
                         best = await lexicon.ranked(match, limit, allowed, every,
                                                     self._ranked_above)
                         if best is not None:
-                            return await self._in_order(best, limit)
+                            return await self._in_order(best, limit, rows)
                 return await self._by_fts(match, limit, allowed, every)
             except sqlite3.OperationalError as exc:
                 # build_match only emits quoted terms, so this is not expected; a query
@@ -178,24 +186,26 @@ class Reader(Listings):
                 {**params, "score": last[1], "tier": last[2]})]
         return hits
 
-    async def _in_order(self, hits: list[Hit],
-                        limit: int) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
-        """``hits`` best first, holding every chunk tied with the ``limit``-th of them,
-        cut to ``limit`` with equal scores in ``stable_order``, and their rows."""
+    async def _in_order(self, hits: list[Hit], limit: int, rows: int | None,
+                        ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+        """``hits`` (best first, equal places together) holding every chunk tied with
+        the ``limit``-th of them, cut to ``limit`` with equal scores in ``stable_order``
+        (the order keys of tied chunks alone are read), and the rows of the first
+        ``rows`` (None: all)."""
         last = place(hits[limit - 1]) if 0 < limit < len(hits) else None
         tied = [] if last is None else [h[0] for h in hits if place(h) == last]
         better = [h for h in hits[:limit] if last is None or place(h) < last]
-        found = await self.rows([h[0] for h in better])
-        better = sorted((h for h in better if h[0] in found), key=lambda h: (
-            *place(h), found[h[0]]["path"], found[h[0]]["chunk_index"],
-            found[h[0]]["root"]))
+        among = [h[0] for i, h in enumerate(better)  # (copies of one text, mostly)
+                 if (i > 0 and place(better[i - 1]) == place(h))
+                 or (i + 1 < len(better) and place(better[i + 1]) == place(h))]
+        keys = await self._order_keys(among + tied) if among or tied else {}
+        better.sort(key=lambda h: (*place(h), *keys.get(h[0], _GONE)))
         ranked = [(cid, score) for cid, score, _ in better]
         if tied and last is not None:
-            keys = await self._order_keys(tied)
             tied = sorted(tied, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
             ranked += [(cid, last[1]) for cid in tied]
-            found.update(await self.rows(tied))
-        return ranked, found
+        wanted = [cid for cid, _ in ranked[:rows]]
+        return ranked, (await self.rows(wanted) if wanted else {})
 
     async def in_stable_order(self, ranked: list[tuple[int, float]],
                               limit: int) -> list[tuple[int, float]]:
@@ -251,20 +261,32 @@ class Reader(Listings):
         return await vectors.upper_bound(self.conn, self.db_path)
 
     async def stream_vectors(self, model: str, dim: int, into: VectorBlocks,
-                             into_codes: CodeBlocks | None = None) -> int:
+                             into_codes: CodeBlocks | None = None,
+                             assign: Assign | None = None) -> int:
         """Every chunk with a vector of ``model``, handed to ``into`` (row ids, vectors,
         files) a block at a time from one snapshot, or, given ``into_codes``, all of them
-        to it compact (row ids, codes, scales, files); returns how many."""
+        to it compact (row ids, codes, scales, files); returns how many. Given
+        ``assign`` and a connection beside this one, the chunks the compact rows serve
+        are found on that one while the rows are read (``vectors.stream``)."""
         from . import vectors
 
         return await vectors.stream(self.conn, self.db_path, model, dim, into,
-                                    into_codes=into_codes)
+                                    into_codes=into_codes,
+                                    beside=None if assign is None else self._beside,
+                                    assign=assign)
 
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
         from . import vectors
 
         return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
+
+    async def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
+        """The float32 vectors stored at these rows of ``embeddings`` (those still
+        there), ascending."""
+        from . import vectors
+
+        return await vectors.at_rows(self.conn, self.db_path, dim, sources)
 
     async def catalog(self, *, in_thread: bool = True,
                       ) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:
