@@ -19,7 +19,7 @@ import pytest
 
 from rifflux import IndexDatabaseError, ReadOnlyError, Rifflux, Settings
 from rifflux.location import DatabaseUrl
-from rifflux.store.postgres import lexical as postgres_lexical
+from rifflux.store.postgres import bm25_index
 
 from .helpers import CountingEmbedder, eventually, index_rows, numbered_notes, write
 from .postgres import PostgresServer, postmaster_pid, streaming_replica
@@ -36,7 +36,7 @@ def soon(monkeypatch: pytest.MonkeyPatch) -> None:
     from rifflux.actors import care
 
     monkeypatch.setattr(care, "MEND_EVERY", 0.3)
-    monkeypatch.setattr(postgres_lexical, "CHECK_AGAIN_EVERY", 0.2)
+    monkeypatch.setattr(bm25_index, "CHECK_AGAIN_EVERY", 0.2)
 
 
 async def answers(rf: Rifflux) -> list[list[tuple[str, int]]]:

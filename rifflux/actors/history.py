@@ -13,15 +13,16 @@ It writes on a connection of its own (the history's tables and the commits'
 vectors, never a chunk: the indexer stays the only writer of the notes; SQLite
 serialises the two, each transaction short). Searches run on a reader connection
 (``history.search``), never through this inbox, so a long first read of a large
-history never holds one up. SQLite only, for now: on PostgreSQL the history is off
-and its answers say so.
+history never holds one up. On PostgreSQL the same, on a pool of its own
+(``store.postgres.history``): its writes take the writers' lock, each short.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,11 +32,11 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ..config import Settings
 from ..history.repos import Repository, find_repositories, ref_files
+from ..history.rows import HistoryRows
 from ..history.search import HistorySearch
 from ..history.sync import Synced, sync_repository
 from ..history_types import HistoryStatus
 from ..location import DatabaseUrl
-from ..store.sqlite.history import HistoryRows
 from .events import EventHub, JobChanged
 from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
 
@@ -97,8 +98,10 @@ class HistoryActor:
 
     @property
     def problems(self) -> list[str]:
-        """Why the history may hold less than it should (repositories git cannot read)."""
-        return list(self._problems)
+        """Why the history may hold less than it should (repositories git cannot read),
+        or ranks otherwise than it should (a PostgreSQL server without its BM25 index)."""
+        condition = None if self.search is None else self.search.rows.condition()
+        return [*self._problems, *([condition] if condition else [])]
 
     def want(self, why: str) -> None:
         """Read what is new (a message; dropped when one is queued already)."""
@@ -110,47 +113,61 @@ class HistoryActor:
     async def caught_up(self) -> None:
         """Return once a read has begun and finished since the last ``want``."""
         if self._writer is None:
-            return  # (nothing is read: a read-only index, or PostgreSQL)
+            return  # (nothing is read: a read-only index)
         target = self._asked
         while self._done < target:
             await self._synced.wait()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        s = self._settings
+        try:
+            async with self._rows() as (reader, writer):
+                self.search = HistorySearch(reader, model=self._model)
+                self._writer = writer
+                async with self._inbox, anyio.create_task_group() as tg:
+                    task_status.started()
+                    if self._writer is None:
+                        return
+                    tg.start_soon(self._wait_for_model, name="rifflux.history.model")
+                    tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
+                    if s.history_unasked:
+                        tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
+                        self.want("start")
+                    await self._serve(tg)
+                    tg.cancel_scope.cancel()
+        finally:
+            self._inbox.close()  # (also when the index could not be opened)
+
+    @asynccontextmanager
+    async def _rows(self) -> AsyncIterator[tuple[HistoryRows, HistoryRows | None]]:
+        """The rows searches read, and those the reads write (None: a read-only open),
+        on connections of the history's own."""
         where = self._settings.db_path
+        s = self._settings
         if isinstance(where, DatabaseUrl):
-            self._inbox.close()
-            task_status.started()  # (the history is kept on SQLite only, for now)
+            from ..store.postgres.history import open_history
+
+            async with open_history(where, seconds=max(s.busy_timeout_ms / 1000, 1.0)) as rows:
+                yield rows, None if s.read_only else rows
             return
+        from ..store.sqlite.history import HistoryRows as SqliteRows
         from ..store.sqlite.schema import connect
 
         db = where.expanduser().resolve()
-        s = self._settings
-        conns: list[aiosqlite.Connection] = []
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+
+            async def closed(conn: aiosqlite.Connection) -> None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await conn.close()
+
             reader = await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True,
                                    snapshot=s.read_snapshot)
-            conns.append(reader)
-            self.search = HistorySearch(HistoryRows(reader, db), model=self._model)
+            stack.push_async_callback(closed, reader)
+            writer = None
             if not s.read_only:
                 writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
-                conns.append(writer)
-                self._writer = HistoryRows(writer, db)
-            async with self._inbox, anyio.create_task_group() as tg:
-                task_status.started()
-                if self._writer is None:
-                    return
-                tg.start_soon(self._wait_for_model, name="rifflux.history.model")
-                tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
-                if s.history_unasked:
-                    tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
-                    self.want("start")
-                await self._serve(tg)
-                tg.cancel_scope.cancel()
-        finally:
-            self._inbox.close()  # (also when the index could not be opened)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                for conn in conns:
-                    await conn.close()
+                stack.push_async_callback(closed, writer)
+            yield SqliteRows(reader, db), None if writer is None else SqliteRows(writer, db)
 
     def close(self) -> None:
         self._send.close()

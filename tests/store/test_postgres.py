@@ -229,6 +229,8 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN page")
     await index_rows(url, "ALTER TABLE files DROP COLUMN langs")  # (version 5's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN lang")
+    await index_rows(url, "DROP TABLE commit_paths, commits, history_repos, commit_totals")
+    await index_rows(url, "DROP FUNCTION rifflux_commits_in(), rifflux_commits_out()")
     await index_rows(url, "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="older Rifflux.*without read_only"):
         async with Rifflux(settings=Settings(db_path=DatabaseUrl(url), read_only=True)):
@@ -248,6 +250,7 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
         == [(str(SCHEMA_VERSION),)]
     assert await index_rows(url, "SELECT count(*) FROM pg_trigger WHERE tgname = "
                             "'changes_notified'") == [(1,)]
+    assert await index_rows(url, "SELECT commits, tokens FROM commit_totals") == [(0, 0)]
     assert [await index_rows(url, sql) for sql in _WORD_COUNTS] == counted
     # the files are read again at start, and each chunk learns its language
     async with Rifflux(url, embedder=CountingEmbedder()) as rf:
