@@ -7,6 +7,7 @@ worktree, a submodule, a truncated pack)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -382,3 +383,25 @@ async def test_a_new_commit_is_searchable_while_a_backlog_waits_for_vectors(
         assert (await rf.status())["history"]["pending_embeddings"] >= 3
         embedder.gate.set()
     assert found["results"][0]["title"] == "Describe the rollback drill"
+
+
+async def test_both_stores_rank_commits_by_the_same_bm25(
+        tmp_path: Path, new_postgres_index: Callable[[], str]) -> None:
+    repo = handbook(tmp_path)
+    topics = ("Tune the retry backoff", "Document the cache eviction", "Fix flaky links in "
+              "the sitemap", "Rename the upload bucket", "Add jitter to the retry loop",
+              "Explain the release calendar", "Evict stale cache entries on deploy")
+    for i, title in enumerate(topics):
+        commit(repo, f"{title}\n\n{'Uploads retry on flaky links. ' * (i % 3)}See the "
+               f"{'cache ' * i}notes.", {f"docs/step{i}.md": f"# {title}\n\n{'jitter ' * i}\n"})
+    queries = ("retry policy uploads", "deploy*", '"flaky links"', "cache eviction jitter",
+               "onboarding guide", "retry loop", "step3")
+    ranked: list[list[list[tuple[str, float | None]]]] = []
+    for where in (tmp_path / "i.db", new_postgres_index()):
+        async with Rifflux(where, embedder=CountingEmbedder()) as rf:
+            await rf.reindex(repo)
+            await rf.wait_for_history()
+            ranked.append([[(h["title"], h["scores"]["bm25"]) for h in (
+                await rf.search_history(q, mode="lexical", top_k=20))["results"]]
+                for q in queries])
+    assert all(ranked[0]) and ranked[0] == ranked[1]

@@ -126,7 +126,9 @@ class HistoryActor:
                 self._writer = writer
                 async with self._inbox, anyio.create_task_group() as tg:
                     task_status.started()
-                    if self._writer is None:
+                    if self._writer is None:  # (a read-only open: searches only, on the
+                        async for _ in self._inbox:  # rows kept open until it closes)
+                            pass
                         return
                     tg.start_soon(self._wait_for_model, name="rifflux.history.model")
                     tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
