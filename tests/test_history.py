@@ -405,3 +405,29 @@ async def test_both_stores_rank_commits_by_the_same_bm25(
                 await rf.search_history(q, mode="lexical", top_k=20))["results"]]
                 for q in queries])
     assert all(ranked[0]) and ranked[0] == ranked[1]
+
+
+async def test_a_process_opened_later_searches_the_history_another_indexed(
+        tmp_path: Path, db: Location) -> None:
+    repo = handbook(tmp_path)
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+
+        async def embedded() -> bool:
+            return (await rf.status())["history"]["pending_embeddings"] == 0
+
+        await eventually(embedded)
+    embedder = CountingEmbedder()
+    async with Rifflux(db, embedder=embedder, settings=Settings(read_only=True)) as reader:
+        lexical = await reader.search_history("retry policy", mode="lexical")
+        semantic = await reader.search_history("retry policy uploads", mode="semantic")
+        shown = await reader.show_commit(lexical["results"][0]["hash"])
+        whole = await reader.history("docs/deploy.md")
+    assert lexical["results"][0]["title"] == "Introduce a retry policy for uploads"
+    assert semantic["results"][0]["title"] == "Introduce a retry policy for uploads"
+    assert shown["body"].startswith("Uploads failed on flaky links")
+    assert [c["title"] for c in whole["commits"]] == [
+        "Introduce a retry policy for uploads", "Add the deployment notes"]
+    # the commits' vectors were read, not made again: only the query was embedded
+    assert not [t for t in embedder.embedded if t.startswith(("Add the", "Introduce"))]
