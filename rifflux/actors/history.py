@@ -182,7 +182,7 @@ class HistoryActor:
             while True:  # what else is queued comes with it
                 try:
                     more = self._inbox.receive_nowait()
-                except anyio.WouldBlock:
+                except (anyio.WouldBlock, anyio.EndOfStream):  # (or closed meanwhile)
                     break
                 wanted = wanted or isinstance(more, HistoryWanted)
             try:
