@@ -431,3 +431,32 @@ async def test_a_process_opened_later_searches_the_history_another_indexed(
         "Introduce a retry policy for uploads", "Add the deployment notes"]
     # the commits' vectors were read, not made again: only the query was embedded
     assert not [t for t in embedder.embedded if t.startswith(("Add the", "Introduce"))]
+
+
+_ORPHANS = ("SELECT count(*) FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE "
+            "c.content_hash = e.content_hash) AND NOT EXISTS (SELECT 1 FROM commits m WHERE "
+            "m.content_hash = e.content_hash)")
+_COMMIT_VECTORS = ("SELECT count(*) FROM embeddings e WHERE EXISTS (SELECT 1 FROM commits m "
+                   "WHERE m.content_hash = e.content_hash)")
+
+
+async def test_commit_vectors_outlive_the_pruning_of_orphan_vectors(
+        tmp_path: Path, db: Location) -> None:
+    repo = handbook(tmp_path)
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+
+        async def embedded() -> bool:
+            return (await rf.status())["history"]["pending_embeddings"] == 0
+
+        await eventually(embedded)
+        assert await index_rows(db, _COMMIT_VECTORS) == [(3,)]
+        (repo / "docs" / "onboarding.md").write_text("# Onboarding\n\nA new welcome.\n")
+        await rf.reindex(repo)  # (the old text's vector is an orphan, then pruned)
+
+        async def pruned() -> bool:
+            return await index_rows(db, _ORPHANS) == [(0,)]
+
+        await eventually(pruned)
+        assert await index_rows(db, _COMMIT_VECTORS) == [(3,)]

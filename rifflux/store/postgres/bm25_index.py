@@ -137,10 +137,6 @@ class Accelerator:
         self._whole: bool | None = None
         self._looked = float("-inf")
 
-    @property
-    def enabled(self) -> bool:
-        return self._enabled
-
     def condition(self, what: str) -> str | None:
         """What an answer should say of how ``what`` was ranked now (None: nothing)."""
         if not self._enabled or self._whole is not False:

@@ -5,8 +5,10 @@ server restart and on a read replica too.
 
 A query is read as the chunks' (``core.lexemes.lexical_query``: FTS5's phrases), plus
 the phrase of its words in a title (``history.rows.title_words``), as SQLite's
-``history_match`` adds it. Which commits match is told by the ``tsquery`` over the
-``tsvector`` of ``commits.lexemes`` (a GIN index). The candidates are the best
+``history_match`` adds it (a query with a ``prefix*`` has every match ranked: no
+lexicon completes a prefix for the BM25 index here). Which commits match is told by the
+``tsquery`` over the ``tsvector`` of ``commits.lexemes`` (a GIN index). The candidates
+are the best
 ``POOL`` times as many as asked (at least ``POOL_LEAST``) of the BM25 index
 (``pg_textsearch``, ``history_schema.HISTORY_BM25``) while it is whole
 (``bm25_index.Accelerator``, the chunks' rule), read further while too few of them
@@ -74,7 +76,9 @@ class HistoryLexical:
             title = title if title[0] else None
         with mapped_errors(self._where):
             async with self._pool.acquire() as conn, snapshot(conn):
-                found = await self._found(conn, q.match, q.ranking, limit, filters)
+                # (a prefix is matched exactly: no lexicon completes it for the index)
+                ranking = "" if q.prefixes else q.ranking
+                found = await self._found(conn, q.match, ranking, limit, filters)
                 if not found:
                     return []
                 idfs, avgdl = await _statistics(conn, clauses, title)
