@@ -395,7 +395,8 @@ async def test_both_stores_rank_commits_by_the_same_bm25(
         commit(repo, f"{title}\n\n{'Uploads retry on flaky links. ' * (i % 3)}See the "
                f"{'cache ' * i}notes.", {f"docs/step{i}.md": f"# {title}\n\n{'jitter ' * i}\n"})
     queries = ("retry policy uploads", "deploy*", '"flaky links"', "cache eviction jitter",
-               "onboarding guide", "retry loop", "step3")
+               "onboarding guide", "retry loop", "step3",
+               "introduce a retry policy for uploads on flaky links, please")
     ranked: list[list[list[tuple[str, float | None]]]] = []
     for where in (tmp_path / "i.db", new_postgres_index()):
         async with Rifflux(where, embedder=CountingEmbedder()) as rf:
