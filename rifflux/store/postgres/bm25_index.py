@@ -71,8 +71,8 @@ CHUNKS = Bm25Index(BM25_INDEX, "chunks", (
 #: The commits' index: the newest commit's longest token (a rare one, as a rule), and
 #: the commits holding it, counted through the GIN index.
 COMMITS = Bm25Index(HISTORY_BM25, "commits", (
-    "SELECT c.id, w.term, (SELECT count(*) FROM commits x WHERE to_tsvector('simple'::"
-    "regconfig, x.lexemes) @@ to_tsquery('simple', quote_literal(w.term))) FROM (SELECT id, "
+    "SELECT c.id, w.term, (SELECT count(*) FROM commits x WHERE x.words @@ "
+    "to_tsquery('simple', quote_literal(w.term))) FROM (SELECT id, "
     "lexemes FROM commits ORDER BY id DESC LIMIT 1) c CROSS JOIN LATERAL (SELECT t AS term "
     "FROM regexp_split_to_table(c.lexemes, '[ |]+') AS t WHERE t ~ '^[[:alnum:]]+$' "
     "ORDER BY length(t) DESC, t LIMIT 1) w"))

@@ -7,7 +7,7 @@ A query is read as the chunks' (``core.lexemes.lexical_query``: FTS5's phrases),
 the phrase of its words in a title (``history.rows.title_words``), as SQLite's
 ``history_match`` adds it (a query with a ``prefix*`` has every match ranked: no
 lexicon completes a prefix for the BM25 index here). Which commits match is told by the
-``tsquery`` over the ``tsvector`` of ``commits.lexemes`` (a GIN index). The candidates
+``tsquery`` over ``commits.words`` (a GIN index). The candidates
 are the best
 ``POOL`` times as many as asked (at least ``POOL_LEAST``) of the BM25 index
 (``pg_textsearch``, ``history_schema.HISTORY_BM25``) while it is whole
@@ -33,11 +33,20 @@ from ...location import DatabaseUrl
 from .bm25_index import COMMITS, Accelerator
 from .connection import Connection, Pool, mapped_errors, numbered, snapshot
 from .history_schema import HISTORY_BM25
-from .lexical import POOL, POOL_LEAST, SCAN_MOST
+from .lexical import SCAN_MOST
 
-_VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
-#: The fields' copies in ``lexemes`` that are the title's.
-_TITLE = WEIGHTS[0]
+_VECTOR = "c.words"
+#: A candidate as it is scored: its fields once each (``lexemes`` holds each as often as
+#: its weight: the first copy of each), and its length.
+_FIELDS = ", ".join(
+    f"split_part(c.lexemes, ' | ', {1 + sum(WEIGHTS[:i])}) AS f{i}" for i in range(len(WEIGHTS)))
+_CANDIDATE = f"c.id, c.length, {_FIELDS}"
+#: How many times as many commits as asked (at least ``POOL_LEAST``) the BM25 index
+#: gives to be ranked as FTS5 ranks them. Fewer than the chunks' (5, 100): its order is
+#: near FTS5's here (each field repeated as often as its weight), and its scan costs what
+#: it reads (pdf.js's 23,500 commits, a loaded machine: 5 ms for 10, 32 ms for 100,
+#: 200 ms for 500).
+POOL, POOL_LEAST = 2, 30
 #: A filter keeping at most this many commits is applied before ranking: its matching
 #: commits are scored, all of them.
 PREFILTER = 2_000
@@ -84,11 +93,15 @@ class HistoryLexical:
                 idfs, avgdl = await _statistics(conn, clauses, title)
         scored: list[tuple[float, int]] = []
         for r in found:
-            lexemes = str(r["lexemes"])
-            freqs = frequencies(lexemes, clauses)
+            # each field's instances, as often as its weight (its copies are alike)
+            freqs = [0.0] * len(clauses)
+            for i, weight in enumerate(WEIGHTS):
+                field = str(r[f"f{i}"])
+                if field:
+                    freqs = [f + weight * n for f, n in zip(
+                        freqs, frequencies(field, clauses), strict=True)]
             if title is not None:
-                heads = SEPARATOR.join(lexemes.split(SEPARATOR)[:_TITLE])
-                freqs.append(frequencies(heads, [title])[0])
+                freqs.append(WEIGHTS[0] * frequencies(str(r["f0"]), [title])[0])
             if any(freqs):  # (else a phrase only ran from one field into the next)
                 scored.append((score(freqs, float(r["length"]), idfs, avgdl), int(r["id"])))
         scored.sort()
@@ -126,7 +139,7 @@ class HistoryLexical:
         is WAL-logged: whole after a restart and on a replica)."""
         clause, args = filters.clause()
         return list(await conn.fetch(numbered(
-            f"SELECT c.id, c.lexemes, c.length FROM commits c WHERE {_VECTOR} @@ "
+            f"SELECT {_CANDIDATE} FROM commits c WHERE {_VECTOR} @@ "
             f"to_tsquery('simple', ?) AND {clause}"), match, *args))
 
     async def _any(self, conn: Connection, match: str, filters: HistoryFilters) -> bool:
@@ -146,7 +159,7 @@ class HistoryLexical:
             score_sql = f"c.lexemes <@> to_bm25query(?, '{HISTORY_BM25}')"
             rows = await conn.fetch(numbered(
                 f"WITH hit AS (SELECT c.id, {score_sql} AS score FROM commits c ORDER BY "
-                f"{score_sql} LIMIT ?) SELECT c.id, c.lexemes, c.length, (SELECT count(*) "
+                f"{score_sql} LIMIT ?) SELECT {_CANDIDATE}, (SELECT count(*) "
                 f"FROM hit) AS seen FROM hit JOIN commits c ON c.id = hit.id WHERE "
                 f"hit.score < 0 AND {_VECTOR} @@ to_tsquery('simple', ?) AND {clause} "
                 "ORDER BY hit.score, c.id LIMIT ?"),
@@ -165,15 +178,15 @@ async def _statistics(conn: Connection, clauses: list[Clause], title: Clause | N
                       ) -> tuple[list[float], float]:
     """Each phrase's idf (the commits holding it, counted: the title phrase's in their
     titles), and the commits' tokens per commit, as FTS5 has them."""
-    row = await conn.fetchrow("SELECT commits, tokens FROM commit_totals")
+    queries = [tsquery(clause) for clause in clauses]
+    row = await conn.fetchrow(
+        "SELECT t.commits, t.tokens, ARRAY(SELECT (SELECT count(*) FROM commits c WHERE "
+        f"{_VECTOR} @@ to_tsquery('simple', q.q)) FROM unnest($1::text[]) WITH ORDINALITY "
+        "AS q(q, i) ORDER BY q.i), (SELECT count(*) FROM commits c WHERE $2::text IS NOT NULL "
+        f"AND {_VECTOR} @@ to_tsquery('simple', $2) AND c.title_words @@ "
+        "to_tsquery('simple', $2)) FROM commit_totals t",
+        queries, None if title is None else tsquery(title))
     assert row is not None
     rows, total = max(int(row[0]), 1), int(row[1])
-    hits = [int(await conn.fetchval(
-        f"SELECT count(*) FROM commits c WHERE {_VECTOR} @@ to_tsquery('simple', $1)",
-        tsquery(clause))) for clause in clauses]
-    if title is not None:
-        hits.append(int(await conn.fetchval(
-            f"SELECT count(*) FROM commits c WHERE {_VECTOR} @@ to_tsquery('simple', $1) AND "
-            "to_tsvector('simple'::regconfig, split_part(c.lexemes, ' | ', 1)) @@ "
-            "to_tsquery('simple', $1)", tsquery(title))))
+    hits = [int(n) for n in row[2]] + ([] if title is None else [int(row[3])])
     return [idf(rows, n) for n in hits], float(total) / float(rows) if total > 0 else 1.0

@@ -7,8 +7,11 @@ The lexical leg (``history_lexical``) ranks as FTS5 ranks SQLite's ``commits_fts
 from WAL-logged data only: ``commits.lexemes`` holds a commit's tokens
 (``core.lexemes``), each field repeated as often as its weight in bm25
 (``history.rows.WEIGHTS``: the title 10 times, the body twice, the paths and the
-change once), under a GIN index on its ``tsvector`` (which commits match);
-``commits.length`` its tokens as FTS5 counts them (each field once), and
+change once), under a GIN index (which commits match);
+``commits.words`` their ``tsvector``, stored (a phrase's positions are read, never
+parsed again: a commit's text is long), and ``title_words`` its title's (the title
+phrase's commits, counted); ``commits.length`` its tokens as FTS5 counts them (each
+field once), and
 ``commit_totals`` the commits and their tokens (kept by triggers, in the transaction
 that writes them). A BM25 index (``pg_textsearch``, ``HISTORY_BM25``) finds the
 best candidates while it is whole, as the chunks' does (``bm25_index``).
@@ -32,11 +35,15 @@ CREATE TABLE commits(
     committer_email text NOT NULL, commit_time bigint NOT NULL, title text NOT NULL,
     body text NOT NULL, paths text NOT NULL, summary text NOT NULL,
     cut boolean NOT NULL DEFAULT false, content_hash text NOT NULL, lexemes text NOT NULL,
-    length integer NOT NULL, UNIQUE(repo_id, hash));
+    length integer NOT NULL,
+    words tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, lexemes)) STORED,
+    title_words tsvector GENERATED ALWAYS AS
+        (to_tsvector('simple'::regconfig, split_part(lexemes, ' | ', 1))) STORED,
+    UNIQUE(repo_id, hash));
 CREATE INDEX commits_by_hash ON commits(hash);
 CREATE INDEX commits_by_time ON commits(commit_time);
 CREATE INDEX commits_by_text ON commits(content_hash);
-CREATE INDEX commits_words ON commits USING gin (to_tsvector('simple'::regconfig, lexemes));
+CREATE INDEX commits_words ON commits USING gin (words);
 CREATE TABLE commit_paths(
     id bigserial PRIMARY KEY,
     commit_id bigint NOT NULL REFERENCES commits(id) ON DELETE CASCADE,
