@@ -229,7 +229,8 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN page")
     await index_rows(url, "ALTER TABLE files DROP COLUMN langs")  # (version 5's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN lang")
-    await index_rows(url, "DROP TABLE commit_paths, commits, history_repos, commit_totals")
+    await index_rows(url, "DROP TABLE commit_paths, commits, history_repos, commit_totals, "
+                     "commit_lexicon")
     await index_rows(url, "DROP FUNCTION rifflux_commits_in(), rifflux_commits_out()")
     await index_rows(url, "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="older Rifflux.*without read_only"):

@@ -1,23 +1,23 @@
-"""The commits' lexical leg on PostgreSQL: FTS5's bm25 over a commit's title, body,
-paths and change (weighted ``history.rows.WEIGHTS``), computed from WAL-logged data
-as the chunks' is (``lexical``), so that both stores rank commits alike, after a
-server restart and on a read replica too.
+"""The commits' lexical leg on PostgreSQL: FTS5's bm25 over a commit's title, body, paths
+and change (weighted ``history.rows.WEIGHTS``), computed from WAL-logged data as the
+chunks' is (``lexical``), so that both stores rank commits alike, after a server restart
+and on a read replica too.
 
 A query is read as the chunks' (``core.lexemes.lexical_query``: FTS5's phrases), plus
 the phrase of its words in a title (``history.rows.title_words``), as SQLite's
-``history_match`` adds it (a query with a ``prefix*`` has every match ranked: no
-lexicon completes a prefix for the BM25 index here). Which commits match is told by the
-``tsquery`` over ``commits.words`` (a GIN index). The candidates
-are the best
-``POOL`` times as many as asked (at least ``POOL_LEAST``) of the BM25 index
-(``pg_textsearch``, ``history_schema.HISTORY_BM25``) while it is whole
-(``bm25_index.Accelerator``, the chunks' rule), read further while too few of them
-match or pass the filters; else, and with filters that keep few commits, every commit
-that matches. Each candidate is scored as FTS5 scores it (``core.bm25.score``): each
-phrase's instances in its fields (``core.lexemes.frequencies``: a field repeated as
-often as its weight counts that often), the phrase's idf from the commits that hold
-it, counted; the commit's length and the totals as FTS5 counts them (``commits.length``,
-``commit_totals``). Equal scores: the older row first, as SQLite orders them.
+``history_match`` adds it (a query with a ``prefix*`` has every match ranked: no lexicon
+completes a prefix for the BM25 index here). Which commits match is told by the
+``tsquery`` over ``commits.words`` (a GIN index). The candidates are the best ``POOL``
+times as many as asked (at least ``POOL_LEAST``) of the BM25 index (``pg_textsearch``,
+``history_schema.HISTORY_BM25``) while it is whole (``bm25_index.Accelerator``, the
+chunks' rule), read further while too few of them match or pass the filters; else, and
+with filters that keep few commits, every commit that matches. Each candidate is scored
+as FTS5 scores it (``core.bm25.score``): each phrase's instances in its fields
+(``core.lexemes.frequencies``: a field repeated as often as its weight counts that
+often), the phrase's idf from the commits that hold it (a word's from
+``commit_lexicon``, a phrase's or a prefix's counted); the commit's length and the
+totals as FTS5 counts them (``commits.length``, ``commit_totals``). Equal scores: the
+older row first, as SQLite orders them.
 """
 
 from __future__ import annotations
@@ -176,16 +176,19 @@ class HistoryLexical:
 
 async def _statistics(conn: Connection, clauses: list[Clause], title: Clause | None,
                       ) -> tuple[list[float], float]:
-    """Each phrase's idf (the commits holding it, counted: the title phrase's in their
-    titles), and the commits' tokens per commit, as FTS5 has them."""
-    queries = [tsquery(clause) for clause in clauses]
+    """Each phrase's idf, and the commits' tokens per commit, as FTS5 has them: a word's
+    commits from ``commit_lexicon``, a phrase's or a prefix's counted (the title phrase's
+    in the titles)."""
+    word = [len(toks) == 1 and not prefix for toks, prefix in clauses]
     row = await conn.fetchrow(
-        "SELECT t.commits, t.tokens, ARRAY(SELECT (SELECT count(*) FROM commits c WHERE "
-        f"{_VECTOR} @@ to_tsquery('simple', q.q)) FROM unnest($1::text[]) WITH ORDINALITY "
-        "AS q(q, i) ORDER BY q.i), (SELECT count(*) FROM commits c WHERE $2::text IS NOT NULL "
-        f"AND {_VECTOR} @@ to_tsquery('simple', $2) AND c.title_words @@ "
-        "to_tsquery('simple', $2)) FROM commit_totals t",
-        queries, None if title is None else tsquery(title))
+        "SELECT t.commits, t.tokens, ARRAY(SELECT CASE WHEN q.word THEN COALESCE((SELECT "
+        "l.commits FROM commit_lexicon l WHERE l.term = q.term), 0) ELSE (SELECT count(*) "
+        f"FROM commits c WHERE {_VECTOR} @@ to_tsquery('simple', q.q)) END FROM "
+        "unnest($1::text[], $2::text[], $3::boolean[]) WITH ORDINALITY AS q(q, term, word, "
+        "i) ORDER BY q.i), (SELECT count(*) FROM commits c WHERE $4::text IS NOT NULL AND "
+        "c.title_words @@ to_tsquery('simple', $4)) FROM commit_totals t",
+        [tsquery(clause) for clause in clauses], [toks[0] for toks, _ in clauses], word,
+        None if title is None else tsquery(title))
     assert row is not None
     rows, total = max(int(row[0]), 1), int(row[1])
     hits = [int(n) for n in row[2]] + ([] if title is None else [int(row[3])])

@@ -1,28 +1,32 @@
 """The history's tables on PostgreSQL (schema version 6; ``store.sqlite.history_schema``
 holds SQLite's): the git repositories holding indexed folders, their commits as
-documents, the paths each commit changed. A commit's vector is in ``embeddings`` by
-the hash of its text, as a chunk's is (embedded once, whoever's text it is).
+documents, the paths each commit changed. A commit's vector is in ``embeddings`` by the
+hash of its text, as a chunk's is (embedded once, whoever's text it is).
 
-The lexical leg (``history_lexical``) ranks as FTS5 ranks SQLite's ``commits_fts``,
-from WAL-logged data only: ``commits.lexemes`` holds a commit's tokens
-(``core.lexemes``), each field repeated as often as its weight in bm25
-(``history.rows.WEIGHTS``: the title 10 times, the body twice, the paths and the
-change once), under a GIN index (which commits match);
-``commits.words`` their ``tsvector``, stored (a phrase's positions are read, never
-parsed again: a commit's text is long), and ``title_words`` its title's (the title
-phrase's commits, counted); ``commits.length`` its tokens as FTS5 counts them (each
-field once), and
-``commit_totals`` the commits and their tokens (kept by triggers, in the transaction
-that writes them). A BM25 index (``pg_textsearch``, ``HISTORY_BM25``) finds the
-best candidates while it is whole, as the chunks' does (``bm25_index``).
+The lexical leg (``history_lexical``) ranks as FTS5 ranks SQLite's ``commits_fts``, from
+WAL-logged data only: ``commits.lexemes`` holds a commit's tokens (``core.lexemes``),
+each field repeated as often as its weight in bm25 (``history.rows.WEIGHTS``: the title
+10 times, the body twice, the paths and the change once), under a GIN index (which
+commits match); ``commits.words`` their ``tsvector``, stored (a phrase's positions are
+read, never parsed again: a commit's text is long), and ``title_words`` its title's (the
+title phrase's commits, counted through an index of their own); ``commits.length`` its
+tokens as FTS5 counts them (each field once), ``commit_totals`` the commits and their
+tokens, and ``commit_lexicon`` each word with the commits holding it (a word's idf),
+both kept by triggers in the transaction that writes the commits, as the chunks'
+``lexical_totals`` and ``lexicon``. A BM25 index (``pg_textsearch``, ``HISTORY_BM25``)
+finds the best candidates while it is whole, as the chunks' does (``bm25_index``).
 """
 
 from __future__ import annotations
 
+#: Each commit's distinct words (its stored ``tsvector``'s), of the commits in ``{rows}``:
+#: (term, commits holding it).
+_TERMS = "SELECT t.lexeme, count(*) FROM {rows} c, unnest(c.words) AS t GROUP BY t.lexeme"
+
 #: The name of the commits' BM25 index (``to_bm25query`` names it).
 HISTORY_BM25 = "commits_bm25"
 
-HISTORY_TABLES = """
+HISTORY_TABLES = f"""
 CREATE TABLE history_repos(
     id bigserial PRIMARY KEY, git_dir text NOT NULL UNIQUE, worktree text NOT NULL,
     tips text NOT NULL DEFAULT '[]', shallow boolean NOT NULL DEFAULT false, problem text,
@@ -44,6 +48,7 @@ CREATE INDEX commits_by_hash ON commits(hash);
 CREATE INDEX commits_by_time ON commits(commit_time);
 CREATE INDEX commits_by_text ON commits(content_hash);
 CREATE INDEX commits_words ON commits USING gin (words);
+CREATE INDEX commits_title_words ON commits USING gin (title_words);
 CREATE TABLE commit_paths(
     id bigserial PRIMARY KEY,
     commit_id bigint NOT NULL REFERENCES commits(id) ON DELETE CASCADE,
@@ -56,13 +61,18 @@ CREATE TABLE commit_totals(
     one boolean PRIMARY KEY DEFAULT true CHECK (one), commits bigint NOT NULL,
     tokens bigint NOT NULL);
 INSERT INTO commit_totals(commits, tokens) VALUES (0, 0);
+CREATE TABLE commit_lexicon(term text COLLATE "C" PRIMARY KEY, commits integer NOT NULL);
 CREATE FUNCTION rifflux_commits_in() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     UPDATE commit_totals SET commits = commits + n.c, tokens = tokens + n.t
         FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM new_rows) n;
+    INSERT INTO commit_lexicon(term, commits) {_TERMS.format(rows="new_rows")}
+        ON CONFLICT (term) DO UPDATE SET commits = commit_lexicon.commits + excluded.commits;
     RETURN NULL; END $$;
 CREATE FUNCTION rifflux_commits_out() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     UPDATE commit_totals SET commits = commits - o.c, tokens = tokens - o.t
         FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM old_rows) o;
+    UPDATE commit_lexicon l SET commits = l.commits - o.n
+        FROM ({_TERMS.format(rows="old_rows")}) AS o(w, n) WHERE l.term = o.w;
     RETURN NULL; END $$;
 CREATE TRIGGER commits_counted_in AFTER INSERT ON commits REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION rifflux_commits_in();
