@@ -46,7 +46,6 @@ that lower is better as for BM25; reported in ``status()``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -62,8 +61,6 @@ from ..protocols import Ranked
 from .bm25_index import CHUNKS, Accelerator
 from .connection import Connection, Pool, mapped_errors, snapshot
 from .schema import BM25_INDEX
-
-logger = logging.getLogger(__name__)
 
 #: Scoring a chunk by itself costs about this many times reading one from the BM25
 #: index, best first (measured here: 130 µs and 10 µs on awesome-copilot).
