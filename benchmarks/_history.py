@@ -18,7 +18,9 @@ for Rifflux alike, so that both read the same, whole history. Measured:
   least 500: its first call (git blame of the whole file), then 30 ranges of 20 lines
   (answered from the kept blame while HEAD and the file stay as they are); and
   ``history(path)``;
-- titles: 200 sampled commits' titles, each searched lexically: its commit first.
+- titles: 200 sampled commits' titles, each searched lexically: its commit first;
+- the same on PostgreSQL (``_history_postgres``): lexically searchable, search_history
+  per mode, the titles, and its lexical top 10 beside SQLite's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from rifflux.config import Settings
 
 from ._common import Incomplete, median, percentile, poll_until
 from ._context import State
+from ._history_postgres import history_on_postgres
 
 MIRROR = Path("/work/.mirror/mozilla+pdf.js/repo")
 #: A small folder of the repository to index (its notes are not what is measured).
@@ -144,11 +147,15 @@ async def history_section(state: State) -> dict[str, Any]:
                              f"{out['git_log']['commits']}", partial=out)
         out["embedded"] = await _embedded(rf, db, backend, cfg.history_embed_seconds)
         sample = await anyio.to_thread.run_sync(_sample, db, cfg.seed)
-        out["search"] = await _latency(rf, sample, cfg.seed)
+        queries = _queries(sample, cfg.seed)
+        out["search"] = await _latency(rf, queries)
         out["titles"] = await _titles(rf, sample)
         path, n = await anyio.to_thread.run_sync(_file_of, repo, 500)
         out["lines"] = await _line_history(rf, repo, path, n, cfg.seed)
+        top10 = [[h["hash"] for h in (await rf.search_history(
+            q, mode="lexical", top_k=10))["results"]] for q in queries]
     out["fresh"] = await _fresh(settings, repo, root)
+    out["postgres"] = await history_on_postgres(state, root, commits, queries, sample, top10)
     return out
 
 
@@ -216,12 +223,17 @@ def _sample(db: Path, seed: int) -> list[tuple[str, str]]:
     return random.Random(seed).sample(pairs, min(_TITLES, len(pairs)))
 
 
-async def _latency(rf: Rifflux, sample: list[tuple[str, str]], seed: int) -> dict[str, Any]:
+def _queries(sample: list[tuple[str, str]], seed: int) -> list[str]:
+    """Three words of each of the first sampled titles."""
     rng = random.Random(seed)
     queries = []
     for _, title in sample[:_QUERIES]:
         words = [w for w in title.split() if len(w) > 3] or title.split()
         queries.append(" ".join(rng.sample(words, min(3, len(words)))))
+    return queries
+
+
+async def _latency(rf: Rifflux, queries: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"queries": len(queries)}
     for mode in ("lexical", "semantic", "hybrid"):
         await rf.search_history(queries[0], mode=mode)  # (the matrix loaded)

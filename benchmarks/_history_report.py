@@ -40,6 +40,15 @@ HISTORY_TARGETS: tuple[Target, ...] = (
        else None,
        lambda r: f"{_h(r, 'lines', 'path')}: {_h(r, 'lines', 'commits')} commits; the "
                  f"first call (git blame): {_h(r, 'lines', 'first_ms')} ms"),
+    _t("history on PostgreSQL lexically searchable, commits/s", ">=", 1000, " commits/s",
+       lambda r: _h(r, "postgres", "commits_per_s"),
+       lambda r: f"{_h(r, 'postgres', 'commits')} commits in {_h(r, 'postgres', 'seconds')} "
+                 f"s (SQLite: {_h(r, 'index', 'commits_per_s')} commits/s)"),
+    _t("search_history p50 on PostgreSQL, hybrid", "<=", 15, " ms",
+       lambda r: _h(r, "postgres", "search", "hybrid", "p50_ms"),
+       lambda r: f"lexical {_h(r, 'postgres', 'search', 'lexical', 'p50_ms')} ms, semantic "
+                 f"{_h(r, 'postgres', 'search', 'semantic', 'p50_ms')} ms; lexical top 10 "
+                 f"as SQLite's: {_h(r, 'postgres', 'lexical_top10_agreement')}"),
     _t("a commit's title finds it first (lexical; or, for a title several commits share, "
        "one of them)", ">=", 0.95, "",
        lambda r: _h(r, "titles", "share_first_or_same_title"),
@@ -90,4 +99,26 @@ def report(h: dict[str, Any]) -> list[str]:
     if f:
         lines += [f"A new commit, watched: searchable in {f['median_s']} s (median), "
                   f"{f['max_s']} s at most, of {f['commits']}.", ""]
+    return lines + _postgres(h.get("postgres"))
+
+
+def _postgres(p: dict[str, Any] | None) -> list[str]:
+    if not p:
+        return []
+    if "skipped" in p or "incomplete" in p:
+        return [f"PostgreSQL: not measured ({p.get('skipped') or p.get('incomplete')}).", ""]
+    lines = [f"PostgreSQL, lexically searchable: {p['commits']:,} commits in {p['seconds']} s "
+             f"({p['commits_per_s']:,} commits/s); its lexical top 10 holds "
+             f"{p['lexical_top10_agreement']} of SQLite's on the same queries; vectors "
+             f"stored after {p['embedded_s']} s.", ""]
+    s = p.get("search")
+    if s:
+        lines += ["| mode (PostgreSQL) | p50 ms | p95 ms | CPU p50 ms |", "|---|---|---|---|"]
+        lines += [f"| {m} | {s[m]['p50_ms']} | {s[m]['p95_ms']} | {s[m]['cpu_p50_ms']} |"
+                  for m in ("lexical", "semantic", "hybrid") if m in s]
+        lines += [""]
+    t = p.get("titles")
+    if t:
+        lines += [f"Titles on PostgreSQL: {t['first']} of {t['titles']} first, "
+                  f"{t['another_with_the_same_title']} another of the same title.", ""]
     return lines

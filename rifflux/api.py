@@ -561,8 +561,9 @@ class Rifflux:
                                "RIFFLUX_HISTORY=0, Settings(history=False)): turn it on to "
                                "search commits")
         if history.search is None:
-            raise HistoryOffError("the git history is kept in SQLite indexes only, for now: "
-                               f"{self.settings.db_path} is a PostgreSQL database")
+            raise HistoryOffError(f"the git history of {self.settings.db_path} could not be "
+                               "opened (the log says why): open the index again, or turn "
+                               "the history off (--no-history)")
         return history
 
     async def search_history(

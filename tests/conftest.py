@@ -12,6 +12,7 @@ import pytest
 
 from rifflux.location import DatabaseUrl
 from rifflux.store.postgres.connection import close, connect
+from rifflux.store.postgres.history_schema import HISTORY_BM25
 from rifflux.store.postgres.schema import BM25_INDEX, ensure_schema
 
 from .helpers import (
@@ -106,14 +107,15 @@ def _unavailable(reason: str) -> None:
 
 
 async def _make_schema(url: str) -> None:
-    """The schema, without its BM25 index: each copy makes its own when it is opened.
+    """The schema, without its BM25 indexes (the chunks' and the commits'): each copy
+    makes its own when it is opened.
     (pg_textsearch 0.6.1 keeps a BM25 index's memory by the index's OID, and a copy of a
     database has its indexes' OIDs: copies of one BM25 index would mix their words.)"""
     where = DatabaseUrl(url)
     conn = await connect(where, seconds=30, vectors=False)
     try:
         await ensure_schema(conn, where)
-        await conn.execute(f"DROP INDEX {BM25_INDEX}")
+        await conn.execute(f"DROP INDEX {BM25_INDEX}, {HISTORY_BM25}")
     finally:
         await close(conn)
 

@@ -1,4 +1,5 @@
-"""The git history of the indexed folders, searched through the library: real
+"""The git history of the indexed folders, searched through the library (on both stores
+where the store is what a test exercises: ``db``): real
 repositories made with git (commits, a rename, a merge, a rebase that drops commits, a
 shallow clone, a non-UTF-8 message, a binary file, a huge commit cut to its limit, a
 worktree, a submodule, a truncated pack)."""
@@ -12,13 +13,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rifflux import HistoryOffError, InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
+from rifflux import InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
 from rifflux.config import Settings
 
 from .gitrepo import commit, git, init
 from .helpers import (
     CountingEmbedder,
     GatedEmbedder,
+    Location,
     eventually,
     index_rows,
     watcher_started,
@@ -42,9 +44,10 @@ def handbook(tmp_path: Path) -> Path:
     return repo
 
 
-async def test_a_commit_is_found_by_its_message_lexically(tmp_path: Path) -> None:
+async def test_a_commit_is_found_by_its_message_lexically(
+        tmp_path: Path, db: Location) -> None:
     repo = handbook(tmp_path)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
         answer = await rf.search_history("retry policy", mode="lexical")
@@ -60,9 +63,10 @@ async def test_a_commit_is_found_by_its_message_lexically(tmp_path: Path) -> Non
     assert answer["repositories"][0]["commits"] == 3
 
 
-async def test_filters_keep_commits_by_author_date_path_and_repository(tmp_path: Path) -> None:
+async def test_filters_keep_commits_by_author_date_path_and_repository(
+        tmp_path: Path, db: Location) -> None:
     repo = handbook(tmp_path)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
 
@@ -87,10 +91,11 @@ async def test_filters_keep_commits_by_author_date_path_and_repository(tmp_path:
             await titles(since="not a date")
 
 
-async def test_semantic_and_hybrid_search_rank_commits_by_meaning(tmp_path: Path) -> None:
+async def test_semantic_and_hybrid_search_rank_commits_by_meaning(
+        tmp_path: Path, db: Location) -> None:
     repo = handbook(tmp_path)
     embedder = CountingEmbedder()
-    async with Rifflux(tmp_path / "i.db", embedder=embedder) as rf:
+    async with Rifflux(db, embedder=embedder) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
 
@@ -116,10 +121,11 @@ async def test_semantic_and_hybrid_search_rank_commits_by_meaning(tmp_path: Path
     assert len(commit_texts) == len(set(commit_texts)) == 3
 
 
-async def test_a_commit_is_shown_by_a_prefix_of_its_hash(tmp_path: Path) -> None:
+async def test_a_commit_is_shown_by_a_prefix_of_its_hash(
+        tmp_path: Path, db: Location) -> None:
     repo = handbook(tmp_path)
     head = git(repo, "rev-parse", "HEAD~1")
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
         shown = await rf.show_commit(head[:7])
@@ -137,7 +143,8 @@ async def test_a_commit_is_shown_by_a_prefix_of_its_hash(tmp_path: Path) -> None
     assert cut["truncated"] and len(cut["change"]) == 10
 
 
-async def test_a_file_history_follows_its_renames(tmp_path: Path) -> None:
+async def test_a_file_history_follows_its_renames(
+        tmp_path: Path, db: Location) -> None:
     repo = init(tmp_path / "notes")
     commit(repo, "Start the plan", {"plan.md": "# Plan\n\none\ntwo\nthree\n"})
     commit(repo, "Add a fourth step", {"plan.md": "# Plan\n\none\ntwo\nthree\nfour\n"})
@@ -145,7 +152,7 @@ async def test_a_file_history_follows_its_renames(tmp_path: Path) -> None:
     commit(repo, "Call the plan a roadmap")
     commit(repo, "Change step two", {"roadmap.md": "# Plan\n\none\nTWO\nthree\nfour\n"})
     commit(repo, "Unrelated", {"other.md": "# Other\n"})
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
         whole = await rf.history("roadmap.md")
@@ -165,7 +172,8 @@ async def test_a_file_history_follows_its_renames(tmp_path: Path) -> None:
     assert any(h["paths"][0]["change"] == "renamed" for h in renamed["results"])
 
 
-async def test_a_merge_a_binary_file_and_a_non_utf8_message_are_indexed(tmp_path: Path) -> None:
+async def test_a_merge_a_binary_file_and_a_non_utf8_message_are_indexed(
+        tmp_path: Path, db: Location) -> None:
     repo = init(tmp_path / "repo")
     commit(repo, "Base", {"a.md": "# A\n"})
     git(repo, "switch", "-q", "-c", "topic")
@@ -174,7 +182,7 @@ async def test_a_merge_a_binary_file_and_a_non_utf8_message_are_indexed(tmp_path
     commit(repo, "Edit a", {"a.md": "# A\n\nmore\n"})
     git(repo, "merge", "-q", "--no-ff", "topic", "-m", "Merge the topic branch")
     commit(repo, "Caf\xe9 cr\xe8me menu".encode("latin-1"), {"menu.md": "# Menu\n"})
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
         merge = (await rf.search_history("merge topic branch", mode="lexical"))["results"]
@@ -204,12 +212,13 @@ async def test_a_huge_commit_is_cut_to_the_limit(tmp_path: Path) -> None:
     assert all(p["added"] == 400 for p in shown["paths"])  # counted beyond the cut
 
 
-async def test_a_rebase_drops_the_commits_no_branch_reaches(tmp_path: Path) -> None:
+async def test_a_rebase_drops_the_commits_no_branch_reaches(
+        tmp_path: Path, db: Location) -> None:
     repo = init(tmp_path / "repo")
     commit(repo, "Base", {"a.md": "# A\n"})
     commit(repo, "Keep this change", {"b.md": "# B\n"})
     commit(repo, "Drop this mistake", {"c.md": "# C\n"})
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
         assert (await rf.search_history("mistake", mode="lexical"))["results"]
@@ -274,14 +283,15 @@ async def test_a_truncated_pack_costs_its_history_only(tmp_path: Path) -> None:
     assert any("cannot be read" in p for p in answer["problems"]), answer["problems"]
 
 
-async def test_history_can_be_turned_off(tmp_path: Path) -> None:
+async def test_history_can_be_turned_off(
+        tmp_path: Path, db: Location) -> None:
     repo = handbook(tmp_path)
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder(),
+    async with Rifflux(db, embedder=CountingEmbedder(),
                        settings=Settings(history=False)) as rf:
         await rf.reindex(repo)
         with pytest.raises(RiffluxError, match="history is turned off"):
             await rf.search_history("retry")
-    rows = await index_rows(tmp_path / "i.db", "SELECT COUNT(*) FROM commits")
+    rows = await index_rows(db, "SELECT COUNT(*) FROM commits")
     assert rows == [(0,)]
 
 
@@ -342,25 +352,14 @@ async def test_line_history_follows_new_commits_and_leaves_out_uncommitted_lines
     assert [(c["title"], c["lines"]) for c in dirty["commits"]] == [("Second thoughts", [4])]
 
 
-async def test_a_postgresql_index_says_it_keeps_no_history(
-        tmp_path: Path, new_postgres_index: Callable[[], str]) -> None:
-    repo = handbook(tmp_path)
-    async with Rifflux(new_postgres_index(), embedder=CountingEmbedder()) as rf:
-        await rf.reindex(repo)
-        await rf.wait_for_history()  # (nothing to wait for)
-        with pytest.raises(HistoryOffError, match="SQLite indexes only"):
-            await rf.search_history("retry")
-        assert "history" not in await rf.status()
-        assert await rf.search("pipeline", mode="lexical")
-
-
-async def test_a_path_not_in_utf8_is_read_with_replacement_characters(tmp_path: Path) -> None:
+async def test_a_path_not_in_utf8_is_read_with_replacement_characters(
+        tmp_path: Path, db: Location) -> None:
     repo = init(tmp_path / "repo")
     # (a .dat file, which the notes leave out: a note so named fails the reindex itself)
     commit(repo, "Add the tasting notes", {
         "README.md": "# Readme\n",
         os.fsdecode(b"caf\xe9 notes.dat"): b"# Caf\xc3\xa9\n\nespresso tasting\n"})
-    async with Rifflux(tmp_path / "i.db", embedder=CountingEmbedder()) as rf:
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
         await rf.reindex(repo)
         await rf.wait_for_history()
         hits = (await rf.search_history("tasting", mode="lexical"))["results"]
@@ -402,3 +401,81 @@ async def test_the_history_of_a_file_outside_the_indexed_folders_is_refused(
         top = await rf.history(indexed / "top.md", 3, 3)
     assert [c["title"] for c in lines["commits"]] == ["Introduce a retry policy for uploads"]
     assert [c["title"] for c in top["commits"]] == ["Add a top note"]
+
+
+async def test_both_stores_rank_commits_by_the_same_bm25(
+        tmp_path: Path, new_postgres_index: Callable[[], str]) -> None:
+    repo = handbook(tmp_path)
+    topics = ("Tune the retry backoff", "Document the cache eviction", "Fix flaky links in "
+              "the sitemap", "Rename the upload bucket", "Add jitter to the retry loop",
+              "Explain the release calendar", "Evict stale cache entries on deploy")
+    for i, title in enumerate(topics):
+        commit(repo, f"{title}\n\n{'Uploads retry on flaky links. ' * (i % 3)}See the "
+               f"{'cache ' * i}notes.", {f"docs/step{i}.md": f"# {title}\n\n{'jitter ' * i}\n"})
+    queries = ("retry policy uploads", "deploy*", '"flaky links"', "cache eviction jitter",
+               "onboarding guide", "retry loop", "step3",
+               "introduce a retry policy for uploads on flaky links, please")
+    ranked: list[list[list[tuple[str, float | None]]]] = []
+    for where in (tmp_path / "i.db", new_postgres_index()):
+        async with Rifflux(where, embedder=CountingEmbedder()) as rf:
+            await rf.reindex(repo)
+            await rf.wait_for_history()
+            ranked.append([[(h["title"], h["scores"]["bm25"]) for h in (
+                await rf.search_history(q, mode="lexical", top_k=20))["results"]]
+                for q in queries])
+    assert all(ranked[0]) and ranked[0] == ranked[1]
+
+
+async def test_a_process_opened_later_searches_the_history_another_indexed(
+        tmp_path: Path, db: Location) -> None:
+    repo = handbook(tmp_path)
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+
+        async def embedded() -> bool:
+            return (await rf.status())["history"]["pending_embeddings"] == 0
+
+        await eventually(embedded)
+    embedder = CountingEmbedder()
+    async with Rifflux(db, embedder=embedder, settings=Settings(read_only=True)) as reader:
+        lexical = await reader.search_history("retry policy", mode="lexical")
+        semantic = await reader.search_history("retry policy uploads", mode="semantic")
+        shown = await reader.show_commit(lexical["results"][0]["hash"])
+        whole = await reader.history("docs/deploy.md")
+    assert lexical["results"][0]["title"] == "Introduce a retry policy for uploads"
+    assert semantic["results"][0]["title"] == "Introduce a retry policy for uploads"
+    assert shown["body"].startswith("Uploads failed on flaky links")
+    assert [c["title"] for c in whole["commits"]] == [
+        "Introduce a retry policy for uploads", "Add the deployment notes"]
+    # the commits' vectors were read, not made again: only the query was embedded
+    assert not [t for t in embedder.embedded if t.startswith(("Add the", "Introduce"))]
+
+
+_ORPHANS = ("SELECT count(*) FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE "
+            "c.content_hash = e.content_hash) AND NOT EXISTS (SELECT 1 FROM commits m WHERE "
+            "m.content_hash = e.content_hash)")
+_COMMIT_VECTORS = ("SELECT count(*) FROM embeddings e WHERE EXISTS (SELECT 1 FROM commits m "
+                   "WHERE m.content_hash = e.content_hash)")
+
+
+async def test_commit_vectors_outlive_the_pruning_of_orphan_vectors(
+        tmp_path: Path, db: Location) -> None:
+    repo = handbook(tmp_path)
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+
+        async def embedded() -> bool:
+            return (await rf.status())["history"]["pending_embeddings"] == 0
+
+        await eventually(embedded)
+        assert await index_rows(db, _COMMIT_VECTORS) == [(3,)]
+        (repo / "docs" / "onboarding.md").write_text("# Onboarding\n\nA new welcome.\n")
+        await rf.reindex(repo)  # (the old text's vector is an orphan, then pruned)
+
+        async def pruned() -> bool:
+            return await index_rows(db, _ORPHANS) == [(0,)]
+
+        await eventually(pruned)
+        assert await index_rows(db, _COMMIT_VECTORS) == [(3,)]

@@ -1,9 +1,11 @@
-"""The git history through the command line, MCP and the JSON API."""
+"""The git history through the command line, MCP and the JSON API (a search through the
+command line and MCP on both stores: ``where``)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,28 +18,37 @@ from .serving import serving, until
 from .test_history import handbook
 
 
-def indexed_handbook(tmp_path: Path) -> Path:
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest) -> str:
+    """The index's ``--db``: a file in the test's folder, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return "index.db"
+    make: Callable[[], str] = request.getfixturevalue("new_postgres_index")
+    return make()
+
+
+def indexed_handbook(tmp_path: Path, where: str = "index.db") -> Path:
     repo = handbook(tmp_path)
-    done = rifflux_cli(tmp_path, "--db", "index.db", "index", str(repo))
+    done = rifflux_cli(tmp_path, "--db", where, "index", str(repo))
     assert done.returncode == 0, done.stderr
     return repo
 
 
-def test_history_searches_commits_with_filters(tmp_path: Path) -> None:
-    indexed_handbook(tmp_path)
-    done = rifflux_cli(tmp_path, "--db", "index.db", "history", "retry", "policy",
+def test_history_searches_commits_with_filters(tmp_path: Path, where: str) -> None:
+    indexed_handbook(tmp_path, where)
+    done = rifflux_cli(tmp_path, "--db", where, "history", "retry", "policy",
                        "--mode", "lexical", "--json")
     assert done.returncode == 0, done.stderr
     answer: dict[str, Any] = json.loads(done.stdout)
     assert answer["results"][0]["title"] == "Introduce a retry policy for uploads"
-    plain = rifflux_cli(tmp_path, "--db", "index.db", "history", "deploy", "onboarding",
+    plain = rifflux_cli(tmp_path, "--db", where, "history", "deploy", "onboarding",
                         "--mode", "lexical", "--author", "ada", "--since", "2024-05-01",
                         "--path", "docs/onboarding.md")
     assert plain.returncode == 0, plain.stderr
     first = plain.stdout.splitlines()[0]
     assert "2024-06-01  Ada Lovelace  Write the onboarding guide" in first
     assert "docs/onboarding.md (added) (+3 -0)" in plain.stdout
-    none = rifflux_cli(tmp_path, "--db", "index.db", "history", "retry", "--mode", "lexical",
+    none = rifflux_cli(tmp_path, "--db", where, "history", "retry", "--mode", "lexical",
                        "--before", "2024-01-01")
     assert none.returncode == 1 and none.stdout == ""
 
@@ -81,10 +92,10 @@ def test_no_history_leaves_the_history_out(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_mcp_searches_the_history_and_reads_a_commit_and_a_file_history(
-        tmp_path: Path) -> None:
+        tmp_path: Path, where: str) -> None:
     repo = handbook(tmp_path)
     head = git(repo, "rev-parse", "HEAD~1")
-    async with mcp_session(tmp_path) as session:
+    async with mcp_session(tmp_path, *(["--db", where] if "://" in where else [])) as session:
         await call(session, "reindex", path=str(repo))
 
         async def found() -> Any:
@@ -103,6 +114,7 @@ async def test_mcp_searches_the_history_and_reads_a_commit_and_a_file_history(
     assert small["truncated"] and len(small["results"]) < small["count"]
     assert "search_rifflux finds what is written now" in tools["search_history"]
     assert "history with get_history" in tools["search_rifflux"]
+    assert (tmp_path / "index.db").exists() == ("://" not in where)  # (the store asked for)
 
 
 def test_the_json_api_searches_the_history(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """A PostgreSQL index through what operators do to a database: a restart, a crash (the
 postmaster killed), a dump restored into a new database, and a streaming replica
 searched by a read-only instance. Each time the searches answer what they answered
-before, lexical ones included (pg_textsearch's BM25 index keeps nothing across a restart
-and nothing on a replica: ``store.postgres.bm25_index``)."""
+before, lexical ones included, of the notes and of their git history (pg_textsearch's
+BM25 indexes keep nothing across a restart and nothing on a replica:
+``store.postgres.bm25_index``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import pytest
 
 from rifflux import IndexDatabaseError, ReadOnlyError, Rifflux, Settings
 from rifflux.location import DatabaseUrl
-from rifflux.store.postgres import lexical as postgres_lexical
+from rifflux.store.postgres import bm25_index
 
+from .gitrepo import commit, init
 from .helpers import CountingEmbedder, eventually, index_rows, numbered_notes, write
 from .postgres import PostgresServer, postmaster_pid, streaming_replica
 
@@ -28,6 +30,8 @@ pytestmark = pytest.mark.anyio
 
 QUERIES = (("heron wades reeds", "lexical"), ("heron number 7", "lexical"),
            ('"the reeds"', "lexical"), ("heron", "hybrid"), ("wades", "semantic"))
+#: Searches of the notes' git history (its commits' titles, best first).
+HISTORY_QUERIES = ("heron reeds", "kingfisher notes", '"the reeds"')
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +40,7 @@ def soon(monkeypatch: pytest.MonkeyPatch) -> None:
     from rifflux.actors import care
 
     monkeypatch.setattr(care, "MEND_EVERY", 0.3)
-    monkeypatch.setattr(postgres_lexical, "CHECK_AGAIN_EVERY", 0.2)
+    monkeypatch.setattr(bm25_index, "CHECK_AGAIN_EVERY", 0.2)
 
 
 async def answers(rf: Rifflux) -> list[list[tuple[str, int]]]:
@@ -45,6 +49,9 @@ async def answers(rf: Rifflux) -> list[list[tuple[str, int]]]:
     for query, mode in QUERIES:
         hits = await rf.search(query, mode=mode, top_k=10)
         out.append([(h["path"], h["chunk_index"]) for h in hits])
+    for query in HISTORY_QUERIES:
+        answer = await rf.search_history(query, mode="lexical")
+        out.append([(h["title"], 0) for h in answer["results"]])
     return out
 
 
@@ -57,14 +64,15 @@ async def answered(rf: Rifflux, want: list[list[tuple[str, int]]]) -> bool:
 
 
 async def whole(url: str) -> bool:
-    """Whether the BM25 index holds the newest chunk again (``bm25_index.healthy``)."""
+    """Whether the BM25 indexes hold the newest chunk and commit again
+    (``bm25_index.healthy``)."""
     import asyncpg
 
-    from rifflux.store.postgres.bm25_index import healthy
+    from rifflux.store.postgres.bm25_index import INDEXES, healthy
 
     conn = await asyncpg.connect(url)
     try:
-        return await healthy(conn)
+        return all([await healthy(conn, index) for index in INDEXES])
     finally:
         await conn.close()
 
@@ -72,10 +80,15 @@ async def whole(url: str) -> bool:
 async def indexed(url: str, tmp_path: Path) -> tuple[Path, list[list[tuple[str, int]]]]:
     notes = numbered_notes(tmp_path / "notes", 40)
     write(notes, "reeds.md", "# Reeds\n\nThe reeds where a heron wades, and the reeds again.\n")
+    init(notes)
+    commit(notes, "Number the heron notes\n\nForty notes, each a heron in the reeds.")
+    commit(notes, "Plan the kingfisher notes\n\nA kingfisher dives for a fish.")
     async with Rifflux(url, embedder=CountingEmbedder()) as rf:
         await rf.reindex(notes)
+        await rf.wait_for_history()
         before = await answers(rf)
     assert all(before) and before[0][0] == ("reeds.md", 0)
+    assert before[-3][0] == ("Number the heron notes", 0)
     return notes, before
 
 
@@ -187,6 +200,9 @@ async def test_a_read_only_instance_on_a_streaming_replica_searches_and_follows_
             assert await answers(reader) == before  # lexical too, without a BM25 index
             condition = reader.search_condition()
             assert condition is not None and "read replica" in condition
+            said = (await reader.search_history("heron", mode="lexical"))["problems"]
+            assert any("history search ranks every match without its BM25 index" in p
+                       for p in said), said
             write(notes, "kingfisher.md", "# Kingfisher\n\nA kingfisher dives for a fish.\n")
             await writer.reindex(notes)  # (through the primary)
 

@@ -13,15 +13,16 @@ It writes on a connection of its own (the history's tables and the commits'
 vectors, never a chunk: the indexer stays the only writer of the notes; SQLite
 serialises the two, each transaction short). Searches run on a reader connection
 (``history.search``), never through this inbox, so a long first read of a large
-history never holds one up. SQLite only, for now: on PostgreSQL the history is off
-and its answers say so.
+history never holds one up. On PostgreSQL the same, on a pool of its own
+(``store.postgres.history``): its writes take the writers' lock, each short.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,11 +35,11 @@ from ..core.scan import Globs
 from ..errors import RiffluxError
 from ..history.ignored import left_out
 from ..history.repos import Repository, find_repositories, ref_files
+from ..history.rows import HistoryRows
 from ..history.search import HistorySearch
 from ..history.sync import Synced, sync_repository
 from ..history_types import HistoryStatus
 from ..location import DatabaseUrl
-from ..store.sqlite.history import HistoryRows
 from ..store.sqlite.history_changes import HistoryFollow, note
 from .events import EventHub, JobChanged
 from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
@@ -67,6 +68,7 @@ class HistoryActor:
         #: This process in the change log: the others learn of its writes under it.
         self._origin = origin or f"history-{id(self)}"
         self._untold = False  # (a write the others were not told of yet)
+        self._follow: HistoryFollow | None = None  # (SQLite: other processes' writes)
         self._events = events
         self._model = model
         self._model_loaded = model_loaded
@@ -94,11 +96,6 @@ class HistoryActor:
         self._asked = 0  # reads asked for ...
         self._done = 0  # ... and the last one a finished read began after
 
-    def _left_out(self, root: Path, worktree: Path) -> bool:
-        """Whether the ignore rules leave a repository's history out (``history.ignored``)."""
-        s = self._settings
-        return left_out(root, worktree, self._globs, use_ignore_files=s.use_ignore_files)
-
     def snapshot(self) -> HistoryStatus:
         return {"syncing": self._syncing, "repositories": len(self._repos),
                 "commits_read": self._stats["read"], "commits_dropped": self._stats["dropped"],
@@ -108,10 +105,17 @@ class HistoryActor:
                 "last_read_seconds": None if self._last is None else round(self._last, 3),
                 "problems": list(self._problems)}
 
+    def _left_out(self, root: Path, worktree: Path) -> bool:
+        """Whether the ignore rules leave a repository's history out (``history.ignored``)."""
+        s = self._settings
+        return left_out(root, worktree, self._globs, use_ignore_files=s.use_ignore_files)
+
     @property
     def problems(self) -> list[str]:
-        """Why the history may hold less than it should (repositories git cannot read)."""
-        return list(self._problems)
+        """Why the history may hold less than it should (repositories git cannot read),
+        or ranks otherwise than it should (a PostgreSQL server without its BM25 index)."""
+        condition = None if self.search is None else self.search.rows.condition()
+        return [*self._problems, *([condition] if condition else [])]
 
     def want(self, why: str) -> None:
         """Read what is new (a message; dropped when one is queued already)."""
@@ -123,53 +127,74 @@ class HistoryActor:
     async def caught_up(self) -> None:
         """Return once a read has begun and finished since the last ``want``."""
         if self._writer is None:
-            return  # (nothing is read: a read-only index, or PostgreSQL)
+            return  # (nothing is read: a read-only index)
         target = self._asked
         while self._done < target:
             await self._synced.wait()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        s = self._settings
+        try:
+            async with self._rows() as (reader, writer, follow):
+                self.search = HistorySearch(reader, model=self._model)
+                self._writer = writer
+                self._follow = follow
+                if follow is not None:
+                    await follow.others_wrote()  # (from now: before a search loads the matrix)
+                async with self._inbox, anyio.create_task_group() as tg:
+                    task_status.started()
+                    if follow is not None:
+                        tg.start_soon(self._follow_others, follow,
+                                      name="rifflux.history.follow")
+                    if self._writer is None:  # (a read-only open: searches only, on the
+                        async for _ in self._inbox:  # rows kept open until it closes)
+                            pass
+                        tg.cancel_scope.cancel()
+                        return
+                    tg.start_soon(self._wait_for_model, name="rifflux.history.model")
+                    tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
+                    if s.history_unasked:
+                        tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
+                        self.want("start")
+                    await self._serve(tg)
+                    tg.cancel_scope.cancel()
+        finally:
+            self._inbox.close()  # (also when the index could not be opened)
+
+    @asynccontextmanager
+    async def _rows(self) -> AsyncIterator[
+            tuple[HistoryRows, HistoryRows | None, HistoryFollow | None]]:
+        """The rows searches read, those the reads write (None: a read-only open), on
+        connections of the history's own, and how other processes' writes are followed
+        (SQLite: ``store.sqlite.history_changes``; None on PostgreSQL, whose searches read
+        the server)."""
         where = self._settings.db_path
+        s = self._settings
         if isinstance(where, DatabaseUrl):
-            self._inbox.close()
-            task_status.started()  # (the history is kept on SQLite only, for now)
+            from ..store.postgres.history import open_history
+
+            async with open_history(where, seconds=max(s.busy_timeout_ms / 1000, 1.0)) as rows:
+                yield rows, None if s.read_only else rows, None
             return
+        from ..store.sqlite.history import HistoryRows as SqliteRows
         from ..store.sqlite.schema import connect
 
         db = where.expanduser().resolve()
-        s = self._settings
-        conns: list[aiosqlite.Connection] = []
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+
+            async def closed(conn: aiosqlite.Connection) -> None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await conn.close()
+
             reader = await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True,
                                    snapshot=s.read_snapshot)
-            conns.append(reader)
-            self.search = HistorySearch(HistoryRows(reader, db), model=self._model)
-            follow = HistoryFollow(reader, db, self._origin)
-            await follow.others_wrote()  # (from now: before any search loads the matrix)
+            stack.push_async_callback(closed, reader)
+            writer = None
             if not s.read_only:
                 writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
-                conns.append(writer)
-                self._writer = HistoryRows(writer, db)
-            async with self._inbox, anyio.create_task_group() as tg:
-                task_status.started()
-                tg.start_soon(self._follow_others, follow, name="rifflux.history.follow")
-                if self._writer is None:  # (read-only: searches on the reader until closed)
-                    async for _ in self._inbox:
-                        pass
-                    tg.cancel_scope.cancel()
-                    return
-                tg.start_soon(self._wait_for_model, name="rifflux.history.model")
-                tg.start_soon(self._embed_when_wanted, name="rifflux.history.embed")
-                if s.history_unasked:
-                    tg.start_soon(self._follow_jobs, name="rifflux.history.jobs")
-                    self.want("start")
-                await self._serve(tg)
-                tg.cancel_scope.cancel()
-        finally:
-            self._inbox.close()  # (also when the index could not be opened)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                for conn in conns:
-                    await conn.close()
+                stack.push_async_callback(closed, writer)
+            yield (SqliteRows(reader, db), None if writer is None else SqliteRows(writer, db),
+                   HistoryFollow(reader, db, self._origin))
 
     def close(self) -> None:
         self._send.close()
@@ -182,7 +207,7 @@ class HistoryActor:
             while True:  # what else is queued comes with it
                 try:
                     more = self._inbox.receive_nowait()
-                except anyio.WouldBlock:
+                except (anyio.WouldBlock, anyio.EndOfStream):  # (or closed meanwhile)
                     break
                 wanted = wanted or isinstance(more, HistoryWanted)
             try:
@@ -295,8 +320,11 @@ class HistoryActor:
     async def _tell_others(self) -> None:
         """Other processes on the index learn that commits or their vectors changed (their
         matrices are loaded again: ``store.sqlite.history_changes``)."""
-        if not self._untold or self._writer is None:
-            return
+        if not self._untold or self._follow is None or self._writer is None:
+            return  # (PostgreSQL: the others read the server)
+        from ..store.sqlite.history import HistoryRows as SqliteRows
+
+        assert isinstance(self._writer, SqliteRows)
         try:
             await note(self._writer.conn, self._writer.db_path, self._origin)
             self._untold = False

@@ -187,7 +187,8 @@ def _instances(toks: list[str], words: tuple[str, ...], prefix: bool) -> int:
     last = len(words) - 1
     middle = list(words[1:last])
     found = 0
-    for at in (i for i, t in enumerate(toks[: len(toks) - last]) if t == words[0]):
+    # (a phrase longer than the column is not in it: a negative cut would count from the end)
+    for at in (i for i, t in enumerate(toks[: max(len(toks) - last, 0)]) if t == words[0]):
         tail = toks[at + last]
         if toks[at + 1: at + last] == middle and (
                 tail.startswith(words[last]) if prefix else tail == words[last]):

@@ -21,9 +21,9 @@ from ..history_types import (
     HistoryRepo,
     PathCommit,
 )
-from ..store.sqlite.history import HistoryFilters, HistoryRows
 from .git import GitError
 from .lines import Blames, where
+from .rows import HistoryFilters, HistoryRows
 from .search import HistorySearch, commit_path, iso, ref
 
 #: The most commits a file's history lists.

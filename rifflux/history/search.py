@@ -1,4 +1,5 @@
-"""Searching commits: the lexical leg (FTS5, in the store), the semantic leg (the query's
+"""Searching commits: the lexical leg (in the store: FTS5's bm25, or on PostgreSQL the
+same bm25 computed from its own tables), the semantic leg (the query's
 vector against every commit's, held in memory as chunks' are: an int8 matrix scanned
 for candidates ranked exactly on their float32 vectors; loaded again after the
 commits or their vectors change) and the two fused as chunks' are
@@ -7,19 +8,17 @@ commits or their vectors change) and the two fused as chunks' are
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..core.fts_query import build_match
 from ..core.fusion import combine
 from ..history_types import CommitHit, CommitPath, CommitRef
-from ..store.sqlite.history import HistoryFilters, HistoryRows
 from .lines import Blames
 from .matching import best_hunk, shown
+from .rows import HistoryFilters, HistoryRows
 
 if TYPE_CHECKING:
     from ..core.embedders import Embedder
@@ -29,20 +28,6 @@ if TYPE_CHECKING:
 POOL = 100
 #: The changed paths a hit lists, at most.
 HIT_PATHS = 20
-_WORD = re.compile(r"\w+")
-#: The longest phrase a query makes of its words.
-_PHRASE_WORDS = 32
-
-
-def history_match(query: str) -> str | None:
-    """The FTS5 expression for ``query`` over commits: its words (``build_match``), or
-    its words as one phrase in a title, which ranks a commit whose title the query is
-    above the merge whose body repeats it."""
-    match = build_match(query)
-    words = _WORD.findall(query)[:_PHRASE_WORDS]
-    if match is None or len(words) < 2:
-        return match
-    return f'({match}) OR (title : "{" ".join(words)}")'
 
 
 def iso(seconds: int) -> str:
@@ -84,9 +69,7 @@ class HistorySearch:
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
         if mode in ("lexical", "hybrid"):
-            match = history_match(query)
-            if match is not None:
-                lexical = await self.rows.lexical(match, depth, filters)
+            lexical = await self.rows.lexical(query, depth, filters)
         if mode in ("semantic", "hybrid"):
             semantic = await self._semantic(query, depth, filters)
         ranked: list[tuple[int, float, int | None, int | None]]

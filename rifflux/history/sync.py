@@ -21,9 +21,9 @@ from functools import partial
 import anyio
 import anyio.from_thread
 
-from ..store.sqlite.history import HistoryRows
 from .git import GitError, RawCommit, git, read_commits
 from .repos import Repository, tips
+from .rows import HistoryRows
 
 logger = logging.getLogger(__name__)
 

@@ -27,3 +27,10 @@ def test_a_prefix_counts_every_word_it_starts() -> None:
 
 def test_each_clause_is_counted_apart_in_the_query_order() -> None:
     assert _freqs('"garden beds" compost', "Compost", "Garden beds of compost.") == [1.0, 3.0]
+
+
+def test_a_phrase_longer_than_a_column_is_not_in_it() -> None:
+    # (the column "retri polici upload" is shorter than the phrase: nothing to count)
+    lexemes = "retri polici upload | retri polici upload for flaki link"
+    phrase = (("retri", "polici", "upload", "for", "flaki"), False)
+    assert frequencies(lexemes, [phrase]) == [1.0]

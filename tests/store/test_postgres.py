@@ -21,6 +21,7 @@ from rifflux.location import DatabaseUrl
 from rifflux.store.postgres import lexical, semantic
 from rifflux.store.postgres.schema import SCHEMA_VERSION
 
+from ..gitrepo import commit, init
 from ..helpers import (
     SEARCH_DOCS,
     CountingEmbedder,
@@ -108,9 +109,12 @@ async def test_without_pg_textsearch_lexical_ranks_by_ts_rank_cd_and_says_so(
     postgres_without_textsearch: PostgresServer, search_docs: Path,
 ) -> None:
     url = postgres_without_textsearch.create_database("no_bm25")
+    commit(init(search_docs), "Add the pancake recipes")  # (its history: every match ranked)
     async with Rifflux(url, embedder=CountingEmbedder()) as rf:
         await rf.reindex(search_docs)
+        await rf.wait_for_history()
         hits = await rf.search("pancakes", mode="lexical")
+        history = await rf.search_history("pancake recipes", mode="lexical")
         status = await rf.status()
         assert await rf.search('"hybrid search"', mode="lexical")
         assert await rf.search("pancak*", mode="lexical")
@@ -119,6 +123,7 @@ async def test_without_pg_textsearch_lexical_ranks_by_ts_rank_cd_and_says_so(
     assert scores == sorted(scores) and scores[0] < 0  # lower is better, as BM25's
     assert status["store"] == "postgresql" and status["lexical_ranking"] == "ts_rank_cd"
     assert status["store_note"] and "pg_textsearch" in status["store_note"]
+    assert [h["title"] for h in history["results"]] == ["Add the pancake recipes"]
 
 
 async def test_an_unreachable_server_is_a_clear_error_naming_the_url_without_its_password(
@@ -229,6 +234,9 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN page")
     await index_rows(url, "ALTER TABLE files DROP COLUMN langs")  # (version 5's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN lang")
+    await index_rows(url, "DROP TABLE commit_paths, commits, history_repos, commit_totals, "
+                     "commit_lexicon")
+    await index_rows(url, "DROP FUNCTION rifflux_commits_in(), rifflux_commits_out()")
     await index_rows(url, "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="older Rifflux.*without read_only"):
         async with Rifflux(settings=Settings(db_path=DatabaseUrl(url), read_only=True)):
@@ -248,6 +256,7 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
         == [(str(SCHEMA_VERSION),)]
     assert await index_rows(url, "SELECT count(*) FROM pg_trigger WHERE tgname = "
                             "'changes_notified'") == [(1,)]
+    assert await index_rows(url, "SELECT commits, tokens FROM commit_totals") == [(0, 0)]
     assert [await index_rows(url, sql) for sql in _WORD_COUNTS] == counted
     # the files are read again at start, and each chunk learns its language
     async with Rifflux(url, embedder=CountingEmbedder()) as rf:

@@ -46,11 +46,9 @@ that lower is better as for BM25; reported in ``status()``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import asyncpg
 
 from ...core.bm25 import idf, score
@@ -60,11 +58,9 @@ from ...location import DatabaseUrl
 from ...types import ChunkRecord, LexicalExplain, LexicalRanking
 from ..common import ROW_SQL, row_dict
 from ..protocols import Ranked
-from .bm25_index import CHECK_AGAIN_EVERY, CHECK_EVERY, healthy
+from .bm25_index import CHUNKS, Accelerator
 from .connection import Connection, Pool, mapped_errors, snapshot
 from .schema import BM25_INDEX
-
-logger = logging.getLogger(__name__)
 
 #: Scoring a chunk by itself costs about this many times reading one from the BM25
 #: index, best first (measured here: 130 µs and 10 µs on awesome-copilot).
@@ -108,18 +104,11 @@ class Lexical:
         self._pool = pool
         self._where = where
         self._bm25 = ranking == "bm25"
-        #: Whether the BM25 index was whole at the last look (None: not looked at yet).
-        self._whole: bool | None = None
-        self._looked = float("-inf")
+        self._index = Accelerator(where, CHUNKS, enabled=self._bm25)
 
     def condition(self) -> str | None:
         """What an answer should say of how it was ranked now (None: nothing)."""
-        if not self._bm25 or self._whole is not False:
-            return None
-        return ("keyword search ranks every match without its BM25 index, which this "
-                "PostgreSQL server does not hold now (the process that writes the index "
-                "builds it again after a server restart or a restore; a read replica never "
-                "holds it): the same answers, slower")
+        return self._index.condition("keyword search")
 
     async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
                       rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
@@ -144,36 +133,23 @@ class Lexical:
                      allowed: Allowed | None) -> list[Any]:
         """The candidates FTS5's bm25 ranks: the best of the BM25 index's scan while it is
         whole, else every chunk that matches (``bm25_index``: what a restart leaves)."""
-        if await self._whole_now(conn):
+        if await self._index.whole_now(conn):
             try:
                 async with conn.transaction():  # (a savepoint: a torn index fails alone)
                     found = await self._search(conn, q, max(limit * POOL, POOL_LEAST),
                                                allowed)
             except asyncpg.InternalServerError as exc:  # pages a crash tore
-                self._whole, self._looked = False, anyio.current_time()
-                logger.warning("%s: the BM25 index cannot be read (%s): ranking every "
-                               "match instead", self._where.redacted, exc)
+                self._index.lost(f"the BM25 index cannot be read ({exc})")
                 return await self._every_match(conn, q, allowed)
             if found or not await self._any_match(conn, q, allowed):
                 return found
-            self._whole, self._looked = False, anyio.current_time()  # (empty, or behind)
-            logger.warning("%s: the BM25 index found nothing that the GIN index finds (a "
-                           "server restart empties it): ranking every match instead",
-                           self._where.redacted)
+            self._index.lost("the BM25 index found nothing that the GIN index finds (a "
+                             "server restart empties it)")  # (empty, or behind)
         return await self._every_match(conn, q, allowed)
-
-    async def _whole_now(self, conn: Connection) -> bool:
-        """Whether the BM25 index is whole, looked at again once ``CHECK_EVERY`` seconds
-        have passed (``CHECK_AGAIN_EVERY`` while it is not)."""
-        now = anyio.current_time()
-        due = CHECK_EVERY if self._whole else CHECK_AGAIN_EVERY
-        if self._whole is None or now - self._looked >= due:
-            self._whole, self._looked = await healthy(conn), now
-        return bool(self._whole)
 
     async def _any_match(self, conn: Connection, q: LexicalQuery,
                          allowed: Allowed | None) -> bool:
-        p = _Params()
+        p = Params()
         where = " AND ".join(_filters(p, q, allowed, exact=False))
         return bool(await conn.fetchval(
             f"SELECT EXISTS (SELECT 1 FROM chunks c WHERE {where})", *p.values))
@@ -183,7 +159,7 @@ class Lexical:
         """Every chunk that matches (and passes the filter), found through the GIN index
         alone (WAL-logged: whole after a restart, and on a replica), for FTS5's bm25 to
         rank each."""
-        p = _Params()
+        p = Params()
         where = " AND ".join(_filters(p, q, allowed, exact=False))
         return list(await conn.fetch(
             f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier FROM chunks c JOIN files f ON "
@@ -221,7 +197,7 @@ class Lexical:
         """The best ``limit`` of the first ``depth`` chunks of the BM25 index (and every
         chunk tied with the last of them) that match and pass the filter; and how many
         the index gave."""
-        p = _Params()
+        p = Params()
         score = f"c.lexemes <@> to_bm25query({p(ranking)}, '{BM25_INDEX}')"
         scan = f"SELECT c.id, {score} AS score FROM chunks c ORDER BY {score} " \
                f"FETCH FIRST ({p(depth)}) ROWS WITH TIES"
@@ -238,7 +214,7 @@ class Lexical:
                        allowed: Allowed | None, *, every: bool = False) -> list[Any]:
         """Every chunk that matches (and passes the filter), ranked: exact, at the cost
         of scoring each. With ``every``: only the chunks holding every word."""
-        p = _Params()
+        p = Params()
         where = _filters(p, q, allowed, exact=False)
         if every and q.every is not None:
             where.append(f"{_VECTOR} @@ to_tsquery('simple', {p(q.every)})")
@@ -253,7 +229,7 @@ class Lexical:
         return list(rows)
 
 
-class _Params:
+class Params:
     """A statement's parameters: ``p(value)`` adds one and says its placeholder."""
 
     def __init__(self) -> None:
@@ -264,7 +240,7 @@ class _Params:
         return f"${len(self.values)}"
 
 
-def _filters(p: _Params, q: LexicalQuery, allowed: Allowed | None, *, exact: bool) -> list[str]:
+def _filters(p: Params, q: LexicalQuery, allowed: Allowed | None, *, exact: bool) -> list[str]:
     """The conditions a chunk (``c``) passes: it matches (unless ``exact``: every chunk
     BM25 scores matches), and it is of an allowed file."""
     out = [] if exact else [f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)})"]
@@ -275,14 +251,14 @@ def _filters(p: _Params, q: LexicalQuery, allowed: Allowed | None, *, exact: boo
     return out
 
 
-def _tier(p: _Params, q: LexicalQuery) -> str:
+def _tier(p: Params, q: LexicalQuery) -> str:
     """1 for a chunk holding every word of a query that mixes scripts, else 0."""
     if q.every is None:
         return "0"
     return f"({_VECTOR} @@ to_tsquery('simple', {p(q.every)}))::int"
 
 
-def _order(p: _Params, limit: int) -> str:
+def _order(p: Params, limit: int) -> str:
     return ('ORDER BY tier DESC, score, f.rel_path COLLATE "C", c.chunk_index, '
             f'r.path COLLATE "C" LIMIT {p(limit)}')
 

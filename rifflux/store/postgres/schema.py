@@ -18,6 +18,7 @@ The tables are SQLite's, in PostgreSQL's types, with these differences:
   HNSW index (cosine) made per dimension when the first vector of that size is
   stored; ``embeddings`` keeps one vector per text, as in SQLite, so that a text
   is embedded once.
+- The git history's tables (``history_schema``), since version 6.
 - The change log is written by statement triggers (transition tables), under the
   origin each writing connection sets (``rifflux.origin``); each statement that
   logs notifies ``changes.CHANNEL`` with that origin and its last sequence number.
@@ -44,10 +45,11 @@ from ...location import DatabaseUrl
 from ...types import LexicalRanking
 from ..roots import STALE_MTIME
 from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
+from .history_schema import HISTORY_BM25_INDEX, HISTORY_TABLES
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
@@ -182,7 +184,10 @@ ALTER TABLE chunks ADD COLUMN lang text;
 UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
 """
 
-_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS, 4: _LANGUAGES}
+#: Version 6: the git history's tables (``history_schema``), empty: the history actor
+#: reads the repositories' commits at start.
+_UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS, 4: _LANGUAGES,
+                             5: HISTORY_TABLES}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).
@@ -270,11 +275,13 @@ async def ensure_schema(conn: Connection, where: DatabaseUrl) -> None:
                     await conn.execute(_TRIGGERS)
                     await conn.execute(_NOTIFY)
                     await conn.execute(_WORD_COUNTS)
+                    await conn.execute(HISTORY_TABLES)
                     await conn.execute(
                         "INSERT INTO meta(key, value) VALUES ('schema_version', $1), "
                         "('store', 'postgresql')", str(SCHEMA_VERSION))
             if await extension(conn, "pg_textsearch"):
                 await conn.execute(_BM25)
+                await conn.execute(HISTORY_BM25_INDEX)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1, $2)", LOCKS, SCHEMA_LOCK)
 

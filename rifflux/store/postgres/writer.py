@@ -19,7 +19,7 @@ from ...core.lexemes import indexed_text
 from ...core.plan import StoredState
 from ...core.vectors import F32
 from ..written import FILE_ENTRY_COLUMNS, Edges, FileToWrite, Written, chunk_id_for, file_entry
-from .bm25_index import rebuild
+from .bm25_index import INDEXES, rebuild
 from .connection import Connection, mapped_errors, snapshot, transaction
 from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
@@ -200,7 +200,8 @@ class Writer:
         with mapped_errors(self.where):
             status = await self.conn.execute(
                 "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c "
-                "WHERE c.content_hash = e.content_hash)")
+                "WHERE c.content_hash = e.content_hash) AND NOT EXISTS (SELECT 1 FROM "
+                "commits m WHERE m.content_hash = e.content_hash)")
         return int(status.split()[-1])
 
     async def merge_fts(self) -> bool:
@@ -216,7 +217,8 @@ class Writer:
         restore has emptied it (``bm25_index.rebuild``: on a connection of its own, writes
         going on meanwhile); nothing on a read-only open or a replica."""
         if not self._read_only:
-            await rebuild(self.where, seconds=self.session.seconds)
+            for index in INDEXES:  # (the chunks' and the commits')
+                await rebuild(self.where, seconds=self.session.seconds, index=index)
 
 
 def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:

@@ -7,88 +7,37 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
+from ...core.fts_query import build_match
 from ...history.document import document, embed_text
 from ...history.git import RawCommit
-from ..statements import like_prefix
+from ...history.rows import (
+    ROW_SELECT,
+    WEIGHTS,
+    HistoryFilters,
+    RepoState,
+    follow_renames,
+    title_words,
+)
 from ..written import batches, marks
 from .sql import mapped_errors, transaction
 
-#: bm25's weights of the full-text columns: title, body, paths, change. (The body
-#: weighs little: a merge's body repeats its branch's title, and ranked a commit's own
-#: title below it; 200 pdf.js titles: 139 first at 4, 161 at 2 with the title phrase.)
-WEIGHTS = (10.0, 2.0, 1.0, 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class RepoState:
-    id: int
-    tips: list[str]
-    problem: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HistoryFilters:
-    """What a history search keeps (None: no condition)."""
-
-    repos: tuple[int, ...] | None = None
-    paths: tuple[str, ...] | None = None  # relative to a repository's top, or under it
-    author: str | None = None  # a part of the author's name or email, any case
-    since: int | None = None  # commit time, seconds since the epoch, inclusive
-    before: int | None = None  # exclusive
-
-    def any(self) -> bool:
-        return any(v is not None for v in (self.repos, self.paths, self.author, self.since,
-                                           self.before))
-
-    def clause(self) -> tuple[str, list[Any]]:
-        """SQL over the commit ``c``, and its parameters."""
-        parts: list[str] = []
-        args: list[Any] = []
-        if self.repos is not None:
-            parts.append(f"c.repo_id IN ({marks(len(self.repos))})" if self.repos else "0")
-            args += self.repos
-        if self.author:
-            pattern = "%" + like_prefix(self.author.lower())[:-1] + "%"
-            parts.append("(lower(c.author_name) LIKE ? ESCAPE '\\' OR "
-                         "lower(c.author_email) LIKE ? ESCAPE '\\')")
-            args += [pattern, pattern]
-        if self.since is not None:
-            parts.append("c.commit_time >= ?")
-            args.append(self.since)
-        if self.before is not None:
-            parts.append("c.commit_time < ?")
-            args.append(self.before)
-        if self.paths is not None:
-            ors = []
-            for path in self.paths:
-                path = path.strip("/")
-                if not path:
-                    ors.append("1")
-                    continue
-                ors.append("p.path = ? OR p.path LIKE ? ESCAPE '\\' OR p.old_path = ?")
-                args += [path, like_prefix(path + "/"), path]
-            parts.append("EXISTS (SELECT 1 FROM commit_paths p WHERE p.commit_id = c.id "
-                         f"AND ({' OR '.join(ors) or '0'}))")
-        return " AND ".join(parts) or "1", args
-
-
-_ROW = ("SELECT c.id, c.hash, r.worktree, c.title, c.author_name, c.author_email, "
-        "c.author_time, c.commit_time, c.summary, c.body, c.parents, c.committer_name, "
-        "c.committer_email, c.cut FROM commits c JOIN history_repos r ON r.id = c.repo_id")
-
 
 class HistoryRows:
-    """The history's statements on one connection (the writer's, or a reader's)."""
+    """The history's statements on one SQLite connection (the writer's, or a reader's):
+    ``history.rows.HistoryRows``."""
 
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
+
+    def condition(self) -> str | None:
+        """Nothing to say: FTS5 ranks every search alike."""
+        return None
 
     # ------------------------------------------------------------ repositories
 
@@ -257,11 +206,15 @@ class HistoryRows:
 
     # ------------------------------------------------------------ reads
 
-    async def lexical(self, match: str, limit: int,
+    async def lexical(self, query: str, limit: int,
                       filters: HistoryFilters) -> list[tuple[int, float]]:
-        """FTS5's best for ``match``: without filters, ranked by FTS5 alone (no commit
-        row read: 2x faster on 23,000 commits); equal scores, newest read first."""
-        w = ", ".join(str(x) for x in WEIGHTS)
+        """FTS5's best for ``query`` (``history_match``): without filters, ranked by FTS5
+        alone (no commit row read: 2x faster on 23,000 commits); equal scores, oldest
+        row first."""
+        match = history_match(query)
+        if match is None:
+            return []
+        w = ", ".join(str(float(x)) for x in WEIGHTS)
         with mapped_errors(self.db_path):
             if not filters.any():
                 rows = await self.conn.execute_fetchall(
@@ -287,7 +240,7 @@ class HistoryRows:
         with mapped_errors(self.db_path):
             for part in batches(ids):
                 rows = await self.conn.execute_fetchall(
-                    f"{_ROW} WHERE c.id IN ({marks(len(part))})", tuple(part))
+                    f"{ROW_SELECT} WHERE c.id IN ({marks(len(part))})", tuple(part))
                 out.update((int(r[0]), tuple(r)) for r in rows)
         return out
 
@@ -317,29 +270,24 @@ class HistoryRows:
     async def touching(self, repo_id: int, path: str, limit: int
                        ) -> list[tuple[int, str, str, str | None]]:
         """The commits that changed ``path`` in a repository, newest first, following its
-        renames back: (commit id, path then, change, old path)."""
-        out: list[tuple[int, str, str, str | None]] = []
-        seen: set[int] = set()
-        current: str | None = path
-        bound: int | None = None
+        renames back (``follow_renames``): (commit id, path then, change, old path)."""
+
+        async def step(current: str, bound: int) -> list[tuple[Any, ...]]:
+            return [tuple(r) for r in await self.conn.execute_fetchall(
+                "SELECT c.id, c.commit_time, p.path, p.change, p.old_path FROM "
+                "commit_paths p JOIN commits c ON c.id = p.commit_id WHERE p.path = ? "
+                "AND c.repo_id = ? AND c.commit_time <= ? ORDER BY c.commit_time DESC,"
+                " c.id", (current, repo_id, bound))]
+
         with mapped_errors(self.db_path):
-            while current is not None and len(out) < limit:
-                rows = await self.conn.execute_fetchall(
-                    "SELECT c.id, c.commit_time, p.path, p.change, p.old_path FROM "
-                    "commit_paths p JOIN commits c ON c.id = p.commit_id WHERE p.path = ? "
-                    "AND c.repo_id = ? AND c.commit_time <= ? ORDER BY c.commit_time DESC,"
-                    " c.id", (current, repo_id, bound if bound is not None else 1 << 62))
-                follow: str | None = None
-                for r in rows:
-                    cid = int(r[0])
-                    if cid in seen:
-                        continue
-                    seen.add(cid)
-                    out.append((cid, str(r[2]), str(r[3]), r[4]))
-                    if r[3] in ("renamed", "copied") and r[4]:
-                        follow, bound = str(r[4]), int(r[1])
-                        break
-                    if r[3] == "added":
-                        break
-                current = follow
-        return out[:limit]
+            return await follow_renames(step, path, limit)
+
+
+def history_match(query: str) -> str | None:
+    """The FTS5 expression for ``query`` over commits: its words (``build_match``), or
+    its words as one phrase in a title (``title_words``)."""
+    match = build_match(query)
+    words = title_words(query)
+    if match is None or not words:
+        return match
+    return f'({match}) OR (title : "{" ".join(words)}")'

@@ -1,0 +1,84 @@
+"""The history's tables on PostgreSQL (schema version 6; ``store.sqlite.history_schema``
+holds SQLite's): the git repositories holding indexed folders, their commits as
+documents, the paths each commit changed. A commit's vector is in ``embeddings`` by the
+hash of its text, as a chunk's is (embedded once, whoever's text it is).
+
+The lexical leg (``history_lexical``) ranks as FTS5 ranks SQLite's ``commits_fts``, from
+WAL-logged data only: ``commits.lexemes`` holds a commit's tokens (``core.lexemes``),
+each field repeated as often as its weight in bm25 (``history.rows.WEIGHTS``: the title
+10 times, the body twice, the paths and the change once), under a GIN index (which
+commits match); ``commits.words`` their ``tsvector``, stored (a phrase's positions are
+read, never parsed again: a commit's text is long), and ``title_words`` its title's (the
+title phrase's commits, counted through an index of their own); ``commits.length`` its
+tokens as FTS5 counts them (each field once), ``commit_totals`` the commits and their
+tokens, and ``commit_lexicon`` each word with the commits holding it (a word's idf),
+both kept by triggers in the transaction that writes the commits, as the chunks'
+``lexical_totals`` and ``lexicon``. A BM25 index (``pg_textsearch``, ``HISTORY_BM25``)
+finds the best candidates while it is whole, as the chunks' does (``bm25_index``).
+"""
+
+from __future__ import annotations
+
+#: Each commit's distinct words (its stored ``tsvector``'s), of the commits in ``{rows}``:
+#: (term, commits holding it).
+_TERMS = "SELECT t.lexeme, count(*) FROM {rows} c, unnest(c.words) AS t GROUP BY t.lexeme"
+
+#: The name of the commits' BM25 index (``to_bm25query`` names it).
+HISTORY_BM25 = "commits_bm25"
+
+HISTORY_TABLES = f"""
+CREATE TABLE history_repos(
+    id bigserial PRIMARY KEY, git_dir text NOT NULL UNIQUE, worktree text NOT NULL,
+    tips text NOT NULL DEFAULT '[]', shallow boolean NOT NULL DEFAULT false, problem text,
+    read_at double precision, commits integer NOT NULL DEFAULT 0);
+CREATE TABLE commits(
+    id bigserial PRIMARY KEY,
+    repo_id bigint NOT NULL REFERENCES history_repos(id) ON DELETE CASCADE,
+    hash text COLLATE "C" NOT NULL, parents text NOT NULL, author_name text NOT NULL,
+    author_email text NOT NULL, author_time bigint NOT NULL, committer_name text NOT NULL,
+    committer_email text NOT NULL, commit_time bigint NOT NULL, title text NOT NULL,
+    body text NOT NULL, paths text NOT NULL, summary text NOT NULL,
+    cut boolean NOT NULL DEFAULT false, content_hash text NOT NULL, lexemes text NOT NULL,
+    length integer NOT NULL,
+    words tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, lexemes)) STORED,
+    title_words tsvector GENERATED ALWAYS AS
+        (to_tsvector('simple'::regconfig, split_part(lexemes, ' | ', 1))) STORED,
+    UNIQUE(repo_id, hash));
+CREATE INDEX commits_by_hash ON commits(hash);
+CREATE INDEX commits_by_time ON commits(commit_time);
+CREATE INDEX commits_by_text ON commits(content_hash);
+CREATE INDEX commits_words ON commits USING gin (words);
+CREATE INDEX commits_title_words ON commits USING gin (title_words);
+CREATE TABLE commit_paths(
+    id bigserial PRIMARY KEY,
+    commit_id bigint NOT NULL REFERENCES commits(id) ON DELETE CASCADE,
+    path text NOT NULL, old_path text, change text NOT NULL,
+    added integer NOT NULL DEFAULT 0, removed integer NOT NULL DEFAULT 0,
+    is_binary boolean NOT NULL DEFAULT false);
+CREATE INDEX commit_paths_by_path ON commit_paths(path, commit_id);
+CREATE INDEX commit_paths_by_commit ON commit_paths(commit_id);
+CREATE TABLE commit_totals(
+    one boolean PRIMARY KEY DEFAULT true CHECK (one), commits bigint NOT NULL,
+    tokens bigint NOT NULL);
+INSERT INTO commit_totals(commits, tokens) VALUES (0, 0);
+CREATE TABLE commit_lexicon(term text COLLATE "C" PRIMARY KEY, commits integer NOT NULL);
+CREATE FUNCTION rifflux_commits_in() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE commit_totals SET commits = commits + n.c, tokens = tokens + n.t
+        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM new_rows) n;
+    INSERT INTO commit_lexicon(term, commits) {_TERMS.format(rows="new_rows")}
+        ON CONFLICT (term) DO UPDATE SET commits = commit_lexicon.commits + excluded.commits;
+    RETURN NULL; END $$;
+CREATE FUNCTION rifflux_commits_out() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE commit_totals SET commits = commits - o.c, tokens = tokens - o.t
+        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM old_rows) o;
+    UPDATE commit_lexicon l SET commits = l.commits - o.n
+        FROM ({_TERMS.format(rows="old_rows")}) AS o(w, n) WHERE l.term = o.w;
+    RETURN NULL; END $$;
+CREATE TRIGGER commits_counted_in AFTER INSERT ON commits REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_commits_in();
+CREATE TRIGGER commits_counted_out AFTER DELETE ON commits REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_commits_out();
+"""
+
+HISTORY_BM25_INDEX = (f"CREATE INDEX IF NOT EXISTS {HISTORY_BM25} ON commits USING "
+                      "bm25(lexemes) WITH (text_config='simple', k1=1.2, b=0.75)")
