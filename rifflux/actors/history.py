@@ -165,6 +165,8 @@ class HistoryActor:
                     more = self._inbox.receive_nowait()
                 except anyio.WouldBlock:
                     break
+                except anyio.EndOfStream:  # closed while it waited: shutting down
+                    return
                 wanted = wanted or isinstance(more, HistoryWanted)
             try:
                 if wanted:
