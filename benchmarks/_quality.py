@@ -369,8 +369,13 @@ async def _obsidian(state: State, vault: Path) -> dict[str, Any]:
                             ignore=lambda _, names: [n for n in names if not n.endswith(".md")
                                                      and "." in n])
     db = folder.with_suffix(".db")
-    sets: dict[str, list[tuple[str, str]]] = {"questions (ja, zh)": [
-        (q, note) for q, note in QUESTIONS]}
+    asked = [(q, note) for q, note in QUESTIONS if (folder / note).is_file()]
+    if len(asked) < ENOUGH * len(QUESTIONS):  # (a copy that lost its non-ASCII names)
+        raise Incomplete(f"{len(QUESTIONS) - len(asked)} of the {len(QUESTIONS)} notes the "
+                         f"Chinese and Japanese questions answer are not in {vault}: pass a "
+                         "whole copy of the Obsidian help vault (`git clone`, or `git "
+                         "archive`: a copy made from quoted path names loses the CJK ones)")
+    sets: dict[str, list[tuple[str, str]]] = {"questions (ja, zh)": asked}
     for query, note, lang in _known_items(folder, cfg.seed):
         sets.setdefault(f"known items ({lang})", []).append((query, note))
     chunks = Chunks({}, {})

@@ -29,14 +29,13 @@ WEIGHTS_TEXT = ",".join(repr(w) for w in WEIGHTS)
 async def lexicon_built(conn: Connection) -> bool:
     """Whether a lexicon is built for these weights (``Lexicon.usable``; numpy-free, so
     that a search on an index without one never imports the lexicon's module)."""
-    try:
-        cur = await conn.execute("SELECT weights FROM lexicon WHERE id = 1")
+    try:  # (one round trip to the connection's thread: every lexical search asks)
+        rows = list(await conn.execute_fetchall("SELECT weights FROM lexicon WHERE id = 1"))
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return False  # an index no writer of this version has opened yet
         raise
-    row = await cur.fetchone()
-    return row is not None and row[0] == WEIGHTS_TEXT
+    return bool(rows) and rows[0][0] == WEIGHTS_TEXT
 
 LEXICON_SCHEMA = """
 CREATE TABLE IF NOT EXISTS lexicon(
