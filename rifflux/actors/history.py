@@ -209,8 +209,6 @@ class HistoryActor:
                     more = self._inbox.receive_nowait()
                 except (anyio.WouldBlock, anyio.EndOfStream):  # (or closed meanwhile)
                     break
-                except anyio.EndOfStream:  # closed while it waited: shutting down
-                    return
                 wanted = wanted or isinstance(more, HistoryWanted)
             try:
                 if wanted:

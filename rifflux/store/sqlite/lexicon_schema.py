@@ -37,6 +37,7 @@ async def lexicon_built(conn: Connection) -> bool:
         raise
     return bool(rows) and rows[0][0] == WEIGHTS_TEXT
 
+
 LEXICON_SCHEMA = """
 CREATE TABLE IF NOT EXISTS lexicon(
     id INTEGER PRIMARY KEY CHECK (id = 1),
