@@ -55,13 +55,20 @@ def serve_command(db: Path, *args: str) -> list[str]:
 @contextmanager
 def serving(db: Path, *args: str, token: str | None = None,
             env: Mapping[str, str] | None = None,
-            stop_with: int = signal.SIGTERM, announced: bool = True) -> Iterator[Served]:
+            stop_with: int = signal.SIGTERM, announced: bool = True,
+            url: str | None = None) -> Iterator[Served]:
     """``rifflux serve --port 0 --backend hash ARGS`` on ``db`` until the block ends, then
     ``stop_with`` (SIGTERM), after which the server must have exited 0. The URL comes from
     the file the server writes beside the index, or (``announced=False``: another server's
-    file is there) from the line it writes once it serves."""
+    file is there) from the line it writes once it serves. ``url``: the index is that
+    PostgreSQL database (``db`` then names where the server's log goes, and the URL comes
+    from its line)."""
     log = db.with_name(db.name + f".serve-{time.monotonic_ns()}.log")
-    command = serve_command(db, *args, *(["--token", token] if token else []))
+    command = serve_command(Path(url) if url else db, *args,
+                            *(["--token", token] if token else []))
+    if url:
+        command[command.index("--db") + 1] = url
+        announced = False
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 env={**os.environ, "RIFFLUX_LOG_LEVEL": "INFO", **(env or {})})

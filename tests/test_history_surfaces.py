@@ -117,10 +117,11 @@ async def test_mcp_searches_the_history_and_reads_a_commit_and_a_file_history(
     assert (tmp_path / "index.db").exists() == ("://" not in where)  # (the store asked for)
 
 
-def test_the_json_api_searches_the_history(tmp_path: Path) -> None:
+def test_the_json_api_searches_the_history(tmp_path: Path, where: str) -> None:
     repo = handbook(tmp_path)
     head = git(repo, "rev-parse", "HEAD~1")
-    with serving(tmp_path / "index.db", "--watch", str(repo)) as served, \
+    url = where if "://" in where else None
+    with serving(tmp_path / "index.db", "--watch", str(repo), url=url) as served, \
             httpx2.Client(base_url=served.url, timeout=30) as client:
         def found() -> Any:
             answer = client.get("/api/history", params={"query": "retry policy",
@@ -138,3 +139,4 @@ def test_the_json_api_searches_the_history(tmp_path: Path) -> None:
     assert [c["title"] for c in history.json()["commits"]] == [
         "Introduce a retry policy for uploads", "Add the deployment notes"]
     assert bad.status_code == 400 and "since" in bad.json()["error"]["message"]
+    assert (tmp_path / "index.db").exists() == (url is None)  # (the store asked for)
