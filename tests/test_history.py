@@ -6,6 +6,7 @@ worktree, a submodule, a truncated pack)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -479,3 +480,27 @@ async def test_commit_vectors_outlive_the_pruning_of_orphan_vectors(
 
         await eventually(pruned)
         assert await index_rows(db, _COMMIT_VECTORS) == [(3,)]
+
+
+async def test_only_the_process_holding_the_embedding_lease_embeds_commits(
+        tmp_path: Path) -> None:
+    repo = handbook(tmp_path)
+    db = tmp_path / "i.db"
+    embedder = CountingEmbedder()
+    async with Rifflux(db, embedder=CountingEmbedder(), settings=Settings(history=False)) as rf:
+        await rf.reindex(repo)  # (the notes embedded: a reindex later has none to wait for)
+    with (tmp_path / "i.db.embedding.lock").open("ab") as held:  # (another process's lease)
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        async with Rifflux(db, embedder=embedder) as rf:
+            await rf.reindex(repo)
+            await rf.wait_for_history()
+            await anyio.sleep(0.5)  # (time enough to embed three commits, had it the lease)
+            assert (await rf.status())["history"]["pending_embeddings"] == 3
+            assert not [t for t in embedder.embedded if t.startswith(("Add the", "Introduce"))]
+            fcntl.flock(held.fileno(), fcntl.LOCK_UN)  # (the holder leaves)
+
+            async def commits_embedded() -> bool:
+                return (await rf.status())["history"]["pending_embeddings"] == 0
+
+            await eventually(commits_embedded)
+    assert [t for t in embedder.embedded if t.startswith("Introduce a retry policy")]

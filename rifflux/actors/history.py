@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from itertools import islice
 from pathlib import Path
@@ -57,13 +58,20 @@ EMBED_BATCH = 32
 _SHOW_EVERY = 5.0
 #: A read that failed is tried again after this long (s).
 _RETRY_SECONDS = 10.0
+#: How often a process that may not embed (another holds the lease) looks again, in s.
+_LEASE_LOOK = 2.0
 
 
 class HistoryActor:
     def __init__(self, *, settings: Settings, events: EventHub,
                  model: Callable[[], Embedder | None], model_loaded: anyio.Event,
-                 watch: bool, origin: str = "") -> None:
+                 watch: bool, origin: str = "",
+                 may_embed: Callable[[], Awaitable[bool]] | None = None) -> None:
         self._settings = settings
+        #: Whether this process embeds for the index now: it holds the embedding lease, or
+        #: takes it (as for chunks: one process embeds, the others read its vectors).
+        self._may_embed = may_embed
+        self._lease_held = may_embed is None
         self._globs = Globs(settings.include, settings.exclude)
         #: This process in the change log: the others learn of its writes under it.
         self._origin = origin or f"history-{id(self)}"
@@ -269,7 +277,11 @@ class HistoryActor:
         """The embedding task: beside the reads, never before one (a batch takes seconds
         on a busy machine; a new commit is searchable lexically without waiting for it)."""
         while True:
-            await self._embedding.wait()
+            # (a process without the embedding lease looks again now and then: its holder
+            # may stop, and this one take it)
+            with anyio.move_on_after(_LEASE_LOOK if self._lacking and not self._lease_held
+                                     else math.inf):
+                await self._embedding.wait()
             self._embedding = anyio.Event()
             try:
                 await self._embed()
@@ -285,7 +297,7 @@ class HistoryActor:
         import numpy as np
 
         limiter = anyio.CapacityLimiter(1)
-        while (embedder := self._model()) is not None:
+        while (embedder := self._model()) is not None and await self._embeds():
             if self._lacking_for != (embedder.label, self._read_count):
                 self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
                 self._lacking_for = (embedder.label, self._read_count)
@@ -316,6 +328,13 @@ class HistoryActor:
                 self._shown = anyio.current_time()
                 self.search.changed()
                 await self._tell_others()
+
+    async def _embeds(self) -> bool:
+        """Whether this process embeds commits now (it holds the embedding lease, or has
+        just taken it)."""
+        if self._may_embed is not None:
+            self._lease_held = await self._may_embed()
+        return self._lease_held
 
     async def _tell_others(self) -> None:
         """Other processes on the index learn that commits or their vectors changed (their

@@ -137,7 +137,8 @@ class Supervisor:
                 history = HistoryActor(settings=s, events=events,
                                        model=lambda: loader.embedder,
                                        model_loaded=loader.loaded, watch=bool(roots),
-                                       origin=origin)
+                                       origin=origin,
+                                       may_embed=None if lease is None else lease.try_take)
             pipeline: WatchPipeline | None = None
             if roots:
                 from .watch import WatchPipeline
