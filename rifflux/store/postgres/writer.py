@@ -23,6 +23,7 @@ from .bm25_index import rebuild
 from .connection import Connection, mapped_errors, snapshot, transaction
 from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
+from .presence import confirm_lease
 from .roots import Roots
 from .schema import hnsw_index
 from .session import Session, retried
@@ -157,14 +158,19 @@ class Writer:
     # ------------------------------------------------------------ vectors
 
     @retried()
-    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
+    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32, *,
+                            lease: str | None = None) -> Written:
         """Store vectors of ``model`` for the texts some chunk still has (the others are
         dropped: they would be orphans), and give every chunk of those texts its vector;
-        a text another process stored a vector for meanwhile keeps that one."""
+        a text another process stored a vector for meanwhile keeps that one. With
+        ``lease``, in the transaction that confirms the embedding lease is still that take
+        (``presence.confirm_lease``), else nothing: ``LeaseLostError``."""
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         dim = int(vecs.shape[1])
         with mapped_errors(self.where):
             async with transaction(self.conn):
+                if lease is not None:
+                    await confirm_lease(self.conn, lease, self.where)
                 if dim not in self._indexed_dims and self.vector_index:
                     await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
                 await self.conn.execute(
