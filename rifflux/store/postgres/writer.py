@@ -89,8 +89,8 @@ class Writer:
         if not files:
             return Written()
         now = time.time()
-        chunks = [(fi, c, indexed_text(c.heading_path, c.content))
-                  for fi, f in enumerate(files) for c in f.chunks]
+        chunks = [(fi, c, lexemes) for fi, f in enumerate(files)
+                  for c, lexemes in zip(f.chunks, indexed_texts(f), strict=True)]
         with mapped_errors(self.where):
             async with transaction(self.conn):
                 ids = {str(r[1]): int(r[0]) for r in await self.conn.fetch(
@@ -223,6 +223,18 @@ class Writer:
         going on meanwhile); nothing on a read-only open or a replica."""
         if not self._read_only:
             await rebuild(self.where, seconds=self.session.seconds)
+
+
+def indexed_texts(f: FileToWrite) -> Sequence[str]:
+    """Each chunk's indexed text: as worked out ahead, else now."""
+    if f.lexemes is not None:
+        return f.lexemes
+    return [indexed_text(c.heading_path, c.content) for c in f.chunks]
+
+
+def with_lexemes(files: Sequence[FileToWrite]) -> list[FileToWrite]:
+    """The files with their chunks' indexed texts worked out (``FileToWrite.lexemes``)."""
+    return [replace(f, lexemes=indexed_texts(f)) for f in files]
 
 
 def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:
