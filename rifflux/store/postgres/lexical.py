@@ -78,10 +78,10 @@ SCAN_MOST = 20_000
 EXPANSIONS = 64
 #: How many times as many chunks as asked (at least ``POOL_LEAST``) are ranked again as
 #: FTS5 ranks them. The BM25 index's scan costs what it reads (at 100,000 chunks: 1.6 ms
-#: for 10, 1.9 ms for 20, 4.6 ms for 100), and FTS5's best are near the top of its order:
-#: 1.5 times as many as asked keep the top 10's agreement with FTS5 at 0.95 (at five
-#: times, at least 100: 0.97) on awesome-copilot and at 100,000 chunks.
-POOL, POOL_LEAST = 1.5, 20
+#: for 10, 2.5 ms for 30, 4.6 ms for 100), and FTS5's best are near the top of its
+#: order: at 100,000 chunks twice as many (at least 30) give the same top 10 as FTS5 for
+#: 59 queries of 60, as five times as many (at least 100) did (1.5 times, at least 20: 57).
+POOL, POOL_LEAST = 2, 30
 
 _VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
 #: A candidate as it is ranked: its tokens and length (FTS5's bm25), and the keys of the
@@ -151,7 +151,7 @@ class Lexical:
         whole, else every chunk that matches (``bm25_index``: what a restart leaves)."""
         if await self._whole_now(conn):
             try:  # (outside a transaction: a torn index fails its statement alone)
-                found = await self._search(conn, q, max(int(limit * POOL), POOL_LEAST), allowed)
+                found = await self._search(conn, q, max(limit * POOL, POOL_LEAST), allowed)
             except asyncpg.InternalServerError as exc:  # pages a crash tore
                 self._whole, self._looked = False, anyio.current_time()
                 logger.warning("%s: the BM25 index cannot be read (%s): ranking every "

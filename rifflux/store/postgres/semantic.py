@@ -38,8 +38,6 @@ FEEDBACK_POOL = 200
 #: Candidates read past those wanted, so that near-equal cosines at the cut are
 #: ordered by the exact cosine, not by pgvector's float arithmetic.
 _MARGIN = 20
-#: Candidates HNSW keeps past those read (``hnsw.ef_search``), for ties at the cut.
-_TIES = 20
 #: pgvector's ceiling for ``hnsw.ef_search``.
 _EF_MOST = 1000
 
@@ -111,10 +109,7 @@ class Semantic:
                            "FROM chunk_vectors v " + where
                            + "ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
             else:
-                # (one round trip; the candidate list longer than the rows wanted, so that
-                # the one past them that WITH TIES reads does not start the iterative scan's
-                # next, costly round: at 100,000 chunks 25 ms for 220 at 220, 5 ms at 240)
-                ef = min(max(40, want + _TIES), _EF_MOST)
+                ef = min(max(40, want), _EF_MOST)  # (both in one round trip)
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}; "
                                    "SET LOCAL hnsw.iterative_scan = strict_order")
                 cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"
