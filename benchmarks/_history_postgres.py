@@ -32,7 +32,7 @@ async def history_on_postgres(state: State, root: Path, commits: int,
 
     cfg = state.config
     try:
-        with _server(cfg.postgres_url) as (server, _):
+        with _server(cfg.postgres_url, commits) as (server, _):
             url = server.create_database("rifflux_bench_history")
             try:
                 settings = Settings(db_path=DatabaseUrl(url), model_warmup=False,

@@ -46,8 +46,24 @@ from ._workers import run_worker
 _TIMEOUT = 6 * 3600
 
 
+#: What one chunk's vector takes in the server's memory while searched: its row in
+#: ``chunk_vectors`` and its node in the HNSW index (384 float4s each, with their
+#: headers and the graph's links), about 4 KiB at 384 dimensions.
+_HOT_BYTES_PER_CHUNK = 4096
+
+
+def buffers_for(chunks: int) -> str:
+    """``shared_buffers`` for a server searching ``chunks`` chunks: their vectors' rows and
+    HNSW index held (PostgreSQL's default, 128 MB, holds those of 30,000: every semantic
+    search past that reads its pages through the kernel again), at most a quarter of
+    the machine's memory, as PostgreSQL's documentation advises."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    want = max(128 << 20, int(chunks * _HOT_BYTES_PER_CHUNK * 1.25))
+    return f"{min(want, memory // 4) >> 20}MB"
+
+
 @contextlib.contextmanager
-def _server(url: str | None) -> Iterator[tuple[Any, str]]:
+def _server(url: str | None, chunks: int) -> Iterator[tuple[Any, str]]:
     """(a handle with ``create_database``/``drop_database``, the server's URL)."""
     if url:
         yield _Given(url), url
@@ -59,7 +75,8 @@ def _server(url: str | None) -> Iterator[tuple[Any, str]]:
                       f"{exc}") from exc
     with contextlib.ExitStack() as stack:
         try:
-            server = stack.enter_context(postgres_server())
+            server = stack.enter_context(postgres_server(
+                settings={"shared_buffers": buffers_for(chunks)}))
         except PostgresUnavailable as exc:
             raise Skipped(f"no --postgres-url and no PostgreSQL can be started here: "
                           f"{exc}") from exc
@@ -158,7 +175,7 @@ async def postgres_section(state: State) -> dict[str, Any]:
     qfile = cfg.work / "postgres-queries.json"
     qfile.write_text(json.dumps(queries))
     names = [f"rifflux_bench_{os.getpid()}_{what}" for what in ("grown", "corpus")]
-    with _server(cfg.postgres_url) as (server, _):
+    with _server(cfg.postgres_url, cfg.scale_chunks) as (server, _):
         try:
             big_url = await anyio.to_thread.run_sync(server.create_database, names[0])
             small_url = await anyio.to_thread.run_sync(server.create_database, names[1])
@@ -191,6 +208,7 @@ async def postgres_section(state: State) -> dict[str, Any]:
         "agreement_corpus": agree_small, "agreement_grown": agree_big,
         "rss_ratio": round(pg["rss_after_queries_mib"] / lite["rss_after_queries_mib"], 3),
         "lexical_ranking": pg["lexical_ranking"],
+        "shared_buffers": None if cfg.postgres_url else buffers_for(cfg.scale_chunks),
         "ratios": {mode: round(pg["timed"][f"{mode}_c1"]["p50_ms"]
                                / lite["timed"][f"{mode}_c1"]["p50_ms"], 2)
                    for mode in ("hybrid", "lexical", "semantic")},
@@ -202,7 +220,8 @@ def report(p: dict[str, Any]) -> list[str]:
     """The section's tables, for ``_report``."""
     ing, lite, pg = p["ingest"], p["sqlite"], p["postgres"]
     out = [f"### PostgreSQL beside SQLite ({p['chunks']:,} chunks, hash vectors, lexical "
-           f"ranking {p['lexical_ranking']})", "",
+           f"ranking {p['lexical_ranking']}; the server's shared_buffers "
+           f"{p.get('shared_buffers') or 'as set'})", "",
            f"Ingest by `rifflux migrate`: files and chunks {ing['chunks_per_s']} chunks/s "
            f"({ing['files_and_chunks_s']} s); precomputed vectors {ing['vectors_per_s']} "
            f"vectors/s ({ing['vectors_and_hnsw_s']} s, of which the HNSW build "

@@ -60,6 +60,13 @@ class EmbeddingUnavailableError(EmbeddingError):
         self.retry_after = retry_after
 
 
+class LeaseLostError(RiffluxError):
+    """The embedding lease this batch was embedded under is no longer this process's (its
+    session ended unseen: a server restart; another process may hold it and embed the
+    same texts now): the batch's vectors were not stored, and this process stops
+    embedding until it holds the lease again."""
+
+
 class RerankError(RiffluxError):
     """A reranker could not score a search's hits: a search keeps its fused order then
     (and its answer says why); raised only where a reranker is loaded or asked alone."""

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,12 +145,14 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def postgres_server(*, preload: bool = True,
-                    durable: bool = False) -> Iterator[PostgresServer]:
+def postgres_server(*, preload: bool = True, durable: bool = False,
+                    settings: Mapping[str, str] | None = None) -> Iterator[PostgresServer]:
     """Starts a fresh cluster (with ``pg_textsearch`` preloaded unless ``preload`` is
     False); stops and removes it. Commits are not waited for (a crash of the server loses
     the last ones) unless ``durable``: then a commit is written out before it returns, as
-    an operator's server does, so a killed postmaster loses nothing committed."""
+    an operator's server does, so a killed postmaster loses nothing committed.
+    ``settings``: more lines of ``postgresql.conf`` (the benchmarks size
+    ``shared_buffers`` to the index, as an operator would)."""
     bin_dir = binaries()
     folder = Path(tempfile.mkdtemp(prefix="rifflux-pg-"))
     folder.chmod(0o755)
@@ -167,6 +169,8 @@ def postgres_server(*, preload: bool = True,
                 conf.write("shared_preload_libraries = 'pg_textsearch'\n")
             conf.write("fsync = off\nfull_page_writes = off\nmax_connections = 300\n")
             conf.write(f"synchronous_commit = {'on' if durable else 'off'}\n")
+            for name, value in (settings or {}).items():
+                conf.write(f"{name} = '{value}'\n")
         server.start()
         yield server
     finally:

@@ -14,7 +14,9 @@ import pytest
 
 from rifflux import IndexUnreachableError, Rifflux, Settings
 from rifflux.location import DatabaseUrl
+from rifflux.store.postgres.connection import close, connect
 from rifflux.store.postgres.presence import Lease
+from rifflux.store.postgres.schema import ensure_schema
 
 from .helpers import CountingEmbedder, eventually, numbered_notes, write
 from .postgres import PostgresServer
@@ -69,6 +71,11 @@ async def test_after_a_server_restart_the_embedding_lease_is_confirmed_by_its_ne
 ) -> None:
     server = postgres_of_its_own
     where = DatabaseUrl(server.create_database("lease"))
+    conn = await connect(where, seconds=30, vectors=False)
+    try:
+        await ensure_schema(conn, where)  # (each take of the lease writes its token there)
+    finally:
+        await close(conn)
     first, second = Lease(where, timeout=5), Lease(where, timeout=5)
     try:
         assert await first.try_take()

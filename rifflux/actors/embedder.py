@@ -22,6 +22,11 @@ asks again after a backoff (0.5 s, doubled each time, at most a minute), by itse
 Of all the processes on one index, only the one holding the embedding lease
 (``store.protocols.LeaseStore``) embeds: the others leave the pending texts to it and try to
 take the lease every second, so when its holder dies another finishes the work.
+Each batch is sent with the lease's token (``LeaseStore.token``), and the writer stores
+its vectors only in a transaction that confirms that take of the lease is still the
+last: a lease lost while the batch was embedded (a server restart ends it unseen, and
+another process may have taken it and embedded the same texts) stores nothing, and this
+process stops embedding until it holds the lease again.
 """
 
 from __future__ import annotations
@@ -209,29 +214,53 @@ class EmbedderActor:
                     chars = size * _TEXT_CHARS_CAP
                 for part in batches(pending, size, chars):
                     # the lease confirmed by its keeper before each batch (a server
-                    # restart ends it unseen: another process may embed these now)
+                    # restart ends it unseen: another process may embed these now), and
+                    # again by the writer in the transaction that stores the batch
                     if self.lease is not None and not await self.lease.confirm():
                         logger.info("the embedding lease (%s) was lost: another process "
                                     "embeds the rest", self.lease.where)
+                        self._ask_again()
                         return
+                    token = None if self.lease is None else self.lease.token
                     try:
                         vectors = await self._embed(embedder, [p.text for p in part])
                     except EmbeddingUnavailableError:
                         if previous is not None:  # (read again only once it is stored)
-                            await _stored(previous)
+                            await self._stored(previous)
                         raise
-                    if previous is not None and not await _stored(previous):
+                    if previous is not None and not await self._stored(previous):
                         return
                     previous = Receipt()
                     await self._out.send(VectorsEmbedded(
                         model=embedder.label, hashes=tuple(p.content_hash for p in part),
-                        vectors=vectors, receipt=previous,
+                        vectors=vectors, receipt=previous, lease=token,
                     ))
                 # stored before the next window is read, so no text is embedded twice
-                if previous is not None and not await _stored(previous):
+                if previous is not None and not await self._stored(previous):
                     return
         finally:
             self._stats.busy = False
+
+    async def _stored(self, receipt: Receipt) -> bool:
+        """Whether the batch was stored; one refused for a lease lost meanwhile gives
+        the lease back (its new holder embeds the rest; this process tries to take it
+        again, every second, as any process without it)."""
+        await receipt.done.wait()
+        if receipt.lost and self.lease is not None:
+            logger.info("the embedding lease (%s) was lost while a batch was embedded: "
+                        "nothing of it was stored, another process embeds the rest",
+                        self.lease.where)
+            await self.lease.give_back()
+            self._ask_again()
+        return receipt.stored
+
+    def _ask_again(self) -> None:
+        """The lease lost: the embedder tries to take it again (now, then every second
+        while another process holds it)."""
+        if self._wake is not None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
+                                     anyio.BrokenResourceError):
+                self._wake.send_nowait(EmbedWanted())
 
     async def _documents(self, embedder: Embedder, texts: list[str]) -> F32:
         if isinstance(embedder, ServerEmbedder):
@@ -268,11 +297,6 @@ class EmbedderActor:
         self._stats.texts_embedded += len(texts)
         self._stats.batches += 1
         return vectors
-
-
-async def _stored(receipt: Receipt) -> bool:
-    await receipt.done.wait()
-    return receipt.stored
 
 
 #: A text counts for at most this many characters in a batch's budget: the model

@@ -35,7 +35,13 @@ from ..config import Settings
 from ..core.ignore import IgnoreFiles
 from ..core.packing import ChunkLimits
 from ..core.scan import Globs
-from ..errors import IndexBusyError, IndexDamagedError, IndexUnreachableError, RiffluxError
+from ..errors import (
+    IndexBusyError,
+    IndexDamagedError,
+    IndexUnreachableError,
+    LeaseLostError,
+    RiffluxError,
+)
 from ..store.protocols import FollowStore, WriterStore
 from ..store.written import Written
 from .care import StoreCare
@@ -286,17 +292,21 @@ class Indexer:
             await self._retry_out.send(msg)
 
     async def _store_vectors(self, msg: VectorsEmbedded) -> None:
-        stored = False
+        stored = lost = False
         try:
             if msg.model == self._model:
-                written = await self._writer.write_vectors(msg.model, msg.hashes, msg.vectors)
+                written = await self._writer.write_vectors(msg.model, msg.hashes, msg.vectors,
+                                                           lease=msg.lease)
                 self._stats["vectors_written"] += len(msg.hashes)
                 stored = True
                 await self._committed(written, stored=frozenset(msg.hashes))
+        except LeaseLostError as exc:  # (the lease's new holder embeds them)
+            lost = True
+            logger.info("%d vectors not stored: %s", len(msg.hashes), exc)
         except Exception:  # the boundary: they stay pending, the service goes on
             logger.exception("could not store %d vectors; they stay pending", len(msg.hashes))
         finally:
-            msg.receipt.settle(stored)
+            msg.receipt.settle(stored, lost=lost)
 
     async def _committed(self, written: Written, stored: frozenset[str] = frozenset()) -> None:
         """After every commit: the matrix follows, and jobs are checked for completion."""

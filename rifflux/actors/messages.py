@@ -89,9 +89,11 @@ class Receipt:
 
     done: anyio.Event = field(default_factory=anyio.Event)
     stored: bool = False
+    #: Not stored because the lease the batch was embedded under is no longer held.
+    lost: bool = False
 
-    def settle(self, stored: bool) -> None:
-        self.stored = stored
+    def settle(self, stored: bool, *, lost: bool = False) -> None:
+        self.stored, self.lost = stored, lost
         self.done.set()
 
 
@@ -101,6 +103,9 @@ class VectorsEmbedded:
     hashes: tuple[str, ...]
     vectors: F32
     receipt: Receipt
+    #: The embedding lease's token when the batch was embedded (``LeaseStore.token``):
+    #: the writer stores the vectors only in a transaction that confirms it.
+    lease: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,7 @@ from .migrate_sources import Source, open_source
 from .opening import open_store
 from .protocols import WriterStore
 from .sqlite.recovery import read_uri
+from .written import FileToWrite
 
 #: Files written per transaction, and vectors.
 FILE_BATCH = 200
@@ -90,18 +91,36 @@ async def _copy(source: Source, target: _Target, tell: Progress,
     roots = await source.roots()
     files = chunks = 0
     total = await source.count_files()
+    folders: list[tuple[int, int]] = []
     for root_id, path in roots:
         into = await writer.roots.root_id(Path(path))
         if into is None:  # (roots never overlap in an index: never happens)
             raise IndexDatabaseError(f"cannot copy the folder {path}: it overlaps "
                                      f"another folder already in {target.where}")
-        rows = await source.file_rows(root_id)
-        for i in range(0, len(rows), FILE_BATCH):
-            batch = await source.files(rows[i:i + FILE_BATCH])
-            await writer.write_files(into, batch)
-            files += len(batch)
-            chunks += sum(len(f.chunks) for f in batch)
-            tell("files", files, total)
+        folders.append((root_id, into))
+    send, receive = anyio.create_memory_object_stream[tuple[int, list[FileToWrite]]](1)
+
+    async def read() -> None:
+        """The next batch read (and made ready) while the one before is written."""
+        async with send:
+            for root_id, into in folders:
+                rows = await source.file_rows(root_id)
+                for i in range(0, len(rows), FILE_BATCH):
+                    batch = await source.files(rows[i:i + FILE_BATCH])
+                    if target.ready is not None:
+                        batch = await anyio.to_thread.run_sync(target.ready, batch)
+                    await send.send((into, batch))
+
+    try:
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(read)
+            async for into, batch in receive:
+                await writer.write_files(into, batch)
+                files += len(batch)
+                chunks += sum(len(f.chunks) for f in batch)
+                tell("files", files, total)
+    except ExceptionGroup as group:  # (the reader's or the writer's error, as it was raised)
+        raise _first(group) from group
     total, left = await source.count_vectors(model)
     vectors = 0
     if model is not None:
@@ -118,6 +137,12 @@ async def _copy(source: Source, target: _Target, tell: Progress,
     return Migrated(roots=len(roots), files=files, chunks=chunks, vectors=vectors,
                     model=model, vectors_left=left,
                     seconds=round(time.perf_counter() - started, 2))
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first error inside ``group`` (groups within it opened)."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _same(a: IndexLocation, b: IndexLocation) -> bool:
@@ -145,6 +170,9 @@ class _Target:
     where: str
     writer: WriterStore
     finish: Callable[[], Awaitable[object]]
+    #: What makes a batch of files ready to be written, in a worker thread while the
+    #: batch before is written (PostgreSQL: the chunks' indexed texts, ``with_lexemes``).
+    ready: Callable[[Sequence[FileToWrite]], list[FileToWrite]] | None = None
 
 
 @asynccontextmanager
@@ -164,7 +192,7 @@ async def _postgres(where: DatabaseUrl) -> AsyncIterator[_Target]:
     from .postgres.connection import close, connect  # (asyncpg: only for a URL)
     from .postgres.schema import ensure_schema
     from .postgres.session import Session
-    from .postgres.writer import Writer
+    from .postgres.writer import Writer, with_lexemes
 
     conn = await connect(where, seconds=30.0, vectors=False)
     try:
@@ -175,7 +203,8 @@ async def _postgres(where: DatabaseUrl) -> AsyncIterator[_Target]:
     try:
         await session.open()
         writer = Writer(session, vector_index=False)
-        yield _Target(where=str(where), writer=writer, finish=writer.make_vector_indexes)
+        yield _Target(where=str(where), writer=writer, finish=writer.make_vector_indexes,
+                      ready=with_lexemes)
     finally:
         await session.close()
 

@@ -36,6 +36,10 @@ class FileToWrite:
     links: Sequence[Link] = ()
     cjk: bool = True  # False: no chunk holds CJK text (nothing to cut for FTS5)
     kind: str = "markdown"  # which extractor read it (core.extract)
+    #: Each chunk's indexed text (``core.lexemes.indexed_text``), when worked out ahead:
+    #: a bulk copy into PostgreSQL does, in a worker thread while the batch before is
+    #: written (None: the PostgreSQL writer works it out; SQLite's FTS5 needs none).
+    lexemes: Sequence[str] | None = None
 
     @property
     def langs(self) -> str:

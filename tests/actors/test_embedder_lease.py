@@ -33,6 +33,7 @@ class _Lease:
 
     held = True
     where = "a lease that the test takes away"
+    token = None
 
     def __init__(self, confirmations: int) -> None:
         self.left = confirmations

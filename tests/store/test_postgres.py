@@ -61,7 +61,7 @@ async def test_a_filter_fills_its_list_whichever_way_each_leg_finds_it(
         monkeypatch.setattr(semantic, "EXACT_MOST", 0)  # HNSW's iterative scan
     if path == "scan-then-lookup":  # the scan gives up early: the exact lookup finds them
         monkeypatch.setattr(lexical, "SCAN_MOST", 200)
-        monkeypatch.setattr(lexical, "POOL_LEAST", 0)  # (no deeper than 5 times asked)
+        monkeypatch.setattr(lexical, "POOL_LEAST", 0)  # (no deeper than twice asked)
     looked_up: list[str] = []  # the exact lookups of the lexical leg
     matched = lexical.Lexical._matched
 

@@ -29,7 +29,8 @@ narrow filter (``_narrow``: few chunks for the size of the index) is applied
 first: its matching chunks are scored, all of them. What the scan has not found
 within ``SCAN_MOST`` chunks is looked up the same way, exactly. Only the candidates'
 tokens, lengths and order keys are read to rank them; the rows of the best alone are
-read whole.
+read whole, by a second statement (a search is two round trips, three with a prefix
+to complete or a phrase to count).
 
 The BM25 index is an accelerator only (``bm25_index``: pg_textsearch 0.6.1 keeps nothing
 across a server restart and nothing on a replica). While it is not whole (looked at
@@ -59,7 +60,7 @@ from ...types import ChunkRecord, LexicalExplain, LexicalRanking
 from ..common import ROW_SQL, row_dict
 from ..protocols import Ranked
 from .bm25_index import CHUNKS, Accelerator
-from .connection import Connection, Pool, mapped_errors, snapshot
+from .connection import Connection, Pool, mapped_errors
 from .schema import BM25_INDEX
 
 #: Scoring a chunk by itself costs about this many times reading one from the BM25
@@ -72,8 +73,13 @@ SCAN_MOST = 20_000
 #: The index's words a prefix is completed with, for ranking (shortest first).
 EXPANSIONS = 64
 #: How many times as many chunks as asked (at least ``POOL_LEAST``) are ranked again as
-#: FTS5 ranks them.
-POOL, POOL_LEAST = 5, 100
+#: FTS5 ranks them. The BM25 index's scan costs what it reads (at 100,000 chunks: 1.6 ms
+#: for 10, 2.5 ms for 30, 4.6 ms for 100), and FTS5's best are near the top of its
+#: order. At 100,000 chunks (the benchmark's postgres section, its index grown by inserts)
+#: the top 10's share of FTS5's is 0.945 (five times, at least 100: 0.965; 1.5 times, at
+#: least 20: 0.93), and 14 of 20 top tens equal FTS5's (18; 15); over a BM25 index built
+#: whole (``REINDEX``) 59 of 60 are equal at any of these depths.
+POOL, POOL_LEAST = 2, 30
 
 _VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
 #: A candidate as it is ranked: its tokens and length (FTS5's bm25), and the keys of the
@@ -116,8 +122,10 @@ class Lexical:
         if q is None:
             return [], {}
         with mapped_errors(self._where):
-            async with self._pool.acquire() as conn, snapshot(conn):
-                # (the chunks, the counts they are ranked by and their rows: one state)
+            # (no transaction: the candidates and the counts they are ranked by are read
+            # by one statement, in one state; a chunk deleted before its row is read is
+            # left out of the answer, as one deleted a moment earlier)
+            async with self._pool.acquire() as conn:
                 if not self._bm25:
                     found = await self._search(conn, q, limit, allowed)
                     ranked = [(int(r[0]), float(r["score"])) for r in found]
@@ -134,10 +142,8 @@ class Lexical:
         """The candidates FTS5's bm25 ranks: the best of the BM25 index's scan while it is
         whole, else every chunk that matches (``bm25_index``: what a restart leaves)."""
         if await self._index.whole_now(conn):
-            try:
-                async with conn.transaction():  # (a savepoint: a torn index fails alone)
-                    found = await self._search(conn, q, max(limit * POOL, POOL_LEAST),
-                                               allowed)
+            try:  # (outside a transaction: a torn index fails its statement alone)
+                found = await self._search(conn, q, max(limit * POOL, POOL_LEAST), allowed)
             except asyncpg.InternalServerError as exc:  # pages a crash tore
                 self._index.lost(f"the BM25 index cannot be read ({exc})")
                 return await self._every_match(conn, q, allowed)
@@ -162,7 +168,8 @@ class Lexical:
         p = Params()
         where = " AND ".join(_filters(p, q, allowed, exact=False))
         return list(await conn.fetch(
-            f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier FROM chunks c JOIN files f ON "
+            f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier, {_counts(p, q)} AS counts FROM "
+            "chunks c JOIN files f ON "
             f"f.id = c.file_id JOIN roots r ON r.id = f.root_id WHERE {where}", *p.values))
 
     async def _search(self, conn: Connection, q: LexicalQuery, limit: int,
@@ -204,6 +211,7 @@ class Lexical:
         where = ["hit.score < 0", *_filters(p, q, allowed, exact=q.exact)]
         rows = await conn.fetch(
             f"WITH hit AS ({scan}) SELECT {_COLUMNS}, {_tier(p, q)} AS tier, "
+            f"{_counts(p, q)} AS counts, "
             "hit.score AS score, (SELECT count(*) FROM hit) AS seen FROM hit " + _ROWS +
             f"WHERE {' AND '.join(where)} {_order(p, limit)}", *p.values)
         if rows:
@@ -224,7 +232,8 @@ class Lexical:
             score = f"-ts_rank_cd({_VECTOR}, to_tsquery('simple', {p(q.match)}))"
         rows = await conn.fetch(
             f"WITH hit AS MATERIALIZED (SELECT c.id FROM chunks c WHERE {' AND '.join(where)}) "
-            f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier, {score} AS score FROM hit " + _ROWS +
+            f"SELECT {_COLUMNS}, {_tier(p, q)} AS tier, {_counts(p, q)} AS counts, "
+            f"{score} AS score FROM hit " + _ROWS +
             _order(p, limit), *p.values)
         return list(rows)
 
@@ -256,6 +265,20 @@ def _tier(p: Params, q: LexicalQuery) -> str:
     if q.every is None:
         return "0"
     return f"({_VECTOR} @@ to_tsquery('simple', {p(q.every)}))::int"
+
+
+def _words(q: LexicalQuery) -> list[str]:
+    """The query's clauses that are one word (their chunks are counted in ``lexicon``)."""
+    return [toks[0] for toks, prefix in q.clauses if len(toks) == 1 and not prefix]
+
+
+def _counts(p: Params, q: LexicalQuery) -> str:
+    """What FTS5's bm25 of the query needs beside the candidates, read in the statement
+    that finds them (no round trip of its own): the chunks, their tokens, and the chunks
+    holding each one-word clause, in order (``_statistics``)."""
+    return ("(SELECT ARRAY[t.chunks, t.tokens] || ARRAY(SELECT COALESCE(l.chunks, 0)::bigint "
+            f"FROM unnest({p(_words(q))}::text[]) WITH ORDINALITY AS w(term, i) LEFT JOIN "
+            "lexicon l ON l.term = w.term ORDER BY w.i) FROM lexical_totals t)")
 
 
 def _order(p: Params, limit: int) -> str:
@@ -292,7 +315,7 @@ async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: in
     every word first), ties by path, chunk index, root."""
     if not rows:
         return []
-    idfs, avgdl = await _statistics(conn, q.clauses)
+    idfs, avgdl = await _statistics(conn, q.clauses, list(rows[0]["counts"]))
     scored = []
     # (each chunk once: pg_textsearch 0.6.1's scan can give one twice)
     for r in {int(r[0]): r for r in reversed(rows)}.values():
@@ -304,21 +327,17 @@ async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: in
     return [(int(r[0]), bm25) for bm25, r in scored[:limit]]
 
 
-async def _statistics(conn: Connection, clauses: tuple[Clause, ...]) -> tuple[list[float], float]:
-    """Each clause's idf, and the chunks' tokens per chunk, as FTS5 has them: a word's
-    chunks from ``lexicon``, a phrase's or a prefix's counted."""
-    words = [toks[0] for toks, prefix in clauses if len(toks) == 1 and not prefix]
-    row = await conn.fetchrow(
-        "SELECT t.chunks, t.tokens, ARRAY(SELECT COALESCE(l.chunks, 0) FROM unnest($1::text[]) "
-        "WITH ORDINALITY AS w(term, i) LEFT JOIN lexicon l ON l.term = w.term ORDER BY w.i) "
-        "FROM lexical_totals t", words)
-    assert row is not None
-    rows, tokens, counts = max(int(row[0]), 1), int(row[1]), iter(row[2])
+async def _statistics(conn: Connection, clauses: tuple[Clause, ...],
+                      counts: list[int]) -> tuple[list[float], float]:
+    """Each clause's idf, and the chunks' tokens per chunk, as FTS5 has them, from
+    ``counts`` (``_counts``: read with the candidates, in their snapshot): a word's chunks
+    from ``lexicon``; a phrase's or a prefix's counted here."""
+    rows, tokens, words = max(int(counts[0]), 1), int(counts[1]), iter(counts[2:])
     hits = []
     for clause in clauses:
         toks, prefix = clause
         if len(toks) == 1 and not prefix:
-            hits.append(int(next(counts)))
+            hits.append(int(next(words)))
         else:
             hits.append(int(await conn.fetchval(
                 f"SELECT count(*) FROM chunks c WHERE {_VECTOR} @@ to_tsquery('simple', $1)",

@@ -6,6 +6,14 @@ connection of its own: PostgreSQL releases it when that session ends, and so whe
 its process dies, however (a killed process's connection is closed by its kernel;
 a machine that vanishes is noticed by the server's TCP keepalives). Another
 process takes it at its next try.
+
+A server restart ends the session, and the lease, unseen by its holder until it uses
+the connection again; another process may take it meanwhile and embed the same texts.
+So each take writes a token of its own to ``meta`` (``LEASE_KEY``), on the lease's
+session right after the lock is granted, and the writer stores a batch's vectors only
+in a transaction that finds the token it was embedded under there (``confirm_lease``,
+which holds the row until that transaction ends: a new holder's token waits for it). A
+batch embedded under a lease lost meanwhile is stored by nobody but the new holder.
 """
 
 from __future__ import annotations
@@ -13,11 +21,12 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 
 import anyio
 import asyncpg
 
-from ...errors import RiffluxError
+from ...errors import LeaseLostError, RiffluxError
 from ...location import DatabaseUrl
 from ...types import ProcessInfo
 from .changes import prune
@@ -26,6 +35,19 @@ from .session import Session, retried
 
 #: A process not seen for this long is no longer listed.
 SEEN_WITHIN = 60.0
+#: The key in ``meta`` of the token of the lease's last take.
+LEASE_KEY = "embedding_lease"
+
+
+async def confirm_lease(conn: Connection, token: str, where: DatabaseUrl) -> None:
+    """Inside a writing transaction: the lease is still the take known by ``token``
+    (its row held until the transaction ends), else ``LeaseLostError``."""
+    if await conn.fetchval("SELECT 1 FROM meta WHERE key = $1 AND value = $2 FOR SHARE",
+                           LEASE_KEY, token) is None:
+        raise LeaseLostError(
+            f"the embedding lease on {where} was lost (its session ended: a server restart?) "
+            "and may be another process's: this batch's vectors are not stored, the lease's "
+            "holder embeds these texts")
 
 
 class Presence:
@@ -80,6 +102,7 @@ class Lease:
         self._timeout = timeout
         self._conn: asyncpg.Connection[asyncpg.Record] | None = None
         self._held = False
+        self._token: str | None = None
         self._turn = anyio.Lock()  # one try at a time (the embedder tries from two tasks)
 
     @property
@@ -91,6 +114,11 @@ class Lease:
     def where(self) -> str:
         return f"the advisory lock ({LOCKS}, {EMBEDDING_LEASE}) on {self._where}"
 
+    @property
+    def token(self) -> str | None:
+        """This take's token in ``meta`` (None: not held)."""
+        return self._token if self._held else None
+
     async def try_take(self) -> bool:
         async with self._turn:
             return await self._try_take()
@@ -101,9 +129,17 @@ class Lease:
         try:
             if self._conn is None or self._conn.is_closed():
                 self._conn = await connect(self._where, seconds=self._timeout, vectors=False)
+            self._held, self._token = False, None
             with mapped_errors(self._where):
-                self._held = bool(await self._conn.fetchval(
-                    "SELECT pg_try_advisory_lock($1, $2)", LOCKS, EMBEDDING_LEASE))
+                if await self._conn.fetchval(
+                        "SELECT pg_try_advisory_lock($1, $2)", LOCKS, EMBEDDING_LEASE):
+                    # (waits for a store under the last take's token to end: ``confirm_lease``)
+                    token = uuid.uuid4().hex
+                    await self._conn.execute(
+                        "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) "
+                        "DO UPDATE SET value = excluded.value", LEASE_KEY, token,
+                        timeout=self._timeout)
+                    self._token, self._held = token, True
         except RiffluxError:  # the server is away: not held; tried again later
             await self.give_back()
             return False
@@ -132,6 +168,6 @@ class Lease:
 
     async def give_back(self) -> None:
         """Let the lease go (closing its session releases the lock)."""
-        conn, self._conn, self._held = self._conn, None, False
+        conn, self._conn, self._held, self._token = self._conn, None, False, None
         if conn is not None:
             await close(conn)

@@ -109,8 +109,9 @@ class Semantic:
                            "FROM chunk_vectors v " + where
                            + "ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
             else:
-                await conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(40, want), _EF_MOST)}")
-                await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                ef = min(max(40, want), _EF_MOST)  # (both in one round trip)
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}; "
+                                   "SET LOCAL hnsw.iterative_scan = strict_order")
                 cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"
                 nearest = (f"SELECT v.chunk_id AS id, {cast} AS d, v.embedding "
                            "FROM chunk_vectors v " + where

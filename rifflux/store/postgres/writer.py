@@ -23,6 +23,7 @@ from .bm25_index import INDEXES, rebuild
 from .connection import Connection, mapped_errors, snapshot, transaction
 from .links import _columns, forget_links, write_links
 from .missing import Change, Missing
+from .presence import confirm_lease
 from .roots import Roots
 from .schema import hnsw_index
 from .session import Session, retried
@@ -88,8 +89,8 @@ class Writer:
         if not files:
             return Written()
         now = time.time()
-        chunks = [(fi, c, indexed_text(c.heading_path, c.content))
-                  for fi, f in enumerate(files) for c in f.chunks]
+        chunks = [(fi, c, lexemes) for fi, f in enumerate(files)
+                  for c, lexemes in zip(f.chunks, indexed_texts(f), strict=True)]
         with mapped_errors(self.where):
             async with transaction(self.conn):
                 ids = {str(r[1]): int(r[0]) for r in await self.conn.fetch(
@@ -157,14 +158,19 @@ class Writer:
     # ------------------------------------------------------------ vectors
 
     @retried()
-    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
+    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32, *,
+                            lease: str | None = None) -> Written:
         """Store vectors of ``model`` for the texts some chunk still has (the others are
         dropped: they would be orphans), and give every chunk of those texts its vector;
-        a text another process stored a vector for meanwhile keeps that one."""
+        a text another process stored a vector for meanwhile keeps that one. With
+        ``lease``, in the transaction that confirms the embedding lease is still that take
+        (``presence.confirm_lease``), else nothing: ``LeaseLostError``."""
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         dim = int(vecs.shape[1])
         with mapped_errors(self.where):
             async with transaction(self.conn):
+                if lease is not None:
+                    await confirm_lease(self.conn, lease, self.where)
                 if dim not in self._indexed_dims and self.vector_index:
                     await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
                 await self.conn.execute(
@@ -219,6 +225,18 @@ class Writer:
         if not self._read_only:
             for index in INDEXES:  # (the chunks' and the commits')
                 await rebuild(self.where, seconds=self.session.seconds, index=index)
+
+
+def indexed_texts(f: FileToWrite) -> Sequence[str]:
+    """Each chunk's indexed text: as worked out ahead, else now."""
+    if f.lexemes is not None:
+        return f.lexemes
+    return [indexed_text(c.heading_path, c.content) for c in f.chunks]
+
+
+def with_lexemes(files: Sequence[FileToWrite]) -> list[FileToWrite]:
+    """The files with their chunks' indexed texts worked out (``FileToWrite.lexemes``)."""
+    return [replace(f, lexemes=indexed_texts(f)) for f in files]
 
 
 def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:

@@ -63,6 +63,10 @@ class Lease:
     async def try_take(self) -> bool:
         return self.try_acquire()
 
+    @property
+    def token(self) -> str | None:
+        return None  # (its holder's file stays open, and the lock with it)
+
     async def confirm(self) -> bool:
         return self.held  # (a flock is kept while its file is open: never lost unseen)
 

@@ -228,11 +228,13 @@ class Writer:
 
     # ------------------------------------------------------------ vectors
 
-    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32) -> Written:
+    async def write_vectors(self, model: str, hashes: Sequence[str], vectors: F32, *,
+                            lease: str | None = None) -> Written:
         """Store vectors of ``model``; the answer lists every chunk that uses them. Texts
         no chunk has any more (edited or deleted, by any process, while they were
         embedded) are dropped: their vectors would be orphans. A text another process
-        stored a vector for meanwhile keeps that one."""
+        stored a vector for meanwhile keeps that one. (``lease``: none to confirm, the
+        lock file's lease is held while its process lives.)"""
         import numpy as np
 
         from ...core.codes import packed
