@@ -55,7 +55,7 @@ import sqlite3
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,8 @@ class Lists:
     served: dict[int, list[str]]  # the library's hybrid chunk ids, by top_k
     modes: dict[str, dict[int, list[str]]]  # lexical and semantic as served, by top_k
     prefer: str | None = None  # the question's language, where the index mixes languages
+    #: documents never counted (the page a question was taken from, word for word)
+    left_out: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +164,16 @@ def _fused(lists: Lists, depth: int) -> list[str]:
     return [c.key for c in combine(lists.lexical[:depth], lists.semantic[:depth], depth=depth)]
 
 
-def _preferring(chunks: Chunks, factor: float) -> Callable[[Lists, int], list[str]]:
-    """The score fusion, then the question's language preferred (each chunk in another
-    at ``factor`` of its score), as the library ranks a hybrid search."""
+def _preferring(chunks: Chunks, factor: float, *, by_ranks: bool = False,
+                ) -> Callable[[Lists, int], list[str]]:
+    """The score fusion (``by_ranks``: Reciprocal Rank Fusion, its scores as the fused
+    ones), then the question's language preferred (each chunk in another at ``factor`` of
+    its score), as the library ranks a hybrid search."""
     def fused(lists: Lists, depth: int) -> list[str]:
         ranked = combine(lists.lexical[:depth], lists.semantic[:depth], depth=depth)
+        if by_ranks:
+            ranked = sorted((replace(c, score=c.rrf) for c in ranked),
+                            key=lambda c: (-c.score, min(r for r in c.ranks if r is not None)))
         if lists.prefer is not None:
             ranked = prefer(ranked, chunks.lang, lists.prefer, factor=factor)
         return [c.key for c in ranked]
@@ -220,6 +227,8 @@ def rules(chunks: Chunks, vectors: dict[str, np.ndarray] | None) -> dict[str, Ru
             _near(chunks, vectors or {}, at), pool)
     out["fused, pool"] = lambda lists, k: _fused(lists, pool(k))[:k]
     out["fused, pool, exact copies once"] = lambda lists, k: exact(_fused(lists, pool(k)))[:k]
+    out["rrf, pool, exact copies once, question's language preferred"] = _copies_once(
+        exact, _preferring(chunks, OTHER_LANGUAGE, by_ranks=True), pool)
     for factor in (*_OTHER, OTHER_LANGUAGE):
         name = (DEFAULT if factor == OTHER_LANGUAGE else
                 f"fused, pool, exact copies once, question's language preferred (x {factor})")
@@ -242,8 +251,8 @@ def _near_rule(near: Callable[[list[str]], list[str]], pool: Callable[[int], int
 
 
 def _served(mode: str) -> Rule:
-    def rank(lists: Lists, k: int) -> list[str]:
-        return lists.modes[mode][k]
+    def rank(lists: Lists, k: int) -> list[str]:  # (served at top_k 10 and 100)
+        return lists.modes[mode][min((n for n in (10, 100) if n >= k), default=100)][:k]
     return rank
 
 
@@ -262,11 +271,17 @@ def _score(queries: Sequence[tuple[Lists, dict[str, int]]], chunks: Chunks,
            rank: Callable[[Lists, int], list[str]]) -> dict[str, float]:
     ndcg, recall = [], []
     for lists, judged in queries:
-        ndcg.append(ndcg_at(dedupe_docs([chunks.doc[c] for c in rank(lists, 10)]), judged, 10))
-        recall.append(recall_at(dedupe_docs([chunks.doc[c] for c in rank(lists, 100)]),
+        more = 2 if lists.left_out else 1  # (read further: what is left out leaves room)
+        ndcg.append(ndcg_at(_counted(lists, chunks, rank(lists, 10 * more))[:10], judged, 10))
+        recall.append(recall_at(_counted(lists, chunks, rank(lists, 100 * more))[:100],
                                 judged, 100))
     return {"ndcg@10": round(statistics.fmean(ndcg), 4),
             "recall@100": round(statistics.fmean(recall), 4), "queries": len(queries)}
+
+
+def _counted(lists: Lists, chunks: Chunks, ranked: list[str]) -> list[str]:
+    """The documents of ``ranked`` chunks, each once, without those left out."""
+    return [d for d in dedupe_docs([chunks.doc[c] for c in ranked]) if d not in lists.left_out]
 
 
 def spoken(queries: Sequence[tuple[Lists, Any]], chunks: Chunks) -> dict[str, Any]:

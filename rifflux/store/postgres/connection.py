@@ -16,10 +16,12 @@ The statements both stores share (``store.statements``) run here in PostgreSQL's
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import lru_cache
 from typing import TypeAlias
+from urllib.parse import urlsplit
 
 import anyio
 import asyncpg
@@ -108,12 +110,23 @@ def mapped_errors(where: DatabaseUrl) -> Iterator[None]:
         raise translate(exc, where) from exc
 
 
+def _tls(url: str) -> bool | None:
+    """No TLS to a server on this machine unless the URL asks for it (``sslmode``): asyncpg
+    would ask the server for it first (a round trip per connection), and a connection cut
+    during that question leaves an exception nobody awaits (a server restarting)."""
+    parts = urlsplit(url)
+    local = parts.hostname in (None, "", "localhost", "127.0.0.1", "::1") or (
+        parts.hostname or "").startswith("/")
+    asked = "sslmode" in parts.query or "PGSSLMODE" in os.environ
+    return False if local and not asked else None  # (None: the URL's, or the default)
+
+
 async def connect(where: DatabaseUrl, *, seconds: float,
                   vectors: bool = True) -> asyncpg.Connection[asyncpg.Record]:
     """A connection, given up after ``seconds`` (``vectors``: with pgvector's type known,
     once the schema exists)."""
     with mapped_errors(where):
-        conn = await asyncpg.connect(where.url, timeout=seconds,
+        conn = await asyncpg.connect(where.url, timeout=seconds, ssl=_tls(where.url),
                                      server_settings={"application_name": "rifflux"})
         try:
             if vectors:
