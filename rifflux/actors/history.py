@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from itertools import islice
 from pathlib import Path
@@ -66,11 +66,14 @@ class HistoryActor:
     def __init__(self, *, settings: Settings, events: EventHub,
                  model: Callable[[], Embedder | None], model_loaded: anyio.Event,
                  watch: bool, origin: str = "",
-                 may_embed: Callable[[], Awaitable[bool]] | None = None) -> None:
+                 may_embed: Callable[[], bool] | None = None,
+                 claim: Callable[[], None] | None = None) -> None:
         self._settings = settings
-        #: Whether this process embeds for the index now: it holds the embedding lease, or
-        #: takes it (as for chunks: one process embeds, the others read its vectors).
+        #: Whether this process embeds for the index now: it holds the embedding lease (as
+        #: for chunks: one process embeds, the others read its vectors); ``claim`` asks the
+        #: embedder to take it (it alone takes it, and then embeds what the index lacks).
         self._may_embed = may_embed
+        self._claim = claim
         self._lease_held = may_embed is None
         self._globs = Globs(settings.include, settings.exclude)
         #: This process in the change log: the others learn of its writes under it.
@@ -297,11 +300,11 @@ class HistoryActor:
         import numpy as np
 
         limiter = anyio.CapacityLimiter(1)
-        while (embedder := self._model()) is not None and await self._embeds():
+        while (embedder := self._model()) is not None:
             if self._lacking_for != (embedder.label, self._read_count):
                 self._lacking = dict.fromkeys(await self._writer.lacking(embedder.label))
                 self._lacking_for = (embedder.label, self._read_count)
-            if not self._lacking:
+            if not self._lacking or not self._embeds():
                 return
             batch = list(islice(reversed(self._lacking), EMBED_BATCH))
             texts = await self._writer.texts(batch)
@@ -329,11 +332,13 @@ class HistoryActor:
                 self.search.changed()
                 await self._tell_others()
 
-    async def _embeds(self) -> bool:
-        """Whether this process embeds commits now (it holds the embedding lease, or has
-        just taken it)."""
+    def _embeds(self) -> bool:
+        """Whether this process embeds commits now (it holds the embedding lease; if not,
+        the embedder is asked to take it, and this is asked again in ``_LEASE_LOOK``)."""
         if self._may_embed is not None:
-            self._lease_held = await self._may_embed()
+            self._lease_held = self._may_embed()
+            if not self._lease_held and self._claim is not None:
+                self._claim()
         return self._lease_held
 
     async def _tell_others(self) -> None:

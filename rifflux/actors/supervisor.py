@@ -26,6 +26,7 @@ SQLite file and on a PostgreSQL database.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from contextlib import AsyncExitStack
@@ -47,7 +48,13 @@ from .heartbeat import Heartbeat
 from .history import HistoryActor
 from .indexer import Indexer
 from .jobs import Job, JobQueue, Target
-from .messages import EmbedderMessage, IndexerMessage, JobsQueued, QueryMessage
+from .messages import (
+    EmbedderMessage,
+    EmbedWanted,
+    IndexerMessage,
+    JobsQueued,
+    QueryMessage,
+)
 from .model import EmbedderSource, ModelLoader
 from .query import QueryActor
 from .rerank import open_reranker
@@ -138,7 +145,8 @@ class Supervisor:
                                        model=lambda: loader.embedder,
                                        model_loaded=loader.loaded, watch=bool(roots),
                                        origin=origin,
-                                       may_embed=None if lease is None else lease.try_take)
+                                       may_embed=None if lease is None else lambda: lease.held,
+                                       claim=partial(_nudge_embedder, embed_send))
             pipeline: WatchPipeline | None = None
             if roots:
                 from .watch import WatchPipeline
@@ -229,6 +237,13 @@ def _nudge(inbox: MemoryObjectSendStream[IndexerMessage]) -> None:
         pass  # the inbox holds a message: the indexer looks at the queue after it
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass  # shutting down
+
+
+def _nudge_embedder(inbox: MemoryObjectSendStream[EmbedderMessage]) -> None:
+    """The embedder asked to take the embedding lease (and embed what lacks a vector)."""
+    with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError,
+                             anyio.BrokenResourceError):  # (a message is queued; or stopping)
+        inbox.send_nowait(EmbedWanted())
 
 
 async def _leave(presence: PresenceStore) -> None:
