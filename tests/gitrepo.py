@@ -54,3 +54,18 @@ def commit(repo: Path, message: str | bytes, files: Mapping[str, str | bytes] | 
     raw = message if isinstance(message, bytes) else message.encode()
     git(repo, "commit", "-q", "--allow-empty", "-F", "-", env=env, input=raw)
     return git(repo, "rev-parse", "HEAD")
+
+
+def handbook(tmp_path: Path) -> Path:
+    """A docs repository of three commits by two authors (the history tests' own)."""
+    repo = init(tmp_path / "handbook")
+    commit(repo, "Add the deployment notes\n\nHow we ship to production.",
+           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\n"}, date="2024-01-02T10:00:00Z")
+    commit(repo, "Introduce a retry policy for uploads\n\nUploads failed on flaky links; "
+           "retry three times with backoff.",
+           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\nRetry uploads three times.\n"},
+           author="Grace Hopper <grace@example.org>", date="2024-03-05T10:00:00Z")
+    commit(repo, "Write the onboarding guide",
+           {"docs/onboarding.md": "# Onboarding\n\nWelcome aboard.\n"},
+           date="2024-06-01T10:00:00Z")
+    return repo

@@ -17,7 +17,7 @@ import pytest
 from rifflux import InvalidArgumentError, NotFoundError, Rifflux, RiffluxError
 from rifflux.config import Settings
 
-from .gitrepo import commit, git, init
+from .gitrepo import commit, git, handbook, init
 from .helpers import (
     CountingEmbedder,
     GatedEmbedder,
@@ -29,20 +29,6 @@ from .helpers import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def handbook(tmp_path: Path) -> Path:
-    repo = init(tmp_path / "handbook")
-    commit(repo, "Add the deployment notes\n\nHow we ship to production.",
-           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\n"}, date="2024-01-02T10:00:00Z")
-    commit(repo, "Introduce a retry policy for uploads\n\nUploads failed on flaky links; "
-           "retry three times with backoff.",
-           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\nRetry uploads three times.\n"},
-           author="Grace Hopper <grace@example.org>", date="2024-03-05T10:00:00Z")
-    commit(repo, "Write the onboarding guide",
-           {"docs/onboarding.md": "# Onboarding\n\nWelcome aboard.\n"},
-           date="2024-06-01T10:00:00Z")
-    return repo
 
 
 async def test_a_commit_is_found_by_its_message_lexically(

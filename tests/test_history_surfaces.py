@@ -12,10 +12,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from .gitrepo import git
+from .gitrepo import git, handbook
 from .helpers import call, eventually, mcp_session, rifflux_cli
 from .serving import serving, until
-from .test_history import handbook
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

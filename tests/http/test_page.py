@@ -271,19 +271,10 @@ def test_what_an_answer_says_of_itself_is_shown_above_its_hits_and_nothing_is_mi
 @pytest.fixture(scope="module")
 def handbook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``rifflux serve`` watching a real git repository: three commits by two authors."""
-    from ..gitrepo import commit, init
+    from ..gitrepo import handbook as made
 
     root = tmp_path_factory.mktemp("history")
-    repo = init(root / "handbook")
-    commit(repo, "Add the deployment notes\n\nHow we ship to production.",
-           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\n"}, date="2024-01-02T10:00:00Z")
-    commit(repo, "Introduce a retry policy for uploads\n\nUploads failed on flaky links; "
-           "retry three times with backoff.",
-           {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\nRetry uploads three times.\n"},
-           author="Grace Hopper <grace@example.org>", date="2024-03-05T10:00:00Z")
-    commit(repo, "Write the onboarding guide",
-           {"docs/onboarding.md": "# Onboarding\n\nWelcome aboard.\n"},
-           date="2024-06-01T10:00:00Z")
+    repo = made(root)
     with serving(root / "index.db", "--watch", str(repo)) as served:
         with httpx2.Client(base_url=served.url) as http:
             until(lambda: len(http.get("/api/history", params={

@@ -19,6 +19,8 @@ finds the best candidates while it is whole, as the chunks' does (``bm25_index``
 
 from __future__ import annotations
 
+from .word_counts import counted_words
+
 #: Each commit's distinct words (its stored ``tsvector``'s), of the commits in ``{rows}``:
 #: (term, commits holding it).
 _TERMS = "SELECT t.lexeme, count(*) FROM {rows} c, unnest(c.words) AS t GROUP BY t.lexeme"
@@ -26,7 +28,7 @@ _TERMS = "SELECT t.lexeme, count(*) FROM {rows} c, unnest(c.words) AS t GROUP BY
 #: The name of the commits' BM25 index (``to_bm25query`` names it).
 HISTORY_BM25 = "commits_bm25"
 
-HISTORY_TABLES = f"""
+HISTORY_TABLES = """
 CREATE TABLE history_repos(
     id bigserial PRIMARY KEY, git_dir text NOT NULL UNIQUE, worktree text NOT NULL,
     tips text NOT NULL DEFAULT '[]', shallow boolean NOT NULL DEFAULT false, problem text,
@@ -62,23 +64,9 @@ CREATE TABLE commit_totals(
     tokens bigint NOT NULL);
 INSERT INTO commit_totals(commits, tokens) VALUES (0, 0);
 CREATE TABLE commit_lexicon(term text COLLATE "C" PRIMARY KEY, commits integer NOT NULL);
-CREATE FUNCTION rifflux_commits_in() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE commit_totals SET commits = commits + n.c, tokens = tokens + n.t
-        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM new_rows) n;
-    INSERT INTO commit_lexicon(term, commits) {_TERMS.format(rows="new_rows")}
-        ON CONFLICT (term) DO UPDATE SET commits = commit_lexicon.commits + excluded.commits;
-    RETURN NULL; END $$;
-CREATE FUNCTION rifflux_commits_out() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE commit_totals SET commits = commits - o.c, tokens = tokens - o.t
-        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM old_rows) o;
-    UPDATE commit_lexicon l SET commits = l.commits - o.n
-        FROM ({_TERMS.format(rows="old_rows")}) AS o(w, n) WHERE l.term = o.w;
-    RETURN NULL; END $$;
-CREATE TRIGGER commits_counted_in AFTER INSERT ON commits REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_commits_in();
-CREATE TRIGGER commits_counted_out AFTER DELETE ON commits REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_commits_out();
-"""
+""" + counted_words(
+    table="commits", totals="commit_totals", lexicon="commit_lexicon", count="commits",
+    terms=_TERMS, function="rifflux_commits", trigger="commits_counted")
 
 HISTORY_BM25_INDEX = (f"CREATE INDEX IF NOT EXISTS {HISTORY_BM25} ON commits USING "
                       "bm25(lexemes) WITH (text_config='simple', k1=1.2, b=0.75)")

@@ -46,6 +46,7 @@ from ...types import LexicalRanking
 from ..roots import STALE_MTIME
 from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
 from .history_schema import HISTORY_BM25_INDEX, HISTORY_TABLES
+from .word_counts import counted_words
 
 logger = logging.getLogger(__name__)
 
@@ -135,28 +136,13 @@ CREATE TRIGGER changes_notified AFTER INSERT ON changes REFERENCING NEW TABLE AS
 """
 
 #: Version 3: what FTS5's bm25 is computed from (see the module), kept by triggers.
-_WORD_COUNTS = f"""
+_WORD_COUNTS = """
 CREATE TABLE lexical_totals(
     one boolean PRIMARY KEY DEFAULT true CHECK (one), chunks bigint NOT NULL,
     tokens bigint NOT NULL);
 INSERT INTO lexical_totals(chunks, tokens) SELECT count(*), COALESCE(sum(length), 0) FROM chunks;
-CREATE FUNCTION rifflux_words_in() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE lexical_totals SET chunks = chunks + n.c, tokens = tokens + n.t
-        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM new_rows) n;
-    INSERT INTO lexicon(term, chunks) {_TERMS.format(rows="new_rows")}
-        ON CONFLICT (term) DO UPDATE SET chunks = lexicon.chunks + excluded.chunks;
-    RETURN NULL; END $$;
-CREATE FUNCTION rifflux_words_out() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE lexical_totals SET chunks = chunks - o.c, tokens = tokens - o.t
-        FROM (SELECT count(*) AS c, COALESCE(sum(length), 0) AS t FROM old_rows) o;
-    UPDATE lexicon l SET chunks = l.chunks - o.n
-        FROM ({_TERMS.format(rows="old_rows")}) AS o(w, n) WHERE l.term = o.w;
-    RETURN NULL; END $$;
-CREATE TRIGGER chunks_words_in AFTER INSERT ON chunks REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_words_in();
-CREATE TRIGGER chunks_words_out AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION rifflux_words_out();
-"""
+""" + counted_words(table="chunks", totals="lexical_totals", lexicon="lexicon", count="chunks",
+                    terms=_TERMS, function="rifflux_words", trigger="chunks_words")
 
 #: Version 2 to 3: the word counts of the chunks stored.
 _COUNTED = f"""
