@@ -319,6 +319,9 @@ MOST_LINES = 400
 #: is a question, not a rule: a module is cut where its responsibilities part, never to
 #: get under it (no squeezed docstring, no mixin with a stub).
 ONE_THING = {
+    "rifflux/actors/indexer.py": "one actor: its inbox's loop and each message it handles "
+                                 "(jobs, a model adopted, vectors stored or refused with a "
+                                 "lost lease, other processes' writes followed)",
     "rifflux/api.py": "the facade: every public method of Rifflux, each handing its call to "
                       "the service, the notes or the status; cutting it would make a mixin",
     "rifflux/types.py": "the contract: one TypedDict per shape an answer has",
@@ -330,15 +333,17 @@ ONE_THING = {
 #: it as ``types`` is (the note operations' shapes: the actors' messages carry them).
 #: The surfaces are layered too: the HTTP server serves the MCP server, the command
 #: line starts either. The history's room spans layers as chunks' do: reading git and
-#: making documents (core), following and searching commits (actors), its answers (api).
+#: making documents (core), the rows both stores keep (store), following and searching
+#: commits (actors), its answers (api).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("rifflux.config", "rifflux.types", "rifflux.errors", "rifflux.limits",
                 "rifflux.location", "rifflux.kinds", "rifflux.model_servers",
                 "rifflux.exits", "rifflux.discovery", "rifflux.loading", "rifflux.native",
                 "rifflux.note_types", "rifflux.history_types")),
     ("core", ("rifflux.core", "rifflux.history.git", "rifflux.history.document",
-              "rifflux.history.repos", "rifflux.history.lines", "rifflux.history.matching")),
-    ("store", ("rifflux.store",)),
+              "rifflux.history.repos", "rifflux.history.lines", "rifflux.history.matching",
+              "rifflux.history.ignored")),
+    ("store", ("rifflux.store", "rifflux.history.rows")),
     ("query", ("rifflux.query",)),
     ("actors", ("rifflux.actors", "rifflux.history.sync", "rifflux.history.search")),
     ("api", ("rifflux", "rifflux.api", "rifflux.direct", "rifflux.status", "rifflux.locate",

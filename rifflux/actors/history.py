@@ -22,8 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,13 +39,12 @@ from ..history.rows import HistoryRows
 from ..history.search import HistorySearch
 from ..history.sync import Synced, sync_repository
 from ..history_types import HistoryStatus
-from ..location import DatabaseUrl
 from ..store.sqlite.history_changes import HistoryFollow, note
 from .events import EventHub, JobChanged
+from .history_rows import opened_rows
 from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
 
 if TYPE_CHECKING:
-    import aiosqlite
 
     from ..core.embedders import Embedder
 
@@ -146,7 +144,7 @@ class HistoryActor:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         s = self._settings
         try:
-            async with self._rows() as (reader, writer, follow):
+            async with opened_rows(self._settings, self._origin) as (reader, writer, follow):
                 self.search = HistorySearch(reader, model=self._model)
                 self._writer = writer
                 self._follow = follow
@@ -171,41 +169,6 @@ class HistoryActor:
                     tg.cancel_scope.cancel()
         finally:
             self._inbox.close()  # (also when the index could not be opened)
-
-    @asynccontextmanager
-    async def _rows(self) -> AsyncIterator[
-            tuple[HistoryRows, HistoryRows | None, HistoryFollow | None]]:
-        """The rows searches read, those the reads write (None: a read-only open), on
-        connections of the history's own, and how other processes' writes are followed
-        (SQLite: ``store.sqlite.history_changes``; None on PostgreSQL, whose searches read
-        the server)."""
-        where = self._settings.db_path
-        s = self._settings
-        if isinstance(where, DatabaseUrl):
-            from ..store.postgres.history import open_history
-
-            async with open_history(where, seconds=max(s.busy_timeout_ms / 1000, 1.0)) as rows:
-                yield rows, None if s.read_only else rows, None
-            return
-        from ..store.sqlite.history import HistoryRows as SqliteRows
-        from ..store.sqlite.schema import connect
-
-        db = where.expanduser().resolve()
-        async with contextlib.AsyncExitStack() as stack:
-
-            async def closed(conn: aiosqlite.Connection) -> None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                    await conn.close()
-
-            reader = await connect(db, busy_timeout_ms=s.busy_timeout_ms, readonly=True,
-                                   snapshot=s.read_snapshot)
-            stack.push_async_callback(closed, reader)
-            writer = None
-            if not s.read_only:
-                writer = await connect(db, busy_timeout_ms=s.busy_timeout_ms)
-                stack.push_async_callback(closed, writer)
-            yield (SqliteRows(reader, db), None if writer is None else SqliteRows(writer, db),
-                   HistoryFollow(reader, db, self._origin))
 
     def close(self) -> None:
         self._send.close()
