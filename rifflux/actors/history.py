@@ -322,12 +322,16 @@ class HistoryActor:
         """Other processes' reads and embeddings, looked for as the indexer looks for their
         files (every ``follow_seconds``, one pragma a look): the commit matrix is loaded
         again at the next semantic search after one wrote (lexical search reads the
-        store, and sees their commits at once)."""
+        store, and sees their commits at once); and the commits they read are embedded
+        here when this process holds the embedding lease (what lacks a vector read again)."""
         assert self.search is not None
         while True:
             await anyio.sleep(self._settings.follow_seconds)
             if await follow.others_wrote():
                 self.search.changed()
+                if self._writer is not None:
+                    self._lacking_for = None
+                    self._embedding.set()
 
     async def _retry(self) -> None:
         """A read that failed (the index locked by a long write, a full disk) is tried
