@@ -64,7 +64,7 @@ import numpy as np
 from rifflux import Rifflux
 from rifflux.core.chunker import embed_text
 from rifflux.core.fusion import OTHER_LANGUAGE, combine, prefer, rrf
-from rifflux.core.language import query_language
+from rifflux.core.language import preferred_language
 from rifflux.query.ranking import POOL
 from rifflux.types import SearchResult
 
@@ -125,11 +125,8 @@ def languages(db: Path) -> frozenset[str]:
 
 
 def _preferred(query: str, langs: frozenset[str]) -> str | None:
-    """The question's language where the library prefers it (``actors.search``)."""
-    if len(langs) < 2:
-        return None
-    lang = query_language(query)
-    return lang if lang in langs else None
+    """The question's language where the library prefers it (``query.ranking``)."""
+    return preferred_language(query, langs)
 
 
 async def lists_of(rf: Rifflux, query: str, chunks: Chunks,

@@ -15,7 +15,7 @@ import pytest
 from rifflux import Rifflux
 from rifflux.config import Settings
 from rifflux.core.fusion import OTHER_LANGUAGE, Combined, prefer
-from rifflux.core.language import chunk_language, query_language
+from rifflux.core.language import chunk_language, preferred_language, query_language
 from rifflux.errors import InvalidArgumentError
 
 from .helpers import (
@@ -73,6 +73,15 @@ def test_languages_are_told_for_chunks_and_only_for_questions_long_enough() -> N
     assert query_language("ボールトとは何ですか") == "ja"
     assert query_language("vault") is None  # one word: not to be trusted
     assert query_language("canvas") is None
+
+
+def test_a_question_of_han_characters_alone_prefers_nothing_where_japanese_is_indexed(
+        ) -> None:
+    question = "演算子 | 代替表記 | 説"  # (a run of a Japanese page in kanji alone)
+    assert query_language(question) == "zh"
+    assert preferred_language(question, frozenset({"zh", "en"})) == "zh"
+    assert preferred_language(question, frozenset({"zh", "ja", "en"})) is None
+    assert preferred_language("テンプレートで条件分岐を使う", frozenset({"zh", "ja"})) == "ja"
 
 
 def test_prefer_lowers_other_languages_and_keeps_unknown_ones() -> None:

@@ -156,6 +156,8 @@ def preferred_language(query: str, languages: frozenset[str]) -> str | None:
     if len(languages) < 2:
         return None  # (one language, or none: the model is not even loaded)
     lang = query_language(query)
+    if lang == "zh" and "ja" in languages and not _KANA.search(query):
+        return None  # (Han characters alone: Chinese, or Japanese written in kanji)
     return lang if lang in languages else None
 
 
