@@ -530,10 +530,27 @@ async def indexed_then_downgraded(db: Path, root: Path,
     return embedder, embedded
 
 
+#: Version 8's trigger: every update of a chunk re-indexed its full-text row.
+_V8_CHUNKS_AU = """
+CREATE TRIGGER chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content, cjk)
+    VALUES ('delete', old.id, COALESCE(old.fts_heading, old.heading_path),
+            COALESCE(old.fts_content, old.content), COALESCE(old.cjk, ''));
+    INSERT INTO chunks_fts(rowid, heading_path, content, cjk)
+    VALUES (new.id, COALESCE(new.fts_heading, new.heading_path),
+            COALESCE(new.fts_content, new.content), COALESCE(new.cjk, ''));
+END;
+"""
+
+
 def downgrade(db: Path, version: int) -> None:
-    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 7) wrote."""
+    """Turn an index this Rifflux wrote into what schema ``version`` (2 to 8) wrote."""
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        conn.executescript("DROP INDEX files_langs_pending; DROP TRIGGER chunks_au; "
+                           "ALTER TABLE files DROP COLUMN langs_pending;" + _V8_CHUNKS_AU)
+        if version == 8:
+            return
         conn.executescript("ALTER TABLE files DROP COLUMN langs; "
                            "ALTER TABLE chunks DROP COLUMN lang;")
         if version == 7:

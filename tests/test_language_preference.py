@@ -170,7 +170,7 @@ async def test_an_index_of_version_7_learns_its_chunks_languages_when_opened(
     db = tmp_path / "i.db"
     embedder, embedded = await indexed_then_downgraded(db, root, 7)
     async with Rifflux(db, embedder=embedder) as rf:
-        # (the files are read again in the background, at start)
+        # (their languages are told at start, from the stored chunks: no file read again)
         hits = await eventually(lambda: rf.search("Vault", mode="lexical", lang="de"), 60)
         for job in (await rf.status())["jobs"]:
             await rf.wait_for_job(job["id"])

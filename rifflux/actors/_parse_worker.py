@@ -1,7 +1,9 @@
 """Entry point of a parse worker process: pickled calls in on stdin, results out.
 
-Frames are an 8-byte big-endian length and a pickle. Only ``prepare_many`` is
-ever called; the parent owns the process and closes stdin to end it.
+Frames are an 8-byte big-endian length and a pickle of (what, arguments): ``prepare``
+(``core.document.prepare_many``: files read, extracted and chunked) or ``languages``
+(``core.language.chunk_languages``: the languages of committed chunks). The parent
+owns the process and closes stdin to end it.
 """
 
 from __future__ import annotations
@@ -11,8 +13,19 @@ import pickle
 import signal
 import struct
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from ..core.document import prepare_many
+
+
+def _languages(chunks: list[tuple[str, str]]) -> list[str | None]:
+    from ..core.language import chunk_languages  # (the model loads with the first call)
+
+    return chunk_languages(chunks)
+
+
+_CALLS: dict[str, Callable[..., Any]] = {"prepare": prepare_many, "languages": _languages}
 
 
 def main() -> None:
@@ -26,9 +39,9 @@ def main() -> None:
         if len(head) < 8:
             return
         (size,) = struct.unpack(">Q", head)
-        args = pickle.loads(stdin.read(size))
+        what, args = pickle.loads(stdin.read(size))
         try:
-            reply: object = ("ok", prepare_many(*args))
+            reply: object = ("ok", _CALLS[what](*args))
         except Exception as exc:  # reported to the parent, which raises it
             reply = ("error", f"{type(exc).__name__}: {exc}")
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)

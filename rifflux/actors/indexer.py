@@ -125,6 +125,7 @@ class Indexer:
                 if self._follow is not None and self._follow.available:
                     timers.start_soon(self._tick, name="rifflux.indexer.follow")
                 await self._reread_stale()
+                await self._tell_languages()
                 async for msg in self._inbox:
                     if isinstance(msg, ModelLoaded):
                         await self._adopt(msg, timers)
@@ -381,9 +382,31 @@ class Indexer:
         self._stats["files_written"] += len(job.progress.indexed)
         await self._tidying.after(job, self._writer)
         await self._wait_for_vectors(job)  # (what it waits for is known once it is written)
-        self._jobs.mark_written(job)
-        self._settle()
+        self._jobs.mark_written(job)  # (lexically searchable: its callers may go)
         self._nudge_embedder()
+        await self._tell_languages()
+        self._settle()
+
+    async def _tell_languages(self) -> None:
+        """The languages of the chunks committed without them (``actors.languages``),
+        before the next message: a job completes once they are told (and its vectors
+        written). The boundary: what fails stays waiting for the next pass."""
+        if self._settings.read_only:
+            return
+        from .languages import tell_languages
+
+        async def told(written: Written) -> None:
+            await self._query.send(IndexChanged(files=written.files))
+            texts = self._writer.missing.texts
+            self._events.committed(written, None if texts is None else len(texts))
+            while (urgent := self._jobs.cut_in()) is not None:  # (a note, between batches)
+                await self._run(urgent)
+
+        try:
+            await tell_languages(self._writer.telling, self._pool, told)
+        except Exception:
+            logger.exception("cannot tell the languages of the chunks written; they are "
+                             "told at the next job or start")
 
     async def _wait_for_vectors(self, job: Job) -> None:
         """Which texts the written job waits for: those its scope lacks vectors for (known

@@ -1,4 +1,5 @@
-"""Worker processes that parse markdown in parallel with the event loop.
+"""Worker processes that parse files in parallel with the event loop, and tell the
+languages of committed chunks (``languages``).
 
 Parsing is pure Python and holds the GIL: in a thread it would stall queries
 while a large folder is indexed; in processes it uses both cores. anyio's own
@@ -44,11 +45,20 @@ class ParsePool:
 
     async def run(self, root: Any, items: list[tuple[str, str | None]], force: bool,
                   limits: ChunkLimits) -> ParseResult:
+        result: ParseResult = await self._on_worker("prepare", (root, items, force, limits))
+        return result
+
+    async def languages(self, chunks: list[tuple[str, str]]) -> list[str | None]:
+        """``core.language.chunk_languages`` of these (breadcrumb, text) pairs."""
+        result: list[str | None] = await self._on_worker("languages", (chunks,))
+        return result
+
+    async def _on_worker(self, what: str, args: tuple[Any, ...]) -> Any:
         async with self._limiter:
             proc = self._idle.pop() if self._idle else await self._spawn()
             ok = False
             try:
-                result = await self._call(proc, (root, items, force, limits))
+                result = await self._call(proc, what, args)
                 ok = True
                 return result
             finally:
@@ -57,17 +67,16 @@ class ParsePool:
                 else:
                     await self._kill(proc)
 
-    async def _call(self, proc: Process, args: tuple[Any, ...]) -> ParseResult:
+    async def _call(self, proc: Process, what: str, args: tuple[Any, ...]) -> Any:
         assert proc.stdin is not None and proc.stdout is not None
-        data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps((what, args), protocol=pickle.HIGHEST_PROTOCOL)
         await proc.stdin.send(struct.pack(">Q", len(data)) + data)
         head = await self._read(proc, 8)
         (size,) = struct.unpack(">Q", head)
         status, payload = pickle.loads(await self._read(proc, size))
         if status != "ok":
             raise RiffluxError(f"parse worker failed: {payload}")
-        result: ParseResult = payload
-        return result
+        return payload
 
     @staticmethod
     async def _read(proc: Process, n: int) -> bytes:

@@ -1,4 +1,7 @@
 """One file on disk -> what the indexer writes: read, hash, extract (by kind), chunk.
+Each chunk's language is not told here: it is found once the file is committed
+(``core.language.chunk_languages``, the indexer's languages pass), off the path to a
+lexically searchable file.
 
 A plain function of its arguments so it can run in a worker thread or process.
 """
@@ -8,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from .chunker import ChunkLimits, ParsedDocument
 from .cjk import has_cjk
 from .extract import Refused, Source, extractor_for
 from .extract.sections import chunked, cut_to
-from .language import chunk_language
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +80,6 @@ def prepare_file(
         if extracted.document is None:
             extracted = cut_to(extracted, limits.max_text_chars)
         document = chunked(extracted, limits)
-        document = replace(document, chunks=tuple(
-            replace(c, lang=chunk_language(c.heading_path, c.content)) for c in document.chunks))
     except Refused as exc:
         return Skipped(rel_path, str(exc))
     except Exception as exc:  # noqa: BLE001 (a hostile file costs that file alone)

@@ -55,6 +55,9 @@ class FileEntry:
     frontmatter: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     kind: str = "markdown"  # which extractor read it (core.extract: markdown, text, pdf...)
     langs: frozenset[str] = frozenset()  # the languages of its chunks (core.language)
+    #: How many of its chunks' languages are not told yet (they are found after the file
+    #: is committed, as vectors are): 0 once told.
+    langs_pending: int = 0
 
 
 def tag_levels(tags: Sequence[str]) -> frozenset[str]:

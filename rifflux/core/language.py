@@ -12,8 +12,10 @@ The model file is read where the wheel put it, without importing ``fast_langdete
 (whose detector fetches a larger model from the network when asked for it, and whose
 import pulls in an HTTP client): nothing here reaches the network.
 
-- ``chunk_language``: a chunk's language at index time (in the parse workers), or None
-  when its text holds too few letters to say, or the model is unsure.
+- ``chunk_language``: a chunk's language, or None when its text holds too few letters
+  to say, or the model is unsure; ``chunk_languages``, those of several chunks (what a
+  parse worker is asked once their files are committed: the languages are told after
+  the text is searchable, as vectors are).
 - ``query_language``: a question's language, only when the detection can be trusted
   (enough words, a confident model); None otherwise, and then nothing is preferred.
 - ``check_languages``: the codes a ``lang`` filter may name (ISO 639-1, or 639-3 where a
@@ -25,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
@@ -137,6 +140,11 @@ def chunk_language(heading_path: str, content: str) -> str | None:
     if found is None or found[1] < _CHUNK_CONFIDENCE:
         return None
     return found[0]
+
+
+def chunk_languages(chunks: Sequence[tuple[str, str]]) -> list[str | None]:
+    """``chunk_language`` of each (breadcrumb, text) pair, in order."""
+    return [chunk_language(heading_path, content) for heading_path, content in chunks]
 
 
 def query_language(query: str) -> str | None:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 #: The ``files`` columns a file is read from, in the order ``_file`` takes them.
 _FILE_COLUMNS = ("id, rel_path, mtime_ns, size, sha256, title, tags, aliases, frontmatter, "
-                 "line_count, encoding, kind")
+                 "line_count, encoding, kind, langs_pending")
 #: What to give ``--from``, for the messages.
 _GIVE = "give the index to copy (--from index.db, or --from postgresql://user@host/dbname)"
 
@@ -139,7 +139,7 @@ def _file(row: Row, chunks: list[Chunk], links: list[Link]) -> FileToWrite:
                               aliases=tuple(json.loads(row[7])),
                               frontmatter=json.loads(row[8])),
         chunks=chunks, line_count=int(row[9]), encoding=str(row[10]), links=links,
-        kind=str(row[11]))
+        kind=str(row[11]), langs_told=int(row[12]) == 0)  # (else told in the copy)
 
 
 @asynccontextmanager

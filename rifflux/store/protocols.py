@@ -9,7 +9,8 @@ from the index's location.
 Who holds what:
 
 - the indexer, the only writer: ``WriterStore`` (files, vectors, and beside them
-  ``RootsStore`` and ``MissingStore``) and ``FollowStore`` (other processes'
+  ``RootsStore``, ``MissingStore`` and ``TellingStore``: the chunks' languages, told
+  after their files are committed) and ``FollowStore`` (other processes'
   commits, read from the change log by sequence number);
 - the query actor: ``ReadStore`` (rows, the catalog, counts), ``RecordStore`` and
   ``LinkStore`` (what reads return), ``CopyStore`` (the chunks holding one text), and
@@ -50,6 +51,7 @@ from ..types import (
 )
 from .common import Foreign, Located, Others, PendingText, Recovery
 from .copies import Place
+from .telling import Untold
 from .written import FileToWrite, Written
 
 if TYPE_CHECKING:  # (numpy: imported by the semantic path, not by a lexical one)
@@ -122,6 +124,15 @@ class RootsStore(Protocol):
     async def forget_root(self, root_id: int) -> Written: ...
 
 
+class TellingStore(Protocol):
+    """The languages of committed chunks, told after their files are written
+    (``store.telling``)."""
+
+    async def waiting(self) -> int: ...
+    async def untold(self, most: int) -> list[Untold]: ...
+    async def tell(self, told: Sequence[tuple[Untold, Sequence[str | None]]]) -> Written: ...
+
+
 class WriterStore(Protocol):
     """Files and vectors, each change one transaction (a file is written whole or not
     at all); the answer says what the commit changed."""
@@ -130,6 +141,8 @@ class WriterStore(Protocol):
     def roots(self) -> RootsStore: ...
     @property
     def missing(self) -> MissingStore: ...
+    @property
+    def telling(self) -> TellingStore: ...
     def snapshot(self) -> AbstractAsyncContextManager[None]:
         """Reads on the writer's connection that all see one state of the database."""
         ...

@@ -40,17 +40,25 @@ class FileToWrite:
     #: a bulk copy into PostgreSQL does, in a worker thread while the batch before is
     #: written (None: the PostgreSQL writer works it out; SQLite's FTS5 needs none).
     lexemes: Sequence[str] | None = None
+    #: Whether its chunks carry their languages (an index copied by ``migrate``); else
+    #: they are told after the commit (``store.telling``), and the file waits for them.
+    langs_told: bool = False
 
     @property
     def langs(self) -> str:
         """The languages of its chunks, as the ``files.langs`` column holds them."""
         return json.dumps(sorted({c.lang for c in self.chunks if c.lang}))
 
+    @property
+    def langs_pending(self) -> int:
+        """How many of its chunks wait for their language (``files.langs_pending``)."""
+        return 0 if self.langs_told else len(self.chunks)
+
     def entry(self, file_id: int, root_id: int) -> FileEntry:
         """The file as the catalog sees it, once written."""
         return FileEntry(file_id, root_id, self.rel_path, self.mtime_ns,
                          tag_levels(self.metadata.tags), self.metadata.frontmatter, self.kind,
-                         frozenset(c.lang for c in self.chunks if c.lang))
+                         frozenset(c.lang for c in self.chunks if c.lang), self.langs_pending)
 
 
 #: Files whose outgoing links changed, each with every file it links to now (file ids).
@@ -86,14 +94,15 @@ def chunk_id_for(root_id: int, rel_path: str, index: int, content_hash: str) -> 
 
 
 #: The ``files`` columns a catalog entry is read from, in ``file_entry``'s order.
-FILE_ENTRY_COLUMNS = "id, root_id, rel_path, mtime_ns, tags, frontmatter, kind, langs"
+FILE_ENTRY_COLUMNS = ("id, root_id, rel_path, mtime_ns, tags, frontmatter, kind, langs, "
+                      "langs_pending")
 
 
 def file_entry(row: Row) -> FileEntry:
     """A catalog entry from a row of ``FILE_ENTRY_COLUMNS``."""
     return FileEntry(int(row[0]), int(row[1]), str(row[2]), int(row[3]),
                      tag_levels(json.loads(row[4])), json.loads(row[5]), str(row[6]),
-                     frozenset(json.loads(row[7])))
+                     frozenset(json.loads(row[7])), int(row[8]))
 
 
 #: Host parameters per ``IN (...)`` list.

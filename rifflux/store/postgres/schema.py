@@ -50,7 +50,7 @@ from .word_counts import counted_words
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
@@ -74,7 +74,9 @@ CREATE TABLE files(
     aliases text NOT NULL DEFAULT '[]', indexed_at double precision NOT NULL,
     frontmatter text NOT NULL DEFAULT '{{}}', line_count integer NOT NULL DEFAULT 0,
     encoding text NOT NULL DEFAULT 'utf-8', kind text NOT NULL DEFAULT 'markdown',
-    langs text NOT NULL DEFAULT '[]', UNIQUE(root_id, rel_path));
+    langs text NOT NULL DEFAULT '[]', langs_pending integer NOT NULL DEFAULT 0,
+    UNIQUE(root_id, rel_path));
+CREATE INDEX files_langs_pending ON files(id) WHERE langs_pending > 0;
 CREATE TABLE chunks(
     id bigserial PRIMARY KEY, chunk_id text NOT NULL UNIQUE,
     file_id bigint NOT NULL REFERENCES files(id) ON DELETE CASCADE,
@@ -162,18 +164,30 @@ ALTER TABLE chunks ADD COLUMN page integer;
 UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
 """
 
-#: Version 5: each chunk's language (``core.language``) and its file's languages, found
-#: as every file is read again at start (its vectors are kept).
-_LANGUAGES = f"""
+#: Version 5: each chunk's language (``core.language``) and its file's languages, told
+#: from the stored chunks once the index is upgraded (version 7's ``langs_pending``).
+_LANGUAGES = """
 ALTER TABLE files ADD COLUMN langs text NOT NULL DEFAULT '[]';
 ALTER TABLE chunks ADD COLUMN lang text;
-UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
 """
+
+#: Version 7: the languages are told after the commit (``store.telling``): a file counts
+#: the chunks still waiting for theirs.
+_PENDING = """
+ALTER TABLE files ADD COLUMN langs_pending integer NOT NULL DEFAULT 0;
+CREATE INDEX files_langs_pending ON files(id) WHERE langs_pending > 0;
+"""
+#: The first version whose chunks have their languages: an older index's are told by the
+#: languages pass once upgraded.
+_LANGUAGES_SINCE = 5
+#: Every file's chunks marked as waiting for their languages.
+_UNTOLD = ("UPDATE files SET langs_pending = (SELECT count(*) FROM chunks c "
+           "WHERE c.file_id = files.id)")
 
 #: Version 6: the git history's tables (``history_schema``), empty: the history actor
 #: reads the repositories' commits at start.
 _UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS, 4: _LANGUAGES,
-                             5: HISTORY_TABLES}
+                             5: HISTORY_TABLES, 6: _PENDING}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).
@@ -311,7 +325,8 @@ async def _version(conn: Connection) -> int | None:
 async def _upgrade(conn: Connection, where: DatabaseUrl) -> None:
     """Inside the schema's transaction, under its lock: an older schema brought to this
     version, one step at a time (no vector is made again; version 4 marks the files to
-    be read again at start, for their links)."""
+    be read again at start, for their links; an index older than the languages has its
+    chunks marked as waiting for them)."""
     version = await _version(conn)
     if version is None or version not in _UPGRADES:
         return
@@ -319,6 +334,8 @@ async def _upgrade(conn: Connection, where: DatabaseUrl) -> None:
     while version in _UPGRADES:
         await conn.execute(_UPGRADES[version])
         version += 1
+    if before < _LANGUAGES_SINCE:
+        await conn.execute(_UNTOLD)
     await conn.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                        str(version))
     logger.info("%s: index schema upgraded from version %d to %d", where, before, version)

@@ -27,6 +27,7 @@ from .presence import confirm_lease
 from .roots import Roots
 from .schema import hnsw_index
 from .session import Session, retried
+from .telling import Telling
 
 _HNSW = ("CREATE INDEX IF NOT EXISTS {name} ON chunk_vectors USING "
          "hnsw ((embedding::vector({dim})) vector_cosine_ops)")
@@ -46,6 +47,7 @@ class Writer:
         self._read_only = read_only
         self.missing = Missing(session, read_only=read_only)
         self.roots = Roots(session, self.missing)
+        self.telling = Telling(session)
         self._indexed_dims: set[int] = set()
 
     @property
@@ -95,18 +97,20 @@ class Writer:
             async with transaction(self.conn):
                 ids = {str(r[1]): int(r[0]) for r in await self.conn.fetch(
                     "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, tags, "
-                    "aliases, indexed_at, frontmatter, line_count, encoding, kind, langs) "
+                    "aliases, indexed_at, frontmatter, line_count, encoding, kind, langs, "
+                    "langs_pending) "
                     "SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], "
                     "$5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::text[], "
-                    "$11::int[], $12::text[], $13::text[], $14::text[]) "
+                    "$11::int[], $12::text[], $13::text[], $14::text[], $15::int[]) "
                     "ON CONFLICT (root_id, rel_path) DO "
                     "UPDATE SET mtime_ns = excluded.mtime_ns, size = excluded.size, "
                     "sha256 = excluded.sha256, title = excluded.title, tags = excluded.tags, "
                     "aliases = excluded.aliases, indexed_at = excluded.indexed_at, "
                     "frontmatter = excluded.frontmatter, line_count = excluded.line_count, "
-                    "encoding = excluded.encoding, kind = excluded.kind, langs = excluded.langs "
+                    "encoding = excluded.encoding, kind = excluded.kind, langs = excluded.langs, "
+                    "langs_pending = excluded.langs_pending "
                     "RETURNING id, rel_path",
-                    root_id, *_columns([_file_row(f, now) for f in files], 13))}
+                    root_id, *_columns([_file_row(f, now) for f in files], 14))}
                 file_ids = [ids[f.rel_path] for f in files]
                 removed = [(int(r[0]), str(r[1])) for r in await self.conn.fetch(
                     "DELETE FROM chunks WHERE file_id = ANY($1) RETURNING id, content_hash",
@@ -243,4 +247,4 @@ def _file_row(f: FileToWrite, now: float) -> tuple[object, ...]:
     m = f.metadata
     return (f.rel_path, f.mtime_ns, f.size, f.sha256, m.title, json.dumps(m.tags),
             json.dumps(m.aliases), now, json.dumps(m.frontmatter, ensure_ascii=False),
-            f.line_count, f.encoding, f.kind, f.langs)
+            f.line_count, f.encoding, f.kind, f.langs, f.langs_pending)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # (aiosqlite and anyio: imported by connect, not by a one-sho
 
     from .sql import Connection
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: The writer connection's page cache, in KiB (filled only as pages are used).
 WRITER_CACHE_KIB = 32 * 1024
 #: How FTS5 cuts text into terms (the lexicon cuts query words the same way).
@@ -51,8 +51,11 @@ CREATE TABLE IF NOT EXISTS files(
     encoding TEXT NOT NULL DEFAULT 'utf-8',
     kind TEXT NOT NULL DEFAULT 'markdown',
     langs TEXT NOT NULL DEFAULT '[]',
+    langs_pending INTEGER NOT NULL DEFAULT 0,
     UNIQUE(root_id, rel_path)
 );
+-- The files whose chunks' languages are not told yet (store.telling fills them).
+CREATE INDEX IF NOT EXISTS files_langs_pending ON files(id) WHERE langs_pending > 0;
 -- fts_heading, fts_content, cjk: what FTS5 indexes instead for text with CJK in it
 -- (core.cjk), NULL otherwise. (No comments inside CREATE TABLE: ALTER TABLE rewrites it.)
 CREATE TABLE IF NOT EXISTS chunks(
@@ -96,7 +99,8 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     VALUES ('delete', old.id, COALESCE(old.fts_heading, old.heading_path),
             COALESCE(old.fts_content, old.content), COALESCE(old.cjk, ''));
 END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
+CREATE TRIGGER IF NOT EXISTS chunks_au
+AFTER UPDATE OF heading_path, content, fts_heading, fts_content, cjk ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, content, cjk)
     VALUES ('delete', old.id, COALESCE(old.fts_heading, old.heading_path),
             COALESCE(old.fts_content, old.content), COALESCE(old.cjk, ''));
@@ -306,8 +310,20 @@ _UPGRADES: dict[int, tuple[str, bool]] = {
     7: ("""
     ALTER TABLE files ADD COLUMN langs TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE chunks ADD COLUMN lang TEXT;
-    """, True),  # each chunk's language (core.language): found as the files are read again
+    """, False),  # each chunk's language (core.language): told after the upgrade (9)
+    8: ("""
+    ALTER TABLE files ADD COLUMN langs_pending INTEGER NOT NULL DEFAULT 0;
+    DROP TRIGGER IF EXISTS chunks_au;
+    """, False),  # languages told after the commit; telling one rewrites no full-text row
 }
+#: The first version whose chunks have their languages: an older index's are told by the
+#: languages pass (``store.telling``) once upgraded, from the stored chunks.
+_LANGUAGES_SINCE = 8
+
+
+#: Every file's chunks marked as waiting for their languages (an index made before them).
+UNTOLD = ("UPDATE files SET langs_pending = (SELECT count(*) FROM chunks c "
+          "WHERE c.file_id = files.id)")
 
 
 async def _upgrade(conn: Connection) -> None:
@@ -315,6 +331,7 @@ async def _upgrade(conn: Connection) -> None:
     from the files again (stale files are reindexed at start), vectors are kept."""
     async with transaction(conn):
         version = await _version(conn)
+        untold = version < _LANGUAGES_SINCE
         reread = False
         while version in _UPGRADES:
             statements, stale = _UPGRADES[version]
@@ -327,6 +344,8 @@ async def _upgrade(conn: Connection) -> None:
             version += 1
         if reread:
             await conn.execute("UPDATE files SET mtime_ns = ?, sha256 = ''", (STALE_MTIME,))
+        if untold:
+            await conn.execute(UNTOLD)
         await conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                            (str(version),))
 

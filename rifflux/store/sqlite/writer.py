@@ -36,6 +36,7 @@ from .missing import Change, Missing
 from .roots import Roots
 from .schema import cjk_columns
 from .sql import mapped_errors, snapshot, transaction
+from .telling import Telling
 
 if TYPE_CHECKING:  # (numpy is imported where vectors are made or read, not before)
     from ...core.vectors import F32
@@ -63,6 +64,7 @@ class Writer:
         self.db_path = db_path
         self.missing = Missing(conn, db_path, read_only=read_only)
         self.roots = Roots(conn, db_path, self.missing)
+        self.telling = Telling(conn, db_path)
         self._lexicon: LexiconBuilder | None = None
         self._codes: CodesFiller | None = None
         self._busy_timeout_ms = busy_timeout_ms
@@ -142,17 +144,18 @@ class Writer:
                 await self.conn.executemany(
                     "INSERT INTO files(root_id, rel_path, mtime_ns, size, sha256, title, "
                     "tags, aliases, indexed_at, frontmatter, line_count, encoding, kind, "
-                    "langs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                    "langs, langs_pending) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                     "ON CONFLICT(root_id, rel_path) DO UPDATE SET "
                     "mtime_ns=excluded.mtime_ns, size=excluded.size, sha256=excluded.sha256, "
                     "title=excluded.title, tags=excluded.tags, aliases=excluded.aliases, "
                     "indexed_at=excluded.indexed_at, frontmatter=excluded.frontmatter, "
                     "line_count=excluded.line_count, encoding=excluded.encoding, "
-                    "kind=excluded.kind, langs=excluded.langs",
+                    "kind=excluded.kind, langs=excluded.langs, "
+                    "langs_pending=excluded.langs_pending",
                     [(root_id, f.rel_path, f.mtime_ns, f.size, f.sha256, f.metadata.title,
                       json.dumps(f.metadata.tags), json.dumps(f.metadata.aliases), now,
                       json.dumps(f.metadata.frontmatter, ensure_ascii=False), f.line_count,
-                      f.encoding, f.kind, f.langs) for f in files],
+                      f.encoding, f.kind, f.langs, f.langs_pending) for f in files],
                 )
                 id_of: dict[str, int] = {}
                 for part in batches([f.rel_path for f in files]):
