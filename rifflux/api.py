@@ -288,6 +288,11 @@ class Rifflux:
         """Texts still without a vector, from memory (None while the model loads)."""
         return self._open().pending()
 
+    def languages_pending(self) -> int | None:
+        """Chunks whose language is not told yet (it is, just after their files are
+        indexed), from memory: a ``lang`` filter leaves them out until then."""
+        return self._open().languages_pending()
+
     async def get_chunk(self, chunk_id: str) -> ChunkDetail | None:
         """A stored chunk by id (with its neighbours' ids), or None when no chunk has it."""
         return await self._open().chunk(str(chunk_id))

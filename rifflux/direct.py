@@ -157,6 +157,12 @@ class DirectIndex:
         """None, as while a model loads: a lexical answer does not say it."""
         return None
 
+    def languages_pending(self) -> int | None:
+        """The chunks waiting for their language, as the catalog says (None: not read, as
+        a search without filters needs it not)."""
+        return self._loaded.catalog.languages_pending() if self._catalog_ready.is_set() \
+            else None
+
     # ------------------------------------------------------------ reads
 
     async def get_file(

@@ -191,6 +191,10 @@ class SearchAnswer(TypedDict):
     auto_reindex: NotRequired[dict[str, object]]
     #: Texts still without a vector: semantic results cover only part of the index.
     pending_embeddings: NotRequired[int]
+    #: Chunks whose language is not told yet (it is, just after their files are
+    #: indexed): a ``lang`` filter leaves them out, and hybrid ranking prefers the
+    #: question's language without them, until then. Only where either applies.
+    languages_pending: NotRequired[int]
     hint: NotRequired[str]  # an empty or cut answer says what to do
     root: NotRequired[str]  # content='snippet': the root every hit shares
     truncated: NotRequired[bool]

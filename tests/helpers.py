@@ -66,6 +66,15 @@ async def index_rows(location: Location, sql: str) -> list[tuple[Any, ...]]:
         await conn.close()
 
 
+async def languages_untold(location: Location) -> int:
+    """Make the index at ``location`` what a writer leaves right after its commit, before
+    its languages pass: every chunk waiting for its language. How many chunks wait."""
+    await index_rows(location, "UPDATE chunks SET lang = NULL")
+    await index_rows(location, "UPDATE files SET langs = '[]', langs_pending = (SELECT "
+                               "count(*) FROM chunks c WHERE c.file_id = files.id)")
+    return int((await index_rows(location, "SELECT sum(langs_pending) FROM files"))[0][0])
+
+
 # ---------------------------------------------------------------- fake embedders
 
 

@@ -55,8 +55,10 @@ async def serve(rf: Rifflux, embedder: Counting) -> None:
             if op == "reindex":
                 answer = await rf.reindex(**command)
             elif op == "search":
-                answer = [{"path": h["path"], "chunk_id": h["chunk_id"]}
+                answer = [{"path": h["path"], "chunk_id": h["chunk_id"], "lang": h.get("lang")}
                           for h in await rf.search(**command)]
+            elif op == "languages_pending":
+                answer = rf.languages_pending()
             elif op == "status":
                 answer = await rf.status()
             elif op == "embedded":

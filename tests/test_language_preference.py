@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from rifflux import Rifflux
 from rifflux.config import Settings
 from rifflux.core.fusion import OTHER_LANGUAGE, Combined, prefer
 from rifflux.core.language import chunk_language, preferred_language, query_language
+from rifflux.store.sqlite.schema import SCHEMA_VERSION
 from rifflux.errors import InvalidArgumentError
 
 from .helpers import (
@@ -23,7 +25,9 @@ from .helpers import (
     Location,
     call,
     eventually,
+    index_rows,
     indexed_then_downgraded,
+    languages_untold,
     mcp_session,
     rifflux_cli,
     write_all,
@@ -196,3 +200,78 @@ async def test_lang_through_the_command_line_and_mcp(tmp_path: Path) -> None:
         answer = await call(session, "search_rifflux", query="Vienna Wien", mode="lexical",
                             lang=["en"])
     assert [(h["path"], h["lang"]) for h in answer["results"]] == [("trip.md", "en")]
+
+
+async def test_a_file_is_searchable_before_its_languages_are_told_and_lang_says_how_many_wait(
+        db: Location, tmp_path: Path) -> None:
+    """The languages are told after the commit (as vectors are made): until then the
+    text is found, a ``lang`` filter cannot keep its chunks and says how many wait; the
+    next writer to open the index tells them, and a reader open meanwhile sees them."""
+    root = tmp_path / "notes"
+    write_all(root, {**PAGES, **MIXED})
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(root)
+        assert rf.languages_pending() == 0
+    waiting = await languages_untold(db)
+    assert waiting > 0
+    async with Rifflux(db, embedder=CountingEmbedder(),
+                       settings=Settings(read_only=True)) as reader:
+        hits = await reader.search("Vienna Wien", mode="lexical")
+        assert "trip.md" in {h["path"] for h in hits}  # searchable, its language untold
+        assert all("lang" not in h for h in hits)
+        assert await reader.search("Vienna Wien", mode="lexical", lang="de") == []
+        assert reader.languages_pending() == waiting
+        async with Rifflux(db, embedder=CountingEmbedder()) as writer:  # tells them at start
+            await eventually(lambda: writer.languages_pending() == 0, 30)
+
+            async def told() -> list[tuple[str, str | None]]:
+                found = await reader.search("Vienna Wien", mode="lexical", lang="de")
+                return [(h["path"], h.get("lang")) for h in found]
+
+            assert await eventually(told, 30) == [("trip.md", "de")]
+            assert reader.languages_pending() == 0
+    assert await index_rows(db, "SELECT count(*) FROM files WHERE langs_pending > 0") == [(0,)]
+    assert await index_rows(db, "SELECT count(*) FROM chunks WHERE lang = 'de'") == [(4,)]
+
+
+async def test_a_lang_filter_answer_says_how_many_chunks_wait_for_their_language(
+        tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write_all(root, {**PAGES, **MIXED})
+    assert rifflux_cli(tmp_path, "--db", "index.db", "index", str(root)).returncode == 0
+    waiting = await languages_untold(tmp_path / "index.db")
+    done = rifflux_cli(tmp_path, "--db", "index.db", "search", "Vienna Wien", "--mode",
+                       "lexical", "--lang", "de", "--json")
+    answer = json.loads(done.stdout)
+    assert answer["results"] == [] and answer["languages_pending"] == waiting
+    assert f"{waiting} chunks still wait for their language" in answer["hint"]
+    assert "lang filter leaves them out" in done.stderr
+    unfiltered = rifflux_cli(tmp_path, "--db", "index.db", "search", "Vienna Wien", "--mode",
+                             "lexical", "--json")  # (nothing weighs a language: not said)
+    assert "languages_pending" not in json.loads(unfiltered.stdout)
+    async with mcp_session(tmp_path) as session:  # (a writer: told at its start)
+        async def told() -> dict[str, Any] | None:
+            found = await call(session, "search_rifflux", query="Vienna Wien",
+                               mode="lexical", lang=["de"])
+            return found if found["results"] else None
+
+        answer = await eventually(told, 30)
+    assert [h["path"] for h in answer["results"]] == ["trip.md"]
+    assert "languages_pending" not in answer
+
+
+async def test_an_index_of_version_8_opens_with_its_languages_and_reads_nothing_again(
+        tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write_all(root, {**PAGES, **MIXED})
+    db = tmp_path / "i.db"
+    embedder, embedded = await indexed_then_downgraded(db, root, 8)
+    told = await index_rows(db, "SELECT id, lang FROM chunks ORDER BY id")
+    async with Rifflux(db, embedder=embedder) as rf:
+        assert not (await rf.status())["jobs"]  # (no file read again)
+        hits = await rf.search("Vienna Wien", mode="lexical", lang="de")
+    assert [(h["path"], h.get("lang")) for h in hits] == [("trip.md", "de")]
+    assert len(embedder.embedded) == embedded
+    assert await index_rows(db, "SELECT id, lang FROM chunks ORDER BY id") == told
+    assert await index_rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [
+        (str(SCHEMA_VERSION),)]

@@ -77,6 +77,8 @@ class QuerySnapshot(TypedDict):
     catalog_state: Literal["loading", "ready"]  # (the catalog of files that filters use)
     searches: int
     failures: int
+    #: Chunks whose language is not told yet (the catalog's count; 0 while it loads).
+    languages_pending: int
 
 
 class QueryActor:
@@ -124,6 +126,7 @@ class QueryActor:
             "catalog_state": "ready" if self._catalog_ready.is_set() else "loading",
             "searches": self._searches,
             "failures": self._failures,
+            "languages_pending": self._catalog.languages_pending(),
         }
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

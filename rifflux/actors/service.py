@@ -264,6 +264,9 @@ class Service:
     def pending(self) -> int | None:
         return self._indexer()["pending"]
 
+    def languages_pending(self) -> int:
+        return self._query_stats()["languages_pending"]
+
     def snapshot(self) -> ServiceSnapshot:
         return {
             "model": self._model(),

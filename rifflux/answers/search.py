@@ -1,8 +1,10 @@
 """A search answer, made once for every surface (MCP's ``search_rifflux``, ``GET
 /api/search``, ``rifflux search --json``): SPEC's fields, ``pending_embeddings`` while
-texts lack vectors, ``explain`` when asked, why an answer says less than it seems to
-(nothing indexed, filters that match nothing, a query without a word, hits that are only
-close in meaning), and, within a budget, what was cut and how to read on.
+texts lack vectors, ``languages_pending`` while chunks wait for their language (where a
+``lang`` filter or the hybrid ranking's language preference would weigh it),
+``explain`` when asked, why an answer says less than it seems to (nothing indexed,
+filters that match nothing, a query without a word, hits that are only close in
+meaning), and, within a budget, what was cut and how to read on.
 
 A surface gives only its own words (``Words``): for each ``Why``, a tool to call, a
 route to use or a command to run, and how its callers name the arguments a hint
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["FIRST_LOOK_CHARS", "SNIPPET_WIDTHS", "Answered", "Searched", "Why", "Words",
-           "not_reranked", "search_answer", "semantic_off", "why"]
+           "languages_waiting", "not_reranked", "search_answer", "semantic_off", "why"]
 
 Why = Literal["no files", "rebuilt", "filters", "no words", "no match", "meaning only",
               "meaning only, sentence"]
@@ -57,6 +59,7 @@ class Searched(Protocol):
     @property
     def recovered(self) -> dict[str, object] | None: ...
     def pending_embeddings(self) -> int | None: ...
+    def languages_pending(self) -> int | None: ...
     def describe_search(self, query: str, filters: Filters | None = None, *,
                         mode: str = "hybrid", hypothesis: str | None = None,
                         rerank: bool | None = None, **given: Any) -> SearchExplain: ...
@@ -113,6 +116,22 @@ class Answered:
     #: That the reranker asked for failed, and why (``not_reranked``: the same words on
     #: every surface).
     rerank: str | None = None
+    #: That chunks still wait for their language, where the search's ``lang`` filter or
+    #: its preference for the question's language would weigh it (``languages_waiting``:
+    #: the same words on every surface).
+    languages: str | None = None
+
+
+def languages_waiting(n: int, *, filtered: bool) -> str:
+    """What an answer says while ``n`` chunks wait for their language (it is told just
+    after their files are indexed, as vectors are made): ``filtered``, by a ``lang``
+    filter, which leaves them out meanwhile; else hybrid ranking prefers the question's
+    language without them."""
+    what = ("the lang filter leaves them out" if filtered
+            else "the question's language is preferred without them")
+    return (f"{n:,} chunk{'s' if n != 1 else ''} still wait{'' if n != 1 else 's'} for "
+            f"{'their' if n != 1 else 'its'} language (told just after indexing): {what} "
+            "until then; search again in a moment for the whole index")
 
 
 def not_reranked(failure: str | None) -> str:
@@ -142,6 +161,10 @@ async def search_answer(
     pending = rf.pending_embeddings()
     if pending:
         answer["pending_embeddings"] = pending
+    langs = applied.langs if applied is not None else filters.get("lang")
+    waiting = rf.languages_pending() if langs or mode == "hybrid" else None
+    if waiting:
+        answer["languages_pending"] = waiting
     if explain:
         asked: dict[str, Any] = {"mode": mode, "hypothesis": hypothesis, "rerank": rerank}
         answer["explain"] = (rf.describe_search(query, **asked, **filters) if applied is None
@@ -159,9 +182,10 @@ async def search_answer(
         failed = not_reranked(rf.rerank_failure())
     said = Answered(answer, reason, words.pending(pending) if pending else None,
                     None if reason is None else words.why[reason], condition, semantic,
-                    failed)
-    hints = [h for h in (said.pending, said.condition, said.semantic, said.reason,
-                         said.rerank)
+                    failed, languages_waiting(waiting, filtered=bool(langs)) if waiting
+                    else None)
+    hints = [h for h in (said.pending, said.languages, said.condition, said.semantic,
+                         said.reason, said.rerank)
              if h is not None]
     if hints:  # (before a first look is sized: its hint counts too)
         answer["hint"] = "; ".join(hints)
@@ -185,7 +209,7 @@ async def search_answer(
 
     shaped = within(shape, cast(dict[str, Any], answer), max_chars)
     return Answered(cast("SearchAnswer", shaped), said.why, said.pending, said.reason,
-                    said.condition, said.semantic, said.rerank)
+                    said.condition, said.semantic, said.rerank, said.languages)
 
 
 def semantic_off(server: EmbeddingServerStatus | None, mode: Mode) -> str | None:

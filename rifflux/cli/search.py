@@ -119,6 +119,8 @@ def _said(args: argparse.Namespace, results: list[SearchResult], answered: Answe
         print_search(results, answer.get("explain"))
     if answered.pending is not None:
         sys.stderr.write(f"rifflux: {answered.pending}\n")
+    if answered.languages is not None:
+        sys.stderr.write(f"rifflux: {answered.languages}\n")
     if answered.condition is not None:
         sys.stderr.write(f"rifflux: {answered.condition}\n")
     if answered.semantic is not None:

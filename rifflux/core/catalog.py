@@ -67,6 +67,7 @@ class Catalog:
         self._cache: OrderedDict[Filters, Allowed] = OrderedDict()
         self._places: dict[int, int] | None = None
         self._languages: frozenset[str] | None = None
+        self._waiting: int | None = None
         self._kinds: frozenset[str] | None = None
         self.links = LinkGraph()
 
@@ -83,7 +84,7 @@ class Catalog:
         self._write(files)
         self.links.replace(edges)
         self._cache.clear()
-        self._places = self._kinds = self._languages = None
+        self._places = self._kinds = self._languages = self._waiting = None
 
     def update(self, roots: dict[int, str], written: Iterable[FileEntry],
                removed: Iterable[int], roots_removed: Iterable[int] = (),
@@ -100,7 +101,7 @@ class Catalog:
         self.links.remove(removed)
         self.links.update(links)
         self._cache.clear()
-        self._places = self._kinds = self._languages = None
+        self._places = self._kinds = self._languages = self._waiting = None
 
     def _write(self, entries: Iterable[FileEntry]) -> None:
         for entry in entries:
@@ -138,6 +139,14 @@ class Catalog:
         if self._languages is None:
             self._languages = frozenset().union(*(f.langs for f in self._files.values()))
         return self._languages
+
+    def languages_pending(self) -> int:
+        """How many stored chunks wait for their language (told after their file is
+        committed, as vectors are): a ``lang`` filter cannot keep them yet, and the
+        question's language is not preferred among them."""
+        if self._waiting is None:
+            self._waiting = sum(f.langs_pending for f in self._files.values())
+        return self._waiting
 
     def backlink_count(self, root: str, rel_path: str) -> int:
         """How many other files link to this one (``root`` as results give it)."""

@@ -232,6 +232,8 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     await index_rows(url, "ALTER TABLE lexicon DROP COLUMN chunks")
     await index_rows(url, "ALTER TABLE files DROP COLUMN kind")  # (version 4's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN page")
+    await index_rows(url, "DROP INDEX files_langs_pending")  # (version 7's)
+    await index_rows(url, "ALTER TABLE files DROP COLUMN langs_pending")
     await index_rows(url, "ALTER TABLE files DROP COLUMN langs")  # (version 5's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN lang")
     await index_rows(url, "DROP TABLE commit_paths, commits, history_repos, commit_totals, "
@@ -258,10 +260,17 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
                             "'changes_notified'") == [(1,)]
     assert await index_rows(url, "SELECT commits, tokens FROM commit_totals") == [(0, 0)]
     assert [await index_rows(url, sql) for sql in _WORD_COUNTS] == counted
-    # the files are read again at start, and each chunk learns its language
+    # the files are read again at start (for their links), and each chunk is told its
+    # language, from the stored chunks
     async with Rifflux(url, embedder=CountingEmbedder()) as rf:
         for job in (await rf.status())["jobs"]:  # (one that the first opens left unfinished)
             await rf.wait_for_job(job["id"])
+
+        async def all_told() -> bool:
+            return await index_rows(url, "SELECT count(*) FROM files WHERE "
+                                         "langs_pending > 0") == [(0,)]
+
+        await eventually(all_told, 30)
     assert await index_rows(url, told) == languages
 
 
