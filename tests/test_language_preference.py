@@ -17,8 +17,8 @@ from rifflux import Rifflux
 from rifflux.config import Settings
 from rifflux.core.fusion import OTHER_LANGUAGE, Combined, prefer
 from rifflux.core.language import chunk_language, preferred_language, query_language
-from rifflux.store.sqlite.schema import SCHEMA_VERSION
 from rifflux.errors import InvalidArgumentError
+from rifflux.store.sqlite.schema import SCHEMA_VERSION
 
 from .helpers import (
     CountingEmbedder,
