@@ -20,7 +20,16 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .helpers import REPO, Location, cli_env, eventually, index_rows, numbered_notes, write
+from .helpers import (
+    REPO,
+    Location,
+    cli_env,
+    eventually,
+    index_rows,
+    languages_untold,
+    numbered_notes,
+    write,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -331,3 +340,29 @@ async def test_another_process_follows_links_as_they_are_made_and_resolved_again
         await eventually(lambda: b_sees("a.md", ["c.md"]))
         links = await b("links", path=str(root / "a.md"))
     assert [u["target"] for u in links["unresolved"]] == ["b"]
+
+
+async def test_a_reader_process_sees_the_languages_a_writer_tells_after_its_commit(
+    tmp_path: Path, shared: Location,
+) -> None:
+    root = tmp_path / "notes"
+    write(root, "trip.md", "# Trip\n\n## Plan\n\nWe take the night train to Vienna on Friday "
+                           "and walk through the old town on Saturday morning.\n\n## Reise\n\n"
+                           "Wir nehmen am Freitag den Nachtzug nach Wien und gehen am "
+                           "Samstagmorgen durch die Altstadt.\n")
+    async with drivers(shared, []) as (a,):
+        await a("reindex", path=str(root))
+    waiting = await languages_untold(shared)  # (as a writer leaves it before its pass)
+    async with drivers(shared, ["--read-only"]) as (reader,):
+        assert await reader.paths("Nachtzug") == {"trip.md"}
+        assert await reader("search", query="Nachtzug", mode="lexical", lang="de") == []
+        assert await reader("languages_pending") == waiting  # (its catalog read: filtered)
+        async with drivers(shared, []) as (writer,):  # (its pass, at start, tells them)
+
+            async def told() -> list[str | None]:
+                hits = await reader("search", query="Nachtzug", mode="lexical", lang="de")
+                return [h["lang"] for h in hits]
+
+            assert await eventually(told, 60) == ["de"]
+            assert await reader("languages_pending") == 0
+            await writer("status")
