@@ -75,7 +75,7 @@ class ChunkRecord(TypedDict):
     page: NotRequired[int]  # (added) a PDF's page the text is on, 1-based
     slide: NotRequired[int]  # (added) a deck's slide the text is on, 1-based
     #: (added) the language of the text (ISO 639-1, core.language); absent when it
-    #: cannot be told (too few letters) or the index has not read the file again yet
+    #: cannot be told (too few letters), or while it waits to be told (just after indexing)
     lang: NotRequired[str]
 
 

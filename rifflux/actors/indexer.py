@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -139,8 +140,7 @@ class Indexer:
                             msg.looked.set()
                         self._care.mend_when_due(timers)
                     while (job := self._jobs.start_next()) is not None:
-                        await self._run(job)
-                        self._care.upkeep_soon(timers)
+                        await self._run(job, upkeep=partial(self._care.upkeep_soon, timers))
                 timers.cancel_scope.cancel()
         finally:
             await self._pool.aclose()
@@ -340,8 +340,10 @@ class Indexer:
 
     # ------------------------------------------------------------ jobs
 
-    async def _run(self, job: Job) -> None:
-        """One job, to the end of its attempts: the job fails, never the service."""
+    async def _run(self, job: Job, *, upkeep: Callable[[], None] | None = None) -> None:
+        """One job, to the end of its attempts: the job fails, never the service. Once
+        its files are written, ``upkeep`` (the store's, in the background) starts while
+        the languages pass tells their chunks' languages."""
         # (the job's code and the parser load with the first job: a process that only
         # searches never imports them)
         from .index_job import IndexRun
@@ -379,10 +381,14 @@ class Indexer:
             raise
         finally:
             self._stats["last_job_seconds"] = time.perf_counter() - started
+            if upkeep is not None and job.status == "failed":  # (what it wrote, still)
+                upkeep()
         self._stats["files_written"] += len(job.progress.indexed)
         await self._tidying.after(job, self._writer)
         await self._wait_for_vectors(job)  # (what it waits for is known once it is written)
         self._jobs.mark_written(job)  # (lexically searchable: its callers may go)
+        if upkeep is not None:
+            upkeep()
         self._nudge_embedder()
         await self._tell_languages()
         self._settle()

@@ -81,6 +81,8 @@ class _Asked:
     steps: Steps = field(default_factory=begin)
     vector: F32 | None = None
     rows: dict[int, ChunkRecord] = field(default_factory=dict)
+    #: The text keys read with the lexical leg's rows (``Rows.texts``).
+    texts: dict[int, tuple[str, int]] = field(default_factory=dict)
     #: The embedding server did not make the query's vector: no pass asks it again.
     no_vector: bool = False
     rerank: dict[int, float] | None = None
@@ -174,6 +176,7 @@ class Ranking:
                 lexical, found = await self._lexical.lexical(asked.query, depth, allowed,
                                                              rows=with_rows)
                 rows.update(found)
+                asked.texts.update(found.texts)
                 lexical_clock.lap("lexical")
 
         async def run_semantic() -> None:
@@ -219,7 +222,7 @@ class Ranking:
             head = max(top_k, self._reranker.depth)
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
             ranked, also = await self._distinct(
-                ranked, allowed, head if shape.max_per_file is None else None)
+                ranked, allowed, head if shape.max_per_file is None else None, asked.texts)
             clock.lap("copies")
         fused_places: dict[int, int] = {}
         if asked.rerank is not None:
@@ -294,20 +297,24 @@ class Ranking:
         return not loaded.catalog_ready.is_set() or "code" in loaded.catalog.kinds()
 
     async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
-                        limit: int | None) -> tuple[list[tuple[int, ScoreBreakdown]],
-                                                    dict[int, list[Place]]]:
+                        limit: int | None, known: dict[int, tuple[str, int]],
+                        ) -> tuple[list[tuple[int, ScoreBreakdown]], dict[int, list[Place]]]:
         """``ranked`` with each text once, at its best-ranked chunk (copies of one text
         score alike in both branches: of equal ones, the first in the branches' stable
         order), the first ``limit`` of them (None: all); and for each kept chunk whose
-        text other chunks hold, those places within the filters (``allowed``)."""
-        texts: dict[int, tuple[str, int]] = {}
+        text other chunks hold, those places within the filters (``allowed``). The text
+        keys ``known`` already (read with the lexical leg's rows) are not asked again."""
+        texts = dict(known)
         kept: list[tuple[int, ScoreBreakdown]] = []
         seen: set[str] = set()
         shared: dict[int, str] = {}
         step = max(2 * (limit or len(ranked)), 20)  # (the texts of a few more than kept)
+        asked = 0  # (the texts of ranked[:asked] are read: a chunk gone has none)
         for i, (cid, breakdown) in enumerate(ranked):
-            if i % step == 0:
-                texts.update(await self._copies.texts([c for c, _ in ranked[i:i + step]]))
+            if i >= asked and cid not in texts:
+                asked = i + step
+                texts.update(await self._copies.texts(
+                    [c for c, _ in ranked[i:asked] if c not in texts]))
             text = texts.get(cid)
             if text is not None:  # (else deleted since it was ranked: its row is not read)
                 key, count = text

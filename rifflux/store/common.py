@@ -10,6 +10,7 @@ root, title, tags, mtime_ns, line start, line end, file id, kind, page, language
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -32,6 +33,40 @@ ROW_COLUMNS = (
 #: A statement of chunk rows (``ROW_COLUMNS``), to be ended by its ``WHERE``.
 ROW_SQL = (f"SELECT {ROW_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
            "JOIN roots r ON r.id = f.root_id ")
+
+
+#: A lexical hit's row: ``ROW_COLUMNS``, then its text key and how many chunks hold that
+#: text (what ``copies.Copies.texts`` answers, read in the same statement: a lexical
+#: search that collapses copies asks no more for the hits whose rows it read).
+HIT_COLUMNS = (f"{ROW_COLUMNS}, c.content_hash, (SELECT COUNT(*) FROM chunks d "
+               "WHERE d.content_hash = c.content_hash)")
+#: A statement of hit rows (``HIT_COLUMNS``), to be ended by its ``WHERE``.
+HIT_SQL = (f"SELECT {HIT_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
+           "JOIN roots r ON r.id = f.root_id ")
+
+
+class Rows(dict[int, "ChunkRecord"]):
+    """Chunk rows by row id (``row_dict``), and the text key of each with how many chunks
+    hold it (``texts``: rows of ``HIT_COLUMNS`` give them, other rows none)."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: dict[int, tuple[str, int]] = {}
+
+    @classmethod
+    def of_hits(cls, rows: Iterable[Row]) -> Rows:
+        """Rows of ``HIT_COLUMNS`` (any columns after them are left alone)."""
+        out = cls()
+        out.add_hits(rows)
+        return out
+
+    def add_hits(self, rows: Iterable[Row]) -> None:
+        for r in rows:
+            rowid = int(r[0])
+            self[rowid] = row_dict(r)
+            self.texts[rowid] = (str(r[16]), int(r[17]))
 
 
 @dataclass(frozen=True, slots=True)

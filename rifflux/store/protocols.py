@@ -49,7 +49,7 @@ from ..types import (
     RootCount,
     StoreKind,
 )
-from .common import Foreign, Located, Others, PendingText, Recovery
+from .common import Foreign, Located, Others, PendingText, Recovery, Rows
 from .copies import Place
 from .telling import Untold
 from .written import FileToWrite, Written
@@ -198,13 +198,15 @@ class LexicalLeg(Protocol):
         ...
 
     async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
-                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
+                      rows: int | None = None) -> tuple[Ranked, Rows]:
         """The best ``limit`` chunks for the words of ``query`` by BM25 (as the contract
         reads a query: OR-ed words, phrases, prefixes, stopwords, CJK words), only
         chunks of ``allowed`` files when given (before the limit), equal scores in
         ``common.stable_order``; with the rows of (at least) the first ``rows`` of those
         chunks (None: of all; a hybrid search reads the rows of the hits it keeps
-        once, after fusion). Nothing searchable in the query: nothing found."""
+        once, after fusion), and their text keys (``Rows.texts``: read with the rows,
+        so that collapsing copies asks nothing more for them). Nothing searchable in
+        the query: nothing found."""
         ...
 
 

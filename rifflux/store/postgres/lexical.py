@@ -56,8 +56,8 @@ from ...core.bm25 import idf, score
 from ...core.catalog import Allowed
 from ...core.lexemes import Clause, LexicalQuery, frequencies, lexical_query, tsquery
 from ...location import DatabaseUrl
-from ...types import ChunkRecord, LexicalExplain, LexicalRanking
-from ..common import ROW_SQL, row_dict
+from ...types import LexicalExplain, LexicalRanking
+from ..common import HIT_SQL, Rows
 from ..protocols import Ranked
 from .bm25_index import CHUNKS, Accelerator
 from .connection import Connection, Pool, mapped_errors
@@ -83,7 +83,7 @@ POOL, POOL_LEAST = 2, 30
 
 _VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
 #: A candidate as it is ranked: its tokens and length (FTS5's bm25), and the keys of the
-#: order of equal scores; the rows of the final best only are read whole (``ROW_SQL``).
+#: order of equal scores; the rows of the final best only are read whole (``HIT_SQL``).
 _COLUMNS = "c.id, c.lexemes, c.length, f.rel_path, c.chunk_index, r.path"
 _ROWS = ("JOIN chunks c ON c.id = hit.id JOIN files f ON f.id = c.file_id "
          "JOIN roots r ON r.id = f.root_id ")
@@ -117,10 +117,10 @@ class Lexical:
         return self._index.condition("keyword search")
 
     async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
-                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
+                      rows: int | None = None) -> tuple[Ranked, Rows]:
         q = lexical_query(query)
         if q is None:
-            return [], {}
+            return [], Rows()
         with mapped_errors(self._where):
             # (no transaction: the candidates and the counts they are ranked by are read
             # by one statement, in one state; a chunk deleted before its row is read is
@@ -133,9 +133,9 @@ class Lexical:
                     ranked = await _as_fts5(conn, q, await self._found(conn, q, limit, allowed),
                                             limit)
                 wanted = [rowid for rowid, _ in ranked[:rows]]
-                read = await conn.fetch(ROW_SQL + "WHERE c.id = ANY($1)",
+                read = await conn.fetch(HIT_SQL + "WHERE c.id = ANY($1)",
                                         wanted) if wanted else []
-        return ranked, {int(r[0]): row_dict(r) for r in read}
+        return ranked, Rows.of_hits(read)
 
     async def _found(self, conn: Connection, q: LexicalQuery, limit: int,
                      allowed: Allowed | None) -> list[Any]:

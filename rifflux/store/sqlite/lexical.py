@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.fts_query import build_every, build_match
+from ..common import Rows
 
 if TYPE_CHECKING:
     from ...core.catalog import Allowed
-    from ...types import ChunkRecord, LexicalExplain
+    from ...types import LexicalExplain
     from ..protocols import Ranked
     from .reader import Reader
 
@@ -34,9 +35,9 @@ class Lexical:
         return None
 
     async def lexical(self, query: str, limit: int, allowed: Allowed | None, *,
-                      rows: int | None = None) -> tuple[Ranked, dict[int, ChunkRecord]]:
+                      rows: int | None = None) -> tuple[Ranked, Rows]:
         plan = lexical_plan(query)
         if plan is None:
-            return [], {}  # no word to look for
+            return [], Rows()  # no word to look for
         return await self._reader.lexical(plan["match"], limit, allowed, plan["every"],
                                           rows=rows)

@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.hits import WEIGHTS, place
 from ...errors import IndexDatabaseError
-from ..common import ROW_COLUMNS, ROW_SQL, Others, PendingText, row_dict, stable_order
+from ..common import (
+    HIT_COLUMNS,
+    HIT_SQL,
+    ROW_SQL,
+    Others,
+    PendingText,
+    Rows,
+    row_dict,
+    stable_order,
+)
 from ..listings import Listings
 from ..written import FILE_ENTRY_COLUMNS, batches, file_entry, marks
 from .lexicon_schema import lexicon_built
@@ -44,8 +53,8 @@ _GONE = ("", -1, "")
 
 def _with_rows(hits: str) -> str:
     """A statement of (id, score, tier) rows -> the same with each chunk's
-    ``ROW_COLUMNS`` first."""
-    return (f"WITH hits AS ({hits}) SELECT {ROW_COLUMNS}, hits.tier, hits.score FROM hits "
+    ``HIT_COLUMNS`` first."""
+    return (f"WITH hits AS ({hits}) SELECT {HIT_COLUMNS}, hits.tier, hits.score FROM hits "
             "JOIN chunks c ON c.id = hits.id JOIN files f ON f.id = c.file_id "
             "JOIN roots r ON r.id = f.root_id ORDER BY hits.tier DESC, hits.score")
 
@@ -105,9 +114,10 @@ class Reader(Listings):
     async def lexical(
         self, match: str, limit: int, allowed: Allowed | None = None, every: str | None = None,
         *, rows: int | None = None,
-    ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+    ) -> tuple[list[tuple[int, float]], Rows]:
         """(chunk rowid, bm25) best first, and the rows of (at least) the first ``rows``
-        of those chunks (None: all; ties are ordered without them). ``match`` must come
+        of those chunks (None: all; ties are ordered without them), with their text keys
+        (``Rows.texts``). ``match`` must come
         from ``build_match`` and ``every`` from ``build_every``: the chunks that match it
         (that hold every word of the query) come first, each group by bm25. With
         ``allowed``, only chunks of those files are ranked (before the limit). Equal
@@ -135,12 +145,12 @@ class Reader(Listings):
                 # build_match only emits quoted terms, so this is not expected; a query
                 # error must still never reach the caller as a crash.
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
-                    return [], {}
+                    return [], Rows()
                 raise
 
     async def _by_fts(
         self, match: str, limit: int, allowed: Allowed | None, every: str | None,
-    ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+    ) -> tuple[list[tuple[int, float]], Rows]:
         """FTS5 ranks every row that matches, and the rows come in the same statement."""
         matching = _matching(every, allowed, None)
         params = _params(matching, match=match, every=every,
@@ -159,12 +169,12 @@ class Reader(Listings):
                 {**params, "score": last[1], "tier": -last[0]})]
         rows = sorted(rows, key=lambda r: (*_place(r), *stable_order(r)))[:limit]
         ranked = [(int(r[0]), float(r[-1])) for r in rows]
-        found = {int(r[0]): row_dict(r) for r in rows}
+        found = Rows.of_hits(rows)
         if ties:
             keys = await self._order_keys(ties)
             ties = sorted(ties, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
             ranked += [(cid, last[1]) for cid in ties]
-            found.update(await self.rows(ties))
+            found.add_hits(await self._hit_rows(ties))
         return ranked, found
 
     async def _ranked_above(self, match: str, limit: int, allowed: Allowed | None,
@@ -187,7 +197,7 @@ class Reader(Listings):
         return hits
 
     async def _in_order(self, hits: list[Hit], limit: int, rows: int | None,
-                        ) -> tuple[list[tuple[int, float]], dict[int, ChunkRecord]]:
+                        ) -> tuple[list[tuple[int, float]], Rows]:
         """``hits`` (best first, equal places together) holding every chunk tied with
         the ``limit``-th of them, cut to ``limit`` with equal scores in ``stable_order``
         (the order keys of tied chunks alone are read), and the rows of the first
@@ -205,7 +215,7 @@ class Reader(Listings):
             tied = sorted(tied, key=lambda cid: keys.get(cid, _GONE))[: limit - len(ranked)]
             ranked += [(cid, last[1]) for cid in tied]
         wanted = [cid for cid, _ in ranked[:rows]]
-        return ranked, (await self.rows(wanted) if wanted else {})
+        return ranked, Rows.of_hits(await self._hit_rows(wanted) if wanted else [])
 
     async def in_stable_order(self, ranked: list[tuple[int, float]],
                               limit: int) -> list[tuple[int, float]]:
@@ -228,6 +238,12 @@ class Reader(Listings):
                 "JOIN files f ON f.id = c.file_id JOIN roots r ON r.id = f.root_id "
                 "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(list(rowids)),))
         return {int(r[0]): (str(r[1]), int(r[2]), str(r[3])) for r in rows}
+
+    async def _hit_rows(self, rowids: Sequence[int]) -> list[sqlite3.Row]:
+        """Rows of ``HIT_COLUMNS``: a lexical leg's hits, with their text keys."""
+        with mapped_errors(self.db_path):
+            return list(await self.conn.execute_fetchall(
+                HIT_SQL + f"WHERE c.id IN ({','.join('?' * len(rowids))})", tuple(rowids)))
 
     async def rows(self, rowids: Sequence[int]) -> dict[int, ChunkRecord]:
         if not rowids:
