@@ -23,7 +23,9 @@ def _rows(p: dict[str, Any]) -> list[Any]:
         return " / ".join(f"{x:.2f}×" for x in found if x is not None) or "–"
 
     if ix.get("reused_from"):  # (--scale-index: nothing indexed, nothing timed here)
-        indexing = [f"not measured: the index of an earlier run, {ix['reused_from']}",
+        indexing = [f"not measured: the index of an earlier run, {ix['reused_from']} "
+                    f"(read once before serving, as an indexing run leaves it in the page "
+                    f"cache: {ix.get('read_first_s', '–')} s)",
                     *["–"] * 5]
     else:
         indexing = [

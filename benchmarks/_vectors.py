@@ -94,7 +94,7 @@ async def agreement(db: Path, backend: str, queries: list[str]) -> dict[str, Any
             for name, feedback in (("no_feedback", 0), ("feedback", FEEDBACK)):
                 exact = [i for i, _ in rank(vector, all_ids, all_vectors, DEPTH,
                                             feedback=feedback)][:10]
-                found = index.candidates(vector, DEPTH, feedback=feedback)
+                found = index.to_read(vector, DEPTH, feedback=feedback)
                 start = time.perf_counter()
                 got_ids, got_vectors = await reader.exact_vectors(label, dim, found)
                 read_ms.append((time.perf_counter() - start) * 1000)

@@ -99,7 +99,7 @@ async def serve(db: Path, queries: list[str]) -> dict[str, Any]:
         for vector in vectors:
             cpu = time.process_time()  # this process does nothing else: load-independent
             t0 = time.perf_counter()
-            found = index.candidates(vector, DEPTH, feedback=FEEDBACK)
+            found = index.to_read(vector, DEPTH, feedback=FEEDBACK)
             t1 = time.perf_counter()
             got_ids, got_vectors = await reader.exact_vectors(label, dim, found)
             t2 = time.perf_counter()
@@ -115,7 +115,7 @@ async def serve(db: Path, queries: list[str]) -> dict[str, Any]:
                                                feedback=FEEDBACK)][:10])
             del ordered
             t0 = time.perf_counter()
-            found = index.candidates(vector, DEPTH, feedback=FEEDBACK, mask=mask)
+            found = index.to_read(vector, DEPTH, feedback=FEEDBACK, mask=mask)
             got_ids, got_vectors = await reader.exact_vectors(label, dim, found)
             ranked = rank(vector, got_ids, got_vectors, DEPTH, feedback=FEEDBACK, ties=True)
             await reader.in_stable_order(ranked, DEPTH)

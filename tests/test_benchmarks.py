@@ -150,6 +150,7 @@ def test_a_scale_run_serves_the_index_an_earlier_run_kept_and_times_no_indexing(
         assert "peak_rss_mib" not in point["index"]  # (nothing indexed, nothing timed)
         assert point["serve"]["vectors_in_memory"] >= point["serve"]["chunks"] > 0
         assert "not measured: the index of an earlier run" in markdown
+        assert point["index"]["read_first_s"] >= 0 and "read once before serving" in markdown
         # a folder without the index: the point fails, it is not indexed anew
         assert main([*args, "--out", str(tmp_path / "none"), "--scale-index",
                      str(tmp_path / "grown")]) == 1

@@ -227,6 +227,18 @@ class Rows:
             out[held] = self._sources[rows[held]]
             return out
 
+    def approximate(self, ids: I64) -> F32:
+        """These ids' rows as the matrix holds them, as float32 (codes times scale; a
+        zero row for an id not held): a search's candidates ranked in memory first
+        (``core.ranking.needed``)."""
+        with self.shared.reading():
+            rows = self._where.get(np.asarray(ids, dtype=np.int64))
+            out: F32 = np.zeros((len(rows), self.dim), dtype=np.float32)
+            held = rows >= 0
+            at = rows[held]
+            out[held] = self._codes[at] * self._scales[at][:, None]
+            return out
+
     def holds(self, ids: I64, vectors: F32) -> npt.NDArray[np.bool_]:
         """Whether each of these float32 vectors is the one held for its id: its compact
         row is the one the matrix holds (a vector read back by its row in the store is

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from .codes import F32 as F32  # (the types the modules around the matrix import here)
 from .codes import quantise
 from .ranking import I64 as I64
-from .ranking import rank
+from .ranking import needed, rank
 from .rows import Rows
 from .selection import GroupRanks as GroupRanks
 from .selection import first_by_group, top
@@ -198,13 +198,29 @@ class VectorIndex(Rows):
         scores: F32 = out[rows] if rows is not None and not gathered else out
         return scores, buffer
 
+    def to_read(self, query: F32, k: int, *, feedback: int = 0, weight: float = 1.0,
+                pool: int = 200, mask: npt.NDArray[np.bool_] | None = None,
+                groups: Groups | None = None, ranks: GroupRanks | None = None,
+                clock: Clock = OFF_CLOCK) -> I64:
+        """The ids whose exact vectors ``rank`` needs (ascending): the ``candidates``
+        ranked first on their rows as held here, those that can reach the answer kept
+        (``core.ranking.needed``). Arguments as ``candidates``'."""
+        with self.shared.reading():  # (the rows ranked are those scanned)
+            if groups is not None:
+                mask = self._mask_of(groups)
+            found = self._candidates(query, k, feedback, pool, mask, ranks, clock)
+            out = needed(query, found, self.approximate(found), k, feedback=feedback,
+                         weight=weight, pool=pool)
+        clock.lap("pre-rank")
+        return out
+
     def top_k(
         self, query: F32, k: int, *, exact: Exact, feedback: int = 0, weight: float = 1.0,
         pool: int = 200, mask: npt.NDArray[np.bool_] | None = None, ties: bool = False,
     ) -> list[tuple[int, float]]:
-        """``rank`` over ``candidates``, their exact vectors from ``exact`` (the query
-        actor does the same with the database in between: see ``query/ranking.py``)."""
-        found, vectors = exact(self.candidates(query, k, feedback=feedback, pool=pool,
-                                               mask=mask))
+        """``rank`` over ``to_read``, their exact vectors from ``exact`` (the query actor
+        does the same with the database in between: see ``query/ranking.py``)."""
+        found, vectors = exact(self.to_read(query, k, feedback=feedback, weight=weight,
+                                            pool=pool, mask=mask))
         return rank(query, found, vectors, k, feedback=feedback, weight=weight, pool=pool,
                     ties=ties)

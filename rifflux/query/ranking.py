@@ -368,13 +368,13 @@ class Ranking:
             left_out = (await self._languages.left_out(allowed)
                         if self._languages is not None and allowed.langs else [])
             groups = (allowed.json + allowed.langs_json, allowed.array, left_out)
-        # the compact matrix's best rows, ranked exactly on their float32 vectors (of rows
-        # tied at the cut, those of the files first by path: never by row id). The scan
-        # runs in a worker thread (numkong releases the GIL): a hybrid search's lexical
-        # branch goes on meanwhile, on the other core
-        scan = partial(matrix.candidates, vector, depth, feedback=self._feedback,
-                       groups=groups,
-                       clock=clock)
+        # the compact matrix's best rows (of rows tied at the cut, those of the files
+        # first by path: never by row id), ranked first as it holds them, those that can
+        # reach the answer ranked exactly on their float32 vectors. The scan runs in a
+        # worker thread (numkong releases the GIL): a hybrid search's lexical branch
+        # goes on meanwhile, on the other core
+        scan = partial(matrix.to_read, vector, depth, feedback=self._feedback,
+                       weight=self._feedback_weight, groups=groups, clock=clock)
         import anyio  # (loaded already: a semantic branch runs under an event loop)
 
         try:

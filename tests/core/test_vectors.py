@@ -295,6 +295,73 @@ def test_the_compact_matrix_ranks_the_models_vectors_like_exact_float32(
     assert feedback or np.mean(scan) >= 0.95, np.mean(scan)
 
 
+def test_a_search_reads_back_only_the_candidates_that_can_reach_its_answer(
+    model_vectors: tuple[OnnxEmbedder, list[str], np.ndarray],
+) -> None:
+    # The candidates of a search with feedback are 250 rows; those ranked first as the
+    # matrix holds them, with a margin, are read back, and the answer is the same. The
+    # model's vectors of 160 passages, each with 11 near copies (edited chunks, or the
+    # same paragraph in several notes: rows whose cosines lie close together)
+    embedder, _, model = model_vectors
+    rng = np.random.default_rng(8)
+    near = model[:, None, :] + rng.normal(scale=0.02, size=(len(model), 11, model.shape[1]))
+    vectors = normalise(np.concatenate([model, near.reshape(-1, model.shape[1])]
+                                       ).astype(np.float32))
+    ids = np.arange(len(vectors), dtype=np.int64) * 3 + 5
+    index = VectorIndex(embedder.dim)
+    index.upsert(ids, vectors, ids % 17)
+    exact = dict(zip(ids.tolist(), vectors, strict=True))
+    words = Path(__file__).resolve().parents[2].joinpath("README.md").read_text().split()
+    questions = [" ".join(words[i : i + 6]) for i in range(0, 6000, 150)]
+    # (lists equal, rows the two lists share)
+    lists = {(depth, feedback): [0, 0] for depth in (10, 100) for feedback in (0, 3)}
+    read, offered = [], []
+    for question in questions:
+        query = embedder.embed_query(question)
+        for depth, feedback in lists:
+            candidates = index.candidates(query, depth, feedback=feedback)
+            few = index.to_read(query, depth, feedback=feedback)
+            assert np.array_equal(few, np.unique(few)) and set(few) <= set(candidates)
+            got = rank(query, few, np.stack([exact[int(i)] for i in few]), depth,
+                       feedback=feedback, ties=True)
+            want = rank(query, candidates, np.stack([exact[int(i)] for i in candidates]),
+                        depth, feedback=feedback, ties=True)
+            assert got[:10] == want[:10], (question, depth, feedback)
+            lists[depth, feedback][0] += got == want
+            lists[depth, feedback][1] += len({i for i, _ in got} & {i for i, _ in want})
+            if depth == 10 and feedback:
+                read.append(len(few))
+                offered.append(len(candidates))
+    assert len(questions) == 40
+    # without feedback every candidate can reach the answer: each is read, as before
+    assert lists[10, 0][0] == lists[100, 0][0] == 40
+    # with it, the first pool of 200 is the matrix's: a row at its edge, where compact
+    # and exact cosines order rows differently, can change the tail of a list 100 deep
+    # (a hybrid search's semantic branch): its top 10 never, its rows hardly
+    assert lists[10, 3][0] == 40 and lists[100, 3][1] >= 0.98 * 40 * 100, lists
+    assert offered == [250] * 40 and max(read) <= 80, read
+
+
+def test_rows_tied_exactly_are_read_back_together() -> None:
+    # 300 copies of one vector tie at the answer's edge: every copy is read back, so
+    # that the caller can order them by a key of its own (their files' paths)
+    rng = np.random.default_rng(5)
+    dim = 48
+    others = normalise(rng.normal(size=(2000, dim)).astype(np.float32))
+    query = normalise(rng.normal(size=(1, dim)).astype(np.float32))[0]
+    copy = normalise((query + 0.8 * others[0])[None, :])[0]
+    vectors = np.concatenate([others, np.repeat(copy[None, :], 300, axis=0)])
+    ids = np.arange(len(vectors), dtype=np.int64)
+    index = VectorIndex(dim)
+    index.upsert(ids, vectors, ids // 10)
+    for feedback in (0, 3):
+        few = index.to_read(query, 10, feedback=feedback)
+        assert set(range(2000, 2300)) <= set(few.tolist())
+        got = rank(query, few, vectors[few], 10, feedback=feedback, ties=True)
+        want = rank(query, ids, vectors, 10, feedback=feedback, ties=True)
+        assert got == want and len(got) >= 300
+
+
 def test_a_load_appended_in_blocks_then_sealed_holds_what_upserts_hold() -> None:
     rng = np.random.default_rng(31)
     n, dim = 3000, 32
