@@ -24,8 +24,12 @@ logger = logging.getLogger(__name__)
 
 #: Chunks read per batch, and told in one transaction.
 _BATCH = 2048
-#: Fewer chunks than this are told in a thread (waking a worker costs more).
+#: Fewer chunks than this are told in a thread (waking a worker costs more), and fewer
+#: than ``_SPAWN`` too while no worker runs (a job small enough to be parsed in threads:
+#: starting workers, each loading Python and the model, would cost more than telling
+#: 0.1 ms a chunk here).
 _IN_THREAD = 64
+_SPAWN = 2048
 
 
 async def tell_languages(telling: TellingStore, pool: ParsePool,
@@ -49,7 +53,7 @@ async def _detect(pool: ParsePool, texts: list[tuple[str, str]]) -> list[str | N
     """``chunk_languages`` of ``texts``, in parts side by side on the pool's workers."""
     from ..core.language import chunk_languages
 
-    if len(texts) < _IN_THREAD:
+    if len(texts) < _IN_THREAD or (len(texts) < _SPAWN and not pool.started):
         return await anyio.to_thread.run_sync(chunk_languages, texts)
     size = -(-len(texts) // pool.size)
     parts = [texts[i : i + size] for i in range(0, len(texts), size)]

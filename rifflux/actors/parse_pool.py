@@ -43,6 +43,11 @@ class ParsePool:
         self._all.append(proc)
         return proc
 
+    @property
+    def started(self) -> bool:
+        """Whether a worker is running (a call now starts none: cheap)."""
+        return bool(self._all)
+
     async def run(self, root: Any, items: list[tuple[str, str | None]], force: bool,
                   limits: ChunkLimits) -> ParseResult:
         result: ParseResult = await self._on_worker("prepare", (root, items, force, limits))

@@ -13,6 +13,7 @@ import pytest
 
 from rifflux.actors.languages import tell_languages
 from rifflux.actors.parse_pool import ParsePool
+from rifflux.core.packing import ChunkLimits
 from rifflux.store.sqlite.schema import connect
 from rifflux.store.sqlite.writer import Writer
 from rifflux.store.written import Written
@@ -57,6 +58,7 @@ async def test_a_written_file_is_searchable_and_its_languages_are_told_after(
     pool = ParsePool(size=2)
     try:
         assert await tell_languages(writer.telling, pool, on_commit) == 1
+        assert not pool.started  # (three chunks: told in a thread)
     finally:
         await pool.aclose()
     assert rows(db, "SELECT chunk_index, lang FROM chunks ORDER BY chunk_index") == [
@@ -85,3 +87,28 @@ async def test_a_file_rewritten_after_it_was_read_is_not_told_from_its_old_texts
     assert again.chunks[0][2] == GERMAN
     await writer.telling.tell([(again, ["de"])])
     assert rows(db, "SELECT lang FROM chunks") == [("de",)]
+
+
+async def test_many_chunks_are_told_in_the_parse_workers_once_they_run(
+        writer: Writer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = tmp_path / "i.db"
+    root = await root_of(writer, tmp_path / "notes")
+    texts = [f"{ENGLISH} ({i})" if i % 2 else f"{GERMAN} ({i})" for i in range(100)]
+    await writer.write_files(root, [afile("long.md", *texts)])
+    note = tmp_path / "notes" / "a.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("# A\n\nA note.\n")
+    pool = ParsePool(size=2)
+    try:  # (a job large enough to be parsed in the workers started them)
+        await pool.run(tmp_path / "notes", [("a.md", None)], False, ChunkLimits())
+        assert pool.started
+        assert await tell_languages(writer.telling, pool, _nothing) == 1
+    finally:
+        await pool.aclose()
+    assert [lang for (lang,) in rows(db, "SELECT lang FROM chunks ORDER BY chunk_index")] \
+        == ["en" if i % 2 else "de" for i in range(100)]
+    assert "language worker failed" not in caplog.text  # (told there, not in a thread)
+
+
+async def _nothing(_: Written) -> None:
+    pass
