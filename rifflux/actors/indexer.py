@@ -401,10 +401,8 @@ class Indexer:
             return
         from .languages import tell_languages
 
-        async def told(written: Written) -> None:
+        async def told(written: Written) -> None:  # (the catalog's; no file was written)
             await self._query.send(IndexChanged(files=written.files))
-            texts = self._writer.missing.texts
-            self._events.committed(written, None if texts is None else len(texts))
             while (urgent := self._jobs.cut_in()) is not None:  # (a note, between batches)
                 await self._run(urgent)
 

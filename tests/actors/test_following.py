@@ -209,6 +209,11 @@ async def test_the_missing_texts_follow_what_the_other_process_wrote_and_only_th
         await eventually(lambda: job.info()["phase"] == "embedding")
         ours = set(two.a.missing.texts or ())
         assert len(ours) == 20
+
+        async def languages_told() -> bool:  # (a's languages pass, after its writes)
+            return await two.a.telling.waiting() == 0
+
+        await eventually(languages_told)
         statements: list[str] = []
         await two.a.conn.set_trace_callback(statements.append)  # (a's indexer runs them)
 
