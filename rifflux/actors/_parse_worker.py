@@ -1,6 +1,7 @@
 """Entry point of a parse worker process: pickled calls in on stdin, results out.
 
-Frames are an 8-byte big-endian length and a pickle of (what, arguments): ``prepare``
+Frames are an 8-byte big-endian length and a pickle of (what, arguments, the
+extractors' entry points as the parent found them: ``kinds.given``): ``prepare``
 (``core.document.prepare_many``: files read, extracted and chunked) or ``languages``
 (``core.language.chunk_languages``: the languages of committed chunks). The parent
 owns the process and closes stdin to end it.
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.document import prepare_many
+from ..kinds import given
 
 
 def _languages(chunks: list[tuple[str, str]]) -> list[str | None]:
@@ -39,7 +41,8 @@ def main() -> None:
         if len(head) < 8:
             return
         (size,) = struct.unpack(">Q", head)
-        what, args = pickle.loads(stdin.read(size))
+        what, args, specs = pickle.loads(stdin.read(size))
+        given(specs)  # (the parent's entry points: none of its own looked for)
         try:
             reply: object = ("ok", _CALLS[what](*args))
         except Exception as exc:  # reported to the parent, which raises it

@@ -33,6 +33,10 @@ class ParsePool:
         self._idle: list[Process] = []
         self._all: list[Process] = []
         self._limiter = anyio.CapacityLimiter(self.size)
+        #: The extractors' entry points, found here once and handed to each worker with
+        #: its calls (``kinds.given``): found while the first workers start.
+        self._specs: tuple[tuple[str, str], ...] | None = None
+        self._finding = anyio.Lock()
 
     async def _spawn(self) -> Process:
         env = dict(os.environ)
@@ -72,9 +76,19 @@ class ParsePool:
                 else:
                     await self._kill(proc)
 
+    async def _entry_points(self) -> tuple[tuple[str, str], ...]:
+        if self._specs is None:
+            async with self._finding:
+                if self._specs is None:
+                    from ..kinds import entry_point_specs
+
+                    self._specs = await anyio.to_thread.run_sync(entry_point_specs)
+        return self._specs
+
     async def _call(self, proc: Process, what: str, args: tuple[Any, ...]) -> Any:
         assert proc.stdin is not None and proc.stdout is not None
-        data = pickle.dumps((what, args), protocol=pickle.HIGHEST_PROTOCOL)
+        specs = await self._entry_points()
+        data = pickle.dumps((what, args, specs), protocol=pickle.HIGHEST_PROTOCOL)
         await proc.stdin.send(struct.pack(">Q", len(data)) + data)
         head = await self._read(proc, 8)
         (size,) = struct.unpack(">Q", head)
