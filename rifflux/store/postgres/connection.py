@@ -146,6 +146,21 @@ async def close(conn: asyncpg.Connection[asyncpg.Record]) -> None:
         conn.terminate()
 
 
+async def given_back(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """A pooled connection given back (a pool's ``reset``): nothing to undo but a
+    transaction left open (the pools' connections take no session lock, LISTEN nothing
+    and set nothing), so no round trip (asyncpg's default runs four statements at every
+    release: a search's time)."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
+def tls(where: DatabaseUrl) -> bool | None:
+    """What a connection to ``where`` asks of TLS (``_tls``: none on this machine unless
+    asked)."""
+    return _tls(where.url)
+
+
 @asynccontextmanager
 async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[None]:
     """One transaction; a writing one holds the writers' lock until it ends. Any
@@ -186,12 +201,13 @@ DIALECT = Dialect(position="strpos", bytewise='"C"', among="= ANY(?)", listed=li
 
 
 @lru_cache(maxsize=256)
-def numbered(sql: str) -> str:
-    """A shared statement's ``?`` placeholders as asyncpg's ``$1``, ``$2``, ... in order.
+def numbered(sql: str, *, start: int = 0) -> str:
+    """A shared statement's ``?`` placeholders as asyncpg's ``$1``, ``$2``, ... in order
+    (numbered from ``start + 1``: a part of a statement holding ``start`` before it).
     A ``?`` inside quotes (a string literal, a quoted name) is text, left as it is
     (the shared statements hold none; a doubled quote inside closes and opens again)."""
     out: list[str] = []
-    quote, placed = "", 0
+    quote, placed = "", start
     for ch in sql:
         if quote:
             quote = "" if ch == quote else quote
