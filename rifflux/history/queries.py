@@ -87,14 +87,15 @@ async def search_history(search: HistorySearch, query: str, *, top_k: int, mode:
                          problems: list[str]) -> HistoryAnswer:
     rows = search.rows
     repos = await rows.repositories()
-    roots = await rows.roots()
+    roots = [] if paths is None else await rows.roots()  # (a path given: where it is)
     lo, hi = bound_seconds("since", since), bound_seconds("before", before)
     filters = HistoryFilters(
         repos=_repo_ids(repo, repos), paths=_paths(paths, repos, roots),
         author=author.strip() if author and author.strip() else None,
         since=None if lo is None else int(lo), before=None if hi is None else int(hi + 0.999))
-    hits = await search.search(query, top_k, mode, filters) if query.strip() else []
-    said = list(problems)
+    hits, notes = await search.search(query, top_k, mode, filters) if query.strip() \
+        else ([], [])
+    said = [*problems, *notes]
     if not repos:
         said.append("no indexed folder is in a git repository: there is no history to search")
     said += [r["problem"] for r in repos if r["problem"] and r["problem"] not in said]

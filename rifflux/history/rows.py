@@ -145,8 +145,8 @@ class HistoryRows(Protocol):
         """Every commit with a vector of ``model``: (commit id, float32 bytes)."""
         ...
 
-    async def lexical(self, query: str, limit: int,
-                      filters: HistoryFilters) -> list[tuple[int, float]]:
+    async def lexical(self, query: str, limit: int, filters: HistoryFilters
+                      ) -> tuple[list[tuple[int, float]], str | None]:
         """The best ``limit`` commits for ``query`` by FTS5's bm25 (lower is better), the
         title phrase (``title_words``) among its phrases; equal scores, oldest row first."""
         ...

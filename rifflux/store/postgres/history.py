@@ -224,8 +224,8 @@ class HistoryRows:
 
     # ------------------------------------------------------------ reads
 
-    async def lexical(self, query: str, limit: int,
-                      filters: HistoryFilters) -> list[tuple[int, float]]:
+    async def lexical(self, query: str, limit: int, filters: HistoryFilters
+                      ) -> tuple[list[tuple[int, float]], str | None]:
         return await self._lexical.lexical(query, limit, filters)
 
     async def allowed(self, filters: HistoryFilters) -> set[int]:
