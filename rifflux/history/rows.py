@@ -41,6 +41,16 @@ def title_words(query: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class Prepared:
+    """A batch of a repository's commits ready to be written (``HistoryRows.prepare``):
+    ``rows`` in the store's own form."""
+
+    repo_id: int
+    commits: Sequence[RawCommit]
+    rows: Sequence[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class RepoState:
     id: int
     tips: list[str]
@@ -121,7 +131,13 @@ class HistoryRows(Protocol):
 
     async def hashes(self, repo_id: int) -> set[str]: ...
 
-    async def write(self, repo_id: int, commits: Sequence[RawCommit]) -> int:
+    def prepare(self, repo_id: int, commits: Sequence[RawCommit]) -> Prepared:
+        """The commits as ``write`` writes them (their documents, and on PostgreSQL their
+        tokens): work for the CPU only, done in the worker thread that reads git, while
+        the store writes the batch before."""
+        ...
+
+    async def write(self, batch: Prepared) -> int:
         """The commits, as documents, in one transaction (one already there is left as
         it is); how many were new."""
         ...
@@ -148,7 +164,9 @@ class HistoryRows(Protocol):
     async def lexical(self, query: str, limit: int, filters: HistoryFilters
                       ) -> tuple[list[tuple[int, float]], str | None]:
         """The best ``limit`` commits for ``query`` by FTS5's bm25 (lower is better), the
-        title phrase (``title_words``) among its phrases; equal scores, oldest row first."""
+        title phrase (``title_words``) among its phrases; equal scores, oldest row first.
+        And what the answer should say of how they were found (None: nothing; PostgreSQL:
+        a prefix with more completions than its BM25 index is asked for)."""
         ...
 
     async def allowed(self, filters: HistoryFilters) -> set[int]: ...

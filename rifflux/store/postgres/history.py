@@ -25,7 +25,7 @@ from pgvector.asyncpg import register_vector
 
 from ...history.document import document, embed_text
 from ...history.git import RawCommit
-from ...history.rows import ROW_SELECT, HistoryFilters, RepoState, follow_renames
+from ...history.rows import ROW_SELECT, HistoryFilters, Prepared, RepoState, follow_renames
 from ...location import DatabaseUrl
 from .connection import Pool, mapped_errors, numbered, transaction
 from .history_lexical import HistoryLexical, commit_lexemes
@@ -144,9 +144,8 @@ class HistoryRows:
 
     # ------------------------------------------------------------ writes
 
-    async def write(self, repo_id: int, commits: Sequence[RawCommit]) -> int:
-        """The commits, as documents, in one transaction (one already there is left as it
-        is): the new ones' paths written with them. Returns how many were new."""
+    def prepare(self, repo_id: int, commits: Sequence[RawCommit]) -> Prepared:
+        """The commits' columns (their documents and tokens), for ``write``."""
         columns: list[list[Any]] = [[] for _ in _COMMIT_TYPES]
         for c in commits:
             doc = document(c)
@@ -158,6 +157,12 @@ class HistoryRows:
                       doc.content_hash, _clean(lexemes), length)
             for column, value in zip(columns, values, strict=True):
                 column.append(value)
+        return Prepared(repo_id=repo_id, commits=commits, rows=columns)
+
+    async def write(self, batch: Prepared) -> int:
+        """The commits, as documents, in one transaction (one already there is left as it
+        is): the new ones' paths written with them. Returns how many were new."""
+        commits, columns = batch.commits, batch.rows
         with mapped_errors(self.where):
             async with self.pool.acquire() as conn, transaction(conn):
                 new = await conn.fetch(

@@ -19,6 +19,7 @@ from ...history.rows import (
     ROW_SELECT,
     WEIGHTS,
     HistoryFilters,
+    Prepared,
     RepoState,
     follow_renames,
     title_words,
@@ -113,9 +114,7 @@ class HistoryRows:
 
     # ------------------------------------------------------------ writes
 
-    async def write(self, repo_id: int, commits: Sequence[RawCommit]) -> int:
-        """The commits, as documents, in one transaction (a commit already there is
-        left as it is). Returns how many were new."""
+    def prepare(self, repo_id: int, commits: Sequence[RawCommit]) -> Prepared:
         rows = []
         for c in commits:
             doc = document(c)
@@ -123,6 +122,12 @@ class HistoryRows:
                          c.author_time, c.committer_name, c.committer_email, c.commit_time,
                          doc.title, doc.body, doc.paths, doc.summary, int(c.cut),
                          doc.content_hash))
+        return Prepared(repo_id=repo_id, commits=commits, rows=rows)
+
+    async def write(self, batch: Prepared) -> int:
+        """The commits, as documents, in one transaction (a commit already there is
+        left as it is). Returns how many were new."""
+        repo_id, commits, rows = batch.repo_id, batch.commits, batch.rows
         new = 0
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
@@ -210,7 +215,7 @@ class HistoryRows:
                       ) -> tuple[list[tuple[int, float]], str | None]:
         """FTS5's best for ``query`` (``history_match``): without filters, ranked by FTS5
         alone (no commit row read: 2x faster on 23,000 commits); equal scores, oldest
-        row first."""
+        row first. (Nothing to say of how: FTS5 ranks every match, prefixes too.)"""
         match = history_match(query)
         if match is None:
             return [], None
