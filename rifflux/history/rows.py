@@ -190,6 +190,15 @@ class HistoryRows(Protocol):
         ...
 
 
+class HistoryFollowing(Protocol):
+    """How a process looks for other processes' writes of commits or their vectors."""
+
+    async def others_wrote(self) -> bool:
+        """Whether another process changed commits or their vectors since the last call
+        (the first call only starts following)."""
+        ...
+
+
 #: One step of a file's history: the commits that changed ``path`` at or before a commit
 #: time, newest first: (commit id, commit time, path, change, old path).
 Step = Callable[[str, int], Awaitable[list[tuple[Any, ...]]]]

@@ -5,7 +5,9 @@ hashes, as chunks' are: a text is embedded once), the rows hits show, a file's
 commits; the lexical leg is ``history_lexical``'s.
 
 Each statement runs on a connection the pool lends; a write is one transaction under
-the writers' lock (``connection.transaction``), short, beside the indexer's.
+the writers' lock (``connection.transaction``), short, beside the indexer's, and one
+that changes commits or their vectors logs it for the other processes
+(``history_changes``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from ...history.document import document, embed_text
 from ...history.git import RawCommit
 from ...history.rows import ROW_SELECT, HistoryFilters, Prepared, RepoState, follow_renames
 from ...location import DatabaseUrl
-from .connection import Pool, mapped_errors, numbered, transaction
+from .connection import Pool, given_back, mapped_errors, numbered, tls, transaction
+from .history_changes import HistoryFollow, note
 from .history_lexical import HistoryLexical, commit_lexemes
 from .schema import lexical_ranking
 
@@ -53,17 +56,28 @@ def _clean(text: str) -> str:
 
 
 @asynccontextmanager
-async def open_history(where: DatabaseUrl, *, seconds: float) -> AsyncIterator[HistoryRows]:
-    """The history's rows on a pool of its own (the store's schema made already)."""
+async def open_history(where: DatabaseUrl, *, seconds: float, origin: str
+                       ) -> AsyncIterator[tuple[HistoryRows, HistoryFollow]]:
+    """The history's rows on a pool of its own (the store's schema made already), its
+    writes logged under ``origin``; and how other processes' writes are followed."""
+
+    async def init(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+        await register_vector(conn)
+        await conn.execute("SELECT set_config('rifflux.origin', $1, false)", origin)
+
     with mapped_errors(where):
         pool = await asyncpg.create_pool(
-            where.url, min_size=1, max_size=POOL_SIZE, timeout=seconds, init=register_vector,
+            where.url, min_size=1, max_size=POOL_SIZE, timeout=seconds, init=init,
+            reset=given_back, ssl=tls(where),
             server_settings={"application_name": "rifflux history"})
+    follow = HistoryFollow(where, origin, seconds=seconds)
     try:
         async with pool.acquire() as conn:
             ranking = await lexical_ranking(conn, where)
-        yield HistoryRows(pool, where, bm25=ranking == "bm25")
+        await follow.open()
+        yield HistoryRows(pool, where, bm25=ranking == "bm25"), follow
     finally:
+        await follow.close()
         with anyio.move_on_after(2, shield=True), contextlib.suppress(Exception):
             await pool.close()
         pool.terminate()
@@ -129,6 +143,7 @@ class HistoryRows:
             async with self.pool.acquire() as conn, transaction(conn):
                 status = await conn.execute(
                     "DELETE FROM history_repos WHERE git_dir <> ALL($1::text[])", keep)
+                await note(conn)
         return int(status.split()[-1])
 
     async def repositories(self) -> list[dict[str, Any]]:
@@ -183,6 +198,8 @@ class HistoryRows:
                     await conn.execute(
                         "INSERT INTO commit_paths(commit_id, path, old_path, change, added, "
                         f"removed, is_binary) {_unnest(_PATH_TYPES)}", *paths)
+                if ids:
+                    await note(conn)
         return len(ids)
 
     async def drop(self, repo_id: int, hashes: Sequence[str]) -> int:
@@ -191,6 +208,8 @@ class HistoryRows:
                 status = await conn.execute(
                     "DELETE FROM commits WHERE repo_id = $1 AND hash = ANY($2::text[])",
                     repo_id, list(hashes))
+                if int(status.split()[-1]):
+                    await note(conn)
         return int(status.split()[-1])
 
     # ------------------------------------------------------------ vectors
@@ -220,6 +239,7 @@ class HistoryRows:
                 await conn.executemany(
                     "INSERT INTO embeddings(content_hash, model, dim, vector) VALUES "
                     "($1, $2, $3, $4) ON CONFLICT (content_hash, model) DO NOTHING", rows)
+                await note(conn)
 
     async def vectors(self, model: str) -> list[tuple[int, bytes]]:
         rows = await self._fetch(
