@@ -80,9 +80,10 @@ def commit_lexemes(title: str, body: str, paths: str, summary: str) -> tuple[str
     """What the lexical leg indexes of a commit: each field's tokens, repeated as often as
     its weight, the copies set apart (``core.lexemes.SEPARATOR``); and its tokens as
     FTS5 counts them (each field once)."""
-    fields = [" ".join(tokens(text)) for text in (title, body, paths, summary)]
+    made = [tokens(text) for text in (title, body, paths, summary)]
+    fields = [" ".join(t) for t in made]
     parts = [f for f, weight in zip(fields, WEIGHTS, strict=True) for _ in range(weight)]
-    return SEPARATOR.join(parts), sum(len(f.split()) for f in fields)
+    return SEPARATOR.join(parts), sum(map(len, made))
 
 
 @dataclass(slots=True)
