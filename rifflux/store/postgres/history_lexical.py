@@ -280,10 +280,11 @@ def _from_positions(r: Any, q: LexicalQuery, title: Clause | None) -> list[float
     phrase's, from its words' positions in the title, times the title's weight."""
     freqs = [float(n) for n in r["at_words"]]
     if title is not None:
-        held = _positions(r["at_title"])
-        words = title[0]
-        starts = held.get(words[0], [])
-        found = sum(all(s + i in held.get(w, ()) for i, w in enumerate(words)) for s in starts)
+        text, words, found = r["at_title"] or "", title[0], 0
+        if all(f"'{w}':" in text for w in words):  # (else no instance: nothing to parse)
+            held = _positions(text)
+            found = sum(all(s + i in held.get(w, ()) for i, w in enumerate(words))
+                        for s in held.get(words[0], []))
         freqs.append(float(WEIGHTS[0] * found))
     return freqs
 
