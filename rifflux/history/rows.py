@@ -108,6 +108,9 @@ class HistoryFilters:
 class HistoryRows(Protocol):
     """The history's statements on one store (a writer's connection, or a reader's)."""
 
+    #: How many batches a read may write side by side (``write``).
+    WRITES: int
+
     def condition(self) -> str | None:
         """How the lexical leg ranks now, when an answer should say so (None: nothing)."""
         ...

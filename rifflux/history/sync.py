@@ -96,7 +96,8 @@ async def _read(rows: HistoryRows, repo_id: int, repo: Repository, revisions: li
                 budget: int, exact: bool, on_batch: Callable[[int], None] | None) -> int:
     """git's commits written as they are read (git, the parsing and each batch's
     documents in a worker thread, the writes here: the next batch is made while the
-    store writes the last); how many were new."""
+    store writes the last, ``rows.WRITES`` batches written side by side); how many were
+    new."""
     send, receive = anyio.create_memory_object_stream[Prepared](2)
     added = 0
 
@@ -114,13 +115,23 @@ async def _read(rows: HistoryRows, repo_id: int, repo: Repository, revisions: li
         except GitError as exc:
             failure.append(exc)
 
+    writes = anyio.Semaphore(rows.WRITES)
+
+    async def write(prepared: Prepared) -> None:
+        nonlocal added
+        try:
+            added += await rows.write(prepared)
+        finally:
+            writes.release()
+        if on_batch is not None:
+            on_batch(len(prepared.commits))
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(partial(run_producer), name="rifflux.history.read")
-        async with receive:
+        async with receive, anyio.create_task_group() as writing:
             async for prepared in receive:
-                added += await rows.write(prepared)
-                if on_batch is not None:
-                    on_batch(len(prepared.commits))
+                await writes.acquire()  # (at most ``rows.WRITES`` batches at once)
+                writing.start_soon(write, prepared, name="rifflux.history.write")
     if failure:
         raise failure[0]
     return added

@@ -6,7 +6,8 @@ Writes are serialised across every process on the database, as SQLite serialises
 them: each writing transaction first takes the transaction-level advisory lock
 ``WRITE_LOCK``. So the change log's sequence numbers (assigned inside the
 transaction) are in commit order, and a follower that has read up to a number has
-seen every commit before it.
+seen every commit before it. (The history's batches of commits take it last, before
+their change log row: ``store.postgres.history``.)
 
 The statements both stores share (``store.statements``) run here in PostgreSQL's
 ``DIALECT``, their ``?`` placeholders numbered (``numbered``): on the pool
@@ -168,8 +169,13 @@ async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[
     is out of the transaction for its next use)."""
     async with _ended(conn.transaction()):
         if write:
-            await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
+            await writers_lock(conn)
         yield
+
+
+async def writers_lock(conn: Connection) -> None:
+    """The writers' lock, taken by the transaction on ``conn`` until it ends."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
 
 
 @asynccontextmanager

@@ -29,13 +29,22 @@ from ...history.document import document, embed_text
 from ...history.git import RawCommit
 from ...history.rows import ROW_SELECT, HistoryFilters, Prepared, RepoState, follow_renames
 from ...location import DatabaseUrl
-from .connection import Pool, given_back, mapped_errors, numbered, tls, transaction
+from .connection import (
+    Connection,
+    Pool,
+    given_back,
+    mapped_errors,
+    numbered,
+    tls,
+    transaction,
+    writers_lock,
+)
 from .history_changes import HistoryFollow, note
 from .history_lexical import HistoryLexical, commit_lexemes
 from .schema import lexical_ranking
 
-#: The history's own connections: its reads, a write, the embedding task's.
-POOL_SIZE = 3
+#: The history's own connections: its reads, two writes, the embedding task's.
+POOL_SIZE = 4
 
 _COMMIT_COLUMNS = ("repo_id, hash, parents, author_name, author_email, author_time, "
                    "committer_name, committer_email, commit_time, title, body, paths, "
@@ -83,8 +92,23 @@ async def open_history(where: DatabaseUrl, *, seconds: float, origin: str
         pool.terminate()
 
 
+async def logged(conn: Connection) -> None:
+    """A transaction that changed commits (and so their word counts: their triggers update
+    ``commit_totals`` first) told to the others, under the writers' lock taken last:
+    its heavy part (the tokens, the indexes) ran beside another batch's and the other
+    writers', and every such transaction locks the totals' row before the writers' lock
+    (the same order: no deadlock); the change log's row is in commit order."""
+    await writers_lock(conn)
+    await note(conn)
+
+
 class HistoryRows:
-    """The history's statements on a pool of connections to one database."""
+    """The history's statements on a pool of connections to one database; a read writes
+    ``WRITES`` batches of commits side by side."""
+
+    #: Batches written side by side (each on a connection of the pool, its server
+    #: process on a core of its own while the other's triggers wait for its totals).
+    WRITES = 2
 
     def __init__(self, pool: Pool, where: DatabaseUrl, *, bm25: bool) -> None:
         self.pool = pool
@@ -140,10 +164,10 @@ class HistoryRows:
         if not gone:
             return 0  # (nothing to forget: nothing written)
         with mapped_errors(self.where):
-            async with self.pool.acquire() as conn, transaction(conn):
+            async with self.pool.acquire() as conn, transaction(conn, write=False):
                 status = await conn.execute(
                     "DELETE FROM history_repos WHERE git_dir <> ALL($1::text[])", keep)
-                await note(conn)
+                await logged(conn)
         return int(status.split()[-1])
 
     async def repositories(self) -> list[dict[str, Any]]:
@@ -179,7 +203,7 @@ class HistoryRows:
         is): the new ones' paths written with them. Returns how many were new."""
         commits, columns = batch.commits, batch.rows
         with mapped_errors(self.where):
-            async with self.pool.acquire() as conn, transaction(conn):
+            async with self.pool.acquire() as conn, transaction(conn, write=False):
                 new = await conn.fetch(
                     f"INSERT INTO commits({_COMMIT_COLUMNS}) {_unnest(_COMMIT_TYPES)} "
                     "ON CONFLICT (repo_id, hash) DO NOTHING RETURNING id, hash", *columns)
@@ -199,17 +223,17 @@ class HistoryRows:
                         "INSERT INTO commit_paths(commit_id, path, old_path, change, added, "
                         f"removed, is_binary) {_unnest(_PATH_TYPES)}", *paths)
                 if ids:
-                    await note(conn)
+                    await logged(conn)
         return len(ids)
 
     async def drop(self, repo_id: int, hashes: Sequence[str]) -> int:
         with mapped_errors(self.where):
-            async with self.pool.acquire() as conn, transaction(conn):
+            async with self.pool.acquire() as conn, transaction(conn, write=False):
                 status = await conn.execute(
                     "DELETE FROM commits WHERE repo_id = $1 AND hash = ANY($2::text[])",
                     repo_id, list(hashes))
                 if int(status.split()[-1]):
-                    await note(conn)
+                    await logged(conn)
         return int(status.split()[-1])
 
     # ------------------------------------------------------------ vectors

@@ -32,6 +32,9 @@ class HistoryRows:
     """The history's statements on one SQLite connection (the writer's, or a reader's):
     ``history.rows.HistoryRows``."""
 
+    #: Batches written side by side: one (one connection, one writer at a time).
+    WRITES = 1
+
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
         self.db_path = db_path
