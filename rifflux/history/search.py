@@ -46,7 +46,7 @@ def commit_path(p: Sequence[Any]) -> CommitPath:
             "removed": int(p[4]), "binary": bool(p[5])}
 
 
-async def _together(*calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
+async def together(*calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
     """The calls side by side (one alone: awaited); a failure raised as the call alone
     would raise it (the first, when several fail)."""
     if len(calls) == 1:
@@ -99,7 +99,7 @@ class HistorySearch:
             nonlocal semantic
             semantic = await self._semantic(query, depth, filters)
 
-        await _together(*([run_lexical] if mode in ("lexical", "hybrid") else []),
+        await together(*([run_lexical] if mode in ("lexical", "hybrid") else []),
                         *([run_semantic] if mode in ("semantic", "hybrid") else []))
         ranked: list[tuple[int, float, int | None, int | None]]
         if mode == "lexical":
@@ -121,7 +121,7 @@ class HistorySearch:
             paths.update(await self.rows.paths(ids))
 
         if ids:
-            await _together(read_rows, read_paths)
+            await together(read_rows, read_paths)
         bm25 = dict(lexical)
         cosine = dict(semantic)
         hits: list[CommitHit] = []
