@@ -51,7 +51,8 @@ async def test_a_commit_another_process_reads_and_embeds_is_searched_in_every_mo
             for follower in (other, reader):
                 async def follows(f: Driver = follower) -> bool:
                     return await _finds(f, "retry policy uploads flaky links", "semantic",
-                                        NEW)
+                                        NEW) and await _finds(
+                        f, "retry policy uploads flaky links", "hybrid", NEW)
 
                 await eventually(follows, within=30)
             # (the read-only one never reads a repository: it can only have followed)
