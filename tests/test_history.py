@@ -399,6 +399,8 @@ async def test_both_stores_rank_commits_by_the_same_bm25(
     for i, title in enumerate(topics):
         commit(repo, f"{title}\n\n{'Uploads retry on flaky links. ' * (i % 3)}See the "
                f"{'cache ' * i}notes.", {f"docs/step{i}.md": f"# {title}\n\n{'jitter ' * i}\n"})
+    # a word more often than PostgreSQL's tsvector keeps its positions (256): counted whole
+    commit(repo, f"Warm the cache\n\n{'cache ' * 150}", {"docs/warm.md": "# Warm\n"})
     queries = ("retry policy uploads", "deploy*", '"flaky links"', "cache eviction jitter",
                "onboarding guide", "retry loop", "step3",
                "introduce a retry policy for uploads on flaky links, please")
@@ -490,3 +492,24 @@ async def test_only_the_process_holding_the_embedding_lease_embeds_commits(
 
             await eventually(commits_embedded)
     assert [t for t in embedder.embedded if t.startswith("Introduce a retry policy")]
+
+
+async def test_a_prefix_with_many_completions_is_bounded_on_postgresql_and_says_so(
+        tmp_path: Path, db: Location) -> None:
+    repo = handbook(tmp_path)
+    many = " ".join(f"zeta{n}" for n in range(100, 180))  # (80 words completing zeta*)
+    commit(repo, f"Log the sensor readings\n\n{many}", {"docs/sensors.md": "# Sensors\n"})
+    commit(repo, "Tune zeta", {"docs/zeta.md": "# Zeta\n"})
+    async with Rifflux(db, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+        bounded = await rf.search_history("zeta*", mode="lexical")
+        whole = await rf.search_history("deploy*", mode="lexical")
+    titles = [h["title"] for h in bounded["results"]]
+    assert {"Tune zeta", "Log the sensor readings"} <= set(titles)
+    assert whole["results"] and not [p for p in whole["problems"] if "completions" in p]
+    said = [p for p in bounded["problems"] if "completions" in p]
+    if "://" in str(db):  # PostgreSQL: the BM25 index is asked for the 64 shortest
+        assert said and "zeta*" in said[0] and "64" in said[0]
+    else:  # FTS5 ranks every match of a prefix
+        assert not said

@@ -1,6 +1,7 @@
 """Several processes on one index's git history: what one process reads of a repository
 and embeds, another process searches (lexically at once, semantically once it holds
-the vectors), whether it is read-only or a writer that was not asked to read."""
+the vectors), whether it is read-only or a writer that was not asked to read; on both
+stores."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from .gitrepo import commit, init
-from .helpers import eventually
-from .test_processes import Driver, drivers
+from .helpers import Location, eventually
+from .test_processes import Driver, drivers, shared  # noqa: F401 (the fixture: both stores)
 
 pytestmark = pytest.mark.anyio
 
@@ -23,11 +24,11 @@ async def _finds(driver: Driver, query: str, mode: str, title: str) -> bool:
 
 
 async def test_a_commit_another_process_reads_and_embeds_is_searched_in_every_mode(
-        tmp_path: Path) -> None:
+        tmp_path: Path, shared: Location) -> None:  # noqa: F811 (the fixture)
     repo = init(tmp_path / "handbook")
     commit(repo, "Add the deployment notes\n\nHow we ship to production.",
            {"docs/deploy.md": "# Deploy\n\nRun the pipeline.\n"})
-    db = tmp_path / "i.db"
+    db = shared  # (PostgreSQL: followed by LISTEN, the change log's history rows)
     async with drivers(db, []) as (writer,):
         await writer("reindex", path=str(repo))
         await writer("wait_for_history")
@@ -50,7 +51,8 @@ async def test_a_commit_another_process_reads_and_embeds_is_searched_in_every_mo
             for follower in (other, reader):
                 async def follows(f: Driver = follower) -> bool:
                     return await _finds(f, "retry policy uploads flaky links", "semantic",
-                                        NEW)
+                                        NEW) and await _finds(
+                        f, "retry policy uploads flaky links", "hybrid", NEW)
 
                 await eventually(follows, within=30)
             # (the read-only one never reads a repository: it can only have followed)

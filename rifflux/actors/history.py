@@ -35,11 +35,11 @@ from ..core.scan import Globs
 from ..errors import RiffluxError
 from ..history.ignored import left_out
 from ..history.repos import Repository, find_repositories, ref_files
-from ..history.rows import HistoryRows
+from ..history.rows import HistoryFollowing, HistoryRows
 from ..history.search import HistorySearch
 from ..history.sync import Synced, sync_repository
 from ..history_types import HistoryStatus
-from ..store.sqlite.history_changes import HistoryFollow, note
+from ..store.sqlite.history_changes import note
 from .events import EventHub, JobChanged
 from .history_rows import opened_rows
 from .messages import HistoryMessage, HistoryModelReady, HistoryWanted
@@ -77,7 +77,7 @@ class HistoryActor:
         #: This process in the change log: the others learn of its writes under it.
         self._origin = origin or f"history-{id(self)}"
         self._untold = False  # (a write the others were not told of yet)
-        self._follow: HistoryFollow | None = None  # (SQLite: other processes' writes)
+        self._follow: HistoryFollowing | None = None  # (other processes' writes)
         self._events = events
         self._model = model
         self._model_loaded = model_loaded
@@ -307,20 +307,21 @@ class HistoryActor:
     async def _tell_others(self) -> None:
         """Other processes on the index learn that commits or their vectors changed (their
         matrices are loaded again: ``store.sqlite.history_changes``)."""
-        if not self._untold or self._follow is None or self._writer is None:
-            return  # (PostgreSQL: the others read the server)
         from ..store.sqlite.history import HistoryRows as SqliteRows
 
-        assert isinstance(self._writer, SqliteRows)
+        if not self._untold or not isinstance(self._writer, SqliteRows):
+            return  # (PostgreSQL: each write logs itself, in its transaction)
         try:
             await note(self._writer.conn, self._writer.db_path, self._origin)
             self._untold = False
         except RiffluxError as exc:  # (told with the next write, or the next read)
             logger.info("cannot tell other processes of the history's changes: %s", exc)
 
-    async def _follow_others(self, follow: HistoryFollow) -> None:
+    async def _follow_others(self, follow: HistoryFollowing) -> None:
         """Other processes' reads and embeddings, looked for as the indexer looks for their
-        files (every ``follow_seconds``, one pragma a look): the commit matrix is loaded
+        files (every ``follow_seconds``: SQLite, one pragma a look; PostgreSQL, nothing
+        until a notification comes, or a look at the log's last number on a replica):
+        the commit matrix is loaded
         again at the next semantic search after one wrote (lexical search reads the
         store, and sees their commits at once); and the commits they read are embedded
         here when this process holds the embedding lease (what lacks a vector read again)."""

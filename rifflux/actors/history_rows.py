@@ -12,24 +12,25 @@ import aiosqlite
 import anyio
 
 from ..config import Settings
-from ..history.rows import HistoryRows
+from ..history.rows import HistoryFollowing, HistoryRows
 from ..location import DatabaseUrl
 from ..store.sqlite.history_changes import HistoryFollow
 
 
 @asynccontextmanager
 async def opened_rows(settings: Settings, origin: str) -> AsyncIterator[
-        tuple[HistoryRows, HistoryRows | None, HistoryFollow | None]]:
+        tuple[HistoryRows, HistoryRows | None, HistoryFollowing]]:
     """The rows searches read, those the reads write (None: a read-only open), on
     connections of the history's own, and how other processes' writes are followed
-    (SQLite: ``store.sqlite.history_changes``, under ``origin``; None on PostgreSQL,
-    whose searches read the server)."""
+    (``store.sqlite.history_changes``, ``store.postgres.history_changes``; this
+    process's own logged under ``origin``)."""
     where, s = settings.db_path, settings
     if isinstance(where, DatabaseUrl):
         from ..store.postgres.history import open_history
 
-        async with open_history(where, seconds=max(s.busy_timeout_ms / 1000, 1.0)) as rows:
-            yield rows, None if s.read_only else rows, None
+        async with open_history(where, seconds=max(s.busy_timeout_ms / 1000, 1.0),
+                                origin=origin) as (rows, follow):
+            yield rows, None if s.read_only else rows, follow
         return
     from ..store.sqlite.history import HistoryRows as SqliteRows
     from ..store.sqlite.schema import connect

@@ -35,13 +35,27 @@ SEPARATOR = " | "
 _TOKEN = re.compile(f"{RUN.pattern}|{OTHER_WORD.pattern}")
 
 
+#: Each raw token seen and the token it makes (``_token``), at most ``_SEEN_MOST``: a
+#: text's tokens are mostly ones seen before (a commit's history, a folder's notes).
+_SEEN: dict[str, str] = {}
+_SEEN_MOST = 200_000
+
+
 def _token(raw: str) -> str:
     return raw if RUN.fullmatch(raw) else stem(fold(raw))
 
 
+def _new_token(raw: str) -> str:
+    token = _token(raw)
+    if len(_SEEN) < _SEEN_MOST:
+        _SEEN[raw] = token
+    return token
+
+
 def tokens(text: str) -> list[str]:
     """The tokens of ``text`` as the index holds them (CJK runs as their bigrams)."""
-    return [_token(m.group()) for m in _TOKEN.finditer(index_text(text) or text)]
+    seen = _SEEN.get
+    return [seen(raw) or _new_token(raw) for raw in _TOKEN.findall(index_text(text) or text)]
 
 
 def indexed_text(heading_path: str, content: str) -> str:

@@ -16,6 +16,7 @@ from ..core.filters import bound_seconds
 from ..errors import InvalidArgumentError, NotFoundError
 from ..history_types import (
     CommitDetail,
+    CommitHit,
     FileHistory,
     HistoryAnswer,
     HistoryRepo,
@@ -24,7 +25,7 @@ from ..history_types import (
 from .git import GitError
 from .lines import Blames, where
 from .rows import HistoryFilters, HistoryRows
-from .search import HistorySearch, commit_path, iso, ref
+from .search import HistorySearch, commit_path, iso, ref, together
 
 #: The most commits a file's history lists.
 MAX_FILE_COMMITS = 1_000
@@ -86,15 +87,34 @@ async def search_history(search: HistorySearch, query: str, *, top_k: int, mode:
                          repo: str | os.PathLike[str] | None,
                          problems: list[str]) -> HistoryAnswer:
     rows = search.rows
-    repos = await rows.repositories()
-    roots = await rows.roots()
     lo, hi = bound_seconds("since", since), bound_seconds("before", before)
-    filters = HistoryFilters(
-        repos=_repo_ids(repo, repos), paths=_paths(paths, repos, roots),
-        author=author.strip() if author and author.strip() else None,
-        since=None if lo is None else int(lo), before=None if hi is None else int(hi + 0.999))
-    hits = await search.search(query, top_k, mode, filters) if query.strip() else []
-    said = list(problems)
+    author = author.strip() if author and author.strip() else None
+    since_s = None if lo is None else int(lo)
+    before_s = None if hi is None else int(hi + 0.999)
+    found: tuple[list[CommitHit], list[str]] = ([], [])
+    repos: list[dict[str, Any]] = []
+    if repo is None and paths is None:  # the repositories not needed first: read beside
+        filters = HistoryFilters(author=author, since=since_s, before=before_s)
+
+        async def searched() -> None:
+            nonlocal found
+            if query.strip():
+                found = await search.search(query, top_k, mode, filters)
+
+        async def listed() -> None:
+            repos.extend(await rows.repositories())
+
+        await together(searched, listed)
+    else:
+        repos = await rows.repositories()
+        roots = [] if paths is None else await rows.roots()  # (a path given: where it is)
+        filters = HistoryFilters(repos=_repo_ids(repo, repos),
+                                 paths=_paths(paths, repos, roots), author=author,
+                                 since=since_s, before=before_s)
+        if query.strip():
+            found = await search.search(query, top_k, mode, filters)
+    hits, notes = found
+    said = [*problems, *notes]
     if not repos:
         said.append("no indexed folder is in a git repository: there is no history to search")
     said += [r["problem"] for r in repos if r["problem"] and r["problem"] not in said]

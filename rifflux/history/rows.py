@@ -41,6 +41,16 @@ def title_words(query: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class Prepared:
+    """A batch of a repository's commits ready to be written (``HistoryRows.prepare``):
+    ``rows`` in the store's own form."""
+
+    repo_id: int
+    commits: Sequence[RawCommit]
+    rows: Sequence[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class RepoState:
     id: int
     tips: list[str]
@@ -98,6 +108,9 @@ class HistoryFilters:
 class HistoryRows(Protocol):
     """The history's statements on one store (a writer's connection, or a reader's)."""
 
+    #: How many batches a read may write side by side (``write``).
+    WRITES: int
+
     def condition(self) -> str | None:
         """How the lexical leg ranks now, when an answer should say so (None: nothing)."""
         ...
@@ -121,7 +134,13 @@ class HistoryRows(Protocol):
 
     async def hashes(self, repo_id: int) -> set[str]: ...
 
-    async def write(self, repo_id: int, commits: Sequence[RawCommit]) -> int:
+    def prepare(self, repo_id: int, commits: Sequence[RawCommit]) -> Prepared:
+        """The commits as ``write`` writes them (their documents, and on PostgreSQL their
+        tokens): work for the CPU only, done in the worker thread that reads git, while
+        the store writes the batch before."""
+        ...
+
+    async def write(self, batch: Prepared) -> int:
         """The commits, as documents, in one transaction (one already there is left as
         it is); how many were new."""
         ...
@@ -145,10 +164,12 @@ class HistoryRows(Protocol):
         """Every commit with a vector of ``model``: (commit id, float32 bytes)."""
         ...
 
-    async def lexical(self, query: str, limit: int,
-                      filters: HistoryFilters) -> list[tuple[int, float]]:
+    async def lexical(self, query: str, limit: int, filters: HistoryFilters
+                      ) -> tuple[list[tuple[int, float]], str | None]:
         """The best ``limit`` commits for ``query`` by FTS5's bm25 (lower is better), the
-        title phrase (``title_words``) among its phrases; equal scores, oldest row first."""
+        title phrase (``title_words``) among its phrases; equal scores, oldest row first.
+        And what the answer should say of how they were found (None: nothing; PostgreSQL:
+        a prefix with more completions than its BM25 index is asked for)."""
         ...
 
     async def allowed(self, filters: HistoryFilters) -> set[int]: ...
@@ -169,6 +190,15 @@ class HistoryRows(Protocol):
                        ) -> list[tuple[int, str, str, str | None]]:
         """The commits that changed ``path`` in a repository, newest first, following its
         renames back: (commit id, path then, change, old path)."""
+        ...
+
+
+class HistoryFollowing(Protocol):
+    """How a process looks for other processes' writes of commits or their vectors."""
+
+    async def others_wrote(self) -> bool:
+        """Whether another process changed commits or their vectors since the last call
+        (the first call only starts following)."""
         ...
 
 

@@ -8,7 +8,7 @@ commits or their vectors change) and the two fused as chunks' are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,23 @@ def commit_path(p: Sequence[Any]) -> CommitPath:
             "removed": int(p[4]), "binary": bool(p[5])}
 
 
+async def together(*calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """The calls side by side (one alone: awaited); a failure raised as the call alone
+    would raise it (the first, when several fail)."""
+    if len(calls) == 1:
+        await calls[0]()
+        return
+    try:
+        async with anyio.create_task_group() as tg:
+            for call in calls:
+                tg.start_soon(call)
+    except ExceptionGroup as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise leaf from group
+
+
 class HistorySearch:
     """The searches of one process, on a reader's connection."""
 
@@ -63,15 +80,27 @@ class HistorySearch:
         """Commits or their vectors were written: the matrix is loaded again when needed."""
         self._generation += 1
 
-    async def search(self, query: str, top_k: int, mode: str,
-                     filters: HistoryFilters) -> list[CommitHit]:
+    async def search(self, query: str, top_k: int, mode: str, filters: HistoryFilters
+                     ) -> tuple[list[CommitHit], list[str]]:
+        """The best ``top_k`` commits, and what the answer should say of how the lexical
+        leg found them (``HistoryRows.lexical``'s note). A hybrid search's legs run side
+        by side; the hits' rows and paths are read side by side."""
         depth = max(top_k, POOL) if mode == "hybrid" else top_k
         lexical: list[tuple[int, float]] = []
         semantic: list[tuple[int, float]] = []
-        if mode in ("lexical", "hybrid"):
-            lexical = await self.rows.lexical(query, depth, filters)
-        if mode in ("semantic", "hybrid"):
+        notes: list[str] = []
+
+        async def run_lexical() -> None:
+            nonlocal lexical
+            lexical, note = await self.rows.lexical(query, depth, filters)
+            notes.extend([note] if note else [])
+
+        async def run_semantic() -> None:
+            nonlocal semantic
             semantic = await self._semantic(query, depth, filters)
+
+        await together(*([run_lexical] if mode in ("lexical", "hybrid") else []),
+                        *([run_semantic] if mode in ("semantic", "hybrid") else []))
         ranked: list[tuple[int, float, int | None, int | None]]
         if mode == "lexical":
             ranked = [(cid, -score, i + 1, None) for i, (cid, score) in enumerate(lexical)]
@@ -82,8 +111,17 @@ class HistorySearch:
                       for c in combine(lexical, semantic, depth=depth)]
         ranked = ranked[:top_k]
         ids = [r[0] for r in ranked]
-        rows = await self.rows.rows(ids)
-        paths = await self.rows.paths(ids)
+        rows: dict[int, tuple[Any, ...]] = {}
+        paths: dict[int, list[tuple[Any, ...]]] = {}
+
+        async def read_rows() -> None:
+            rows.update(await self.rows.rows(ids))
+
+        async def read_paths() -> None:
+            paths.update(await self.rows.paths(ids))
+
+        if ids:
+            await together(read_rows, read_paths)
         bm25 = dict(lexical)
         cosine = dict(semantic)
         hits: list[CommitHit] = []
@@ -106,7 +144,7 @@ class HistorySearch:
                            "cosine": None if cid not in cosine else round(cosine[cid], 6)},
             }
             hits.append(hit)
-        return hits
+        return hits, notes
 
     async def _semantic(self, query: str, depth: int,
                         filters: HistoryFilters) -> list[tuple[int, float]]:

@@ -21,11 +21,15 @@ from functools import partial
 import anyio
 import anyio.from_thread
 
-from .git import GitError, RawCommit, git, read_commits
+from .git import GitError, git, read_commits
 from .repos import Repository, tips
-from .rows import HistoryRows
+from .rows import HistoryRows, Prepared
 
 logger = logging.getLogger(__name__)
+
+#: Commits read, made documents and written at a time (a PostgreSQL write's upkeep, its
+#: word counts, costs per batch as much as per commit).
+BATCH = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +94,18 @@ def _rev_list(repo: Repository, revisions: Sequence[str]) -> list[str]:
 
 async def _read(rows: HistoryRows, repo_id: int, repo: Repository, revisions: list[str],
                 budget: int, exact: bool, on_batch: Callable[[int], None] | None) -> int:
-    """git's commits written as they are read (git and the parsing in a worker thread,
-    the writes here); how many were new."""
-    send, receive = anyio.create_memory_object_stream[list[RawCommit]](2)
+    """git's commits written as they are read (git, the parsing and each batch's
+    documents in a worker thread, the writes here: the next batch is made while the
+    store writes the last, ``rows.WRITES`` batches written side by side); how many were
+    new."""
+    send, receive = anyio.create_memory_object_stream[Prepared](2)
     added = 0
 
     def produce() -> None:
         with send:
             for batch in read_commits(repo.worktree, revisions, budget=budget,
-                                      no_walk=exact, batch=512):
-                anyio.from_thread.run(send.send, batch)
+                                      no_walk=exact, batch=BATCH):
+                anyio.from_thread.run(send.send, rows.prepare(repo_id, batch))
 
     failure: list[GitError] = []
 
@@ -109,13 +115,23 @@ async def _read(rows: HistoryRows, repo_id: int, repo: Repository, revisions: li
         except GitError as exc:
             failure.append(exc)
 
+    writes = anyio.Semaphore(rows.WRITES)
+
+    async def write(prepared: Prepared) -> None:
+        nonlocal added
+        try:
+            added += await rows.write(prepared)
+        finally:
+            writes.release()
+        if on_batch is not None:
+            on_batch(len(prepared.commits))
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(partial(run_producer), name="rifflux.history.read")
-        async with receive:
-            async for batch in receive:
-                added += await rows.write(repo_id, batch)
-                if on_batch is not None:
-                    on_batch(len(batch))
+        async with receive, anyio.create_task_group() as writing:
+            async for prepared in receive:
+                await writes.acquire()  # (at most ``rows.WRITES`` batches at once)
+                writing.start_soon(write, prepared, name="rifflux.history.write")
     if failure:
         raise failure[0]
     return added

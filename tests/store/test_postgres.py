@@ -232,7 +232,7 @@ async def test_an_older_schema_is_upgraded_once_when_several_open_it_at_once(
     await index_rows(url, "ALTER TABLE lexicon DROP COLUMN chunks")
     await index_rows(url, "ALTER TABLE files DROP COLUMN kind")  # (version 4's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN page")
-    await index_rows(url, "DROP INDEX files_langs_pending")  # (version 7's)
+    await index_rows(url, "DROP INDEX files_langs_pending")  # (version 8's)
     await index_rows(url, "ALTER TABLE files DROP COLUMN langs_pending")
     await index_rows(url, "ALTER TABLE files DROP COLUMN langs")  # (version 5's)
     await index_rows(url, "ALTER TABLE chunks DROP COLUMN lang")

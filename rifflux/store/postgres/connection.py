@@ -6,7 +6,8 @@ Writes are serialised across every process on the database, as SQLite serialises
 them: each writing transaction first takes the transaction-level advisory lock
 ``WRITE_LOCK``. So the change log's sequence numbers (assigned inside the
 transaction) are in commit order, and a follower that has read up to a number has
-seen every commit before it.
+seen every commit before it. (The history's batches of commits take it last, before
+their change log row: ``store.postgres.history``.)
 
 The statements both stores share (``store.statements``) run here in PostgreSQL's
 ``DIALECT``, their ``?`` placeholders numbered (``numbered``): on the pool
@@ -146,6 +147,21 @@ async def close(conn: asyncpg.Connection[asyncpg.Record]) -> None:
         conn.terminate()
 
 
+async def given_back(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """A pooled connection given back (a pool's ``reset``): nothing to undo but a
+    transaction left open (the pools' connections take no session lock, LISTEN nothing
+    and set nothing), so no round trip (asyncpg's default runs four statements at every
+    release: a search's time)."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
+def tls(where: DatabaseUrl) -> bool | None:
+    """What a connection to ``where`` asks of TLS (``_tls``: none on this machine unless
+    asked)."""
+    return _tls(where.url)
+
+
 @asynccontextmanager
 async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[None]:
     """One transaction; a writing one holds the writers' lock until it ends. Any
@@ -153,8 +169,13 @@ async def transaction(conn: Connection, *, write: bool = True) -> AsyncIterator[
     is out of the transaction for its next use)."""
     async with _ended(conn.transaction()):
         if write:
-            await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
+            await writers_lock(conn)
         yield
+
+
+async def writers_lock(conn: Connection) -> None:
+    """The writers' lock, taken by the transaction on ``conn`` until it ends."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCKS, WRITE_LOCK)
 
 
 @asynccontextmanager
@@ -186,12 +207,13 @@ DIALECT = Dialect(position="strpos", bytewise='"C"', among="= ANY(?)", listed=li
 
 
 @lru_cache(maxsize=256)
-def numbered(sql: str) -> str:
-    """A shared statement's ``?`` placeholders as asyncpg's ``$1``, ``$2``, ... in order.
+def numbered(sql: str, *, start: int = 0) -> str:
+    """A shared statement's ``?`` placeholders as asyncpg's ``$1``, ``$2``, ... in order
+    (numbered from ``start + 1``: a part of a statement holding ``start`` before it).
     A ``?`` inside quotes (a string literal, a quoted name) is text, left as it is
     (the shared statements hold none; a doubled quote inside closes and opens again)."""
     out: list[str] = []
-    quote, placed = "", 0
+    quote, placed = "", start
     for ch in sql:
         if quote:
             quote = "" if ch == quote else quote

@@ -5,7 +5,9 @@ hashes, as chunks' are: a text is embedded once), the rows hits show, a file's
 commits; the lexical leg is ``history_lexical``'s.
 
 Each statement runs on a connection the pool lends; a write is one transaction under
-the writers' lock (``connection.transaction``), short, beside the indexer's.
+the writers' lock (``connection.transaction``), short, beside the indexer's, and one
+that changes commits or their vectors logs it for the other processes
+(``history_changes``).
 """
 
 from __future__ import annotations
@@ -25,14 +27,26 @@ from pgvector.asyncpg import register_vector
 
 from ...history.document import document, embed_text
 from ...history.git import RawCommit
-from ...history.rows import ROW_SELECT, HistoryFilters, RepoState, follow_renames
+from ...history.rows import ROW_SELECT, HistoryFilters, Prepared, RepoState, follow_renames
 from ...location import DatabaseUrl
-from .connection import Pool, mapped_errors, numbered, transaction
+from .connection import (
+    Connection,
+    Pool,
+    given_back,
+    mapped_errors,
+    numbered,
+    tls,
+    transaction,
+    writers_lock,
+)
+from .history_changes import HistoryFollow, note
 from .history_lexical import HistoryLexical, commit_lexemes
 from .schema import lexical_ranking
 
-#: The history's own connections: its reads, a write, the embedding task's.
-POOL_SIZE = 3
+#: The history's own connections: its reads, two writes, the embedding task's.
+POOL_SIZE = 4
+#: A read that wrote at least this many commits has their tables vacuumed at its end.
+SWEEP = 1_000
 
 _COMMIT_COLUMNS = ("repo_id, hash, parents, author_name, author_email, author_time, "
                    "committer_name, committer_email, commit_time, title, body, paths, "
@@ -53,28 +67,56 @@ def _clean(text: str) -> str:
 
 
 @asynccontextmanager
-async def open_history(where: DatabaseUrl, *, seconds: float) -> AsyncIterator[HistoryRows]:
-    """The history's rows on a pool of its own (the store's schema made already)."""
+async def open_history(where: DatabaseUrl, *, seconds: float, origin: str
+                       ) -> AsyncIterator[tuple[HistoryRows, HistoryFollow]]:
+    """The history's rows on a pool of its own (the store's schema made already), its
+    writes logged under ``origin``; and how other processes' writes are followed."""
+
+    async def init(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+        await register_vector(conn)
+        await conn.execute("SELECT set_config('rifflux.origin', $1, false)", origin)
+
     with mapped_errors(where):
         pool = await asyncpg.create_pool(
-            where.url, min_size=1, max_size=POOL_SIZE, timeout=seconds, init=register_vector,
+            where.url, min_size=1, max_size=POOL_SIZE, timeout=seconds, init=init,
+            reset=given_back, ssl=tls(where),
             server_settings={"application_name": "rifflux history"})
+    follow = HistoryFollow(where, origin, seconds=seconds)
     try:
         async with pool.acquire() as conn:
             ranking = await lexical_ranking(conn, where)
-        yield HistoryRows(pool, where, bm25=ranking == "bm25")
+        await follow.open()
+        yield HistoryRows(pool, where, bm25=ranking == "bm25"), follow
     finally:
+        await follow.close()
         with anyio.move_on_after(2, shield=True), contextlib.suppress(Exception):
             await pool.close()
         pool.terminate()
 
 
+async def logged(conn: Connection) -> None:
+    """A transaction that changed commits (and so their word counts: their triggers update
+    ``commit_totals`` first) told to the others, under the writers' lock taken last:
+    its heavy part (the tokens, the indexes) ran beside another batch's and the other
+    writers', and every such transaction locks the totals' row before the writers' lock
+    (the same order: no deadlock); the change log's row is in commit order."""
+    await writers_lock(conn)
+    await note(conn)
+
+
 class HistoryRows:
-    """The history's statements on a pool of connections to one database."""
+    """The history's statements on a pool of connections to one database; a read writes
+    ``WRITES`` batches of commits side by side."""
+
+    #: Batches written side by side (each on a connection of the pool, its server
+    #: process on a core of its own while the other's triggers wait for its totals).
+    WRITES = 2
 
     def __init__(self, pool: Pool, where: DatabaseUrl, *, bm25: bool) -> None:
         self.pool = pool
         self.where = where
+        #: Commits written since the tables were last vacuumed here (``SWEEP``).
+        self._unswept = 0
         self._lexical = HistoryLexical(pool, where, bm25=bm25)
 
     def condition(self) -> str | None:
@@ -118,6 +160,20 @@ class HistoryRows:
                 else:
                     await conn.execute("UPDATE history_repos SET problem = $1 WHERE id = $2",
                                        problem, repo_id)
+        if tips is not None and self._unswept >= SWEEP:
+            await self._sweep()
+
+    async def _sweep(self) -> None:
+        """After a read that wrote many commits: their tables vacuumed and analysed now,
+        not at autovacuum's next round (a minute or more away). Until then a search's
+        plan knows nothing of the rows, each row read first is checked against the commit
+        log, and the GIN indexes' pending lists are scanned whole (pdf.js, just read: 14
+        ms in the counts a search reads, 0.1 ms after; 2 s for 23,500 commits)."""
+        self._unswept = 0
+        with mapped_errors(self.where):
+            async with self.pool.acquire() as conn:
+                await conn.execute("VACUUM (ANALYZE) commits, commit_paths, commit_lexicon, "
+                                   "commit_totals")
 
     async def keep_repos(self, git_dirs: Iterable[Path]) -> int:
         keep = [str(g) for g in git_dirs]
@@ -126,9 +182,10 @@ class HistoryRows:
         if not gone:
             return 0  # (nothing to forget: nothing written)
         with mapped_errors(self.where):
-            async with self.pool.acquire() as conn, transaction(conn):
+            async with self.pool.acquire() as conn, transaction(conn, write=False):
                 status = await conn.execute(
                     "DELETE FROM history_repos WHERE git_dir <> ALL($1::text[])", keep)
+                await logged(conn)
         return int(status.split()[-1])
 
     async def repositories(self) -> list[dict[str, Any]]:
@@ -144,9 +201,8 @@ class HistoryRows:
 
     # ------------------------------------------------------------ writes
 
-    async def write(self, repo_id: int, commits: Sequence[RawCommit]) -> int:
-        """The commits, as documents, in one transaction (one already there is left as it
-        is): the new ones' paths written with them. Returns how many were new."""
+    def prepare(self, repo_id: int, commits: Sequence[RawCommit]) -> Prepared:
+        """The commits' columns (their documents and tokens), for ``write``."""
         columns: list[list[Any]] = [[] for _ in _COMMIT_TYPES]
         for c in commits:
             doc = document(c)
@@ -158,8 +214,14 @@ class HistoryRows:
                       doc.content_hash, _clean(lexemes), length)
             for column, value in zip(columns, values, strict=True):
                 column.append(value)
+        return Prepared(repo_id=repo_id, commits=commits, rows=columns)
+
+    async def write(self, batch: Prepared) -> int:
+        """The commits, as documents, in one transaction (one already there is left as it
+        is): the new ones' paths written with them. Returns how many were new."""
+        commits, columns = batch.commits, batch.rows
         with mapped_errors(self.where):
-            async with self.pool.acquire() as conn, transaction(conn):
+            async with self.pool.acquire() as conn, transaction(conn, write=False):
                 new = await conn.fetch(
                     f"INSERT INTO commits({_COMMIT_COLUMNS}) {_unnest(_COMMIT_TYPES)} "
                     "ON CONFLICT (repo_id, hash) DO NOTHING RETURNING id, hash", *columns)
@@ -178,14 +240,19 @@ class HistoryRows:
                     await conn.execute(
                         "INSERT INTO commit_paths(commit_id, path, old_path, change, added, "
                         f"removed, is_binary) {_unnest(_PATH_TYPES)}", *paths)
+                if ids:
+                    await logged(conn)
+        self._unswept += len(ids)
         return len(ids)
 
     async def drop(self, repo_id: int, hashes: Sequence[str]) -> int:
         with mapped_errors(self.where):
-            async with self.pool.acquire() as conn, transaction(conn):
+            async with self.pool.acquire() as conn, transaction(conn, write=False):
                 status = await conn.execute(
                     "DELETE FROM commits WHERE repo_id = $1 AND hash = ANY($2::text[])",
                     repo_id, list(hashes))
+                if int(status.split()[-1]):
+                    await logged(conn)
         return int(status.split()[-1])
 
     # ------------------------------------------------------------ vectors
@@ -215,6 +282,7 @@ class HistoryRows:
                 await conn.executemany(
                     "INSERT INTO embeddings(content_hash, model, dim, vector) VALUES "
                     "($1, $2, $3, $4) ON CONFLICT (content_hash, model) DO NOTHING", rows)
+                await note(conn)
 
     async def vectors(self, model: str) -> list[tuple[int, bytes]]:
         rows = await self._fetch(
@@ -224,8 +292,8 @@ class HistoryRows:
 
     # ------------------------------------------------------------ reads
 
-    async def lexical(self, query: str, limit: int,
-                      filters: HistoryFilters) -> list[tuple[int, float]]:
+    async def lexical(self, query: str, limit: int, filters: HistoryFilters
+                      ) -> tuple[list[tuple[int, float]], str | None]:
         return await self._lexical.lexical(query, limit, filters)
 
     async def allowed(self, filters: HistoryFilters) -> set[int]:

@@ -5,60 +5,94 @@ and on a read replica too.
 
 A query is read as the chunks' (``core.lexemes.lexical_query``: FTS5's phrases), plus
 the phrase of its words in a title (``history.rows.title_words``), as SQLite's
-``history_match`` adds it (a query with a ``prefix*`` has every match ranked: no lexicon
-completes a prefix for the BM25 index here). Which commits match is told by the
-``tsquery`` over ``commits.words`` (a GIN index). The candidates are the best ``POOL``
-times as many as asked (at least ``POOL_LEAST``) of the BM25 index (``pg_textsearch``,
+``history_match`` adds it. Which commits match is told by the ``tsquery`` over
+``commits.words`` (a GIN index). The candidates are the best ``POOL`` times as many as
+asked (at least ``POOL_LEAST``) of the BM25 index (``pg_textsearch``,
 ``history_schema.HISTORY_BM25``) while it is whole (``bm25_index.Accelerator``, the
 chunks' rule), read further while too few of them match or pass the filters; else, and
-with filters that keep few commits, every commit that matches. Each candidate is scored
-as FTS5 scores it (``core.bm25.score``): each phrase's instances in its fields
-(``core.lexemes.frequencies``: a field repeated as often as its weight counts that
-often), the phrase's idf from the commits that hold it (a word's from
-``commit_lexicon``, a phrase's or a prefix's counted); the commit's length and the
-totals as FTS5 counts them (``commits.length``, ``commit_totals``). Equal scores: the
-older row first, as SQLite orders them.
+with filters that keep few commits, every commit that matches. A ``prefix*`` is asked
+of the BM25 index as the chunks' is, by the words that complete it (at most
+``bm25_counts.EXPANSIONS``, shortest first): a prefix with more completions than that
+ranks the commits those find, and the answer says so (``Found.note``).
+
+A search is one statement (two with a prefix to complete): the scan, its candidates'
+counts and the totals and lexicon counts FTS5's bm25 needs (``bm25_counts``), in one
+snapshot. Only ids are read from the BM25 index (a score read beside them is computed
+again from the commit's text, row by row: 0.2 ms each). Each candidate is scored as
+FTS5 scores it (``core.bm25.score``): each phrase's instances in its fields, counted as
+often as the field's weight, the phrase's idf from the commits that hold it, the
+commit's length and the totals as FTS5 counts them (``commits.length``,
+``commit_totals``). A query of words only has its words' instances counted by the
+server from the commit's ``tsvector`` (``words``: each field is there as often as its
+weight, so a word's positions are its weighted instances), the title phrase's from the
+title's (``title_words``): a few numbers per candidate, nothing of its text. A
+``tsvector`` keeps at most 256 positions of a word and none past 16,383: a candidate
+that may hold more, and a query with a phrase or a prefix (FTS5 counts a phrase only
+within one field), has its fields read and counted (``core.lexemes.frequencies``).
+Equal scores: the older row first, as SQLite orders them.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
-from ...core.bm25 import idf, score
-from ...core.lexemes import SEPARATOR, Clause, frequencies, lexical_query, tokens, tsquery
+from ...core.bm25 import score
+from ...core.lexemes import (
+    SEPARATOR,
+    Clause,
+    LexicalQuery,
+    frequencies,
+    lexical_query,
+    tokens,
+    tsquery,
+)
 from ...history.rows import WEIGHTS, HistoryFilters, title_words
 from ...location import DatabaseUrl
+from .bm25_counts import COMMIT_COUNTS, EXPANSIONS, Params, completions, counts, statistics
 from .bm25_index import COMMITS, Accelerator
-from .connection import Connection, Pool, mapped_errors, numbered, snapshot
+from .connection import Connection, Pool, mapped_errors, numbered
 from .history_schema import HISTORY_BM25
 from .lexical import SCAN_MOST
 
 _VECTOR = "c.words"
-#: A candidate as it is scored: its fields once each (``lexemes`` holds each as often as
-#: its weight: the first copy of each), and its length.
+#: A candidate's fields once each (``lexemes`` holds each as often as its weight: the
+#: first copy of each).
 _FIELDS = ", ".join(
     f"split_part(c.lexemes, ' | ', {1 + sum(WEIGHTS[:i])}) AS f{i}" for i in range(len(WEIGHTS)))
-_CANDIDATE = f"c.id, c.length, {_FIELDS}"
 #: How many times as many commits as asked (at least ``POOL_LEAST``) the BM25 index
-#: gives to be ranked as FTS5 ranks them. Fewer than the chunks' (5, 100): its order is
-#: near FTS5's here (each field repeated as often as its weight), and its scan costs what
-#: it reads (pdf.js's 23,500 commits, a loaded machine: 5 ms for 10, 32 ms for 100,
-#: 200 ms for 500).
+#: gives to be ranked as FTS5 ranks them: the chunks' (``lexical.POOL``). Its scan costs
+#: little for what it reads (ids only: pdf.js's 23,500 commits, 200 in 1.5 ms).
 POOL, POOL_LEAST = 2, 30
 #: A filter keeping at most this many commits is applied before ranking: its matching
 #: commits are scored, all of them.
 PREFILTER = 2_000
+#: What a ``tsvector`` keeps of a word: at most this many positions, none past the last.
+_MOST_POSITIONS, _LAST_POSITION = 256, 16_383
+#: A word's positions in a ``tsvector``'s text.
+_POSITIONS = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
 
 def commit_lexemes(title: str, body: str, paths: str, summary: str) -> tuple[str, int]:
     """What the lexical leg indexes of a commit: each field's tokens, repeated as often as
     its weight, the copies set apart (``core.lexemes.SEPARATOR``); and its tokens as
     FTS5 counts them (each field once)."""
-    fields = [" ".join(tokens(text)) for text in (title, body, paths, summary)]
+    made = [tokens(text) for text in (title, body, paths, summary)]
+    fields = [" ".join(t) for t in made]
     parts = [f for f, weight in zip(fields, WEIGHTS, strict=True) for _ in range(weight)]
-    return SEPARATOR.join(parts), sum(len(f.split()) for f in fields)
+    return SEPARATOR.join(parts), sum(map(len, made))
+
+
+@dataclass(slots=True)
+class Found:
+    """A search's candidates as the statement gave them, and what the answer should say
+    of how they were found (None: nothing)."""
+
+    rows: list[Any] = field(default_factory=list)
+    note: str | None = None
 
 
 class HistoryLexical:
@@ -72,60 +106,68 @@ class HistoryLexical:
     def condition(self) -> str | None:
         return self._index.condition("history search")
 
-    async def lexical(self, query: str, limit: int,
-                      filters: HistoryFilters) -> list[tuple[int, float]]:
+    async def lexical(self, query: str, limit: int, filters: HistoryFilters
+                      ) -> tuple[list[tuple[int, float]], str | None]:
+        """The best ``limit`` commits and their bm25 (lower is better), and what the
+        answer should say of how they were found (a prefix cut: None when nothing)."""
         q = lexical_query(query)
         if q is None or limit < 1:
-            return []
-        clauses: list[Clause] = list(q.clauses)
+            return [], None
         words = title_words(query)
         title: Clause | None = None
         if words:
             title = (tuple(t for w in words for t in tokens(w)), False)
             title = title if title[0] else None
         with mapped_errors(self._where):
-            async with self._pool.acquire() as conn, snapshot(conn):
-                # (a prefix is matched exactly: no lexicon completes it for the index)
-                ranking = "" if q.prefixes else q.ranking
-                found = await self._found(conn, q.match, ranking, limit, filters)
-                if not found:
-                    return []
-                idfs, avgdl = await _statistics(conn, clauses, title)
+            # (no transaction: the candidates and the counts they are ranked by are read
+            # by one statement, in one state)
+            async with self._pool.acquire() as conn:
+                found = await self._found(conn, q, title, limit, filters)
+                rows = [r for r in found.rows if r["id"] is not None]
+                if not rows:
+                    return [], found.note
+                fields: dict[int, Any] = {}
+                if not _by_words(q):
+                    fields = {int(r["id"]): r for r in rows}
+                elif cut := [int(r["id"]) for r in rows if -1 in r["at_words"]]:
+                    # (rare: a word a commit holds more often than its tsvector keeps)
+                    fields = {int(r["id"]): r for r in await conn.fetch(
+                        f"SELECT c.id, {_FIELDS} FROM commits c WHERE c.id = "
+                        "ANY($1::bigint[])", cut)}
+        idfs, avgdl = statistics(rows[0]["counts"])
         scored: list[tuple[float, int]] = []
-        for r in found:
-            # each field's instances, as often as its weight (its copies are alike)
-            freqs = [0.0] * len(clauses)
-            for i, weight in enumerate(WEIGHTS):
-                field = str(r[f"f{i}"])
-                if field:
-                    freqs = [f + weight * n for f, n in zip(
-                        freqs, frequencies(field, clauses), strict=True)]
-            if title is not None:
-                freqs.append(WEIGHTS[0] * frequencies(str(r["f0"]), [title])[0])
+        for r in rows:
+            cid = int(r["id"])
+            freqs = _frequencies(fields[cid], q, title) if cid in fields else \
+                _from_positions(r, q, title)
             if any(freqs):  # (else a phrase only ran from one field into the next)
-                scored.append((score(freqs, float(r["length"]), idfs, avgdl), int(r["id"])))
+                scored.append((score(freqs, float(r["length"]), idfs, avgdl), cid))
         scored.sort()
-        return [(cid, s) for s, cid in scored[:limit]]
+        return [(cid, s) for s, cid in scored[:limit]], found.note
 
-    async def _found(self, conn: Connection, match: str, ranking: str, limit: int,
-                     filters: HistoryFilters) -> list[Any]:
+    async def _found(self, conn: Connection, q: LexicalQuery, title: Clause | None,
+                     limit: int, filters: HistoryFilters) -> Found:
         """The candidates: the best of the BM25 index while it is whole, else (and for a
         filter keeping few commits) every commit that matches."""
         if not filters.any() or not await self._few(conn, filters):
+            ranking, note = q.ranking, None
+            if q.prefixes and await self._index.whole_now(conn):
+                ranking, note = await _completed(conn, q)
             if ranking and await self._index.whole_now(conn):
-                try:
-                    async with conn.transaction():  # (a savepoint: a torn index fails alone)
-                        found = await self._scanned(conn, match, ranking,
-                                                    max(limit * POOL, POOL_LEAST), filters)
+                try:  # (outside a transaction: a torn index fails its statement alone)
+                    found = await self._scanned(conn, q, title, ranking,
+                                                max(limit * POOL, POOL_LEAST), filters)
                 except asyncpg.InternalServerError as exc:  # pages a crash tore
                     self._index.lost(f"the commits' BM25 index cannot be read ({exc})")
                     found = None
-                if found or (found is not None and not await self._any(conn, match, filters)):
-                    return found or []
+                if found and found[0]["id"] is not None:
+                    return Found(found, note)
+                if found is not None and not await self._any(conn, q, filters):
+                    return Found()
                 if found is not None:
                     self._index.lost("the commits' BM25 index found nothing that the GIN "
                                      "index finds (a server restart empties it)")
-        return await self._every(conn, match, filters)
+        return Found(await self._every(conn, q, title, filters))
 
     async def _few(self, conn: Connection, filters: HistoryFilters) -> bool:
         clause, args = filters.clause()
@@ -134,62 +176,128 @@ class HistoryLexical:
             *args, PREFILTER + 1)
         return int(n) <= PREFILTER
 
-    async def _every(self, conn: Connection, match: str, filters: HistoryFilters) -> list[Any]:
+    async def _every(self, conn: Connection, q: LexicalQuery, title: Clause | None,
+                     filters: HistoryFilters) -> list[Any]:
         """Every commit that matches and passes the filters (through the GIN index, which
         is WAL-logged: whole after a restart and on a replica)."""
-        clause, args = filters.clause()
-        return list(await conn.fetch(numbered(
-            f"SELECT {_CANDIDATE} FROM commits c WHERE {_VECTOR} @@ "
-            f"to_tsquery('simple', ?) AND {clause}"), match, *args))
+        p = Params()
+        columns = _columns(p, q, title)
+        where = f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)}) AND {p.shared(*filters.clause())}"
+        return list(await conn.fetch(
+            f"SELECT {columns}, {_counts(p, q, title)} AS counts FROM commits c "
+            f"WHERE {where}", *p.values))
 
-    async def _any(self, conn: Connection, match: str, filters: HistoryFilters) -> bool:
+    async def _any(self, conn: Connection, q: LexicalQuery, filters: HistoryFilters) -> bool:
         clause, args = filters.clause()
         return bool(await conn.fetchval(numbered(
             f"SELECT EXISTS (SELECT 1 FROM commits c WHERE {_VECTOR} @@ "
-            f"to_tsquery('simple', ?) AND {clause})"), match, *args))
+            f"to_tsquery('simple', ?) AND {clause})"), q.match, *args))
 
-    async def _scanned(self, conn: Connection, match: str, ranking: str, want: int,
-                       filters: HistoryFilters) -> list[Any]:
+    async def _scanned(self, conn: Connection, q: LexicalQuery, title: Clause | None,
+                       ranking: str, want: int, filters: HistoryFilters) -> list[Any]:
         """The best ``want`` of the BM25 index's scan that match and pass the filters,
         read further (four times as far each time, up to ``SCAN_MOST``) while too few
-        do; every match when that is not enough."""
-        clause, args = filters.clause()
+        do; every match when that is not enough. One row with a null id when none do."""
         depth = want
         while True:
-            score_sql = f"c.lexemes <@> to_bm25query(?, '{HISTORY_BM25}')"
-            rows = await conn.fetch(numbered(
-                f"WITH hit AS (SELECT c.id, {score_sql} AS score FROM commits c ORDER BY "
-                f"{score_sql} LIMIT ?) SELECT {_CANDIDATE}, (SELECT count(*) "
-                f"FROM hit) AS seen FROM hit JOIN commits c ON c.id = hit.id WHERE "
-                f"hit.score < 0 AND {_VECTOR} @@ to_tsquery('simple', ?) AND {clause} "
-                "ORDER BY hit.score, c.id LIMIT ?"),
-                ranking, ranking, depth, match, *args, want)
-            seen = int(rows[0]["seen"]) if rows else int(await conn.fetchval(numbered(
-                f"SELECT count(*) FROM (SELECT 1 FROM commits c ORDER BY {score_sql} "
-                "LIMIT ?) s"), ranking, depth))
-            if len(rows) >= want or seen < depth:
+            p = Params()
+            scan = (f"SELECT c.id FROM commits c ORDER BY c.lexemes <@> "
+                    f"to_bm25query({p(ranking)}, '{HISTORY_BM25}') LIMIT {p(depth)}")
+            # (a scan by words only gives the commits that hold one: they match)
+            where = ["TRUE" if _by_words(q) else
+                     f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)})",
+                     p.shared(*filters.clause())]
+            rows = await conn.fetch(
+                f"WITH hit AS (SELECT array_agg(s.id) AS ids, count(*) AS seen FROM ({scan}) "
+                f"s) SELECT hit.seen, x.*, {_counts(p, q, title)} AS counts FROM hit LEFT "
+                f"JOIN LATERAL (SELECT {_columns(p, q, title)} FROM unnest(hit.ids) WITH "
+                f"ORDINALITY AS h(id, at) JOIN commits c ON c.id = h.id WHERE "
+                f"{' AND '.join(where)} ORDER BY h.at LIMIT {p(want)}) x ON TRUE", *p.values)
+            held = [r for r in rows if r["id"] is not None]
+            if len(held) >= want or int(rows[0]["seen"]) < depth:
                 return list(rows)  # (enough, or every commit the index scores was read)
             if depth >= SCAN_MOST:
-                return await self._every(conn, match, filters)
+                return await self._every(conn, q, title, filters)
             depth = min(depth * 4, SCAN_MOST)
 
 
-async def _statistics(conn: Connection, clauses: list[Clause], title: Clause | None,
-                      ) -> tuple[list[float], float]:
-    """Each phrase's idf, and the commits' tokens per commit, as FTS5 has them: a word's
-    commits from ``commit_lexicon``, a phrase's or a prefix's counted (the title phrase's
-    in the titles)."""
-    word = [len(toks) == 1 and not prefix for toks, prefix in clauses]
-    row = await conn.fetchrow(
-        "SELECT t.commits, t.tokens, ARRAY(SELECT CASE WHEN q.word THEN COALESCE((SELECT "
-        "l.commits FROM commit_lexicon l WHERE l.term = q.term), 0) ELSE (SELECT count(*) "
-        f"FROM commits c WHERE {_VECTOR} @@ to_tsquery('simple', q.q)) END FROM "
-        "unnest($1::text[], $2::text[], $3::boolean[]) WITH ORDINALITY AS q(q, term, word, "
-        "i) ORDER BY q.i), (SELECT count(*) FROM commits c WHERE $4::text IS NOT NULL AND "
-        "c.title_words @@ to_tsquery('simple', $4)) FROM commit_totals t",
-        [tsquery(clause) for clause in clauses], [toks[0] for toks, _ in clauses], word,
-        None if title is None else tsquery(title))
-    assert row is not None
-    rows, total = max(int(row[0]), 1), int(row[1])
-    hits = [int(n) for n in row[2]] + ([] if title is None else [int(row[3])])
-    return [idf(rows, n) for n in hits], float(total) / float(rows) if total > 0 else 1.0
+def _by_words(q: LexicalQuery) -> bool:
+    """Whether every clause of the query is one whole word (its instances are counted
+    from the commits' ``tsvector``)."""
+    return all(len(toks) == 1 and not prefix for toks, prefix in q.clauses)
+
+
+def _columns(p: Params, q: LexicalQuery, title: Clause | None) -> str:
+    """A candidate as it is scored: its id and length, and its words' positions (a query
+    of words) or its fields."""
+    if not _by_words(q):
+        return f"c.id, c.length, {_FIELDS}"
+    terms = p([toks[0] for toks, _ in q.clauses])
+    title_terms = p(list(title[0]) if title else [])
+    # (each word's positions: -1 when its tsvector may not hold them all)
+    held = (f"ARRAY(SELECT CASE WHEN u.positions IS NULL THEN 0 WHEN cardinality(u.positions) "
+            f">= {_MOST_POSITIONS} OR u.positions[cardinality(u.positions)] >= "
+            f"{_LAST_POSITION} THEN -1 ELSE cardinality(u.positions) END FROM unnest({terms}"
+            "::text[]) WITH ORDINALITY AS w(term, i) LEFT JOIN unnest(ts_filter(setweight("
+            f"{_VECTOR}, 'A', {terms}::text[]), '{{a}}')) u ON u.lexeme = w.term ORDER BY w.i)")
+    return (f"c.id, c.length, {held} AS at_words, CASE WHEN cardinality({title_terms}::text[]) "
+            f"> 0 THEN ts_filter(setweight(c.title_words, 'A', {title_terms}::text[]), "
+            "'{a}')::text END AS at_title")
+
+
+def _counts(p: Params, q: LexicalQuery, title: Clause | None) -> str:
+    """The counts FTS5's bm25 needs (``bm25_counts.counts``), the title phrase's commits
+    last (counted through the titles' own index)."""
+    more = [] if title is None else [
+        f"SELECT count(*) FROM commits c WHERE c.title_words @@ to_tsquery('simple', "
+        f"{p(tsquery(title))})"]
+    return counts(p, COMMIT_COUNTS, q.clauses, more)
+
+
+async def _completed(conn: Connection, q: LexicalQuery) -> tuple[str, str | None]:
+    """The query's tokens with its prefixes' completions (the BM25 index ranks by
+    words), and what the answer says when a prefix had more than it takes."""
+    words = await completions(conn, COMMIT_COUNTS, q.prefixes)
+    cut = [prefix for prefix in q.prefixes
+           if sum(w.startswith(prefix) for w in words) >= EXPANSIONS]
+    note = None if not cut else (
+        f"{', '.join(f'{p}*' for p in cut)} has more than {EXPANSIONS} completions: "
+        f"the commits holding its {EXPANSIONS} shortest were ranked (give more of the "
+        "word to rank every commit it matches)")
+    return " ".join([q.ranking, *words]).strip(), note
+
+
+def _positions(text: str | None) -> dict[str, list[int]]:
+    if not text:
+        return {}
+    return {word.replace("''", "'"): [int(x.rstrip("ABCD")) for x in places.split(",")]
+            for word, places in _POSITIONS.findall(text)}
+
+
+def _from_positions(r: Any, q: LexicalQuery, title: Clause | None) -> list[float]:
+    """Each clause's weighted instances, its word's positions in the commit's ``tsvector``
+    (a field repeated as often as its weight is there as often), then the title
+    phrase's, from its words' positions in the title, times the title's weight."""
+    freqs = [float(n) for n in r["at_words"]]
+    if title is not None:
+        text, words, found = r["at_title"] or "", title[0], 0
+        if all(f"'{w}':" in text for w in words):  # (else no instance: nothing to parse)
+            held = _positions(text)
+            found = sum(all(s + i in held.get(w, ()) for i, w in enumerate(words))
+                        for s in held.get(words[0], []))
+        freqs.append(float(WEIGHTS[0] * found))
+    return freqs
+
+
+def _frequencies(r: Any, q: LexicalQuery, title: Clause | None) -> list[float]:
+    """Each clause's weighted instances counted in the commit's fields (each field's
+    instances as often as its weight), then the title phrase's."""
+    freqs = [0.0] * len(q.clauses)
+    for i, weight in enumerate(WEIGHTS):
+        text = str(r[f"f{i}"])
+        if text:
+            freqs = [f + weight * n for f, n in zip(
+                freqs, frequencies(text, q.clauses), strict=True)]
+    if title is not None:
+        freqs.append(WEIGHTS[0] * frequencies(str(r["f0"]), [title])[0])
+    return freqs

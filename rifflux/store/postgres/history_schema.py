@@ -1,4 +1,4 @@
-"""The history's tables on PostgreSQL (schema version 6; ``store.sqlite.history_schema``
+"""The history's tables on PostgreSQL (schema version 6, 7; ``store.sqlite.history_schema``
 holds SQLite's): the git repositories holding indexed folders, their commits as
 documents, the paths each commit changed. A commit's vector is in ``embeddings`` by the
 hash of its text, as a chunk's is (embedded once, whoever's text it is).
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from .word_counts import counted_words
 
-#: Each commit's distinct words (its stored ``tsvector``'s), of the commits in ``{rows}``:
+#: Each commit's distinct words (its stored ``tsvector``'s lexemes, without their
+#: positions: 2.5 times faster than ``unnest(words)``), of the commits in ``{rows}``:
 #: (term, commits holding it).
-_TERMS = "SELECT t.lexeme, count(*) FROM {rows} c, unnest(c.words) AS t GROUP BY t.lexeme"
+_TERMS = ("SELECT t.term, count(*) FROM {rows} c, unnest(tsvector_to_array(c.words)) AS "
+          "t(term) GROUP BY t.term")
 
 #: The name of the commits' BM25 index (``to_bm25query`` names it).
 HISTORY_BM25 = "commits_bm25"
@@ -67,6 +69,12 @@ CREATE TABLE commit_lexicon(term text COLLATE "C" PRIMARY KEY, commits integer N
 """ + counted_words(
     table="commits", totals="commit_totals", lexicon="commit_lexicon", count="commits",
     terms=_TERMS, function="rifflux_commits", trigger="commits_counted")
+
+#: Version 7: the commits' word counts kept from their ``tsvector``'s lexemes alone (the
+#: triggers' functions replaced, the triggers kept).
+HISTORY_COUNTS = counted_words(
+    table="commits", totals="commit_totals", lexicon="commit_lexicon", count="commits",
+    terms=_TERMS, function="rifflux_commits", trigger="commits_counted", replace=True)
 
 HISTORY_BM25_INDEX = (f"CREATE INDEX IF NOT EXISTS {HISTORY_BM25} ON commits USING "
                       "bm25(lexemes) WITH (text_config='simple', k1=1.2, b=0.75)")

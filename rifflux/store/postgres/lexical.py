@@ -8,7 +8,7 @@ a ``prefix*`` by any word it starts), told by the ``tsquery`` of the query over
 the chunk's ``tsvector`` (a GIN index). ``pg_textsearch`` finds the best
 ``POOL`` times as many as asked (at least ``POOL_LEAST``), by its BM25 of the
 query's tokens (a phrase's words each counted, a prefix by the index's words that
-complete it: at most ``EXPANSIONS``, shortest first). Its BM25 is not FTS5's: its idf is
+complete it: at most ``bm25_counts.EXPANSIONS``, shortest first). Its BM25 is not FTS5's: its idf is
 ``ln(1 + (N - n + 0.5) / (n + 0.5))`` (FTS5: ``ln((N - n + 0.5) / (n + 0.5))``, at
 least 1e-6), it rounds a chunk's length (to 4 bits of mantissa past 39 tokens) and
 its scores to float4, and the breadcrumb, weighed twice by being indexed twice,
@@ -30,7 +30,7 @@ first: its matching chunks are scored, all of them. What the scan has not found
 within ``SCAN_MOST`` chunks is looked up the same way, exactly. Only the candidates'
 tokens, lengths and order keys are read to rank them; the rows of the best alone are
 read whole, by a second statement (a search is two round trips, three with a prefix
-to complete or a phrase to count).
+to complete; the counts a phrase's idf needs are read with the candidates).
 
 The BM25 index is an accelerator only (``bm25_index``: pg_textsearch 0.6.1 keeps nothing
 across a server restart and nothing on a replica). While it is not whole (looked at
@@ -52,13 +52,14 @@ from typing import Any
 
 import asyncpg
 
-from ...core.bm25 import idf, score
+from ...core.bm25 import score
 from ...core.catalog import Allowed
-from ...core.lexemes import Clause, LexicalQuery, frequencies, lexical_query, tsquery
+from ...core.lexemes import LexicalQuery, frequencies, lexical_query
 from ...location import DatabaseUrl
 from ...types import LexicalExplain, LexicalRanking
 from ..common import HIT_SQL, Rows
 from ..protocols import Ranked
+from .bm25_counts import CHUNK_COUNTS, Params, completions, counts, statistics
 from .bm25_index import CHUNKS, Accelerator
 from .connection import Connection, Pool, mapped_errors
 from .schema import BM25_INDEX
@@ -70,8 +71,6 @@ SCORE_COST = 13
 PREFILTER = 300
 #: How far down the BM25 index a scan reads at most, before looking up exactly.
 SCAN_MOST = 20_000
-#: The index's words a prefix is completed with, for ranking (shortest first).
-EXPANSIONS = 64
 #: How many times as many chunks as asked (at least ``POOL_LEAST``) are ranked again as
 #: FTS5 ranks them. The BM25 index's scan costs what it reads (at 100,000 chunks: 1.6 ms
 #: for 10, 2.5 ms for 30, 4.6 ms for 100), and FTS5's best are near the top of its
@@ -130,8 +129,7 @@ class Lexical:
                     found = await self._search(conn, q, limit, allowed)
                     ranked = [(int(r[0]), float(r["score"])) for r in found]
                 else:
-                    ranked = await _as_fts5(conn, q, await self._found(conn, q, limit, allowed),
-                                            limit)
+                    ranked = _as_fts5(q, await self._found(conn, q, limit, allowed), limit)
                 wanted = [rowid for rowid, _ in ranked[:rows]]
                 read = await conn.fetch(HIT_SQL + "WHERE c.id = ANY($1)",
                                         wanted) if wanted else []
@@ -176,7 +174,8 @@ class Lexical:
                       allowed: Allowed | None) -> list[Any]:
         ranking = q.ranking
         if self._bm25 and q.prefixes:
-            ranking = " ".join([ranking, *await _completions(conn, q.prefixes)]).strip()
+            ranking = " ".join([ranking, *await completions(conn, CHUNK_COUNTS,
+                                                            q.prefixes)]).strip()
         if not self._bm25 or not ranking:
             return await self._matched(conn, q, ranking, limit, allowed)
         if allowed is not None and await _narrow(conn, allowed, limit):
@@ -238,17 +237,6 @@ class Lexical:
         return list(rows)
 
 
-class Params:
-    """A statement's parameters: ``p(value)`` adds one and says its placeholder."""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def __call__(self, value: Any) -> str:
-        self.values.append(value)
-        return f"${len(self.values)}"
-
-
 def _filters(p: Params, q: LexicalQuery, allowed: Allowed | None, *, exact: bool) -> list[str]:
     """The conditions a chunk (``c``) passes: it matches (unless ``exact``: every chunk
     BM25 scores matches), and it is of an allowed file."""
@@ -267,18 +255,10 @@ def _tier(p: Params, q: LexicalQuery) -> str:
     return f"({_VECTOR} @@ to_tsquery('simple', {p(q.every)}))::int"
 
 
-def _words(q: LexicalQuery) -> list[str]:
-    """The query's clauses that are one word (their chunks are counted in ``lexicon``)."""
-    return [toks[0] for toks, prefix in q.clauses if len(toks) == 1 and not prefix]
-
-
 def _counts(p: Params, q: LexicalQuery) -> str:
-    """What FTS5's bm25 of the query needs beside the candidates, read in the statement
-    that finds them (no round trip of its own): the chunks, their tokens, and the chunks
-    holding each one-word clause, in order (``_statistics``)."""
-    return ("(SELECT ARRAY[t.chunks, t.tokens] || ARRAY(SELECT COALESCE(l.chunks, 0)::bigint "
-            f"FROM unnest({p(_words(q))}::text[]) WITH ORDINALITY AS w(term, i) LEFT JOIN "
-            "lexicon l ON l.term = w.term ORDER BY w.i) FROM lexical_totals t)")
+    """The counts FTS5's bm25 of the query needs, read with the candidates
+    (``bm25_counts.counts``)."""
+    return counts(p, CHUNK_COUNTS, q.clauses)
 
 
 def _order(p: Params, limit: int) -> str:
@@ -299,23 +279,12 @@ async def _narrow(conn: Connection, allowed: Allowed, limit: int) -> bool:
     return bool(n <= PREFILTER or n * n * SCORE_COST <= limit * max(total, n))
 
 
-async def _completions(conn: Connection, prefixes: tuple[str, ...]) -> list[str]:
-    """The index's words that complete each prefix (at most ``EXPANSIONS`` each)."""
-    out: list[str] = []
-    for prefix in prefixes:
-        rows = await conn.fetch(
-            "SELECT term FROM lexicon WHERE term >= $1 AND term < $1 || chr(1114111) "
-            "AND chunks > 0 ORDER BY length(term), term LIMIT $2", prefix, EXPANSIONS)
-        out.extend(str(r[0]) for r in rows)
-    return list(dict.fromkeys(out))
-
-
-async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: int) -> Ranked:
+def _as_fts5(q: LexicalQuery, rows: list[Any], limit: int) -> Ranked:
     """The best ``limit`` of ``rows`` as FTS5 ranks them (its ``bm25()``, chunks holding
     every word first), ties by path, chunk index, root."""
     if not rows:
         return []
-    idfs, avgdl = await _statistics(conn, q.clauses, list(rows[0]["counts"]))
+    idfs, avgdl = statistics(rows[0]["counts"])
     scored = []
     # (each chunk once: pg_textsearch 0.6.1's scan can give one twice)
     for r in {int(r[0]): r for r in reversed(rows)}.values():
@@ -325,21 +294,3 @@ async def _as_fts5(conn: Connection, q: LexicalQuery, rows: list[Any], limit: in
     scored.sort(key=lambda s: (-int(s[1]["tier"]), s[0], str(s[1]["rel_path"]),
                                int(s[1]["chunk_index"]), str(s[1]["path"])))
     return [(int(r[0]), bm25) for bm25, r in scored[:limit]]
-
-
-async def _statistics(conn: Connection, clauses: tuple[Clause, ...],
-                      counts: list[int]) -> tuple[list[float], float]:
-    """Each clause's idf, and the chunks' tokens per chunk, as FTS5 has them, from
-    ``counts`` (``_counts``: read with the candidates, in their snapshot): a word's chunks
-    from ``lexicon``; a phrase's or a prefix's counted here."""
-    rows, tokens, words = max(int(counts[0]), 1), int(counts[1]), iter(counts[2:])
-    hits = []
-    for clause in clauses:
-        toks, prefix = clause
-        if len(toks) == 1 and not prefix:
-            hits.append(int(next(words)))
-        else:
-            hits.append(int(await conn.fetchval(
-                f"SELECT count(*) FROM chunks c WHERE {_VECTOR} @@ to_tsquery('simple', $1)",
-                tsquery(clause))))
-    return [idf(rows, n) for n in hits], float(tokens) / float(rows) if tokens > 0 else 1.0

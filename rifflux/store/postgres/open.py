@@ -27,7 +27,7 @@ from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
 from ..records import Records
 from .changes import Follow
-from .connection import OnPool, close, connect, mapped_errors
+from .connection import OnPool, close, connect, given_back, mapped_errors
 from .lexical import Lexical, planner
 from .presence import Lease, Presence
 from .reads import Reads
@@ -71,7 +71,7 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
             pool = await asyncpg.create_pool(
                 where.url, min_size=1, max_size=POOL_SIZE, timeout=timeout,
                 max_inactive_connection_lifetime=_POOL_IDLE, init=register_vector,
-                reset=_reset, server_settings={"application_name": "rifflux"})
+                reset=given_back, server_settings={"application_name": "rifflux"})
         stack.push_async_callback(_close_pool, pool)
         follow = Follow(session, origin)
         await follow.install(writes=not read_only)
@@ -101,15 +101,6 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
             matrix=None, open_matrix=None, pending=reads,
             presence=presence,
             lease=lease)
-
-
-async def _reset(conn: asyncpg.Connection[asyncpg.Record]) -> None:
-    """A pooled connection given back: nothing to undo but a transaction left open (the
-    pool's connections take no session lock, LISTEN nothing and set nothing), so no
-    round trip (asyncpg's default runs four statements at every release: a search's
-    time)."""
-    if conn.is_in_transaction():
-        await conn.execute("ROLLBACK")
 
 
 async def _close_pool(pool: asyncpg.Pool) -> None:

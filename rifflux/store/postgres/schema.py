@@ -18,7 +18,8 @@ The tables are SQLite's, in PostgreSQL's types, with these differences:
   HNSW index (cosine) made per dimension when the first vector of that size is
   stored; ``embeddings`` keeps one vector per text, as in SQLite, so that a text
   is embedded once.
-- The git history's tables (``history_schema``), since version 6.
+- The git history's tables (``history_schema``), since version 6 (its word counts'
+  triggers cheaper since version 7).
 - The change log is written by statement triggers (transition tables), under the
   origin each writing connection sets (``rifflux.origin``); each statement that
   logs notifies ``changes.CHANNEL`` with that origin and its last sequence number.
@@ -45,12 +46,12 @@ from ...location import DatabaseUrl
 from ...types import LexicalRanking
 from ..roots import STALE_MTIME
 from .connection import LOCKS, SCHEMA_LOCK, Connection, mapped_errors
-from .history_schema import HISTORY_BM25_INDEX, HISTORY_TABLES
+from .history_schema import HISTORY_BM25_INDEX, HISTORY_COUNTS, HISTORY_TABLES
 from .word_counts import counted_words
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The name of the BM25 index (``to_bm25query`` names it).
 BM25_INDEX = "chunks_bm25"
 
@@ -165,13 +166,13 @@ UPDATE files SET mtime_ns = {STALE_MTIME}, sha256 = '';
 """
 
 #: Version 5: each chunk's language (``core.language``) and its file's languages, told
-#: from the stored chunks once the index is upgraded (version 7's ``langs_pending``).
+#: from the stored chunks once the index is upgraded (version 8's ``langs_pending``).
 _LANGUAGES = """
 ALTER TABLE files ADD COLUMN langs text NOT NULL DEFAULT '[]';
 ALTER TABLE chunks ADD COLUMN lang text;
 """
 
-#: Version 7: the languages are told after the commit (``store.telling``): a file counts
+#: Version 8: the languages are told after the commit (``store.telling``): a file counts
 #: the chunks still waiting for theirs.
 _PENDING = """
 ALTER TABLE files ADD COLUMN langs_pending integer NOT NULL DEFAULT 0;
@@ -185,9 +186,10 @@ _UNTOLD = ("UPDATE files SET langs_pending = (SELECT count(*) FROM chunks c "
            "WHERE c.file_id = files.id)")
 
 #: Version 6: the git history's tables (``history_schema``), empty: the history actor
-#: reads the repositories' commits at start.
+#: reads the repositories' commits at start. Version 7: the commits' word counts' trigger
+#: functions, cheaper (``history_schema.HISTORY_COUNTS``). Version 8: ``_PENDING``.
 _UPGRADES: dict[int, str] = {1: _NOTIFY, 2: _COUNTED, 3: _KINDS, 4: _LANGUAGES,
-                             5: HISTORY_TABLES, 6: _PENDING}
+                             5: HISTORY_TABLES, 6: HISTORY_COUNTS, 7: _PENDING}
 
 #: The change log's triggers: what each table's writes log, under the writing
 #: connection's origin (see ``store.sqlite.changes`` for what each kind means).

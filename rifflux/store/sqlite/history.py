@@ -19,6 +19,7 @@ from ...history.rows import (
     ROW_SELECT,
     WEIGHTS,
     HistoryFilters,
+    Prepared,
     RepoState,
     follow_renames,
     title_words,
@@ -30,6 +31,9 @@ from .sql import mapped_errors, transaction
 class HistoryRows:
     """The history's statements on one SQLite connection (the writer's, or a reader's):
     ``history.rows.HistoryRows``."""
+
+    #: Batches written side by side: one (one connection, one writer at a time).
+    WRITES = 1
 
     def __init__(self, conn: aiosqlite.Connection, db_path: Path) -> None:
         self.conn = conn
@@ -113,9 +117,7 @@ class HistoryRows:
 
     # ------------------------------------------------------------ writes
 
-    async def write(self, repo_id: int, commits: Sequence[RawCommit]) -> int:
-        """The commits, as documents, in one transaction (a commit already there is
-        left as it is). Returns how many were new."""
+    def prepare(self, repo_id: int, commits: Sequence[RawCommit]) -> Prepared:
         rows = []
         for c in commits:
             doc = document(c)
@@ -123,6 +125,12 @@ class HistoryRows:
                          c.author_time, c.committer_name, c.committer_email, c.commit_time,
                          doc.title, doc.body, doc.paths, doc.summary, int(c.cut),
                          doc.content_hash))
+        return Prepared(repo_id=repo_id, commits=commits, rows=rows)
+
+    async def write(self, batch: Prepared) -> int:
+        """The commits, as documents, in one transaction (a commit already there is
+        left as it is). Returns how many were new."""
+        repo_id, commits, rows = batch.repo_id, batch.commits, batch.rows
         new = 0
         with mapped_errors(self.db_path):
             async with transaction(self.conn):
@@ -206,14 +214,14 @@ class HistoryRows:
 
     # ------------------------------------------------------------ reads
 
-    async def lexical(self, query: str, limit: int,
-                      filters: HistoryFilters) -> list[tuple[int, float]]:
+    async def lexical(self, query: str, limit: int, filters: HistoryFilters
+                      ) -> tuple[list[tuple[int, float]], str | None]:
         """FTS5's best for ``query`` (``history_match``): without filters, ranked by FTS5
         alone (no commit row read: 2x faster on 23,000 commits); equal scores, oldest
-        row first."""
+        row first. (Nothing to say of how: FTS5 ranks every match, prefixes too.)"""
         match = history_match(query)
         if match is None:
-            return []
+            return [], None
         w = ", ".join(str(float(x)) for x in WEIGHTS)
         with mapped_errors(self.db_path):
             if not filters.any():
@@ -226,7 +234,7 @@ class HistoryRows:
                     f"SELECT c.id, bm25(commits_fts, {w}) AS s FROM commits_fts "
                     f"JOIN commits c ON c.id = commits_fts.rowid WHERE commits_fts MATCH ? "
                     f"AND {clause} ORDER BY s, c.id LIMIT ?", (match, *args, limit))
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows], None
 
     async def allowed(self, filters: HistoryFilters) -> set[int]:
         clause, args = filters.clause()
