@@ -386,7 +386,12 @@ class Indexer:
         self._stats["files_written"] += len(job.progress.indexed)
         await self._tidying.after(job, self._writer)
         await self._wait_for_vectors(job)  # (what it waits for is known once it is written)
+        note = job.source == "note"  # (a note's few chunks are told before its writer's
+        if note:  # answer, which says whether it is complete: at once when no vector waits)
+            await self._tell_languages()
         self._jobs.mark_written(job)  # (lexically searchable: its callers may go)
+        if note:
+            self._settle()
         if upkeep is not None:
             upkeep()
         self._nudge_embedder()
