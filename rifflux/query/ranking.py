@@ -26,6 +26,7 @@ from ..core.rerank import reordered
 from ..core.snippets import Snippets
 from ..core.steps import Steps, begin
 from ..errors import EmbeddingUnavailableError, RerankError, RiffluxError
+from .distinct import distinct
 from .loaded import AwaitsQueries, Loaded, Rescorer, TieRanks, Unranked
 from .results import Explainer, also_in, hybrid_scores, result_of
 
@@ -221,8 +222,9 @@ class Ranking:
         if asked.rerank is not None and self._reranker is not None:
             head = max(top_k, self._reranker.depth)
         if shape.duplicates == "collapse":  # (before the cut: top_k distinct texts)
-            ranked, also = await self._distinct(
-                ranked, allowed, head if shape.max_per_file is None else None, asked.texts)
+            ranked, also = await distinct(
+                self._copies, ranked, allowed,
+                head if shape.max_per_file is None else None, asked.texts)
             clock.lap("copies")
         fused_places: dict[int, int] = {}
         if asked.rerank is not None:
@@ -295,44 +297,6 @@ class Ranking:
         until the catalog is loaded, it may."""
         loaded = self._loaded
         return not loaded.catalog_ready.is_set() or "code" in loaded.catalog.kinds()
-
-    async def _distinct(self, ranked: list[tuple[int, ScoreBreakdown]], allowed: Allowed | None,
-                        limit: int | None, known: dict[int, tuple[str, int]],
-                        ) -> tuple[list[tuple[int, ScoreBreakdown]], dict[int, list[Place]]]:
-        """``ranked`` with each text once, at its best-ranked chunk (copies of one text
-        score alike in both branches: of equal ones, the first in the branches' stable
-        order), the first ``limit`` of them (None: all); and for each kept chunk whose
-        text other chunks hold, those places within the filters (``allowed``). The text
-        keys ``known`` already (read with the lexical leg's rows) are not asked again."""
-        texts = dict(known)
-        kept: list[tuple[int, ScoreBreakdown]] = []
-        seen: set[str] = set()
-        shared: dict[int, str] = {}
-        step = max(2 * (limit or len(ranked)), 20)  # (the texts of a few more than kept)
-        asked = 0  # (the texts of ranked[:asked] are read: a chunk gone has none)
-        for i, (cid, breakdown) in enumerate(ranked):
-            if i >= asked and cid not in texts:
-                asked = i + step
-                texts.update(await self._copies.texts(
-                    [c for c, _ in ranked[i:asked] if c not in texts]))
-            text = texts.get(cid)
-            if text is not None:  # (else deleted since it was ranked: its row is not read)
-                key, count = text
-                if key in seen:
-                    continue
-                seen.add(key)
-                if count > 1:
-                    shared[cid] = key
-            kept.append((cid, breakdown))
-            if limit is not None and len(kept) == limit:
-                break
-        if not shared:
-            return kept, {}
-        places = await self._copies.places(set(shared.values()))
-        also = {cid: [p for p in places.get(key, []) if p.rowid != cid
-                      and (allowed is None or p.file_id in allowed.ids)]
-                for cid, key in shared.items()}
-        return kept, {cid: found for cid, found in also.items() if found}
 
     async def _semantic(self, asked: _Asked, depth: int,
                         allowed: Allowed | None) -> list[tuple[int, float]]:
