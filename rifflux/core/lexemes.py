@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .cjk import OTHER_WORD, RUN, bigrams, characters, index_text, is_cjk_word, is_sentence
 from .fts_query import MAX_CLAUSES, query_terms
@@ -36,12 +37,22 @@ _TOKEN = re.compile(f"{RUN.pattern}|{OTHER_WORD.pattern}")
 
 
 def _token(raw: str) -> str:
-    return raw if RUN.fullmatch(raw) else stem(fold(raw))
+    return raw if RUN.fullmatch(raw) else _word(raw)
+
+
+@lru_cache(maxsize=1 << 18)
+def _word(raw: str) -> str:
+    """A word's token (no CJK in it): folded and stemmed, looked up once (a bulk load
+    of a million chunks tokenizes every word of them)."""
+    return stem(fold(raw))
 
 
 def tokens(text: str) -> list[str]:
     """The tokens of ``text`` as the index holds them (CJK runs as their bigrams)."""
-    return [_token(m.group()) for m in _TOKEN.finditer(index_text(text) or text)]
+    cjk = index_text(text)
+    if cjk is None:  # (the common case, at a dict lookup a word)
+        return list(map(_word, OTHER_WORD.findall(text)))
+    return [_token(m.group()) for m in _TOKEN.finditer(cjk)]
 
 
 def indexed_text(heading_path: str, content: str) -> str:
