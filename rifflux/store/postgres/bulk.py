@@ -109,10 +109,13 @@ async def finish_words(where: DatabaseUrl, words: Words, *, seconds: float) -> N
 
 
 async def done(session: Session) -> None:
-    """The bulk load over: its mark removed (the index is whole)."""
+    """The bulk load over: the planner's statistics of the tables gathered (``ANALYZE``:
+    autovacuum would, some time later; the first searches would be planned without
+    them), and the load's mark removed (the index is whole)."""
 
     async def end() -> None:
         with mapped_errors(session.where):
+            await session.conn.execute("ANALYZE")
             await session.conn.execute("DELETE FROM meta WHERE key = $1", BULK_LOAD)
 
     await session.run(end)
