@@ -128,7 +128,7 @@ async def _copy(source: Source, target: _Target, tell: Progress,
     vectors = 0
     try:
         async with anyio.create_task_group() as tg:
-            if target.chunks_written is not None:  # (beside the vectors' copy)
+            if target.chunks_written is not None:  # (beside the vectors' copy and index)
                 tg.start_soon(target.chunks_written)
             if model is not None:
                 upto = 0
@@ -139,10 +139,12 @@ async def _copy(source: Source, target: _Target, tell: Progress,
                         vectors += len(hashes)
                     upto = block.upto
                     tell("vectors", vectors, total)
+            tell("index", 0, 1)
+            await target.finish()
     except ExceptionGroup as group:
         raise _first(group) from group
-    tell("index", 0, 1)
-    await target.finish()
+    if target.done is not None:  # (once everything is built)
+        await target.done()
     tell("index", 1, 1)
     return Migrated(roots=len(roots), files=files, chunks=chunks, vectors=vectors,
                     model=model, vectors_left=left,
@@ -185,9 +187,11 @@ class _Target:
     ready: Callable[[Sequence[FileToWrite]], list[FileToWrite]] | None = None
     #: Told when a batch made ready has been written (PostgreSQL: its words counted).
     written: Callable[[], None] | None = None
-    #: Run once every chunk is written, beside the vectors' copy (PostgreSQL: the word
-    #: counts and the lexical indexes).
+    #: Run once every chunk is written, beside the vectors' copy and ``finish``
+    #: (PostgreSQL: the word counts and the lexical indexes).
     chunks_written: Callable[[], Coroutine[Any, Any, None]] | None = None
+    #: Run once ``finish`` and ``chunks_written`` are done (PostgreSQL: the load over).
+    done: Callable[[], Awaitable[object]] | None = None
 
 
 @asynccontextmanager
@@ -226,14 +230,10 @@ async def _postgres(where: DatabaseUrl) -> AsyncIterator[_Target]:
 
         words = bulk.Words()
 
-        async def finish() -> None:
-            """The vectors' index built whole; the load over."""
-            await writer.make_vector_indexes()
-            await bulk.done(session)
-
-        yield _Target(where=str(where), writer=writer, finish=finish, ready=words.ready,
-                      written=words.written,
-                      chunks_written=partial(bulk.finish_words, where, words, seconds=30.0))
+        yield _Target(where=str(where), writer=writer, finish=writer.make_vector_indexes,
+                      ready=words.ready, written=words.written,
+                      chunks_written=partial(bulk.finish_words, where, words, seconds=30.0),
+                      done=partial(bulk.done, session))
     finally:
         await session.close()
 

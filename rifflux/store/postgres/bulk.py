@@ -6,18 +6,21 @@ Row by row, every statement that writes chunks also counts their words (the trig
 (the GIN index of their tokens, and pg_textsearch's BM25 index), and every vector grows
 pgvector's HNSW graph. A bulk load (``begin``, into an index that holds no chunk yet)
 turns the chunks' word-count triggers off and leaves those indexes out while the files,
-chunks and vectors are written (by the writer, as ever); ``finish`` then counts every
-chunk's words at once (the triggers' own statement over the whole table: the same
-counts) and turns the triggers on again, in one transaction, and builds the indexes
-whole: the HNSW index on the writer's connection while the word counts and the GIN and
-BM25 indexes are made on another (both of the server's cores busy).
+chunks and vectors are written (by the writer, as ever). Each batch's words are counted
+as it is made ready (``Words``: split as the triggers split them, in the worker thread
+that makes the batch's tokens), and once every chunk is written ``finish_words``
+stores the counts in one ``COPY`` (the totals counted from the table), turns the triggers
+on again, in one transaction, and builds the GIN and BM25 indexes whole, on a
+connection of its own, while the writer's copies the vectors, gives each chunk its
+vector and builds the HNSW index (``Writer.make_vector_indexes``): both of the server's
+cores busy. ``done`` ends the load (``ANALYZE``, the mark removed).
 
 While a bulk load runs, ``meta`` holds ``BULK_LOAD`` (when it began): an index found
 that way by anyone but the load itself (it died half way) is refused (``check``), saying
 to drop the database and copy again. A server restart during the load is waited for,
 as the writer waits for it, and the load goes on: the writer's statements are run
-again whole, and each step of ``finish`` may run again (its counts are set, not added
-to, and its indexes made when missing).
+again whole, and each step of ``finish_words`` may run again (its counts are set, not
+added to, and its indexes made when missing).
 """
 
 from __future__ import annotations
