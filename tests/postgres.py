@@ -99,9 +99,11 @@ class PostgresServer:
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
-    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _run(self, *args: str, env: Mapping[str, str] | None = None,
+             ) -> subprocess.CompletedProcess[str]:
+        """``args`` run as the server's user (``env``: more of the environment)."""
         return subprocess.run([*_as_server_user(), *args], capture_output=True, text=True,
-                              cwd=self.folder)
+                              cwd=self.folder, env={**os.environ, **env} if env else None)
 
     def start(self) -> None:
         done = self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"),

@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .cjk import OTHER_WORD, RUN, bigrams, characters, index_text, is_cjk_word, is_sentence
 from .fts_query import MAX_CLAUSES, query_terms
@@ -35,27 +36,23 @@ SEPARATOR = " | "
 _TOKEN = re.compile(f"{RUN.pattern}|{OTHER_WORD.pattern}")
 
 
-#: Each raw token seen and the token it makes (``_token``), at most ``_SEEN_MOST``: a
-#: text's tokens are mostly ones seen before (a commit's history, a folder's notes).
-_SEEN: dict[str, str] = {}
-_SEEN_MOST = 200_000
-
-
 def _token(raw: str) -> str:
-    return raw if RUN.fullmatch(raw) else stem(fold(raw))
+    return raw if RUN.fullmatch(raw) else _word(raw)
 
 
-def _new_token(raw: str) -> str:
-    token = _token(raw)
-    if len(_SEEN) < _SEEN_MOST:
-        _SEEN[raw] = token
-    return token
+@lru_cache(maxsize=1 << 18)
+def _word(raw: str) -> str:
+    """A word's token (no CJK in it): folded and stemmed, looked up once (a bulk load
+    of a million chunks tokenizes every word of them)."""
+    return stem(fold(raw))
 
 
 def tokens(text: str) -> list[str]:
     """The tokens of ``text`` as the index holds them (CJK runs as their bigrams)."""
-    seen = _SEEN.get
-    return [seen(raw) or _new_token(raw) for raw in _TOKEN.findall(index_text(text) or text)]
+    cjk = index_text(text)
+    if cjk is None:  # (the common case, at a dict lookup a word)
+        return list(map(_word, OTHER_WORD.findall(text)))
+    return [_token(m.group()) for m in _TOKEN.finditer(cjk)]
 
 
 def indexed_text(heading_path: str, content: str) -> str:

@@ -25,11 +25,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import anyio
 
@@ -116,6 +117,8 @@ async def _copy(source: Source, target: _Target, tell: Progress,
             tg.start_soon(read)
             async for into, batch in receive:
                 await writer.write_files(into, batch)
+                if target.written is not None:
+                    target.written()
                 files += len(batch)
                 chunks += sum(len(f.chunks) for f in batch)
                 tell("files", files, total)
@@ -123,16 +126,25 @@ async def _copy(source: Source, target: _Target, tell: Progress,
         raise _first(group) from group
     total, left = await source.count_vectors(model)
     vectors = 0
-    if model is not None:
-        upto = 0
-        while (block := await source.vectors(model, after=upto, limit=VECTOR_BATCH)).rows:
-            for hashes, vecs in block.sizes:  # (a vector torn short: left out)
-                await writer.write_vectors(model, hashes, vecs)
-                vectors += len(hashes)
-            upto = block.upto
-            tell("vectors", vectors, total)
-    tell("index", 0, 1)
-    await target.finish()
+    try:
+        async with anyio.create_task_group() as tg:
+            if target.chunks_written is not None:  # (beside the vectors' copy and index)
+                tg.start_soon(target.chunks_written)
+            if model is not None:
+                upto = 0
+                while (block := await source.vectors(model, after=upto,
+                                                     limit=VECTOR_BATCH)).rows:
+                    for hashes, vecs in block.sizes:  # (a vector torn short: left out)
+                        await writer.write_vectors(model, hashes, vecs)
+                        vectors += len(hashes)
+                    upto = block.upto
+                    tell("vectors", vectors, total)
+            tell("index", 0, 1)
+            await target.finish()
+    except ExceptionGroup as group:
+        raise _first(group) from group
+    if target.done is not None:  # (once everything is built)
+        await target.done()
     tell("index", 1, 1)
     return Migrated(roots=len(roots), files=files, chunks=chunks, vectors=vectors,
                     model=model, vectors_left=left,
@@ -173,6 +185,13 @@ class _Target:
     #: What makes a batch of files ready to be written, in a worker thread while the
     #: batch before is written (PostgreSQL: the chunks' indexed texts, ``with_lexemes``).
     ready: Callable[[Sequence[FileToWrite]], list[FileToWrite]] | None = None
+    #: Told when a batch made ready has been written (PostgreSQL: its words counted).
+    written: Callable[[], None] | None = None
+    #: Run once every chunk is written, beside the vectors' copy and ``finish``
+    #: (PostgreSQL: the word counts and the lexical indexes).
+    chunks_written: Callable[[], Coroutine[Any, Any, None]] | None = None
+    #: Run once ``finish`` and ``chunks_written`` are done (PostgreSQL: the load over).
+    done: Callable[[], Awaitable[object]] | None = None
 
 
 @asynccontextmanager
@@ -189,22 +208,32 @@ async def _target(where: IndexLocation) -> AsyncIterator[_Target]:
 async def _postgres(where: DatabaseUrl) -> AsyncIterator[_Target]:
     """The database, its schema made (or checked), through a writer that builds the
     HNSW index once, at the end (``make_vector_indexes``)."""
-    from .postgres.connection import close, connect  # (asyncpg: only for a URL)
+    from .postgres import bulk  # (asyncpg: only for a URL)
+    from .postgres.connection import close, connect
     from .postgres.schema import ensure_schema
     from .postgres.session import Session
-    from .postgres.writer import Writer, with_lexemes
+    from .postgres.writer import Writer
 
     conn = await connect(where, seconds=30.0, vectors=False)
     try:
         await ensure_schema(conn, where)
+        await bulk.check(conn, where)
     finally:
         await close(conn)
-    session = Session(where, seconds=30.0)
+    session = Session(where, seconds=30.0, wait=bulk.session_wait(30.0))
     try:
         await session.open()
         writer = Writer(session, vector_index=False)
+        await writer.roots.load()  # (a target holding an index is refused before the load)
+        if not writer.roots.paths:
+            await bulk.begin(session)
+
+        words = bulk.Words()
+
         yield _Target(where=str(where), writer=writer, finish=writer.make_vector_indexes,
-                      ready=with_lexemes)
+                      ready=words.ready, written=words.written,
+                      chunks_written=partial(bulk.finish_words, where, words, seconds=30.0),
+                      done=partial(bulk.done, session))
     finally:
         await session.close()
 

@@ -26,6 +26,7 @@ from ..languages import Languages
 from ..link_records import LinkRecords
 from ..protocols import Capabilities, OpenStore
 from ..records import Records
+from . import bulk
 from .changes import Follow
 from .connection import OnPool, close, connect, given_back, mapped_errors
 from .lexical import Lexical, planner
@@ -62,6 +63,8 @@ async def open_postgres(settings: Settings, where: DatabaseUrl,
                 await check_version(first, where)
             else:
                 await ensure_schema(first, where)
+            with mapped_errors(where):
+                await bulk.check(first, where)  # (a copy that died half way is refused)
         finally:
             await close(first)
         session = Session(where, seconds=timeout, wait=0.0 if read_only else WRITER_WAIT)

@@ -60,8 +60,11 @@ BM25_INDEX = "chunks_bm25"
 #: the breadcrumb once.
 _LENGTH = ("cardinality(array_remove(array_remove(string_to_array(lexemes, ' '), '|'), '')) - "
            "cardinality(array_remove(string_to_array(split_part(lexemes, ' | ', 1), ' '), ''))")
+#: The GIN index that tells which chunks match a query (``bulk`` builds it at the end).
+WORDS_INDEX = ("CREATE INDEX IF NOT EXISTS chunks_words ON chunks USING gin "
+               "(to_tsvector('simple'::regconfig, lexemes))")
 #: Each chunk's distinct tokens, of the chunks in ``{rows}``: (term, chunks holding it).
-_TERMS = ("SELECT w, count(DISTINCT c.id) FROM {rows} c, "
+TERMS = ("SELECT w, count(DISTINCT c.id) FROM {rows} c, "
           "regexp_split_to_table(c.lexemes, '[ |]+') AS w WHERE w <> '' GROUP BY w")
 
 _TABLES = f"""
@@ -87,7 +90,7 @@ CREATE TABLE chunks(
     lang text, length integer GENERATED ALWAYS AS ({_LENGTH}) STORED);
 CREATE INDEX chunks_file ON chunks(file_id, chunk_index);
 CREATE INDEX chunks_hash ON chunks(content_hash);
-CREATE INDEX chunks_words ON chunks USING gin (to_tsvector('simple'::regconfig, lexemes));
+{WORDS_INDEX};
 CREATE TABLE lexicon(term text COLLATE "C" PRIMARY KEY, chunks integer NOT NULL DEFAULT 0);
 CREATE TABLE embeddings(
     id bigserial PRIMARY KEY, content_hash text NOT NULL, model text NOT NULL,
@@ -145,13 +148,13 @@ CREATE TABLE lexical_totals(
     tokens bigint NOT NULL);
 INSERT INTO lexical_totals(chunks, tokens) SELECT count(*), COALESCE(sum(length), 0) FROM chunks;
 """ + counted_words(table="chunks", totals="lexical_totals", lexicon="lexicon", count="chunks",
-                    terms=_TERMS, function="rifflux_words", trigger="chunks_words")
+                    terms=TERMS, function="rifflux_words", trigger="chunks_words")
 
 #: Version 2 to 3: the word counts of the chunks stored.
 _COUNTED = f"""
 ALTER TABLE chunks ADD COLUMN length integer GENERATED ALWAYS AS ({_LENGTH}) STORED;
 ALTER TABLE lexicon ADD COLUMN chunks integer NOT NULL DEFAULT 0;
-INSERT INTO lexicon(term, chunks) {_TERMS.format(rows="chunks")}
+INSERT INTO lexicon(term, chunks) {TERMS.format(rows="chunks")}
     ON CONFLICT (term) DO UPDATE SET chunks = excluded.chunks;
 {_WORD_COUNTS}"""
 
@@ -245,7 +248,7 @@ CREATE TRIGGER texts_logged AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_
     FOR EACH STATEMENT EXECUTE FUNCTION rifflux_log_texts();
 """
 
-_BM25 = (f"CREATE INDEX IF NOT EXISTS {BM25_INDEX} ON chunks USING bm25(lexemes) "
+BM25 = (f"CREATE INDEX IF NOT EXISTS {BM25_INDEX} ON chunks USING bm25(lexemes) "
          "WITH (text_config='simple', k1=1.2, b=0.75)")
 
 _NO_PGVECTOR = (
@@ -282,7 +285,7 @@ async def ensure_schema(conn: Connection, where: DatabaseUrl) -> None:
                         "INSERT INTO meta(key, value) VALUES ('schema_version', $1), "
                         "('store', 'postgresql')", str(SCHEMA_VERSION))
             if await extension(conn, "pg_textsearch"):
-                await conn.execute(_BM25)
+                await conn.execute(BM25)
                 await conn.execute(HISTORY_BM25_INDEX)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1, $2)", LOCKS, SCHEMA_LOCK)

@@ -35,8 +35,12 @@ from .connection import Pool, mapped_errors
 EXACT_MOST = 2_000
 #: The candidates feedback rescores (``core.ranking.rank``'s ``pool``).
 FEEDBACK_POOL = 200
-#: Candidates read past those wanted, so that near-equal cosines at the cut are
-#: ordered by the exact cosine, not by pgvector's float arithmetic.
+#: Candidates read past those wanted (``FEEDBACK_POOL``, or as many as asked), so that
+#: near-equal cosines at the cut are ordered by the exact cosine, not by pgvector's float
+#: arithmetic. The HNSW index is searched deeper (``hnsw.ef_search``: the wanted and as
+#: many again as asked, at least ``_MARGIN``), for its recall: at 100,571 chunks a hybrid
+#: search reading 220 of a search 300 deep fuses the same top 10 as reading all 300 (60
+#: queries), where a search 220 deep agrees with SQLite's for 0.92 of its hits, not 0.95.
 _MARGIN = 20
 #: pgvector's ceiling for ``hnsw.ef_search``.
 _EF_MOST = 1000
@@ -66,7 +70,8 @@ class Semantic:
                 return await self._any(limit, allowed)
         pool = max(FEEDBACK_POOL, limit) if feedback > 0 else limit
         with mapped_errors(self._where):
-            rows = await self._nearest(normalise(q), pool + max(limit, _MARGIN), allowed)
+            rows = await self._nearest(normalise(q), pool + _MARGIN, allowed,
+                                       search=pool + max(limit, _MARGIN))
         if not rows:
             return []
         # ranked again here as the SQLite store ranks its matrix's candidates (the same
@@ -90,9 +95,11 @@ class Semantic:
             list(allowed.langs) if allowed is not None and allowed.langs else None)
         return [(int(r[0]), 0.0) for r in rows]
 
-    async def _nearest(self, q: F32, want: int, allowed: Allowed | None) -> list[Any]:
+    async def _nearest(self, q: F32, want: int, allowed: Allowed | None, *,
+                       search: int) -> list[Any]:
         """About the ``want`` nearest chunks (and every one tied with the last): id,
-        distance, the keys of tied chunks' order, the vector."""
+        distance, the keys of tied chunks' order, the vector; the HNSW index searched
+        ``search`` deep (``hnsw.ef_search``: its recall of the ``want``)."""
         dim = len(q)
         async with self._pool.acquire() as conn, conn.transaction(readonly=True):
             files = None if allowed is None else list(allowed.ids)
@@ -109,7 +116,7 @@ class Semantic:
                            "FROM chunk_vectors v " + where
                            + "ORDER BY d FETCH FIRST ($2) ROWS WITH TIES")
             else:
-                ef = min(max(40, want), _EF_MOST)  # (both in one round trip)
+                ef = min(max(40, want, search), _EF_MOST)  # (both in one round trip)
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}; "
                                    "SET LOCAL hnsw.iterative_scan = strict_order")
                 cast = f"v.embedding::vector({dim}) <=> $1::vector({dim})"

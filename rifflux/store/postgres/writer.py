@@ -7,10 +7,12 @@ at all), over PostgreSQL. Each chunk is written with its tokens (``lexemes``, se
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 from pgvector import Vector
@@ -33,6 +35,16 @@ _HNSW = ("CREATE INDEX IF NOT EXISTS {name} ON chunk_vectors USING "
          "hnsw ((embedding::vector({dim})) vector_cosine_ops)")
 
 
+#: Each chunk's vector of the model ``$1`` (of the chunks the statement's ``WHERE`` picks).
+_CHUNK_VECTORS = ("INSERT INTO chunk_vectors(chunk_id, file_id, embedding) "
+                  "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
+                  "ON e.content_hash = c.content_hash AND e.model = $1 ")
+
+#: What an HNSW graph's node takes beside its vector's floats (its links at m = 16 on
+#: every layer it is on, and the headers): about 400 bytes.
+_HNSW_NODE = 400
+
+
 class Writer:
     """Each method one unit of work on the writer's session: run again whole on a new
     connection when the connection was lost (``session``)."""
@@ -40,7 +52,8 @@ class Writer:
     def __init__(self, session: Session, *, read_only: bool = False,
                  vector_index: bool = True) -> None:
         self.session = session
-        #: False: the HNSW index is made by ``make_vector_indexes``, after a bulk load.
+        #: False (a bulk load): each chunk's vector and the HNSW index are made by
+        #: ``make_vector_indexes``, once every vector is stored.
         self.vector_index = vector_index
         self._dims: set[int] = set()
         self.where = session.where
@@ -184,26 +197,37 @@ class Writer:
                     "ON CONFLICT (content_hash, model) DO NOTHING",
                     model, dim, list(hashes), [Vector(v) for v in vecs])
                 rows = await self.conn.fetch(
-                    "INSERT INTO chunk_vectors(chunk_id, file_id, embedding) "
-                    "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
-                    "ON e.content_hash = c.content_hash AND e.model = $1 "
-                    "WHERE c.content_hash = ANY($2) ON CONFLICT (chunk_id) DO NOTHING "
-                    "RETURNING chunk_id, file_id", model, list(hashes))
+                    _CHUNK_VECTORS + "WHERE c.content_hash = ANY($2) ON CONFLICT (chunk_id) "
+                    "DO NOTHING RETURNING chunk_id, file_id", model,
+                    list(hashes)) if self.vector_index else []
         (self._indexed_dims if self.vector_index else self._dims).add(dim)
         self.missing.stored(model, hashes)
         return Written(added_ids=tuple(int(r[0]) for r in rows),
                        added_files=tuple(int(r[1]) for r in rows))
 
     async def make_vector_indexes(self) -> None:
-        """The HNSW indexes a bulk load left out (``vector_index=False``), each built once
-        over every vector stored, with the memory that takes (far faster than growing it
-        a batch at a time)."""
+        """What a bulk load left out (``vector_index=False``): each chunk's vector, given
+        by one statement once every vector is stored, then the HNSW indexes, each built
+        once over every vector, with the memory its graph takes (far faster than growing
+        it a batch at a time; a graph larger than that memory is built on disk, many times
+        slower). Each step runs again whole when the server restarts meanwhile."""
+        if self.missing.model is not None and not self.vector_index:
+            await self.session.run(self._chunk_vectors)
         for dim in sorted(self._dims - self._indexed_dims):
-            with mapped_errors(self.where):
-                await self.conn.execute("SET maintenance_work_mem = '1GB'")
-                await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
-                await self.conn.execute("RESET maintenance_work_mem")
+            await self.session.run(partial(self._vector_index, dim))
             self._indexed_dims.add(dim)
+
+    async def _chunk_vectors(self) -> None:
+        with mapped_errors(self.where):
+            await self.conn.execute(_CHUNK_VECTORS + "ON CONFLICT (chunk_id) DO NOTHING",
+                                    self.missing.model)
+
+    async def _vector_index(self, dim: int) -> None:
+        with mapped_errors(self.where):
+            count = int(await self.conn.fetchval("SELECT count(*) FROM chunk_vectors"))
+            await self.conn.execute(f"SET maintenance_work_mem = '{hnsw_memory(count, dim)}'")
+            await self.conn.execute(_HNSW.format(name=hnsw_index(dim), dim=dim))
+            await self.conn.execute("RESET maintenance_work_mem")
 
     @retried()
     async def prune_orphan_vectors(self) -> int:
@@ -229,6 +253,15 @@ class Writer:
         if not self._read_only:
             for index in INDEXES:  # (the chunks' and the commits')
                 await rebuild(self.where, seconds=self.session.seconds, index=index)
+
+
+def hnsw_memory(vectors: int, dim: int) -> str:
+    """``maintenance_work_mem`` for building the HNSW graph of ``vectors`` of ``dim``: each
+    node's vector and links (``_HNSW_NODE`` bytes past its floats), half again for good
+    measure, at least 1 GB, at most a quarter of the machine's memory."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    want = max(1 << 30, int(vectors * (dim * 4 + _HNSW_NODE) * 1.5))
+    return f"{min(want, max(memory // 4, 1 << 30)) >> 20}MB"
 
 
 def indexed_texts(f: FileToWrite) -> Sequence[str]:
