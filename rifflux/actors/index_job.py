@@ -247,16 +247,19 @@ class IndexRun:
                         tg.start_soon(one, group)
 
         failure: RiffluxError | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(produce, name="rifflux.indexer.prepare")
-            try:
-                async with receive:
-                    async for results in receive:
-                        await self._write(root, root_id, known, plan,
-                                          _with_waiting(results, receive))
-            except RiffluxError as exc:  # hand the job's retry logic the error itself
-                failure = exc
-                tg.cancel_scope.cancel()
+        # (``send`` closed here too: the producer closes it when done, but a job
+        # cancelled before the producer started left it to the garbage collector)
+        with send:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(produce, name="rifflux.indexer.prepare")
+                try:
+                    async with receive:
+                        async for results in receive:
+                            await self._write(root, root_id, known, plan,
+                                              _with_waiting(results, receive))
+                except RiffluxError as exc:  # hand the job's retry logic the error itself
+                    failure = exc
+                    tg.cancel_scope.cancel()
         if failure is not None:
             raise failure
         if plan.deletes:

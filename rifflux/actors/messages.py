@@ -202,10 +202,10 @@ Reply: TypeAlias = MemoryObjectSendStream[_T | RiffluxError]
 
 def give(reply: Reply[_T], answer: _T | RiffluxError) -> None:
     """Send a request its one answer (the buffer has room); a caller that went away
-    (cancelled) gets none."""
+    (cancelled: its reply closed) gets none."""
     try:
         reply.send_nowait(answer)
-    except anyio.BrokenResourceError:
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass
 
 

@@ -278,7 +278,7 @@ class QueryActor:
                 )
             try:
                 msg.reply.send_nowait(error)  # (its one answer: the buffer has room)
-            except anyio.BrokenResourceError:
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the caller went away (cancelled); nothing to answer
 
     async def search(self, query: str, top_k: int, mode: str,

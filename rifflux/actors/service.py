@@ -158,7 +158,9 @@ class Service:
         """Send the request ``make`` builds around a reply of its own; its answer, or the
         error it met, raised."""
         send, receive = anyio.create_memory_object_stream[T | RiffluxError](1)
-        async with receive:
+        # (both ends closed here, whatever happens: a request the actor never served,
+        # its inbox closed at shutdown, left its reply to the garbage collector)
+        with send, receive:
             try:
                 message = make(send)
                 try:  # without a trip through the event loop while the inbox has room

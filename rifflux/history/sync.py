@@ -126,12 +126,15 @@ async def _read(rows: HistoryRows, repo_id: int, repo: Repository, revisions: li
         if on_batch is not None:
             on_batch(len(prepared.commits))
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(partial(run_producer), name="rifflux.history.read")
-        async with receive, anyio.create_task_group() as writing:
-            async for prepared in receive:
-                await writes.acquire()  # (at most ``rows.WRITES`` batches at once)
-                writing.start_soon(write, prepared, name="rifflux.history.write")
+    # (``send`` closed here too: the producer's thread closes it when done, but a read
+    # cancelled before that thread started left it to the garbage collector)
+    with send:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(run_producer), name="rifflux.history.read")
+            async with receive, anyio.create_task_group() as writing:
+                async for prepared in receive:
+                    await writes.acquire()  # (at most ``rows.WRITES`` batches at once)
+                    writing.start_soon(write, prepared, name="rifflux.history.write")
     if failure:
         raise failure[0]
     return added
