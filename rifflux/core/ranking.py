@@ -61,13 +61,19 @@ def rank(
     if feedback > 0:
         wanted = max(pool, k)
         order = order[: _with_ties(scores[order], wanted) if ties else wanted]
-        moved = q + weight * rows[order[:feedback]].mean(axis=0)
-        moved /= max(float(np.linalg.norm(moved)), 1e-12)
+        moved = _moved(q, rows[order[:feedback]], weight)
         ids, rows = ids[order], rows[order]
         scores = _exact(rows, moved)
         order = np.lexsort((ids, -scores))
     order = order[: _with_ties(scores[order], k) if ties else k]
     return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+def _moved(q: F32, best: F32, weight: float) -> F32:
+    """The unit query moved towards the mean of its best rows (feedback), renormalised."""
+    moved: F32 = q + weight * best.mean(axis=0)
+    moved /= max(float(np.linalg.norm(moved)), 1e-12)
+    return moved
 
 
 def _exact(rows: F32, q: F32) -> F32:
@@ -116,8 +122,7 @@ def needed(query: F32, ids: I64, approximate: F32, k: int, *, feedback: int = 0,
         keep = order[: _with_ties(scores[order], wanted)]
     else:
         first = order[: _with_ties(scores[order], max(pool, k))]
-        moved = q / norm + weight * rows[order[:feedback]].mean(axis=0)
-        moved /= max(float(np.linalg.norm(moved)), 1e-12)
+        moved = _moved(q / norm, rows[order[:feedback]], weight)
         again = _exact(rows[first], moved)
         by = np.lexsort((ids[first], -again))
         keep = np.concatenate([order[: _with_ties(scores[order], feedback + _MARGIN)],
