@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from .codes import F32 as F32  # (the types the modules around the matrix import here)
 from .codes import quantise
+from .int8_scan import dots
 from .ranking import I64 as I64
 from .ranking import needed, rank
 from .rows import Rows
@@ -182,8 +183,6 @@ class VectorIndex(Rows):
               buffer: F32 | None) -> tuple[F32, F32]:
         """The approximate cosine (up to the query's own scale) of every live row, or of
         ``rows`` only; and the buffer written (``buffer`` when it is large enough)."""
-        import numkong  # (here: a lexical search never loads it)
-
         gathered = rows is not None and len(rows) <= self._n * _GATHER
         if gathered:
             codes, scales = self._codes[rows], self._scales[rows]
@@ -192,8 +191,7 @@ class VectorIndex(Rows):
         if buffer is None or len(buffer) < len(codes):
             buffer = np.empty(len(self._scales), dtype=np.float32)  # (the capacity)
         out = buffer[: len(codes)]
-        # (int32 dots: exact in float32)
-        numkong.cdist(q8[None, :], codes, metric="dot", out=out.reshape(1, -1))
+        dots(q8, codes, out)  # (int32 dots: exact in float32; split across the cores)
         out *= scales
         scores: F32 = out[rows] if rows is not None and not gathered else out
         return scores, buffer

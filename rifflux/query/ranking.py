@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from ..core.definitions import definitions_first, named
@@ -34,6 +33,7 @@ if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with th
     from anyio import CapacityLimiter
 
     from ..core.catalog import Allowed
+    from ..core.selection import GroupRanks
     from ..core.vectors import F32, Groups
     from ..store.copies import Place
     from ..store.protocols import (
@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # (numpy and the model: the semantic branch's, loaded with th
         SearchResult,
     )
     from .asked import SearchShape
+    from .exact import ByRows
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 #: How far down each branch a hybrid search reads at least (``top_k * 2`` when more): so
@@ -337,19 +338,27 @@ class Ranking:
         # reach the answer ranked exactly on their float32 vectors. The scan runs in a
         # worker thread (numkong releases the GIL): a hybrid search's lexical branch
         # goes on meanwhile, on the other core
-        scan = partial(matrix.to_read, vector, depth, feedback=self._feedback,
-                       weight=self._feedback_weight, groups=groups, clock=clock)
         import anyio  # (loaded already: a semantic branch runs under an event loop)
 
-        try:
-            candidates = await anyio.to_thread.run_sync(partial(scan, ranks=self._ties.made))
-        except Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
-            candidates = scan(ranks=self._ties.on_loop)
-        from .exact import exact_vectors  # (with the matrix: a semantic branch's)
+        from .exact import by_rows, through_texts  # (with the matrix: a semantic branch's)
 
-        found, exact = await exact_vectors(matrix, self._matrix_store, embedder.label,
-                                           embedder.dim, candidates)
-        clock.lap("exact reads")
+        store = self._matrix_store
+
+        def scan(ranks: GroupRanks) -> ByRows:  # (and the exact rows read where it ran)
+            candidates = matrix.to_read(vector, depth, feedback=self._feedback,
+                                        weight=self._feedback_weight, groups=groups,
+                                        ranks=ranks, clock=clock)
+            read = by_rows(matrix, store, embedder.dim, candidates)
+            clock.lap("exact reads")
+            return read
+
+        try:
+            read = await anyio.to_thread.run_sync(scan, self._ties.made)
+        except Unranked:  # (seldom: rows tied at the cut, the catalog changed since)
+            read = scan(self._ties.on_loop)  # (on the loop, which owns the catalog)
+        clock.lap("hand-back")
+        found, exact = await through_texts(store, embedder.label, embedder.dim, read)
+        clock.lap("through texts")
         from ..core.ranking import rank  # (loaded already, with the matrix)
 
         ranked = rank(vector, found, exact, depth, feedback=self._feedback,

@@ -243,9 +243,10 @@ class MatrixStore(Protocol):
     async def exact_vectors(self, model: str, dim: int, rowids: I64) -> tuple[I64, F32]:
         """The float32 vectors of ``model`` of these chunks (those that have one)."""
         ...
-    async def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
+    def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
         """The float32 vectors stored at these rows of the store's vectors (the
-        ``sources`` of a load: those still there, of any model), ascending."""
+        ``sources`` of a load: those still there, of any model), ascending. Blocking:
+        called in the worker thread that scanned the matrix, from any thread."""
         ...
     async def in_stable_order(self, ranked: Ranked, limit: int) -> Ranked: ...
 

@@ -17,7 +17,9 @@ from rifflux.core.ranking import rank
 from rifflux.core.vectors import VectorIndex
 from rifflux.store.sqlite import vectors
 from rifflux.store.sqlite.reader import Reader
+from rifflux.store.sqlite.rows_now import RowReads
 from rifflux.store.sqlite.schema import connect
+from rifflux.store.sqlite.sql import Connection
 
 from ..helpers import MODEL
 
@@ -365,6 +367,24 @@ class _Counting(Reader):
         return await super().exact_vectors(model, dim, rowids)
 
 
+def _counting(conn: Connection, db: Path, rows: RowReads) -> _Counting:
+    """The reader as the query actor's is opened: its candidates' rows read on a
+    connection of their own (``rows``)."""
+    return _Counting(conn, db, rows=rows)
+
+
+async def exact_vectors(matrix: VectorIndex, reader: Reader, model: str, dim: int,
+                        found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """As the query actor reads them: by their rows in a worker thread, the rest
+    through their texts."""
+    import anyio
+
+    from rifflux.query.exact import by_rows, through_texts
+
+    read = await anyio.to_thread.run_sync(by_rows, matrix, reader, dim, found)
+    return await through_texts(reader, model, dim, read)
+
+
 def _by_id(ids: np.ndarray, vectors: np.ndarray) -> dict[int, bytes]:
     return {int(i): v.tobytes() for i, v in zip(ids, vectors, strict=True)}
 
@@ -384,15 +404,14 @@ async def _loaded(db: Path) -> VectorIndex:
 async def test_a_searchs_candidates_are_read_by_their_vectors_rows_as_the_texts_give_them(
     tmp_path: Path,
 ) -> None:
-    from rifflux.query.exact import exact_vectors
-
     # (every other text without a compact row: converted as it loads, its row known too)
     db = tmp_path / "i.db"
     stored = await vectors_db(db, 400, codes=lambda text: text % 2 == 0)
     matrix = await _loaded(db)
     conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    rows = RowReads(db, busy_timeout_ms=1000, snapshot=False)
     try:
-        reader = _Counting(conn, db)
+        reader = _counting(conn, db, rows)
         rng = np.random.default_rng(6)
         for _ in range(5):
             found = matrix.candidates(rng.normal(size=DIM).astype(np.float32), 40)
@@ -406,14 +425,13 @@ async def test_a_searchs_candidates_are_read_by_their_vectors_rows_as_the_texts_
         assert got == {2: stored[2].tobytes(), 3: stored[3].tobytes()}
         assert reader.through_texts == 1
     finally:
+        rows.close()
         await conn.close()
 
 
 async def test_a_vectors_row_deleted_or_taken_by_another_text_is_read_through_the_text(
     tmp_path: Path,
 ) -> None:
-    from rifflux.query.exact import exact_vectors
-
     db = tmp_path / "i.db"
     stored = await vectors_db(db, 100, codes=lambda text: True)
     matrix = await _loaded(db)
@@ -435,11 +453,13 @@ async def test_a_vectors_row_deleted_or_taken_by_another_text_is_read_through_th
                         [(f"h{t}", MODEL, DIM, stored[c].tobytes())
                          for t, c in ((1, 2), (2, 4), (5, 11))])
     conn = await connect(db, busy_timeout_ms=1000, readonly=True)
+    rows = RowReads(db, busy_timeout_ms=1000, snapshot=False)
     try:
-        reader = _Counting(conn, db)
+        reader = _counting(conn, db, rows)
         got = _by_id(*await exact_vectors(matrix, reader, MODEL, DIM, asked))
         want = _by_id(*await Reader(conn, db).exact_vectors(MODEL, DIM, asked))
     finally:
+        rows.close()
         await conn.close()
     assert got == want == {c: stored[c].tobytes() for c in (2, 3, 4, 5, 11, 20)}
     assert reader.through_texts == 6  # (2, 3: their row taken; 4, 5, 10, 11: theirs gone)

@@ -39,6 +39,7 @@ from .recovery import (
     needs_check,
     refuse_unreadable,
 )
+from .rows_now import RowReads
 from .schema import connect
 from .sql import OnConnection
 from .writer import Writer
@@ -119,7 +120,9 @@ async def _open(settings: Settings, db: Path, origin: str, recovery: Recovery | 
         with anyio.CancelScope(shield=True):
             await stack.aclose()
         raise
-    reader = Reader(query_conn, db)
+    rows = RowReads(db, busy_timeout_ms=timeout, snapshot=settings.read_snapshot)
+    stack.callback(rows.close)
+    reader = Reader(query_conn, db, rows=rows)
     writer = Writer(writer_conn, db, read_only=read_only, busy_timeout_ms=timeout)
     statements = OnConnection(query_conn, db)  # (the records' and links' reads)
     return stack, OpenStore(

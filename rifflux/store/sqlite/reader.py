@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # (numpy: imported by the semantic path and the lexicon alone
     from ..protocols import Assign, CodeBlocks, VectorBlocks
     from .lexicon import Lexicon
     from .missing import Missing
+    from .rows_now import RowReads
     from .sql import Connection
 
 #: bm25 column weights: a word in the heading breadcrumb counts double.
@@ -96,10 +97,13 @@ class Reader(Listings):
     ``MatrixStore``."""
 
     def __init__(self, conn: Connection, db_path: Path, *,
-                 beside: Callable[[], Awaitable[Connection]] | None = None) -> None:
+                 beside: Callable[[], Awaitable[Connection]] | None = None,
+                 rows: RowReads | None = None) -> None:
         super().__init__(OnConnection(conn, db_path))
         self.conn = conn
         self.db_path = db_path
+        #: The candidates' exact vectors read by their rows (the query actor's reader).
+        self._rows = rows
         #: Opens another read connection, for what a load reads beside this one.
         self._beside = beside
         self._lexicon: Lexicon | None = None  # (its module imports numpy: made when used)
@@ -297,12 +301,12 @@ class Reader(Listings):
 
         return await vectors.exact(self.conn, self.db_path, model, dim, rowids)
 
-    async def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
+    def vectors_at(self, dim: int, sources: I64) -> tuple[I64, F32]:
         """The float32 vectors stored at these rows of ``embeddings`` (those still
-        there), ascending."""
-        from . import vectors
-
-        return await vectors.at_rows(self.conn, self.db_path, dim, sources)
+        there), ascending: blocking, on a connection of their own (``rows_now``)."""
+        if self._rows is None:
+            raise RuntimeError("this reader reads no vectors by their rows")
+        return self._rows.at(dim, sources)
 
     async def catalog(self, *, in_thread: bool = True,
                       ) -> tuple[dict[int, str], list[FileEntry], list[tuple[int, int]]]:

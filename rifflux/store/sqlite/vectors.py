@@ -2,7 +2,7 @@
 into its compact matrix (each vector's compact row as the writer stored it, or its
 float32 vector converted when it has none; no float32 copy of the whole matrix is ever
 made: a load's peak is the matrix and one block), and the exact float32 vectors of a
-search's candidates."""
+search's candidates through their texts (by their rows: ``rows_now``)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ _SERVED = ("SELECT group_concat(e.id), group_concat(c.id), group_concat(c.file_i
 #: lookup per chunk into the embeddings' pages) they took 4 s.
 _CODES = "SELECT id, codes FROM embedding_codes WHERE model = ? ORDER BY id"
 _VECTORS = "SELECT id, vector FROM embeddings WHERE model = ? ORDER BY id"
-_THESE_VECTORS = ("SELECT id, vector FROM embeddings WHERE id IN "
+THESE_VECTORS = ("SELECT id, vector FROM embeddings WHERE id IN "
                   "(SELECT value FROM json_each(?)) ORDER BY id")
 
 _Row = TypeVar("_Row", bound=Sequence[Any])
@@ -81,7 +81,7 @@ async def stream(conn: Connection, db_path: Path, model: str, dim: int,
             rest = np.unique(served.vectors[~served.taken])
             for part in range(0, len(rest), block):  # (those stored before the codes)
                 these = json.dumps(rest[part: part + block].tolist())
-                count += await _blocks(conn, db_path, _THESE_VECTORS, (these,), block,
+                count += await _blocks(conn, db_path, THESE_VECTORS, (these,), block,
                                        lambda rows: _hand(rows, served, dim, into, into_codes,
                                                           converted=True))
         else:
@@ -238,22 +238,10 @@ async def exact(conn: Connection, db_path: Path, model: str, dim: int,
             "ON e.content_hash = c.content_hash AND e.model = ? "
             "WHERE c.id IN (SELECT value FROM json_each(?))",
             (model, json.dumps(np.sort(rowids).tolist())))
-    return _arrays(list(rows), dim)
+    return arrays(list(rows), dim)
 
 
-async def at_rows(conn: Connection, db_path: Path, dim: int, sources: I64) -> tuple[I64, F32]:
-    """The float32 vectors stored in these rows of ``embeddings`` (those still there),
-    ascending: a look-up by row id each (250 rows: 2.2 ms at a million chunks, where
-    ``exact``'s look-up through the chunks' texts took 8-11)."""
-    if len(sources) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-    with mapped_errors(db_path):
-        these = json.dumps(np.sort(sources).tolist())
-        rows = await conn.execute_fetchall(_THESE_VECTORS, (these,))
-    return _arrays(list(rows), dim)
-
-
-def _arrays(rows: Sequence[Sequence[Any]], dim: int) -> tuple[I64, F32]:
+def arrays(rows: Sequence[Sequence[Any]], dim: int) -> tuple[I64, F32]:
     """Row ids and vectors of rows (id, vector); a vector of another size than ``dim``
     (not expected: one model, one size) is left out."""
     width = 4 * dim
