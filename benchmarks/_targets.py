@@ -202,14 +202,11 @@ SCALE_TARGETS: tuple[Target, ...] = (
         lambda p: p["serve"]["modes"]["lexical"]["p50_ms"]),
     _at(1_000_000, "semantic p50, query embedding excluded", "<=", 30, " ms",
         lambda p: p["serve"]["semantic_without_query_embedding"]["p50_ms"]),
-    # issue 39: over numkong's int8 scan of a million rows, measured in the same run (a
-    # machine 1.5-2x slower moves both alike)
+    # issue 39: over numkong's int8 scan of a million rows on one core, measured in the
+    # same run (a machine 1.5-2x slower moves both alike; a search scans on every core:
+    # the report gives semantic over that scan too, what is not the scan)
     _at(1_000_000, "semantic p50, query embedding excluded / int8 scan", "<=", 1.5, "x",
         lambda p: _ratio(p, "semantic_p50")),
-    # (and over the same scan split across the cores, as a search scans: what is not
-    # the scan stays small whichever floor is taken)
-    _at(1_000_000, "semantic p50, query embedding excluded / int8 scan on every core", "<=",
-        1.5, "x", lambda p: _ratio(p, "semantic_p50_over_parts")),
     _at(1_000_000, "hybrid p50 / int8 scan", "<=", 2.5, "x", lambda p: _ratio(p, "hybrid_p50")),
     _at(1_000_000, "hybrid p95 / int8 scan", "<=", 4, "x", lambda p: _ratio(p, "hybrid_p95")),
     _at(1_000_000, "serving RSS after load", "<=", 1024, " MiB",
