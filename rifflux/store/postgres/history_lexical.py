@@ -53,7 +53,7 @@ from ...core.lexemes import (
 from ...history.rows import WEIGHTS, HistoryFilters, title_words
 from ...location import DatabaseUrl
 from .bm25_counts import COMMIT_COUNTS, EXPANSIONS, Params, completions, counts, statistics
-from .bm25_index import COMMITS, Accelerator
+from .bm25_index import COMMITS, Accelerator, scanned
 from .connection import Connection, Pool, mapped_errors, numbered
 from .history_schema import HISTORY_BM25
 from .lexical import SCAN_MOST
@@ -207,12 +207,12 @@ class HistoryLexical:
             where = ["TRUE" if _by_words(q) else
                      f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)})",
                      p.shared(*filters.clause())]
-            rows = await conn.fetch(
+            rows = await scanned(conn, (
                 f"WITH hit AS (SELECT array_agg(s.id) AS ids, count(*) AS seen FROM ({scan}) "
                 f"s) SELECT hit.seen, x.*, {_counts(p, q, title)} AS counts FROM hit LEFT "
                 f"JOIN LATERAL (SELECT {_columns(p, q, title)} FROM unnest(hit.ids) WITH "
                 f"ORDINALITY AS h(id, at) JOIN commits c ON c.id = h.id WHERE "
-                f"{' AND '.join(where)} ORDER BY h.at LIMIT {p(want)}) x ON TRUE", *p.values)
+                f"{' AND '.join(where)} ORDER BY h.at LIMIT {p(want)}) x ON TRUE"), *p.values)
             held = [r for r in rows if r["id"] is not None]
             if len(held) >= want or int(rows[0]["seen"]) < depth:
                 return list(rows)  # (enough, or every commit the index scores was read)
