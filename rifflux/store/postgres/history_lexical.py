@@ -36,6 +36,8 @@ Equal scores: the older row first, as SQLite orders them.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +77,8 @@ POOL = 2
 PREFILTER = 2_000
 #: What a ``tsvector`` keeps of a word: at most this many positions, none past the last.
 _MOST_POSITIONS, _LAST_POSITION = 256, 16_383
+#: How many title phrases' counts a process keeps (``TitleCounts``), the last used.
+TITLES_KEPT = 512
 #: A word's positions in a ``tsvector``'s text.
 _POSITIONS = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
@@ -98,6 +102,39 @@ class Found:
     note: str | None = None
 
 
+class TitleCounts:
+    """How many commits' titles hold a phrase, as last counted, and the state of the
+    commits then: their count and tokens (``commit_totals``) and the newest commit's id.
+
+    A phrase of common words (a merge's "Merge pull request") is held, word by word, by
+    thousands of titles, each read again for the words' order (pdf.js: 9,200 titles, 20
+    ms, at each search of such words). Kept, it is counted again only once the commits
+    change: a commit written takes an id above every other, so a state with as many
+    commits, as many tokens and the same newest id holds the same commits (one case
+    aside: a commit whose id was taken before the newest's, written after it, while
+    another of as many tokens was dropped; its phrase counts are then one apart until
+    the next change)."""
+
+    def __init__(self, most: int = TITLES_KEPT) -> None:
+        self._most = most
+        self._kept: OrderedDict[str, tuple[int, int, int, int]] = OrderedDict()
+
+    def get(self, phrase: str) -> tuple[int, int, int, int] | None:
+        """(commits, tokens, newest id, the count) as last counted, or None."""
+        kept = self._kept.get(phrase)
+        if kept is not None:
+            self._kept.move_to_end(phrase)
+        return kept
+
+    def keep(self, phrase: str, state: Sequence[int], count: int) -> None:
+        """The phrase's count in ``state`` (commits, tokens, newest id)."""
+        commits, tokens, newest = (int(x) for x in state)
+        self._kept[phrase] = (commits, tokens, newest, int(count))
+        self._kept.move_to_end(phrase)
+        while len(self._kept) > self._most:
+            self._kept.popitem(last=False)
+
+
 class HistoryLexical:
     """The commits' lexical leg of one process, on its pool."""
 
@@ -105,6 +142,7 @@ class HistoryLexical:
         self._pool = pool
         self._where = where
         self._index = Accelerator(where, COMMITS, enabled=bm25)
+        self._titles = TitleCounts()
 
     def condition(self) -> str | None:
         return self._index.condition("history search")
@@ -141,7 +179,11 @@ class HistoryLexical:
                     fields = {int(r["id"]): r for r in await conn.fetch(
                         f"SELECT c.id, {_FIELDS} FROM commits c WHERE c.id = "
                         "ANY($1::bigint[])", cut)}
-        idfs, avgdl = statistics(rows[0]["counts"])
+        held_counts = list(rows[0]["counts"])  # (the newest commit's id last)
+        if title is not None:
+            self._titles.keep(tsquery(title), [*held_counts[:2], held_counts[-1]],
+                              held_counts[-2])
+        idfs, avgdl = statistics(held_counts[:-1])
         scored: list[tuple[float, int]] = []
         for r in rows:
             cid = int(r["id"])
@@ -191,7 +233,7 @@ class HistoryLexical:
         columns = _columns(p, q, title)
         where = f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)}) AND {p.shared(*filters.clause())}"
         return list(await conn.fetch(
-            f"SELECT {columns}, {_counts(p, q, title)} AS counts FROM commits c "
+            f"SELECT {columns}, {_counts(p, q, title, self._titles)} AS counts FROM commits c "
             f"WHERE {where}", *p.values))
 
     async def _any(self, conn: Connection, q: LexicalQuery, filters: HistoryFilters) -> bool:
@@ -216,9 +258,9 @@ class HistoryLexical:
                      p.shared(*filters.clause())]
             rows = await scanned(conn, (
                 f"WITH hit AS (SELECT array_agg(s.id) AS ids, count(*) AS seen FROM ({scan}) "
-                f"s) SELECT hit.seen, x.*, {_counts(p, q, title)} AS counts FROM hit LEFT "
-                f"JOIN LATERAL (SELECT {_columns(p, q, title)} FROM unnest(hit.ids) WITH "
-                f"ORDINALITY AS h(id, at) JOIN commits c ON c.id = h.id WHERE "
+                f"s) SELECT hit.seen, x.*, {_counts(p, q, title, self._titles)} AS counts "
+                f"FROM hit LEFT JOIN LATERAL (SELECT {_columns(p, q, title)} FROM "
+                f"unnest(hit.ids) WITH ORDINALITY AS h(id, at) JOIN commits c ON c.id = h.id WHERE "
                 f"{' AND '.join(where)} ORDER BY h.at LIMIT {p(want)}) x ON TRUE"), *p.values)
             held = [r for r in rows if r["id"] is not None]
             if len(held) >= want or int(rows[0]["seen"]) < depth:
@@ -248,12 +290,23 @@ def _columns(p: Params, q: LexicalQuery, title: Clause | None) -> str:
             "END AS at_title")
 
 
-def _counts(p: Params, q: LexicalQuery, title: Clause | None) -> str:
-    """The counts FTS5's bm25 needs (``bm25_counts.counts``), the title phrase's commits
-    last (counted through the titles' own index)."""
-    more = [] if title is None else [
-        f"SELECT count(*) FROM commits c WHERE c.title_words @@ to_tsquery('simple', "
-        f"{p(tsquery(title))})"]
+def _counts(p: Params, q: LexicalQuery, title: Clause | None, titles: TitleCounts) -> str:
+    """The counts FTS5's bm25 needs (``bm25_counts.counts``), then the title phrase's
+    commits (counted through the titles' own index, unless the commits are as they were
+    when it was last counted: ``TitleCounts``), then the newest commit's id."""
+    more = []
+    if title is not None:
+        phrase = tsquery(title)
+        count = (f"SELECT count(*) FROM commits c WHERE c.title_words @@ to_tsquery("
+                 f"'simple', {p(phrase)})")
+        kept = titles.get(phrase)
+        if kept is not None:  # (``t``: the totals' row, ``counts``' own)
+            commits, tokens, newest, n = kept
+            count = (f"SELECT CASE WHEN t.commits = {p(commits)}::bigint AND t.tokens = "
+                     f"{p(tokens)}::bigint AND (SELECT max(x.id) FROM commits x) = "
+                     f"{p(newest)}::bigint THEN {p(n)}::bigint ELSE ({count}) END")
+        more.append(count)
+    more.append("SELECT max(x.id) FROM commits x")
     return counts(p, COMMIT_COUNTS, q.clauses, more)
 
 
