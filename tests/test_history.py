@@ -422,7 +422,8 @@ async def test_a_title_phrase_is_counted_again_once_the_commits_change(
     after a rebase that drops some."""
     query = "merge the release branch"
     ranked: list[list[list[tuple[str, float | None]]]] = []
-    for n, where in enumerate((tmp_path / "i.db", new_postgres_index())):
+    wheres: list[str | Path] = [tmp_path / "i.db", new_postgres_index()]
+    for n, where in enumerate(wheres):
         repo = init(tmp_path / f"repo{n}")
         commit(repo, "Merge the release branch", {"a.md": "# A\n"})
         for i in range(10):
