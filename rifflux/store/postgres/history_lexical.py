@@ -333,13 +333,19 @@ def _positions(text: str | None) -> dict[str, list[int]]:
 def _held(text: str | None, terms: list[str]) -> list[int]:
     """Each term's instances in a candidate's ``tsvector`` (its text, kept to the query's
     words): -1 where the ``tsvector`` may not hold them all (``_MOST_POSITIONS`` of them,
-    or one at its last position)."""
-    at = _positions(text)
+    or one at its last position). Counted from the text (its positions ascending), none
+    parsed: a common word's are many."""
+    at = {} if not text else {
+        word.replace("''", "'"): places for word, places in _POSITIONS.findall(text)}
     out = []
     for term in terms:
-        places = at.get(term, [])
-        cut = len(places) >= _MOST_POSITIONS or bool(places) and places[-1] >= _LAST_POSITION
-        out.append(-1 if cut else len(places))
+        places = at.get(term)
+        if places is None:
+            out.append(0)
+            continue
+        n = places.count(",") + 1
+        last = int(places[places.rfind(",") + 1:].rstrip("ABCD"))
+        out.append(-1 if n >= _MOST_POSITIONS or last >= _LAST_POSITION else n)
     return out
 
 
