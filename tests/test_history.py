@@ -415,6 +415,43 @@ async def test_both_stores_rank_commits_by_the_same_bm25(
     assert all(ranked[0]) and ranked[0] == ranked[1]
 
 
+async def test_a_title_phrase_is_counted_again_once_the_commits_change(
+        tmp_path: Path, new_postgres_index: Callable[[], str]) -> None:
+    """PostgreSQL keeps how many titles hold a query's phrase until the commits change
+    (``history_lexical.TitleCounts``): its ranking stays SQLite's after new commits and
+    after a rebase that drops some."""
+    query = "merge the release branch"
+    ranked: list[list[list[tuple[str, float | None]]]] = []
+    wheres: list[str | Path] = [tmp_path / "i.db", new_postgres_index()]
+    for n, where in enumerate(wheres):
+        repo = init(tmp_path / f"repo{n}")
+        commit(repo, "Merge the release branch", {"a.md": "# A\n"})
+        for i in range(10):
+            commit(repo, f"Tidy the notes, part {i}", {f"n{i}.md": f"# Part {i}\n"})
+        steps: list[list[tuple[str, float | None]]] = []
+        async with Rifflux(where, embedder=CountingEmbedder()) as rf:
+
+            async def ranks(rf: Rifflux = rf) -> list[tuple[str, float | None]]:
+                return [(h["title"], h["scores"]["bm25"]) for h in (await rf.search_history(
+                    query, mode="lexical", top_k=20))["results"]]
+
+            await rf.reindex(repo)
+            await rf.wait_for_history()
+            steps += [await ranks(), await ranks()]  # (the second: the count as kept)
+            for i in range(3):
+                commit(repo, f"Merge the release branch again, round {i}", {f"m{i}.md": "# M\n"})
+            await rf.wait_for_history()
+            steps.append(await ranks())
+            git(repo, "reset", "-q", "--hard", "HEAD~2")
+            await rf.wait_for_history()
+            steps.append(await ranks())
+        ranked.append(steps)
+    assert all(ranked[0]) and ranked[0] == ranked[1]
+    first, kept, more, fewer = ranked[0]
+    assert first == kept
+    assert more[0][1] != first[0][1] != fewer[0][1]  # (the phrase's idf moved each time)
+
+
 async def test_a_process_opened_later_searches_the_history_another_indexed(
         tmp_path: Path, db: Location) -> None:
     repo = handbook(tmp_path)

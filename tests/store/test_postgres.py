@@ -140,6 +140,46 @@ async def test_an_unreachable_server_is_a_clear_error_naming_the_url_without_its
     assert "s3cret" not in message and "check that the server is running" in message
 
 
+async def _scores_computed(pool: Any) -> int:
+    """How many times this server computed a row's BM25 score from its text (the
+    ``<@>`` operator's function; ``track_functions`` on), the sessions' counts flushed."""
+    await pool.execute("SELECT pg_stat_force_next_flush()")
+    return int(await pool.fetchval(
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = "
+        "'bm25_text_bm25query_score'"))
+
+
+async def test_a_commits_scan_keeps_the_scores_its_bm25_index_computed(
+        tmp_path: Path, new_postgres_index: Callable[[], str]) -> None:
+    """pg_textsearch spares a row's score a second computation only when the statement was
+    parsed last before it was planned; asyncpg plans a statement it keeps prepared again
+    at each run, so each scan is prepared as it runs (``bm25_index.scanned``)."""
+    import asyncpg
+
+    from rifflux.history.rows import HistoryFilters
+    from rifflux.store.postgres.history_lexical import HistoryLexical
+
+    url = new_postgres_index()
+    repo = init(tmp_path / "repo")
+    for i in range(12):
+        commit(repo, f"Tune the retry backoff, step {i}", {f"docs/{i}.md": f"# Retry {i}\n"})
+    async with Rifflux(url, embedder=CountingEmbedder()) as rf:
+        await rf.reindex(repo)
+        await rf.wait_for_history()
+    pool = await asyncpg.create_pool(url, min_size=1, max_size=1,
+                                     server_settings={"track_functions": "all"})
+    try:
+        leg = HistoryLexical(pool, DatabaseUrl(url), bm25=True)
+        first, _ = await leg.lexical("retry backoff", 40, HistoryFilters())
+        await pool.fetchval("SELECT 41 + $1::int", 1)  # (parsed last on the connection)
+        before = await _scores_computed(pool)
+        again, _ = await leg.lexical("retry backoff", 40, HistoryFilters())
+        assert len(again) == 12 and again == first
+        assert await _scores_computed(pool) == before
+    finally:
+        await pool.close()
+
+
 def test_a_connection_whose_protocol_broke_is_lost_and_made_again_not_a_failure() -> None:
     # (seen once in CI: the server cut the connection in the middle of an operation)
     import asyncpg

@@ -6,9 +6,10 @@ and on a read replica too.
 A query is read as the chunks' (``core.lexemes.lexical_query``: FTS5's phrases), plus
 the phrase of its words in a title (``history.rows.title_words``), as SQLite's
 ``history_match`` adds it. Which commits match is told by the ``tsquery`` over
-``commits.words`` (a GIN index). The candidates are the best ``POOL`` times as many as
-asked (at least ``POOL_LEAST``) of the BM25 index (``pg_textsearch``,
-``history_schema.HISTORY_BM25``) while it is whole (``bm25_index.Accelerator``, the
+``commits.words`` (a GIN index). The candidates are the best of the BM25 index
+(``pg_textsearch``, ``history_schema.HISTORY_BM25``), ``POOL`` times as many as asked, at
+least ``lexical.POOL_LEAST`` (``lexical.candidates``: 30 for the top 10, 200 for a hybrid
+search's 100), while it is whole (``bm25_index.Accelerator``, the
 chunks' rule), read further while too few of them match or pass the filters; else, and
 with filters that keep few commits, every commit that matches. A ``prefix*`` is asked
 of the BM25 index as the chunks' is, by the words that complete it (at most
@@ -35,6 +36,8 @@ Equal scores: the older row first, as SQLite orders them.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,25 +56,29 @@ from ...core.lexemes import (
 from ...history.rows import WEIGHTS, HistoryFilters, title_words
 from ...location import DatabaseUrl
 from .bm25_counts import COMMIT_COUNTS, EXPANSIONS, Params, completions, counts, statistics
-from .bm25_index import COMMITS, Accelerator
+from .bm25_index import COMMITS, Accelerator, scanned
 from .connection import Connection, Pool, mapped_errors, numbered
 from .history_schema import HISTORY_BM25
-from .lexical import SCAN_MOST
+from .lexical import SCAN_MOST, candidates
 
 _VECTOR = "c.words"
 #: A candidate's fields once each (``lexemes`` holds each as often as its weight: the
 #: first copy of each).
 _FIELDS = ", ".join(
     f"split_part(c.lexemes, ' | ', {1 + sum(WEIGHTS[:i])}) AS f{i}" for i in range(len(WEIGHTS)))
-#: How many times as many commits as asked (at least ``POOL_LEAST``) the BM25 index
-#: gives to be ranked as FTS5 ranks them: the chunks' (``lexical.POOL``). Its scan costs
-#: little for what it reads (ids only: pdf.js's 23,500 commits, 200 in 1.5 ms).
-POOL, POOL_LEAST = 2, 30
+#: How many times as many commits as asked the BM25 index gives to be ranked as FTS5 ranks
+#: them (``lexical.candidates``; the chunks' leg takes 1.3). On pdf.js's 23,500 commits,
+#: 60 queries, beside SQLite's on the same: twice (200 for a hybrid search) fuses the
+#: same hybrid top 10 for 59 (1.3 times: 56), and its lexical top 10 holds 0.963 of
+#: SQLite's either way (30 candidates).
+POOL = 2
 #: A filter keeping at most this many commits is applied before ranking: its matching
 #: commits are scored, all of them.
 PREFILTER = 2_000
 #: What a ``tsvector`` keeps of a word: at most this many positions, none past the last.
 _MOST_POSITIONS, _LAST_POSITION = 256, 16_383
+#: How many title phrases' counts a process keeps (``TitleCounts``), the last used.
+TITLES_KEPT = 512
 #: A word's positions in a ``tsvector``'s text.
 _POSITIONS = re.compile(r"'((?:[^']|'')*)':([0-9A-D,]+)")
 
@@ -95,6 +102,39 @@ class Found:
     note: str | None = None
 
 
+class TitleCounts:
+    """How many commits' titles hold a phrase, as last counted, and the state of the
+    commits then: their count and tokens (``commit_totals``) and the newest commit's id.
+
+    A phrase of common words (a merge's "Merge pull request") is held, word by word, by
+    thousands of titles, each read again for the words' order (pdf.js: 9,200 titles, 20
+    ms, at each search of such words). Kept, it is counted again only once the commits
+    change: a commit written takes an id above every other, so a state with as many
+    commits, as many tokens and the same newest id holds the same commits (one case
+    aside: a commit whose id was taken before the newest's, written after it, while
+    another of as many tokens was dropped; its phrase counts are then one apart until
+    the next change)."""
+
+    def __init__(self, most: int = TITLES_KEPT) -> None:
+        self._most = most
+        self._kept: OrderedDict[str, tuple[int, int, int, int]] = OrderedDict()
+
+    def get(self, phrase: str) -> tuple[int, int, int, int] | None:
+        """(commits, tokens, newest id, the count) as last counted, or None."""
+        kept = self._kept.get(phrase)
+        if kept is not None:
+            self._kept.move_to_end(phrase)
+        return kept
+
+    def keep(self, phrase: str, state: Sequence[int], count: int) -> None:
+        """The phrase's count in ``state`` (commits, tokens, newest id)."""
+        commits, tokens, newest = (int(x) for x in state)
+        self._kept[phrase] = (commits, tokens, newest, int(count))
+        self._kept.move_to_end(phrase)
+        while len(self._kept) > self._most:
+            self._kept.popitem(last=False)
+
+
 class HistoryLexical:
     """The commits' lexical leg of one process, on its pool."""
 
@@ -102,6 +142,7 @@ class HistoryLexical:
         self._pool = pool
         self._where = where
         self._index = Accelerator(where, COMMITS, enabled=bm25)
+        self._titles = TitleCounts()
 
     def condition(self) -> str | None:
         return self._index.condition("history search")
@@ -127,19 +168,27 @@ class HistoryLexical:
                 if not rows:
                     return [], found.note
                 fields: dict[int, Any] = {}
+                held: dict[int, list[int]] = {}
                 if not _by_words(q):
                     fields = {int(r["id"]): r for r in rows}
-                elif cut := [int(r["id"]) for r in rows if -1 in r["at_words"]]:
+                else:
+                    terms = [toks[0] for toks, _ in q.clauses]
+                    held = {int(r["id"]): _held(r["at_words"], terms) for r in rows}
+                if cut := [cid for cid, counts in held.items() if -1 in counts]:
                     # (rare: a word a commit holds more often than its tsvector keeps)
                     fields = {int(r["id"]): r for r in await conn.fetch(
                         f"SELECT c.id, {_FIELDS} FROM commits c WHERE c.id = "
                         "ANY($1::bigint[])", cut)}
-        idfs, avgdl = statistics(rows[0]["counts"])
+        held_counts = list(rows[0]["counts"])  # (the newest commit's id last)
+        if title is not None:
+            self._titles.keep(tsquery(title), [*held_counts[:2], held_counts[-1]],
+                              held_counts[-2])
+        idfs, avgdl = statistics(held_counts[:-1])
         scored: list[tuple[float, int]] = []
         for r in rows:
             cid = int(r["id"])
             freqs = _frequencies(fields[cid], q, title) if cid in fields else \
-                _from_positions(r, q, title)
+                _from_positions(r, held[cid], title)
             if any(freqs):  # (else a phrase only ran from one field into the next)
                 scored.append((score(freqs, float(r["length"]), idfs, avgdl), cid))
         scored.sort()
@@ -156,7 +205,7 @@ class HistoryLexical:
             if ranking and await self._index.whole_now(conn):
                 try:  # (outside a transaction: a torn index fails its statement alone)
                     found = await self._scanned(conn, q, title, ranking,
-                                                max(limit * POOL, POOL_LEAST), filters)
+                                                candidates(limit, POOL), filters)
                 except asyncpg.InternalServerError as exc:  # pages a crash tore
                     self._index.lost(f"the commits' BM25 index cannot be read ({exc})")
                     found = None
@@ -184,7 +233,7 @@ class HistoryLexical:
         columns = _columns(p, q, title)
         where = f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)}) AND {p.shared(*filters.clause())}"
         return list(await conn.fetch(
-            f"SELECT {columns}, {_counts(p, q, title)} AS counts FROM commits c "
+            f"SELECT {columns}, {_counts(p, q, title, self._titles)} AS counts FROM commits c "
             f"WHERE {where}", *p.values))
 
     async def _any(self, conn: Connection, q: LexicalQuery, filters: HistoryFilters) -> bool:
@@ -207,12 +256,12 @@ class HistoryLexical:
             where = ["TRUE" if _by_words(q) else
                      f"{_VECTOR} @@ to_tsquery('simple', {p(q.match)})",
                      p.shared(*filters.clause())]
-            rows = await conn.fetch(
+            rows = await scanned(conn, (
                 f"WITH hit AS (SELECT array_agg(s.id) AS ids, count(*) AS seen FROM ({scan}) "
-                f"s) SELECT hit.seen, x.*, {_counts(p, q, title)} AS counts FROM hit LEFT "
-                f"JOIN LATERAL (SELECT {_columns(p, q, title)} FROM unnest(hit.ids) WITH "
-                f"ORDINALITY AS h(id, at) JOIN commits c ON c.id = h.id WHERE "
-                f"{' AND '.join(where)} ORDER BY h.at LIMIT {p(want)}) x ON TRUE", *p.values)
+                f"s) SELECT hit.seen, x.*, {_counts(p, q, title, self._titles)} AS counts "
+                f"FROM hit LEFT JOIN LATERAL (SELECT {_columns(p, q, title)} FROM "
+                f"unnest(hit.ids) WITH ORDINALITY AS h(id, at) JOIN commits c ON c.id = h.id WHERE "
+                f"{' AND '.join(where)} ORDER BY h.at LIMIT {p(want)}) x ON TRUE"), *p.values)
             held = [r for r in rows if r["id"] is not None]
             if len(held) >= want or int(rows[0]["seen"]) < depth:
                 return list(rows)  # (enough, or every commit the index scores was read)
@@ -229,28 +278,35 @@ def _by_words(q: LexicalQuery) -> bool:
 
 def _columns(p: Params, q: LexicalQuery, title: Clause | None) -> str:
     """A candidate as it is scored: its id and length, and its words' positions (a query
-    of words) or its fields."""
+    of words: its ``tsvector`` kept to the query's words, and its title's kept to the
+    title phrase's, as text, parsed here: a few numbers a word) or its fields."""
     if not _by_words(q):
         return f"c.id, c.length, {_FIELDS}"
     terms = p([toks[0] for toks, _ in q.clauses])
     title_terms = p(list(title[0]) if title else [])
-    # (each word's positions: -1 when its tsvector may not hold them all)
-    held = (f"ARRAY(SELECT CASE WHEN u.positions IS NULL THEN 0 WHEN cardinality(u.positions) "
-            f">= {_MOST_POSITIONS} OR u.positions[cardinality(u.positions)] >= "
-            f"{_LAST_POSITION} THEN -1 ELSE cardinality(u.positions) END FROM unnest({terms}"
-            "::text[]) WITH ORDINALITY AS w(term, i) LEFT JOIN unnest(ts_filter(setweight("
-            f"{_VECTOR}, 'A', {terms}::text[]), '{{a}}')) u ON u.lexeme = w.term ORDER BY w.i)")
-    return (f"c.id, c.length, {held} AS at_words, CASE WHEN cardinality({title_terms}::text[]) "
-            f"> 0 THEN ts_filter(setweight(c.title_words, 'A', {title_terms}::text[]), "
-            "'{a}')::text END AS at_title")
+    return (f"c.id, c.length, ts_filter(setweight({_VECTOR}, 'A', {terms}::text[]), '{{a}}')"
+            f"::text AS at_words, CASE WHEN cardinality({title_terms}::text[]) > 0 THEN "
+            f"ts_filter(setweight(c.title_words, 'A', {title_terms}::text[]), '{{a}}')::text "
+            "END AS at_title")
 
 
-def _counts(p: Params, q: LexicalQuery, title: Clause | None) -> str:
-    """The counts FTS5's bm25 needs (``bm25_counts.counts``), the title phrase's commits
-    last (counted through the titles' own index)."""
-    more = [] if title is None else [
-        f"SELECT count(*) FROM commits c WHERE c.title_words @@ to_tsquery('simple', "
-        f"{p(tsquery(title))})"]
+def _counts(p: Params, q: LexicalQuery, title: Clause | None, titles: TitleCounts) -> str:
+    """The counts FTS5's bm25 needs (``bm25_counts.counts``), then the title phrase's
+    commits (counted through the titles' own index, unless the commits are as they were
+    when it was last counted: ``TitleCounts``), then the newest commit's id."""
+    more = []
+    if title is not None:
+        phrase = tsquery(title)
+        count = (f"SELECT count(*) FROM commits c WHERE c.title_words @@ to_tsquery("
+                 f"'simple', {p(phrase)})")
+        kept = titles.get(phrase)
+        if kept is not None:  # (``t``: the totals' row, ``counts``' own)
+            commits, tokens, newest, n = kept
+            count = (f"SELECT CASE WHEN t.commits = {p(commits)}::bigint AND t.tokens = "
+                     f"{p(tokens)}::bigint AND (SELECT max(x.id) FROM commits x) = "
+                     f"{p(newest)}::bigint THEN {p(n)}::bigint ELSE ({count}) END")
+        more.append(count)
+    more.append("SELECT max(x.id) FROM commits x")
     return counts(p, COMMIT_COUNTS, q.clauses, more)
 
 
@@ -274,17 +330,36 @@ def _positions(text: str | None) -> dict[str, list[int]]:
             for word, places in _POSITIONS.findall(text)}
 
 
-def _from_positions(r: Any, q: LexicalQuery, title: Clause | None) -> list[float]:
+def _held(text: str | None, terms: list[str]) -> list[int]:
+    """Each term's instances in a candidate's ``tsvector`` (its text, kept to the query's
+    words): -1 where the ``tsvector`` may not hold them all (``_MOST_POSITIONS`` of them,
+    or one at its last position). Counted from the text (its positions ascending), none
+    parsed: a common word's are many."""
+    at = {} if not text else {
+        word.replace("''", "'"): places for word, places in _POSITIONS.findall(text)}
+    out = []
+    for term in terms:
+        places = at.get(term)
+        if places is None:
+            out.append(0)
+            continue
+        n = places.count(",") + 1
+        last = int(places[places.rfind(",") + 1:].rstrip("ABCD"))
+        out.append(-1 if n >= _MOST_POSITIONS or last >= _LAST_POSITION else n)
+    return out
+
+
+def _from_positions(r: Any, held: list[int], title: Clause | None) -> list[float]:
     """Each clause's weighted instances, its word's positions in the commit's ``tsvector``
-    (a field repeated as often as its weight is there as often), then the title
-    phrase's, from its words' positions in the title, times the title's weight."""
-    freqs = [float(n) for n in r["at_words"]]
+    (a field repeated as often as its weight is there as often: ``_held``), then the
+    title phrase's, from its words' positions in the title, times the title's weight."""
+    freqs = [float(n) for n in held]
     if title is not None:
         text, words, found = r["at_title"] or "", title[0], 0
         if all(f"'{w}':" in text for w in words):  # (else no instance: nothing to parse)
-            held = _positions(text)
-            found = sum(all(s + i in held.get(w, ()) for i, w in enumerate(words))
-                        for s in held.get(words[0], []))
+            places = _positions(text)
+            found = sum(all(s + i in places.get(w, ()) for i, w in enumerate(words))
+                        for s in places.get(words[0], []))
         freqs.append(float(WEIGHTS[0] * found))
     return freqs
 

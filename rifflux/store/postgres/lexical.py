@@ -84,6 +84,13 @@ SCAN_MOST = 20_000
 #: (hybrid p50 about 30% lower, on a loaded machine).
 POOL, POOL_LEAST = 1.3, 30
 
+
+def candidates(limit: int, pool: float = POOL) -> int:
+    """How many of the BM25 index's best a lexical leg ranks again as FTS5 ranks them, for
+    the best ``limit``: ``pool`` times as many, at least ``POOL_LEAST`` (the chunks' leg
+    and the commits', ``history_lexical``, each with its own measured ``pool``)."""
+    return max(round(limit * pool), POOL_LEAST)
+
 _VECTOR = "to_tsvector('simple'::regconfig, c.lexemes)"
 #: A candidate as it is ranked: its tokens and length (FTS5's bm25), and the keys of the
 #: order of equal scores; the rows of the final best only are read whole (``HIT_SQL``).
@@ -145,7 +152,7 @@ class Lexical:
         whole, else every chunk that matches (``bm25_index``: what a restart leaves)."""
         if await self._index.whole_now(conn):
             try:  # (outside a transaction: a torn index fails its statement alone)
-                found = await self._search(conn, q, max(round(limit * POOL), POOL_LEAST),
+                found = await self._search(conn, q, candidates(limit),
                                            allowed)
             except asyncpg.InternalServerError as exc:  # pages a crash tore
                 self._index.lost(f"the BM25 index cannot be read ({exc})")
