@@ -30,6 +30,8 @@ from rifflux.store.postgres.writer import hnsw_memory
 
 #: Fresh notes indexed through the primary and looked for on the replica.
 _FRESH = 10
+#: Seconds a start after the crash may take (its recovery included).
+_RECOVERY = 900
 
 
 Top10 = list[list[tuple[str, int]]]
@@ -79,8 +81,8 @@ def _crash(server: Any) -> None:
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        try:
-            server.start()
+        try:  # (the recovery replays the WAL since the last checkpoint: at a million
+            server.start(wait=_RECOVERY)  # chunks, up to max_wal_size of it)
             return
         except PostgresUnavailable:  # (its backends end on their own first)
             time.sleep(0.5)
@@ -89,7 +91,7 @@ def _crash(server: Any) -> None:
 
 def _restart(server: Any) -> None:
     server.stop("fast")
-    server.start()
+    server.start(wait=_RECOVERY)
 
 
 def _restored(server: Any, name: str, into: str) -> tuple[str, float, float]:
