@@ -178,7 +178,8 @@ def _pg_after(what: str) -> Target:
 
     def note(r: Results) -> str:
         after = _dig(r, "postgres", "durability", what) or {}
-        return (f"first answers in {after.get('first_lexical_answers_s')} s, "
+        return (f"first answer in {after.get('first_lexical_answer_s')} s (all 20 in "
+                f"{after.get('first_lexical_answers_s')} s), "
                 f"{after.get('empty')} empty, {after.get('same_top10')} of 20 as before "
                 f"and {after.get('same_as_sqlite')} as SQLite's FTS5 (before: "
                 f"{after.get('before_as_sqlite')}) while the BM25 index is rebuilt "

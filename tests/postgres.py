@@ -105,9 +105,11 @@ class PostgresServer:
         return subprocess.run([*_as_server_user(), *args], capture_output=True, text=True,
                               cwd=self.folder, env={**os.environ, **env} if env else None)
 
-    def start(self) -> None:
+    def start(self, wait: int = 60) -> None:
+        """Started, waited for ``wait`` seconds at most (a recovery after a crash of a
+        large database replays its WAL first)."""
         done = self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"),
-                         "-l", str(self.folder / "log"), "-w", "-t", "60", "-o",
+                         "-l", str(self.folder / "log"), "-w", "-t", str(wait), "-o",
                          f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1",
                          "start")
         if done.returncode != 0:

@@ -89,6 +89,8 @@ async def test_a_bulk_load_leaves_the_database_indexing_row_by_row_leaves(
     assert loaded["totals"][0][0] == copied["chunks"]
     assert any(tg[1] == "O" for tg in loaded["triggers"])  # (the triggers are on)
     assert "chunks_bm25" in {name for name, _ in loaded["indexes"]}
+    graphs = [d for _, d in loaded["indexes"] if "USING hnsw" in d]  # (its measured build)
+    assert graphs and all("m='12', ef_construction='40'" in d for d in graphs), graphs
     for name in _SAME:
         assert loaded[name] == indexed[name], name
     answers = await _answers(bulk)

@@ -82,6 +82,16 @@ async def test_a_filter_fills_its_list_whichever_way_each_leg_finds_it(
     assert bool(looked_up) == (path != "scan")  # (each path taken where it is meant to be)
 
 
+def test_the_vectors_graph_is_searched_deeper_as_it_grows() -> None:
+    # a graph's recall at one depth falls as it grows: never shallower than wanted, one
+    # step per 150 vectors (the planner's estimate; -1 before the first ANALYZE), at most
+    # pgvector's ceiling
+    assert semantic.search_depth(10, -1.0) == 40
+    assert semantic.search_depth(220, -1.0) == semantic.search_depth(220, 20_000.0) == 220
+    assert semantic.search_depth(220, 100_571.0) == 670
+    assert semantic.search_depth(220, 1_005_704.0) == semantic.search_depth(5_000, 0.0) == 1000
+
+
 async def test_the_same_files_rank_the_same_with_the_same_bm25_on_both_stores(
     new_postgres_index: Callable[[], str], tmp_path: Path, search_docs: Path,
 ) -> None:

@@ -51,8 +51,10 @@ _ANALYZE = ("ANALYZE roots, files, links, lexicon, lexical_totals, "
             "chunk_vectors (chunk_id, file_id), embeddings (content_hash, model)")
 #: Where a chunk's tokens are split (``schema.TERMS``' ``regexp_split_to_table``).
 _SPLIT = re.compile(r"[ |]+")
-#: Memory for building the GIN index (per connection; the HNSW index sizes its own).
-_GIN_MEMORY = "256MB"
+#: Memory for building the GIN and BM25 indexes (per connection; the HNSW index sizes its
+#: own): a GIN build flushes its sorted lists each time this fills; a million chunks' lists
+#: fill 256 MB many times over.
+_GIN_MEMORY = "1GB"
 
 
 async def begin(session: Session) -> None:
