@@ -6,6 +6,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -33,6 +34,35 @@ from .postgres import PostgresServer, PostgresUnavailable, postgres_server
 # it too. The tests need Ctrl-C to work as it does at a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# ---------------------------------------------------------------- pytest-xdist (-n)
+
+#: Test modules run whole on one pytest-xdist worker: their module-scoped fixtures (a
+#: browser and servers, the bundled model's vectors of the README) are made once, not once
+#: on each worker that runs one of their tests. (Not ``xdist_group`` marks and ``--dist
+#: loadgroup``: with pytest 9.2 those group nothing, pytest-xdist issue 1386.)
+ONE_WORKER = frozenset({
+    "tests/http/test_page.py", "tests/http/test_api.py", "tests/http/test_security.py",
+    "tests/test_mcp_bridge.py", "tests/core/test_vectors.py",
+})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n``'s distribution, ``--dist load`` (each test to a worker that is free), but the
+    tests of a module in ``ONE_WORKER`` to one worker together (and first: the largest
+    units of work go out first)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):  # type: ignore[misc]  # (xdist has no types)
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER else nodeid
+
+    return Scheduling(config, log)
 
 
 @pytest.fixture

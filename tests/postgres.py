@@ -175,11 +175,24 @@ def postgres_server(*, preload: bool = True, durable: bool = False,
             conf.write(f"synchronous_commit = {'on' if durable else 'off'}\n")
             for name, value in (settings or {}).items():
                 conf.write(f"{name} = '{value}'\n")
-        server.start()
+        _start_on_a_free_port(server)
         yield server
     finally:
         server.stop("immediate")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start_on_a_free_port(server: PostgresServer) -> None:
+    """Start ``server``; when another process took its port between ``_free_port()`` and
+    the start (pytest-xdist's workers start their servers at once), on another one."""
+    for attempt in range(5):
+        try:
+            server.start()
+            return
+        except PostgresUnavailable as exc:
+            if "already in use" not in str(exc) or attempt == 4:
+                raise
+            server.port = _free_port()
 
 
 @contextlib.contextmanager

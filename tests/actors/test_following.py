@@ -114,6 +114,9 @@ async def a_job_waiting_for_b(two: Processes, tmp_path: Path, monkeypatch: pytes
     job = JobHandle(two.jobs.submit(Job([Target(tmp_path / "docs")])))
     await eventually(lambda: job.info()["phase"] == "embedding")
     assert job.info()["pending_embeddings"] == 1
+    # (the indexer done with what came before the next message: the file's commit and its
+    # languages' notice, which may follow the phase's change on a busy machine)
+    await two.look()
     two.sent_to_query()  # (the file written)
     reads = failing(monkeypatch, error, times)
     await two.b.missing.refresh()

@@ -17,7 +17,7 @@ positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infin
 phrase_parts = st.dictionaries(st.integers(1, 60), positive, max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(phrase_parts, min_size=1, max_size=8), min_size=1, max_size=3),
        st.integers(61, 2_000))
 def test_totals_add_each_chunks_parts_one_after_the_other(

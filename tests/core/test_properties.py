@@ -278,7 +278,7 @@ fts_queries = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(query=fts_queries)
 @example(query='"unbalanced')
 @example(query="NEAR(a b) AND -x:y ^z *")
@@ -451,7 +451,7 @@ def check_top_k(index: ExactVectors, model: Model, search: TopK) -> None:
                 assert key in ids and ids.index(key) < ids.index(other), (key, other, got)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(ops=operations)
 # a tie at the cut: the row of the larger id comes first, the smaller id must win
 @example(ops=[Upsert([(5, [1, 0, 0, 0], 0), (3, [2, 0, 0, 0], 0)], False),
@@ -521,7 +521,7 @@ def step_vectors(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
     return rows
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(history=steps, query_seed=st.integers(0, 2**32 - 1))
 def test_the_compact_matrix_is_exact_up_to_quantisation_after_any_history(
     history: list[Step], query_seed: int,
@@ -574,7 +574,7 @@ def test_the_compact_matrix_is_exact_up_to_quantisation_after_any_history(
             assert all(cosines[key] <= floor + QUANTISATION for key in missed), (got, want)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(ops=st.lists(st.tuples(st.booleans(), st.lists(st.one_of(
     st.integers(0, 40), st.integers(0, 2**62)), max_size=30, unique=True)), max_size=25))
 def test_row_ids_hold_what_a_dict_holds(ops: list[tuple[bool, list[int]]]) -> None:

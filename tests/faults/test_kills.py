@@ -18,7 +18,10 @@ from ..helpers import eventually, write
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-KILLS = 20
+#: Ten kills, five in each phase: each must leave a sound database, and at least three
+#: of each phase's five must find the child at work (twenty proved no more: every kill is
+#: checked on its own, and the end state is compared once).
+KILLS = 10
 
 # The child indexes with the hash embedder slowed down, so that there is an embedding
 # phase to kill (the real model is far slower still); its label is the hash
@@ -120,7 +123,7 @@ async def kill_at_random(process: Process, rng: random.Random, db: Path,
     return alive
 
 
-async def test_twenty_kills_while_indexing_and_embedding_leave_a_sound_index(
+async def test_kills_while_indexing_and_embedding_leave_a_sound_index(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(20261122)

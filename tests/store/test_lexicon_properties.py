@@ -54,7 +54,7 @@ edit = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=st.lists(a_file, min_size=1, max_size=8), edits=st.lists(edit, max_size=6),
        build_again=st.booleans(), queries=st.lists(query, min_size=1, max_size=4),
        limit=st.integers(1, 30), filtered=st.lists(st.integers(0, 9), max_size=5),

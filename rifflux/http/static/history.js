@@ -251,9 +251,11 @@ function initHistory() {
     typingHistory = setTimeout(searchHistory, 150);
   });
   for (const id of Object.keys(HISTORY_FIELDS)) $(id).addEventListener("change", searchHistory);
-  // the notes' hits get their buttons as they are shown
+  // the notes' hits get their buttons as they are shown, and those app.js's first search
+  // showed before this script ran (an address with ?q= on a busy machine) at once
   new MutationObserver(() => { if (!historyView()) addLineHistoryButtons(); })
     .observe($("results"), { childList: true });
+  if (!historyView()) addLineHistoryButtons();
   if (params.get("view") === "history") {
     $("hq").value = params.get("q") || "";
     for (const [id, key] of Object.entries(HISTORY_FIELDS)) {
