@@ -202,3 +202,42 @@ async def test_a_restarted_server_gets_a_new_session_unnoticed(tmp_path: Path) -
     assert before["process"]["pid"] == first.proc.pid
     assert status["process"]["pid"] == second.proc.pid
     assert after["results"][0]["path"] == "a.md"
+
+
+def test_stdin_ending_waits_for_the_answers_under_way_then_writes_nothing() -> None:
+    """The client closes stdin with a request unanswered: its answer is written before
+    ``run`` returns, and nothing after (a daemon thread writing to stdout while the
+    interpreter shuts down aborted the bridge: exit -6, 1 run in 6 under load)."""
+    import io
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from rifflux.mcp.bridge import Bridge, Target
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            anyio.run(anyio.sleep, 0.5)  # (the answer comes after stdin ended)
+            body = json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        bridge = Bridge(Target(f"http://127.0.0.1:{server.server_address[1]}/mcp", None))
+        out = io.BytesIO()
+        asked = b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}\n'
+        bridge.run(io.BytesIO(asked), out)
+        assert json.loads(out.getvalue()) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        bridge._write(b'{"jsonrpc":"2.0","method":"late"}')  # (a stream's, say)
+        assert out.getvalue().count(b"\n") == 1
+    finally:
+        server.shutdown()
+        server.server_close()
