@@ -335,9 +335,9 @@ class Ranking:
             groups = (allowed.json + allowed.langs_json, allowed.array, left_out)
         # the compact matrix's best rows (of rows tied at the cut, those of the files
         # first by path: never by row id), ranked first as it holds them, those that can
-        # reach the answer ranked exactly on their float32 vectors. The scan runs in a
-        # worker thread (numkong releases the GIL): a hybrid search's lexical branch
-        # goes on meanwhile, on the other core
+        # reach the answer ranked exactly on their float32 vectors, read back in the
+        # same worker thread. The scan (split across the cores: numkong releases the
+        # GIL) shares them with a hybrid search's lexical branch, which goes on meanwhile
         import anyio  # (loaded already: a semantic branch runs under an event loop)
 
         from .exact import by_rows, through_texts  # (with the matrix: a semantic branch's)
