@@ -245,18 +245,18 @@ class Reader(Listings):
 
     async def _hit_rows(self, rowids: Sequence[int]) -> list[sqlite3.Row]:
         """Rows of ``HIT_COLUMNS``: a lexical leg's hits, with their text keys."""
-        with mapped_errors(self.db_path):
-            return list(await self.conn.execute_fetchall(
-                HIT_SQL + f"WHERE c.id IN ({','.join('?' * len(rowids))})", tuple(rowids)))
+        return await self._these(HIT_SQL, rowids)
 
     async def rows(self, rowids: Sequence[int]) -> dict[int, ChunkRecord]:
         if not rowids:
             return {}
+        return {int(r[0]): row_dict(r) for r in await self._these(ROW_SQL, rowids)}
+
+    async def _these(self, sql: str, rowids: Sequence[int]) -> list[sqlite3.Row]:
+        """The rows ``sql`` (up to its ``WHERE``) reads of these chunks."""
         with mapped_errors(self.db_path):
-            rows = await self.conn.execute_fetchall(
-                ROW_SQL + f"WHERE c.id IN ({','.join('?' * len(rowids))})", tuple(rowids)
-            )
-        return {int(r[0]): row_dict(r) for r in rows}
+            return list(await self.conn.execute_fetchall(
+                sql + f"WHERE c.id IN ({marks(len(rowids))})", tuple(rowids)))
 
     async def texts_of(self, hashes: Sequence[str]) -> list[PendingText]:
         """The texts to embed of these content hashes (those some chunk still has), in
