@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...errors import IndexDatabaseError
 from ...location import DatabaseUrl
@@ -160,10 +160,19 @@ async def _counted(conn: Connection, where: DatabaseUrl, words: Words) -> None:
                 "UPDATE lexical_totals SET chunks = t.c, tokens = t.t FROM (SELECT count(*) "
                 "AS c, COALESCE(sum(length), 0) AS t FROM chunks) t")
             await conn.execute("DELETE FROM lexicon")
-            await conn.copy_records_to_table("lexicon", columns=("term", "chunks"),
-                                             records=words.chunks.items())
+            await stored_lexicon(conn, words.chunks)
             for trigger in _TRIGGERS:
                 await conn.execute(f"ALTER TABLE chunks ENABLE TRIGGER {trigger}")
+
+
+async def stored_lexicon(conn: Connection, chunks: Mapping[str, int]) -> None:
+    """Each word's count of chunks written into ``lexicon``. Not by ``COPY``: asyncpg's
+    COPY, begun on a connection whose server has just cut it (its last message read,
+    the connection's end not yet), fails and leaves behind a future holding the lost
+    connection's error that nobody awaits (asyncio logs it; the tests fail on it)."""
+    await conn.execute(
+        "INSERT INTO lexicon(term, chunks) SELECT * FROM unnest($1::text[], $2::int[])",
+        list(chunks), list(chunks.values()))
 
 
 async def _indexed(conn: Connection, where: DatabaseUrl) -> None:
