@@ -202,6 +202,23 @@ class HistoryFollowing(Protocol):
         ...
 
 
+def others_looked(seen: int | None, oldest: int | None, last: int | None,
+                  theirs: int | None) -> tuple[int, bool]:
+    """What a look at the change log found after ``seen`` (``None``: the first look,
+    which only starts following): the last sequence number seen now, and whether
+    another process wrote commits or their vectors since. ``last`` is the log's last
+    number after ``seen`` (``None``: no row after it), ``theirs`` the last of other
+    processes' history rows there, ``oldest`` the log's first number. Rows pruned past
+    ``seen`` (the log now starts after it) may have held theirs: that counts too. A
+    gap in the numbers does not: PostgreSQL's sequence skips those of rolled-back
+    writes."""
+    if last is None:
+        return seen or 0, False
+    if seen is None:
+        return last, False
+    return last, theirs is not None or (oldest is not None and oldest > seen + 1)
+
+
 #: One step of a file's history: the commits that changed ``path`` at or before a commit
 #: time, newest first: (commit id, commit time, path, change, old path).
 Step = Callable[[str, int], Awaitable[list[tuple[Any, ...]]]]

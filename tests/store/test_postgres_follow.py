@@ -8,11 +8,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from rifflux import Settings
 from rifflux.location import DatabaseUrl
 from rifflux.store.postgres import changes
+from rifflux.store.postgres.history_changes import KIND, HistoryFollow
 from rifflux.store.postgres.open import open_postgres
 from rifflux.store.protocols import OpenStore
 
@@ -71,3 +73,42 @@ async def test_a_follower_whose_connection_was_cut_catches_up_from_the_sequence(
     await eventually(b_sees_it)
     foreign = await b.follow.read(None, b.writer.roots)
     assert foreign is not None and [f.rel_path for f in foreign.written.files] == ["two.md"]
+
+
+async def test_the_history_follower_tells_a_gap_in_the_log_from_rows_pruned_past_it(
+    new_postgres_index: Callable[[], str],
+) -> None:
+    # PostgreSQL's sequence skips the numbers of rolled-back writes: such a gap is not
+    # another process's history written (which would load the commit matrix again)
+    url = new_postgres_index()
+    follow = HistoryFollow(DatabaseUrl(url), "mine", seconds=5)
+    await follow.open()
+    conn = await asyncpg.connect(url, ssl=False)
+
+    async def log(kind: str, *, kept: bool = True) -> None:
+        tr = conn.transaction()
+        await tr.start()
+        await conn.execute("INSERT INTO changes(origin, kind) VALUES ('theirs', $1)", kind)
+        await (tr.commit() if kept else tr.rollback())
+
+    async def wrote() -> bool:
+        follow._follow.look_again()  # (asked now, not at the next notification or poll)
+        return await follow.others_wrote()
+
+    try:
+        assert await wrote() is False  # (the first look starts following)
+        await log("file")
+        assert await wrote() is False  # (not the history's)
+        await log(KIND, kept=False)
+        await log("file")
+        assert await wrote() is False  # (a gap, rolled back: not theirs)
+        await log(KIND)
+        assert await wrote() is True
+        assert await wrote() is False
+        await log(KIND)
+        await log("file")
+        await conn.execute("DELETE FROM changes WHERE seq < (SELECT max(seq) FROM changes)")
+        assert await wrote() is True  # (pruned past the last seen: theirs may be gone)
+    finally:
+        await conn.close()
+        await follow.close()

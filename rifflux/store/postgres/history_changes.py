@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from ...errors import RiffluxError
+from ...history.rows import others_looked
 from ...location import DatabaseUrl
 from .changes import Follow
 from .connection import Connection, mapped_errors
@@ -56,29 +57,20 @@ class HistoryFollow:
     async def others_wrote(self) -> bool:
         """Whether another process changed commits or their vectors since the last call
         (the first call only starts following: what is there then is read whole)."""
-        first = self._seen is None
         try:
-            if not first and not await self._follow.others_wrote():
+            if self._seen is not None and not await self._follow.others_wrote():
                 return False
             with mapped_errors(self.where):
                 async with self._session.unit():
                     row = await self._session.conn.fetchrow(
-                        "SELECT min(seq), max(seq), max(seq) FILTER (WHERE kind = $1 AND "
-                        "origin <> $2) FROM changes WHERE seq > $3", KIND, self.origin,
-                        self._seen or 0)
+                        "SELECT (SELECT min(seq) FROM changes), max(seq), max(seq) FILTER "
+                        "(WHERE kind = $1 AND origin <> $2) FROM changes WHERE seq > $3",
+                        KIND, self.origin, self._seen or 0)
         except RiffluxError as exc:  # (the server away: looked at again next time)
             logger.debug("cannot read the history's changes: %s", exc)
             self._follow.look_again()
             return False
         assert row is not None
-        low, high, theirs = row
-        seen = self._seen or 0
-        if high is None:
-            self._seen = seen
-            return False
-        self._seen = int(high)
-        self._follow.done(int(high))
-        if first:
-            return False
-        # (rows pruned past the last one seen: one of theirs may be among them)
-        return theirs is not None or int(low) > seen + 1
+        self._seen, wrote = others_looked(self._seen, *row)
+        self._follow.done(self._seen)
+        return wrote

@@ -23,6 +23,7 @@ from pathlib import Path
 import aiosqlite
 
 from ...errors import RiffluxError
+from ...history.rows import others_looked
 from .sql import mapped_errors
 
 logger = logging.getLogger(__name__)
@@ -58,21 +59,13 @@ class HistoryFollow:
                 if version == self._version:
                     return False
                 rows = await self.conn.execute_fetchall(
-                    "SELECT MIN(seq), MAX(seq), MAX(CASE WHEN kind = ? AND origin != ? "
-                    "THEN seq END) FROM changes WHERE seq > ?",
+                    "SELECT (SELECT MIN(seq) FROM changes), MAX(seq), MAX(CASE WHEN kind = ? "
+                    "AND origin != ? THEN seq END) FROM changes WHERE seq > ?",
                     (KIND, self.origin, self._seen or 0))
         except (RiffluxError, sqlite3.Error) as exc:  # (busy: looked at again next time)
             logger.debug("cannot read the history's changes: %s", exc)
             self._version = None
             return False
-        low, high, theirs = next(iter(rows))
         self._version = version
-        first, seen = self._seen is None, self._seen or 0
-        if high is None:
-            self._seen = seen
-            return False
-        self._seen = int(high)
-        if first:
-            return False
-        # (rows pruned past the last one seen: one of theirs may be among them)
-        return theirs is not None or int(low) > seen + 1
+        self._seen, wrote = others_looked(self._seen, *next(iter(rows)))
+        return wrote
