@@ -93,15 +93,19 @@ async def indexed(url: str, tmp_path: Path) -> tuple[Path, list[list[tuple[str, 
 
 
 async def test_a_restart_keeps_every_search_the_same_and_the_bm25_index_is_built_again(
-    postgres_of_its_own: PostgresServer, tmp_path: Path,
+    postgres_of_its_own: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = postgres_of_its_own
     url = server.create_database("restart")
     notes, before = await indexed(url, tmp_path)
     async with Rifflux(url, embedder=CountingEmbedder(), watch_paths=[notes]) as writer:
         assert await answers(writer) == before
+        caplog.clear()
         await anyio.to_thread.run_sync(_restart, server)
-        assert not await whole(url)  # (what pg_textsearch 0.6.1 leaves after a restart)
+        # what pg_textsearch 0.6.1 leaves after a restart: an empty index (unless the
+        # writer, back first on a busy machine, found it so and has built it again)
+        found_empty = "the BM25 index chunks_bm25 (pg_textsearch) is empty or behind"
+        assert not await whole(url) or found_empty in caplog.text
         # the same instance, and a fresh process, answer as before at once, lexically too
         await eventually(lambda: answered(writer, before), within=30)
         async with Rifflux(url, embedder=CountingEmbedder(),

@@ -322,7 +322,11 @@ class Indexer:
         self._settle(stored)
         texts = self._writer.missing.texts
         self._events.committed(written, None if texts is None else len(texts))
-        while (urgent := self._jobs.cut_in()) is not None:  # (a note, between two commits)
+        await self._cut_ins()
+
+    async def _cut_ins(self) -> None:
+        """The jobs that cut in (notes), run between two commits of a longer job."""
+        while (urgent := self._jobs.cut_in()) is not None:
             await self._run(urgent)
 
     def _settle(self, stored: frozenset[str] = frozenset()) -> None:
@@ -408,8 +412,7 @@ class Indexer:
 
         async def told(written: Written) -> None:  # (the catalog's; no file was written)
             await self._query.send(IndexChanged(files=written.files))
-            while (urgent := self._jobs.cut_in()) is not None:  # (a note, between batches)
-                await self._run(urgent)
+            await self._cut_ins()
 
         try:
             await tell_languages(self._writer.telling, self._pool, told)

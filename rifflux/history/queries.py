@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from ..core.filters import bound_seconds
+from ..core.together import together
 from ..errors import InvalidArgumentError, NotFoundError
 from ..history_types import (
     CommitDetail,
@@ -25,7 +26,7 @@ from ..history_types import (
 from .git import GitError
 from .lines import Blames, where
 from .rows import HistoryFilters, HistoryRows
-from .search import HistorySearch, commit_path, iso, ref, together
+from .search import HistorySearch, commit_path, iso, ref
 
 #: The most commits a file's history lists.
 MAX_FILE_COMMITS = 1_000

@@ -8,13 +8,14 @@ commits or their vectors change) and the two fused as chunks' are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..core.fusion import combine
+from ..core.together import together
 from ..history_types import CommitHit, CommitPath, CommitRef
 from .lines import Blames
 from .matching import best_hunk, shown
@@ -44,23 +45,6 @@ def ref(row: Sequence[Any]) -> CommitRef:
 def commit_path(p: Sequence[Any]) -> CommitPath:
     return {"path": str(p[0]), "change": str(p[1]), "old_path": p[2], "added": int(p[3]),
             "removed": int(p[4]), "binary": bool(p[5])}
-
-
-async def together(*calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """The calls side by side (one alone: awaited); a failure raised as the call alone
-    would raise it (the first, when several fail)."""
-    if len(calls) == 1:
-        await calls[0]()
-        return
-    try:
-        async with anyio.create_task_group() as tg:
-            for call in calls:
-                tg.start_soon(call)
-    except ExceptionGroup as group:
-        leaf: BaseException = group
-        while isinstance(leaf, BaseExceptionGroup):
-            leaf = leaf.exceptions[0]
-        raise leaf from group
 
 
 class HistorySearch:

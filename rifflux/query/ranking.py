@@ -24,7 +24,7 @@ from ..core.hypothesis import semantic_text
 from ..core.rerank import reordered
 from ..core.snippets import Snippets
 from ..core.steps import Steps, begin
-from ..errors import EmbeddingUnavailableError, RerankError, RiffluxError
+from ..errors import EmbeddingUnavailableError, RerankError
 from .distinct import distinct
 from .loaded import AwaitsQueries, Loaded, Rescorer, TieRanks, Unranked
 from .results import Explainer, also_in, hybrid_scores, result_of
@@ -186,17 +186,10 @@ class Ranking:
             semantic = await self._semantic(asked, depth, allowed)
 
         if mode == "hybrid":
-            import anyio  # (a lexical search waits for nothing: it runs without a loop)
+            # (a lexical search waits for nothing: it runs without a loop, or anyio)
+            from ..core.together import together
 
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(run_lexical)
-                    tg.start_soon(run_semantic)
-            except ExceptionGroup as group:  # a leg's own error, as a lone leg raises it
-                own = [e for e in _leaves(group) if isinstance(e, RiffluxError)]
-                if not own:
-                    raise
-                raise own[0] from group
+            await together(run_lexical, run_semantic)
         elif mode == "lexical":
             await run_lexical()
         else:
@@ -367,9 +360,3 @@ class Ranking:
         ordered = await self._matrix_store.in_stable_order(ranked, depth)  # equal cosines by path
         clock.lap("ties by path")
         return ordered
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    """The exceptions of a group and of the groups inside it."""
-    return [leaf for e in group.exceptions
-            for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])]
