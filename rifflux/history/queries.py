@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 
 from ..core.filters import bound_seconds
-from ..core.together import together
 from ..errors import InvalidArgumentError, NotFoundError
 from ..history_types import (
     CommitDetail,
@@ -23,6 +22,7 @@ from ..history_types import (
     HistoryRepo,
     PathCommit,
 )
+from ..query.together import together
 from .git import GitError
 from .lines import Blames, where
 from .rows import HistoryFilters, HistoryRows

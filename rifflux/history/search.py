@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..core.fusion import combine
-from ..core.together import together
 from ..history_types import CommitHit, CommitPath, CommitRef
+from ..query.together import together
 from .lines import Blames
 from .matching import best_hunk, shown
 from .rows import HistoryFilters, HistoryRows

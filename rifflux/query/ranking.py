@@ -187,7 +187,7 @@ class Ranking:
 
         if mode == "hybrid":
             # (a lexical search waits for nothing: it runs without a loop, or anyio)
-            from ..core.together import together
+            from .together import together
 
             await together(run_lexical, run_semantic)
         elif mode == "lexical":
