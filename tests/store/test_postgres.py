@@ -100,7 +100,7 @@ async def test_the_same_files_rank_the_same_with_the_same_bm25_on_both_stores(
     write(search_docs, "breadcrumb.md", "# Search note install\n\nA note on search at "
           "length, " + "and more words that make it long, " * 20 + "with a search note.\n")
     queries = ("install windows", "hybrid search fusion", "pancakes", "note 7", '"search note"',
-               "inst*", "search note install")
+               "inst*", "search note install", "inst* brea* no*")
     answers: list[dict[tuple[str, str], list[tuple[str, int, object]]]] = []
     for where in (tmp_path / "i.db", new_postgres_index()):
         async with Rifflux(where, embedder=CountingEmbedder()) as rf:

@@ -92,11 +92,11 @@ def statistics(held: Sequence[int]) -> tuple[list[float], float]:
 async def completions(conn: Connection, counted: Counted, prefixes: Sequence[str]) -> list[str]:
     """The index's words that complete each prefix (at most ``EXPANSIONS`` each, shortest
     first), held by at least one row."""
-    out: list[str] = []
-    for prefix in prefixes:
-        rows = await conn.fetch(
-            f"SELECT term FROM {counted.lexicon} WHERE term >= $1 AND term < $1 || "
-            f"chr(1114111) AND {counted.count} > 0 ORDER BY length(term), term LIMIT $2",
-            prefix, EXPANSIONS)
-        out.extend(str(r[0]) for r in rows)
-    return list(dict.fromkeys(out))
+    if not prefixes:
+        return []
+    rows = await conn.fetch(  # (every prefix in one round trip)
+        f"SELECT t.term FROM unnest($1::text[]) WITH ORDINALITY AS p(prefix, n) CROSS "
+        f"JOIN LATERAL (SELECT term FROM {counted.lexicon} WHERE term >= p.prefix AND "
+        f"term < p.prefix || chr(1114111) AND {counted.count} > 0 ORDER BY length(term), "
+        "term LIMIT $2) t ORDER BY p.n, length(t.term), t.term", list(prefixes), EXPANSIONS)
+    return list(dict.fromkeys(str(r[0]) for r in rows))
