@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -34,6 +35,20 @@ from .postgres import PostgresServer, PostgresUnavailable, postgres_server
 # it too. The tests need Ctrl-C to work as it does at a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """The root logger as before each test: a command run in the test's process
+    (``cli.main``) points the logs at the test's captured stderr, which is closed after
+    it, and every later log would fail to write there ("--- Logging error ---")."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in root.handlers[:]:  # (pytest's own are its subclasses, its to remove)
+        if type(handler) is logging.StreamHandler and handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 # ---------------------------------------------------------------- pytest-xdist (-n)
