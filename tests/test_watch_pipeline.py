@@ -131,13 +131,21 @@ async def test_watcher_crash_restarts_with_backoff(tmp_path: Path) -> None:
     assert watcher["restarts"] == 1 and watcher["running"]
 
 
+async def _write_lock_held(db: Path) -> sqlite3.Connection:
+    """A connection holding the index's write lock, as another process's would. Taken in
+    a worker thread: taken on the event loop, it would stop a write of the index's own
+    under way (its startup's) from ending, and wait for its lock in vain."""
+    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False, timeout=30)
+    await anyio.to_thread.run_sync(conn.execute, "BEGIN EXCLUSIVE")
+    return conn
+
+
 async def test_busy_database_is_retried_then_completes(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     write(root, "a.md", "# A\n\nretriedcontent\n")
     settings = Settings(db_path=tmp_path / "i.db", busy_timeout_ms=50, retry_delays=(0.2, 0.4, 0.8))
     async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
-        blocker = sqlite3.connect(tmp_path / "i.db", isolation_level=None)
-        blocker.execute("BEGIN EXCLUSIVE")  # another process holding the write lock
+        blocker = await _write_lock_held(tmp_path / "i.db")  # (as another process's)
         try:
             started = await rf.reindex(root, background=True)
             job_id = started["job"]["id"]
@@ -161,8 +169,7 @@ async def test_busy_database_fails_after_three_retries(tmp_path: Path) -> None:
         db_path=tmp_path / "i.db", busy_timeout_ms=20, retry_delays=(0.01, 0.01, 0.01)
     )
     async with Rifflux(settings=settings, embedder=CountingEmbedder()) as rf:
-        blocker = sqlite3.connect(tmp_path / "i.db", isolation_level=None)
-        blocker.execute("BEGIN EXCLUSIVE")
+        blocker = await _write_lock_held(tmp_path / "i.db")
         try:
             started = await rf.reindex(root, background=True)
             with anyio.fail_after(10):
