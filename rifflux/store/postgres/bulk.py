@@ -9,11 +9,11 @@ turns the chunks' word-count triggers off and leaves those indexes out while the
 chunks and vectors are written (by the writer, as ever). Each batch's words are counted
 as it is made ready (``Words``: split as the triggers split them, in the worker thread
 that makes the batch's tokens), and once every chunk is written ``finish_words``
-stores the counts in one ``COPY`` (the totals counted from the table), turns the triggers
-on again, in one transaction, and builds the GIN and BM25 indexes whole, on a
-connection of its own, while the writer's copies the vectors, gives each chunk its
-vector and builds the HNSW index (``Writer.make_vector_indexes``): both of the server's
-cores busy. ``done`` ends the load (``ANALYZE``, the mark removed).
+stores the counts in one statement (``stored_lexicon``; the totals counted from the
+table), turns the triggers on again, in one transaction, and builds the GIN and BM25
+indexes whole, on a connection of its own, while the writer's copies the vectors, gives
+each chunk its vector and builds the HNSW index (``Writer.make_vector_indexes``): both
+of the server's cores busy. ``done`` ends the load (``ANALYZE``, the mark removed).
 
 While a bulk load runs, ``meta`` holds ``BULK_LOAD`` (when it began): an index found
 that way by anyone but the load itself (it died half way) is refused (``check``), saying
