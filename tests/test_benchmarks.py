@@ -206,6 +206,26 @@ def test_a_target_over_a_failed_point_fails_with_why_even_with_figures() -> None
     assert checked["hybrid p50 at 100,000 chunks"]["status"] == "not run"  # never aimed for
 
 
+def test_postgresqls_figures_beside_sqlites_are_judged_at_the_size_they_are_aimed_at() -> None:
+    # issue 32's ratios and RSS at a million chunks; issue 25's RSS at 100,000; other
+    # sizes print their figures in the section's table, their targets not run
+    ratios = {"hybrid": 1.2, "lexical": 2.5, "semantic": 3.6}
+    ratio = "PostgreSQL {} p50 / SQLite's, concurrency 1, at 1,000,000 chunks"
+    rss = "PostgreSQL search process RSS / SQLite's, at {:,} chunks"
+    judged: dict[int, dict[str, str]] = {}
+    for chunks in (5_012, 100_571, 1_005_704):
+        results = {"postgres": {"chunks": chunks, "ratios": ratios, "rss_ratio": 0.4}}
+        checked = {t["name"]: t["status"] for t in check_all(results, {})}
+        judged[chunks] = {**{m: checked[ratio.format(m)] for m in ratios},
+                          **{f"rss {n}": checked[rss.format(n)] for n in (100_000, 1_000_000)}}
+    assert set(judged[5_012].values()) == {"not run"}
+    assert judged[100_571] == {"hybrid": "not run", "lexical": "not run",
+                               "semantic": "not run", "rss 100000": "pass",
+                               "rss 1000000": "not run"}
+    assert judged[1_005_704] == {"hybrid": "pass", "lexical": "FAIL", "semantic": "FAIL",
+                                 "rss 100000": "not run", "rss 1000000": "FAIL"}
+
+
 def test_the_million_chunk_targets_are_ratios_to_the_scan_measured_in_the_same_run() -> None:
     # The same milliseconds pass beside a slow scan and fail beside a fast one: the
     # targets of issue 39 follow the machine, the absolute ones stay as they were.
