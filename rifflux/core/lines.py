@@ -76,8 +76,12 @@ class SourceMap:
                     first = found[k].start()
                 last = found[k].start() + len(word) - 1
                 j = k + 1
-            if first < 0:  # no word to go by: the line after the previous piece
-                line = min(out[-1][1] + 1, fallback[1]) if out else fallback[0]
+            if first < 0:  # no word to go by: the line after the previous piece, or
+                # the first piece's first line, found in the source (a block sharing its
+                # span with the one before starts after that one's words, perhaps on
+                # their line)
+                line = min(out[-1][1] + 1, fallback[1]) if out else self._found(
+                    piece, start, end, fallback[0])
                 out.append((line, line))
             else:
                 if _FENCE_LAST.search(piece):  # a code block's closing fence has no word
@@ -87,3 +91,10 @@ class SourceMap:
                 out.append((self.line(first), self.line(last)))
                 self._cursor = last + 1
         return out
+
+    def _found(self, piece: str, start: int, end: int, otherwise: int) -> int:
+        """The line of ``body[start:end]`` where a wordless piece's first line is (its
+        fence, its rule), else ``otherwise``."""
+        head = piece.strip().partition("\n")[0].strip()
+        at = self._body.find(head, start, end) if head else -1
+        return otherwise if at < 0 else self.line(at)

@@ -236,6 +236,10 @@ def test_a_long_fence_line_neither_crashes_the_chunker_nor_loses_the_code(
 @example(text="```\n\n\na0\na a a a000000000 a000000000\na a0000 a00000000 a000000000 "
               "a000000000\n  a a0 a00000 a00000 a00000\n    \n```\n\nb",
          limits=Limits(max_chars=80, min_chars=0, code_max_chars=80))  # a wordless piece
+@example(text="# a\n\n#### a000000000 a0.\n\n```\n```\n\na\n\n- a a00 a000 a000000001 "
+              "a000000001 a.\n\n```\n```\n\n## a000000000 a0.",
+         limits=Limits(max_chars=80, min_chars=0, code_max_chars=80))  # (a wordless block
+# sharing its span with a list, mistune's, starts on its own line, not the list's last)
 def test_line_spans_point_at_the_words_of_every_chunk(text: str, limits: Limits) -> None:
     doc = parse_markdown(text, limits.build())
     spans_point_at_the_text(text, doc.chunks)
