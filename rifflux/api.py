@@ -263,6 +263,12 @@ class Rifflux:
         again, never held by a read replica); None: nothing to say."""
         return self._open().condition()
 
+    def semantic_condition(self) -> str | None:
+        """Why this process's semantic branch searches nothing, whatever the query (its
+        model is not the index's: the index's vectors are another model's, which it may
+        not replace, or its adoption failed); None: nothing to say."""
+        return self._open().adopt_error()
+
     def embedding_server(self) -> EmbeddingServerStatus | None:
         """The embedding server making the vectors (``embed_url``): whether it answered
         the last request, and why not; None when the vectors are made here."""

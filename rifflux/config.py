@@ -168,6 +168,12 @@ class Settings:
     #: Open an existing index only to search it: no indexing, no embedding, and vectors
     #: of another model are left alone (searching someone else's index file).
     read_only: bool = False
+    #: A process whose embedding model is not the one that made the index's vectors
+    #: re-embeds the index with its own (those vectors dropped); False: it leaves them
+    #: as they are and its semantic search is off, saying why (the one-shot reading
+    #: commands: a search must never cost an index its vectors). A model used in place
+    #: of the one asked for (``auto``'s fallback) never re-embeds an index either.
+    switch_model: bool = True
     #: A read-only open of an index that can be read only as it is now (a WAL index closed
     #: cleanly in a folder this process cannot write: SQLite cannot make the ``-shm``
     #: file that following other processes' writes needs) reads it so, as a snapshot (the

@@ -130,6 +130,10 @@ class DirectIndex:
         """``Rifflux.search_condition``."""
         return self._store.lexical.condition()
 
+    def semantic_condition(self) -> str | None:
+        """None: no semantic branch runs here (words only)."""
+        return None
+
     def embedding_server(self) -> EmbeddingServerStatus | None:
         """None: no model, nor an embedding server, is asked here (words only)."""
         return None

@@ -48,6 +48,12 @@ class EmbeddingError(RiffluxError):
     """The embedding model could not be loaded or run."""
 
 
+class OtherModelError(EmbeddingError):
+    """The index's vectors were made by another model than this process's, and this
+    process may not re-embed the index (read-only, a reading command, a fallback model):
+    its vectors are left as they are and its semantic search is off, saying so."""
+
+
 class EmbeddingUnavailableError(EmbeddingError):
     """The embedding server cannot answer now (down, overloaded, timing out, refusing the
     request, or answering something that is not the embeddings it should): nothing

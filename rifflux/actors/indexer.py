@@ -41,6 +41,7 @@ from ..errors import (
     IndexDamagedError,
     IndexUnreachableError,
     LeaseLostError,
+    OtherModelError,
     RiffluxError,
 )
 from ..store.protocols import FollowStore, WriterStore
@@ -162,9 +163,12 @@ class Indexer:
 
     async def _without_model(self, label: str | None, exc: Exception) -> int:
         """Semantic search off, saying why (no vectors are dropped: 0)."""
-        logger.error("cannot adopt model %s; semantic search is off", label, exc_info=exc)
-        self._adopt_error = (f"the embedding model could not be adopted "
-                             f"({type(exc).__name__}: {exc}); semantic search is off")
+        if isinstance(exc, OtherModelError):
+            self._adopt_error = str(exc)
+        else:
+            logger.error("cannot adopt model %s; semantic search is off", label, exc_info=exc)
+            self._adopt_error = (f"the embedding model could not be adopted "
+                                 f"({type(exc).__name__}: {exc}); semantic search is off")
         await self._writer.missing.adopt(
             None, partial(self._query.send, VectorsReset(embedder=None)))
         return 0
@@ -176,9 +180,14 @@ class Indexer:
         embedder = msg.embedder
         label = embedder.label if embedder else None
         self.counting = counted = anyio.Event()
+        switch = self._settings.switch_model and not msg.fallback
         try:  # (the matrix loads while the texts lacking a vector are read; a retry's afresh)
             dropped = await self._writer.missing.adopt(
-                label, partial(self._query.send, VectorsReset(embedder=embedder)))
+                label, partial(self._query.send, VectorsReset(embedder=embedder)),
+                switch=switch)
+        except OtherModelError as exc:  # (the index's vectors kept: semantic search off,
+            logger.info("%s", exc)  # and status and every answer say why)
+            embedder, label, dropped = None, None, await self._without_model(label, exc)
         except RiffluxError as exc:
             if not isinstance(exc, IndexDamagedError):  # busy, most likely: try again
                 delay = min(0.5 * 2 ** msg.attempt, _ADOPT_MAX_DELAY)

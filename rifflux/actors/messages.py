@@ -81,6 +81,9 @@ class ModelLoaded:
 
     embedder: Embedder | None
     attempt: int = 0  # earlier attempts to adopt it (the database was busy)
+    #: A model used in place of the one asked for (``auto``'s fallback): it never
+    #: re-embeds an index another model's vectors are in.
+    fallback: bool = False
 
 
 @dataclass(slots=True)

@@ -209,7 +209,8 @@ class ModelLoader:
                     logger.info("embedding model loaded in %.2f s",
                                 time.monotonic() - self._started)
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self._out.send(ModelLoaded(embedder=self._embedder))  # (or shut down)
+                await self._out.send(ModelLoaded(  # (or shut down)
+                    embedder=self._embedder, fallback=self._fallback_reason is not None))
 
     async def _connect(self, server: ServerEmbedder) -> Embedder:
         """The embedding server, once it has said its model and dimension: until then

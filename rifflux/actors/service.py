@@ -266,6 +266,11 @@ class Service:
     def pending(self) -> int | None:
         return self._indexer()["pending"]
 
+    def adopt_error(self) -> str | None:
+        """Why this process's model is not the index's active one (semantic search off):
+        another model's vectors it may not replace, or a failure adopting it."""
+        return self._indexer()["adopt_error"]
+
     def languages_pending(self) -> int:
         return self._query_stats()["languages_pending"]
 

@@ -77,6 +77,10 @@ def _main(argv: list[str]) -> int:
         # (the same for RIFFLUX_WATCH_PATHS: only mcp, serve and watch watch folders)
         settings = settings.with_overrides(watch_paths=())
     settings = _read_only_if_unwritable(args, settings)
+    if args.command in _READS or args.command == "history":
+        # (a reading command never re-embeds an index another model's vectors are in:
+        # its semantic search is off and says so; `rifflux index` re-embeds it)
+        settings = settings.with_overrides(switch_model=False)
     if args.command == "mcp":  # (the server stays up and says what is wrong instead)
         if args.connect:  # a stdio bridge to a running `rifflux serve`
             from ..mcp.bridge import main as bridge

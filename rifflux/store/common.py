@@ -10,13 +10,14 @@ root, title, tags, mtime_ns, line start, line end, file id, kind, page, language
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..core.filters import tag_levels
+from ..errors import OtherModelError
 from ..kinds import MARKDOWN_SUFFIXES, UNITS
 
 if TYPE_CHECKING:
@@ -33,6 +34,29 @@ ROW_COLUMNS = (
 #: A statement of chunk rows (``ROW_COLUMNS``), to be ended by its ``WHERE``.
 ROW_SQL = (f"SELECT {ROW_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
            "JOIN roots r ON r.id = f.root_id ")
+
+
+#: The model whose vectors the index holds (``meta``), and whether one of them is there.
+HELD_MODEL = ("SELECT m.value, EXISTS (SELECT 1 FROM embeddings e WHERE e.model = m.value) "
+              "FROM meta m WHERE m.key = 'embedding_model'")
+
+
+def other_model(held: Sequence[object] | None, model: str, *,
+                read_only: bool) -> OtherModelError | None:
+    """Why a process whose model is ``model`` may not use or replace the vectors the index
+    holds (``held``: ``HELD_MODEL``'s row), or None: they are its model's, or there are
+    none. Such a process (read-only, a reading command, a fallback model) leaves them as
+    they are, and its semantic search is off, saying this."""
+    if held is None or held[0] is None or str(held[0]) == model or not held[1]:
+        return None
+    made = str(held[0])
+    then = ("a read-only process never re-embeds an index" if read_only else
+            f"to re-embed it with {model} instead (its {made} vectors dropped), index it "
+            "with that model (`rifflux index`, or the library)")
+    return OtherModelError(
+        f"the index's vectors were made by {made}, not by this process's model {model}: "
+        "they are left as they are, and semantic search is off here. Search it with the "
+        f"options it was indexed with (--backend, --model-dir or --embed-url); {then}")
 
 
 #: A lexical hit's row: ``ROW_COLUMNS``, then its text key and how many chunks hold that

@@ -97,10 +97,13 @@ class MissingStore(Protocol):
     def model(self) -> str | None: ...
     def take_left(self) -> set[str]: ...
     async def adopt(self, model: str | None,
-                    adopted: Callable[[], Awaitable[None]] | None = None) -> int:
+                    adopted: Callable[[], Awaitable[None]] | None = None, *,
+                    switch: bool = True) -> int:
         """``model`` the active one (other models' vectors dropped), ``adopted`` awaited
         (once each call that gets that far, whatever the model), then the texts lacking
-        a vector read; returns how many vectors were dropped."""
+        a vector read; returns how many vectors were dropped. Read-only, or without
+        ``switch``, the vectors of the model the index holds are never dropped: another
+        model is refused (``OtherModelError``: ``store.common.other_model``)."""
         ...
     async def refresh(self) -> None: ...
     async def changed_elsewhere(self, *, files: Sequence[int], texts_gone: Sequence[str],

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 
 from ...core.plan import Scope
+from ..common import HELD_MODEL, other_model
 from ..statements import like_prefix
 from ..written import Written
 from .connection import Connection, mapped_errors, transaction
@@ -67,7 +68,15 @@ class Missing:
 
     @retried()
     async def adopt(self, model: str | None,
-                    adopted: Callable[[], Awaitable[None]] | None = None) -> int:
+                    adopted: Callable[[], Awaitable[None]] | None = None, *,
+                    switch: bool = True) -> int:
+        if model is not None and (self.read_only or not switch):
+            with mapped_errors(self.where):
+                held = await self.conn.fetchrow(HELD_MODEL)
+            refusal = other_model(None if held is None else tuple(held), model,
+                                  read_only=self.read_only)
+            if refusal is not None:
+                raise refusal
         self._model = model
         if model is None or self.read_only:
             self._replace(set())

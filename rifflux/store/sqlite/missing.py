@@ -25,6 +25,7 @@ from pathlib import Path
 import aiosqlite
 
 from ...core.plan import Scope
+from ..common import HELD_MODEL, other_model
 from ..statements import like_prefix
 from ..written import Written, batches, marks
 from .sql import mapped_errors, transaction
@@ -91,11 +92,20 @@ class Missing:
         return self._model
 
     async def adopt(self, model: str | None,
-                    adopted: Callable[[], Awaitable[None]] | None = None) -> int:
+                    adopted: Callable[[], Awaitable[None]] | None = None, *,
+                    switch: bool = True) -> int:
         """Make ``model`` the active one: vectors of other models are deleted (they are
         never mixed with its own), then ``adopted`` is awaited, then the texts lacking a
         vector are read (0.5 s at a million chunks: a matrix's load need not wait for
-        it). Returns the number of vectors dropped."""
+        it). Returns the number of vectors dropped. A read-only process, or one that may
+        not ``switch`` the index's model, refuses another model's vectors
+        (``OtherModelError``: nothing changed)."""
+        if model is not None and (self.read_only or not switch):
+            with mapped_errors(self.db_path):
+                held = await self.conn.execute_fetchall(HELD_MODEL)
+            refusal = other_model(next(iter(held), None), model, read_only=self.read_only)
+            if refusal is not None:
+                raise refusal
         self._model = model
         if model is None or self.read_only:
             self._replace({})  # (nothing can be embedded)
