@@ -368,6 +368,8 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = str(value).strip().lower()
             elif name == "rerank_url":
                 value = str(value).strip()
+        except InvalidArgumentError as exc:  # (worded already; a URL's password kept out)
+            raise InvalidArgumentError(f"setting {name}: {exc}") from exc
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"setting {name}: cannot use {value!r} ({exc})") from exc
         out[name] = value

@@ -8,9 +8,12 @@ else a file. A URL is shown without its password wherever Rifflux prints it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from .errors import InvalidArgumentError
 
 __all__ = ["DatabaseUrl", "IndexLocation", "index_location", "is_database_url"]
 
@@ -28,6 +31,16 @@ class DatabaseUrl:
     ``str()`` hides the password."""
 
     url: str
+
+    def __post_init__(self) -> None:
+        try:
+            urlsplit(self.url).port  # noqa: B018 (read to check it)
+        except ValueError as exc:  # ("port could not be cast to integer value", "out of range")
+            shown = re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", self.url)
+            raise InvalidArgumentError(
+                f"the PostgreSQL URL {shown} has no valid port ({exc}): give it as "
+                "postgresql://user:password@host:5432/database (the port a number, or "
+                "left out for 5432)") from None
 
     @property
     def redacted(self) -> str:

@@ -16,7 +16,14 @@ from typing import Any
 import anyio
 import pytest
 
-from rifflux import IndexUnreachableError, Rifflux, RiffluxError, SchemaVersionError, Settings
+from rifflux import (
+    IndexUnreachableError,
+    InvalidArgumentError,
+    Rifflux,
+    RiffluxError,
+    SchemaVersionError,
+    Settings,
+)
 from rifflux.location import DatabaseUrl
 from rifflux.store.postgres import lexical, semantic
 from rifflux.store.postgres.schema import SCHEMA_VERSION
@@ -148,6 +155,20 @@ async def test_an_unreachable_server_is_a_clear_error_naming_the_url_without_its
     message = str(caught.value)
     assert f"postgresql://rifflux:***@127.0.0.1:{port}/notes" in message
     assert "s3cret" not in message and "check that the server is running" in message
+
+
+@pytest.mark.parametrize("port", ["abc", "99999"])
+def test_a_url_whose_port_is_not_one_is_refused_saying_how_without_its_password(
+        port: str, tmp_path: Path) -> None:
+    url = f"postgresql://rifflux:s3cret@127.0.0.1:{port}/notes"
+    with pytest.raises(InvalidArgumentError) as caught:
+        Rifflux(url, embedder=CountingEmbedder())
+    message = str(caught.value)
+    assert f"postgresql://rifflux:***@127.0.0.1:{port}/notes has no valid port" in message
+    assert "s3cret" not in message and "host:5432/database" in message
+    done = rifflux_cli(tmp_path, "--db", url, "search", "notes")  # (a usage error, no trace)
+    assert done.returncode == 2 and "has no valid port" in done.stderr
+    assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
 
 
 async def _scores_computed(pool: Any) -> int:
