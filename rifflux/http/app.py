@@ -103,11 +103,21 @@ async def _invalid(request: Request, exc: Any) -> JSONResponse:
             why = (err.get("ctx") or {}).get("error") or err["msg"]
             problems.append(f"the body is not JSON ({why}, at character {loc[-1] if loc else 0}"
                             "); send one JSON object")
+        elif not loc and isinstance(err.get("input"), bytes) and not _json(request):
+            # (a body sent as a form, curl -d's way: FastAPI reads JSON only when it says so)
+            problems.append("the body is not sent as JSON: send one JSON object with the "
+                            "header Content-Type: application/json")
         else:
             got = repr(err.get("input"))
             problems.append(f"{name}: {err['msg']} (got {got[:60]})")
     return error_response(400, "invalid_argument",
                           "; ".join(problems) + " (/openapi.json describes every route)")
+
+
+def _json(request: Request) -> bool:
+    """Whether the request says its body is JSON (``application/json``, or ``+json``)."""
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
 
 
 def _known(request: Request) -> list[str]:

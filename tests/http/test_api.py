@@ -180,6 +180,10 @@ def test_a_bad_body_is_400_and_the_server_goes_on(client: httpx2.Client) -> None
     assert "the body is not JSON (Expecting property name" in said and "got" not in said
     _error(client.post("/api/search", json={"q": "x", "top_k": "many"}), 400,
            "invalid_argument")
+    # a JSON object sent as a form (curl -d's way) is told to say it is JSON
+    said = _error(client.post("/api/search", content=b'{"q": "x"}', headers={
+        "content-type": "application/x-www-form-urlencoded"}), 400, "invalid_argument")
+    assert "send one JSON object with the header Content-Type: application/json" in said
     assert client.get("/healthz").status_code == 200
 
 
