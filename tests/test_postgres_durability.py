@@ -7,6 +7,7 @@ BM25 indexes keep nothing across a restart and nothing on a replica:
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -23,7 +24,14 @@ from rifflux.location import DatabaseUrl
 from rifflux.store.postgres import bm25_index
 
 from .gitrepo import commit, init
-from .helpers import CountingEmbedder, eventually, index_rows, numbered_notes, write
+from .helpers import (
+    CountingEmbedder,
+    eventually,
+    index_rows,
+    numbered_notes,
+    rifflux_cli,
+    write,
+)
 from .postgres import PostgresServer, postmaster_pid, streaming_replica
 
 pytestmark = pytest.mark.anyio
@@ -220,6 +228,16 @@ async def test_a_read_only_instance_on_a_streaming_replica_searches_and_follows_
             assert (await writer.status())["replica"] is False
             with pytest.raises(ReadOnlyError, match="read-only"):
                 await reader.reindex(notes)
+        # the command line's reading commands search the replica (they open it read-only)
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            done = rifflux_cli(tmp_path, "--db", on_replica, *args)
+            assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+            return done
+
+        hits = json.loads((await anyio.to_thread.run_sync(
+            cli, "search", "kingfisher dives", "--mode", "lexical", "--json")).stdout)
+        assert hits["results"][0]["path"] == "kingfisher.md"
+        assert "read-only" in (await anyio.to_thread.run_sync(cli, "status")).stdout
         # an instance that would write, on the replica: refused, saying what to do
         with pytest.raises(IndexDatabaseError, match="replica") as refused:
             async with Rifflux(on_replica, embedder=CountingEmbedder()):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..config import Settings
+from ..location import DatabaseUrl
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,12 +128,17 @@ def _main(argv: list[str]) -> int:
 
 
 def _read_only_if_unwritable(args: argparse.Namespace, settings: Settings) -> Settings:
-    """A read command on an index file this process cannot write (or in a folder it
-    cannot write) opens it read-only, saying so with --verbose, and reads it as it is
-    now if it cannot follow it (``Settings.read_snapshot``); the commands that write
-    keep the error that says to make it writable."""
+    """A read command on a PostgreSQL index opens it read-only (it writes nothing there;
+    a streaming replica refuses writes). One on an index file this process cannot write
+    (or in a folder it cannot write) opens it read-only, saying so with --verbose, and
+    reads it as it is now if it cannot follow it (``Settings.read_snapshot``); the
+    commands that write keep the error that says to make it writable."""
     db = settings.db_path
-    if args.command not in _READS or settings.read_only or not isinstance(db, Path):
+    if args.command not in _READS or settings.read_only:
+        return settings
+    if isinstance(db, DatabaseUrl):  # (a shared database, a streaming replica's too, which
+        return settings.with_overrides(read_only=True)  # refuses every write: read only)
+    if not isinstance(db, Path):
         return settings
     db = db.expanduser()
     if not db.is_file() or (os.access(db, os.W_OK) and os.access(db.absolute().parent,
