@@ -84,6 +84,7 @@ def test_a_search_command_with_another_backend_keeps_the_vectors_and_says_why(
                            "tomato watering", "--mode", mode, "--json")
         answer = json.loads(done.stdout)
         assert "made by made-v1, not by this process's model hash-384-v1" in answer["hint"]
+        assert "try other words" not in answer["hint"]  # (not a matter of words)
         assert "Traceback" not in done.stderr
     assert answer["count"] >= 1  # (hybrid: its words still find it)
     assert anyio.run(_vectors, db) == made
