@@ -76,6 +76,15 @@ async def test_filters_keep_commits_by_author_date_path_and_repository(
             await titles(repo=tmp_path / "elsewhere")
         with pytest.raises(InvalidArgumentError, match="since"):
             await titles(since="not a date")
+        # an empty list says why: the filters, or the words
+        for kw, said in (({"author": "nobody at all"}, "within these filters (author)"),
+                         ({"paths": "nothere/"}, "within these filters (paths)"),
+                         ({}, "no commit matched: try other words")):
+            answer = await rf.search_history("zebra xylophone", mode="lexical",
+                                             **kw)  # type: ignore[arg-type]
+            assert answer["results"] == [] and any(said in p for p in answer["problems"])
+        found = await rf.search_history("deploy", mode="lexical", author="ada")
+        assert found["results"] and found["problems"] == []
 
 
 async def test_semantic_and_hybrid_search_rank_commits_by_meaning(
@@ -333,6 +342,11 @@ async def test_line_history_follows_new_commits_and_leaves_out_uncommitted_lines
         after = await rf.history("plan.md", 3, 4)
         (repo / "plan.md").write_text("# Plan\n\nONE\nTWO\n")  # (not committed)
         dirty = await rf.history("plan.md", 3, 4)
+        clamped = await rf.history("plan.md", 4, 99)  # (to its last line)
+        with pytest.raises(InvalidArgumentError, match=r"line 99 is past the end of plan\.md "
+                           r"\(4 lines\)"):  # (not an empty list that looks like no commit)
+            await rf.history("plan.md", 99, 120)
+    assert [(c["title"], c["lines"]) for c in clamped["commits"]] == [("Second thoughts", [4])]
     assert [(c["title"], c["lines"]) for c in before["commits"]] == [("First draft", [3, 4])]
     assert [(c["title"], c["lines"]) for c in after["commits"]] == [
         ("Second thoughts", [4]), ("First draft", [3])]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.extract.reading import clamped
 from .git import git, unquote
 
 _ZERO = "0" * 40
@@ -105,8 +106,9 @@ class Blames:
                 while len(self._kept) > self._size:
                     self._kept.popitem(last=False)
         owners, commits = found
-        lines: dict[str, list[int]] = {}
-        for n in range(start, min(end, len(owners)) + 1):
+        start, end = clamped(start, end, len(owners), "line", Path(rel))  # (past the end:
+        lines: dict[str, list[int]] = {}  # refused, as a file's lines are)
+        for n in range(start, end + 1):
             lines.setdefault(owners[n - 1], []).append(n)
         out = [replace(commits[h], lines=lines[h]) for h in lines if h != _ZERO]
         return sorted(out, key=lambda b: -b.commit_time)

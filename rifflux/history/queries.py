@@ -121,6 +121,12 @@ async def search_history(search: HistorySearch, query: str, *, top_k: int, mode:
     said += [r["problem"] for r in repos if r["problem"] and r["problem"] not in said]
     said += [f"{r['path']} is a shallow clone: only the history it holds is searched"
              for r in repos if r["shallow"]]
+    if not hits and query.strip() and not said:  # (an empty list says why)
+        given = [name for name, value in (("repo", repo), ("paths", paths), ("author", author),
+                                          ("since", since), ("before", before)) if value]
+        said.append(f"no commit matched within these filters ({', '.join(given)}): relax "
+                    "them, or search without them" if given else
+                    "no commit matched: try other words")
     return {"results": hits, "mode": mode, "repositories": _listed(repos),
             "pending_embeddings": 0, "problems": said}
 

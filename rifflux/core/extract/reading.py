@@ -60,9 +60,9 @@ def read_span(path: Path, start: int | None, end: int | None, *, by_page: bool =
     extracted, sha = _extracted(path)
     lines = extracted.text.split("\n") if extracted.text else []
     if not by_page:
-        first, last = _clamped(start, end, len(lines), "line", path)
+        first, last = clamped(start, end, len(lines), "line", path)
         return Span(first, last, len(lines), "\n".join(lines[first - 1 : last]), sha, unit)
-    first_page, last_page = _clamped(start, end, extracted.pages, unit, path)
+    first_page, last_page = clamped(start, end, extracted.pages, unit, path)
     spans = [(s.start, s.end) for s in extracted.sections
              if s.page is not None and first_page <= s.page <= last_page]
     if not spans:  # pages without text (a scan's): nothing, at the lines of what is there
@@ -85,8 +85,11 @@ def _extracted(path: Path) -> tuple[Extracted, str]:
     return extracted, hashlib.sha256(data).hexdigest()
 
 
-def _clamped(start: int | None, end: int | None, total: int, unit: str,
-             path: Path) -> tuple[int, int]:
+def clamped(start: int | None, end: int | None, total: int, unit: str,
+            path: Path) -> tuple[int, int]:
+    """``start``..``end`` (1-based, inclusive; None: the first, the last) within ``total``
+    ``unit``s of ``path``: a range that is not one, or starts past the end, is refused
+    saying so (a file's lines, a PDF's pages, the lines of a file's history)."""
     first = 1 if start is None else max(start, 1)
     if end is not None and end < first:
         raise InvalidArgumentError(f"{unit}s {start}-{end} are not a range: the end is 1 or "
