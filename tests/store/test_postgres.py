@@ -389,3 +389,20 @@ async def test_an_mcp_search_reads_a_database_by_its_url_in_db_path(
                          db_path=url)
         own = await call(session, "search_rifflux", query="pancakes", mode="lexical")
     assert out["count"] >= 1 and own["count"] == 0
+
+
+def test_asyncpgs_warnings_while_the_server_is_away_are_one_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # (its pool logged every failed reconnect with a traceback: 82 lines of stderr for
+    # one `rifflux index` across a restart, beside Rifflux's own words)
+    import rifflux.store.postgres.connection  # noqa: F401 (its filter, set at import)
+
+    try:
+        raise ConnectionRefusedError(111, "Connect call failed")
+    except OSError:
+        logging.getLogger("asyncpg.pool").warning(
+            "Failed to restore the pool connection floor; retrying", exc_info=True)
+    [record] = [r for r in caplog.records if r.name == "asyncpg.pool"]
+    assert record.getMessage() == ("Failed to restore the pool connection floor; retrying "
+                                   "(ConnectionRefusedError: [Errno 111] Connect call failed)")
+    assert record.exc_info is None and "Traceback" not in caplog.text

@@ -17,6 +17,7 @@ The statements both stores share (``store.statements``) run here in PostgreSQL's
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -50,6 +51,20 @@ Connection: TypeAlias = (
     "asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]")
 #: A pool of connections.
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+class _OneLine(logging.Filter):
+    """asyncpg's pool logs each failed attempt to reconnect with its traceback (about 20
+    lines, several a restart) while Rifflux says the same once, in words: one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+logging.getLogger("asyncpg.pool").addFilter(_OneLine())
 
 _UNREACHABLE_STATES = ("08", "57P")  # connection exceptions; shutdown, crash, starting up
 _BUSY_STATES = ("40001", "40P01", "55P03")  # serialization, deadlock, lock not available
