@@ -325,6 +325,9 @@ ONE_THING = {
     "rifflux/api.py": "the facade: every public method of Rifflux, each handing its call to "
                       "the service, the notes or the status; cutting it would make a mixin",
     "rifflux/types.py": "the contract: one TypedDict per shape an answer has",
+    "rifflux/store/protocols.py": "what the actors need of a store: one Protocol per part "
+                                  "of it (writer, missing texts, following, reads, legs, "
+                                  "lease, presence), each method's promise in its docstring",
 }
 
 #: The layers, lowest first: a module imports only from its own layer or a lower one.
