@@ -52,6 +52,7 @@ Connection: TypeAlias = (
 #: A pool of connections.
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
+
 class _OneLine(logging.Filter):
     """asyncpg's pool logs each failed attempt to reconnect with its traceback (about 20
     lines, several a restart) while Rifflux says the same once, in words: one line."""
