@@ -6,6 +6,9 @@ from __future__ import annotations
 # typing_extensions' TypedDict: pydantic on 3.11 reads only it (OpenAPI comes from these).
 from typing_extensions import TypedDict
 
+#: The fewest leading hex digits of a commit's hash that name it (``show``, every surface).
+SHORTEST_HASH = 4
+
 
 class CommitPath(TypedDict):
     path: str

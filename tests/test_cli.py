@@ -445,8 +445,8 @@ def test_show_prints_a_chunk_by_its_id_with_where_it_is(indexed: Path) -> None:
     gone = rifflux_cli(indexed, "--db", "index.db", "show", "0" * 20)
     assert gone.returncode == 1 and "no chunk" in gone.stderr
     short = rifflux_cli(indexed, "--db", "index.db", "show", hit["chunk_id"][:8])
-    assert short.returncode == 1 and "neither an indexed file nor a chunk id: a chunk id " \
-        "has 20 hex digits" in short.stderr
+    assert short.returncode == 1 and "neither an indexed file, nor a chunk id, nor an " \
+        "indexed commit: a chunk id has 20 hex digits" in short.stderr
     # a note without headings: its chunk's line names no breadcrumb, and ends there
     (indexed / "notes" / "plain.md").write_text("Just a line about quinces.\n")
     assert rifflux_cli(indexed, "--db", "index.db", "index", "notes").returncode == 0

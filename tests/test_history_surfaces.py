@@ -76,6 +76,10 @@ def test_show_prints_a_commit_by_its_hash(tmp_path: Path) -> None:
     as_json = json.loads(rifflux_cli(tmp_path, "--db", "index.db", "show", head,
                                      "--json").stdout)
     assert as_json["hash"] == head
+    # its first 4 digits are enough, as for the API (the handbook's few commits, made at
+    # fixed dates, share no 4 first digits)
+    shortest = rifflux_cli(tmp_path, "--db", "index.db", "show", head[:4], "--json")
+    assert json.loads(shortest.stdout)["hash"] == head, shortest.stderr
 
 
 def test_no_history_leaves_the_history_out(tmp_path: Path) -> None:

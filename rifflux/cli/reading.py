@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.filters import check_depth
 from ..exits import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from ..history_types import SHORTEST_HASH
 from .common import (
     Holding,
     check_index,
@@ -50,8 +51,8 @@ _LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 #: PATH:WHATEVER, when PATH is a file and WHATEVER no range (PATH:abc, PATH:5-).
 _NOT_A_RANGE = re.compile(r"^(?P<path>.+):(?P<range>[^:/\\]*)$")
 _CHUNK_ID = re.compile(r"^[0-9a-f]{20}$")
-#: What may be a chunk id cut short (or too long): hex digits only.
-_PART_OF_AN_ID = re.compile(r"^[0-9a-f]{6,40}$")
+#: What may be a commit's hash, or a chunk id cut short (or too long): hex digits only.
+_PART_OF_AN_ID = re.compile(rf"^[0-9a-f]{{{SHORTEST_HASH},40}}$")
 
 
 class _Showing(Holding, Protocol):
@@ -141,8 +142,10 @@ async def _show(args: argparse.Namespace, on_disk: bool, opened: _Opened,
                                    "from 1)", EXIT_USAGE)
     if found is None or "text" not in found:
         if _PART_OF_AN_ID.match(target) and not on_disk:
-            raise CommandError(f"{target} is neither an indexed file nor a chunk id: a chunk "
-                               "id has 20 hex digits, all of them (as `rifflux search --json` "
+            raise CommandError(f"{target} is neither an indexed file, nor a chunk id, nor "
+                               "an indexed commit: a chunk id has 20 hex digits, all of them "
+                               "(as `rifflux search --json` prints it); a commit, at least "
+                               f"the first {SHORTEST_HASH} of its hash (as `rifflux history` "
                                "prints it)")
         if on_disk:  # (skipped: too large, not text, unreadable, left out by the globs)
             raise CommandError(f"{target} is not in the index, though the file is there: "

@@ -15,6 +15,7 @@ import anyio
 from ..core.filters import bound_seconds
 from ..errors import InvalidArgumentError, NotFoundError
 from ..history_types import (
+    SHORTEST_HASH,
     CommitDetail,
     CommitHit,
     FileHistory,
@@ -134,10 +135,10 @@ async def search_history(search: HistorySearch, query: str, *, top_k: int, mode:
 async def show_commit(rows: HistoryRows, commit: str, *, repo: str | None = None,
                       max_chars: int | None = None) -> CommitDetail:
     text = commit.strip().lower()
-    if len(text) < 4 or any(c not in "0123456789abcdef" for c in text):
+    if len(text) < SHORTEST_HASH or any(c not in "0123456789abcdef" for c in text):
         raise InvalidArgumentError(f"{commit!r} is not a commit hash: give at least its "
-                                   "first 4 hexadecimal digits (as search_history's hits "
-                                   "show them)")
+                                   f"first {SHORTEST_HASH} hexadecimal digits (as "
+                                   "search_history's hits show them)")
     repos = await rows.repositories()
     ids = await rows.find(text, _repo_ids(repo, repos))
     if not ids:
