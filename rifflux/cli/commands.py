@@ -52,7 +52,8 @@ async def _index(args: argparse.Namespace, settings: Settings) -> int:
     if len(await missing_locations(args.paths)) == len(args.paths):
         # nothing to index: do not create an index file either
         raise CommandError(f"nothing to index: {', '.join(args.paths)} not found; "
-                           "pass existing folders or markdown files")
+                           "pass existing folders or files (notes, PDFs, slides, Word "
+                           "files, text or code)")
     if not await index_exists(settings):  # (a refusal makes no index file, no lock)
         refusals = await refused_by_a_new_index(args.paths, settings, yes=args.yes)
         if len(refusals) == len(args.paths):

@@ -270,6 +270,7 @@ def test_indexing_a_path_that_does_not_exist_creates_no_index(tmp_path: Path) ->
     done = rifflux_cli(tmp_path, "--db", str(tmp_path / "new.db"), "index",
                        str(tmp_path / "nowhere"))
     assert done.returncode == 1 and "nothing to index" in done.stderr
+    assert "pass existing folders or files (notes, PDFs" in done.stderr  # (not "markdown")
     assert not (tmp_path / "new.db").exists()
 
 
