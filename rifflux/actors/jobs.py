@@ -371,9 +371,7 @@ class JobQueue:
         for job in self._all():
             if job.id == job_id:
                 return job
-        raise JobNotFoundError(f"no job {job_id!r}: the index's status lists the recent jobs "
-                               "(status(), MCP's index_status, GET /api/status, `rifflux "
-                               "status`)")
+        raise JobNotFoundError(f"no job {job_id!r}; index_status lists the recent jobs")
 
     def snapshot(self) -> list[JobInfo]:
         return [j.snapshot() for j in self._all()]
